@@ -1,0 +1,36 @@
+"""The one place that opens an index database.
+
+CPython builds on our machines ship an `sqlite3` that cannot load extensions, so the index uses
+`sqlean.py` (a drop-in `sqlite3` module with extension loading, FTS5 and a recent SQLite) and loads
+`sqlite-vec` into it. Every index connection comes from `connect()`; no other module imports a
+SQLite driver for index data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import sqlean
+import sqlite_vec
+
+Connection = Any  # sqlean.Connection, untyped upstream
+
+
+def connect(path: Path | str, *, vectors: bool = True, readonly: bool = False) -> Connection:
+    """Open an index database with WAL, foreign keys and (by default) sqlite-vec loaded."""
+    target = str(path)
+    if readonly and target != ":memory:":
+        conn = sqlean.connect(f"file:{target}?mode=ro", uri=True, check_same_thread=False)
+    else:
+        conn = sqlean.connect(target, check_same_thread=False)
+    conn.row_factory = sqlean.Row
+    if vectors:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+    if target != ":memory:" and not readonly:
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
