@@ -1,0 +1,68 @@
+"""Prompt templates as files, rendered strictly; `catalog.toml` declares each one.
+
+`render(name, **vars)` loads `prompts/<file>` with StrictUndefined, so a missing variable is an
+error at render time, never an empty string in a prompt.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["Catalog", "PromptSpec", "catalog", "render", "terms"]
+
+
+class PromptSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    file: str
+    role: str
+    variables: tuple[str, ...] = ()
+    budget_tokens: int
+
+
+class Catalog(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompts: dict[str, PromptSpec]
+
+
+@cache
+def catalog() -> Catalog:
+    text = resources.files("prompts").joinpath("catalog.toml").read_text(encoding="utf-8")
+    return Catalog.model_validate(tomllib.loads(text))
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("prompts", ""),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render(name: str, **variables: Any) -> str:
+    """Render the catalogued prompt `name`; unknown names and missing variables raise."""
+    spec = catalog().prompts.get(name)
+    if spec is None:
+        raise KeyError(f"prompt {name!r} is not in prompts/catalog.toml")
+    return _environment().get_template(spec.file).render(**variables)
+
+
+@cache
+def terms(forge: str) -> dict[str, str]:
+    """Return the forge's vocabulary (`forge_name`, `change`, `change_short`)."""
+    text = resources.files("prompts").joinpath("terms.toml").read_text(encoding="utf-8")
+    table = tomllib.loads(text)
+    if forge not in table:
+        raise KeyError(f"no terms for forge {forge!r}")
+    return {str(k): str(v) for k, v in table[forge].items()}

@@ -1,0 +1,68 @@
+"""The `forgebot` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from bot.settings import Settings
+
+
+def _add_server_args(parser: argparse.ArgumentParser, settings: Settings) -> None:
+    parser.add_argument("--host", default=settings.host)
+    parser.add_argument("--port", type=int, default=settings.port)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from bot.runner import run_serve
+
+    run_serve(args.settings, args.host, args.port)
+    return 0
+
+
+def _web(args: argparse.Namespace) -> int:
+    from bot.runner import run_web
+
+    if not args.settings.redis_url:
+        sys.stderr.write("forgebot web needs FORGEBOT_REDIS_URL (forgebot serve starts its own Redis)\n")
+        return 2
+    run_web(args.settings, args.host, args.port)
+    return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from bot.runner import run_worker
+
+    if not args.settings.redis_url:
+        sys.stderr.write("forgebot worker needs FORGEBOT_REDIS_URL\n")
+        return 2
+    run_worker(args.settings)
+    return 0
+
+
+def build_parser(settings: Settings) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="forgebot", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="webhook receiver and worker in one process")
+    _add_server_args(serve, settings)
+    serve.set_defaults(handler=_serve)
+    web = sub.add_parser("web", help="the webhook receiver only")
+    _add_server_args(web, settings)
+    web.set_defaults(handler=_web)
+    sub.add_parser("worker", help="the worker only").set_defaults(handler=_worker)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    settings = Settings.load()
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    args = build_parser(settings).parse_args(argv)
+    args.settings = settings
+    args.data_dir = settings.data_dir
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

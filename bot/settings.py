@@ -1,0 +1,113 @@
+"""Settings: the one place the process environment is read.
+
+Built once by the entry point (`forgebot ...`, `create_app()`, the worker's startup) and passed
+down; tests construct `Settings(...)` directly with `_env_file=None, _secrets_dir=None`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_data_dir() -> Path:
+    return Path.home() / ".local" / "share" / "forgebot"
+
+
+class GitLabSettings(BaseModel):
+    """A GitLab instance (gitlab.com or self-managed)."""
+
+    url: str = "https://gitlab.com"
+    token: SecretStr | None = None
+    webhook_secret: SecretStr | None = None
+    bot_user_id: int | None = Field(default=None, description="the bot's own user id; its events are ignored")
+    timeout: float = 30.0
+
+
+class GitHubSettings(BaseModel):
+    """GitHub.com or GitHub Enterprise, with a personal token or a GitHub App."""
+
+    api_url: str = "https://api.github.com"
+    token: SecretStr | None = None
+    app_id: int | None = None
+    private_key: SecretStr | None = None
+    webhook_secret: SecretStr | None = None
+    bot_login: str | None = Field(default=None, description="the bot's own login; its events are ignored")
+    timeout: float = 30.0
+    min_write_interval: float = Field(default=1.0, description="seconds between writes (secondary rate limits)")
+    max_retries: int = 3
+
+
+class RoleModel(BaseModel):
+    """Per-role overrides of the default model."""
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    temperature: float | None = None
+
+
+class LLMSettings(BaseModel):
+    """The chat model every role uses unless `roles` overrides it."""
+
+    provider: Literal["openai", "anthropic", "ollama"] = "openai"
+    base_url: str | None = None
+    model: str = "gpt-4o-mini"
+    api_key: SecretStr | None = None
+    temperature: float = 0.0
+    timeout: float = 120.0
+    max_retries: int = 2
+    roles: dict[str, RoleModel] = Field(default_factory=dict)
+
+
+class TriggerSettings(BaseModel):
+    """Label names and command words users type; configurable per installation."""
+
+    implement_label: str = "forgebot::implement"
+    analyze_label: str = "forgebot::analyze"
+    implement_command: str = "/implement"
+    analyze_command: str = "/analyze"
+    review_command: str = "/review"
+    cancel_command: str = "/cancel"
+
+
+class Settings(BaseSettings):
+    """Process-wide configuration from `FORGEBOT_*` variables (nested with `__`) and secret files."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="FORGEBOT_",
+        env_nested_delimiter="__",
+        extra="ignore",
+    )
+
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    redis_url: str | None = Field(
+        default=None, description="unset: `forgebot serve` starts a private Redis under the data dir"
+    )
+    host: str = "127.0.0.1"
+    port: int = 8080
+    max_body_bytes: int = 4 * 1024 * 1024
+    job_timeout: int = 3600
+    max_tries: int = 3
+    gitlab: GitLabSettings = Field(default_factory=GitLabSettings)
+    github: GitHubSettings = Field(default_factory=GitHubSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    triggers: TriggerSettings = Field(default_factory=TriggerSettings)
+    log_level: str = "INFO"
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.data_dir / "checkpoints.sqlite"
+
+    @classmethod
+    def load(cls) -> Settings:
+        """Build from the environment; `FORGEBOT_SECRETS_DIR` names a directory of secret files."""
+        import os
+
+        secrets_dir = os.environ.get("FORGEBOT_SECRETS_DIR")
+        if secrets_dir:
+            return cls(_secrets_dir=secrets_dir)  # type: ignore[call-arg]
+        return cls()

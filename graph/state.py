@@ -1,0 +1,27 @@
+"""TaskState: what a task's graph run carries between nodes (ids and data, never clients)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any
+
+from typing_extensions import TypedDict
+
+
+class TaskState(TypedDict, total=False):
+    task_id: str
+    mode: str
+    forge: str
+    repo: dict[str, Any]  # RepoRef.model_dump()
+    number: int
+    title: str
+    body: str
+    criteria: list[dict[str, Any]]  # AcceptanceCriterion dumps
+    assumptions: list[str]
+    questions: list[str]
+    analysis: dict[str, Any]  # Analysis dump
+    report_comment_id: int
+    outcome: str  # "reported" | "blocked"
+    started_at: float  # epoch seconds when the task started
+    tokens: Annotated[int, operator.add]  # total tokens reported by the models
+    models: Annotated[list[str], operator.add]  # model names used, in call order

@@ -1,0 +1,87 @@
+"""Shared fixtures: clean environment, a real private Redis, the fake forge over HTTP, settings."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from pydantic import SecretStr
+
+from bot.redisserver import PrivateRedis
+from bot.settings import GitHubSettings, GitLabSettings, Settings
+from tests.fakes.forge_http import FakeForgeState, create_fake_forge
+from tests.fakes.server import ServerThread
+
+GITLAB_SECRET = "gitlab-hook-secret"
+GITHUB_SECRET = "It's a Secret to Everybody"
+GITLAB_TOKEN = "glpat-test-token-do-not-log"
+GITHUB_TOKEN = "ghp_test_token_do_not_log"
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No FORGEBOT_* variable from the developer's shell leaks into a test."""
+    for name in list(os.environ):
+        if name.startswith("FORGEBOT_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[PrivateRedis]:
+    """One real redis-server for the session, started the way `forgebot serve` starts it."""
+    directory = Path(tempfile.mkdtemp(prefix="fb-redis-"))  # short: Unix socket paths are limited
+    server = PrivateRedis(directory)
+    server.start()
+    yield server
+    server.stop()
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def redis_url(redis_server: PrivateRedis) -> str:
+    redis.Redis(unix_socket_path=str(redis_server.socket)).flushall()
+    return redis_server.url
+
+
+@pytest.fixture(scope="session")
+def forge_server() -> Iterator[ServerThread]:
+    server = ServerThread(create_fake_forge())
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_forge(forge_server: ServerThread) -> FakeForgeState:
+    """A fresh fake forge state per test, served over HTTP at `forge_server.url`."""
+    state = FakeForgeState()
+    forge_server.server.config.app.state.forge = state
+    return state
+
+
+@pytest.fixture
+def settings(tmp_path: Path, forge_server: ServerThread) -> Settings:
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        _secrets_dir=None,  # type: ignore[call-arg]
+        data_dir=tmp_path / "data",
+        gitlab=GitLabSettings(
+            url=f"{forge_server.url}/gitlab",
+            token=SecretStr(GITLAB_TOKEN),
+            webhook_secret=SecretStr(GITLAB_SECRET),
+            timeout=5,
+        ),
+        github=GitHubSettings(
+            api_url=f"{forge_server.url}/github",
+            token=SecretStr(GITHUB_TOKEN),
+            webhook_secret=SecretStr(GITHUB_SECRET),
+            timeout=5,
+            min_write_interval=0,
+            max_retries=0,
+        ),
+    )
