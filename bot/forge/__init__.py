@@ -14,11 +14,13 @@ from bot.forge.errors import (
     ForgeRateLimited,
     ForgeUnavailable,
 )
-from bot.forge.models import CommentRef, ForgeKind, Issue, IssueRef, RepoRef
+from bot.forge.models import AccessLevel, CommentRef, ForgeKind, ForgeUser, Issue, IssueRef, RepoRef
 from bot.forge.protocol import Forge
 from bot.settings import Settings
 
 __all__ = [
+    "AccessLevel",
+    "ForgeUser",
     "CommentRef",
     "Forge",
     "ForgeAuthError",

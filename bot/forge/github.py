@@ -11,7 +11,7 @@ import requests
 from github import GithubException
 
 from bot.forge.errors import ForgeError, ForgeUnavailable, error_for_status
-from bot.forge.models import CommentRef, ForgeKind, Issue, IssueRef
+from bot.forge.models import AccessLevel, CommentRef, ForgeKind, ForgeUser, Issue, IssueRef, RepoRef
 
 T = TypeVar("T")
 
@@ -58,3 +58,26 @@ class GitHubForge:
             return CommentRef(issue=ref, id=comment.id, url=comment.html_url or "")
 
         return await self._call(create)
+
+    async def user_access(self, repo: RepoRef, user: ForgeUser) -> AccessLevel:
+        """The collaborator's role (`role_name` distinguishes triage and maintain); 404 → none."""
+
+        def fetch() -> AccessLevel:
+            try:
+                role = self._gh.get_repo(repo.project).get_collaborator_role_name(user.username)
+            except GithubException as exc:
+                if exc.status == 404:
+                    return AccessLevel.NONE
+                raise
+            return _GITHUB_ROLES.get(role, AccessLevel.NONE)
+
+        return await self._call(fetch)
+
+
+_GITHUB_ROLES = {
+    "read": AccessLevel.REPORTER,
+    "triage": AccessLevel.TRIAGE,
+    "write": AccessLevel.DEVELOPER,
+    "maintain": AccessLevel.MAINTAINER,
+    "admin": AccessLevel.OWNER,
+}

@@ -8,10 +8,10 @@ from typing import TypeVar
 
 import gitlab
 import requests
-from gitlab.exceptions import GitlabError
+from gitlab.exceptions import GitlabError, GitlabGetError
 
 from bot.forge.errors import ForgeError, ForgeUnavailable, error_for_status
-from bot.forge.models import CommentRef, ForgeKind, Issue, IssueRef
+from bot.forge.models import AccessLevel, CommentRef, ForgeKind, ForgeUser, Issue, IssueRef, RepoRef
 
 T = TypeVar("T")
 
@@ -60,3 +60,25 @@ class GitLabForge:
             return CommentRef(issue=ref, id=int(note.id))
 
         return await self._call(create)
+
+    async def user_access(self, repo: RepoRef, user: ForgeUser) -> AccessLevel:
+        """Effective access including inherited group membership (`members/all`); 404 → none."""
+
+        def fetch() -> AccessLevel:
+            project = self._gl.projects.get(repo.project, lazy=True)
+            try:
+                member = project.members_all.get(user.id)
+            except GitlabGetError as exc:
+                if exc.response_code == 404:
+                    return AccessLevel.NONE
+                raise
+            return _gitlab_level(int(member.access_level))
+
+        return await self._call(fetch)
+
+
+def _gitlab_level(value: int) -> AccessLevel:
+    for level in sorted(AccessLevel, reverse=True):
+        if value >= level and level != AccessLevel.TRIAGE:
+            return level
+    return AccessLevel.NONE

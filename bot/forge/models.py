@@ -6,6 +6,7 @@ adapters sees an SDK type.
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -52,3 +53,29 @@ class CommentRef(BaseModel):
     issue: IssueRef
     id: int
     url: str = ""
+
+
+class AccessLevel(IntEnum):
+    """A user's access to a repository, on GitLab's scale; GitHub roles map onto it.
+
+    GitLab: guest 10, reporter 20, developer 30, maintainer 40, owner 50.
+    GitHub: read → REPORTER, triage → TRIAGE, write → DEVELOPER, maintain → MAINTAINER, admin → OWNER.
+    Triggering needs DEVELOPER (GitLab Developer, GitHub write) or more.
+    """
+
+    NONE = 0
+    GUEST = 10
+    REPORTER = 20
+    TRIAGE = 25
+    DEVELOPER = 30
+    MAINTAINER = 40
+    OWNER = 50
+
+
+class ForgeUser(BaseModel):
+    """A user as the forge knows them; `id` is stable, `username` may change."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    username: str

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bot.forge.models import CommentRef, ForgeKind, Issue, IssueRef
+from bot.forge.models import AccessLevel, CommentRef, ForgeKind, ForgeUser, Issue, IssueRef, RepoRef
 
 
 class Forge(Protocol):
@@ -16,4 +16,8 @@ class Forge(Protocol):
 
     async def post_comment(self, ref: IssueRef, body: str) -> CommentRef:
         """Post a new comment on the issue."""
+        ...
+
+    async def user_access(self, repo: RepoRef, user: ForgeUser) -> AccessLevel:
+        """The user's effective access to the repository, read through the forge's permission API."""
         ...

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from bot.forge import CommentRef, ForgeNotFound, Issue, IssueRef
+from bot.forge import AccessLevel, CommentRef, ForgeNotFound, ForgeUser, Issue, IssueRef, RepoRef
 
 
 @dataclass
@@ -13,6 +13,7 @@ class FakeForge:
     kind: str = "gitlab"
     issues: dict[IssueRef, Issue] = field(default_factory=dict)
     comments: dict[IssueRef, list[str]] = field(default_factory=dict)
+    access: dict[tuple[str, int], AccessLevel] = field(default_factory=dict)  # (project, user id)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     async def get_issue(self, ref: IssueRef) -> Issue:
@@ -23,3 +24,6 @@ class FakeForge:
     async def post_comment(self, ref: IssueRef, body: str) -> CommentRef:
         self.comments.setdefault(ref, []).append(body)
         return CommentRef(issue=ref, id=next(self._ids))
+
+    async def user_access(self, repo: RepoRef, user: ForgeUser) -> AccessLevel:
+        return self.access.get((repo.project, user.id), AccessLevel.NONE)
