@@ -42,6 +42,25 @@ def _worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from bot.local import run_local
+
+    task = args.task if args.task is not None else Path(args.task_file).read_text(encoding="utf-8")
+    from graph.routing import ModeUnavailable
+
+    try:
+        result = asyncio.run(run_local(args.settings, Path(args.repo), args.mode, task))
+    except (ModeUnavailable, FileNotFoundError) as exc:
+        sys.stderr.write(f"forgebot run: {exc}\n")
+        return 2
+    for comment in result.comments:
+        sys.stdout.write(comment.rstrip() + "\n")
+    return 0
+
+
 def build_parser(settings: Settings) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="forgebot", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -52,6 +71,13 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     _add_server_args(web, settings)
     web.set_defaults(handler=_web)
     sub.add_parser("worker", help="the worker only").set_defaults(handler=_worker)
+    run = sub.add_parser("run", help="one task on a local checkout, no forge needed")
+    run.add_argument("--repo", required=True, help="path of the checkout")
+    run.add_argument("--mode", required=True, choices=["analyze", "implement", "review"])
+    text = run.add_mutually_exclusive_group(required=True)
+    text.add_argument("--task", help="the task text (first line is the title)")
+    text.add_argument("--task-file", help="read the task text from a file")
+    run.set_defaults(handler=_run)
     return parser
 
 

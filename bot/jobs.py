@@ -26,6 +26,7 @@ from bot.settings import Settings
 from graph.builder import build_graph
 from graph.deps import Deps
 from graph.llm import chat_model
+from graph.routing import ModeUnavailable, check_mode
 from graph.state import TaskState
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ def initial_state(event: ForgeEvent, task_id: str) -> TaskState:
 
 async def execute(settings: Settings, deps: Deps, event: ForgeEvent) -> TaskState:
     """Run the graph for `event` with the SQLite checkpointer, thread id = task id."""
+    check_mode(event.mode)
     task_id = task_id_for(event)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     async with AsyncSqliteSaver.from_conn_string(str(settings.checkpoint_path)) as saver:
@@ -95,7 +97,9 @@ async def run_task(ctx: dict[str, Any], event_json: str) -> str:
 async def _report_failure(forge: Forge, event: ForgeEvent, exc: Exception) -> None:
     task = task_id_for(event)
     log.exception("task failed delivery=%s task=%s", event.delivery_id, task)
-    body = f"forgebot could not finish this task: {type(exc).__name__}.\n\n<sub>forgebot · task {task}</sub>"
+    # only our own user-facing errors carry their message; others could hold payload or paths
+    reason = str(exc) if isinstance(exc, ModeUnavailable) else type(exc).__name__
+    body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task}</sub>"
     try:
         await forge.post_comment(IssueRef(repo=event.repo, number=event.number), body)
     except Exception:  # the failure note is best effort; the job still fails loudly

@@ -16,6 +16,7 @@ class TaskState(TypedDict, total=False):
     number: int
     title: str
     body: str
+    workspace: str  # absolute path of the task's checkout ("" when the route needs none)
     criteria: list[dict[str, Any]]  # AcceptanceCriterion dumps
     assumptions: list[str]
     questions: list[str]

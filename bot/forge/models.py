@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-ForgeKind = Literal["gitlab", "github"]
+ForgeKind = Literal["gitlab", "github", "local"]  # "local": `forgebot run` on a checkout, no forge
 
 
 class RepoRef(BaseModel):
