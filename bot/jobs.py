@@ -68,7 +68,7 @@ async def execute(settings: Settings, deps: Deps, event: ForgeEvent) -> TaskStat
             return cast(TaskState, snapshot.values)  # finished earlier: a duplicate run does nothing
         # a checkpoint with pending nodes resumes from where it stopped; otherwise start fresh
         start = None if snapshot.next else initial_state(event, task_id)
-        result = await compiled.ainvoke(start, config, context=deps)
+        result = await compiled.ainvoke(start, config, context=deps, durability="sync")
         return cast(TaskState, result)
 
 
