@@ -39,17 +39,17 @@ _DRAIN_SECONDS = 0.5
 # every capability so the command cannot unmount what covers them.
 _SETUP = r"""
 fail() { echo "forgebot-sandbox: setup failed: $*" >&2; exit 125; }
-wt=$1; stash=$2; shift 2
-mount --bind "$wt" "$stash" || fail "bind $wt"
+mount=$1; mkdir=$2; setpriv=$3; wt=$4; stash=$5; shift 5
+"$mount" --bind "$wt" "$stash" || fail "bind $wt"
 while [ "$1" != "--" ]; do
-  if [ -d "$1" ]; then mount -t tmpfs -o size=64k,mode=0755 forgebot-hidden "$1" || fail "hide $1"
-  elif [ -e "$1" ]; then mount --bind /dev/null "$1" || fail "hide $1"; fi
+  if [ -d "$1" ]; then "$mount" -t tmpfs -o size=64k,mode=0755 forgebot-hidden "$1" || fail "hide $1"
+  elif [ -e "$1" ]; then "$mount" --bind /dev/null "$1" || fail "hide $1"; fi
   shift
 done
 shift
-mkdir -p "$wt" && mount --bind "$stash" "$wt" || fail "restore $wt"
+"$mkdir" -p "$wt" && "$mount" --bind "$stash" "$wt" || fail "restore $wt"
 cd "$wt" || fail "cd $wt"
-exec setpriv --no-new-privs --inh-caps=-all --bounding-set=-all -- "$@"
+exec "$setpriv" --no-new-privs --inh-caps=-all --bounding-set=-all -- "$@"
 """
 # Applies rlimits and execs the command; a Python one-liner works on every host we run on.
 _LIMITS = (
@@ -92,20 +92,28 @@ class SandboxResult(BaseModel):
 
 
 class Isolation(BaseModel):
-    """Whether user, network, PID and mount namespaces can be created here, and why not."""
+    """Whether user, network, PID and mount namespaces can be created here, and why not.
+
+    `tools` holds absolute paths: the command's PATH comes from the target's environment and must
+    not decide which `mount` or `setpriv` the setup runs.
+    """
 
     available: bool
     reason: str = ""
+    tools: dict[str, str] = Field(default_factory=dict)
 
 
 @functools.cache
 def probe_isolation() -> Isolation:
     """Try the namespaces once per process: containers and hardened hosts often forbid them."""
-    for tool in ("unshare", "setpriv"):
-        if shutil.which(tool) is None:
-            return Isolation(available=False, reason=f"`{tool}` not installed")
+    tools = {name: shutil.which(name) for name in ("unshare", "setpriv", "mount", "mkdir", "sh")}
+    for name, found in tools.items():
+        if found is None:
+            return Isolation(available=False, reason=f"`{name}` not installed")
+    paths = {name: str(found) for name, found in tools.items()}
     with tempfile.TemporaryDirectory(prefix="forgebot-probe-") as target:
-        argv = [*_unshare_argv(network=False), "sh", "-c", 'mount -t tmpfs none "$1"', "sh", target]
+        script = ["-c", '"$0" -t tmpfs none "$1"', paths["mount"], target]
+        argv = [*_unshare_argv(paths["unshare"], network=False), paths["sh"], *script]
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -113,7 +121,7 @@ def probe_isolation() -> Isolation:
     if done.returncode != 0:
         detail = (done.stderr.strip().splitlines() or ["exit status " + str(done.returncode)])[-1]
         return Isolation(available=False, reason=f"namespaces refused by the host: {detail}")
-    return Isolation(available=True)
+    return Isolation(available=True, tools=paths)
 
 
 def build_environment(base: Mapping[str, str], policy: SandboxPolicy, home: Path) -> dict[str, str]:
@@ -180,18 +188,21 @@ def _argv(
             missing["no_network"] = why
         return inner, enforced, missing
     stash.mkdir()
-    setup = ["sh", "-c", _SETUP, "forgebot-sandbox", str(worktree), str(stash), *map(str, hidden), "--"]
+    tools = isolation.tools
+    setup = [tools["sh"], "-c", _SETUP, "forgebot-sandbox", tools["mount"], tools["mkdir"], tools["setpriv"]]
+    setup += [str(worktree), str(stash), *map(str, hidden), "--"]
     enforced += ["private_pids", "dropped_capabilities"] + (["data_dir_hidden"] if hidden else [])
     if policy.network:
         missing["no_network"] = "network allowed for this command"
     else:
         enforced.append("no_network")
-    return [*_unshare_argv(network=not policy.network), *setup, *inner], enforced, missing
+    unshare = _unshare_argv(tools["unshare"], network=not policy.network)
+    return [*unshare, *setup, *inner], enforced, missing
 
 
-def _unshare_argv(network: bool) -> list[str]:
+def _unshare_argv(unshare: str, network: bool) -> list[str]:
     flags = ["--user", "--map-root-user", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child"]
-    return ["unshare", *flags, *(["--net"] if network else []), "--"]
+    return [unshare, *flags, *(["--net"] if network else []), "--"]
 
 
 def _execute(
@@ -266,13 +277,34 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float, limit: int) -> tupl
             if len(tail) > limit:
                 del tail[: len(tail) - limit]
     # Kill the whole group: on timeout, and after a normal exit to reap stray background children.
+    _kill_group(proc)
+    proc.stdout.close()
+    return tail, total, timed_out
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the group, reap the leader, and wait briefly until no member is left."""
+    give_up = time.monotonic() + _DRAIN_SECONDS * 4
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
-    proc.stdout.close()
-    return tail, total, timed_out
+    # Members may still be exiting (a PID namespace is torn down asynchronously).
+    while time.monotonic() < give_up and _group_alive(proc.pid):
+        time.sleep(0.01)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a live (not zombie) process is still in the group; zombies wait for a reaper."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
 
 
 def _wait(proc: subprocess.Popen[bytes], deadline: float) -> bool:
