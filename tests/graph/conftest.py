@@ -54,20 +54,39 @@ def init_repo(path: Path) -> Path:
 ProjectFactory = Callable[..., Path]
 
 
+@pytest.fixture(scope="session")
+def php_vendor(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`vendor/` of the PHP fixture project, made once by a real `composer install` (offline: no deps)."""
+    need_tools("composer")
+    work = tmp_path_factory.mktemp("composer") / "php_project"
+    shutil.copytree(FIXTURES / "php_project", work)
+    subprocess.run(
+        ["composer", "install", "-q", "--no-scripts", "--no-plugins", "--no-interaction"],
+        cwd=work,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work.parent), "CI": "1"},
+        check=True,
+        timeout=120,
+    )
+    return work / "vendor"
+
+
 @pytest.fixture
-def project(tmp_path: Path) -> ProjectFactory:
+def project(tmp_path: Path, request: pytest.FixtureRequest) -> ProjectFactory:
     """Copy a fixture project into a fresh git repository, then lay variant overlays over it.
 
     `project("php_project", "assertion")` gives the PHP project whose Calculator::add is wrong;
     overlays are in `tests/fixtures/php_variants/<name>/` and are left uncommitted, like a change.
+    `installed=True` adds the session's `vendor/` (ignored by the fixture's .gitignore).
     """
 
-    def make(name: str, *variants: str) -> Path:
+    def make(name: str, *variants: str, installed: bool = False) -> Path:
         target = tmp_path / name
         shutil.copytree(FIXTURES / name, target)
         init_repo(target)
         for variant in variants:
             shutil.copytree(FIXTURES / "php_variants" / variant, target, dirs_exist_ok=True)
+        if installed:
+            shutil.copytree(request.getfixturevalue("php_vendor"), target / "vendor", symlinks=True)
         return target
 
     return make
