@@ -12,7 +12,7 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from graph.classify import Classification, classify
 from graph.profiles import CommandSpec, Profile
+from graph.repoconfig import RepoConfig
 from graph.sandbox import SandboxPolicy, SandboxResult, run_sandboxed
 
 CheckKind = Literal["install", "test", "smoke", "lint"]
@@ -62,6 +63,28 @@ class CheckContext(BaseModel):
     policy: SandboxPolicy = SandboxPolicy()
     base_env: dict[str, str] = {}
     home: Path | None = None
+
+
+def context_for(
+    worktree: Path,
+    config: RepoConfig,
+    changed_files: Sequence[str],
+    data_dir: Path,
+    base_env: Mapping[str, str],
+) -> CheckContext:
+    """The usual context: the repository's profile and limits, the bot's data directory hidden."""
+    policy = SandboxPolicy(
+        timeout_seconds=config.commands.timeout_seconds,
+        memory_bytes=config.commands.memory_mb * 1024 * 1024,
+        hidden_paths=(data_dir,),
+    )
+    return CheckContext(
+        worktree=worktree,
+        profile=config.resolve_profile(),
+        changed_files=tuple(changed_files),
+        policy=policy,
+        base_env=dict(base_env),
+    )
 
 
 def run_checks(context: CheckContext, kinds: Iterable[CheckKind] = ALL_KINDS) -> CheckReport:

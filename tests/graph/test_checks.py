@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import shutil
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from graph.checks import CheckContext, CheckReport, matching_files, run_checks
+from graph.checks import CheckContext, CheckReport, context_for, matching_files, run_checks
 from graph.profiles import Profile, load_profile
 from graph.repoconfig import parse_repo_config
 from graph.sandbox import SandboxPolicy
-from tests.graph.conftest import FIXTURES, ProjectFactory, need_tools
+from tests.graph.conftest import FIXTURES, ProjectFactory, need, need_tools
 
 SECRET_ENV = {"FORGEBOT_GITLAB__TOKEN": "glpat-checks-leak", "OPENAI_API_KEY": "sk-checks-leak"}
 
@@ -209,3 +212,60 @@ def test_python_profile_runs_pytest_and_ruff(tmp_path: Path) -> None:
     }
     assert "calc/extra.py:1:8: F401" in report.results[-1].output
     assert not list(worktree.rglob("__pycache__")) and not (worktree / ".pytest_cache").exists()
+
+
+def test_context_for_a_repository_hides_the_data_directory(project: ProjectFactory, tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "tasks.sqlite").write_text("task store\n")
+    config = parse_repo_config(
+        f"commands:\n  test: cat {data_dir}/tasks.sqlite\n  timeout_seconds: 30\n  memory_mb: 512\n"
+    )
+    context = context_for(project("php_project"), config, ["src/Calculator.php"], data_dir, os.environ)
+    assert context.policy.timeout_seconds == 30 and context.policy.memory_bytes == 512 * 1024 * 1024
+    (test,) = run_checks(context, ("test",)).results
+    if "data_dir_hidden" in test.runs[0].enforced:
+        assert test.status == "failed" and "task store" not in test.output
+    else:
+        assert "data_dir_hidden" in test.runs[0].not_enforced  # reported, never assumed
+
+
+def _wheel(target: Path) -> str:
+    """Write a minimal pure-Python wheel (no build step, so installing it needs no network)."""
+    files = {
+        "greeting/__init__.py": b"def hello() -> str:\n    return 'hello from the user site'\n",
+        "greeting-0.1.dist-info/METADATA": b"Metadata-Version: 2.1\nName: greeting\nVersion: 0.1\n",
+        "greeting-0.1.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+        b"Tag: py3-none-any\n",
+    }
+    record = []
+    for name, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append("greeting-0.1.dist-info/RECORD,,")
+    name = "greeting-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(target / name, "w") as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+        archive.writestr("greeting-0.1.dist-info/RECORD", "\n".join(record) + "\n")
+    return name
+
+
+def test_python_install_lands_in_the_runs_home_and_later_checks_see_it(tmp_path: Path) -> None:
+    need(Path("/usr/bin/python3").is_file(), "/usr/bin/python3")
+    worktree = tmp_path / "python_project"
+    shutil.copytree(FIXTURES / "python_project", worktree)
+    (worktree / "requirements.txt").write_text(f"./{_wheel(worktree)}\n")
+    config = parse_repo_config(
+        "profile: python\ncommands:\n  smoke: python3 -c 'import greeting; print(greeting.hello())'\n"
+    )
+    context = CheckContext(
+        worktree=worktree, profile=config.resolve_profile(), base_env={"PATH": "/usr/bin:/bin"}
+    )
+    report = run_checks(context, ("install", "smoke"))
+    install, smoke = report.results
+    if install.status == "failed" and "No module named pip" in install.output:
+        need(False, "pip for /usr/bin/python3")
+    assert install.status == "passed", install.output
+    assert smoke.status == "passed" and "hello from the user site" in smoke.output
+    assert not (Path.home() / ".local" / "lib" / "greeting").exists()
