@@ -32,14 +32,16 @@ SandboxStatus = Literal["passed", "failed", "timed_out", "error"]
 DEFAULT_ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "SOURCE_DATE_EPOCH")
 # Refused even when allow-listed: a misconfigured allow-list must not leak a credential.
 _SECRET_NAME = re.compile(r"^FORGEBOT_|TOKEN|SECRET|PASSW|CREDENTIAL|_KEY$|^KEY$|API_?KEY|AUTH", re.I)
-_SETUP_FAILED = 125
 _DRAIN_SECONDS = 0.5
 # Runs inside the new namespaces as their root: keep the worktree reachable (it may live under the
 # data directory), cover each hidden path with an empty tmpfs (or /dev/null for a file), then drop
-# every capability so the command cannot unmount what covers them.
+# every capability so the command cannot unmount what covers them. The shell stays PID 1 and runs
+# the command as its child: PID 1 ignores signals it has no handler for, which would make SIGXCPU
+# and `kill -9 $$` no-ops. The `ready` file tells the host the command started; its absence, not
+# anything the command could print, is what marks a setup failure.
 _SETUP = r"""
 fail() { echo "forgebot-sandbox: setup failed: $*" >&2; exit 125; }
-mount=$1; mkdir=$2; setpriv=$3; wt=$4; stash=$5; shift 5
+mount=$1; mkdir=$2; setpriv=$3; ready=$4; wt=$5; stash=$6; shift 6
 "$mount" --bind "$wt" "$stash" || fail "bind $wt"
 while [ "$1" != "--" ]; do
   if [ -d "$1" ]; then "$mount" -t tmpfs -o size=64k,mode=0755 forgebot-hidden "$1" || fail "hide $1"
@@ -49,7 +51,9 @@ done
 shift
 "$mkdir" -p "$wt" && "$mount" --bind "$stash" "$wt" || fail "restore $wt"
 cd "$wt" || fail "cd $wt"
-exec "$setpriv" --no-new-privs --inh-caps=-all --bounding-set=-all -- "$@"
+: > "$ready" || fail "ready"
+"$setpriv" --no-new-privs --inh-caps=-all --bounding-set=-all -- "$@"
+exit $?
 """
 # Applies rlimits and execs the command; a Python one-liner works on every host we run on.
 _LIMITS = (
@@ -151,7 +155,8 @@ def run_sandboxed(
 
     `base_env` is where allow-listed variables come from (the caller passes its environment);
     `home` is the command's HOME, shared by a sequence of checks (install, then test); without it a
-    throwaway directory is used.
+    throwaway directory is used. Raises ValueError when a hidden path would hide the worktree's own
+    content or the sandbox's scratch directory.
     """
     worktree = worktree.resolve()
     if not worktree.is_dir():
@@ -167,12 +172,15 @@ def run_sandboxed(
         run_home = home if home is not None else scratch_dir / "home"
         run_home.mkdir(parents=True, exist_ok=True)
         env = build_environment(base_env, policy, run_home)
-        argv, enforced, missing = _argv(command, worktree, policy, hidden, scratch_dir / "stash")
-        return _execute(command, argv, worktree, env, policy, enforced, missing)
+        argv, enforced, missing = _argv(command, worktree, policy, hidden, scratch_dir)
+        result = _execute(command, argv, worktree, env, policy, enforced, missing)
+        if "private_pids" in result.enforced and not (scratch_dir / "ready").exists():
+            return result.model_copy(update={"status": "error"})  # the namespaces or setup failed
+        return result
 
 
 def _argv(
-    command: str, worktree: Path, policy: SandboxPolicy, hidden: tuple[Path, ...], stash: Path
+    command: str, worktree: Path, policy: SandboxPolicy, hidden: tuple[Path, ...], scratch: Path
 ) -> tuple[list[str], list[str], dict[str, str]]:
     cpu = policy.cpu_seconds or int(policy.timeout_seconds + 0.999)
     memory = policy.memory_bytes or 0
@@ -181,21 +189,20 @@ def _argv(
     enforced += ["memory_limit"] if memory else []
     missing: dict[str, str] = {} if memory else {"memory_limit": "no memory limit in the policy"}
     isolation = probe_isolation() if policy.isolate else Isolation(available=False, reason="disabled")
-    if not isolation.available:
-        why = "isolation disabled by the policy" if not policy.isolate else isolation.reason
-        missing |= {"private_pids": why, "data_dir_hidden": why}
-        if not policy.network:
-            missing["no_network"] = why
-        return inner, enforced, missing
-    stash.mkdir()
-    tools = isolation.tools
-    setup = [tools["sh"], "-c", _SETUP, "forgebot-sandbox", tools["mount"], tools["mkdir"], tools["setpriv"]]
-    setup += [str(worktree), str(stash), *map(str, hidden), "--"]
-    enforced += ["private_pids", "dropped_capabilities"] + (["data_dir_hidden"] if hidden else [])
     if policy.network:
         missing["no_network"] = "network allowed for this command"
-    else:
-        enforced.append("no_network")
+    if not isolation.available:
+        why = "isolation disabled by the policy" if not policy.isolate else isolation.reason
+        missing["private_pids"] = why
+        missing |= {"data_dir_hidden": why} if hidden else {}
+        missing |= {} if policy.network else {"no_network": why}
+        return inner, enforced, missing
+    (scratch / "stash").mkdir()
+    tools = isolation.tools
+    setup = [tools["sh"], "-c", _SETUP, "forgebot-sandbox", tools["mount"], tools["mkdir"], tools["setpriv"]]
+    setup += [str(scratch / "ready"), str(worktree), str(scratch / "stash"), *map(str, hidden), "--"]
+    enforced += ["private_pids", "dropped_capabilities"] + (["data_dir_hidden"] if hidden else [])
+    enforced += [] if policy.network else ["no_network"]
     unshare = _unshare_argv(tools["unshare"], network=not policy.network)
     return [*unshare, *setup, *inner], enforced, missing
 
@@ -232,8 +239,6 @@ def _execute(
     code = proc.returncode
     if timed_out:
         status: SandboxStatus = "timed_out"
-    elif code == _SETUP_FAILED and "forgebot-sandbox: setup failed" in output:
-        status = "error"
     else:
         status = "passed" if code == 0 else "failed"
     return SandboxResult(

@@ -107,6 +107,15 @@ def test_memory_limit_stops_a_large_allocation(worktree: Path) -> None:
     assert "memory_limit" in limited.enforced
 
 
+def test_a_check_cannot_fake_a_sandbox_error_or_escape_its_signals(worktree: Path) -> None:
+    faked = run_sandboxed(
+        "echo 'forgebot-sandbox: setup failed: x'; exit 125", worktree, SandboxPolicy(), BASE_ENV
+    )
+    assert (faked.status, faked.exit_code) == ("failed", 125)
+    killed = run_sandboxed("kill -9 $$", worktree, SandboxPolicy(), BASE_ENV)  # not PID 1: the signal works
+    assert killed.status == "failed" and killed.exit_code in (137, -9)
+
+
 def test_cpu_limit_stops_a_busy_loop_before_the_timeout(worktree: Path) -> None:
     result = run_sandboxed(
         "while :; do :; done", worktree, SandboxPolicy(cpu_seconds=1, timeout_seconds=20), BASE_ENV
