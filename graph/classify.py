@@ -4,6 +4,10 @@ The kind decides what happens next: a failing assertion goes back to the coder a
 problem, an error (exception, fatal, syntax) as broken code, and an environment problem
 (bootstrap file missing, dependency not installed, no tests collected) is reported instead of
 being blamed on the change. Presets parse the runner's plain text output, tested on real output.
+
+The output comes from code under review, so a classification is advice for the next role, never
+a status: it cannot turn a failed run into a pass (`passed` also needs exit status 0), and gates
+must not let "environment" excuse a failed mandatory check.
 """
 
 from __future__ import annotations
