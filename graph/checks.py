@@ -151,9 +151,7 @@ def run_lints(ctx: CheckContext) -> list[CheckResult]:
     return results
 
 
-def discover_lints(
-    profile: Profile, worktree: Path, path: str
-) -> list[tuple[str, CommandSpec | None, str]]:
+def discover_lints(profile: Profile, worktree: Path, path: str) -> list[tuple[str, CommandSpec | None, str]]:
     """Per lint name, the first variant whose files and tool are present, or None with the reason."""
     chosen: dict[str, tuple[CommandSpec | None, str]] = {}
     for spec in profile.lint:

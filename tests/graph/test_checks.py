@@ -210,6 +210,9 @@ def test_python_profile_runs_pytest_and_ruff(tmp_path: Path) -> None:
         "py-syntax": "passed",
         "ruff": "failed",
     }
+    (test,) = report.of_kind("test")
+    assert test.classification is not None and test.classification.outcome == "passed"
+    assert test.classification.summary.startswith("3 passed")
     assert "calc/extra.py:1:8: F401" in report.results[-1].output
     assert not list(worktree.rglob("__pycache__")) and not (worktree / ".pytest_cache").exists()
 
