@@ -117,7 +117,7 @@ def test_live_pytest_assertion_and_error(python_project: Path) -> None:
     assert (added.kind, added.message, added.location) == (
         "assertion",
         "assert 6 == 5",
-        "tests/test_calc.py:7",
+        "tests/test_calc.py:6",
     )
     divided = by_test["tests/test_calc.py::test_divides_two_numbers"]
     assert divided.kind == "error" and divided.location == "calc/__init__.py:11"
