@@ -100,7 +100,7 @@ def _phpunit(output: str, exit_code: int | None) -> Classification:
         return Classification(outcome=_outcome(failures), failures=tuple(failures), summary=summary)
     if summary == "No tests executed!":
         return Classification(outcome="no_tests", summary=summary)
-    if exit_code == 0 and summary.startswith("OK"):
+    if exit_code == 0 and summary.startswith(("OK", "Tests: ")):  # "Tests: ..." after WARNINGS!
         return Classification(outcome="passed", summary=summary)
     return Classification(outcome="unknown", summary=summary or _last_line(output))
 

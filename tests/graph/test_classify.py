@@ -47,6 +47,16 @@ def test_an_error_points_at_where_it_was_raised() -> None:
     assert failure.location == "src/Calculator.php:20"
 
 
+def test_errors_and_failures_together_are_each_listed() -> None:
+    result = classify("phpunit", (SAVED / "mixed.txt").read_text(), 2, root=SAVED_ROOT)
+    assert result.outcome == "error"
+    assert [(f.kind, f.location) for f in result.failures] == [
+        ("error", "src/Calculator.php:20"),
+        ("assertion", "tests/CalculatorTest.php:14"),
+    ]
+    assert result.failures[0].message == "Error: Call to undefined method App\\Calculator::missing()"
+
+
 def test_a_syntax_error_before_any_test_is_an_error_in_the_file() -> None:
     (failure,) = classify("phpunit", (SAVED / "parse_error.txt").read_text(), 255, root=SAVED_ROOT).failures
     assert failure.kind == "error" and "ParseError" in failure.message
