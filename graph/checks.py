@@ -124,7 +124,9 @@ def run_single(ctx: CheckContext, kind: Literal["install", "test", "smoke"]) -> 
     run = _sandbox(ctx, spec, command)
     result = _from_runs(spec.name, kind, command, [run])
     if kind == "test" and ctx.profile.classifier and run.status in ("passed", "failed"):
-        classified = classify(ctx.profile.classifier, run.output, run.exit_code, root=str(ctx.worktree))
+        classified = classify(
+            ctx.profile.classifier, run.output, run.exit_code, root=str(ctx.worktree.resolve())
+        )
         result = result.model_copy(update={"classification": classified})
         if run.status == "passed" and classified.outcome == "no_tests":
             update = {"status": "not_run", "reason": "the test command ran no tests"}
