@@ -1,0 +1,113 @@
+"""Fixtures for the profile, check, classifier and database tests: fixture projects as real git
+repositories, required tools, and database servers.
+
+Tools and servers are skipped when absent, unless FORGEBOT_REQUIRE_TOOLS=1 (read at import time,
+before the autouse fixture that clears FORGEBOT_* variables), in which case their absence fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+REQUIRE_TOOLS = os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1"
+POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+MARIADB_URL = "mysql://root@127.0.0.1:3306/test"
+
+
+def need(available: bool, what: str) -> None:
+    """Skip the test when `what` is missing, or fail it when tools are required."""
+    if available:
+        return
+    if REQUIRE_TOOLS:
+        pytest.fail(f"{what} is required (FORGEBOT_REQUIRE_TOOLS=1) but not available")
+    pytest.skip(f"{what} not available")
+
+
+def need_tools(*names: str) -> None:
+    """Skip (or fail) unless every executable in `names` is on PATH."""
+    for name in names:
+        need(shutil.which(name) is not None, f"`{name}`")
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in `repo` and return its output; a failure fails the test."""
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def init_repo(path: Path) -> Path:
+    """Make `path` a git repository with everything in it committed on `main`."""
+    git(path, "init", "-q", "-b", "main")
+    git(path, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "add", "-A")
+    git(path, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-q", "-m", "initial")
+    return path
+
+
+ProjectFactory = Callable[..., Path]
+
+
+@pytest.fixture(scope="session")
+def php_vendor(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`vendor/` of the PHP fixture project, made once by a real `composer install` (offline: no deps)."""
+    need_tools("composer")
+    work = tmp_path_factory.mktemp("composer") / "php_project"
+    shutil.copytree(FIXTURES / "php_project", work)
+    subprocess.run(
+        ["composer", "install", "-q", "--no-scripts", "--no-plugins", "--no-interaction"],
+        cwd=work,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work.parent), "CI": "1"},
+        check=True,
+        timeout=120,
+    )
+    return work / "vendor"
+
+
+@pytest.fixture
+def project(tmp_path: Path, request: pytest.FixtureRequest) -> ProjectFactory:
+    """Copy a fixture project into a fresh git repository, then lay variant overlays over it.
+
+    `project("php_project", "assertion")` gives the PHP project whose Calculator::add is wrong;
+    overlays are in `tests/fixtures/php_variants/<name>/` and are left uncommitted, like a change.
+    `installed=True` adds the session's `vendor/` (ignored by the fixture's .gitignore).
+    """
+
+    def make(name: str, *variants: str, installed: bool = False) -> Path:
+        target = tmp_path / name
+        shutil.copytree(FIXTURES / name, target)
+        init_repo(target)
+        for variant in variants:
+            shutil.copytree(FIXTURES / "php_variants" / variant, target, dirs_exist_ok=True)
+        if installed:
+            shutil.copytree(request.getfixturevalue("php_vendor"), target / "vendor", symlinks=True)
+        return target
+
+    return make
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """The test Postgres server (trust auth, database `test`)."""
+    need(_port_open(5432), "PostgreSQL at 127.0.0.1:5432")
+    return POSTGRES_URL
+
+
+@pytest.fixture(scope="session")
+def mariadb_url() -> str:
+    """The test MariaDB/MySQL server (root without password, database `test`)."""
+    if not _port_open(3306):  # "MariaDB where available": never required
+        pytest.skip("MariaDB at 127.0.0.1:3306 not available")
+    return MARIADB_URL
