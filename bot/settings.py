@@ -97,6 +97,10 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     triggers: TriggerSettings = Field(default_factory=TriggerSettings)
     log_level: str = "INFO"
+    databases: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="name → connection URL for the read-only database tools; `.forgebot.yml` names one",
+    )
 
     @property
     def checkpoint_path(self) -> Path:
