@@ -18,6 +18,7 @@ from bot.evaluation.compare import IncomparableReports, compare_reports, render_
 from bot.evaluation.report import load_report, write_reports
 from bot.evaluation.runner import Prices, RunOptions, run_taskset
 from bot.evaluation.taskset import TaskSetError, load_taskset
+from graph.llm import ModelConfigError, chat_model
 
 
 def _write(line: str) -> None:
@@ -30,6 +31,12 @@ def _eval(args: argparse.Namespace, path: Path) -> int:
     except TaskSetError as exc:
         _write(f"forgebot eval: {exc}")
         return 2
+    if not args.scripted:
+        try:
+            chat_model(args.settings.llm, "decomposer")  # fail before any task, not once per task
+        except ModelConfigError as exc:
+            _write(f"forgebot eval: {exc} (or pass --scripted for a synthetic run)")
+            return 2
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = Path(args.out) if args.out else Path(args.data_dir) / "eval" / f"{taskset.name}-{stamp}"
     prices = Prices(args.price_input, args.price_output) if args.price_input is not None else None

@@ -55,12 +55,12 @@ def installed_version(package: str) -> str | None:
 
 
 def package_files(package: str, php_root: Path = PHP_ROOT) -> list[Path]:
-    """Regular files the package installed under `php_root`, relative to it."""
+    """Files the package installed under `php_root`, relative to it (symlinked files are copied as files)."""
     listing = run_command(["dpkg-query", "-L", package]).stdout.splitlines()
     files = []
     for line in listing:
         path = Path(line)
-        if path.is_relative_to(php_root) and path.is_file() and not path.is_symlink():
+        if path.is_relative_to(php_root) and path.is_file():
             files.append(path.relative_to(php_root))
     if not files:
         raise WorkspaceError(f"{package} installs no files under {php_root}")

@@ -135,3 +135,15 @@ def test_tool_calls_are_counted_but_structured_answers_are_not() -> None:
     handler.on_llm_end(LLMResult(generations=[[ChatGeneration(message=message)]]), run_id=uuid4())
     assert recorder.tool_calls() == {"read_file_snippet": 1, "search_code": 1}
     assert recorder.roles["reviewer"].calls == 1
+
+
+def test_eval_without_a_model_or_scripted_stops_before_any_task(
+    tmp_path: Path, eval_settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["eval", str(STARTER), "--out", str(tmp_path / "out")])
+    args.settings, args.data_dir = eval_settings, eval_settings.data_dir
+    assert args.handler(args) == 2
+    assert "FORGEBOT_LLM__API_KEY is not set" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

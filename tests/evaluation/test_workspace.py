@@ -87,6 +87,10 @@ def test_setup_problems_are_clear_errors(starter: TaskSet, tmp_path: Path) -> No
     missing = task.setup[0].model_copy(update={"file": "Symfony/Nope.php"})
     with pytest.raises(WorkspaceError, match="not in the package"):
         build_workspace(task.model_copy(update={"setup": (missing,)}), tmp_path / "d")
+    implement = _task(starter, "inflector-urlize")
+    absent = implement.setup[0].model_copy(update={"method": "Inflector::slugify"})
+    with pytest.raises(WorkspaceError, match="no method Inflector::slugify with a body"):
+        build_workspace(implement.model_copy(update={"setup": (absent,)}), tmp_path / "f")
     (tmp_path / "e").mkdir()
     (tmp_path / "e" / "x").write_text("", encoding="utf-8")
     with pytest.raises(WorkspaceError, match="is not empty"):
