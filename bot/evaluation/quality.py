@@ -42,10 +42,17 @@ def syntax_errors(root: Path, files: list[str]) -> list[str]:
     return errors
 
 
+class SymbolCheckError(RuntimeError):
+    """symbols.php could not run (php-parser missing, the autoloader failing)."""
+
+
 def _names(bootstrap: str, files: list[Path], cwd: Path) -> dict[str, dict[str, list[str]]]:
     script = resources.files("bot.evaluation").joinpath("symbols.php")
     with resources.as_file(script) as path:
         done = run_command(["php", str(path), bootstrap, *map(str, files)], cwd=cwd, check=False, timeout=120)
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        raise SymbolCheckError(lines[-1] if lines else f"exit {done.returncode}")
     result = {}
     for line in done.stdout.splitlines():
         if line.startswith("{"):
@@ -86,6 +93,10 @@ def assess(ws: Workspace, changed: list[str], bootstrap: str | None) -> Quality:
         return Quality()
     errors = syntax_errors(ws.root, php)
     broken = {e.split(":", 1)[0] for e in errors}
-    unresolved = unresolved_introduced(ws, bootstrap, [rel for rel in php if rel not in broken])
     note = "" if bootstrap else "no autoloader declared: unresolved symbols checked against PHP built-ins only"
+    try:
+        unresolved = unresolved_introduced(ws, bootstrap, [rel for rel in php if rel not in broken])
+    except SymbolCheckError as exc:
+        # an unknown count is reported as unknown, never as zero
+        unresolved, note = [], f"unresolved-symbol check did not run: {str(exc)[:200]}"
     return Quality(php_files_changed=len(php), syntax_errors=errors, unresolved_symbols=unresolved, note=note)

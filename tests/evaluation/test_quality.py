@@ -41,3 +41,12 @@ def test_an_unchanged_workspace_has_nothing_to_report(starter: TaskSet, tmp_path
     ws = build_workspace(task, tmp_path / "ws")
     quality = assess(ws, changed_files(ws), None)
     assert quality.php_files_changed == 0 and not quality.syntax_errors and not quality.unresolved_symbols
+
+
+def test_a_failing_symbol_check_is_reported_not_counted_as_zero(starter: TaskSet, tmp_path: Path) -> None:
+    task = next(t for t in starter.tasks if t.id == "inflector-urlize")
+    ws = build_workspace(task, tmp_path / "ws")
+    # an autoloader that dies when loaded stands for a broken environment
+    (ws.root / "Doctrine/Inflector/autoload.php").write_text("<?php\nexit(7);\n", encoding="utf-8")
+    quality = assess(ws, changed_files(ws), "Doctrine/Inflector/autoload.php")
+    assert quality.unresolved_symbols == [] and quality.note.startswith("unresolved-symbol check did not run")
