@@ -44,7 +44,8 @@ def _fake_openai(seen: list[dict[str, Any]]) -> Starlette:
             message: dict[str, Any] = {"role": "assistant", "content": json.dumps(ANSWERS[name])}
         else:
             name = body["tools"][0]["function"]["name"]
-            call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": json.dumps(ANSWERS[name])}}
+            function = {"name": name, "arguments": json.dumps(ANSWERS[name])}
+            call = {"id": "call_1", "type": "function", "function": function}
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
         return JSONResponse({
             "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
