@@ -1,23 +1,12 @@
-"""Evaluation: fingerprinted runs of PHP task sets with verifiable outcomes (`forgebot eval`)."""
+"""Evaluation: fingerprinted runs of PHP task sets with verifiable outcomes (`forgebot eval`).
+
+Modules: `taskset` (the task file model), `workspace` (a git repository per task from a Debian
+package), `verification` and `quality` (the checks), `runner` (tasks through `run_local`),
+`usage` (tokens per role), `scripted` (the synthetic model), `fingerprint`, `report`, `compare`,
+`cli`. Only `register` is imported here, so adding the subcommand to `forgebot` stays cheap: the
+graph and the model clients load when `eval` runs.
+"""
 
 from bot.evaluation.cli import register
-from bot.evaluation.compare import IncomparableReports, compare_reports
-from bot.evaluation.report import Report, TaskResult, load_report, write_reports
-from bot.evaluation.runner import Prices, RunOptions, run_taskset
-from bot.evaluation.taskset import TaskSet, TaskSetError, load_taskset
 
-__all__ = [
-    "IncomparableReports",
-    "Prices",
-    "Report",
-    "RunOptions",
-    "TaskResult",
-    "TaskSet",
-    "TaskSetError",
-    "compare_reports",
-    "load_report",
-    "load_taskset",
-    "register",
-    "run_taskset",
-    "write_reports",
-]
+__all__ = ["register"]

@@ -1,7 +1,8 @@
 """`forgebot eval TASKSET` and `forgebot eval compare A B`: the evaluation's command line.
 
 `register()` adds the subcommand; `bot/cli.py` sets `args.settings` and `args.data_dir` before
-calling the handler.
+calling the handler. The harness is imported inside the handlers: building the parser for
+`forgebot web` must not load the graph.
 """
 
 from __future__ import annotations
@@ -13,19 +14,18 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.evaluation.commands import CommandError
-from bot.evaluation.compare import IncomparableReports, compare_reports, render_comparison
-from bot.evaluation.report import load_report, write_reports
-from bot.evaluation.runner import Prices, RunOptions, run_taskset
-from bot.evaluation.taskset import TaskSetError, load_taskset
-from graph.llm import ModelConfigError, chat_model
-
 
 def _write(line: str) -> None:
     sys.stderr.write(line + "\n")
 
 
 def _eval(args: argparse.Namespace, path: Path) -> int:
+    from bot.evaluation.commands import CommandError
+    from bot.evaluation.report import write_reports
+    from bot.evaluation.runner import Prices, RunOptions, run_taskset
+    from bot.evaluation.taskset import TaskSetError, load_taskset
+    from graph.llm import ModelConfigError, chat_model
+
     try:
         taskset = load_taskset(path)
     except TaskSetError as exc:
@@ -57,6 +57,9 @@ def _eval(args: argparse.Namespace, path: Path) -> int:
 
 
 def _compare(a: str, b: str) -> int:
+    from bot.evaluation.compare import IncomparableReports, compare_reports, render_comparison
+    from bot.evaluation.report import load_report
+
     try:
         comparison = compare_reports(load_report(Path(a)), load_report(Path(b)))
     except IncomparableReports as exc:

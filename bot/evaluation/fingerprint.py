@@ -14,6 +14,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
 from bot.evaluation.commands import CommandError, run_command
 from bot.evaluation.taskset import HiddenTests, TaskSet
 from bot.settings import Settings
@@ -64,8 +66,6 @@ def config_inputs(settings: Settings) -> dict[str, Any]:
 
 
 def _without_secrets(dumped: Any, raw: Any) -> Any:
-    from pydantic import SecretStr
-
     if isinstance(dumped, dict) and isinstance(raw, dict):
         return {k: _without_secrets(v, raw[k]) for k, v in dumped.items() if not isinstance(raw[k], SecretStr)}
     return dumped

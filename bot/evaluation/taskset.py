@@ -104,10 +104,10 @@ class ExpectedLocations(_Strict):
 
 
 Verification = Annotated[HiddenTests | ExpectedFindings | ExpectedLocations, Field(discriminator="kind")]
-_VERIFICATION_FOR: dict[str, type[BaseModel]] = {
-    "implement": HiddenTests,
-    "review": ExpectedFindings,
-    "analyze": ExpectedLocations,
+_VERIFICATION_FOR: dict[str, tuple[type[BaseModel], str]] = {
+    "implement": (HiddenTests, "phpunit"),
+    "review": (ExpectedFindings, "findings"),
+    "analyze": (ExpectedLocations, "locations"),
 }
 
 
@@ -122,9 +122,9 @@ class Task(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Task:
-        expected = _VERIFICATION_FOR[self.mode]
+        expected, kind = _VERIFICATION_FOR[self.mode]
         if not isinstance(self.verify, expected):
-            raise ValueError(f"mode {self.mode} is verified by kind {expected.model_fields['kind'].annotation}")
+            raise ValueError(f"mode {self.mode} is verified by kind {kind!r}")
         if self.mode in ("implement", "review") and not self.setup:
             raise ValueError(f"a {self.mode} task needs a setup change")
         return self
