@@ -136,6 +136,7 @@ async def run_task(task: Task, taskset_dir: Path, options: RunOptions) -> TaskRe
     return _base(
         task,
         outcome="passed" if passed else "failed",
+        reason="" if passed else _why(verification),
         verification=verification,
         before=before,
         state_outcome=run.state.get("outcome"),
@@ -171,6 +172,17 @@ def _verify(task: Task, ws: Workspace, run: LocalResult, taskset_dir: Path) -> t
     analysis = run.state.get("analysis") or {}
     located = match_locations(spec, analysis if isinstance(analysis, dict) else {})
     return {"kind": "locations", **located.__dict__}, located.passed
+
+
+def _why(verification: dict[str, Any]) -> str:
+    """One line saying what the check missed, for the Markdown table."""
+    if verification["kind"] == "phpunit":
+        v = verification
+        return f"hidden tests: {v['failures']} failures, {v['errors']} errors of {v['tests']}"
+    if verification["kind"] == "findings":
+        return "missed findings: " + ", ".join(verification["missed"])
+    missing = [*verification["missing_files"], *verification["missing_symbols"]]
+    return "not named: " + ", ".join(missing)
 
 
 def _usage(recorder: UsageRecorder, prices: Prices | None) -> dict[str, Any]:

@@ -87,6 +87,7 @@ async def test_tokens_and_cost_per_role_and_a_failed_check(tmp_path: Path, eval_
     result = await run_task(task, tmp_path, options)
     # "tableize" alone does not name Inflector::tableize: the check fails, whatever the model claims
     assert result.outcome == "failed" and result.verification["missing_symbols"] == ["Inflector::tableize"]
+    assert result.reason == "not named: Inflector::tableize"
     assert result.roles["decomposer"].total_tokens == 100 and result.roles["analyzer"].input_tokens == 150
     assert result.tokens == 400 and result.cost_usd == pytest.approx((200 * 1.0 + 200 * 3.0) / 1e6)
     assert result.state_outcome == "reported" and result.changed_files == []
