@@ -108,15 +108,17 @@ def render_markdown(report: Report) -> str:
     lines += [
         "## Tasks",
         "",
-        "| task | mode | outcome | tokens | cost | s | tool calls | syntax errors | unresolved | reason |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| task | mode | outcome | tokens | cost | s | tool calls | guard/budget events | syntax errors | unresolved "
+        "| reason |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report.tasks:
         cost = "—" if r.cost_usd is None else f"${r.cost_usd:.4f}"
+        reason = " · ".join(x for x in (r.reason, r.quality_note) if x)
         lines.append(
             f"| {r.id} | {r.mode} | **{r.outcome}** | {r.tokens} | {cost} | {r.duration_s:.1f} | "
-            f"{sum(r.tool_calls.values())} | {len(r.syntax_errors)} | {len(r.unresolved_symbols)} | "
-            f"{_cell(r.reason)} |"
+            f"{sum(r.tool_calls.values())} | {len(r.events)} | {len(r.syntax_errors)} | "
+            f"{len(r.unresolved_symbols)} | {_cell(reason)} |"
         )
     lines += ["", "## Tokens per role", "", "| task | role | model | calls | in | out |", "|---|---|---|---|---|---|"]
     for r in report.tasks:
