@@ -1,0 +1,55 @@
+"""run_command(): external tools (git, dpkg-query, php, phpunit) with a clean environment.
+
+Evaluated code and tools never see the evaluator's environment: model keys and forge tokens stay
+in this process. A fixed PATH keeps results independent of the caller's shell.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+CLEAN_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_AUTHOR_NAME": "forgebot-eval",
+    "GIT_AUTHOR_EMAIL": "eval@forgebot.invalid",
+    "GIT_COMMITTER_NAME": "forgebot-eval",
+    "GIT_COMMITTER_EMAIL": "eval@forgebot.invalid",
+    # fixed dates: the same task set builds the same baseline commit ids
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+}
+
+
+class CommandError(RuntimeError):
+    """A tool that must succeed did not (or is not installed)."""
+
+
+@dataclass(frozen=True)
+class Completed:
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+
+def run_command(args: list[str], cwd: Path | None = None, timeout: float = 120.0, check: bool = True) -> Completed:
+    """Run `args`; with `check`, a non-zero exit raises CommandError carrying stderr."""
+    try:
+        proc = subprocess.run(
+            args, cwd=cwd, env=CLEAN_ENV, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except FileNotFoundError as exc:
+        raise CommandError(f"{args[0]} is not installed") from exc
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        if check:
+            raise CommandError(f"{' '.join(args[:3])} timed out after {timeout:.0f}s") from exc
+        return Completed(returncode=-1, stdout=out, stderr=f"timed out after {timeout:.0f}s", timed_out=True)
+    if check and proc.returncode != 0:
+        raise CommandError(f"{' '.join(args[:3])} exited {proc.returncode}: {proc.stderr.strip()[:500]}")
+    return Completed(returncode=proc.returncode, stdout=proc.stdout, stderr=proc.stderr)

@@ -1,0 +1,40 @@
+"""Fixtures for the evaluation tests: PHP tools present (or a skip), the starter set, settings."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bot.evaluation.taskset import TaskSet, load_taskset
+from bot.settings import Settings
+
+# read at import: the suite's autouse fixture clears FORGEBOT_* before each test runs
+REQUIRE_TOOLS = os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1"
+STARTER = Path(__file__).resolve().parents[2] / "evals" / "php-starter.toml"
+TOOLS = ("php", "phpunit", "dpkg-query", "git")
+
+
+@pytest.fixture
+def php_tools() -> None:
+    """Skip when PHP, PHPUnit or dpkg are missing, unless FORGEBOT_REQUIRE_TOOLS=1 (then fail)."""
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if not Path("/usr/share/php/Doctrine/Inflector").is_dir():
+        missing.append("php-doctrine-inflector")
+    if missing:
+        message = f"needs {', '.join(missing)}"
+        if REQUIRE_TOOLS:
+            pytest.fail(message + " (FORGEBOT_REQUIRE_TOOLS=1)")
+        pytest.skip(message)
+
+
+@pytest.fixture
+def starter() -> TaskSet:
+    return load_taskset(STARTER)
+
+
+@pytest.fixture
+def eval_settings(tmp_path: Path) -> Settings:
+    return Settings(_env_file=None, _secrets_dir=None, data_dir=tmp_path / "data")  # type: ignore[call-arg]

@@ -1,0 +1,150 @@
+"""End to end: task sets through `run_local` with scripted models, reports written and marked."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+from uuid import uuid4
+
+import pytest
+import yaml
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+
+from bot.evaluation.cli import register
+from bot.evaluation.report import SYNTHETIC_NOTICE
+from bot.evaluation.runner import Prices, RunOptions, guard_events, run_task
+from bot.evaluation.taskset import Task, TaskSet, load_taskset
+from bot.evaluation.usage import UsageRecorder
+from bot.evaluation.workspace import Workspace
+from bot.settings import Settings
+from graph.routing import ModeUnavailable
+from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
+from tests.evaluation.conftest import STARTER
+from tests.fakes.chat import answer, scripted
+
+pytestmark = [pytest.mark.php, pytest.mark.usefixtures("php_tools")]
+
+ANALYZE = {
+    "id": "where-tableize",
+    "mode": "analyze",
+    "package": "php-doctrine-inflector",
+    "version": "2.0.6-1",
+    "text": "Table names\nWhere does Inflector::tableize turn CamelCase into snake_case?",
+    "verify": {"kind": "locations", "files": ["Doctrine/Inflector/Inflector.php"], "symbols": ["Inflector::tableize"]},
+}
+
+
+def _two_task_set(tmp_path: Path, starter: TaskSet) -> Path:
+    implement = next(t for t in starter.tasks if t.id == "inflector-tableize").model_dump(mode="json")
+    hidden = implement["verify"]["files"][0]
+    (tmp_path / hidden).parent.mkdir(parents=True)
+    shutil.copyfile(STARTER.parent / hidden, tmp_path / hidden)
+    path = tmp_path / "two.yaml"
+    path.write_text(yaml.safe_dump({"name": "two", "tasks": [ANALYZE, implement]}), encoding="utf-8")
+    return path
+
+
+def test_synthetic_run_of_two_tasks_through_the_cli(
+    tmp_path: Path, starter: TaskSet, eval_settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="command", required=True))
+    out = tmp_path / "out"
+    args = parser.parse_args(["eval", str(_two_task_set(tmp_path, starter)), "--scripted", "--out", str(out)])
+    args.settings, args.data_dir = eval_settings, eval_settings.data_dir
+    assert args.handler(args) == 0
+    assert SYNTHETIC_NOTICE in capsys.readouterr().out
+
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["synthetic"] is True and report["notice"] == SYNTHETIC_NOTICE
+    assert report["summary"] == {"total": 2, "passed": 1, "failed": 0, "not_run": 1, "error": 0, "invalid": 0}
+    analyze, implement = report["tasks"]
+    assert analyze["outcome"] == "passed" and analyze["verification"]["found_symbols"] == ["Inflector::tableize"]
+    assert set(analyze["roles"]) == {"decomposer", "analyzer"} and analyze["tokens"] > 0
+    assert analyze["roles"]["analyzer"]["models"] == ["forgebot-synthetic-baseline"]
+    assert implement["outcome"] == "not_run" and "'implement' is not available" in implement["reason"]
+    assert implement["before"]["passed"] is False  # the task is live even though its route is not
+    assert SYNTHETIC_NOTICE in (out / "report.md").read_text(encoding="utf-8")
+
+
+def _models(task: Task, ws: Workspace):  # type: ignore[no-untyped-def]
+    criteria = Decomposition(criteria=[AcceptanceCriterion(id=1, text="Find the table-name conversion")])
+    analysis = Analysis(summary="tableize", affected_files=["Doctrine/Inflector/Inflector.php"], symbols=["tableize"])
+    script = {
+        "decomposer": scripted([answer(Decomposition, criteria, tokens=100)]),
+        "analyzer": scripted([answer(Analysis, analysis, tokens=300)]),
+    }
+    return script.__getitem__
+
+
+async def test_tokens_and_cost_per_role_and_a_failed_check(tmp_path: Path, eval_settings: Settings) -> None:
+    task = Task.model_validate(ANALYZE)
+    options = RunOptions(settings=eval_settings, work_dir=tmp_path / "w", synthetic=False, models_for=_models,
+                         prices=Prices(input_per_mtok=1.0, output_per_mtok=3.0))
+    result = await run_task(task, tmp_path, options)
+    # "tableize" alone does not name Inflector::tableize: the check fails, whatever the model claims
+    assert result.outcome == "failed" and result.verification["missing_symbols"] == ["Inflector::tableize"]
+    assert result.reason == "not named: Inflector::tableize"
+    assert result.roles["decomposer"].total_tokens == 100 and result.roles["analyzer"].input_tokens == 150
+    assert result.tokens == 400 and result.cost_usd == pytest.approx((200 * 1.0 + 200 * 3.0) / 1e6)
+    assert result.state_outcome == "reported" and result.changed_files == []
+
+
+async def test_the_route_check_is_asked_at_run_time(tmp_path: Path, eval_settings: Settings) -> None:
+    task = Task.model_validate(ANALYZE)
+
+    def refuse(mode: str) -> None:
+        raise ModeUnavailable(f"mode {mode!r} switched off")
+
+    options = RunOptions(settings=eval_settings, work_dir=tmp_path / "a", synthetic=True, check_mode=refuse)
+    result = await run_task(task, tmp_path, options)
+    assert result.outcome == "not_run" and result.reason == "mode 'analyze' switched off"
+
+    # a check that lets implement through hands the task to the graph; this build's graph refuses it,
+    # which is an error of the run, never a pass
+    implement = load_taskset(STARTER).tasks[0]
+    options = RunOptions(settings=eval_settings, work_dir=tmp_path / "b", synthetic=True, check_mode=lambda m: None)
+    result = await run_task(implement, STARTER.parent, options)
+    assert result.outcome == "error" and result.reason.startswith("run: ModeUnavailable")
+
+
+def test_guard_and_budget_events_from_state_and_traces(tmp_path: Path) -> None:
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    lines = [json.dumps({"type": "node", "name": "analyzer"}), json.dumps({"type": "loop_guard", "rule": "repeat"})]
+    (traces / "t.jsonl").write_text("\n".join([*lines, "not json"]), encoding="utf-8")
+    state = {"budget_events": [{"role": "analyzer", "spent": 12}], "outcome": "reported"}
+    events = guard_events(state, tmp_path)
+    assert events == [
+        {"source": "state.budget_events", "role": "analyzer", "spent": 12},
+        {"source": "t.jsonl", "type": "loop_guard", "rule": "repeat"},
+    ]
+
+
+def test_tool_calls_are_counted_but_structured_answers_are_not() -> None:
+    recorder = UsageRecorder()
+    model = recorder.attach("reviewer", scripted([]))
+    message = AIMessage(content="", tool_calls=[
+        {"name": "search_code", "args": {}, "id": "1"},
+        {"name": "read_file_snippet", "args": {}, "id": "2"},
+        {"name": "Analysis", "args": {}, "id": "3"},
+    ])
+    handler = model.callbacks[0]  # type: ignore[index]
+    handler.on_llm_end(LLMResult(generations=[[ChatGeneration(message=message)]]), run_id=uuid4())
+    assert recorder.tool_calls() == {"read_file_snippet": 1, "search_code": 1}
+    assert recorder.roles["reviewer"].calls == 1
+
+
+def test_eval_without_a_model_or_scripted_stops_before_any_task(
+    tmp_path: Path, eval_settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["eval", str(STARTER), "--out", str(tmp_path / "out")])
+    args.settings, args.data_dir = eval_settings, eval_settings.data_dir
+    assert args.handler(args) == 2
+    assert "FORGEBOT_LLM__API_KEY is not set" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
