@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from bot.settings import Settings
 
@@ -61,6 +62,13 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _registrars() -> list[Callable[[Any], None]]:
+    """Subcommands owned by other packages; each module adds its parsers and handlers."""
+    from bot.evaluation.cli import register as evaluation
+
+    return [evaluation]
+
+
 def build_parser(settings: Settings) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="forgebot", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -78,6 +86,8 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     text.add_argument("--task", help="the task text (first line is the title)")
     text.add_argument("--task-file", help="read the task text from a file")
     run.set_defaults(handler=_run)
+    for register in _registrars():
+        register(sub)
     return parser
 
 
