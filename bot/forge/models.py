@@ -6,7 +6,7 @@ adapters sees an SDK type.
 
 from __future__ import annotations
 
-from enum import Enum, IntEnum
+from enum import IntEnum, StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -86,7 +86,7 @@ class Issue(_Frozen):
     comments: tuple[Comment, ...] = ()
 
 
-class LineKind(str, Enum):
+class LineKind(StrEnum):
     ADDED = "added"
     REMOVED = "removed"
     CONTEXT = "context"
@@ -171,7 +171,7 @@ class Marker(_Frozen):
     purpose: str
 
 
-class Reaction(str, Enum):
+class Reaction(StrEnum):
     """Reactions the bot uses, named forge-neutrally; adapters map them to emoji names."""
 
     EYES = "eyes"
@@ -180,7 +180,7 @@ class Reaction(str, Enum):
     CONFUSED = "confused"
 
 
-class Capability(str, Enum):
+class Capability(StrEnum):
     """What an adapter can do beyond the common ground; callers branch on these, never on a class."""
 
     ISSUE_THREADS = "issue_threads"  # replies nest under a comment on issues (GitLab discussions)
