@@ -5,10 +5,10 @@
      ├── ForgeNotFound        404: project, issue or change gone
      ├── ForgeConflict        409/422: already exists, stale sha
      ├── ForgeRateLimited     429 or a rate-limit 403; carries retry_after seconds
-     ├── ForgeUnavailable     5xx, timeouts, connection errors
+     ├── ForgeUnavailable     5xx, timeouts, connection errors (the only ones retried as transient)
      └── ForgeUnsupported     the forge cannot do this; callers should have checked `capabilities`
 
-Each adapter maps its SDK's exceptions into this tree in one helper; jobs map the tree to arq
+Other 4xx answers (a malformed request) are a plain `ForgeError`. Each adapter maps its SDK's exceptions into this tree in one helper; jobs map the tree to arq
 retries at their edge. Messages never carry a token.
 """
 
@@ -79,4 +79,6 @@ def error_for_status(status: int, message: str, retry_after: float | None = None
         return ForgeNotFound(message)
     if status in (409, 422):
         return ForgeConflict(message)
+    if 400 <= status < 500:
+        return ForgeError(message)  # the request itself is wrong: retrying cannot help
     return ForgeUnavailable(message)

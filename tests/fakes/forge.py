@@ -68,8 +68,9 @@ class FakeForge:
     def _add(self, target: Target, body: str, thread: str = "", review: bool = False, author: str = "",
              note: InlineNote | None = None) -> CommentRef:
         number = next(self._ids)
-        ref = CommentRef(target=target, id=number, thread=thread or (f"d{number}" if self.kind == "gitlab" else ""),
-                         review=review)
+        if not thread and (review or self.kind == "gitlab"):
+            thread = str(number) if review else f"d{number}"  # GitHub diff threads are named by their first comment
+        ref = CommentRef(target=target, id=number, thread=thread, review=review)
         comment = Comment(ref=ref, author=author or self.bot_user, body=body,
                           path=note.path if note else "", line=note.line if note else None)
         self.posted.setdefault(target, []).append(comment)
