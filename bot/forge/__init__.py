@@ -106,7 +106,9 @@ def _github_auth(conf: GitHubSettings, installation: int | None) -> Auth:
     if conf.app_id is not None and conf.private_key is not None:
         installation = installation or conf.installation_id
         if installation is None:
-            raise ForgeAuthError("GitHub App auth needs an installation id (payload or FORGEBOT_GITHUB__INSTALLATION_ID)")
+            raise ForgeAuthError(
+                "GitHub App auth needs an installation id (payload or FORGEBOT_GITHUB__INSTALLATION_ID)"
+            )
         # AppInstallationAuth signs a JWT and swaps it for an installation token, refreshed before expiry
         app = github.Auth.AppAuth(conf.app_id, conf.private_key.get_secret_value())
         return app.get_installation_auth(installation)

@@ -8,7 +8,8 @@
      ├── ForgeUnavailable     5xx, timeouts, connection errors (the only ones retried as transient)
      └── ForgeUnsupported     the forge cannot do this; callers should have checked `capabilities`
 
-Other 4xx answers (a malformed request) are a plain `ForgeError`. Each adapter maps its SDK's exceptions into this tree in one helper; jobs map the tree to arq
+Other 4xx answers (a malformed request) are a plain `ForgeError`.
+Each adapter maps its SDK's exceptions into this tree in one helper; jobs map the tree to arq
 retries at their edge. Messages never carry a token.
 """
 

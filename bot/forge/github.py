@@ -308,7 +308,9 @@ class GitHubForge:
         base = target_branch or repo.default_branch
         try:
             pr = await self._write(
-                lambda: self._repo(repo).create_pull(base=base, head=source_branch, title=title, body=text, draft=draft),
+                lambda: self._repo(repo).create_pull(
+                    base=base, head=source_branch, title=title, body=text, draft=draft
+                ),
                 lambda: self.find_change(repo, source_branch),
             )
         except ForgeConflict:  # 422 "A pull request already exists for owner:branch."

@@ -274,7 +274,8 @@ class GitLabForge:
                 continue
             if any(has_marker(body, marker) for body in bodies):
                 continue
-            data = {"body": with_marker(note.body, marker, GITLAB_COMMENT_LIMIT), "position": _position(change, *located)}
+            text = with_marker(note.body, marker, GITLAB_COMMENT_LIMIT)
+            data = {"body": text, "position": _position(change, *located)}
             await self._write(
                 lambda data=data: self._noteable(ref).discussions.create(data),  # type: ignore[misc]
                 lambda marker=marker: self._find(ref, marker),  # type: ignore[misc]

@@ -31,8 +31,13 @@ from bot.forge.models import (
 
 
 class Conversations(Protocol):
-    kind: ForgeKind
-    capabilities: frozenset[Capability]
+    @property
+    def kind(self) -> ForgeKind: ...
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """What this forge can do beyond the common ground; branch on these, never on the class."""
+        ...
 
     async def get_issue(self, ref: IssueRef) -> Issue:
         """Read an issue's title, body, labels, author and comments (with their thread ids)."""

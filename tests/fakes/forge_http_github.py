@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.fakes.forge_state import FakeChange, FakeComment, FakeForgeState, FakeIssue, FakeThread
+from tests.fakes.forge_state import FakeChange, FakeComment, FakeForgeState, FakeIssue, FakeThread, Kind
 from tests.fakes.samples import sample
 
 _REACTIONS = {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"}
@@ -40,7 +40,7 @@ def _user(login: str) -> dict[str, Any]:
 
 
 def _issue_json(api: str, number: int, issue: FakeIssue | FakeChange) -> dict[str, Any]:
-    data = sample("github/issues.labeled.json")["issue"]
+    data: dict[str, Any] = sample("github/issues.labeled.json")["issue"]
     labels = issue.labels if isinstance(issue, FakeIssue) else []
     data.update(number=number, title=issue.title, body=issue.body, state="open", url=f"{api}/issues/{number}",
                 labels=[{"id": i, "name": name, "color": "ffffff"} for i, name in enumerate(labels)])
@@ -52,7 +52,8 @@ def _comment_json(api: str, comment: FakeComment, thread: FakeThread, number: in
     if not thread.review:
         data = sample("github/api/issues.create_comment.response.json")
         data.update(id=comment.id, body=comment.body, url=f"{api}/issues/comments/{comment.id}",
-                    html_url=f"https://github.example/pull/{number}#issuecomment-{comment.id}", user=_user(comment.author))
+                    html_url=f"https://github.example/pull/{number}#issuecomment-{comment.id}",
+                    user=_user(comment.author))
         return data
     data = sample("github/api/pulls.create_review_comment.response.json")
     position = comment.position or thread.comments[0].position or {}
@@ -80,7 +81,7 @@ async def issue_comments(request: Request) -> JSONResponse:
     full_name, api, number, found = _found(request)
     if found is None:
         return _error(404, "Not Found")
-    kind = "issue" if isinstance(found, FakeIssue) else "change"
+    kind: Kind = "issue" if isinstance(found, FakeIssue) else "change"
     state = _state(request)
     if request.method == "GET":
         threads = [t for t in state.threads_of("github", full_name, kind, number) if not t.review]

@@ -55,7 +55,8 @@ async def pulls(request: Request) -> JSONResponse:
         for (f, p, _), c in state.changes.items():
             if (f, p) == ("github", full_name) and c.source_branch == payload["head"] and c.state == "opened":
                 message = f"A pull request already exists for {full_name.split('/')[0]}:{payload['head']}."
-                return _error(422, "Validation Failed", [{"resource": "PullRequest", "code": "custom", "message": message}])
+                errors = [{"resource": "PullRequest", "code": "custom", "message": message}]
+                return _error(422, "Validation Failed", errors)
         numbers = [n for (f, p, n) in [*state.changes, *state.issues] if (f, p) == ("github", full_name)]
         number = 1 + max(numbers, default=0)
         change = FakeChange(title=str(payload["title"]), body=str(payload.get("body") or ""), author=state.bot_user,
@@ -66,7 +67,8 @@ async def pulls(request: Request) -> JSONResponse:
 
 
 def _file_json(file: FakeFile) -> dict[str, Any]:
-    data = sample("github/api/pulls.list_files.response.json")[0]
+    listed: Any = sample("github/api/pulls.list_files.response.json")
+    data: dict[str, Any] = listed[0]
     data.update(filename=file.new_path, status=_STATUS[file.status], patch=file.patch)
     if file.status == "renamed":
         data["previous_filename"] = file.old_path

@@ -256,7 +256,8 @@ def _position_problem(change: FakeChange, position: dict[str, Any]) -> str:
         change.base_sha, change.head_sha, change.start_sha
     ):
         return "position SHAs are not the latest version's"
-    files = [f for f in change.files if (f.old_path, f.new_path) == (position.get("old_path"), position.get("new_path"))]
+    paths = (position.get("old_path"), position.get("new_path"))
+    files = [f for f in change.files if (f.old_path, f.new_path) == paths]
     if not files:
         return "position paths match no diff file"
     if _row_for(files[0], position.get("old_line"), position.get("new_line")) is None:

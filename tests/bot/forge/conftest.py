@@ -22,21 +22,23 @@ from tests.fakes.forge import FakeForge
 from tests.fakes.forge_http import FakeChange, FakeFile, FakeForgeState, FakeIssue
 from tests.fakes.server import ServerThread
 
-APP_PATCH = """@@ -1,6 +1,7 @@
- <?php
- namespace App;
--use Old\\Thing;
-+use New\\Thing;
-+use New\\Other;
- 
- function run(): void
- {
-@@ -20,3 +21,3 @@ function helper()
- {
--    return 1;
-+    return 2;
- }
-"""
+APP_PATCH = "\n".join([
+    "@@ -1,6 +1,7 @@",
+    " <?php",
+    " namespace App;",
+    "-use Old\\Thing;",
+    "+use New\\Thing;",
+    "+use New\\Other;",
+    " ",
+    " function run(): void",
+    " {",
+    "@@ -20,3 +21,3 @@ function helper()",
+    " {",
+    "-    return 1;",
+    "+    return 2;",
+    " }",
+    "",
+])
 RENAME_PATCH = "@@ -1,4 +1,4 @@\n <?php\n-namespace Legacy;\n+namespace Mail;\n \n class Mailer {}\n"
 ADDED_PATCH = "@@ -0,0 +1,3 @@\n+<?php\n+\n+echo 'hi';\n"
 DELETED_PATCH = "@@ -1,2 +0,0 @@\n-<?php\n-echo 'bye';\n"
@@ -170,7 +172,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     name = request.param
     if name.startswith("fake-"):
         kind = name.removeprefix("fake-")
-        fake = FakeForge(kind=kind, strict=True)  # type: ignore[arg-type]
+        fake = FakeForge(kind="gitlab" if kind == "gitlab" else "github", strict=True)
         yield Backend(name, fake, GITLAB_REPO if kind == "gitlab" else GITHUB_REPO, fake=fake)
         return
     server: ServerThread = request.getfixturevalue("forge_server")
