@@ -20,7 +20,14 @@ from github.PullRequest import ReviewComment
 
 from bot.forge import _retry
 from bot.forge._text import GITHUB_COMMENT_LIMIT, anchor, has_marker, inline_marker, parse_hunks, with_marker
-from bot.forge.errors import ForgeConflict, ForgeError, ForgeNotFound, ForgeUnavailable, error_for_status
+from bot.forge.errors import (
+    ForgeConflict,
+    ForgeError,
+    ForgeNotFound,
+    ForgeUnavailable,
+    ForgeUnsupported,
+    error_for_status,
+)
 from bot.forge.errors import retry_after_from as _retry_after
 from bot.forge.models import (
     AccessLevel,
@@ -189,6 +196,8 @@ class GitHubForge:
 
     async def resolve_thread(self, comment: CommentRef) -> None:
         """Resolve the diff thread holding `comment` (GraphQL `resolveReviewThread`)."""
+        if not comment.review:
+            raise ForgeUnsupported("GitHub conversation comments are flat: only diff threads resolve")
         owner, name = comment.target.repo.project.split("/", 1)
         top = int(comment.thread or comment.id)
 

@@ -30,10 +30,17 @@ from bot.forge import (
     Reaction,
     RepoRef,
 )
-from bot.forge._text import anchor, has_marker, inline_marker, with_marker
+from bot.forge._text import (
+    GITHUB_COMMENT_LIMIT,
+    GITLAB_COMMENT_LIMIT,
+    anchor,
+    has_marker,
+    inline_marker,
+    with_marker,
+)
 
 Target = IssueRef | ChangeRef
-_LIMIT = 65_536
+_LIMITS = {"gitlab": GITLAB_COMMENT_LIMIT, "github": GITHUB_COMMENT_LIMIT}
 
 
 @dataclass
@@ -58,6 +65,10 @@ class FakeForge:
     def comments(self) -> dict[Target, list[str]]:
         """Bodies per issue or change, in posting order: what a user would read in the thread."""
         return {target: [c.body for c in comments] for target, comments in self.posted.items()}
+
+    @property
+    def _limit(self) -> int:
+        return _LIMITS[self.kind]
 
     def _exists(self, target: Target) -> None:
         if not self.strict:
@@ -97,13 +108,13 @@ class FakeForge:
         if marker is not None and (found := self._find(target, marker)) is not None:
             await self.edit_comment(found, body, marker)
             return found
-        return self._add(target, with_marker(body, marker, _LIMIT))
+        return self._add(target, with_marker(body, marker, self._limit))
 
     async def edit_comment(self, comment: CommentRef, body: str, marker: Marker | None = None) -> None:
         comments = self.posted.get(comment.target, [])
         for i, existing in enumerate(comments):
             if existing.ref.id == comment.id:
-                comments[i] = existing.model_copy(update={"body": with_marker(body, marker, _LIMIT)})
+                comments[i] = existing.model_copy(update={"body": with_marker(body, marker, self._limit)})
                 return
         raise ForgeNotFound(f"comment {comment.id}")
 
@@ -121,12 +132,13 @@ class FakeForge:
             quoted = "\n".join(f"> {line}" for line in original.body.splitlines()[:3])
             return await self.post_comment(comment.target, f"{quoted}\n\n@{original.author} {body}", marker)
         thread = original.ref.thread or str(original.ref.id)
-        return self._add(comment.target, with_marker(body, marker, _LIMIT), thread=thread, review=original.ref.review)
+        text = with_marker(body, marker, self._limit)
+        return self._add(comment.target, text, thread=thread, review=original.ref.review)
 
     async def resolve_thread(self, comment: CommentRef) -> None:
         original = self._stored(comment)
-        if isinstance(comment.target, IssueRef):
-            raise ForgeUnsupported("issue threads cannot be resolved")
+        if isinstance(comment.target, IssueRef) or (self.kind == "github" and not comment.review):
+            raise ForgeUnsupported("only diff threads and merge request discussions resolve")
         comments = self.posted[comment.target]
         thread = original.ref.thread
         for i, existing in enumerate(comments):
@@ -158,7 +170,7 @@ class FakeForge:
                 unanchored.append(note)
             elif self._find(ref, marker) is None:
                 review = self.kind == "github"
-                self._add(ref, with_marker(note.body, marker, _LIMIT), review=review, note=note,
+                self._add(ref, with_marker(note.body, marker, self._limit), review=review, note=note,
                           thread="" if review else f"d{next(self._ids)}")
         return unanchored
 

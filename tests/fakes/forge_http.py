@@ -45,7 +45,7 @@ class ForgeMiddleware(BaseHTTPMiddleware):
             return JSONResponse({"message": "401 Unauthorized"}, status_code=401)
         fault = state.take_fault(request.method, request.url.path)
         if fault is not None and not fault.after:
-            body = {"message": f"injected {fault.status}"}
+            body = {"message": fault.message or f"injected {fault.status}"}
             return JSONResponse(body, status_code=fault.status, headers=fault.headers)
         response = await call_next(request)
         if fault is not None:  # processed, then the answer is lost

@@ -105,6 +105,7 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     count: int = 1
     after: bool = False
+    message: str = ""
 
 
 @dataclass

@@ -12,6 +12,7 @@ from bot.forge import (
     AccessLevel,
     Capability,
     ForgeNotFound,
+    ForgeUnsupported,
     ForgeUser,
     InlineNote,
     LineKind,
@@ -169,3 +170,18 @@ async def test_reacting_twice_is_not_an_error(backend: Backend) -> None:
         assert len(issue.reactions) == 1
         located = backend.state.find_comment(backend.forge_name, backend.repo.project, trigger.ref.id)
         assert located is not None and len(located[1].reactions) == 1
+
+
+async def test_issue_conversation_threads_do_not_resolve(backend: Backend) -> None:
+    ref = backend.seed_issue(3)
+    comment = await backend.forge.post_comment(ref, "status")
+    with pytest.raises(ForgeUnsupported):
+        await backend.forge.resolve_thread(comment)
+
+
+async def test_long_comment_is_cut_to_the_forge_limit_keeping_the_marker(backend: Backend) -> None:
+    ref = backend.seed_issue(3)
+    limit = 1_000_000 if backend.repo.forge == "gitlab" else 65_536
+    await backend.forge.post_comment(ref, "x" * (limit + 10), STATUS)
+    (body,) = backend.bodies(ref)
+    assert len(body) <= limit and body.endswith(render_marker(STATUS)) and "truncated" in body

@@ -189,3 +189,15 @@ def _issue() -> FakeIssue:
 
 def repo_issue(repo: RepoRef) -> IssueRef:
     return IssueRef(repo=repo, number=3)
+
+
+async def test_github_secondary_rate_limit_defers_the_job(
+    forge_server: ServerThread, http_state: FakeForgeState
+) -> None:
+    backend = github_backend(forge_server, http_state)
+    ref = backend.seed_issue(3)
+    http_state.faults.append(Fault("POST", "/issues/3/comments", 403,
+                                   message="You have exceeded a secondary rate limit. Please wait a few minutes."))
+    with pytest.raises(ForgeRateLimited) as caught:
+        await backend.forge.post_comment(ref, "hello")
+    assert caught.value.retry_after == 60.0 and backend.bodies(ref) == []
