@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import github
@@ -52,6 +53,7 @@ from bot.forge.models import (
 
 T = TypeVar("T")
 L = TypeVar("L")
+Finder = Callable[[], Awaitable[CommentRef | None]]
 _REACTIONS = {Reaction.EYES: "eyes", Reaction.THUMBS_UP: "+1", Reaction.ROCKET: "rocket",
               Reaction.CONFUSED: "confused"}
 _STATUS: dict[str, FileStatus] = {"added": "added", "removed": "deleted", "renamed": "renamed"}
@@ -109,6 +111,10 @@ class GitHubForge:
     def _repo(self, repo: RepoRef) -> Any:
         return self._gh.get_repo(repo.project)
 
+    def _finder(self, target: IssueRef | ChangeRef, marker: Marker | None) -> Finder | None:
+        """How a write keyed by `marker` is found if its answer was lost; None: it cannot be."""
+        return None if marker is None else partial(self._find, target, marker)
+
     async def _find(self, target: IssueRef | ChangeRef, marker: Marker) -> CommentRef | None:
         for comment in await self.list_comments(target):
             if has_marker(comment.body, marker):
@@ -152,13 +158,12 @@ class GitHubForge:
             await self.edit_comment(found, body, marker)
             return found
         text = with_marker(body, marker, GITHUB_COMMENT_LIMIT)
-        created = await self._write(
-            lambda: self._repo(target.repo).get_issue(target.number).create_comment(text),
-            (lambda: self._find(target, marker)) if marker else None,
-        )
-        if isinstance(created, CommentRef):
-            return created
-        return CommentRef(target=target, id=created.id, url=created.html_url or "")
+
+        def create() -> CommentRef:
+            created = self._repo(target.repo).get_issue(target.number).create_comment(text)
+            return CommentRef(target=target, id=created.id, url=created.html_url or "")
+
+        return await self._write(create, self._finder(target, marker))
 
     def _comment_object(self, comment: CommentRef) -> Any:
         repo = self._repo(comment.target.repo)
@@ -179,20 +184,23 @@ class GitHubForge:
         target = comment.target
         if marker is not None and (found := await self._find(target, marker)) is not None:
             return found
-        text = with_marker(body, marker, GITHUB_COMMENT_LIMIT)
-        landed = (lambda: self._find(target, marker)) if marker else None
         if not comment.review:  # conversation comments are flat: quote and link instead
-            original = await self._read(lambda: self._comment_object(comment))
-            quoted = "\n".join(f"> {line}" for line in (original.body or "").splitlines()[:3])
-            link = f"[@{original.user.login}]({original.html_url or ''})"
-            return await self.post_comment(target, f"{quoted}\n\n{link} {body}", marker)
+            quoted = await self._read(partial(self._quote, comment))
+            return await self.post_comment(target, f"{quoted} {body}", marker)
+        text = with_marker(body, marker, GITHUB_COMMENT_LIMIT)
         top = int(comment.thread or comment.id)  # replies to replies are not supported
-        created = await self._write(
-            lambda: self._repo(target.repo).get_pull(target.number).create_review_comment_reply(top, text), landed
-        )
-        if isinstance(created, CommentRef):
-            return created
-        return CommentRef(target=target, id=created.id, thread=str(top), review=True, url=created.html_url or "")
+
+        def create() -> CommentRef:
+            created = self._repo(target.repo).get_pull(target.number).create_review_comment_reply(top, text)
+            return CommentRef(target=target, id=created.id, thread=str(top), review=True, url=created.html_url or "")
+
+        return await self._write(create, self._finder(target, marker))
+
+    def _quote(self, comment: CommentRef) -> str:
+        """The first lines of `comment` as a Markdown quote, then a link to it (runs in the SDK thread)."""
+        original = self._comment_object(comment)
+        quoted = "\n".join(f"> {line}" for line in (original.body or "").splitlines()[:3])
+        return f"{quoted}\n\n[@{original.user.login}]({original.html_url or ''})"
 
     async def resolve_thread(self, comment: CommentRef) -> None:
         """Resolve the diff thread holding `comment` (GraphQL `resolveReviewThread`)."""
@@ -287,7 +295,7 @@ class GitHubForge:
                                  comments=comments)
 
             # a review posts all its comments or none, so the first note's marker tells if it landed
-            await self._write(create, lambda: self._find(ref, markers[0]))
+            await self._write(create, self._finder(ref, markers[0]))
         return unanchored
 
     async def find_change(self, repo: RepoRef, source_branch: str) -> ChangeRef | None:

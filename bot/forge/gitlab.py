@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import gitlab
@@ -27,7 +28,14 @@ from bot.forge._text import (
     parse_hunks,
     with_marker,
 )
-from bot.forge.errors import ForgeConflict, ForgeError, ForgeUnavailable, ForgeUnsupported, error_for_status
+from bot.forge.errors import (
+    ForgeConflict,
+    ForgeError,
+    ForgeNotFound,
+    ForgeUnavailable,
+    ForgeUnsupported,
+    error_for_status,
+)
 from bot.forge.errors import retry_after_from as _retry_after
 from bot.forge.models import (
     AccessLevel,
@@ -52,6 +60,7 @@ from bot.forge.models import (
 
 T = TypeVar("T")
 L = TypeVar("L")
+Finder = Callable[[], Awaitable[CommentRef | None]]
 _EMOJI = {Reaction.EYES: "eyes", Reaction.THUMBS_UP: "thumbsup", Reaction.ROCKET: "rocket",
           Reaction.CONFUSED: "confused"}
 
@@ -129,6 +138,13 @@ class GitLabForge:
         manager = project.issues if isinstance(target, IssueRef) else project.mergerequests
         return manager.get(target.number, lazy=True)
 
+    def _create_discussion(self, ref: ChangeRef, data: dict[str, Any]) -> Any:
+        return self._noteable(ref).discussions.create(data)
+
+    def _finder(self, target: IssueRef | ChangeRef, marker: Marker | None) -> Finder | None:
+        """How a write keyed by `marker` is found if its answer was lost; None: it cannot be."""
+        return None if marker is None else partial(self._find, target, marker)
+
     async def _find(self, target: IssueRef | ChangeRef, marker: Marker) -> CommentRef | None:
         for comment in await self.list_comments(target):
             if has_marker(comment.body, marker):
@@ -161,7 +177,7 @@ class GitLabForge:
             return found
         note = await self._write(
             lambda: self._noteable(target).notes.create({"body": text}),
-            (lambda: self._find(target, marker)) if marker else None,
+            self._finder(target, marker),
         )
         if isinstance(note, CommentRef):
             return note
@@ -185,7 +201,7 @@ class GitLabForge:
             return found
         note = await self._write(
             lambda: self._noteable(target).discussions.get(thread, lazy=True).notes.create({"body": text}),
-            (lambda: self._find(target, marker)) if marker else None,
+            self._finder(target, marker),
         )
         return note if isinstance(note, CommentRef) else CommentRef(target=target, id=int(note.id), thread=thread)
 
@@ -193,7 +209,7 @@ class GitLabForge:
         for other in await self.list_comments(comment.target):
             if other.ref.id == comment.id:
                 return other.ref.thread
-        raise ForgeConflict(f"note {comment.id} is in no discussion")
+        raise ForgeNotFound(f"note {comment.id} is in no discussion")
 
     async def resolve_thread(self, comment: CommentRef) -> None:
         if isinstance(comment.target, IssueRef):
@@ -276,10 +292,7 @@ class GitLabForge:
                 continue
             text = with_marker(note.body, marker, GITLAB_COMMENT_LIMIT)
             data = {"body": text, "position": _position(change, *located)}
-            await self._write(
-                lambda data=data: self._noteable(ref).discussions.create(data),  # type: ignore[misc]
-                lambda marker=marker: self._find(ref, marker),  # type: ignore[misc]
-            )
+            await self._write(partial(self._create_discussion, ref, data), self._finder(ref, marker))
         return unanchored
 
     async def find_change(self, repo: RepoRef, source_branch: str) -> ChangeRef | None:
