@@ -55,6 +55,13 @@ class GitAuth:
         return "Authorization: Basic " + base64.b64encode(pair).decode()
 
 
+def _not_an_option(value: str, what: str) -> str:
+    """A URL or revision starting with `-` would be read by git as an option."""
+    if not value or value.startswith("-"):
+        raise ValueError(f"{what} {value!r} must not be empty or start with '-'")
+    return value
+
+
 def check_name(value: str, what: str) -> str:
     """Repository keys and task ids become directory names: no separators, no dot-dot, no options."""
     if not _NAME.fullmatch(value) or ".." in value:
@@ -82,7 +89,7 @@ class Workspaces:
         home = self.root / "home"
         home.mkdir(parents=True, exist_ok=True)
         env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PATH": f"{Path(self._git).parent}{os.pathsep}{os.defpath}",  # nothing inherited from the worker
             "HOME": str(home),
             "LANG": "C",
             "GIT_CONFIG_NOSYSTEM": "1",
@@ -147,6 +154,7 @@ class Workspaces:
     async def mirror(self, key: str, url: str, auth: GitAuth | None = None) -> Path:
         """Create or refresh the bare mirror of `url`; only new objects are fetched."""
         path = self.mirror_path(key)
+        _not_an_option(url, "url")
         async with self._locked(key):
             if not (path / "HEAD").exists():
                 path.mkdir(parents=True, exist_ok=True)
@@ -162,6 +170,7 @@ class Workspaces:
         """A worktree for `task` on `branch`, created from `start` (e.g. `origin/main`); reused on retry."""
         mirror, path = self.mirror_path(key), self.task_path(task)
         await self._run(["check-ref-format", "--branch", branch])
+        _not_an_option(start, "start revision")
         async with self._locked(key):
             if (path / ".git").exists():
                 current = (await self._run(["symbolic-ref", "--short", "HEAD"], cwd=path)).strip()
@@ -184,6 +193,7 @@ class Workspaces:
     async def push(self, worktree: Path, url: str, branch: str, auth: GitAuth | None = None) -> None:
         """Push HEAD to `branch` at `url`, the token passed for this command only."""
         await self._run(["check-ref-format", "--branch", branch])
+        _not_an_option(url, "url")
         await self._run(["push", "--quiet", "--no-verify", url, f"HEAD:refs/heads/{branch}"], cwd=worktree, auth=auth)
 
     async def cleanup(self, key: str, task: str) -> None:

@@ -257,11 +257,18 @@ class GitLabForge:
     async def get_change(self, ref: ChangeRef) -> Change:
         def fetch() -> tuple[Any, Any, list[Any]]:
             mr = self._project(ref.repo).mergerequests.get(ref.number)
-            version = mr.diffs.list(get_all=False, per_page=1)[0]  # latest version first
+            versions = mr.diffs.list(get_all=False, per_page=1)  # latest version first
             diffs = self._gl.http_list(f"{mr.manager.path}/{ref.number}/diffs", get_all=True)
-            return mr, version, list(diffs)
+            return mr, versions, list(diffs)
 
-        mr, version, diffs = await self._read(fetch)
+        mr, versions, diffs = await self._read(fetch)
+        # Positions must use the latest version's SHAs (gitlab-org/gitlab#296829); `diff_refs` is
+        # the fallback while GitLab has not yet computed a version.
+        refs = mr.attributes.get("diff_refs") or {}
+        shas = (
+            (versions[0].base_commit_sha, versions[0].head_commit_sha, versions[0].start_commit_sha)
+            if versions else (refs.get("base_sha"), refs.get("head_sha"), refs.get("start_sha"))
+        )
         return Change(
             ref=ref,
             title=str(mr.title),
@@ -269,9 +276,9 @@ class GitLabForge:
             author=str(mr.author["username"]),
             source_branch=str(mr.source_branch),
             target_branch=str(mr.target_branch),
-            base_sha=str(version.base_commit_sha),
-            head_sha=str(version.head_commit_sha),
-            start_sha=str(version.start_commit_sha),
+            base_sha=str(shas[0] or ""),
+            head_sha=str(shas[1] or ""),
+            start_sha=str(shas[2] or ""),
             state=str(mr.state),
             draft=bool(mr.attributes.get("draft", False)),
             url=str(mr.attributes.get("web_url", "")),

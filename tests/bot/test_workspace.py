@@ -51,9 +51,9 @@ def add_commit(origin: Path, tmp_path: Path, path: str, text: str) -> str:
     return git("rev-parse", "HEAD", cwd=clone)
 
 
-def local_workspaces(tmp_path: Path, **overrides: object) -> Workspaces:
+def local_workspaces(tmp_path: Path) -> Workspaces:
     settings = WorkspaceSettings(allowed_protocols=("file",), author_name="forgebot",
-                                 author_email="bot@forgebot.invalid", **overrides)  # type: ignore[arg-type]
+                                 author_email="bot@forgebot.invalid")
     return Workspaces(tmp_path / "ws", settings)
 
 
@@ -93,6 +93,10 @@ async def test_retried_task_reuses_its_worktree_and_names_are_checked(tmp_path: 
         await ws.worktree("gitlab-1", "../escape", "forgebot/1-a", "origin/main")
     with pytest.raises(GitError):
         await ws.worktree("gitlab-1", "task2", "bad..branch", "origin/main")
+    with pytest.raises(ValueError):
+        await ws.worktree("gitlab-1", "task2", "forgebot/2-b", "--upload-pack=touch /tmp/x")
+    with pytest.raises(ValueError):
+        await ws.mirror("gitlab-1", "--upload-pack=touch /tmp/x")
     assert repo_key("github", "octo/app") == "github-octo__app"
 
 
