@@ -206,6 +206,26 @@ class Workspaces:
                 await self._run(["worktree", "prune"], cwd=mirror)
         shutil.rmtree(path, ignore_errors=True)
 
+    async def is_clean(self, worktree: Path) -> bool:
+        """True when nothing is modified, staged or untracked (a task may finish only then)."""
+        return not (await self._run(["status", "--porcelain"], cwd=worktree)).strip()
+
+    async def commits_since(self, worktree: Path, base: str) -> list[str]:
+        """This task's commits (newest first): work committed on the branch after `base`, not before it."""
+        _not_an_option(base, "base revision")
+        return (await self._run(["rev-list", f"{base}..HEAD"], cwd=worktree)).split()
+
+    async def read_file(self, key: str, revision: str, path: str) -> str | None:
+        """A file at a revision of the mirror (e.g. `.forgebot.yml` on `origin/main`); None if absent."""
+        _not_an_option(revision, "revision")
+        if path.startswith(("/", "-")) or ".." in Path(path).parts:
+            raise ValueError(f"path {path!r} must be relative to the repository root")
+        mirror = self.mirror_path(key)
+        listed = await self._run(["ls-tree", "--name-only", revision, "--", path], cwd=mirror)
+        if not listed.strip():
+            return None
+        return await self._run(["show", f"{revision}:{path}"], cwd=mirror)
+
     def usage(self) -> int:
         """Bytes used under the root (files as stored, symlinks not followed)."""
         total = 0

@@ -72,6 +72,14 @@ async def test_mirror_worktree_commit_push_cleanup(tmp_path: Path) -> None:
     assert sha is not None and await ws.commit(tree, "nothing") is None
     assert git("log", "-1", "--format=%an <%ae>|%cn", cwd=tree) == "forgebot <bot@forgebot.invalid>|forgebot"
 
+    assert await ws.is_clean(tree) and await ws.commits_since(tree, "origin/main") == [sha]
+    (tree / "scratch.txt").write_text("untracked\n")
+    assert not await ws.is_clean(tree)
+    (tree / "scratch.txt").unlink()
+    assert await ws.read_file("gitlab-1", "origin/main", "README.md") == "hello\n"
+    assert await ws.read_file("gitlab-1", "origin/main", "missing.yml") is None
+    with pytest.raises(ValueError):
+        await ws.read_file("gitlab-1", "origin/main", "../outside")
     await ws.push(tree, str(origin), "forgebot/7-file-api")
     assert git("rev-parse", "refs/heads/forgebot/7-file-api", cwd=origin) == sha
     await ws.cleanup("gitlab-1", "task1")
