@@ -16,7 +16,6 @@ URL or `.git/config`.
 from __future__ import annotations
 
 import asyncio
-import base64
 import fcntl
 import logging
 import os
@@ -24,12 +23,10 @@ import re
 import shutil
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import SecretStr
-
-from bot.settings import WorkspaceSettings
+from bot.forge.models import GitCredentials
+from bot.settings import Settings, WorkspaceSettings
 
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -41,18 +38,6 @@ class GitError(Exception):
 
 class WorkspaceFull(GitError):
     """The disk bound is reached even after removing finished tasks and idle mirrors."""
-
-
-@dataclass(frozen=True)
-class GitAuth:
-    """HTTP basic credentials for one forge: GitLab takes `oauth2`, GitHub `x-access-token`."""
-
-    username: str
-    token: SecretStr
-
-    def header(self) -> str:
-        pair = f"{self.username}:{self.token.get_secret_value()}".encode()
-        return "Authorization: Basic " + base64.b64encode(pair).decode()
 
 
 def _not_an_option(value: str, what: str) -> str:
@@ -77,6 +62,11 @@ class Workspaces:
         self.settings = settings
         self._git = shutil.which(git) or git
 
+    @classmethod
+    def for_settings(cls, settings: Settings) -> Workspaces:
+        """Workspaces under `<data_dir>/workspaces`."""
+        return cls(settings.data_dir / "workspaces", settings.workspace)
+
     def mirror_path(self, key: str) -> Path:
         return self.root / "mirrors" / f"{check_name(key, 'repository key')}.git"
 
@@ -85,7 +75,7 @@ class Workspaces:
 
     # --- git plumbing ----------------------------------------------------------------------------
 
-    def _env(self, auth: GitAuth | None) -> dict[str, str]:
+    def _env(self, auth: GitCredentials | None) -> dict[str, str]:
         home = self.root / "home"
         home.mkdir(parents=True, exist_ok=True)
         env = {
@@ -119,7 +109,7 @@ class Workspaces:
             options["safe.directory"] = str(repo)
         return [arg for key, value in options.items() for arg in ("-c", f"{key}={value}")]
 
-    async def _run(self, args: Sequence[str], cwd: Path | None = None, auth: GitAuth | None = None) -> str:
+    async def _run(self, args: Sequence[str], cwd: Path | None = None, auth: GitCredentials | None = None) -> str:
         command = [self._git, *self._hardening(cwd), *args]
         process = await asyncio.create_subprocess_exec(
             *command, cwd=cwd, env=self._env(auth), stdin=asyncio.subprocess.DEVNULL,
@@ -151,7 +141,7 @@ class Workspaces:
 
     # --- operations ------------------------------------------------------------------------------
 
-    async def mirror(self, key: str, url: str, auth: GitAuth | None = None) -> Path:
+    async def mirror(self, key: str, url: str, auth: GitCredentials | None = None) -> Path:
         """Create or refresh the bare mirror of `url`; only new objects are fetched."""
         path = self.mirror_path(key)
         _not_an_option(url, "url")
@@ -190,7 +180,7 @@ class Workspaces:
         await self._run(["commit", "--quiet", "--no-verify", "-m", message], cwd=worktree)
         return (await self._run(["rev-parse", "HEAD"], cwd=worktree)).strip()
 
-    async def push(self, worktree: Path, url: str, branch: str, auth: GitAuth | None = None) -> None:
+    async def push(self, worktree: Path, url: str, branch: str, auth: GitCredentials | None = None) -> None:
         """Push HEAD to `branch` at `url`, the token passed for this command only."""
         await self._run(["check-ref-format", "--branch", branch])
         _not_an_option(url, "url")

@@ -18,6 +18,7 @@ import github
 import requests
 from github import GithubException
 from github.PullRequest import ReviewComment
+from pydantic import SecretStr
 
 from bot.forge import _retry
 from bot.forge._text import GITHUB_COMMENT_LIMIT, anchor, has_marker, inline_marker, parse_hunks, with_marker
@@ -42,6 +43,7 @@ from bot.forge.models import (
     FileStatus,
     ForgeKind,
     ForgeUser,
+    GitCredentials,
     InlineNote,
     Issue,
     IssueRef,
@@ -297,6 +299,18 @@ class GitHubForge:
             # a review posts all its comments or none, so the first note's marker tells if it landed
             await self._write(create, self._finder(ref, markers[0]))
         return unanchored
+
+    async def git_credentials(self) -> GitCredentials:
+        """The token the API uses (for an App, the installation token, refreshed when near expiry)."""
+
+        def current() -> str:
+            auth = self._gh.requester.auth
+            token = getattr(auth, "token", None)  # Auth.Token and Auth.AppInstallationAuth both have one
+            if not isinstance(token, str):
+                raise ForgeUnsupported(f"{type(auth).__name__} gives git no token")
+            return token
+
+        return GitCredentials(username="x-access-token", token=SecretStr(await self._read(current)))
 
     async def find_change(self, repo: RepoRef, source_branch: str) -> ChangeRef | None:
         owner = repo.project.split("/", 1)[0]

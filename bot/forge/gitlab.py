@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import gitlab
 import requests
 from gitlab.exceptions import GitlabError, GitlabGetError
+from pydantic import SecretStr
 
 from bot.forge import _retry
 from bot.forge._text import (
@@ -49,6 +50,7 @@ from bot.forge.models import (
     FileStatus,
     ForgeKind,
     ForgeUser,
+    GitCredentials,
     InlineNote,
     Issue,
     IssueRef,
@@ -301,6 +303,11 @@ class GitLabForge:
             data = {"body": text, "position": _position(change, *located)}
             await self._write(partial(self._create_discussion, ref, data), self._finder(ref, marker))
         return unanchored
+
+    async def git_credentials(self) -> GitCredentials:
+        """The API token doubles as the git password, with the user name `oauth2`."""
+        token = self._gl.private_token or self._gl.oauth_token or ""
+        return GitCredentials(username="oauth2", token=SecretStr(token))
 
     async def find_change(self, repo: RepoRef, source_branch: str) -> ChangeRef | None:
         found = await self._read(

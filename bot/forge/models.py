@@ -6,10 +6,11 @@ adapters sees an SDK type.
 
 from __future__ import annotations
 
+import base64
 from enum import IntEnum, StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SecretStr
 
 ForgeKind = Literal["gitlab", "github"]
 
@@ -204,6 +205,18 @@ class AccessLevel(IntEnum):
     DEVELOPER = 30
     MAINTAINER = 40
     OWNER = 50
+
+
+class GitCredentials(_Frozen):
+    """HTTP basic credentials for git: GitLab takes user `oauth2`, GitHub `x-access-token`."""
+
+    username: str
+    token: SecretStr
+
+    def header(self) -> str:
+        """The `Authorization` header git sends (via `http.extraHeader`, never stored)."""
+        pair = f"{self.username}:{self.token.get_secret_value()}".encode()
+        return "Authorization: Basic " + base64.b64encode(pair).decode()
 
 
 class ForgeUser(_Frozen):

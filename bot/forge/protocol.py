@@ -21,6 +21,7 @@ from bot.forge.models import (
     CommentRef,
     ForgeKind,
     ForgeUser,
+    GitCredentials,
     InlineNote,
     Issue,
     IssueRef,
@@ -101,6 +102,10 @@ class Changes(Protocol):
         closes: IssueRef | None = None,
     ) -> ChangeRef:
         """Open a change from a pushed branch, or return the open one from that branch."""
+        ...
+
+    async def git_credentials(self) -> GitCredentials:
+        """What git needs to fetch and push over HTTPS as the bot (a fresh token for GitHub Apps)."""
         ...
 
 

@@ -12,7 +12,7 @@ import pytest
 from pydantic import SecretStr
 
 from bot.settings import WorkspaceSettings
-from bot.workspace import GitAuth, GitError, WorkspaceFull, Workspaces, repo_key
+from bot.workspace import GitCredentials, GitError, WorkspaceFull, Workspaces, repo_key
 from tests.fakes.git_http import create_git_server
 from tests.fakes.server import serving
 
@@ -162,7 +162,7 @@ async def test_token_push_over_http_stores_the_token_nowhere(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     origin = make_origin(tmp_path)
-    auth = GitAuth(username="oauth2", token=SecretStr(TOKEN))
+    auth = GitCredentials(username="oauth2", token=SecretStr(TOKEN))
     expected = "Basic " + base64.b64encode(f"oauth2:{TOKEN}".encode()).decode()
     ws = Workspaces(tmp_path / "ws", WorkspaceSettings(allowed_protocols=("http",)))
     with serving(create_git_server(origin.parent, expected)) as server:
@@ -173,7 +173,7 @@ async def test_token_push_over_http_stores_the_token_nowhere(
         sha = await ws.commit(tree, "new file")
         await ws.push(tree, url, "forgebot/1-a", auth)
         with pytest.raises(GitError) as refused:
-            await ws.push(tree, url, "forgebot/1-a", GitAuth(username="oauth2", token=SecretStr(TOKEN + "x")))
+            await ws.push(tree, url, "forgebot/1-a", GitCredentials(username="oauth2", token=SecretStr(TOKEN + "x")))
     assert git("rev-parse", "refs/heads/forgebot/1-a", cwd=origin) == sha
     assert TOKEN not in str(refused.value)
     for directory, _, files in os.walk(ws.root):

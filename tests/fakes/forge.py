@@ -11,6 +11,8 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pydantic import SecretStr
+
 from bot.forge import (
     AccessLevel,
     Capability,
@@ -23,6 +25,7 @@ from bot.forge import (
     ForgeNotFound,
     ForgeUnsupported,
     ForgeUser,
+    GitCredentials,
     InlineNote,
     Issue,
     IssueRef,
@@ -52,6 +55,7 @@ class FakeForge:
     posted: dict[Target, list[Comment]] = field(default_factory=dict)
     reactions: list[tuple[Target | CommentRef, Reaction]] = field(default_factory=list)
     bot_user: str = "forgebot"
+    git_token: str = "fake-git-token"
     # Graph tests post on issues they never seed; strict=True answers unknown targets with 404 like a forge.
     strict: bool = False
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -173,6 +177,10 @@ class FakeForge:
                 self._add(ref, with_marker(note.body, marker, self._limit), review=review, note=note,
                           thread="" if review else f"d{next(self._ids)}")
         return unanchored
+
+    async def git_credentials(self) -> GitCredentials:
+        return GitCredentials(username="oauth2" if self.kind == "gitlab" else "x-access-token",
+                              token=SecretStr(self.git_token))
 
     async def find_change(self, repo: RepoRef, source_branch: str) -> ChangeRef | None:
         return next((r for r, c in self.changes.items()

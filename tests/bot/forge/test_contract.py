@@ -185,3 +185,12 @@ async def test_long_comment_is_cut_to_the_forge_limit_keeping_the_marker(backend
     await backend.forge.post_comment(ref, "x" * (limit + 10), STATUS)
     (body,) = backend.bodies(ref)
     assert len(body) <= limit and body.endswith(render_marker(STATUS)) and "truncated" in body
+
+
+async def test_git_credentials_name_the_forge_user_and_hide_the_token(backend: Backend) -> None:
+    credentials = await backend.forge.git_credentials()
+    assert credentials.username == ("oauth2" if backend.repo.forge == "gitlab" else "x-access-token")
+    token = credentials.token.get_secret_value()
+    assert token and token not in repr(credentials) and token not in str(credentials)
+    if backend.state is not None:  # the adapters hand git the token the API accepted
+        assert token in backend.state.tokens

@@ -163,6 +163,8 @@ async def test_github_app_installation_token_is_refreshed(settings: Settings, ht
     await forge.get_issue(repo_issue(GITHUB_REPO))
     await forge.get_issue(repo_issue(GITHUB_REPO))
     assert len(http_state.installation_tokens) == 1  # a valid token is reused
+    pushing = await forge.git_credentials()  # git pushes with the same installation token
+    assert pushing.token.get_secret_value() == http_state.installation_tokens[0]
     http_state.installation_token_ttl = 10  # inside PyGithub's refresh margin: stale at once
     forge = open_forge(settings, "github", installation=5)
     await forge.get_issue(repo_issue(GITHUB_REPO))
