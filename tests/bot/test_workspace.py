@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from bot.forge import GitCredentials
 from bot.settings import WorkspaceSettings
-from bot.workspace import GitCredentials, GitError, WorkspaceFull, Workspaces, repo_key
+from bot.workspace import GitError, WorkspaceFull, Workspaces, repo_key
 from tests.fakes.git_http import create_git_server
 from tests.fakes.server import serving
 
