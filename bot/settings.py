@@ -25,6 +25,8 @@ class GitLabSettings(BaseModel):
     webhook_secret: SecretStr | None = None
     bot_user_id: int | None = Field(default=None, description="the bot's own user id; its events are ignored")
     timeout: float = 30.0
+    max_retries: int = 3
+    max_rate_limit_wait: float = Field(default=30.0, description="longer waits defer the job instead of sleeping")
 
 
 class GitHubSettings(BaseModel):
@@ -39,6 +41,8 @@ class GitHubSettings(BaseModel):
     timeout: float = 30.0
     min_write_interval: float = Field(default=1.0, description="seconds between writes (secondary rate limits)")
     max_retries: int = 3
+    installation_id: int | None = Field(default=None, description="GitHub App installation to act as")
+    max_rate_limit_wait: float = Field(default=30.0, description="longer waits defer the job instead of sleeping")
 
 
 class RoleModel(BaseModel):
@@ -74,6 +78,16 @@ class TriggerSettings(BaseModel):
     cancel_command: str = "/cancel"
 
 
+class WorkspaceSettings(BaseModel):
+    """Git mirrors and per-task worktrees under `<data_dir>/workspaces`."""
+
+    max_bytes: int = Field(default=5 * 1024**3, description="disk bound for mirrors and worktrees together")
+    author_name: str = "forgebot"
+    author_email: str = "forgebot@users.noreply.invalid"
+    allowed_protocols: tuple[str, ...] = Field(default=("https",), description="git transports allowed")
+    git_timeout: float = 600.0
+
+
 class Settings(BaseSettings):
     """Process-wide configuration from `FORGEBOT_*` variables (nested with `__`) and secret files."""
 
@@ -96,6 +110,7 @@ class Settings(BaseSettings):
     github: GitHubSettings = Field(default_factory=GitHubSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     triggers: TriggerSettings = Field(default_factory=TriggerSettings)
+    workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     log_level: str = "INFO"
     databases: dict[str, SecretStr] = Field(
         default_factory=dict,

@@ -6,6 +6,8 @@ imported there lazily so the web process never loads them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from bot.forge.errors import (
     ForgeAuthError,
     ForgeConflict,
@@ -13,15 +15,46 @@ from bot.forge.errors import (
     ForgeNotFound,
     ForgeRateLimited,
     ForgeUnavailable,
+    ForgeUnsupported,
 )
-from bot.forge.models import AccessLevel, CommentRef, ForgeKind, ForgeUser, Issue, IssueRef, RepoRef
-from bot.forge.protocol import Forge
-from bot.settings import Settings
+from bot.forge.models import (
+    AccessLevel,
+    Capability,
+    Change,
+    ChangeRef,
+    Comment,
+    CommentRef,
+    DiffLine,
+    FileChange,
+    ForgeKind,
+    ForgeUser,
+    GitCredentials,
+    Hunk,
+    InlineNote,
+    Issue,
+    IssueRef,
+    LineKind,
+    Marker,
+    Reaction,
+    RepoRef,
+)
+from bot.forge.protocol import Changes, Conversations, Forge
+from bot.settings import GitHubSettings, Settings
+
+if TYPE_CHECKING:
+    from github.Auth import Auth
 
 __all__ = [
     "AccessLevel",
-    "ForgeUser",
+    "Capability",
+    "Change",
+    "ChangeRef",
+    "Changes",
+    "Comment",
     "CommentRef",
+    "Conversations",
+    "DiffLine",
+    "FileChange",
     "Forge",
     "ForgeAuthError",
     "ForgeConflict",
@@ -30,47 +63,77 @@ __all__ = [
     "ForgeNotFound",
     "ForgeRateLimited",
     "ForgeUnavailable",
+    "ForgeUnsupported",
+    "ForgeUser",
+    "GitCredentials",
+    "Hunk",
+    "InlineNote",
     "Issue",
     "IssueRef",
+    "LineKind",
+    "Marker",
+    "Reaction",
     "RepoRef",
     "open_forge",
 ]
 
 
-def open_forge(settings: Settings, kind: ForgeKind) -> Forge:
-    """Build the adapter for `kind` from settings; fails when the forge has no credentials."""
+def open_forge(settings: Settings, kind: ForgeKind, installation: int | None = None) -> Forge:
+    """Build the adapter for `kind` from settings; fails when the forge has no credentials.
+
+    `installation` (GitHub App only) overrides `settings.github.installation_id`; it comes from the
+    webhook payload's `installation.id`.
+    """
     if kind == "gitlab":
         return _open_gitlab(settings)
-    return _open_github(settings)
+    return _open_github(settings, installation)
 
 
 def _open_gitlab(settings: Settings) -> Forge:
-    import gitlab
-
-    from bot.forge.gitlab import GitLabForge
+    from bot.forge._retry import RetryPolicy
+    from bot.forge.gitlab import GitLabClient, GitLabForge
 
     conf = settings.gitlab
     if conf.token is None:
         raise ForgeAuthError("FORGEBOT_GITLAB__TOKEN is not set")
-    client = gitlab.Gitlab(conf.url, private_token=conf.token.get_secret_value(), timeout=conf.timeout)
-    return GitLabForge(client)
+    # personal, project and group access tokens all authenticate as PRIVATE-TOKEN
+    client = GitLabClient(conf.url, private_token=conf.token.get_secret_value(), timeout=conf.timeout)
+    policy = RetryPolicy(attempts=conf.max_retries + 1, max_wait=conf.max_rate_limit_wait)
+    return GitLabForge(client, policy)
 
 
-def _open_github(settings: Settings) -> Forge:
+def _github_auth(conf: GitHubSettings, installation: int | None) -> Auth:
     import github
 
+    if conf.app_id is not None and conf.private_key is not None:
+        installation = installation or conf.installation_id
+        if installation is None:
+            raise ForgeAuthError(
+                "GitHub App auth needs an installation id (payload or FORGEBOT_GITHUB__INSTALLATION_ID)"
+            )
+        # AppInstallationAuth signs a JWT and swaps it for an installation token, refreshed before expiry
+        app = github.Auth.AppAuth(conf.app_id, conf.private_key.get_secret_value())
+        return app.get_installation_auth(installation)
+    if conf.token is not None:
+        return github.Auth.Token(conf.token.get_secret_value())
+    raise ForgeAuthError("set FORGEBOT_GITHUB__TOKEN, or FORGEBOT_GITHUB__APP_ID and FORGEBOT_GITHUB__PRIVATE_KEY")
+
+
+def _open_github(settings: Settings, installation: int | None) -> Forge:
+    import github
+
+    from bot.forge._retry import RetryPolicy, WritePacer
     from bot.forge.github import GitHubForge
 
     conf = settings.github
-    if conf.token is None:
-        raise ForgeAuthError("FORGEBOT_GITHUB__TOKEN is not set")
     client = github.Github(
-        auth=github.Auth.Token(conf.token.get_secret_value()),
+        auth=_github_auth(conf, installation),
         base_url=conf.api_url,
         timeout=int(conf.timeout),
-        retry=conf.max_retries or None,
+        retry=None,  # retries and waits are the adapter's policy (bot/forge/_retry.py)
         seconds_between_requests=0,
-        seconds_between_writes=conf.min_write_interval,
+        seconds_between_writes=0,  # spacing is the adapter's WritePacer
         lazy=True,  # no GET for objects we only write to; reads complete on attribute access
     )
-    return GitHubForge(client)
+    policy = RetryPolicy(attempts=conf.max_retries + 1, max_wait=conf.max_rate_limit_wait)
+    return GitHubForge(client, policy, WritePacer(interval=conf.min_write_interval))

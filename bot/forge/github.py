@@ -1,26 +1,78 @@
-"""GitHubForge: the Forge protocol over PyGithub."""
+"""GitHubForge: the Forge protocol over PyGithub.
+
+Pull requests are issues, so conversation comments go through the issues API for both. Issue
+comments are flat: a reply is a new comment quoting and linking the one it answers; diff comments
+thread (`…/comments/{id}/replies`) and resolve through GraphQL (REST has no endpoint for it).
+Inline notes are posted as one review with `line`/`side` (`position` is being retired). Writes are
+spaced by a `WritePacer` because GitHub's secondary rate limits punish bursts of content creation.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from typing import Any, TypeVar
 
 import github
 import requests
 from github import GithubException
+from github.PullRequest import ReviewComment
+from pydantic import SecretStr
 
-from bot.forge.errors import ForgeError, ForgeUnavailable, error_for_status
-from bot.forge.models import AccessLevel, CommentRef, ForgeKind, ForgeUser, Issue, IssueRef, RepoRef
+from bot.forge import _retry
+from bot.forge._text import GITHUB_COMMENT_LIMIT, anchor, has_marker, inline_marker, parse_hunks, with_marker
+from bot.forge.errors import (
+    ForgeConflict,
+    ForgeError,
+    ForgeNotFound,
+    ForgeUnavailable,
+    ForgeUnsupported,
+    error_for_status,
+)
+from bot.forge.errors import retry_after_from as _retry_after
+from bot.forge.models import (
+    AccessLevel,
+    Capability,
+    Change,
+    ChangeRef,
+    Comment,
+    CommentRef,
+    DiffLine,
+    FileChange,
+    FileStatus,
+    ForgeKind,
+    ForgeUser,
+    GitCredentials,
+    InlineNote,
+    Issue,
+    IssueRef,
+    LineKind,
+    Marker,
+    Reaction,
+    RepoRef,
+)
 
 T = TypeVar("T")
+L = TypeVar("L")
+Finder = Callable[[], Awaitable[CommentRef | None]]
+_REACTIONS = {Reaction.EYES: "eyes", Reaction.THUMBS_UP: "+1", Reaction.ROCKET: "rocket",
+              Reaction.CONFUSED: "confused"}
+_STATUS: dict[str, FileStatus] = {"added": "added", "removed": "deleted", "renamed": "renamed"}
+_THREADS = (
+    "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, name: $name) {"
+    " pullRequest(number: $number) { reviewThreads(first: 100) {"
+    " nodes { id isResolved comments(first: 1) { nodes { databaseId } } } } } } }"
+)
 
 
 def _mapped(exc: Exception) -> ForgeError:
     if isinstance(exc, GithubException):
-        headers = exc.headers or {}
-        retry = headers.get("retry-after") or headers.get("Retry-After")
-        return error_for_status(exc.status, f"github: {exc.status}", float(retry) if retry else None)
+        status = exc.status
+        retry = _retry_after(exc.headers or {}) if status in (403, 429) else None
+        if retry is None and status == 403 and "secondary rate limit" in str(exc.data).lower():
+            retry = 60.0  # GitHub: "wait at least one minute" when no retry-after is sent
+        return error_for_status(status, f"github {status}", retry)
     return ForgeUnavailable(f"github: {type(exc).__name__}")
 
 
@@ -28,9 +80,19 @@ class GitHubForge:
     """GitHub or GitHub Enterprise reached through an injected `github.Github` client."""
 
     kind: ForgeKind = "github"
+    capabilities = frozenset({Capability.RESOLVE_THREADS, Capability.MULTILINE_INLINE, Capability.DRAFT_CHANGES})
 
-    def __init__(self, client: github.Github) -> None:
+    def __init__(
+        self,
+        client: github.Github,
+        policy: _retry.RetryPolicy | None = None,
+        pacer: _retry.WritePacer | None = None,
+    ) -> None:
         self._gh = client
+        self._policy = policy or _retry.RetryPolicy()
+        self._pacer = pacer or _retry.WritePacer(interval=1.0)
+
+    # --- plumbing ------------------------------------------------------------------------------
 
     async def _call(self, fn: Callable[[], T]) -> T:
         try:
@@ -38,9 +100,34 @@ class GitHubForge:
         except (GithubException, requests.RequestException) as exc:
             raise _mapped(exc) from None
 
+    async def _read(self, fn: Callable[[], T]) -> T:
+        return await _retry.read(self._policy, lambda: self._call(fn))
+
+    async def _write(self, fn: Callable[[], T], landed: Callable[[], Awaitable[L | None]] | None) -> T | L:
+        async def paced() -> T:
+            await self._pacer.wait()
+            return await self._call(fn)
+
+        return await _retry.write(self._policy, paced, landed)
+
+    def _repo(self, repo: RepoRef) -> Any:
+        return self._gh.get_repo(repo.project)
+
+    def _finder(self, target: IssueRef | ChangeRef, marker: Marker | None) -> Finder | None:
+        """How a write keyed by `marker` is found if its answer was lost; None: it cannot be."""
+        return None if marker is None else partial(self._find, target, marker)
+
+    async def _find(self, target: IssueRef | ChangeRef, marker: Marker) -> CommentRef | None:
+        for comment in await self.list_comments(target):
+            if has_marker(comment.body, marker):
+                return comment.ref
+        return None
+
+    # --- conversations -------------------------------------------------------------------------
+
     async def get_issue(self, ref: IssueRef) -> Issue:
         def fetch() -> Issue:
-            issue = self._gh.get_repo(ref.repo.project).get_issue(ref.number)
+            issue = self._repo(ref.repo).get_issue(ref.number)
             return Issue(
                 ref=ref,
                 title=issue.title,
@@ -49,29 +136,254 @@ class GitHubForge:
                 author=issue.user.login,
             )
 
-        return await self._call(fetch)
+        issue = await self._read(fetch)
+        return issue.model_copy(update={"comments": tuple(await self.list_comments(ref))})
 
-    async def post_comment(self, ref: IssueRef, body: str) -> CommentRef:
+    async def list_comments(self, target: IssueRef | ChangeRef) -> list[Comment]:
+        def fetch() -> list[Comment]:
+            repo = self._repo(target.repo)
+            comments = [
+                Comment(ref=CommentRef(target=target, id=c.id, url=c.html_url or ""), author=c.user.login,
+                        body=c.body or "")
+                for c in repo.get_issue(target.number).get_comments()
+            ]
+            if isinstance(target, ChangeRef):
+                comments += [_review_comment(target, c) for c in repo.get_pull(target.number).get_review_comments()]
+            return comments
+
+        return await self._read(fetch)
+
+    async def post_comment(
+        self, target: IssueRef | ChangeRef, body: str, marker: Marker | None = None
+    ) -> CommentRef:
+        if marker is not None and (found := await self._find(target, marker)) is not None:
+            await self.edit_comment(found, body, marker)
+            return found
+        text = with_marker(body, marker, GITHUB_COMMENT_LIMIT)
+
         def create() -> CommentRef:
-            issue = self._gh.get_repo(ref.repo.project).get_issue(ref.number)
-            comment = issue.create_comment(body)
-            return CommentRef(issue=ref, id=comment.id, url=comment.html_url or "")
+            created = self._repo(target.repo).get_issue(target.number).create_comment(text)
+            return CommentRef(target=target, id=created.id, url=created.html_url or "")
 
-        return await self._call(create)
+        return await self._write(create, self._finder(target, marker))
+
+    def _comment_object(self, comment: CommentRef) -> Any:
+        repo = self._repo(comment.target.repo)
+        if comment.review:
+            return repo.get_pull(comment.target.number).get_review_comment(comment.id)
+        return repo.get_issue(comment.target.number).get_comment(comment.id)
+
+    async def edit_comment(self, comment: CommentRef, body: str, marker: Marker | None = None) -> None:
+        text = with_marker(body, marker, GITHUB_COMMENT_LIMIT)
+
+        async def paced() -> None:
+            await self._pacer.wait()
+            await self._call(lambda: self._comment_object(comment).edit(text))
+
+        await _retry.read(self._policy, paced)  # the same edit twice is harmless
+
+    async def reply(self, comment: CommentRef, body: str, marker: Marker | None = None) -> CommentRef:
+        target = comment.target
+        if marker is not None and (found := await self._find(target, marker)) is not None:
+            return found
+        if not comment.review:  # conversation comments are flat: quote and link instead
+            quoted = await self._read(partial(self._quote, comment))
+            return await self.post_comment(target, f"{quoted} {body}", marker)
+        text = with_marker(body, marker, GITHUB_COMMENT_LIMIT)
+        top = int(comment.thread or comment.id)  # replies to replies are not supported
+
+        def create() -> CommentRef:
+            created = self._repo(target.repo).get_pull(target.number).create_review_comment_reply(top, text)
+            return CommentRef(target=target, id=created.id, thread=str(top), review=True, url=created.html_url or "")
+
+        return await self._write(create, self._finder(target, marker))
+
+    def _quote(self, comment: CommentRef) -> str:
+        """The first lines of `comment` as a Markdown quote, then a link to it (runs in the SDK thread)."""
+        original = self._comment_object(comment)
+        quoted = "\n".join(f"> {line}" for line in (original.body or "").splitlines()[:3])
+        return f"{quoted}\n\n[@{original.user.login}]({original.html_url or ''})"
+
+    async def resolve_thread(self, comment: CommentRef) -> None:
+        """Resolve the diff thread holding `comment` (GraphQL `resolveReviewThread`)."""
+        if not comment.review:
+            raise ForgeUnsupported("GitHub conversation comments are flat: only diff threads resolve")
+        owner, name = comment.target.repo.project.split("/", 1)
+        top = int(comment.thread or comment.id)
+
+        def resolve() -> None:
+            requester = self._gh.requester
+            variables = {"owner": owner, "name": name, "number": comment.target.number}
+            _, data = requester.graphql_query(_THREADS, variables)
+            threads = data["data"]["repository"]["pullRequest"]["reviewThreads"]["nodes"]
+            for thread in threads:
+                if any(c["databaseId"] == top for c in thread["comments"]["nodes"]):
+                    if not thread["isResolved"]:
+                        requester.graphql_named_mutation("resolveReviewThread", {"threadId": thread["id"]},
+                                                         "thread { isResolved }")
+                    return
+            raise ForgeNotFound(f"no review thread holds comment {top}")
+
+        await self._read(resolve)
+
+    async def add_reaction(self, target: IssueRef | ChangeRef | CommentRef, reaction: Reaction) -> None:
+        def create() -> None:
+            if isinstance(target, CommentRef):
+                owner = self._comment_object(target)
+            else:
+                owner = self._repo(target.repo).get_issue(target.number)
+            owner.create_reaction(_REACTIONS[reaction])  # 200 when it already exists
+
+        await self._write(create, None)
 
     async def user_access(self, repo: RepoRef, user: ForgeUser) -> AccessLevel:
         """The collaborator's role (`role_name` distinguishes triage and maintain); 404 → none."""
 
         def fetch() -> AccessLevel:
             try:
-                role = self._gh.get_repo(repo.project).get_collaborator_role_name(user.username)
+                role = self._repo(repo).get_collaborator_role_name(user.username)
             except GithubException as exc:
                 if exc.status == 404:
                     return AccessLevel.NONE
                 raise
             return _GITHUB_ROLES.get(role, AccessLevel.NONE)
 
-        return await self._call(fetch)
+        return await self._read(fetch)
+
+    # --- changes -------------------------------------------------------------------------------
+
+    async def get_change(self, ref: ChangeRef) -> Change:
+        def fetch() -> Change:
+            pr = self._repo(ref.repo).get_pull(ref.number)
+            return Change(
+                ref=ref,
+                title=pr.title,
+                body=pr.body or "",
+                author=pr.user.login,
+                source_branch=pr.head.ref,
+                target_branch=pr.base.ref,
+                base_sha=pr.base.sha,
+                head_sha=pr.head.sha,
+                start_sha=pr.base.sha,
+                state=pr.state,
+                draft=bool(pr.draft),
+                url=pr.html_url or "",
+                files=tuple(_file(f) for f in pr.get_files()),
+            )
+
+        return await self._read(fetch)
+
+    async def post_inline(self, ref: ChangeRef, notes: Sequence[InlineNote], task: str) -> list[InlineNote]:
+        change = await self.get_change(ref)
+        bodies = [c.body for c in await self.list_comments(ref)]
+        unanchored: list[InlineNote] = []
+        comments: list[ReviewComment] = []
+        markers: list[Marker] = []
+        for note in notes:
+            marker = inline_marker(task, note)
+            located = anchor(change.files, note)
+            if located is None:
+                unanchored.append(note)
+            elif not any(has_marker(body, marker) for body in bodies):
+                comments.append(_review_item(with_marker(note.body, marker, GITHUB_COMMENT_LIMIT), *located))
+                markers.append(marker)
+        if comments:
+
+            def create() -> None:
+                repo = self._repo(ref.repo)
+                pr = repo.get_pull(ref.number)
+                summary = f"{len(comments)} comment(s) on the diff"
+                pr.create_review(commit=repo.get_commit(change.head_sha), body=summary, event="COMMENT",
+                                 comments=comments)
+
+            # a review posts all its comments or none, so the first note's marker tells if it landed
+            await self._write(create, self._finder(ref, markers[0]))
+        return unanchored
+
+    async def git_credentials(self) -> GitCredentials:
+        """The token the API uses (for an App, the installation token, refreshed when near expiry)."""
+
+        def current() -> str:
+            auth = self._gh.requester.auth
+            token = getattr(auth, "token", None)  # Auth.Token and Auth.AppInstallationAuth both have one
+            if not isinstance(token, str):
+                raise ForgeUnsupported(f"{type(auth).__name__} gives git no token")
+            return token
+
+        return GitCredentials(username="x-access-token", token=SecretStr(await self._read(current)))
+
+    async def find_change(self, repo: RepoRef, source_branch: str) -> ChangeRef | None:
+        owner = repo.project.split("/", 1)[0]
+
+        def fetch() -> ChangeRef | None:
+            for pr in self._repo(repo).get_pulls(state="open", head=f"{owner}:{source_branch}"):
+                return ChangeRef(repo=repo, number=pr.number)
+            return None
+
+        return await self._read(fetch)
+
+    async def open_change(
+        self,
+        repo: RepoRef,
+        source_branch: str,
+        title: str,
+        body: str,
+        *,
+        target_branch: str | None = None,
+        draft: bool = False,
+        closes: IssueRef | None = None,
+    ) -> ChangeRef:
+        if (existing := await self.find_change(repo, source_branch)) is not None:
+            return existing
+        text = with_marker(body + (f"\n\nCloses #{closes.number}" if closes else ""), None, GITHUB_COMMENT_LIMIT)
+        base = target_branch or repo.default_branch
+        try:
+            pr = await self._write(
+                lambda: self._repo(repo).create_pull(
+                    base=base, head=source_branch, title=title, body=text, draft=draft
+                ),
+                lambda: self.find_change(repo, source_branch),
+            )
+        except ForgeConflict:  # 422 "A pull request already exists for owner:branch."
+            if (existing := await self.find_change(repo, source_branch)) is None:
+                raise
+            return existing
+        return pr if isinstance(pr, ChangeRef) else ChangeRef(repo=repo, number=pr.number)
+
+
+def _review_comment(target: ChangeRef, c: Any) -> Comment:
+    top = c.in_reply_to_id or c.id
+    return Comment(
+        ref=CommentRef(target=target, id=c.id, thread=str(top), review=True, url=c.html_url or ""),
+        author=c.user.login,
+        body=c.body or "",
+        path=c.path or "",
+        line=c.line or c.original_line,
+    )
+
+
+def _file(f: Any) -> FileChange:
+    return FileChange(
+        old_path=f.previous_filename or f.filename,
+        new_path=f.filename,
+        status=_STATUS.get(f.status, "modified"),
+        hunks=parse_hunks(f.patch or ""),
+    )
+
+
+def _side(line: DiffLine) -> tuple[int, str]:
+    """LEFT is the old file (removed lines); RIGHT the new one (added and context lines)."""
+    if line.kind is LineKind.REMOVED:
+        return line.old_pos, "LEFT"
+    return line.new_pos, "RIGHT"
+
+
+def _review_item(body: str, file: FileChange, first: DiffLine, last: DiffLine) -> ReviewComment:
+    number, side = _side(last)
+    item: ReviewComment = {"path": file.new_path, "body": body, "line": number, "side": side}
+    if first != last:
+        item["start_line"], item["start_side"] = _side(first)
+    return item
 
 
 _GITHUB_ROLES = {

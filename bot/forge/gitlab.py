@@ -1,28 +1,103 @@
-"""GitLabForge: the Forge protocol over python-gitlab."""
+"""GitLabForge: the Forge protocol over python-gitlab.
+
+Comments are notes; threads are discussions (issues and merge requests both have them; only merge
+request threads resolve). Inline notes are merge request discussions with a `position` built from
+the latest version's SHAs and the parsed diff, so added, removed and context lines, renamed and new
+files all anchor (see `_position`).
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import TypeVar
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, TypeVar
 
 import gitlab
 import requests
 from gitlab.exceptions import GitlabError, GitlabGetError
+from pydantic import SecretStr
 
-from bot.forge.errors import ForgeError, ForgeUnavailable, error_for_status
-from bot.forge.models import AccessLevel, CommentRef, ForgeKind, ForgeUser, Issue, IssueRef, RepoRef
+from bot.forge import _retry
+from bot.forge._text import (
+    GITLAB_COMMENT_LIMIT,
+    anchor,
+    has_marker,
+    inline_marker,
+    line_code,
+    parse_hunks,
+    with_marker,
+)
+from bot.forge.errors import (
+    ForgeConflict,
+    ForgeError,
+    ForgeNotFound,
+    ForgeUnavailable,
+    ForgeUnsupported,
+    error_for_status,
+)
+from bot.forge.errors import retry_after_from as _retry_after
+from bot.forge.models import (
+    AccessLevel,
+    Capability,
+    Change,
+    ChangeRef,
+    Comment,
+    CommentRef,
+    DiffLine,
+    FileChange,
+    FileStatus,
+    ForgeKind,
+    ForgeUser,
+    GitCredentials,
+    InlineNote,
+    Issue,
+    IssueRef,
+    LineKind,
+    Marker,
+    Reaction,
+    RepoRef,
+)
 
 T = TypeVar("T")
+L = TypeVar("L")
+Finder = Callable[[], Awaitable[CommentRef | None]]
+_EMOJI = {Reaction.EYES: "eyes", Reaction.THUMBS_UP: "thumbsup", Reaction.ROCKET: "rocket",
+          Reaction.CONFUSED: "confused"}
 
 
-def _mapped(exc: Exception) -> ForgeError:
+class GitLabClient(gitlab.Gitlab):
+    """python-gitlab with its own sleeping turned off and the last response's headers kept.
+
+    python-gitlab sleeps through 429s (up to 10 times) inside the call; waiting is the adapter's
+    policy instead, and a long wait must reach the job as `ForgeRateLimited`. The headers carry
+    `Retry-After`, which python-gitlab's exceptions drop.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._local = threading.local()
+        self.session.hooks["response"].append(self._remember)
+
+    def _remember(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
+        self._local.headers = dict(response.headers)
+
+    def last_headers(self) -> Mapping[str, str]:
+        headers: Mapping[str, str] = getattr(self._local, "headers", {})
+        return headers
+
+    def http_request(self, *args: Any, **kwargs: Any) -> requests.Response:
+        kwargs.update(obey_rate_limit=False, retry_transient_errors=False)
+        return super().http_request(*args, **kwargs)
+
+
+def _mapped(exc: Exception, headers: Mapping[str, str]) -> ForgeError:
     if isinstance(exc, GitlabError):
         status = exc.response_code or 0
-        retry = None
-        if status == 429 and exc.response_body:
-            retry = 60.0
-        return error_for_status(status, f"gitlab: {exc.error_message}", retry)
+        retry = _retry_after(headers) if status in (403, 429) else None
+        message = exc.error_message if isinstance(exc.error_message, str) else "error"
+        return error_for_status(status, f"gitlab {status}: {message[:200]}", retry)
     return ForgeUnavailable(f"gitlab: {type(exc).__name__}")
 
 
@@ -30,51 +105,297 @@ class GitLabForge:
     """A GitLab instance reached through an injected `gitlab.Gitlab` client."""
 
     kind: ForgeKind = "gitlab"
+    capabilities = frozenset(
+        {Capability.ISSUE_THREADS, Capability.RESOLVE_THREADS, Capability.MULTILINE_INLINE, Capability.DRAFT_CHANGES}
+    )
 
-    def __init__(self, client: gitlab.Gitlab) -> None:
+    def __init__(self, client: gitlab.Gitlab, policy: _retry.RetryPolicy | None = None) -> None:
         self._gl = client
+        self._policy = policy or _retry.RetryPolicy()
+
+    # --- plumbing ------------------------------------------------------------------------------
+
+    def _guarded(self, fn: Callable[[], T]) -> T:
+        """Run in the worker thread, so the thread-local headers belong to this call."""
+        try:
+            return fn()
+        except (GitlabError, requests.RequestException) as exc:
+            headers = self._gl.last_headers() if isinstance(self._gl, GitLabClient) else {}
+            raise _mapped(exc, headers) from None
 
     async def _call(self, fn: Callable[[], T]) -> T:
-        try:
-            return await asyncio.to_thread(fn)
-        except (GitlabError, requests.RequestException) as exc:
-            raise _mapped(exc) from None
+        return await asyncio.to_thread(self._guarded, fn)
+
+    async def _read(self, fn: Callable[[], T]) -> T:
+        return await _retry.read(self._policy, lambda: self._call(fn))
+
+    async def _write(self, fn: Callable[[], T], landed: Callable[[], Awaitable[L | None]] | None) -> T | L:
+        return await _retry.write(self._policy, lambda: self._call(fn), landed)
+
+    def _project(self, repo: RepoRef) -> Any:
+        return self._gl.projects.get(repo.project, lazy=True)
+
+    def _noteable(self, target: IssueRef | ChangeRef) -> Any:
+        project = self._project(target.repo)
+        manager = project.issues if isinstance(target, IssueRef) else project.mergerequests
+        return manager.get(target.number, lazy=True)
+
+    def _create_discussion(self, ref: ChangeRef, data: dict[str, Any]) -> Any:
+        return self._noteable(ref).discussions.create(data)
+
+    def _finder(self, target: IssueRef | ChangeRef, marker: Marker | None) -> Finder | None:
+        """How a write keyed by `marker` is found if its answer was lost; None: it cannot be."""
+        return None if marker is None else partial(self._find, target, marker)
+
+    async def _find(self, target: IssueRef | ChangeRef, marker: Marker) -> CommentRef | None:
+        for comment in await self.list_comments(target):
+            if has_marker(comment.body, marker):
+                return comment.ref
+        return None
+
+    # --- conversations -------------------------------------------------------------------------
 
     async def get_issue(self, ref: IssueRef) -> Issue:
-        def fetch() -> Issue:
-            issue = self._gl.projects.get(ref.repo.project, lazy=True).issues.get(ref.number)
-            return Issue(
-                ref=ref,
-                title=str(issue.title),
-                body=str(issue.description or ""),
-                labels=tuple(str(label) for label in issue.labels),
-                author=str(issue.author["username"]),
-            )
+        issue = await self._read(lambda: self._project(ref.repo).issues.get(ref.number))
+        return Issue(
+            ref=ref,
+            title=str(issue.title),
+            body=str(issue.description or ""),
+            labels=tuple(str(label) for label in issue.labels),
+            author=str(issue.author["username"]),
+            comments=tuple(await self.list_comments(ref)),
+        )
 
-        return await self._call(fetch)
+    async def list_comments(self, target: IssueRef | ChangeRef) -> list[Comment]:
+        discussions = await self._read(lambda: self._noteable(target).discussions.list(get_all=True))
+        return [_comment(target, d.id, note) for d in discussions for note in d.attributes["notes"]]
 
-    async def post_comment(self, ref: IssueRef, body: str) -> CommentRef:
-        def create() -> CommentRef:
-            issue = self._gl.projects.get(ref.repo.project, lazy=True).issues.get(ref.number, lazy=True)
-            note = issue.notes.create({"body": body})
-            return CommentRef(issue=ref, id=int(note.id))
+    async def post_comment(
+        self, target: IssueRef | ChangeRef, body: str, marker: Marker | None = None
+    ) -> CommentRef:
+        text = with_marker(body, marker, GITLAB_COMMENT_LIMIT)
+        if marker is not None and (found := await self._find(target, marker)) is not None:
+            await self.edit_comment(found, body, marker)
+            return found
+        note = await self._write(
+            lambda: self._noteable(target).notes.create({"body": text}),
+            self._finder(target, marker),
+        )
+        if isinstance(note, CommentRef):
+            return note
+        return CommentRef(target=target, id=int(note.id), thread=str(note.attributes.get("discussion_id") or ""))
 
-        return await self._call(create)
+    async def edit_comment(self, comment: CommentRef, body: str, marker: Marker | None = None) -> None:
+        text = with_marker(body, marker, GITLAB_COMMENT_LIMIT)
+
+        def save() -> None:
+            note = self._noteable(comment.target).notes.get(comment.id, lazy=True)
+            note.body = text
+            note.save()
+
+        await self._read(save)  # setting the same body twice is harmless, so retry like a read
+
+    async def reply(self, comment: CommentRef, body: str, marker: Marker | None = None) -> CommentRef:
+        target = comment.target
+        thread = comment.thread or await self._thread_of(comment)
+        text = with_marker(body, marker, GITLAB_COMMENT_LIMIT)
+        if marker is not None and (found := await self._find(target, marker)) is not None:
+            return found
+        note = await self._write(
+            lambda: self._noteable(target).discussions.get(thread, lazy=True).notes.create({"body": text}),
+            self._finder(target, marker),
+        )
+        return note if isinstance(note, CommentRef) else CommentRef(target=target, id=int(note.id), thread=thread)
+
+    async def _thread_of(self, comment: CommentRef) -> str:
+        for other in await self.list_comments(comment.target):
+            if other.ref.id == comment.id:
+                return other.ref.thread
+        raise ForgeNotFound(f"note {comment.id} is in no discussion")
+
+    async def resolve_thread(self, comment: CommentRef) -> None:
+        if isinstance(comment.target, IssueRef):
+            raise ForgeUnsupported("GitLab issue threads cannot be resolved")
+        thread = comment.thread or await self._thread_of(comment)
+
+        def save() -> None:
+            discussion = self._noteable(comment.target).discussions.get(thread, lazy=True)
+            discussion.resolved = True
+            discussion.save()
+
+        await self._read(save)
+
+    async def add_reaction(self, target: IssueRef | ChangeRef | CommentRef, reaction: Reaction) -> None:
+        def create() -> None:
+            if isinstance(target, CommentRef):
+                owner = self._noteable(target.target).notes.get(target.id, lazy=True)
+            else:
+                owner = self._noteable(target)
+            owner.awardemojis.create({"name": _EMOJI[reaction]})
+
+        try:
+            await self._write(create, None)
+        except ForgeError as exc:
+            # GitLab answers a repeated award with 404 "Award Emoji Name has already been taken".
+            if "already been taken" not in str(exc) and not isinstance(exc, ForgeConflict):
+                raise
 
     async def user_access(self, repo: RepoRef, user: ForgeUser) -> AccessLevel:
         """Effective access including inherited group membership (`members/all`); 404 → none."""
 
         def fetch() -> AccessLevel:
-            project = self._gl.projects.get(repo.project, lazy=True)
             try:
-                member = project.members_all.get(user.id)
+                member = self._project(repo).members_all.get(user.id)
             except GitlabGetError as exc:
                 if exc.response_code == 404:
                     return AccessLevel.NONE
                 raise
             return _gitlab_level(int(member.access_level))
 
-        return await self._call(fetch)
+        return await self._read(fetch)
+
+    # --- changes -------------------------------------------------------------------------------
+
+    async def get_change(self, ref: ChangeRef) -> Change:
+        def fetch() -> tuple[Any, Any, list[Any]]:
+            mr = self._project(ref.repo).mergerequests.get(ref.number)
+            versions = mr.diffs.list(get_all=False, per_page=1)  # latest version first
+            diffs = self._gl.http_list(f"{mr.manager.path}/{ref.number}/diffs", get_all=True)
+            return mr, versions, list(diffs)
+
+        mr, versions, diffs = await self._read(fetch)
+        # Positions must use the latest version's SHAs (gitlab-org/gitlab#296829); `diff_refs` is
+        # the fallback while GitLab has not yet computed a version.
+        refs = mr.attributes.get("diff_refs") or {}
+        shas = (
+            (versions[0].base_commit_sha, versions[0].head_commit_sha, versions[0].start_commit_sha)
+            if versions else (refs.get("base_sha"), refs.get("head_sha"), refs.get("start_sha"))
+        )
+        return Change(
+            ref=ref,
+            title=str(mr.title),
+            body=str(mr.description or ""),
+            author=str(mr.author["username"]),
+            source_branch=str(mr.source_branch),
+            target_branch=str(mr.target_branch),
+            base_sha=str(shas[0] or ""),
+            head_sha=str(shas[1] or ""),
+            start_sha=str(shas[2] or ""),
+            state=str(mr.state),
+            draft=bool(mr.attributes.get("draft", False)),
+            url=str(mr.attributes.get("web_url", "")),
+            files=tuple(_file(d) for d in diffs),
+        )
+
+    async def post_inline(self, ref: ChangeRef, notes: Sequence[InlineNote], task: str) -> list[InlineNote]:
+        change = await self.get_change(ref)
+        bodies = [c.body for c in await self.list_comments(ref)]
+        unanchored: list[InlineNote] = []
+        for note in notes:
+            marker = inline_marker(task, note)
+            located = anchor(change.files, note)
+            if located is None:
+                unanchored.append(note)
+                continue
+            if any(has_marker(body, marker) for body in bodies):
+                continue
+            text = with_marker(note.body, marker, GITLAB_COMMENT_LIMIT)
+            data = {"body": text, "position": _position(change, *located)}
+            await self._write(partial(self._create_discussion, ref, data), self._finder(ref, marker))
+        return unanchored
+
+    async def git_credentials(self) -> GitCredentials:
+        """The API token doubles as the git password, with the user name `oauth2`."""
+        token = self._gl.private_token or self._gl.oauth_token or ""
+        return GitCredentials(username="oauth2", token=SecretStr(token))
+
+    async def find_change(self, repo: RepoRef, source_branch: str) -> ChangeRef | None:
+        found = await self._read(
+            lambda: self._project(repo).mergerequests.list(source_branch=source_branch, state="opened", get_all=False)
+        )
+        return ChangeRef(repo=repo, number=int(found[0].iid)) if found else None
+
+    async def open_change(
+        self,
+        repo: RepoRef,
+        source_branch: str,
+        title: str,
+        body: str,
+        *,
+        target_branch: str | None = None,
+        draft: bool = False,
+        closes: IssueRef | None = None,
+    ) -> ChangeRef:
+        if (existing := await self.find_change(repo, source_branch)) is not None:
+            return existing
+        data = {
+            "source_branch": source_branch,
+            "target_branch": target_branch or repo.default_branch,
+            "title": f"Draft: {title}" if draft else title,
+            "description": with_marker(body + (f"\n\nCloses #{closes.number}" if closes else ""), None, 1_048_576),
+            "remove_source_branch": True,
+        }
+        try:
+            mr = await self._write(
+                lambda: self._project(repo).mergerequests.create(data), lambda: self.find_change(repo, source_branch)
+            )
+        except ForgeConflict:  # 409 "Another open merge request already exists for this source branch"
+            if (existing := await self.find_change(repo, source_branch)) is None:
+                raise
+            return existing
+        return mr if isinstance(mr, ChangeRef) else ChangeRef(repo=repo, number=int(mr.iid))
+
+
+def _comment(target: IssueRef | ChangeRef, thread: str, note: dict[str, Any]) -> Comment:
+    position = note.get("position") or {}
+    return Comment(
+        ref=CommentRef(target=target, id=int(note["id"]), thread=str(thread)),
+        author=str(note["author"]["username"]),
+        body=str(note["body"]),
+        system=bool(note.get("system", False)),
+        resolved=bool(note.get("resolved", False)),
+        path=str(position.get("new_path") or ""),
+        line=position.get("new_line") or position.get("old_line"),
+    )
+
+
+def _file(diff: dict[str, Any]) -> FileChange:
+    status: FileStatus = "modified"
+    if diff.get("new_file"):
+        status = "added"
+    elif diff.get("deleted_file"):
+        status = "deleted"
+    elif diff.get("renamed_file"):
+        status = "renamed"
+    return FileChange(
+        old_path=str(diff["old_path"]), new_path=str(diff["new_path"]), status=status,
+        hunks=parse_hunks(str(diff.get("diff") or "")),
+    )
+
+
+def _lines(line: DiffLine) -> dict[str, int | None]:
+    """Added → new_line only; removed → old_line only; context → both (doc/api/discussions.md)."""
+    return {"old_line": line.old_line, "new_line": line.new_line}
+
+
+def _range_end(file: FileChange, line: DiffLine) -> dict[str, Any]:
+    kind = "old" if line.kind is LineKind.REMOVED else "new"
+    return {"line_code": line_code(file.new_path, line), "type": kind, **_lines(line)}
+
+
+def _position(change: Change, file: FileChange, first: DiffLine, last: DiffLine) -> dict[str, Any]:
+    position: dict[str, Any] = {
+        "base_sha": change.base_sha,
+        "start_sha": change.start_sha,
+        "head_sha": change.head_sha,
+        "position_type": "text",
+        "old_path": file.old_path,  # both paths are required, and differ for a renamed file
+        "new_path": file.new_path,
+        **{k: v for k, v in _lines(last).items() if v is not None},
+    }
+    if first != last:
+        position["line_range"] = {"start": _range_end(file, first), "end": _range_end(file, last)}
+    return position
 
 
 def _gitlab_level(value: int) -> AccessLevel:

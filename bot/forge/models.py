@@ -1,4 +1,4 @@
-"""Forge-neutral records: repositories, issues, comments.
+"""Forge-neutral records: repositories, issues, changes, comments, diffs.
 
 Frozen pydantic models: the adapters translate SDK objects into these, and nothing above the
 adapters sees an SDK type.
@@ -6,18 +6,21 @@ adapters sees an SDK type.
 
 from __future__ import annotations
 
-from enum import IntEnum
+import base64
+from enum import IntEnum, StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SecretStr
 
 ForgeKind = Literal["gitlab", "github", "local"]  # "local": `forgebot run` on a checkout, no forge
 
 
-class RepoRef(BaseModel):
-    """A repository: GitLab project id (as text) or GitHub `owner/name`."""
-
+class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
+
+
+class RepoRef(_Frozen):
+    """A repository: GitLab project id (as text) or GitHub `owner/name`."""
 
     forge: ForgeKind
     project: str
@@ -26,33 +29,165 @@ class RepoRef(BaseModel):
     clone_url: str = ""
 
 
-class IssueRef(BaseModel):
+class IssueRef(_Frozen):
     """An issue by its per-project number (GitLab `iid`, GitHub `number`)."""
 
-    model_config = ConfigDict(frozen=True)
-
+    kind: Literal["issue"] = "issue"
     repo: RepoRef
     number: int
 
 
-class Issue(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class ChangeRef(_Frozen):
+    """A change (GitLab merge request `iid`, GitHub pull request `number`)."""
 
+    kind: Literal["change"] = "change"
+    repo: RepoRef
+    number: int
+
+
+Target = IssueRef | ChangeRef
+
+
+class CommentRef(_Frozen):
+    """A comment the bot can edit, reply to or react to.
+
+    `thread` is the GitLab discussion id, or on GitHub the id of the top-level review comment of a
+    diff thread; empty for a GitHub conversation comment (those are flat). `review` marks a GitHub
+    review (diff) comment, which lives under a different endpoint than conversation comments.
+    """
+
+    target: IssueRef | ChangeRef
+    id: int
+    thread: str = ""
+    review: bool = False
+    url: str = ""
+
+    @property
+    def issue(self) -> IssueRef | ChangeRef:
+        """Alias kept for callers written before changes existed."""
+        return self.target
+
+
+class Comment(_Frozen):
+    ref: CommentRef
+    author: str
+    body: str
+    system: bool = False
+    resolved: bool = False
+    path: str = ""  # set for diff comments
+    line: int | None = None
+
+
+class Issue(_Frozen):
     ref: IssueRef
     title: str
     body: str
     labels: tuple[str, ...] = ()
     author: str = ""
+    comments: tuple[Comment, ...] = ()
 
 
-class CommentRef(BaseModel):
-    """A comment the bot can edit later."""
+class LineKind(StrEnum):
+    ADDED = "added"
+    REMOVED = "removed"
+    CONTEXT = "context"
 
-    model_config = ConfigDict(frozen=True)
 
-    issue: IssueRef
-    id: int
+class DiffLine(_Frozen):
+    """One line of a hunk with both position counters; the absent side is the next line's number.
+
+    GitLab's `line_code` uses both counters even for added/removed lines, so both are kept.
+    """
+
+    kind: LineKind
+    old_pos: int
+    new_pos: int
+    text: str
+
+    @property
+    def old_line(self) -> int | None:
+        return None if self.kind is LineKind.ADDED else self.old_pos
+
+    @property
+    def new_line(self) -> int | None:
+        return None if self.kind is LineKind.REMOVED else self.new_pos
+
+
+class Hunk(_Frozen):
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+    lines: tuple[DiffLine, ...]
+
+
+FileStatus = Literal["added", "modified", "deleted", "renamed"]
+
+
+class FileChange(_Frozen):
+    old_path: str
+    new_path: str
+    status: FileStatus
+    hunks: tuple[Hunk, ...] = ()
+
+
+class Change(_Frozen):
+    """A change with the SHAs inline comments must anchor on and its files with parsed hunks."""
+
+    ref: ChangeRef
+    title: str
+    body: str
+    author: str
+    source_branch: str
+    target_branch: str
+    base_sha: str
+    head_sha: str
+    start_sha: str
+    state: str
+    draft: bool = False
     url: str = ""
+    files: tuple[FileChange, ...] = ()
+
+
+Side = Literal["new", "old"]
+
+
+class InlineNote(_Frozen):
+    """A comment on `line` of `path` (new side: added or context lines; old side: removed lines).
+
+    `start_line` (same side) makes it a multi-line comment ending at `line`.
+    """
+
+    path: str
+    line: int
+    body: str
+    side: Side = "new"
+    start_line: int | None = None
+
+
+class Marker(_Frozen):
+    """What a write is for: the task id and a purpose; rendered as a hidden HTML comment."""
+
+    task: str
+    purpose: str
+
+
+class Reaction(StrEnum):
+    """Reactions the bot uses, named forge-neutrally; adapters map them to emoji names."""
+
+    EYES = "eyes"
+    THUMBS_UP = "thumbs_up"
+    ROCKET = "rocket"
+    CONFUSED = "confused"
+
+
+class Capability(StrEnum):
+    """What an adapter can do beyond the common ground; callers branch on these, never on a class."""
+
+    ISSUE_THREADS = "issue_threads"  # replies nest under a comment on issues (GitLab discussions)
+    RESOLVE_THREADS = "resolve_threads"
+    MULTILINE_INLINE = "multiline_inline"
+    DRAFT_CHANGES = "draft_changes"
 
 
 class AccessLevel(IntEnum):
@@ -72,10 +207,20 @@ class AccessLevel(IntEnum):
     OWNER = 50
 
 
-class ForgeUser(BaseModel):
-    """A user as the forge knows them; `id` is stable, `username` may change."""
+class GitCredentials(_Frozen):
+    """HTTP basic credentials for git: GitLab takes user `oauth2`, GitHub `x-access-token`."""
 
-    model_config = ConfigDict(frozen=True)
+    username: str
+    token: SecretStr
+
+    def header(self) -> str:
+        """The `Authorization` header git sends (via `http.extraHeader`, never stored)."""
+        pair = f"{self.username}:{self.token.get_secret_value()}".encode()
+        return "Authorization: Basic " + base64.b64encode(pair).decode()
+
+
+class ForgeUser(_Frozen):
+    """A user as the forge knows them; `id` is stable, `username` may change."""
 
     id: int
     username: str

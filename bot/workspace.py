@@ -1,0 +1,246 @@
+"""Git workspaces: a bare mirror per repository and a worktree per task, hardened for untrusted code.
+
+Layout under `root` (normally `<data_dir>/workspaces`):
+
+    mirrors/<repo key>.git   bare, fetched incrementally; remote branches under refs/remotes/origin/
+    tasks/<task id>/         a worktree of the mirror on the task's own branch
+    locks/<repo key>.lock    serialises git on one mirror across worker processes
+
+Every git command runs with a minimal environment (no user or system config, no prompts) and with
+`-c` overrides that beat anything a repository's own config could say: no hooks, no fsmonitor, no
+submodule recursion, only the allowed transports. A token reaches git only for the one command
+that needs it, as an `http.extraHeader` in `GIT_CONFIG_*` variables — never in argv, a remote
+URL or `.git/config`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import logging
+import os
+import re
+import shutil
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from bot.forge.models import GitCredentials
+from bot.settings import Settings, WorkspaceSettings
+
+log = logging.getLogger(__name__)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class GitError(Exception):
+    """A git command failed; the message carries the command's verb and stderr, never a token."""
+
+
+class WorkspaceFull(GitError):
+    """The disk bound is reached even after removing finished tasks and idle mirrors."""
+
+
+def _not_an_option(value: str, what: str) -> str:
+    """A URL or revision starting with `-` would be read by git as an option."""
+    if not value or value.startswith("-"):
+        raise ValueError(f"{what} {value!r} must not be empty or start with '-'")
+    return value
+
+
+def check_name(value: str, what: str) -> str:
+    """Repository keys and task ids become directory names: no separators, no dot-dot, no options."""
+    if not _NAME.fullmatch(value) or ".." in value:
+        raise ValueError(f"{what} {value!r} must match {_NAME.pattern} without '..'")
+    return value
+
+
+class Workspaces:
+    """Mirrors and task worktrees under one root, bounded to `settings.max_bytes`."""
+
+    def __init__(self, root: Path, settings: WorkspaceSettings, git: str = "git") -> None:
+        self.root = root
+        self.settings = settings
+        self._git = shutil.which(git) or git
+
+    @classmethod
+    def for_settings(cls, settings: Settings) -> Workspaces:
+        """Workspaces under `<data_dir>/workspaces`."""
+        return cls(settings.data_dir / "workspaces", settings.workspace)
+
+    def mirror_path(self, key: str) -> Path:
+        return self.root / "mirrors" / f"{check_name(key, 'repository key')}.git"
+
+    def task_path(self, task: str) -> Path:
+        return self.root / "tasks" / check_name(task, "task id")
+
+    # --- git plumbing ----------------------------------------------------------------------------
+
+    def _env(self, auth: GitCredentials | None) -> dict[str, str]:
+        home = self.root / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        env = {
+            "PATH": f"{Path(self._git).parent}{os.pathsep}{os.defpath}",  # nothing inherited from the worker
+            "HOME": str(home),
+            "LANG": "C",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_AUTHOR_NAME": self.settings.author_name,
+            "GIT_AUTHOR_EMAIL": self.settings.author_email,
+            "GIT_COMMITTER_NAME": self.settings.author_name,
+            "GIT_COMMITTER_EMAIL": self.settings.author_email,
+        }
+        if auth is not None:
+            env.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="http.extraHeader", GIT_CONFIG_VALUE_0=auth.header())
+        return env
+
+    def _hardening(self, repo: Path | None) -> list[str]:
+        options = {
+            "core.hooksPath": os.devnull,
+            "core.fsmonitor": "false",
+            "core.untrackedCache": "false",
+            "credential.helper": "",
+            "submodule.recurse": "false",
+            "fetch.recurseSubmodules": "false",
+            "protocol.allow": "never",
+            **{f"protocol.{name}.allow": "always" for name in self.settings.allowed_protocols},
+        }
+        if repo is not None:
+            options["safe.directory"] = str(repo)
+        return [arg for key, value in options.items() for arg in ("-c", f"{key}={value}")]
+
+    async def _run(self, args: Sequence[str], cwd: Path | None = None, auth: GitCredentials | None = None) -> str:
+        command = [self._git, *self._hardening(cwd), *args]
+        process = await asyncio.create_subprocess_exec(
+            *command, cwd=cwd, env=self._env(auth), stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(process.communicate(), self.settings.git_timeout)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            raise GitError(f"git {args[0]} timed out after {self.settings.git_timeout:.0f}s") from None
+        if process.returncode != 0:
+            message = err.decode(errors="replace").strip()[-800:]
+            if auth is not None:
+                message = message.replace(auth.token.get_secret_value(), "***")
+            raise GitError(f"git {args[0]} failed ({process.returncode}): {message}")
+        return out.decode(errors="replace")
+
+    @asynccontextmanager
+    async def _locked(self, key: str) -> AsyncIterator[None]:
+        path = self.root / "locks" / f"{check_name(key, 'repository key')}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = path.open("a")
+        try:
+            await asyncio.to_thread(fcntl.flock, handle, fcntl.LOCK_EX)
+            yield
+        finally:
+            handle.close()  # closing releases the lock
+
+    # --- operations ------------------------------------------------------------------------------
+
+    async def mirror(self, key: str, url: str, auth: GitCredentials | None = None) -> Path:
+        """Create or refresh the bare mirror of `url`; only new objects are fetched."""
+        path = self.mirror_path(key)
+        _not_an_option(url, "url")
+        async with self._locked(key):
+            if not (path / "HEAD").exists():
+                path.mkdir(parents=True, exist_ok=True)
+                await self._run(["init", "--bare", "--quiet", str(path)])
+                await self._run(["remote", "add", "origin", url], cwd=path)
+                await self._run(["config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"], cwd=path)
+            else:
+                await self._run(["remote", "set-url", "origin", url], cwd=path)
+            await self._run(["fetch", "--prune", "--no-tags", "--quiet", "origin"], cwd=path, auth=auth)
+        return path
+
+    async def worktree(self, key: str, task: str, branch: str, start: str) -> Path:
+        """A worktree for `task` on `branch`, created from `start` (e.g. `origin/main`); reused on retry."""
+        mirror, path = self.mirror_path(key), self.task_path(task)
+        await self._run(["check-ref-format", "--branch", branch])
+        _not_an_option(start, "start revision")
+        async with self._locked(key):
+            if (path / ".git").exists():
+                current = (await self._run(["symbolic-ref", "--short", "HEAD"], cwd=path)).strip()
+                if current != branch:
+                    raise GitError(f"task {task} already works on {current}, not {branch}")
+                return path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            await self._run(["worktree", "add", "--quiet", "-B", branch, str(path), start], cwd=mirror)
+        return path
+
+    async def commit(self, worktree: Path, message: str) -> str | None:
+        """Commit every change in the worktree as the bot; None when there is nothing to commit."""
+        await self._run(["add", "--all"], cwd=worktree)
+        status = await self._run(["status", "--porcelain"], cwd=worktree)
+        if not status.strip():
+            return None
+        await self._run(["commit", "--quiet", "--no-verify", "-m", message], cwd=worktree)
+        return (await self._run(["rev-parse", "HEAD"], cwd=worktree)).strip()
+
+    async def push(self, worktree: Path, url: str, branch: str, auth: GitCredentials | None = None) -> None:
+        """Push HEAD to `branch` at `url`, the token passed for this command only."""
+        await self._run(["check-ref-format", "--branch", branch])
+        _not_an_option(url, "url")
+        await self._run(["push", "--quiet", "--no-verify", url, f"HEAD:refs/heads/{branch}"], cwd=worktree, auth=auth)
+
+    async def cleanup(self, key: str, task: str) -> None:
+        """Remove a finished task's worktree and its local branch bookkeeping."""
+        path, mirror = self.task_path(task), self.mirror_path(key)
+        async with self._locked(key):
+            if mirror.exists():
+                if path.exists():
+                    await self._run(["worktree", "remove", "--force", str(path)], cwd=mirror)
+                await self._run(["worktree", "prune"], cwd=mirror)
+        shutil.rmtree(path, ignore_errors=True)
+
+    async def is_clean(self, worktree: Path) -> bool:
+        """True when nothing is modified, staged or untracked (a task may finish only then)."""
+        return not (await self._run(["status", "--porcelain"], cwd=worktree)).strip()
+
+    async def commits_since(self, worktree: Path, base: str) -> list[str]:
+        """This task's commits (newest first): work committed on the branch after `base`, not before it."""
+        _not_an_option(base, "base revision")
+        return (await self._run(["rev-list", f"{base}..HEAD"], cwd=worktree)).split()
+
+    async def read_file(self, key: str, revision: str, path: str) -> str | None:
+        """A file at a revision of the mirror (e.g. `.forgebot.yml` on `origin/main`); None if absent."""
+        _not_an_option(revision, "revision")
+        if path.startswith(("/", "-")) or ".." in Path(path).parts:
+            raise ValueError(f"path {path!r} must be relative to the repository root")
+        mirror = self.mirror_path(key)
+        listed = await self._run(["ls-tree", "--name-only", revision, "--", path], cwd=mirror)
+        if not listed.strip():
+            return None
+        return await self._run(["show", f"{revision}:{path}"], cwd=mirror)
+
+    def usage(self) -> int:
+        """Bytes used under the root (files as stored, symlinks not followed)."""
+        total = 0
+        for directory, _, files in os.walk(self.root):
+            total += sum(os.lstat(os.path.join(directory, name)).st_size for name in files)
+        return total
+
+    async def enforce_bound(self, active: set[str]) -> None:
+        """Keep under `max_bytes` by removing finished tasks' worktrees, oldest first; else fail loudly."""
+        tasks = self.root / "tasks"
+        finished = [p for p in tasks.iterdir() if p.name not in active] if tasks.exists() else []
+        removed = False
+        for path in sorted(finished, key=lambda p: p.stat().st_mtime):
+            if self.usage() <= self.settings.max_bytes:
+                break
+            log.info("workspace over its bound: removing finished task %s", path.name)
+            shutil.rmtree(path, ignore_errors=True)
+            removed = True
+        if removed:
+            for mirror in (self.root / "mirrors").glob("*.git"):
+                await self._run(["worktree", "prune"], cwd=mirror)  # forget the removed worktrees
+        if self.usage() > self.settings.max_bytes:
+            raise WorkspaceFull(f"workspaces use {self.usage()} bytes, bound {self.settings.max_bytes}")
+
+
+def repo_key(forge: str, project: str) -> str:
+    """The mirror's directory name for a repository (`gitlab-42`, `github-octo__app`)."""
+    return check_name(f"{forge}-{project.replace('/', '__')}", "repository key")

@@ -1,0 +1,200 @@
+"""Workspaces against real git: local bare repositories, and a smart-HTTP server for token pushes."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from bot.forge import GitCredentials
+from bot.settings import WorkspaceSettings
+from bot.workspace import GitError, WorkspaceFull, Workspaces, repo_key
+from tests.fakes.git_http import create_git_server
+from tests.fakes.server import serving
+
+TOKEN = "glpat-workspace-token-never-stored"
+PLAIN_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent",
+             "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_NAME": "Alice", "GIT_AUTHOR_EMAIL": "alice@example.com",
+             "GIT_COMMITTER_NAME": "Alice", "GIT_COMMITTER_EMAIL": "alice@example.com"}
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    """Plain git, as a user (or an attacker preparing a repository) would run it."""
+    done = subprocess.run(["git", *args], cwd=cwd, env=PLAIN_ENV, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def make_origin(tmp_path: Path, name: str = "app.git") -> Path:
+    """A bare repository with one commit on `main`, like a project on a forge."""
+    origin, seed = tmp_path / "server" / name, tmp_path / f"seed-{name}"
+    git("init", "--bare", "--quiet", "-b", "main", str(origin))
+    git("init", "--quiet", "-b", "main", str(seed))
+    (seed / "README.md").write_text("hello\n")
+    git("add", "README.md", cwd=seed)
+    git("commit", "--quiet", "-m", "initial", cwd=seed)
+    git("push", "--quiet", str(origin), "main", cwd=seed)
+    return origin
+
+
+def add_commit(origin: Path, tmp_path: Path, path: str, text: str) -> str:
+    clone = tmp_path / f"clone-{path.replace('/', '_')}"
+    git("clone", "--quiet", str(origin), str(clone))
+    (clone / path).parent.mkdir(parents=True, exist_ok=True)
+    (clone / path).write_text(text)
+    git("add", "--all", cwd=clone)
+    git("commit", "--quiet", "-m", f"add {path}", cwd=clone)
+    git("push", "--quiet", "origin", "main", cwd=clone)
+    return git("rev-parse", "HEAD", cwd=clone)
+
+
+def local_workspaces(tmp_path: Path) -> Workspaces:
+    settings = WorkspaceSettings(allowed_protocols=("file",), author_name="forgebot",
+                                 author_email="bot@forgebot.invalid")
+    return Workspaces(tmp_path / "ws", settings)
+
+
+async def test_mirror_worktree_commit_push_cleanup(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path)
+    ws = local_workspaces(tmp_path)
+    mirror = await ws.mirror("gitlab-1", str(origin))
+    newer = add_commit(origin, tmp_path, "src/Api.php", "<?php\n")
+    await ws.mirror("gitlab-1", str(origin))  # incremental: picks up the new commit
+    assert git("rev-parse", "refs/remotes/origin/main", cwd=mirror) == newer
+
+    tree = await ws.worktree("gitlab-1", "task1", "forgebot/7-file-api", "origin/main")
+    assert (tree / "src" / "Api.php").exists()
+    (tree / "src" / "Api.php").write_text("<?php\nfunction create() {}\n")
+    sha = await ws.commit(tree, "Add create()")
+    assert sha is not None and await ws.commit(tree, "nothing") is None
+    assert git("log", "-1", "--format=%an <%ae>|%cn", cwd=tree) == "forgebot <bot@forgebot.invalid>|forgebot"
+
+    assert await ws.is_clean(tree) and await ws.commits_since(tree, "origin/main") == [sha]
+    (tree / "scratch.txt").write_text("untracked\n")
+    assert not await ws.is_clean(tree)
+    (tree / "scratch.txt").unlink()
+    assert await ws.read_file("gitlab-1", "origin/main", "README.md") == "hello\n"
+    assert await ws.read_file("gitlab-1", "origin/main", "missing.yml") is None
+    with pytest.raises(ValueError):
+        await ws.read_file("gitlab-1", "origin/main", "../outside")
+    await ws.push(tree, str(origin), "forgebot/7-file-api")
+    assert git("rev-parse", "refs/heads/forgebot/7-file-api", cwd=origin) == sha
+    await ws.cleanup("gitlab-1", "task1")
+    assert not tree.exists()
+    assert git("worktree", "list", cwd=mirror).count("\n") == 0  # only the mirror itself is left
+
+
+async def test_retried_task_reuses_its_worktree_and_names_are_checked(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path)
+    ws = local_workspaces(tmp_path)
+    await ws.mirror("gitlab-1", str(origin))
+    first = await ws.worktree("gitlab-1", "task1", "forgebot/1-a", "origin/main")
+    (first / "work.txt").write_text("in progress\n")
+    again = await ws.worktree("gitlab-1", "task1", "forgebot/1-a", "origin/main")
+    assert again == first and (again / "work.txt").exists()
+    with pytest.raises(GitError, match="already works on"):
+        await ws.worktree("gitlab-1", "task1", "forgebot/other", "origin/main")
+    with pytest.raises(ValueError):
+        await ws.worktree("gitlab-1", "../escape", "forgebot/1-a", "origin/main")
+    with pytest.raises(GitError):
+        await ws.worktree("gitlab-1", "task2", "bad..branch", "origin/main")
+    with pytest.raises(ValueError):
+        await ws.worktree("gitlab-1", "task2", "forgebot/2-b", "--upload-pack=touch /tmp/x")
+    with pytest.raises(ValueError):
+        await ws.mirror("gitlab-1", "--upload-pack=touch /tmp/x")
+    assert repo_key("github", "octo/app") == "github-octo__app"
+
+
+async def test_malicious_hooks_and_fsmonitor_never_run(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path)
+    ws = local_workspaces(tmp_path)
+    mirror = await ws.mirror("gitlab-1", str(origin))
+    witness = tmp_path / "pwned"
+    script = f"#!/bin/sh\necho \"$0\" >> {witness}\n"
+    hooks = mirror / "hooks"
+    hooks.mkdir(exist_ok=True)
+    for name in ("post-checkout", "pre-commit", "commit-msg", "post-commit", "pre-push", "reference-transaction"):
+        (hooks / name).write_text(script)
+        (hooks / name).chmod(0o755)
+    monitor = tmp_path / "fsmonitor.sh"
+    monitor.write_text(script)
+    monitor.chmod(0o755)
+    git("config", "core.hooksPath", str(hooks), cwd=mirror)
+    git("config", "core.fsmonitor", str(monitor), cwd=mirror)
+
+    tree = await ws.worktree("gitlab-1", "task1", "forgebot/1-a", "origin/main")
+    (tree / "x.txt").write_text("x\n")
+    await ws.commit(tree, "x")
+    await ws.push(tree, str(origin), "forgebot/1-a")
+    assert not witness.exists()
+
+    # control: the same repository under plain git runs both, so the assertion above can fail
+    git("commit", "--quiet", "--allow-empty", "-m", "plain git", cwd=tree)
+    git("status", "--porcelain", cwd=tree)
+    ran = witness.read_text()
+    assert "pre-commit" in ran and "fsmonitor.sh" in ran
+
+
+async def test_submodules_are_not_fetched_and_transports_are_restricted(tmp_path: Path) -> None:
+    inner = make_origin(tmp_path, "inner.git")
+    origin = make_origin(tmp_path)
+    clone = tmp_path / "with-sub"
+    git("clone", "--quiet", str(origin), str(clone))
+    git("-c", "protocol.file.allow=always", "submodule", "add", "--quiet", str(inner), "vendor/inner", cwd=clone)
+    git("commit", "--quiet", "-m", "add submodule", cwd=clone)
+    git("push", "--quiet", "origin", "main", cwd=clone)
+
+    ws = local_workspaces(tmp_path)
+    await ws.mirror("gitlab-1", str(origin))
+    tree = await ws.worktree("gitlab-1", "task1", "forgebot/1-a", "origin/main")
+    assert (tree / ".gitmodules").exists() and list((tree / "vendor" / "inner").iterdir()) == []
+
+    https_only = Workspaces(tmp_path / "ws2", WorkspaceSettings())
+    with pytest.raises(GitError, match="not allowed"):
+        await https_only.mirror("gitlab-1", str(origin))
+
+
+async def test_token_push_over_http_stores_the_token_nowhere(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    origin = make_origin(tmp_path)
+    auth = GitCredentials(username="oauth2", token=SecretStr(TOKEN))
+    expected = "Basic " + base64.b64encode(f"oauth2:{TOKEN}".encode()).decode()
+    ws = Workspaces(tmp_path / "ws", WorkspaceSettings(allowed_protocols=("http",)))
+    with serving(create_git_server(origin.parent, expected)) as server:
+        url = f"{server.url}/{origin.name}"
+        await ws.mirror("gitlab-1", url, auth)
+        tree = await ws.worktree("gitlab-1", "task1", "forgebot/1-a", "origin/main")
+        (tree / "new.txt").write_text("new\n")
+        sha = await ws.commit(tree, "new file")
+        await ws.push(tree, url, "forgebot/1-a", auth)
+        with pytest.raises(GitError) as refused:
+            await ws.push(tree, url, "forgebot/1-a", GitCredentials(username="oauth2", token=SecretStr(TOKEN + "x")))
+    assert git("rev-parse", "refs/heads/forgebot/1-a", cwd=origin) == sha
+    assert TOKEN not in str(refused.value)
+    for directory, _, files in os.walk(ws.root):
+        for name in files:
+            assert TOKEN.encode() not in (Path(directory) / name).read_bytes(), name
+    assert TOKEN not in caplog.text
+
+
+async def test_disk_bound_removes_finished_tasks_only(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path)
+    ws = local_workspaces(tmp_path)
+    await ws.mirror("gitlab-1", str(origin))
+    for task in ("old", "done", "active"):
+        tree = await ws.worktree("gitlab-1", task, f"forgebot/{task}", "origin/main")
+        (tree / "blob.bin").write_bytes(os.urandom(200_000))
+    ws.settings.max_bytes = ws.usage() - 150_000  # one finished task must go
+    await ws.enforce_bound(active={"active"})
+    remaining = sorted(p.name for p in (ws.root / "tasks").iterdir())
+    assert remaining == ["active", "done"]  # the oldest finished task went first
+    ws.settings.max_bytes = 1_000
+    with pytest.raises(WorkspaceFull):
+        await ws.enforce_bound(active={"active"})
+    assert (ws.root / "tasks" / "active" / "blob.bin").exists()

@@ -1,0 +1,289 @@
+"""GitLab REST routes of the fake forge (`/gitlab/api/v4`): issues, merge requests, notes,
+discussions with diff positions, award emoji, members. Shapes follow `forge-samples/gitlab/api/`.
+
+Diff positions are checked the way GitLab checks them: the three SHAs must be the latest
+version's, added lines carry only `new_line`, removed only `old_line`, context lines both, and a
+`line_range` needs valid `line_code`s — the errors users of other bots hit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from tests.fakes.forge_state import FakeChange, FakeComment, FakeFile, FakeForgeState, FakeThread, Kind
+from tests.fakes.samples import sample
+
+_EMOJI = {"eyes", "thumbsup", "rocket", "confused"}
+
+
+def _state(request: Request) -> FakeForgeState:
+    state: FakeForgeState = request.app.state.forge
+    return state
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"message": message}, status_code=status)
+
+
+def _kind(request: Request) -> Kind:
+    return "change" if "/merge_requests/" in request.url.path else "issue"
+
+
+def _target(request: Request) -> tuple[str, Kind, int, Any]:
+    state, project, kind = _state(request), request.path_params["project"], _kind(request)
+    number = int(request.path_params["iid"])
+    store: dict[Any, Any] = state.issues if kind == "issue" else state.changes
+    if request.path_params.get("noteable", "issues") not in ("issues", "merge_requests"):
+        return project, kind, number, None
+    return project, kind, number, store.get(("gitlab", project, number))
+
+
+def _user(name: str) -> dict[str, Any]:
+    return {"id": 7, "username": name, "name": name, "state": "active"}
+
+
+def _note(comment: FakeComment, thread: FakeThread, kind: Kind, iid: int) -> dict[str, Any]:
+    note = sample("gitlab/api/notes.merge_request.get.response.json")
+    note.update(id=comment.id, body=comment.body, noteable_type="Issue" if kind == "issue" else "MergeRequest",
+                noteable_iid=iid, system=comment.system, discussion_id=thread.id, author=_user(comment.author),
+                type="DiffNote" if comment.position else (None if thread.individual else "DiscussionNote"),
+                resolvable=kind == "change" and not thread.individual, resolved=thread.resolved)
+    if comment.position:
+        note["position"] = comment.position
+    return note
+
+
+def _discussion(thread: FakeThread, kind: Kind, iid: int) -> dict[str, Any]:
+    return {"id": thread.id, "individual_note": thread.individual,
+            "notes": [_note(c, thread, kind, iid) for c in thread.comments]}
+
+
+async def issue(request: Request) -> JSONResponse:
+    project, _, iid, found = _target(request)
+    if found is None:
+        return _error(404, "404 Issue Not Found")
+    return JSONResponse({
+        "id": iid + 10_000, "iid": iid, "project_id": int(project), "title": found.title,
+        "description": found.body, "labels": found.labels, "state": "opened", "author": _user(found.author),
+    })
+
+
+async def notes(request: Request) -> JSONResponse:
+    project, kind, iid, found = _target(request)
+    if found is None:
+        return _error(404, "404 Noteable Not Found")
+    threads = _state(request).threads_of("gitlab", project, kind, iid)
+    if request.method == "GET":
+        return JSONResponse([_note(c, t, kind, iid) for t in threads for c in t.comments])
+    payload = await request.json()
+    thread = _state(request).add_thread(("gitlab", project, kind, iid), str(payload["body"]))
+    return JSONResponse(_note(thread.comments[0], thread, kind, iid), status_code=201)
+
+
+async def note(request: Request) -> JSONResponse:
+    project, kind, iid, found = _target(request)
+    located = _state(request).find_comment("gitlab", project, int(request.path_params["note_id"]))
+    if found is None or located is None:
+        return _error(404, "404 Note Not Found")
+    thread, comment = located
+    comment.body = str((await request.json())["body"])
+    return JSONResponse(_note(comment, thread, kind, iid))
+
+
+async def discussions(request: Request) -> JSONResponse:
+    project, kind, iid, found = _target(request)
+    if found is None:
+        return _error(404, "404 Noteable Not Found")
+    state = _state(request)
+    if request.method == "GET":
+        return JSONResponse([_discussion(t, kind, iid) for t in state.threads_of("gitlab", project, kind, iid)])
+    payload = await request.json()
+    position = payload.get("position")
+    if position is not None:
+        problem = _position_problem(found, position) if kind == "change" else "positions need a merge request"
+        if problem:
+            return _error(400, f"400 Bad request - Note {problem}")
+    thread = state.add_thread(("gitlab", project, kind, iid), str(payload["body"]), individual=False,
+                              position=position)
+    return JSONResponse(_discussion(thread, kind, iid), status_code=201)
+
+
+def _thread(request: Request) -> tuple[FakeThread | None, Kind, int]:
+    project, kind, iid, found = _target(request)
+    if found is None:
+        return None, kind, iid
+    threads = _state(request).threads_of("gitlab", project, kind, iid)
+    match = [t for t in threads if t.id == request.path_params["discussion_id"]]
+    return (match[0] if match else None), kind, iid
+
+
+async def discussion(request: Request) -> JSONResponse:
+    thread, kind, iid = _thread(request)
+    if thread is None:
+        return _error(404, "404 Discussion Not Found")
+    resolved = request.query_params.get("resolved") or str((await request.json()).get("resolved", ""))
+    if kind == "issue" or thread.individual:
+        return _error(400, "400 Bad request - discussion is not resolvable")
+    thread.resolved = resolved.lower() == "true"
+    return JSONResponse(_discussion(thread, kind, iid))
+
+
+async def discussion_notes(request: Request) -> JSONResponse:
+    thread, kind, iid = _thread(request)
+    if thread is None:
+        return _error(404, "404 Discussion Not Found")
+    state = _state(request)
+    comment = FakeComment(id=state.next_id(), body=str((await request.json())["body"]), author=state.bot_user)
+    with state.lock:
+        thread.comments.append(comment)
+        thread.individual = False  # replying to a stand-alone comment makes it a thread
+    return JSONResponse(_note(comment, thread, kind, iid), status_code=201)
+
+
+async def award_emoji(request: Request) -> JSONResponse:
+    project, _, _, found = _target(request)
+    if found is None:
+        return _error(404, "404 Not Found")
+    owner: Any = found
+    if "note_id" in request.path_params:
+        located = _state(request).find_comment("gitlab", project, int(request.path_params["note_id"]))
+        if located is None:
+            return _error(404, "404 Note Not Found")
+        owner = located[1]
+    name = str((await request.json())["name"])
+    if name not in _EMOJI:
+        return _error(400, "400 Bad request - name is invalid")
+    if name in owner.reactions:
+        return _error(404, "404 Award Emoji Name has already been taken Not Found")
+    owner.reactions.append(name)
+    return JSONResponse({"id": _state(request).next_id(), "name": name, "user": _user("forgebot")}, status_code=201)
+
+
+async def member(request: Request) -> JSONResponse:
+    level = _state(request).members.get(("gitlab", request.path_params["project"], request.path_params["user"]))
+    if level is None:
+        return _error(404, "404 Member Not Found")
+    return JSONResponse({"id": int(request.path_params["user"]), "username": "someone", "access_level": int(level)})
+
+
+# --- merge requests ------------------------------------------------------------------------------
+
+
+def _mr(project: str, iid: int, change: FakeChange) -> dict[str, Any]:
+    return {
+        "id": iid + 20_000, "iid": iid, "project_id": int(project), "title": change.title,
+        "description": change.body, "state": change.state, "draft": change.draft,
+        "work_in_progress": change.draft, "source_branch": change.source_branch,
+        "target_branch": change.target_branch, "author": _user(change.author), "sha": change.head_sha,
+        "web_url": f"https://gitlab.example.com/p/{project}/-/merge_requests/{iid}",
+        "diff_refs": {"base_sha": change.base_sha, "head_sha": change.head_sha, "start_sha": change.start_sha},
+    }
+
+
+async def merge_request(request: Request) -> JSONResponse:
+    project, _, iid, found = _target(request)
+    if found is None:
+        return _error(404, "404 Merge Request Not Found")
+    return JSONResponse(_mr(project, iid, found))
+
+
+async def merge_requests(request: Request) -> JSONResponse:
+    state, project = _state(request), request.path_params["project"]
+    if request.method == "GET":
+        wanted = request.query_params
+        return JSONResponse([
+            _mr(p, n, c) for (f, p, n), c in sorted(state.changes.items())
+            if (f, p) == ("gitlab", project) and c.source_branch == wanted.get("source_branch", c.source_branch)
+            and c.state == wanted.get("state", c.state)
+        ])
+    payload = await request.json()
+    with state.lock:
+        for (f, p, n), c in state.changes.items():
+            if (f, p) == ("gitlab", project) and c.source_branch == payload["source_branch"] and c.state == "opened":
+                return _error(409, f"Another open merge request already exists for this source branch: !{n}")
+        title = str(payload["title"])
+        change = FakeChange(title=title, body=str(payload.get("description", "")), author=state.bot_user,
+                            source_branch=str(payload["source_branch"]), target_branch=str(payload["target_branch"]),
+                            draft=title.startswith(("Draft:", "[Draft]", "(Draft)")))
+        number = 1 + max([n for (f, p, n) in state.changes if (f, p) == ("gitlab", project)], default=0)
+        state.changes[("gitlab", project, number)] = change
+    return JSONResponse(_mr(project, number, change), status_code=201)
+
+
+async def versions(request: Request) -> JSONResponse:
+    _, _, iid, found = _target(request)
+    if found is None:
+        return _error(404, "404 Merge Request Not Found")
+    return JSONResponse([{
+        "id": iid * 100, "head_commit_sha": found.head_sha, "base_commit_sha": found.base_sha,
+        "start_commit_sha": found.start_sha, "created_at": "2026-01-01T00:00:00Z", "state": "collected",
+        "real_size": str(len(found.files)), "merge_request_id": iid + 20_000,
+    }])
+
+
+async def diffs(request: Request) -> JSONResponse:
+    _, _, _, found = _target(request)
+    if found is None:
+        return _error(404, "404 Merge Request Not Found")
+    return JSONResponse([{
+        "old_path": f.old_path, "new_path": f.new_path, "a_mode": "100644", "b_mode": "100644", "diff": f.patch,
+        "new_file": f.status == "added", "renamed_file": f.status == "renamed", "deleted_file": f.status == "deleted",
+    } for f in found.files])
+
+
+def _line_code(path: str, old: int, new: int) -> str:
+    return f"{hashlib.sha1(path.encode()).hexdigest()}_{old}_{new}"
+
+
+def _row_for(file: FakeFile, old: Any, new: Any) -> tuple[str, int, int] | None:
+    for kind, o, n in file.rows():
+        if kind == "context" and (o, n) == (old, new):
+            return kind, o, n
+        if kind == "added" and old is None and n == new:
+            return kind, o, n
+        if kind == "removed" and new is None and o == old:
+            return kind, o, n
+    return None
+
+
+def _position_problem(change: FakeChange, position: dict[str, Any]) -> str:
+    if (position.get("base_sha"), position.get("head_sha"), position.get("start_sha")) != (
+        change.base_sha, change.head_sha, change.start_sha
+    ):
+        return "position SHAs are not the latest version's"
+    paths = (position.get("old_path"), position.get("new_path"))
+    files = [f for f in change.files if (f.old_path, f.new_path) == paths]
+    if not files:
+        return "position paths match no diff file"
+    if _row_for(files[0], position.get("old_line"), position.get("new_line")) is None:
+        return "{:line_code=>[\"can't be blank\", \"must be a valid line code\"]}"
+    for end in (position.get("line_range") or {}).values():
+        row = _row_for(files[0], end.get("old_line"), end.get("new_line"))
+        if row is None or end.get("line_code") != _line_code(files[0].new_path, row[1], row[2]):
+            return "{:line_range=>[\"must be a valid line code\"]}"
+    return ""
+
+
+def routes() -> list[Route]:
+    base = "/gitlab/api/v4/projects/{project}"
+    noteable = base + "/{noteable:str}/{iid:int}"
+    return [
+        Route(base + "/issues/{iid:int}", issue, methods=["GET"]),
+        Route(base + "/merge_requests", merge_requests, methods=["GET", "POST"]),
+        Route(base + "/merge_requests/{iid:int}", merge_request, methods=["GET"]),
+        Route(base + "/merge_requests/{iid:int}/versions", versions, methods=["GET"]),
+        Route(base + "/merge_requests/{iid:int}/diffs", diffs, methods=["GET"]),
+        Route(base + "/members/all/{user}", member, methods=["GET"]),
+        Route(noteable + "/notes", notes, methods=["GET", "POST"]),
+        Route(noteable + "/notes/{note_id:int}", note, methods=["PUT"]),
+        Route(noteable + "/notes/{note_id:int}/award_emoji", award_emoji, methods=["POST"]),
+        Route(noteable + "/award_emoji", award_emoji, methods=["POST"]),
+        Route(noteable + "/discussions", discussions, methods=["GET", "POST"]),
+        Route(noteable + "/discussions/{discussion_id}", discussion, methods=["PUT"]),
+        Route(noteable + "/discussions/{discussion_id}/notes", discussion_notes, methods=["POST"]),
+    ]

@@ -1,0 +1,185 @@
+"""The fake forge's state: issues, changes, threads, members, injected faults and a request log.
+
+Shared by the GitLab and GitHub routes of the fake HTTP forge. Tests seed and read it directly;
+every mutation happens under one lock because uvicorn serves from its own thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Literal
+
+Kind = Literal["issue", "change"]
+Key = tuple[str, str, int]  # (forge, project, number)
+ThreadKey = tuple[str, str, Kind, int]
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+@dataclass
+class FakeIssue:
+    title: str
+    body: str
+    labels: list[str] = field(default_factory=list)
+    author: str = "alice"
+    reactions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FakeComment:
+    """A note (GitLab) or a conversation or review comment (GitHub)."""
+
+    id: int
+    body: str
+    author: str
+    system: bool = False
+    position: dict[str, object] | None = None  # GitLab position or GitHub {path, line, side, start_line}
+    reactions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FakeThread:
+    id: str
+    comments: list[FakeComment]
+    individual: bool = True
+    review: bool = False  # a GitHub diff thread
+    resolved: bool = False
+
+
+@dataclass
+class FakeFile:
+    old_path: str
+    new_path: str
+    status: Literal["added", "modified", "deleted", "renamed"]
+    patch: str
+
+    def rows(self) -> list[tuple[str, int, int]]:
+        """(kind, old counter, new counter) per diff line; parsed here independently of the bot."""
+        rows: list[tuple[str, int, int]] = []
+        old = new = 0
+        for raw in self.patch.splitlines():
+            match = _HUNK.match(raw)
+            if match:
+                old, new = int(match.group(1)), int(match.group(2))
+            elif raw.startswith("+"):
+                rows.append(("added", old, new))
+                new += 1
+            elif raw.startswith("-"):
+                rows.append(("removed", old, new))
+                old += 1
+            elif not raw.startswith("\\"):
+                rows.append(("context", old, new))
+                old, new = old + 1, new + 1
+        return rows
+
+
+@dataclass
+class FakeChange:
+    title: str
+    body: str
+    source_branch: str
+    target_branch: str = "main"
+    files: list[FakeFile] = field(default_factory=list)
+    author: str = "alice"
+    base_sha: str = "b" * 40
+    head_sha: str = "c" * 40
+    start_sha: str = "a" * 40
+    state: str = "opened"
+    draft: bool = False
+    reactions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Fault:
+    """Answer the next `count` requests matching `method` and `path` (a substring) with `status`.
+
+    `after=True` processes the request first and then fails: the write landed, the answer was lost.
+    """
+
+    method: str
+    path: str
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    count: int = 1
+    after: bool = False
+    message: str = ""
+
+
+@dataclass
+class FakeForgeState:
+    """Everything the fake forge knows."""
+
+    issues: dict[Key, FakeIssue] = field(default_factory=dict)
+    changes: dict[Key, FakeChange] = field(default_factory=dict)
+    threads: dict[ThreadKey, list[FakeThread]] = field(default_factory=dict)
+    members: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (forge, project, user) → level/role
+    tokens: set[str] = field(default_factory=set)  # accepted tokens; empty accepts any
+    app_key: str | None = None  # GitHub App public key (PEM); JWTs are verified against it
+    installation_tokens: list[str] = field(default_factory=list)
+    installation_token_ttl: int = 3600
+    faults: list[Fault] = field(default_factory=list)
+    log: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)  # (method, path, headers)
+    bot_user: str = "forgebot"
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
+
+    def next_id(self) -> int:
+        with self.lock:
+            return next(self._ids)
+
+    def add_issue(self, forge: str, project: str, number: int, issue: FakeIssue) -> None:
+        with self.lock:
+            self.issues[(forge, project, number)] = issue
+
+    def add_change(self, forge: str, project: str, number: int, change: FakeChange) -> None:
+        with self.lock:
+            self.changes[(forge, project, number)] = change
+
+    def threads_of(self, forge: str, project: str, kind: Kind, number: int) -> list[FakeThread]:
+        with self.lock:
+            return self.threads.setdefault((forge, project, kind, number), [])
+
+    def comments_on(self, forge: str, project: str, number: int, kind: Kind = "issue") -> list[FakeComment]:
+        """Every comment on an issue or change, in posting order, diff comments included."""
+        with self.lock:
+            threads = self.threads.get((forge, project, kind, number), [])
+            return sorted((c for t in threads for c in t.comments), key=lambda c: c.id)
+
+    def add_thread(self, key: ThreadKey, body: str, *, individual: bool = True, review: bool = False,
+                   position: dict[str, object] | None = None, author: str | None = None) -> FakeThread:
+        with self.lock:
+            comment = FakeComment(id=next(self._ids), body=body, author=author or self.bot_user, position=position)
+            thread_id = str(comment.id) if review else hashlib.sha1(str(comment.id).encode()).hexdigest()
+            thread = FakeThread(id=thread_id, comments=[comment], individual=individual, review=review)
+            self.threads.setdefault(key, []).append(thread)
+            return thread
+
+    def add_comment(self, key: Key, body: str) -> FakeComment:
+        """Post a conversation comment on an issue (kept for the walking-skeleton tests)."""
+        return self.add_thread((key[0], key[1], "issue", key[2]), body).comments[0]
+
+    def find_comment(self, forge: str, project: str, comment_id: int) -> tuple[FakeThread, FakeComment] | None:
+        with self.lock:
+            for (f, p, _, _), threads in self.threads.items():
+                if (f, p) != (forge, project):
+                    continue
+                for thread in threads:
+                    for comment in thread.comments:
+                        if comment.id == comment_id:
+                            return thread, comment
+            return None
+
+    def take_fault(self, method: str, path: str) -> Fault | None:
+        with self.lock:
+            for fault in self.faults:
+                if fault.count > 0 and fault.method == method and fault.path in path:
+                    fault.count -= 1
+                    return fault
+            return None
+
+    def requests_to(self, method: str, fragment: str) -> int:
+        with self.lock:
+            return sum(1 for m, p, _ in self.log if m == method and fragment in p)
