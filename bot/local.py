@@ -1,15 +1,14 @@
 """`forgebot run`: one task on a local checkout, no forge needed.
 
-The graph runs exactly as in the worker; a `LocalForge` stands in for the forge and keeps what the
-bot would have written, so the report can be printed and evaluation can read it.
+The graph runs exactly as in the worker; an in-memory forge stands in for the forge and keeps what
+the bot would have written, so the report can be printed and evaluation can read it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -17,7 +16,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from bot.events import Mode
-from bot.forge import AccessLevel, CommentRef, ForgeKind, ForgeUser, Issue, IssueRef, RepoRef
+from bot.forge import Issue, IssueRef, RepoRef
+from bot.forge.memory import MemoryForge
 from bot.jobs import ModelFactory
 from bot.settings import Settings
 from graph.builder import build_graph
@@ -25,26 +25,6 @@ from graph.deps import Deps
 from graph.llm import chat_model
 from graph.routing import check_mode
 from graph.state import TaskState
-
-
-@dataclass
-class LocalForge:
-    """A forge with one issue (the task text) whose comments are kept in memory."""
-
-    issue: Issue
-    kind: ForgeKind = "local"
-    comments: list[str] = field(default_factory=list)
-    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-
-    async def get_issue(self, ref: IssueRef) -> Issue:
-        return self.issue
-
-    async def post_comment(self, ref: IssueRef, body: str) -> CommentRef:
-        self.comments.append(body)
-        return CommentRef(issue=ref, id=next(self._ids))
-
-    async def user_access(self, repo: RepoRef, user: ForgeUser) -> AccessLevel:
-        return AccessLevel.OWNER  # the person at the terminal owns the checkout
 
 
 @dataclass(frozen=True)
@@ -69,7 +49,8 @@ async def run_local(
         raise FileNotFoundError(f"no such checkout: {repo}")
     title, body = _title_and_body(task)
     ref = IssueRef(repo=RepoRef(forge="local", project=str(root), path=root.name), number=1)
-    forge = LocalForge(issue=Issue(ref=ref, title=title, body=body))
+    forge = MemoryForge(kind="local")
+    forge.issues[ref] = Issue(ref=ref, title=title, body=body)
     models = model_factory or (lambda role: chat_model(settings.llm, role))
     task_id = hashlib.sha256(f"{root}\0{mode}\0{task}\0{time.time_ns()}".encode()).hexdigest()[:16]
     state = TaskState(
@@ -90,4 +71,5 @@ async def run_local(
         compiled = build_graph().compile(checkpointer=saver)
         config: RunnableConfig = {"configurable": {"thread_id": f"local-{task_id}"}}
         result = await compiled.ainvoke(state, config, context=Deps(settings=settings, forge=forge, model_for=models))
-    return LocalResult(task_id=task_id, state=cast(dict[str, Any], result), comments=forge.comments)
+    comments = [c.body for c in await forge.list_comments(ref)]
+    return LocalResult(task_id=task_id, state=cast(dict[str, Any], result), comments=comments)
