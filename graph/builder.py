@@ -1,4 +1,8 @@
-"""build_graph(): wires the nodes; compiling (with a checkpointer) happens in the caller."""
+"""build_graph(): wires the nodes; compiling (with a checkpointer) happens in the caller.
+
+One graph serves every mode: START routes by mode, and each route adds its own nodes in its own
+function below, so routes grow without touching each other.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +15,22 @@ from graph.state import TaskState
 
 
 def build_graph() -> StateGraph[TaskState, Deps]:
-    """The analyze route: decomposer → analyzer → publisher (decomposer → publisher when blocked)."""
     graph = StateGraph(TaskState, context_schema=Deps)
+    graph.add_conditional_edges(START, routing.route_by_mode, routing.ENTRY_NODES)
+    _investigation(graph)
+    _analyze_route(graph)
+    return graph
+
+
+def _investigation(graph: StateGraph[TaskState, Deps]) -> None:
+    """decomposer → analyzer, shared by the analyze and implement routes."""
     graph.add_node("decomposer", decomposer.run)
     graph.add_node("analyzer", analyzer.run)
-    graph.add_node("publisher", publisher.run)
-    graph.add_edge(START, "decomposer")
     graph.add_conditional_edges("decomposer", routing.after_decomposer)
-    graph.add_edge("analyzer", "publisher")
+    graph.add_conditional_edges("analyzer", routing.after_analyzer)
+
+
+def _analyze_route(graph: StateGraph[TaskState, Deps]) -> None:
+    """analyzer → publisher (the report), or decomposer → publisher with questions when blocked."""
+    graph.add_node("publisher", publisher.run)
     graph.add_edge("publisher", END)
-    return graph

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Literal
 
 from graph.state import TaskState
 
 # Routes this build can run; the implement and review routes arrive with their roles.
 AVAILABLE_MODES = frozenset({"analyze"})
+
+# The first node of each mode's route.
+ENTRY_NODES: dict[Hashable, str] = {"analyze": "decomposer"}
 
 
 class ModeUnavailable(ValueError):
@@ -16,9 +20,21 @@ class ModeUnavailable(ValueError):
 
 def check_mode(mode: str) -> None:
     if mode not in AVAILABLE_MODES:
-        raise ModeUnavailable(f"mode {mode!r} is not available in this version (available: analyze)")
+        available = ", ".join(sorted(AVAILABLE_MODES))
+        raise ModeUnavailable(f"mode {mode!r} is not available in this version (available: {available})")
+
+
+def route_by_mode(state: TaskState) -> str:
+    """The route is chosen before any generation starts (seed 000: three modes, shared infrastructure)."""
+    check_mode(state["mode"])
+    return state["mode"]
 
 
 def after_decomposer(state: TaskState) -> Literal["analyzer", "publisher"]:
     """No criteria means the issue lacks information: report the questions instead of analysing."""
     return "analyzer" if state.get("criteria") else "publisher"
+
+
+def after_analyzer(state: TaskState) -> Literal["publisher"]:
+    """The analyze route ends with the report."""
+    return "publisher"

@@ -69,3 +69,11 @@ async def test_criteria_flow_through_analyzer_into_report() -> None:
 def test_routing_after_decomposer() -> None:
     assert routing.after_decomposer({"criteria": [{"id": 1, "text": "x y z"}]}) == "analyzer"
     assert routing.after_decomposer({"criteria": []}) == "publisher"
+
+
+def test_routing_by_mode_refuses_unbuilt_routes() -> None:
+    import pytest
+
+    assert routing.route_by_mode({"mode": "analyze"}) == "analyze"
+    with pytest.raises(routing.ModeUnavailable):
+        routing.route_by_mode({"mode": "review"})
