@@ -52,7 +52,7 @@ class Read:
 @dataclass(frozen=True)
 class GuardLimits:
     repeats: int = 2  # identical calls allowed against one disk state; the next one fires
-    alternating_cycles: int = 3
+    alternating_cycles: int = 2  # A B A B (or A B C A B C) against one disk state
     same_errors: int = 3
     micro_run: int = 4
     micro_lines: int = 25

@@ -25,7 +25,7 @@ from graph.runtime.accounting import Ledger, usage_of
 from graph.runtime.budget import Exhausted
 from graph.runtime.guard import Action, ToolLoopGuard, Verdict
 from graph.runtime.injection import Injection, InjectionLimits, file_sha, inject
-from graph.runtime.memory import Memory
+from graph.runtime.memory import END, Memory
 from graph.runtime.tool_calls import ToolOutcome, read_of, run_tool
 from graph.runtime.trace import Trace, content_hash
 from graph.tools import WRITE_TOOLS, check_role_tools
@@ -209,6 +209,8 @@ async def _one_call(session: Session, tools: dict[str, BaseTool], name: str, arg
             session.watched.add(args["path"])
     if read is not None:
         session.watched.add(read.path)
+        if session.memory is not None and outcome.status == "ok":
+            session.memory.reads.add(read.path, read.start, read.end or END)
     error = outcome.text if outcome.status != "ok" else None
     verdict = session.guard.record(name, args, disk, read=read, error=error, infrastructure=outcome.status == "infra")
     session.event("tool", name=name, args=args, status=outcome.status, bytes=len(outcome.text.encode()),

@@ -22,6 +22,7 @@ import prompts
 NoteKind = Literal["fact", "path", "question"]
 TOMBSTONE = "forgebot:tombstone"
 MAX_NOTE_CHARS = 2_000
+END = 10**9  # "to the end of the file" in a read range
 
 
 @dataclass
@@ -51,7 +52,7 @@ class Scratchpad:
 
 @dataclass
 class ReadLog:
-    """Line ranges read per file, merged; a read without a range counts as the whole file (0 = end)."""
+    """Line ranges read per file, merged; a read to the end of the file ends at `END`."""
 
     ranges: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
@@ -66,7 +67,7 @@ class ReadLog:
         self.ranges[path] = merged
 
     def render(self) -> list[str]:
-        return [f"{p}:{s}-{e}" for p, spans in sorted(self.ranges.items()) for s, e in spans]
+        return [f"{p}:{s}-{'end' if e >= END else e}" for p, spans in sorted(self.ranges.items()) for s, e in spans]
 
 
 def tool_groups(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
