@@ -77,6 +77,8 @@ def assemble(parts: Sequence[Part], budget_tokens: int) -> Assembled:
         omitted.insert(0, included.pop())
     if estimate_tokens(text) > budget_tokens:
         text = f"Omitted for the context budget: {len(omitted)} parts."
+        if estimate_tokens(text) > budget_tokens:
+            raise ValueError(f"a budget of {budget_tokens} tokens cannot even say what was left out")
     return Assembled(text=text, tokens=estimate_tokens(text), budget=budget_tokens, included=included, omitted=omitted)
 
 

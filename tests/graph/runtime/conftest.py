@@ -41,7 +41,7 @@ def worktree(tmp_path: Path) -> Path:
     return root
 
 
-def write_tool(root: Path) -> BaseTool:
+def write_tool(root: Path, on_patch: Callable[[str], None] | None = None) -> BaseTool:
     """A minimal `apply_patch` for the coder tests: replace text in a file (the real one is issue 9's)."""
 
     def apply_patch(path: str, old: str, new: str) -> str:
@@ -51,6 +51,8 @@ def write_tool(root: Path) -> BaseTool:
         if old not in text:
             raise ValueError(f"{old!r} not found in {path}")
         target.write_text(text.replace(old, new, 1))
+        if on_patch is not None:
+            on_patch(path)
         return "patched"
 
     return StructuredTool.from_function(apply_patch)

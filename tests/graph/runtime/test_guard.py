@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -18,7 +19,7 @@ from tests.graph.runtime.script import call, tool_texts
 Q = {"query": "retry"}
 
 
-def _run(guard: ToolLoopGuard, name: str, args: dict[str, object], disk: str, read: Read | None = None) -> object:
+def _run(guard: ToolLoopGuard, name: str, args: dict[str, Any], disk: str, read: Read | None = None) -> object:
     verdict = guard.check(name, args, disk, read)
     if verdict is None:
         guard.record(name, args, disk, read=read)

@@ -73,15 +73,7 @@ async def test_stale_read_after_patch_is_impossible_and_coder_system_refreshes(w
         done(),
     ])
     session = make_session(worktree, "coder", targets=lambda: list(patched), system=system)
-    patch = write_tool(worktree)
-    original = patch.func
-    assert original is not None
-
-    def tracking(path: str, old: str, new: str) -> str:
-        patched.append(path)
-        return str(original(path, old, new))
-
-    patch.func = tracking
+    patch = write_tool(worktree, on_patch=patched.append)
     await invoke_llm_with_tools(model, tools(worktree, patch), [HumanMessage("go")], session)
     first, second, third = model.received
     assert "Render 1." in system_text(first) and "Render 3." in system_text(third)  # refreshed every call
