@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from graph.tools import (
-    FORBIDDEN_TOOLS, INVESTIGATION_ROLES, ROLE_TOOLS, WRITE_TOOLS, ToolNotAllowed, check_role_tools, tools_for,
+    FORBIDDEN_TOOLS,
+    INVESTIGATION_ROLES,
+    ROLE_TOOLS,
+    WRITE_TOOLS,
+    ToolNotAllowed,
+    check_role_tools,
+    tools_for,
 )
 from graph.tools.files import MAX_READ_LINES, file_tools, read_lines
 from graph.tools.paths import PathRejected, relative, resolve_in_worktree
