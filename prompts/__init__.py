@@ -15,7 +15,7 @@ from typing import Any, Literal
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Catalog", "PromptSpec", "boundary", "catalog", "render", "terms"]
+__all__ = ["Catalog", "PromptSpec", "boundary", "catalog", "environment", "render", "terms", "untrusted"]
 
 
 class PromptSpec(BaseModel):
@@ -41,9 +41,14 @@ def catalog() -> Catalog:
     return Catalog.model_validate(tomllib.loads(text))
 
 
+def untrusted(text: object) -> str:
+    """Jinja filter for data inside a boundary: no closing tag in it can end the boundary early."""
+    return str(text).replace("</", "<\\/")
+
+
 @cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("prompts", ""),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -51,6 +56,13 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["untrusted"] = untrusted
+    return env
+
+
+def environment() -> jinja2.Environment:
+    """The shared Jinja environment (tests parse templates with it)."""
+    return _environment()
 
 
 def render(name: str, **variables: Any) -> str:
