@@ -27,17 +27,8 @@ from graph.index import search_store  # noqa: E402
 from graph.index.chunks import chunk_file  # noqa: E402
 from graph.index.db import connect  # noqa: E402
 from graph.index.minilm import MiniLMEmbedder  # noqa: E402
-from graph.index.model import Symbol  # noqa: E402
+from graph.index.parse import parse_source  # noqa: E402
 from graph.index.search import Weights, search  # noqa: E402
-
-try:  # the real parser (issue 5) when present, else the benchmark's own extractor
-    from graph.index.parse import parse_file as _parse  # type: ignore[attr-defined]
-
-    def php_symbols(path: str, source: bytes) -> list[Symbol]:
-        return list(_parse(path, source).symbols)
-except ImportError:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from php_symbols import symbols as php_symbols  # type: ignore[no-redef]
 
 DEFAULT_CORPUS = "/usr/share/php/Illuminate"
 
@@ -64,7 +55,7 @@ def build(db: Path, roots: Sequence[Path], embedder: MiniLMEmbedder) -> dict[str
         for file in sorted(root.rglob("*.php")):
             source = file.read_bytes()
             rel = str(file.relative_to(root.parent))
-            symbols = php_symbols(rel, source)
+            symbols = parse_source(rel, source).symbols
             chunks = chunk_file(rel, source.decode(errors="replace"), symbols, docblocks=False)
             search_store.replace_file(conn, rel, "", chunks)
             for symbol in symbols:
