@@ -8,7 +8,7 @@ which handler runs; the handlers never walk beyond the node they were given.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import tree_sitter
 
@@ -95,30 +95,30 @@ def _signature(ex: Extraction, node: tree_sitter.Node) -> str:
 
 
 def _symbol(
-    ex: Extraction, kind: SymbolKind, fqn: str, node: tree_sitter.Node, parent: str = ""
-) -> Symbol:
-    symbol = Symbol(
-        kind=kind,
-        fqn=fqn,
-        name=_short(fqn.rsplit("::", 1)[-1]),
-        path=ex.path,
-        start_line=node.start_point[0] + 1,
-        end_line=node.end_point[0] + 1,
-        start_byte=node.start_byte,
-        end_byte=node.end_byte,
-        parent_fqn=parent,
-    )
-    ex.symbols.append(symbol)
-    return symbol
-
-
-def _annotate(ex: Extraction, symbol: Symbol, node: tree_sitter.Node, names: NameTable) -> None:
-    """Replace the last symbol with one carrying signature, docblock and attributes."""
-    ex.symbols[-1] = replace(
-        symbol,
-        signature=_signature(ex, node),
-        docblock=_docblock(ex, node),
-        attributes=_attributes(ex, node, names),
+    ex: Extraction,
+    kind: SymbolKind,
+    fqn: str,
+    node: tree_sitter.Node,
+    parent: str = "",
+    declaration: tree_sitter.Node | None = None,
+    names: NameTable | None = None,
+) -> None:
+    """Append a symbol; with `declaration` and `names` also its signature, docblock and attributes."""
+    ex.symbols.append(
+        Symbol(
+            kind=kind,
+            fqn=fqn,
+            name=_short(fqn.rsplit("::", 1)[-1]),
+            path=ex.path,
+            start_line=node.start_point[0] + 1,
+            end_line=node.end_point[0] + 1,
+            start_byte=node.start_byte,
+            end_byte=node.end_byte,
+            signature=_signature(ex, declaration) if declaration is not None else "",
+            docblock=_docblock(ex, declaration) if declaration is not None else "",
+            attributes=() if declaration is None or names is None else _attributes(ex, declaration, names),
+            parent_fqn=parent,
+        )
     )
 
 
@@ -185,7 +185,7 @@ def _class_like(ex: Extraction, node: tree_sitter.Node, ctx: Context, kind: Symb
             for iface in child.named_children:
                 target = ctx.names.resolve_class(ex.text(iface))
                 _relate(ex, "implements", fqn, target, iface)
-    _annotate(ex, _symbol(ex, kind, fqn, node), node, ctx.names)
+    _symbol(ex, kind, fqn, node, "", node, ctx.names)
     return Context(ctx.names, ClassScope(fqn, parent if kind == "class" else ""))
 
 
@@ -206,7 +206,7 @@ def method(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> Context | No
     if ctx.cls.anonymous:
         return Context(ctx.names, ctx.cls, FunctionScope(ctx.func.fqn if ctx.func else ""))
     fqn = f"{ctx.cls.fqn}::{ex.text(name_node)}"
-    _annotate(ex, _symbol(ex, "method", fqn, node, ctx.cls.fqn), node, ctx.names)
+    _symbol(ex, "method", fqn, node, ctx.cls.fqn, node, ctx.names)
     return Context(ctx.names, ctx.cls, FunctionScope(fqn))
 
 
@@ -215,7 +215,7 @@ def function(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> Context | 
     if name_node is None:
         return None
     fqn = join(ctx.names.namespace, ex.text(name_node))
-    _annotate(ex, _symbol(ex, "function", fqn, node), node, ctx.names)
+    _symbol(ex, "function", fqn, node, "", node, ctx.names)
     return Context(ctx.names, ctx.cls, FunctionScope(fqn))
 
 
@@ -233,8 +233,7 @@ def properties(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
         name = ex.text(var).lstrip("$")
         ctx.cls.props[name] = declared
         if not ctx.cls.anonymous:
-            symbol = _symbol(ex, "property", f"{ctx.cls.fqn}::${name}", element, ctx.cls.fqn)
-            _annotate(ex, symbol, node, ctx.names)
+            _symbol(ex, "property", f"{ctx.cls.fqn}::${name}", element, ctx.cls.fqn, node, ctx.names)
 
 
 def promoted(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
@@ -249,8 +248,7 @@ def promoted(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
     if ctx.func is not None:
         ctx.func.assign(name, declared)
     if not ctx.cls.anonymous:
-        symbol = _symbol(ex, "property", f"{ctx.cls.fqn}::${name}", node, ctx.cls.fqn)
-        ex.symbols[-1] = replace(symbol, signature=" ".join(ex.text(node).split())[:400])
+        _symbol(ex, "property", f"{ctx.cls.fqn}::${name}", node, ctx.cls.fqn, node, ctx.names)
 
 
 def constants(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
