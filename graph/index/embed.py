@@ -39,7 +39,8 @@ class EmbeddingError(RuntimeError):
 
 def normalise(rows: Matrix) -> Matrix:
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return (rows / np.maximum(norms, 1e-12)).astype(np.float32)
+    out: Matrix = (rows / np.maximum(norms, 1e-12)).astype(np.float32)
+    return out
 
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -74,7 +74,8 @@ def _read_safetensors(data: bytes) -> dict[str, Matrix]:
 def _layer_norm(x: Matrix, weight: Matrix, bias: Matrix) -> Matrix:
     mean = x.mean(axis=-1, keepdims=True)
     var = x.var(axis=-1, keepdims=True)
-    return ((x - mean) / np.sqrt(var + _EPS) * weight + bias).astype(np.float32)
+    out: Matrix = ((x - mean) / np.sqrt(var + _EPS) * weight + bias).astype(np.float32)
+    return out
 
 
 def _gelu(x: Matrix) -> Matrix:
@@ -98,7 +99,8 @@ def _gelu(x: Matrix) -> Matrix:
     poly *= z  # q = 1 - erf(|x| / sqrt 2), so 0.5 x (1 + erf(x / sqrt 2)) = max(x, 0) - 0.5 |x| q
     poly *= np.abs(x)
     poly *= np.float32(0.5)
-    return np.maximum(x, 0) - poly
+    out: Matrix = np.maximum(x, 0) - poly
+    return out
 
 
 class MiniLMEmbedder:
@@ -137,7 +139,8 @@ class MiniLMEmbedder:
         hidden = self._encode(ids, mask)
         pooled = (hidden * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        out: Matrix = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return out
 
     def _encode(self, ids: npt.NDArray[np.int64], mask: Matrix) -> Matrix:
         w = self._w
@@ -175,7 +178,7 @@ class MiniLMEmbedder:
         scores -= scores.max(axis=-1, keepdims=True)
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
-        context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, width)
+        context: Matrix = (scores @ v).astype(np.float32, copy=False).transpose(0, 2, 1, 3).reshape(batch, length, width)
         attended = self._dense(context, p + "attention.output.dense") + x
         x = _layer_norm(attended, self._w[p + "attention.output.LayerNorm.weight"],
                         self._w[p + "attention.output.LayerNorm.bias"])

@@ -79,13 +79,13 @@ class Answer:
     notes: tuple[str, ...] = field(default=())
 
 
-def query_terms(query: str) -> list[str]:
-    """Lower-cased terms of a query: identifiers split into their parts, stopwords dropped."""
+def query_terms(query: str, *, stopwords: bool = False) -> list[str]:
+    """Lower-cased terms of a query: identifiers and their parts; stopwords dropped unless asked for."""
     terms: list[str] = []
     for token in _TOKEN.findall(query):
         for part in dict.fromkeys([token, *words(token).split()]):
             low = part.lower()
-            if low not in _STOPWORDS and (len(low) > 1 or low.isdigit()) and low not in terms:
+            if (stopwords or low not in _STOPWORDS) and (len(low) > 1 or low.isdigit()) and low not in terms:
                 terms.append(low)
     return terms
 
@@ -118,7 +118,7 @@ def vector_ranking(conn: Connection, embedder: Embedder, query: str, limit: int)
     return vector_ranking_for(conn, vector, limit)
 
 
-def vector_ranking_for(conn: Connection, vector: np.ndarray, limit: int) -> list[int]:  # type: ignore[type-arg]
+def vector_ranking_for(conn: Connection, vector: np.ndarray, limit: int) -> list[int]:
     rows = conn.execute(
         "SELECT rowid FROM chunks_vec WHERE embedding MATCH ? AND k = ? ORDER BY distance",
         (vector.astype(np.float32).tobytes(), limit),
@@ -131,7 +131,7 @@ def graph_ranking(conn: Connection, query: str, limit: int) -> list[int]:
 
     "find by id" and `findById` both reach `findById`; longer matches rank first.
     """
-    terms = query_terms(query)
+    terms = [w.lower() for token in _TOKEN.findall(query) for w in words(token).split()]
     names: dict[str, int] = {}
     for size in (3, 2, 1):
         for start in range(len(terms) - size + 1):

@@ -175,7 +175,7 @@ def embed_pending(conn: Connection, embedder: Embedder, *, batch_size: int = 256
         done += len(rows)
 
 
-def store_vectors(conn: Connection, ids: Iterable[int], vectors: np.ndarray) -> None:  # type: ignore[type-arg]
+def store_vectors(conn: Connection, ids: Iterable[int], vectors: np.ndarray) -> None:
     with conn:
         for chunk_id, vector in zip(ids, vectors, strict=True):
             conn.execute("DELETE FROM chunks_vec WHERE rowid = ?", (chunk_id,))

@@ -14,18 +14,17 @@ import logging
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Protocol
 
-from graph.index import search_store
+from graph.index import search_store, store
 from graph.index.chunks import chunk_file
 from graph.index.db import Connection, connect
 from graph.index.embed import Embedder
-from graph.index.model import ParsedFile
-from graph.index.parse import content_hash, parse_source
+from graph.index.model import Symbol
+from graph.index.parse import content_hash
 from graph.index.search import Freshness, read_freshness
 
 log = logging.getLogger(__name__)
@@ -33,17 +32,6 @@ log = logging.getLogger(__name__)
 _COMMIT = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 PATTERNS = ("*.php",)
-
-
-class GraphStore(Protocol):
-    """What the code graph store (`graph.index.store`) offers the sync; a module satisfies it."""
-
-    def build(self, conn: Connection, root: Path, paths: Sequence[str]) -> object: ...
-
-    def sync_files(self, conn: Connection, root: Path, changed_paths: Sequence[str]) -> object: ...
-
-
-Parse = Callable[[str, bytes], ParsedFile]
 
 
 @dataclass(frozen=True)
@@ -86,34 +74,58 @@ def task_index_path(data_dir: Path, task_id: str) -> Path:
     return data_dir / "indexes" / "tasks" / task_id / "index.db"
 
 
-def _index_files(
-    conn: Connection, root: Path, paths: Sequence[str], embedder: Embedder | None, parse: Parse
-) -> tuple[list[str], list[str]]:
-    """Bring the search tables of `paths` in line with the worktree; return (changed, removed)."""
+def graph_symbols(conn: Connection, path: str) -> list[Symbol]:
+    """The code graph's definitions in `path`: search chunks follow exactly what the graph holds."""
+    rows = conn.execute(
+        "SELECT kind, fqn, name, start_line, end_line, start_byte, end_byte, signature, docblock, parent_fqn "
+        "FROM symbols WHERE path = ? ORDER BY start_byte",
+        (path,),
+    )
+    return [
+        Symbol(kind=r[0], fqn=r[1], name=r[2], path=path, start_line=r[3], end_line=r[4], start_byte=r[5],
+               end_byte=r[6], signature=r[7], docblock=r[8], parent_fqn=r[9])
+        for r in rows
+    ]
+
+
+def _index_files(conn: Connection, root: Path, paths: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Bring the search tables of `paths` in line with the graph's rows; return (changed, removed).
+
+    A file the graph marked stale (it stopped parsing) keeps its old chunks, as the graph keeps its old
+    symbols; so does a file edited again since the graph read it. Both show up as stale files.
+    """
+    graph_files = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT path, content_hash, stale FROM files")}
     known = search_store.indexed_files(conn)
     changed: list[str] = []
     removed: list[str] = []
     for path in paths:
-        file = root / path
-        if not file.is_file():
+        entry = graph_files.get(path)
+        if entry is None:
             if path in known:
                 search_store.remove_file(conn, path)
                 removed.append(path)
             continue
-        source = file.read_bytes()
-        digest = content_hash(source)
-        if known.get(path) == digest:
+        digest, stale = entry
+        if stale or known.get(path) == digest or not (root / path).is_file():
             continue
-        parsed = parse(path, source)
-        chunks = chunk_file(path, source.decode(errors="replace"), parsed.symbols)
+        source = (root / path).read_bytes()
+        if content_hash(source) != digest:
+            continue
+        chunks = chunk_file(path, source.decode(errors="replace"), graph_symbols(conn, path))
         search_store.replace_file(conn, path, digest, chunks)
         changed.append(path)
     return changed, removed
 
 
+def index_stale_files(conn: Connection) -> list[str]:
+    """Files whose search rows do not match the graph's (stale graph rows or a skipped update)."""
+    known = search_store.indexed_files(conn)
+    rows = conn.execute("SELECT path, content_hash, stale FROM files").fetchall()
+    return sorted(r[0] for r in rows if r[2] or known.get(r[0]) != r[1])
+
+
 def build_base(
-    data_dir: Path, repo: str, root: Path, *, graph: GraphStore, embedder: Embedder | None,
-    parse: Parse = parse_source,
+    data_dir: Path, repo: str, root: Path, *, embedder: Embedder | None, workers: int = 1
 ) -> Path:
     """Build (or reuse) the base index of the checkout at `root` for its HEAD commit."""
     commit = head_commit(root)
@@ -127,12 +139,12 @@ def build_base(
     try:
         search_store.ensure_schema(conn, embedder)
         paths = source_files(root)
-        graph.build(conn, root, paths)
-        _index_files(conn, root, paths, embedder, parse)
+        store.build(conn, root, paths, workers=workers)
+        _index_files(conn, root, paths)
         if embedder is not None:
             search_store.embed_pending(conn, embedder)
-        search_store.set_freshness(conn, commit=commit, stale=[])
-        # One self-contained file: task copies are then a plain file copy.
+        search_store.set_freshness(conn, commit=commit, stale=index_stale_files(conn))
+        # One self-contained file: a task copy is then a plain file copy.
         conn.execute("PRAGMA journal_mode=DELETE")
     finally:
         conn.close()
@@ -144,25 +156,31 @@ def copy_for_task(base: Path, data_dir: Path, task_id: str) -> Path:
     """A private copy of the base index for one task; the base stays untouched."""
     target = task_index_path(data_dir, task_id)
     target.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{target}{suffix}").unlink(missing_ok=True)
     shutil.copyfile(base, target)
     return target
 
 
 def sync_task(
-    index: Path, root: Path, *, graph: GraphStore, embedder: Embedder | None,
-    changed_paths: Sequence[str] | None = None, parse: Parse = parse_source,
+    index: Path, root: Path, *, embedder: Embedder | None, changed_paths: Sequence[str] | None = None
 ) -> SyncReport:
-    """Apply the worktree's changes to a task index; failures become degraded freshness."""
+    """Apply the worktree's changes (all files, or `changed_paths`) to a task index.
+
+    A failure is recorded as degraded search with the files it left stale, and returned, not raised.
+    """
     conn = connect(index)
     try:
-        paths = list(changed_paths) if changed_paths is not None else _all_paths(conn, root)
+        paths = _all_paths(conn, root) if changed_paths is None else [
+            store.relative_path(root, p) for p in changed_paths
+        ]
         try:
-            return _sync(conn, root, paths, graph, embedder, parse)
+            return _sync(conn, root, paths, embedder)
         except Exception as exc:  # the boundary: a broken sync must not stop the task
             log.warning("index sync failed for %s: %s", index, exc)
-            search_store.set_freshness(
-                conn, commit=read_freshness(conn).indexed_commit, stale=paths, degraded=f"sync failed: {exc}"
-            )
+            stale = sorted(set(paths) | set(index_stale_files(conn)))
+            commit = read_freshness(conn).indexed_commit
+            search_store.set_freshness(conn, commit=commit, stale=stale, degraded=f"sync failed: {exc}")
             return SyncReport((), (), 0, read_freshness(conn))
     finally:
         conn.close()
@@ -172,26 +190,22 @@ def _all_paths(conn: Connection, root: Path) -> list[str]:
     return sorted(set(source_files(root)) | set(search_store.indexed_files(conn)))
 
 
-def _sync(
-    conn: Connection, root: Path, paths: list[str], graph: GraphStore, embedder: Embedder | None, parse: Parse
-) -> SyncReport:
+def _sync(conn: Connection, root: Path, paths: list[str], embedder: Embedder | None) -> SyncReport:
     search_store.ensure_schema(conn, embedder)
-    wanted = [p for p in paths if any(fnmatchcase(p, pat) for pat in PATTERNS)]
-    changed, removed = _index_files(conn, root, wanted, embedder, parse)
-    if changed or removed:
-        graph.sync_files(conn, root, [*changed, *removed])
+    store.sync_files(conn, root, paths)
+    changed, removed = _index_files(conn, root, paths)
     embedded = search_store.embed_pending(conn, embedder) if embedder is not None else 0
-    search_store.set_freshness(conn, commit=head_commit(root), stale=[])
+    search_store.set_freshness(conn, commit=head_commit(root), stale=index_stale_files(conn))
     return SyncReport(tuple(changed), tuple(removed), embedded, read_freshness(conn))
 
 
-def stale_files(conn: Connection, root: Path) -> list[str]:
-    """Files whose worktree content differs from what the index holds (checked now, from disk)."""
+def live_stale_files(conn: Connection, root: Path) -> list[str]:
+    """Files whose worktree content differs from what the index holds, checked now from disk."""
     known = search_store.indexed_files(conn)
-    stale = []
+    stale = set(index_stale_files(conn))
     for path in _all_paths(conn, root):
         file = root / path
         current = content_hash(file.read_bytes()) if file.is_file() else None
         if known.get(path) != current:
-            stale.append(path)
-    return stale
+            stale.add(path)
+    return sorted(stale)
