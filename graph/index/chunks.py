@@ -104,8 +104,9 @@ def _body_chunk(path: str, lines: list[str], symbol: Symbol, docblocks: bool) ->
     text = _slice(lines, symbol.start_line, symbol.end_line)
     if docblocks and symbol.docblock and symbol.docblock.strip() not in text:
         text = f"{symbol.docblock.strip()}\n{text}"
-    return Chunk(path, symbol.start_line, symbol.end_line, symbol.fqn, symbol.kind, symbol.name, text,
-                 symbol.signature)
+    return Chunk(
+        path, symbol.start_line, symbol.end_line, symbol.fqn, symbol.kind, symbol.name, text, symbol.signature
+    )
 
 
 def _header_chunk(path: str, lines: list[str], owner: Symbol, members: list[Symbol]) -> Chunk:
@@ -118,8 +119,16 @@ def _header_chunk(path: str, lines: list[str], owner: Symbol, members: list[Symb
         for n in range(owner.start_line, min(owner.end_line, len(lines)) + 1)
         if n not in hidden and lines[n - 1].strip()
     ]
-    return Chunk(path, owner.start_line, owner.end_line, owner.fqn, owner.kind, owner.name, "\n".join(kept),
-                 owner.signature)
+    return Chunk(
+        path,
+        owner.start_line,
+        owner.end_line,
+        owner.fqn,
+        owner.kind,
+        owner.name,
+        "\n".join(kept),
+        owner.signature,
+    )
 
 
 def _leftover_chunks(path: str, lines: list[str], covered: list[tuple[int, int]]) -> list[Chunk]:

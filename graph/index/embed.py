@@ -131,6 +131,7 @@ class HttpEmbedder:
             raise EmbeddingError(f"embedding request to model {self._model!r} failed: {exc}") from exc
         if rows.shape != (len(batch), self._dimension):
             raise EmbeddingError(
-                f"model {self._model!r} returned shape {rows.shape}, expected ({len(batch)}, {self._dimension})"
+                f"model {self._model!r} returned shape {rows.shape}, "
+                f"expected ({len(batch)}, {self._dimension})"
             )
         return rows

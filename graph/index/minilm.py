@@ -116,11 +116,14 @@ class MiniLMEmbedder:
         self._w = _read_safetensors(_verified_bytes(folder / "model.safetensors", MODEL_SHA256))
         tokenizer_json = _verified_bytes(folder / "tokenizer.json", TOKENIZER_SHA256)
         # Contiguous transposed weights: one plain GEMM per dense layer, no strided reads.
-        self._t = {n[: -len(".weight")]: np.ascontiguousarray(w.T) for n, w in self._w.items()
-                   if n.endswith(".weight") and w.ndim == 2 and n.startswith("encoder.")}
+        self._t = {
+            n[: -len(".weight")]: np.ascontiguousarray(w.T)
+            for n, w in self._w.items()
+            if n.endswith(".weight") and w.ndim == 2 and n.startswith("encoder.")
+        }
         self._tokenizer = Tokenizer.from_str(tokenizer_json.decode())
         self._tokenizer.enable_truncation(max_length=max_tokens)
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a vocabulary token
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         self._batch_size = batch_size
 
     def embed(self, texts: Sequence[str]) -> Matrix:
@@ -178,10 +181,15 @@ class MiniLMEmbedder:
         scores -= scores.max(axis=-1, keepdims=True)
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
-        context: Matrix = (scores @ v).astype(np.float32, copy=False).transpose(0, 2, 1, 3).reshape(batch, length, width)
+        context: Matrix = (
+            (scores @ v).astype(np.float32, copy=False).transpose(0, 2, 1, 3).reshape(batch, length, width)
+        )
         attended = self._dense(context, p + "attention.output.dense") + x
-        x = _layer_norm(attended, self._w[p + "attention.output.LayerNorm.weight"],
-                        self._w[p + "attention.output.LayerNorm.bias"])
+        x = _layer_norm(
+            attended,
+            self._w[p + "attention.output.LayerNorm.weight"],
+            self._w[p + "attention.output.LayerNorm.bias"],
+        )
         inner = _gelu(self._dense(x, p + "intermediate.dense"))
         out = self._dense(inner, p + "output.dense") + x
         return _layer_norm(out, self._w[p + "output.LayerNorm.weight"], self._w[p + "output.LayerNorm.bias"])

@@ -64,9 +64,14 @@ class Hit:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "path": self.path, "start_line": self.start_line, "end_line": self.end_line,
-            "symbol": self.symbol, "kind": self.kind, "score": round(self.score, 6),
-            "legs": list(self.legs), "snippet": self.snippet,
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "symbol": self.symbol,
+            "kind": self.kind,
+            "score": round(self.score, 6),
+            "legs": list(self.legs),
+            "snippet": self.snippet,
         }
 
 
@@ -107,7 +112,8 @@ def lexical_ranking(conn: Connection, query: str, limit: int) -> list[int]:
         return []
     match = " OR ".join(f'"{t}"' for t in terms)
     rows = conn.execute(
-        "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, 4.0, 1.5, 1.0) LIMIT ?",
+        "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+        "ORDER BY bm25(chunks_fts, 4.0, 1.5, 1.0) LIMIT ?",
         (match, limit),
     )
     return [row[0] for row in rows]
@@ -208,7 +214,8 @@ def _hits(
         rows = {
             row[0]: row
             for row in conn.execute(
-                f"SELECT id, path, start_line, end_line, symbol, kind, snippet FROM chunks WHERE id IN ({marks})",
+                "SELECT id, path, start_line, end_line, symbol, kind, snippet FROM chunks "
+                f"WHERE id IN ({marks})",
                 ids,
             )
         }

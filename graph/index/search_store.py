@@ -49,7 +49,9 @@ def ensure_schema(conn: Connection, embedder: Embedder | None) -> bool:
     conn.executescript(_SCHEMA)
     meta = read_meta(conn)
     if meta.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
-        raise RuntimeError(f"search index schema {meta['schema_version']} is not {SCHEMA_VERSION}; rebuild it")
+        raise RuntimeError(
+            f"search index schema {meta['schema_version']} is not {SCHEMA_VERSION}; rebuild it"
+        )
     write_meta(conn, schema_version=SCHEMA_VERSION)
     if embedder is None:
         return False
@@ -95,7 +97,9 @@ def replace_file(conn: Connection, path: str, content_hash: str, chunks: Sequenc
 
     Returns how many chunks are new (and so wait for an embedding).
     """
-    old = {row[1]: row[0] for row in conn.execute("SELECT id, chunk_hash FROM chunks WHERE path = ?", (path,))}
+    old = {
+        row[1]: row[0] for row in conn.execute("SELECT id, chunk_hash FROM chunks WHERE path = ?", (path,))
+    }
     added = 0
     with conn:
         for chunk in chunks:
@@ -128,13 +132,27 @@ def _insert(conn: Connection, chunk: Chunk, digest: str) -> None:
     cursor = conn.execute(
         "INSERT INTO chunks (path, chunk_hash, symbol, kind, name, signature, start_line, end_line, snippet)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (chunk.path, digest, chunk.symbol, chunk.kind, chunk.name, chunk.signature,
-         chunk.start_line, chunk.end_line, chunk.text),
+        (
+            chunk.path,
+            digest,
+            chunk.symbol,
+            chunk.kind,
+            chunk.name,
+            chunk.signature,
+            chunk.start_line,
+            chunk.end_line,
+            chunk.text,
+        ),
     )
     name_terms = f"{lexical_terms(chunk.name)} {words(_owner(chunk.symbol))}"
     conn.execute(
         "INSERT INTO chunks_fts (rowid, name, path, body) VALUES (?, ?, ?, ?)",
-        (cursor.lastrowid, name_terms, lexical_terms(chunk.path.replace("/", " ")), lexical_terms(chunk.text)),
+        (
+            cursor.lastrowid,
+            name_terms,
+            lexical_terms(chunk.path.replace("/", " ")),
+            lexical_terms(chunk.text),
+        ),
     )
 
 
@@ -155,8 +173,16 @@ def _delete_rows(conn: Connection, ids: list[int]) -> None:
 
 def _row_chunk(row: Sequence[object]) -> Chunk:
     path, symbol, kind, name, signature, start, end, snippet = row
-    return Chunk(str(path), int(str(start)), int(str(end)), str(symbol), str(kind), str(name), str(snippet),
-                 str(signature))
+    return Chunk(
+        str(path),
+        int(str(start)),
+        int(str(end)),
+        str(symbol),
+        str(kind),
+        str(name),
+        str(snippet),
+        str(signature),
+    )
 
 
 def embed_pending(conn: Connection, embedder: Embedder, *, batch_size: int = 256) -> int:

@@ -44,7 +44,10 @@ class SyncReport:
 
 def git(root: Path, *args: str) -> str:
     result = subprocess.run(
-        ["git", "-C", str(root), *args], capture_output=True, text=True, check=False,
+        ["git", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        check=False,
         env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(root)},
     )
     if result.returncode != 0:
@@ -82,8 +85,19 @@ def graph_symbols(conn: Connection, path: str) -> list[Symbol]:
         (path,),
     )
     return [
-        Symbol(kind=r[0], fqn=r[1], name=r[2], path=path, start_line=r[3], end_line=r[4], start_byte=r[5],
-               end_byte=r[6], signature=r[7], docblock=r[8], parent_fqn=r[9])
+        Symbol(
+            kind=r[0],
+            fqn=r[1],
+            name=r[2],
+            path=path,
+            start_line=r[3],
+            end_line=r[4],
+            start_byte=r[5],
+            end_byte=r[6],
+            signature=r[7],
+            docblock=r[8],
+            parent_fqn=r[9],
+        )
         for r in rows
     ]
 
@@ -124,9 +138,7 @@ def index_stale_files(conn: Connection) -> list[str]:
     return sorted(r[0] for r in rows if r[2] or known.get(r[0]) != r[1])
 
 
-def build_base(
-    data_dir: Path, repo: str, root: Path, *, embedder: Embedder | None, workers: int = 1
-) -> Path:
+def build_base(data_dir: Path, repo: str, root: Path, *, embedder: Embedder | None, workers: int = 1) -> Path:
     """Build (or reuse) the base index of the checkout at `root` for its HEAD commit."""
     commit = head_commit(root)
     target = base_index_path(data_dir, repo, commit)
@@ -137,19 +149,33 @@ def build_base(
     partial.unlink(missing_ok=True)
     conn = connect(partial)
     try:
-        search_store.ensure_schema(conn, embedder)
-        paths = source_files(root)
-        store.build(conn, root, paths, workers=workers)
-        _index_files(conn, root, paths)
-        if embedder is not None:
-            search_store.embed_pending(conn, embedder)
-        search_store.set_freshness(conn, commit=commit, stale=index_stale_files(conn))
+        _refresh(conn, root, embedder, workers)
         # One self-contained file: a task copy is then a plain file copy.
         conn.execute("PRAGMA journal_mode=DELETE")
     finally:
         conn.close()
     partial.replace(target)  # readers never see a half-built base
     return target
+
+
+def refresh(index: Path, root: Path, *, embedder: Embedder | None, workers: int = 1) -> SyncReport:
+    """Create or bring up to date the index of a checkout (the `forgebot search`/`index` path)."""
+    index.parent.mkdir(parents=True, exist_ok=True)
+    conn = connect(index)
+    try:
+        return _refresh(conn, root, embedder, workers)
+    finally:
+        conn.close()
+
+
+def _refresh(conn: Connection, root: Path, embedder: Embedder | None, workers: int) -> SyncReport:
+    search_store.ensure_schema(conn, embedder)
+    paths = source_files(root)
+    store.build(conn, root, paths, workers=workers)
+    changed, removed = _index_files(conn, root, _all_paths(conn, root))
+    embedded = search_store.embed_pending(conn, embedder) if embedder is not None else 0
+    search_store.set_freshness(conn, commit=head_commit(root), stale=index_stale_files(conn))
+    return SyncReport(tuple(changed), tuple(removed), embedded, read_freshness(conn))
 
 
 def copy_for_task(base: Path, data_dir: Path, task_id: str) -> Path:
@@ -171,9 +197,11 @@ def sync_task(
     """
     conn = connect(index)
     try:
-        paths = _all_paths(conn, root) if changed_paths is None else [
-            store.relative_path(root, p) for p in changed_paths
-        ]
+        paths = (
+            _all_paths(conn, root)
+            if changed_paths is None
+            else [store.relative_path(root, p) for p in changed_paths]
+        )
         try:
             return _sync(conn, root, paths, embedder)
         except Exception as exc:  # the boundary: a broken sync must not stop the task

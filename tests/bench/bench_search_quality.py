@@ -23,12 +23,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from graph.index import search_store  # noqa: E402
-from graph.index.chunks import chunk_file  # noqa: E402
-from graph.index.db import connect  # noqa: E402
-from graph.index.minilm import MiniLMEmbedder  # noqa: E402
-from graph.index.parse import parse_source  # noqa: E402
-from graph.index.search import Weights, search  # noqa: E402
+from graph.index import search_store
+from graph.index.chunks import chunk_file
+from graph.index.db import connect
+from graph.index.minilm import MiniLMEmbedder
+from graph.index.parse import parse_source
+from graph.index.search import Weights, search
 
 DEFAULT_CORPUS = "/usr/share/php/Illuminate"
 
@@ -83,8 +83,9 @@ class _QueryVectors:
         return np.stack([self._rows[t] for t in texts])
 
 
-def evaluate(conn: object, queries: dict[str, tuple[str, int]], vectors: _QueryVectors | None,
-             weights: Weights) -> tuple[float, float]:
+def evaluate(
+    conn: object, queries: dict[str, tuple[str, int]], vectors: _QueryVectors | None, weights: Weights
+) -> tuple[float, float]:
     reciprocal, found = 0.0, 0
     for query, (path, line) in queries.items():
         answer = search(conn, query, embedder=vectors, limit=10, weights=weights)
@@ -97,7 +98,9 @@ def evaluate(conn: object, queries: dict[str, tuple[str, int]], vectors: _QueryV
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--corpus", action="append", type=Path)
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--db", type=Path, default=Path("/tmp/forgebot-bench-quality.db"))
@@ -131,5 +134,3 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-

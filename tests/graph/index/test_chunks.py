@@ -10,8 +10,10 @@ from tests.graph.index.searchrepo import FILES
 def _chunks(path: str, docblocks: bool = True) -> dict[str, Chunk]:
     source = FILES[path]
     parsed = parse_source(path, source.encode())
-    return {c.symbol or f"file:{c.start_line}": c for c in chunk_file(path, source, parsed.symbols,
-                                                                         docblocks=docblocks)}
+    return {
+        c.symbol or f"file:{c.start_line}": c
+        for c in chunk_file(path, source, parsed.symbols, docblocks=docblocks)
+    }
 
 
 def test_method_chunks_carry_their_exact_line_range_and_body() -> None:

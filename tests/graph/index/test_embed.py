@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from graph.index.embed import EmbeddingError, HashingEmbedder, HttpEmbedder
-from graph.index.minilm import ModelFileError, MiniLMEmbedder, bundled_model_dir
+from graph.index.minilm import MiniLMEmbedder, ModelFileError, bundled_model_dir
 
 
 def test_hashing_embedder_is_deterministic_normalised_and_word_sensitive() -> None:
@@ -39,8 +39,9 @@ def _endpoint(seen: list[httpx.Request], status: int = 200, dimension: int = 3) 
 
 def test_http_embedder_posts_batches_and_keeps_input_order() -> None:
     seen: list[httpx.Request] = []
-    embedder = HttpEmbedder("http://emb.test/v1", "text-embed", 3, api_key="sk-secret", batch_size=2,
-                            transport=_endpoint(seen))
+    embedder = HttpEmbedder(
+        "http://emb.test/v1", "text-embed", 3, api_key="sk-secret", batch_size=2, transport=_endpoint(seen)
+    )
     rows = embedder.embed(["a", "bbbb", "cc"])
     assert [r.url.path for r in seen] == ["/v1/embeddings", "/v1/embeddings"]
     assert seen[0].headers["authorization"] == "Bearer sk-secret"
@@ -51,7 +52,9 @@ def test_http_embedder_posts_batches_and_keeps_input_order() -> None:
 
 
 def test_http_embedder_errors_are_clear_and_never_carry_the_key() -> None:
-    failing = HttpEmbedder("http://emb.test", "m", 3, api_key="sk-secret", transport=_endpoint([], status=500))
+    failing = HttpEmbedder(
+        "http://emb.test", "m", 3, api_key="sk-secret", transport=_endpoint([], status=500)
+    )
     with pytest.raises(EmbeddingError, match="model 'm'") as caught:
         failing.embed(["x"])
     assert "sk-secret" not in str(caught.value)
@@ -80,7 +83,9 @@ def minilm() -> MiniLMEmbedder:
 def test_minilm_matches_the_published_reference_similarity(minilm: MiniLMEmbedder) -> None:
     # sentence-transformers documents cos("A man is eating food.", "A man is eating a piece of bread.")
     # = 0.7553 for all-MiniLM-L6-v2; a wrong layer, pooling or tokenizer setting moves it.
-    rows = minilm.embed(["A man is eating food.", "A man is eating a piece of bread.", "A monkey is playing drums."])
+    rows = minilm.embed(
+        ["A man is eating food.", "A man is eating a piece of bread.", "A monkey is playing drums."]
+    )
     assert rows.shape == (3, 384) and np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
     assert abs(float(rows[0] @ rows[1]) - 0.7553) < 0.002
     assert float(rows[0] @ rows[2]) < 0.2

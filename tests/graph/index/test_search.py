@@ -37,7 +37,12 @@ def _symbols(conn: Connection, ids: list[int]) -> list[str]:
 
 def test_query_terms_split_identifiers_and_drop_stopwords() -> None:
     assert query_terms("Where is the findById of the UserRepository?") == [
-        "findbyid", "find", "id", "userrepository", "user", "repository",
+        "findbyid",
+        "find",
+        "id",
+        "userrepository",
+        "user",
+        "repository",
     ]
     assert query_terms("where is it", stopwords=True) == ["where", "is", "it"]
 
@@ -60,7 +65,9 @@ def test_vector_leg_ranks_by_cosine(conn: Connection) -> None:
 
 
 def test_graph_leg_finds_definitions_by_identifier_or_by_adjacent_words(conn: Connection) -> None:
-    assert _symbols(conn, graph_ranking(conn, "who calls findById?", 5)) == ["App\\User\\UserRepository::findById"]
+    assert _symbols(conn, graph_ranking(conn, "who calls findById?", 5)) == [
+        "App\\User\\UserRepository::findById"
+    ]
     assert _symbols(conn, graph_ranking(conn, "should retry", 5)) == ["App\\Http\\RetryPolicy::shouldRetry"]
     assert graph_ranking(conn, "nothing here matches", 5) == []
 

@@ -53,9 +53,14 @@ def test_only_changed_chunks_are_re_embedded_and_removed_ones_leave_no_rows(tmp_
     embedder = HashingEmbedder(dimension=16)
     index_files(conn, FILES, embedder)
     before = {r[0]: r[1] for r in conn.execute("SELECT symbol, id FROM chunks WHERE path = ?", (REPO,))}
-    edited = FILES[REPO].replace("?? null", "?? null; // cached").replace(
-        "    public function save", "    public function count(): int\n    {\n        return 1;\n    }\n\n"
-        "    public function persist"
+    edited = (
+        FILES[REPO]
+        .replace("?? null", "?? null; // cached")
+        .replace(
+            "    public function save",
+            "    public function count(): int\n    {\n        return 1;\n    }\n\n"
+            "    public function persist",
+        )
     )
     new = _replace(conn, REPO, edited)
     embedder.calls.clear()
@@ -66,8 +71,10 @@ def test_only_changed_chunks_are_re_embedded_and_removed_ones_leave_no_rows(tmp_
     assert "App\\User\\UserRepository::save" not in after
     assert _vector_count(conn) == int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
     fts_rows = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'save'").fetchone()[0]
-    assert fts_rows == 0 and before["App\\User\\UserRepository::findById"] != after[
-        "App\\User\\UserRepository::findById"]
+    assert (
+        fts_rows == 0
+        and before["App\\User\\UserRepository::findById"] != after["App\\User\\UserRepository::findById"]
+    )
 
 
 def test_moved_but_unchanged_chunks_keep_their_vectors_and_get_new_lines(tmp_path: Path) -> None:
@@ -86,7 +93,9 @@ def test_removing_a_file_drops_its_chunks_terms_and_vectors(tmp_path: Path) -> N
     search_store.remove_file(conn, REPO)
     assert conn.execute("SELECT count(*) FROM chunks WHERE path = ?", (REPO,)).fetchone()[0] == 0
     assert REPO not in search_store.indexed_files(conn)
-    assert conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'findById'").fetchone()[0] == 0
+    assert (
+        conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'findById'").fetchone()[0] == 0
+    )
     assert _vector_count(conn) == int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
 
 
