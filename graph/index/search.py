@@ -106,11 +106,23 @@ def rrf(rankings: dict[str, list[int]], weights: Weights) -> dict[int, tuple[flo
     return fused
 
 
-def lexical_ranking(conn: Connection, query: str, limit: int) -> list[int]:
+def lexical_ranking(conn: Connection, query: str, limit: int, *, budget: int = 2000) -> list[int]:
+    """BM25 over the FTS5 table, on the query's rarer terms.
+
+    Ranking costs FTS5 a few microseconds per matching row, so a query word found in most chunks
+    ("get", "value") would make latency grow with the index. Terms found in `budget` or more chunks
+    are left out while rarer ones exist (they add little to BM25 anyway); if every term is that
+    common, the terms must all match (AND) instead of any (OR).
+    """
     terms = query_terms(query)
     if not terms:
         return []
-    match = " OR ".join(f'"{t}"' for t in terms)
+    frequency = {term: _capped_count(conn, term, budget) for term in terms}
+    rare = [term for term in terms if frequency[term] < budget]
+    if rare:
+        match = " OR ".join(f'"{t}"' for t in rare)
+    else:
+        match = " AND ".join(f'"{t}"' for t in terms)
     rows = conn.execute(
         "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
         "ORDER BY bm25(chunks_fts, 4.0, 1.5, 1.0) LIMIT ?",
@@ -119,17 +131,35 @@ def lexical_ranking(conn: Connection, query: str, limit: int) -> list[int]:
     return [row[0] for row in rows]
 
 
+def _capped_count(conn: Connection, term: str, cap: int) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
+        (f'"{term}"', cap),
+    ).fetchone()
+    return int(row[0])
+
+
 def vector_ranking(conn: Connection, embedder: Embedder, query: str, limit: int) -> list[int]:
     vector = np.asarray(embedder.embed([query])[0], dtype=np.float32)
     return vector_ranking_for(conn, vector, limit)
 
 
-def vector_ranking_for(conn: Connection, vector: np.ndarray, limit: int) -> list[int]:
-    rows = conn.execute(
-        "SELECT rowid FROM chunks_vec WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-        (vector.astype(np.float32).tobytes(), limit),
-    )
-    return [row[0] for row in rows]
+def vector_ranking_for(conn: Connection, vector: np.ndarray, limit: int, *, oversample: int = 4) -> list[int]:
+    """Coarse Hamming scan of the sign bits in vec0, then exact cosine over those candidates."""
+    query = np.asarray(vector, dtype=np.float32)
+    coarse = conn.execute(
+        "SELECT rowid FROM chunks_vec WHERE embedding MATCH vec_bit(?) AND k = ? ORDER BY distance",
+        (np.packbits(query > 0).tobytes(), limit * oversample),
+    ).fetchall()
+    ids = [row[0] for row in coarse]
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT id, embedding FROM chunk_vectors WHERE id IN ({marks})", ids).fetchall()
+    matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
+    scores = matrix @ query
+    order = np.argsort(-scores, kind="stable")[:limit]
+    return [int(rows[i][0]) for i in order]
 
 
 def graph_ranking(conn: Connection, query: str, limit: int) -> list[int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from graph.index import search_store
@@ -18,6 +19,7 @@ from graph.index.search import (
     rrf,
     search,
     vector_ranking,
+    vector_ranking_for,
 )
 from tests.graph.index.searchrepo import FILES, index_files
 
@@ -121,3 +123,22 @@ def test_bad_queries_are_refused(conn: Connection) -> None:
         search(conn, "   ")
     with pytest.raises(ValueError, match="limit"):
         search(conn, "x", limit=0)
+
+
+def test_vector_leg_rescoring_is_exact_cosine_over_the_coarse_candidates(conn: Connection) -> None:
+    embedder = HashingEmbedder(dimension=64)
+    query = embedder.embed(["user repository save users"])[0]
+    rows = conn.execute("SELECT id, embedding FROM chunk_vectors").fetchall()
+    exact = sorted(rows, key=lambda r: -float(np.frombuffer(r[1], dtype=np.float32) @ query))
+    # With fewer chunks than the coarse scan's depth, every chunk is rescored: the order is exact.
+    assert vector_ranking_for(conn, query, 5, oversample=100) == [r[0] for r in exact[:5]]
+
+
+def test_common_terms_are_dropped_while_rare_ones_exist(conn: Connection) -> None:
+    # "function" is in most chunks; with a budget of 3 it is left out and "save" alone decides.
+    everything = lexical_ranking(conn, "function", 50, budget=3)
+    assert len(everything) > 3  # all terms common: they must all match, here the one term
+    assert _symbols(conn, lexical_ranking(conn, "function save", 50, budget=3)) == [
+        "App\\User\\UserRepository::save",
+        "App\\User\\UserRepository",
+    ]

@@ -17,7 +17,10 @@ REPO = "src/User/UserRepository.php"
 
 
 def _vector_count(conn: Connection) -> int:
-    return int(conn.execute("SELECT count(*) FROM chunks_vec").fetchone()[0])
+    bits = int(conn.execute("SELECT count(*) FROM chunks_vec").fetchone()[0])
+    floats = int(conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0])
+    assert bits == floats  # the coarse and the exact copy never drift apart
+    return bits
 
 
 def _replace(conn: Connection, path: str, text: str) -> int:

@@ -107,7 +107,7 @@ def test_a_file_that_stops_parsing_keeps_its_chunks_and_is_reported_stale(tmp_pa
 
 def test_a_failed_sync_is_recorded_as_degraded_search_not_raised(tmp_path: Path, repo: Path) -> None:
     data = tmp_path / "data"
-    base = taskindex.build_base(data, "demo", repo, embedder=HashingEmbedder(dimension=3, model_id="down"))
+    base = taskindex.build_base(data, "demo", repo, embedder=HashingEmbedder(dimension=8, model_id="down"))
     task = taskindex.copy_for_task(base, data, "t")
     (repo / REPO).write_text((repo / REPO).read_text().replace("save(", "keep("))
     broken = HttpEmbedder(
