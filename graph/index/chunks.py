@@ -21,6 +21,23 @@ _BODIES = frozenset({"method", "function"})
 _DOC_COMMENT = re.compile(r"/\*\*.*?\*/", re.DOTALL)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# PHP's magic methods say what they do by convention, not by name; docblocks describe them in these
+# words ("Create a new ... instance"), so the name side of a chunk carries them too.
+_MAGIC = {
+    "__construct": "construct constructor create new instance",
+    "__destruct": "destruct destructor destroy",
+    "__invoke": "invoke call handle",
+    "__tostring": "to string convert",
+    "__get": "get dynamic property",
+    "__set": "set dynamic property",
+    "__isset": "isset dynamic property exists",
+    "__unset": "unset dynamic property remove",
+    "__call": "call dynamic method",
+    "__callstatic": "call static dynamic method",
+    "__clone": "clone copy",
+    "__serialize": "serialize",
+    "__unserialize": "unserialize restore",
+}
 _BOILERPLATE = re.compile(r"^\s*(<\?php|\?>|namespace\b|use\b|declare\b|//|#|/?\*|\*/|[{}]?\s*$)")
 
 
@@ -45,7 +62,7 @@ class Chunk:
         soup, `get User Name` three words it knows.
         """
         owner = self.symbol.rsplit("::", 1)[0].rsplit("\\", 1)[-1] if "::" in self.symbol else ""
-        header = f"{self.kind} {words(self.name)}"
+        header = f"{self.kind} {name_words(self.name)}"
         if owner:
             header += f" of {words(owner)}"
         return f"{header}\n{split_identifiers(self.text)}"
@@ -58,6 +75,11 @@ class Chunk:
 def words(identifier: str) -> str:
     """`getHTTPResponse_code` -> `get HTTP Response code`."""
     return " ".join(_CAMEL.findall(identifier))
+
+
+def name_words(name: str) -> str:
+    """The words a symbol's name stands for, magic methods spelled out."""
+    return _MAGIC.get(name.lower(), words(name))
 
 
 def split_identifiers(text: str) -> str:

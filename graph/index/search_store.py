@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from graph.index.chunks import Chunk, lexical_terms, words
+from graph.index.chunks import Chunk, lexical_terms, name_words, words
 from graph.index.db import Connection
 from graph.index.embed import Embedder
 
@@ -144,7 +144,7 @@ def _insert(conn: Connection, chunk: Chunk, digest: str) -> None:
             chunk.text,
         ),
     )
-    name_terms = f"{lexical_terms(chunk.name)} {words(_owner(chunk.symbol))}"
+    name_terms = f"{lexical_terms(chunk.name)} {name_words(chunk.name)} {words(_owner(chunk.symbol))}"
     conn.execute(
         "INSERT INTO chunks_fts (rowid, name, path, body) VALUES (?, ?, ?, ?)",
         (
