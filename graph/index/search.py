@@ -194,7 +194,10 @@ def graph_ranking(conn: Connection, query: str, limit: int) -> list[int]:
 
 
 def read_freshness(conn: Connection) -> Freshness:
-    meta = read_meta(conn)
+    return _freshness(read_meta(conn))
+
+
+def _freshness(meta: dict[str, str]) -> Freshness:
     return Freshness(
         indexed_commit=meta.get("indexed_commit", ""),
         stale_files=tuple(json.loads(meta.get("stale_files", "[]"))),
@@ -225,13 +228,20 @@ def search(
         rankings["lexical"] = lexical_ranking(conn, query, depth)
     if weights.graph:
         rankings["graph"] = graph_ranking(conn, query, depth)
+    meta = read_meta(conn)
     if embedder is None:
         notes.append("no embedder configured: lexical and graph legs only")
+    elif (meta.get("model_id"), meta.get("dimension")) != (embedder.model_id, str(embedder.dimension)):
+        # Vectors of two models are not comparable; a silent mix would rank at random.
+        notes.append(
+            f"vector leg off: the index holds vectors of {meta.get('model_id') or 'no model'}, "
+            f"not {embedder.model_id}; lexical and graph legs only"
+        )
     elif weights.vector:
         rankings["vector"] = vector_ranking(conn, embedder, query, depth)
     fused = rrf(rankings, weights)
     hits = _hits(conn, fused, path_glob, set(kinds), limit)
-    freshness = read_freshness(conn)
+    freshness = _freshness(meta)
     if freshness.degraded:
         notes.append(f"degraded search: {freshness.degraded}")
     return Answer(query, tuple(hits), tuple(rankings), freshness, tuple(notes))

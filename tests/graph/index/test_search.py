@@ -142,3 +142,13 @@ def test_common_terms_are_dropped_while_rare_ones_exist(conn: Connection) -> Non
         "App\\User\\UserRepository::save",
         "App\\User\\UserRepository",
     ]
+
+
+def test_an_embedder_of_another_model_turns_the_vector_leg_off_and_says_so(conn: Connection) -> None:
+    answer = search(conn, "find by id", embedder=HashingEmbedder(dimension=32), limit=3)
+    assert answer.legs == ("lexical", "graph")
+    assert answer.notes == (
+        "vector leg off: the index holds vectors of hashing-v1/64, not hashing-v1/32; "
+        "lexical and graph legs only",
+    )
+    assert answer.hits[0].symbol == "App\\User\\UserRepository::findById"
