@@ -32,6 +32,15 @@ log = logging.getLogger(__name__)
 _COMMIT = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 PATTERNS = ("*.php",)
+# git runs with no inherited environment (no tokens leak into it) and no user or system config (a
+# config file can name programs for git to run).
+GIT_ENV = {
+    "PATH": "/usr/bin:/bin",
+    "HOME": "/nonexistent",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "LC_ALL": "C",
+}
 
 
 @dataclass(frozen=True)
@@ -48,7 +57,7 @@ def git(root: Path, *args: str) -> str:
         capture_output=True,
         text=True,
         check=False,
-        env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(root)},
+        env=GIT_ENV,
     )
     if result.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {result.stderr.strip()}")

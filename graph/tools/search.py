@@ -16,7 +16,7 @@ from graph.index.db import Connection
 from graph.index.embed import Embedder
 from graph.index.search import Answer, Weights, search
 from graph.index.store import relative_path
-from graph.index.taskindex import live_stale_files
+from graph.index.taskindex import GIT_ENV, live_stale_files
 
 MAX_SNIPPET_LINES = 400
 _GLOB = re.compile(r"^[A-Za-z0-9_.*?/\[\]{}-]*$")
@@ -95,7 +95,7 @@ def search_code(
         text=True,
         errors="replace",
         check=False,
-        env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(root)},
+        env=GIT_ENV,
     )
     if result.returncode not in (0, 1):  # 1 means no match
         raise RuntimeError(f"git grep failed: {result.stderr.strip()}")
