@@ -19,6 +19,8 @@ from graph.index.names import SPECIAL_CLASS_NAMES, NameTable
 TextOf = Callable[[tree_sitter.Node], str]
 _NAME_TYPES = ("name", "qualified_name", "relative_name")
 _AMBIGUOUS = "?"
+# Language constructs that tree-sitter-php parses as function calls; PHP never calls a function.
+_CONSTRUCTS = frozenset({"isset", "empty", "unset", "eval", "exit", "die", "list", "array", "print"})
 
 
 @dataclass
@@ -138,6 +140,8 @@ def resolve_call(site: CallSite, text: TextOf) -> Relation | None:
 def _function_call(site: CallSite, text: TextOf) -> Relation | None:
     callee = site.node.child_by_field_name("function")
     if callee is None or callee.type not in _NAME_TYPES:
+        return None
+    if callee.type == "name" and text(callee).lower() in _CONSTRUCTS:
         return None
     target, fallback = site.names.resolve_function(text(callee))
     name = target.rsplit("\\", 1)[-1]
