@@ -54,13 +54,16 @@ def list_files(root: Path) -> list[str]:
             ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
             capture_output=True, check=True, env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1"},
         ).stdout
-        return sorted({name for name in out.decode("utf-8", "replace").split("\0") if name})
+        names = {name for name in out.decode("utf-8", "replace").split("\0") if name}
     except (OSError, subprocess.CalledProcessError):
-        return sorted(
+        names = {
             p.relative_to(root).as_posix()
             for p in root.rglob("*")
             if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
-        )
+        }
+    base = root.resolve()
+    # a symlink may point outside the checkout; its target is not ours to index
+    return sorted(name for name in names if (base / name).resolve().is_relative_to(base))
 
 
 def _root(args: argparse.Namespace) -> Path:

@@ -158,7 +158,8 @@ def _parse_all(root: Path, paths: list[str], workers: int) -> Iterable[FileRows]
 def build(conn: Connection, root: Path, paths: Iterable[Path | str], *, workers: int = 1) -> SyncReport:
     """Make the graph hold exactly `paths`: parse changed files, drop files no longer listed."""
     ensure_schema(conn)
-    wanted = sorted({relative_path(root, p) for p in paths if Path(p).suffix in LANGUAGES})
+    listed = {relative_path(root, p) for p in paths if Path(p).suffix in LANGUAGES}
+    wanted = sorted(rel for rel in listed if (root / rel).is_file())  # git lists deleted tracked files
     known = {row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, content_hash, stale FROM files")}
     report = SyncReport()
     todo: list[str] = []

@@ -118,3 +118,12 @@ def test_builders_share_one_file_list(repo: Path, tmp_path: Path) -> None:
     finally:
         BUILDERS.remove(spy)
     assert seen[0].embeddings is False and "src/Model/Circle.php" in seen[0].files
+
+
+def test_index_survives_deleted_tracked_files_and_escaping_symlinks(repo: Path, tmp_path: Path) -> None:
+    (repo / "src/multi.php").unlink()  # still in git's index
+    outside = tmp_path / "outside.php"
+    outside.write_text("<?php\nfunction secret() {}\n")
+    (repo / "src/link.php").symlink_to(outside)
+    assert "src/link.php" not in list_files(repo)
+    assert _run(tmp_path / "data", "index", str(repo), "--workers", "1") == 0
