@@ -194,7 +194,10 @@ def _dependents(conn: Connection, fqn: str, distance: int, limit: int) -> list[I
                    certainty=s.certainty)
         for s in sites
     ]
-    if "::" not in fqn:
+    owner, member = split_member(fqn)
+    if member:
+        nodes.extend(_overriders(conn, owner, member, distance))
+    else:
         rows = conn.execute(
             "SELECT kind, source_fqn, path, line FROM relations WHERE target_fqn = ? "
             "AND kind IN ('extends', 'implements', 'uses_trait') ORDER BY path, line",
@@ -206,6 +209,21 @@ def _dependents(conn: Connection, fqn: str, distance: int, limit: int) -> list[I
             for kind, src, p, ln in rows
         )
     return nodes
+
+
+def _overriders(conn: Connection, owner: str, member: str, distance: int) -> list[ImpactNode]:
+    """Methods of subclasses (and trait users) that override `owner::member`: they share its contract."""
+    found: list[ImpactNode] = []
+    for subclass in descendants(conn, owner):
+        row = conn.execute(
+            "SELECT fqn, path, start_line FROM symbols WHERE fqn = ? AND kind = 'method'",
+            (f"{subclass}::{member}",),
+        ).fetchone()
+        if row is not None:
+            fqn, path, line = str(row[0]), str(row[1]), int(row[2])
+            found.append(ImpactNode(fqn=fqn, distance=distance, relation="overrides", path=path, line=line,
+                                    certainty="resolved"))
+    return found
 
 
 def explore(conn: Connection, root: Path, names: list[str], per_symbol: int = 20) -> ExploreResult:

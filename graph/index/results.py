@@ -77,7 +77,7 @@ class ImpactNode(_Frozen):
 
     fqn: str
     distance: int
-    relation: Literal["calls", "extends", "implements", "uses_trait"]
+    relation: Literal["calls", "extends", "implements", "uses_trait", "overrides"]
     path: str
     line: int
     certainty: Literal["resolved", "by_name"]

@@ -88,6 +88,16 @@ def test_impact_walks_callers_and_subtypes_up_to_depth(indexed: tuple[Connection
     }
 
 
+def test_impact_of_a_method_includes_its_overrides(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    nodes = impact(conn, repo, "Acme\\Geometry\\Contracts\\Measurable::area", depth=1).nodes
+    overrides = {(n.fqn, n.path) for n in nodes if n.relation == "overrides"}
+    assert overrides == {
+        (f"{CIRCLE}::area", "src/Model/Circle.php"),
+        (f"{COLOR}::area", "src/Model/Color.php"),
+    }
+
+
 def test_outline_lists_a_file_in_source_order(indexed: tuple[Connection, Path]) -> None:
     conn, repo = indexed
     result = outline(conn, repo, "src/Model/Color.php")
