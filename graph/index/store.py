@@ -8,7 +8,6 @@ last rows and is marked stale: a half-typed edit must not erase what the graph k
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -17,8 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graph.index.db import Connection
-from graph.index.model import ParsedFile
-from graph.index.parse import content_hash, new_parser, parse_source
+from graph.index.parse import FileRows, content_hash, new_parser, parse_rows
 
 SCHEMA_VERSION = "1"
 LANGUAGES = {".php": "php"}
@@ -51,22 +49,6 @@ CREATE INDEX IF NOT EXISTS relations_fallback ON relations(fallback_fqn) WHERE f
 CREATE INDEX IF NOT EXISTS relations_source ON relations(source_fqn);
 """
 
-SymbolRow = tuple[str, str, str, str, str, int, int, int, int, str, str, str]
-RelationRow = tuple[str, str, str, str, str, str, int]
-
-
-@dataclass(frozen=True)
-class FileRows:
-    """One parsed file flattened to table rows: cheap to send back from a worker process."""
-
-    path: str
-    content_hash: str
-    language: str
-    has_errors: bool
-    symbols: list[SymbolRow]
-    relations: list[RelationRow]
-
-
 @dataclass
 class SyncReport:
     """What a build or sync did, by repository-relative path."""
@@ -95,25 +77,11 @@ def relative_path(root: Path, path: Path | str) -> str:
     return full.relative_to(base).as_posix()
 
 
-def to_rows(parsed: ParsedFile) -> FileRows:
-    p = parsed.path
-    symbols: list[SymbolRow] = [
-        (p, s.kind, s.fqn, s.name, s.parent_fqn, s.start_line, s.end_line, s.start_byte, s.end_byte,
-         s.signature, s.docblock, json.dumps(s.attributes) if s.attributes else "[]")
-        for s in parsed.symbols
-    ]  # fmt: skip
-    relations: list[RelationRow] = [
-        (p, r.kind, r.source_fqn, r.target_name, r.target_fqn, r.fallback_fqn, r.line)
-        for r in parsed.relations
-    ]
-    return FileRows(p, parsed.content_hash, parsed.language, parsed.has_errors, symbols, relations)
-
-
 def _parse_batch(root: str, paths: Sequence[str]) -> list[FileRows]:
     """Worker entry point: parse files under `root` (one parser reused for the batch)."""
     parser = new_parser()
     base = Path(root)
-    return [to_rows(parse_source(rel, (base / rel).read_bytes(), parser)) for rel in paths]
+    return [parse_rows(rel, (base / rel).read_bytes(), parser) for rel in paths]
 
 
 def write_file(conn: Connection, rows: FileRows, now: float) -> bool:
@@ -220,7 +188,7 @@ def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> S
         if stored is not None and stored[0] == digest:
             (report.stale if stored[1] else report.unchanged).append(rel)
             continue
-        rows = to_rows(parse_source(rel, source, parser))
+        rows = parse_rows(rel, source, parser)
         with conn:
             _record(conn, rows, time.time(), report)
     return report

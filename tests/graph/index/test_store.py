@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from graph.index.db import Connection, connect
-from graph.index.store import FileRows, build, relative_path, sync_files, write_file
+from graph.index.parse import FileRows
+from graph.index.store import build, relative_path, sync_files, write_file
 from tests.graph.index.conftest import php_files
 
 CIRCLE = "src/Model/Circle.php"
