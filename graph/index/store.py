@@ -67,14 +67,19 @@ def ensure_schema(conn: Connection) -> None:
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('graph.schema', ?)", (SCHEMA_VERSION,))
 
 
-def relative_path(root: Path, path: Path | str) -> str:
-    """Validate that `path` names a file inside `root` and return it relative, with forward slashes."""
-    base = root.resolve()
-    candidate = Path(path)
-    full = (candidate if candidate.is_absolute() else base / candidate).resolve()
-    if not full.is_relative_to(base):
-        raise ValueError(f"path {str(path)!r} is outside the repository {str(base)!r}")
-    return full.relative_to(base).as_posix()
+def relative_path(root: Path | str, path: Path | str) -> str:
+    """Validate that `path` names a file inside `root` and return it relative, with forward slashes.
+
+    Symlinks are resolved first, so a link pointing out of the checkout is rejected too.
+    """
+    return _relative(os.path.realpath(root), path)
+
+
+def _relative(base: str, path: Path | str) -> str:
+    full = os.path.realpath(os.path.join(base, os.fspath(path)))
+    if not full.startswith(base + os.sep):
+        raise ValueError(f"path {str(path)!r} is outside the repository {base!r}")
+    return full[len(base) + 1 :].replace(os.sep, "/")
 
 
 def _parse_batch(root: str, paths: Sequence[str]) -> list[FileRows]:
@@ -126,7 +131,8 @@ def _parse_all(root: Path, paths: list[str], workers: int) -> Iterable[FileRows]
 def build(conn: Connection, root: Path, paths: Iterable[Path | str], *, workers: int = 1) -> SyncReport:
     """Make the graph hold exactly `paths`: parse changed files, drop files no longer listed."""
     ensure_schema(conn)
-    listed = {relative_path(root, p) for p in paths if Path(p).suffix in LANGUAGES}
+    base = os.path.realpath(root)
+    listed = {_relative(base, p) for p in paths if os.path.splitext(p)[1] in LANGUAGES}
     wanted = sorted(rel for rel in listed if (root / rel).is_file())  # git lists deleted tracked files
     known = {row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, content_hash, stale FROM files")}
     report = SyncReport()
@@ -175,7 +181,8 @@ def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> S
     ensure_schema_once(conn)
     report = SyncReport()
     parser = new_parser()
-    for rel in sorted({relative_path(root, p) for p in changed}):
+    base = os.path.realpath(root)
+    for rel in sorted({_relative(base, p) for p in changed}):
         full = root / rel
         if Path(rel).suffix not in LANGUAGES or not full.is_file():
             with conn:

@@ -10,7 +10,8 @@ All figures come from one run on the same copy of each corpus:
     /work/venv/bin/python tests/bench/bench_codegraph_speed.py --corpus monolog=/usr/share/php/Monolog
 
 Goal (issue 5): build x1 <= 2x raw, build x2 <= 1.3x raw, re-sync p50 <= 2 ms and p99 <= 25 ms.
-The machine is shared: the load average is printed with the figures.
+The machine is shared: the load average is printed with the figures, and the one-process ratio is
+also given in CPU time, which another process's load disturbs far less than wall time.
 """
 
 from __future__ import annotations
@@ -33,20 +34,23 @@ from graph.index.store import build, sync_files  # noqa: E402
 DEFAULT_CORPORA = {"symfony": "/usr/share/php/Symfony", "laravel": "/usr/share/php/Illuminate"}
 
 
-def _raw_parse(root: Path, files: list[str]) -> float:
+Timing = tuple[float, float]  # wall seconds, CPU seconds of this process
+
+
+def _raw_parse(root: Path, files: list[str]) -> Timing:
     sources = [(root / rel).read_bytes() for rel in files]
     parser = new_parser()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for source in sources:
         parser.parse(source)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
-def _build(root: Path, files: list[str], db: Path, workers: int) -> float:
+def _build(root: Path, files: list[str], db: Path, workers: int) -> Timing:
     conn = connect(db)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     build(conn, root, files, workers=workers)
-    elapsed = time.perf_counter() - start
+    elapsed = time.perf_counter() - start, time.process_time() - cpu
     conn.close()
     return elapsed
 
@@ -81,9 +85,11 @@ def run(name: str, source: Path, rounds: int) -> None:
     ms = sorted(t * 1000 for t in timings)
     p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
     print(f"\n== {name}: {len(files)} files, load average {os.getloadavg()[0]:.2f}")
-    print(f"raw tree-sitter parse   {raw:8.2f} s")
-    print(f"full build, 1 process   {one:8.2f} s   ratio {one / raw:5.2f}x   (goal <= 2.0x)")
-    print(f"full build, pool of 2   {two:8.2f} s   ratio {two / raw:5.2f}x   (goal <= 1.3x)")
+    print(f"raw tree-sitter parse   {raw[0]:8.2f} s wall {raw[1]:8.2f} s CPU")
+    print(f"full build, 1 process   {one[0]:8.2f} s wall {one[1]:8.2f} s CPU   "
+          f"ratio {one[0] / raw[0]:5.2f}x wall {one[1] / raw[1]:5.2f}x CPU   (goal <= 2.0x)")
+    print(f"full build, pool of 2   {two[0]:8.2f} s wall                 "
+          f"ratio {two[0] / raw[0]:5.2f}x wall                (goal <= 1.3x)")
     print(f"re-sync {median} ({size} bytes), {rounds} edits: "
           f"p50 {statistics.median(ms):.2f} ms (goal <= 2), p99 {p99:.2f} ms (goal <= 25)")
 
