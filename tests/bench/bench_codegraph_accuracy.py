@@ -5,7 +5,7 @@ Definitions (kind, fqn, path, start line) come from `forgebot symbols PATH --jso
 reference is `php_parser_symbols.php` beside this file. Run from the repository root:
 
     /work/venv/bin/python tests/bench/bench_codegraph_accuracy.py            # Symfony and Laravel
-    /work/venv/bin/python tests/bench/bench_codegraph_accuracy.py --corpus monolog=/usr/share/php/Monolog --show 5
+    /work/venv/bin/python tests/bench/bench_codegraph_accuracy.py --show 5 --corpus m=/usr/share/php/Monolog
 
 Goal (issue 5): definitions precision and recall >= 99.5 %, call-site recall >= 99 %.
 """
@@ -24,11 +24,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from graph.index.cli import register  # noqa: E402
-from graph.index.db import connect  # noqa: E402
-from graph.index.location import index_path  # noqa: E402
+from graph.index.cli import register
+from graph.index.db import connect
+from graph.index.location import index_path
 
 HERE = Path(__file__).resolve().parent
+def say(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
 DEFAULT_CORPORA = {"symfony": "/usr/share/php/Symfony", "laravel": "/usr/share/php/Illuminate"}
 Key = tuple[str, ...]
 
@@ -74,7 +79,9 @@ def ours(root: Path, data_dir: Path) -> tuple[Counter[Key], Counter[Key]]:
     conn = connect(index_path(data_dir, root), readonly=True)
     calls: Counter[Key] = Counter(
         (path, str(line), str(name).lower())
-        for path, line, name in conn.execute("SELECT path, line, target_name FROM relations WHERE kind = 'calls'")
+        for path, line, name in conn.execute(
+            "SELECT path, line, target_name FROM relations WHERE kind = 'calls'"
+        )
     )
     return defs, calls
 
@@ -96,27 +103,28 @@ def compare(name: str, root: Path, show: int) -> None:
         my_defs, my_calls = ours(root, Path(tmp))
     my_defs, ref_defs = _drop(my_defs, errors, 2), _drop(ref_defs, errors, 2)
     my_calls, ref_calls = _drop(my_calls, errors, 0), _drop(ref_calls, errors, 0)
-    print(f"\n== {name}: {root} ({len(files)} files, {len(errors)} rejected by php-parser and skipped)")
-    print(f"{'kind':<12}{'reference':>10}{'ours':>10}{'matched':>10}{'precision':>11}{'recall':>9}")
+    say(f"\n== {name}: {root} ({len(files)} files, {len(errors)} rejected by php-parser and skipped)")
+    say(f"{'kind':<12}{'reference':>10}{'ours':>10}{'matched':>10}{'precision':>11}{'recall':>9}")
     kinds = sorted({k[0] for k in ref_defs} | {k[0] for k in my_defs})
     for kind in [*kinds, "ALL defs"]:
-        pick = (lambda k, kind=kind: kind == "ALL defs" or k[0] == kind)  # noqa: E731
-        mine = Counter({k: v for k, v in my_defs.items() if pick(k)})
-        ref = Counter({k: v for k, v in ref_defs.items() if pick(k)})
+        mine = Counter({k: v for k, v in my_defs.items() if kind in (k[0], "ALL defs")})
+        ref = Counter({k: v for k, v in ref_defs.items() if kind in (k[0], "ALL defs")})
         n_ref, n_mine, matched, precision, recall = _score(mine, ref)
-        print(f"{kind:<12}{n_ref:>10}{n_mine:>10}{matched:>10}{precision:>10.3%}{recall:>9.3%}")
+        say(f"{kind:<12}{n_ref:>10}{n_mine:>10}{matched:>10}{precision:>10.3%}{recall:>9.3%}")
     n_ref, n_mine, matched, precision, recall = _score(my_calls, ref_calls)
-    print(f"{'call sites':<12}{n_ref:>10}{n_mine:>10}{matched:>10}{precision:>10.3%}{recall:>9.3%}")
+    say(f"{'call sites':<12}{n_ref:>10}{n_mine:>10}{matched:>10}{precision:>10.3%}{recall:>9.3%}")
     for label, diff in (
         ("missing defs", ref_defs - my_defs), ("extra defs", my_defs - ref_defs),
         ("missing calls", ref_calls - my_calls), ("extra calls", my_calls - ref_calls),
     ):
         for key in list(diff)[:show]:
-            print(f"  {label}: {key}")
+            say(f"  {label}: {key}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--corpus", action="append", default=[], help="NAME=DIR (repeatable)")
     parser.add_argument("--show", type=int, default=0, help="print N mismatches of each sort")
     args = parser.parse_args()

@@ -27,9 +27,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from graph.index.db import connect  # noqa: E402
-from graph.index.parse import new_parser  # noqa: E402
-from graph.index.store import build, sync_files  # noqa: E402
+from graph.index.db import connect
+from graph.index.parse import new_parser
+from graph.index.store import build, sync_files
+
+
+def say(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
 
 DEFAULT_CORPORA = {"symfony": "/usr/share/php/Symfony", "laravel": "/usr/share/php/Illuminate"}
 
@@ -84,18 +90,20 @@ def run(name: str, source: Path, rounds: int) -> None:
         median, size, timings = _resync(root, files, Path(tmp) / "one.db", rounds)
     ms = sorted(t * 1000 for t in timings)
     p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
-    print(f"\n== {name}: {len(files)} files, load average {os.getloadavg()[0]:.2f}")
-    print(f"raw tree-sitter parse   {raw[0]:8.2f} s wall {raw[1]:8.2f} s CPU")
-    print(f"full build, 1 process   {one[0]:8.2f} s wall {one[1]:8.2f} s CPU   "
+    say(f"\n== {name}: {len(files)} files, load average {os.getloadavg()[0]:.2f}")
+    say(f"raw tree-sitter parse   {raw[0]:8.2f} s wall {raw[1]:8.2f} s CPU")
+    say(f"full build, 1 process   {one[0]:8.2f} s wall {one[1]:8.2f} s CPU   "
           f"ratio {one[0] / raw[0]:5.2f}x wall {one[1] / raw[1]:5.2f}x CPU   (goal <= 2.0x)")
-    print(f"full build, pool of 2   {two[0]:8.2f} s wall                 "
+    say(f"full build, pool of 2   {two[0]:8.2f} s wall                 "
           f"ratio {two[0] / raw[0]:5.2f}x wall                (goal <= 1.3x)")
-    print(f"re-sync {median} ({size} bytes), {rounds} edits: "
+    say(f"re-sync {median} ({size} bytes), {rounds} edits: "
           f"p50 {statistics.median(ms):.2f} ms (goal <= 2), p99 {p99:.2f} ms (goal <= 25)")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--corpus", action="append", default=[], help="NAME=DIR (repeatable)")
     parser.add_argument("--rounds", type=int, default=300, help="edits for the re-sync percentiles")
     args = parser.parse_args()
