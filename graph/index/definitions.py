@@ -12,9 +12,13 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 
-from graph.index.model import Relation, RelationKind, Symbol, SymbolKind
+from graph.index.model import RelationKind, SymbolKind
 from graph.index.names import ImportKind, NameTable, join, strip_leading
-from graph.index.receivers import CallSite, ClassScope, FunctionScope, resolve_type
+from graph.index.receivers import CallSite, ClassScope, FunctionScope, RelationRow, resolve_type
+
+# path, kind, fqn, name, parent_fqn, start_line, end_line, start_byte, end_byte, signature, docblock,
+# attributes: the `symbols` table's columns, in order
+SymbolRow = tuple[str, str, str, str, str, int, int, int, int, str, str, tuple[str, ...]]
 
 
 @dataclass
@@ -32,8 +36,8 @@ class Extraction:
 
     path: str
     source: bytes
-    symbols: list[Symbol] = field(default_factory=list)
-    relations: list[Relation] = field(default_factory=list)
+    symbols: list[SymbolRow] = field(default_factory=list)
+    relations: list[RelationRow] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
     tables: list[NameTable] = field(default_factory=list)
 
@@ -53,45 +57,55 @@ def _short(name: str) -> str:
 
 
 def _relate(ex: Extraction, kind: RelationKind, source: str, target: str, node: tree_sitter.Node) -> None:
-    ex.relations.append(Relation(kind, source, _short(target), target, ex.path, _line(node)))
+    ex.relations.append((ex.path, kind, source, _short(target), target, "", _line(node)))
 
 
-def _docblock(ex: Extraction, node: tree_sitter.Node) -> str:
-    """The `/** */` comment right before a declaration (or after its attributes, inside it)."""
-    candidates = [node.prev_named_sibling]
-    if node.child_by_field_name("attributes") is not None:
-        candidates.extend(child for child in node.named_children if child.type == "comment")
-    for candidate in candidates:
-        if candidate is not None and candidate.type == "comment":
-            text = ex.text(candidate)
-            if text.startswith("/**"):
-                return text
-    return ""
+_BODIES = frozenset({"compound_statement", "declaration_list", "enum_declaration_list"})
+Annotation = tuple[str, str, tuple[str, ...]]  # signature, docblock, attributes
+_NO_ANNOTATION: Annotation = ("", "", ())
 
 
-def _attributes(ex: Extraction, node: tree_sitter.Node, names: NameTable) -> tuple[str, ...]:
-    found: list[str] = []
-    for child in node.named_children:
-        if child.type != "attribute_list":
-            continue
-        for group in child.named_children:
-            for attribute in group.named_children:
-                head = attribute.named_children[0] if attribute.named_children else None
-                if head is not None and head.type in ("name", "qualified_name"):
-                    found.append(names.resolve_class(ex.text(head)))
-    return tuple(found)
+def _annotation(ex: Extraction, node: tree_sitter.Node, names: NameTable) -> Annotation:
+    """Signature (head without attributes, docblock and body), docblock and attribute names, in one pass.
 
-
-def _signature(ex: Extraction, node: tree_sitter.Node) -> str:
-    """The declaration's head without attributes, docblock and body, on one line."""
-    body = node.child_by_field_name("body")
-    end = body.start_byte if body is not None else node.end_byte
-    start = node.start_byte
+    The docblock is the `/** */` comment right before the declaration or, when attributes come
+    first, the one tree-sitter places inside the declaration after them.
+    """
+    docblock = ""
+    attributes: list[str] = []
+    start, end = -1, node.end_byte
     for child in node.children:
-        if child.type not in ("attribute_list", "comment"):
-            start = child.start_byte
+        kind = child.type
+        if kind == "attribute_list":
+            attributes.extend(_attribute_names(ex, child, names))
+        elif kind == "comment":
+            docblock = docblock or _doc_comment(ex, child)
+        elif kind in _BODIES:
+            end = child.start_byte
             break
-    return " ".join(ex.source[start:end].decode("utf-8", "replace").split())[:400]
+        elif start < 0:
+            start = child.start_byte
+    if not docblock:
+        docblock = _doc_comment(ex, node.prev_named_sibling)
+    head = ex.source[max(start, node.start_byte) : end].decode("utf-8", "replace")
+    return " ".join(head.split())[:400], docblock, tuple(attributes)
+
+
+def _doc_comment(ex: Extraction, node: tree_sitter.Node | None) -> str:
+    if node is None or node.type != "comment":
+        return ""
+    text = ex.text(node)
+    return text if text.startswith("/**") else ""
+
+
+def _attribute_names(ex: Extraction, attribute_list: tree_sitter.Node, names: NameTable) -> list[str]:
+    found: list[str] = []
+    for group in attribute_list.named_children:
+        for attribute in group.named_children:
+            head = attribute.named_children[0] if attribute.named_children else None
+            if head is not None and head.type in ("name", "qualified_name"):
+                found.append(names.resolve_class(ex.text(head)))
+    return found
 
 
 def _symbol(
@@ -100,25 +114,14 @@ def _symbol(
     fqn: str,
     node: tree_sitter.Node,
     parent: str = "",
-    declaration: tree_sitter.Node | None = None,
-    names: NameTable | None = None,
+    annotation: Annotation = _NO_ANNOTATION,
 ) -> None:
-    """Append a symbol; with `declaration` and `names` also its signature, docblock and attributes."""
+    """Append a symbol row (see `SymbolRow`): rows, not objects, keep a full build cheap."""
+    start, end = node.start_point, node.end_point
+    signature, docblock, attributes = annotation
     ex.symbols.append(
-        Symbol(
-            kind=kind,
-            fqn=fqn,
-            name=_short(fqn.rsplit("::", 1)[-1]),
-            path=ex.path,
-            start_line=node.start_point[0] + 1,
-            end_line=node.end_point[0] + 1,
-            start_byte=node.start_byte,
-            end_byte=node.end_byte,
-            signature=_signature(ex, declaration) if declaration is not None else "",
-            docblock=_docblock(ex, declaration) if declaration is not None else "",
-            attributes=() if declaration is None or names is None else _attributes(ex, declaration, names),
-            parent_fqn=parent,
-        )
+        (ex.path, kind, fqn, _short(fqn.rsplit("::", 1)[-1]), parent, start[0] + 1, end[0] + 1,
+         node.start_byte, node.end_byte, signature, docblock, attributes)
     )
 
 
@@ -168,7 +171,7 @@ def _import_clause(ex: Extraction, clause: tree_sitter.Node, ctx: Context, kind:
     fqn = strip_leading(prefix + strip_leading(ex.text(target)))
     alias = ex.text(alias_node) if alias_node is not None else ""
     short = ctx.names.add(_IMPORT_KINDS.get(kind, "class"), fqn, alias)
-    ex.relations.append(Relation("imports", "", short, fqn, ex.path, _line(clause)))
+    ex.relations.append((ex.path, "imports", "", short, fqn, "", _line(clause)))
 
 
 def _class_like(ex: Extraction, node: tree_sitter.Node, ctx: Context, kind: SymbolKind) -> Context:
@@ -185,7 +188,7 @@ def _class_like(ex: Extraction, node: tree_sitter.Node, ctx: Context, kind: Symb
             for iface in child.named_children:
                 target = ctx.names.resolve_class(ex.text(iface))
                 _relate(ex, "implements", fqn, target, iface)
-    _symbol(ex, kind, fqn, node, "", node, ctx.names)
+    _symbol(ex, kind, fqn, node, "", _annotation(ex, node, ctx.names))
     return Context(ctx.names, ClassScope(fqn, parent if kind == "class" else ""))
 
 
@@ -206,7 +209,7 @@ def method(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> Context | No
     if ctx.cls.anonymous:
         return Context(ctx.names, ctx.cls, FunctionScope(ctx.func.fqn if ctx.func else ""))
     fqn = f"{ctx.cls.fqn}::{ex.text(name_node)}"
-    _symbol(ex, "method", fqn, node, ctx.cls.fqn, node, ctx.names)
+    _symbol(ex, "method", fqn, node, ctx.cls.fqn, _annotation(ex, node, ctx.names))
     return Context(ctx.names, ctx.cls, FunctionScope(fqn))
 
 
@@ -215,7 +218,7 @@ def function(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> Context | 
     if name_node is None:
         return None
     fqn = join(ctx.names.namespace, ex.text(name_node))
-    _symbol(ex, "function", fqn, node, "", node, ctx.names)
+    _symbol(ex, "function", fqn, node, "", _annotation(ex, node, ctx.names))
     return Context(ctx.names, ctx.cls, FunctionScope(fqn))
 
 
@@ -224,6 +227,7 @@ def properties(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
         return
     type_node = node.child_by_field_name("type")
     declared = resolve_type(type_node, ex.text, ctx.names, ctx.cls) if type_node is not None else ""
+    annotation = _NO_ANNOTATION if ctx.cls.anonymous else _annotation(ex, node, ctx.names)
     for element in node.named_children:
         if element.type != "property_element":
             continue
@@ -233,7 +237,7 @@ def properties(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
         name = ex.text(var).lstrip("$")
         ctx.cls.props[name] = declared
         if not ctx.cls.anonymous:
-            _symbol(ex, "property", f"{ctx.cls.fqn}::${name}", element, ctx.cls.fqn, node, ctx.names)
+            _symbol(ex, "property", f"{ctx.cls.fqn}::${name}", element, ctx.cls.fqn, annotation)
 
 
 def promoted(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
@@ -248,7 +252,8 @@ def promoted(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
     if ctx.func is not None:
         ctx.func.assign(name, declared)
     if not ctx.cls.anonymous:
-        _symbol(ex, "property", f"{ctx.cls.fqn}::${name}", node, ctx.cls.fqn, node, ctx.names)
+        annotation = _annotation(ex, node, ctx.names)
+        _symbol(ex, "property", f"{ctx.cls.fqn}::${name}", node, ctx.cls.fqn, annotation)
 
 
 def constants(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:

@@ -9,16 +9,19 @@ local variable type of their class and function is known (`receivers.py`).
 from __future__ import annotations
 
 import hashlib
+import json
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import cast
 
 import tree_sitter
 import tree_sitter_php
 
 from graph.index import definitions
 from graph.index.definitions import Context, Extraction
-from graph.index.model import ParsedFile
+from graph.index.model import ParsedFile, Relation, RelationKind, Symbol, SymbolKind
 from graph.index.names import NameTable
-from graph.index.receivers import CallSite, resolve_call
+from graph.index.receivers import CallSite, RelationRow, resolve_call
 
 _QUERY = """
 (namespace_definition) @namespace
@@ -62,8 +65,24 @@ def content_hash(source: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(source) + source, usedforsecurity=False).hexdigest()
 
 
-def parse_source(path: str, source: bytes, parser: tree_sitter.Parser | None = None) -> ParsedFile:
-    """Extract everything the graph needs from one PHP file's bytes; `path` is repo-relative."""
+@dataclass(frozen=True)
+class FileRows:
+    """One file's extraction as table rows: what the store writes and a worker process sends back."""
+
+    path: str
+    content_hash: str
+    language: str
+    has_errors: bool
+    symbols: list[StoredSymbolRow]
+    relations: list[RelationRow]
+
+
+# A symbol row with its attributes as a JSON array, the form the `symbols` table stores.
+StoredSymbolRow = tuple[str, str, str, str, str, int, int, int, int, str, str, str]
+
+
+def extract(path: str, source: bytes, parser: tree_sitter.Parser | None = None) -> tuple[Extraction, bool]:
+    """Sweep one file's captured nodes; return the extraction and whether the file has syntax errors."""
     tree = (parser or new_parser()).parse(source)
     captures = tree_sitter.QueryCursor(_language()[1]).captures(tree.root_node)
     items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
@@ -75,6 +94,28 @@ def parse_source(path: str, source: bytes, parser: tree_sitter.Parser | None = N
         relation = resolve_call(site, text)
         if relation is not None:
             ex.relations.append(relation)
+    return ex, tree.root_node.has_error
+
+
+def parse_rows(path: str, source: bytes, parser: tree_sitter.Parser | None = None) -> FileRows:
+    """Extract one file straight to table rows (the build path: no record objects)."""
+    ex, has_errors = extract(path, source, parser)
+    symbols = [(*row[:11], json.dumps(row[11]) if row[11] else "[]") for row in ex.symbols]
+    return FileRows(path, content_hash(source), "php", has_errors, symbols, ex.relations)
+
+
+def parse_source(path: str, source: bytes, parser: tree_sitter.Parser | None = None) -> ParsedFile:
+    """Extract everything the graph needs from one PHP file's bytes; `path` is repo-relative."""
+    ex, has_errors = extract(path, source, parser)
+    symbols = tuple(
+        Symbol(kind=cast(SymbolKind, kind), fqn=fqn, name=name, path=p, start_line=sl, end_line=el,
+               start_byte=sb, end_byte=eb, signature=sig, docblock=doc, attributes=attrs, parent_fqn=parent)
+        for p, kind, fqn, name, parent, sl, el, sb, eb, sig, doc, attrs in ex.symbols
+    )
+    relations = tuple(
+        Relation(cast(RelationKind, kind), source_fqn, name, target, p, line, fallback_fqn=fallback)
+        for p, kind, source_fqn, name, target, fallback, line in ex.relations
+    )
     imports: dict[str, str] = {}
     for table in ex.tables:
         imports.update(table.imports())
@@ -82,9 +123,9 @@ def parse_source(path: str, source: bytes, parser: tree_sitter.Parser | None = N
         path=path,
         content_hash=content_hash(source),
         language="php",
-        symbols=tuple(ex.symbols),
-        relations=tuple(ex.relations),
-        has_errors=tree.root_node.has_error,
+        symbols=symbols,
+        relations=relations,
+        has_errors=has_errors,
         namespace=next((t.namespace for t in ex.tables if t.namespace), ""),
         imports=imports,
     )

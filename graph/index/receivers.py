@@ -13,12 +13,15 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 
-from graph.index.model import Relation
 from graph.index.names import SPECIAL_CLASS_NAMES, NameTable
 
 TextOf = Callable[[tree_sitter.Node], str]
+# path, kind, source_fqn, target_name, target_fqn, fallback_fqn, line: the `relations` table's columns
+RelationRow = tuple[str, str, str, str, str, str, int]
 _NAME_TYPES = ("name", "qualified_name", "relative_name")
 _AMBIGUOUS = "?"
+# Language constructs that tree-sitter-php parses as function calls; PHP never calls a function.
+_CONSTRUCTS = frozenset({"isset", "empty", "unset", "eval", "exit", "die", "list", "array", "print"})
 
 
 @dataclass
@@ -112,8 +115,8 @@ def _source(site: CallSite) -> str:
     return site.cls.fqn if site.cls is not None else ""
 
 
-def resolve_call(site: CallSite, text: TextOf) -> Relation | None:
-    """Turn a call node into a `calls` relation, or None when the callee has no static name."""
+def resolve_call(site: CallSite, text: TextOf) -> RelationRow | None:
+    """Turn a call node into a `calls` relation row, or None when the callee has no static name."""
     node = site.node
     kind = node.type
     if kind == "function_call_expression":
@@ -132,20 +135,22 @@ def resolve_call(site: CallSite, text: TextOf) -> Relation | None:
     else:
         owner = _receiver(node.child_by_field_name("object"), site, text)
     target = f"{owner}::{method}" if owner else ""
-    return Relation("calls", _source(site), method, target, site.path, name_node.start_point[0] + 1)
+    return (site.path, "calls", _source(site), method, target, "", name_node.start_point[0] + 1)
 
 
-def _function_call(site: CallSite, text: TextOf) -> Relation | None:
+def _function_call(site: CallSite, text: TextOf) -> RelationRow | None:
     callee = site.node.child_by_field_name("function")
     if callee is None or callee.type not in _NAME_TYPES:
+        return None
+    if callee.type == "name" and text(callee).lower() in _CONSTRUCTS:
         return None
     target, fallback = site.names.resolve_function(text(callee))
     name = target.rsplit("\\", 1)[-1]
     line = callee.start_point[0] + 1
-    return Relation("calls", _source(site), name, target, site.path, line, fallback_fqn=fallback)
+    return (site.path, "calls", _source(site), name, target, fallback, line)
 
 
-def _creation(site: CallSite, text: TextOf) -> Relation | None:
+def _creation(site: CallSite, text: TextOf) -> RelationRow | None:
     if not site.node.named_children:
         return None
     created = site.node.named_children[0]
@@ -153,4 +158,4 @@ def _creation(site: CallSite, text: TextOf) -> Relation | None:
         return None
     owner = class_name(text(created), site.names, site.cls) if created.type in _NAME_TYPES else ""
     target = f"{owner}::__construct" if owner else ""
-    return Relation("calls", _source(site), "__construct", target, site.path, site.node.start_point[0] + 1)
+    return (site.path, "calls", _source(site), "__construct", target, "", site.node.start_point[0] + 1)

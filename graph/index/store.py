@@ -8,7 +8,6 @@ last rows and is marked stale: a half-typed edit must not erase what the graph k
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -17,8 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graph.index.db import Connection
-from graph.index.model import ParsedFile
-from graph.index.parse import content_hash, new_parser, parse_source
+from graph.index.parse import FileRows, content_hash, new_parser, parse_rows
 
 SCHEMA_VERSION = "1"
 LANGUAGES = {".php": "php"}
@@ -51,22 +49,6 @@ CREATE INDEX IF NOT EXISTS relations_fallback ON relations(fallback_fqn) WHERE f
 CREATE INDEX IF NOT EXISTS relations_source ON relations(source_fqn);
 """
 
-SymbolRow = tuple[str, str, str, str, str, int, int, int, int, str, str, str]
-RelationRow = tuple[str, str, str, str, str, str, int]
-
-
-@dataclass(frozen=True)
-class FileRows:
-    """One parsed file flattened to table rows: cheap to send back from a worker process."""
-
-    path: str
-    content_hash: str
-    language: str
-    has_errors: bool
-    symbols: list[SymbolRow]
-    relations: list[RelationRow]
-
-
 @dataclass
 class SyncReport:
     """What a build or sync did, by repository-relative path."""
@@ -85,35 +67,26 @@ def ensure_schema(conn: Connection) -> None:
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('graph.schema', ?)", (SCHEMA_VERSION,))
 
 
-def relative_path(root: Path, path: Path | str) -> str:
-    """Validate that `path` names a file inside `root` and return it relative, with forward slashes."""
-    base = root.resolve()
-    candidate = Path(path)
-    full = (candidate if candidate.is_absolute() else base / candidate).resolve()
-    if not full.is_relative_to(base):
-        raise ValueError(f"path {str(path)!r} is outside the repository {str(base)!r}")
-    return full.relative_to(base).as_posix()
+def relative_path(root: Path | str, path: Path | str) -> str:
+    """Validate that `path` names a file inside `root` and return it relative, with forward slashes.
+
+    Symlinks are resolved first, so a link pointing out of the checkout is rejected too.
+    """
+    return _relative(os.path.realpath(root), path)
 
 
-def to_rows(parsed: ParsedFile) -> FileRows:
-    p = parsed.path
-    symbols: list[SymbolRow] = [
-        (p, s.kind, s.fqn, s.name, s.parent_fqn, s.start_line, s.end_line, s.start_byte, s.end_byte,
-         s.signature, s.docblock, json.dumps(s.attributes) if s.attributes else "[]")
-        for s in parsed.symbols
-    ]  # fmt: skip
-    relations: list[RelationRow] = [
-        (p, r.kind, r.source_fqn, r.target_name, r.target_fqn, r.fallback_fqn, r.line)
-        for r in parsed.relations
-    ]
-    return FileRows(p, parsed.content_hash, parsed.language, parsed.has_errors, symbols, relations)
+def _relative(base: str, path: Path | str) -> str:
+    full = os.path.realpath(os.path.join(base, os.fspath(path)))
+    if not full.startswith(base + os.sep):
+        raise ValueError(f"path {str(path)!r} is outside the repository {base!r}")
+    return full[len(base) + 1 :].replace(os.sep, "/")
 
 
 def _parse_batch(root: str, paths: Sequence[str]) -> list[FileRows]:
     """Worker entry point: parse files under `root` (one parser reused for the batch)."""
     parser = new_parser()
     base = Path(root)
-    return [to_rows(parse_source(rel, (base / rel).read_bytes(), parser)) for rel in paths]
+    return [parse_rows(rel, (base / rel).read_bytes(), parser) for rel in paths]
 
 
 def write_file(conn: Connection, rows: FileRows, now: float) -> bool:
@@ -158,7 +131,9 @@ def _parse_all(root: Path, paths: list[str], workers: int) -> Iterable[FileRows]
 def build(conn: Connection, root: Path, paths: Iterable[Path | str], *, workers: int = 1) -> SyncReport:
     """Make the graph hold exactly `paths`: parse changed files, drop files no longer listed."""
     ensure_schema(conn)
-    wanted = sorted({relative_path(root, p) for p in paths if Path(p).suffix in LANGUAGES})
+    base = os.path.realpath(root)
+    listed = {_relative(base, p) for p in paths if os.path.splitext(p)[1] in LANGUAGES}
+    wanted = sorted(rel for rel in listed if (root / rel).is_file())  # git lists deleted tracked files
     known = {row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, content_hash, stale FROM files")}
     report = SyncReport()
     todo: list[str] = []
@@ -206,7 +181,8 @@ def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> S
     ensure_schema_once(conn)
     report = SyncReport()
     parser = new_parser()
-    for rel in sorted({relative_path(root, p) for p in changed}):
+    base = os.path.realpath(root)
+    for rel in sorted({_relative(base, p) for p in changed}):
         full = root / rel
         if Path(rel).suffix not in LANGUAGES or not full.is_file():
             with conn:
@@ -219,7 +195,7 @@ def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> S
         if stored is not None and stored[0] == digest:
             (report.stale if stored[1] else report.unchanged).append(rel)
             continue
-        rows = to_rows(parse_source(rel, source, parser))
+        rows = parse_rows(rel, source, parser)
         with conn:
             _record(conn, rows, time.time(), report)
     return report
