@@ -2,8 +2,9 @@
 
 Results enter the conversation inside a `<tool_output>` boundary naming the tool, so repository
 text and tool output stay marked as data. Errors the model can fix (bad arguments, rejected paths,
-missing files) are tool errors; failures of the machinery (I/O, timeouts, a broken database) are
-infrastructure errors, which the guard reports instead of letting the model "fix" them.
+missing files) are tool errors; failures of the machinery (I/O, timeouts, a broken index database, a
+failing `git grep`) are infrastructure errors, which the guard reports instead of letting the model
+"fix" them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import sqlean
 from langchain_core.tools import BaseTool
 from pydantic import ValidationError
 
@@ -69,7 +71,7 @@ async def run_tool(root: Path, tools: dict[str, BaseTool], name: str, args: dict
     except (PathRejected, ValueError, ValidationError, LookupError, FileNotFoundError,
             NotADirectoryError, IsADirectoryError, PermissionError) as exc:
         return ToolOutcome(prompts.boundary("tool_error", f"tool:{name}", str(exc)), "error", read, None)
-    except (OSError, TimeoutError, sqlite3.Error) as exc:
+    except (OSError, TimeoutError, RuntimeError, sqlite3.Error, sqlean.Error) as exc:
         return ToolOutcome(prompts.boundary("tool_error", f"tool:{name}", f"{type(exc).__name__}: {exc}"),
                            "infra", read, None)
     return ToolOutcome(prompts.boundary("tool_output", f"tool:{name}", str(result)), "ok", read, None)

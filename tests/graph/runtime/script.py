@@ -19,8 +19,8 @@ def calls(*pairs: tuple[str, dict[str, Any]], tokens: int = 50) -> AIMessage:
     )
 
 
-def call(name: str, **args: Any) -> AIMessage:
-    return calls((name, args))
+def call(tool: str, /, **args: Any) -> AIMessage:
+    return calls((tool, args))
 
 
 def done(text: str = "done") -> AIMessage:
