@@ -113,6 +113,10 @@ class ToolLoopGuard:
             return Verdict(Cause.SAME_ERROR, _TERMINAL[self.role], f"{name} failed {self.errors[key]} times: {error}")
         return None
 
+    def strike(self, cause: Cause, detail: str) -> Verdict:
+        """A refusal decided outside the guard (a re-read of an injected file) counts as a strike too."""
+        return self._refuse(cause, detail)
+
     def _repeat(self, cause: Cause, detail: str) -> Verdict:
         if self.repeat_refused:
             return Verdict(cause, _TERMINAL[self.role], detail)

@@ -23,7 +23,7 @@ from langchain_core.tools import BaseTool
 import prompts
 from graph.runtime.accounting import Ledger, usage_of
 from graph.runtime.budget import Exhausted
-from graph.runtime.guard import Action, ToolLoopGuard, Verdict
+from graph.runtime.guard import Action, Cause, ToolLoopGuard, Verdict
 from graph.runtime.injection import Injection, InjectionLimits, file_sha, inject
 from graph.runtime.memory import END, Memory
 from graph.runtime.tool_calls import ToolOutcome, read_of, run_tool
@@ -82,6 +82,7 @@ class LoopResult:
     reason: str
     verdict: Verdict | None = None
     exhausted: Exhausted | None = None
+    notice: str = ""  # the orchestration fragment that ended the session, for the synthesis call
 
 
 async def invoke_llm_with_tools(
@@ -117,11 +118,12 @@ def _exhausted(session: Session, history: list[BaseMessage]) -> LoopResult | Non
     spent = spent or Exhausted(kind="calls", limit=session.max_calls, used=session.calls)
     name = "reviewer.inspection_budget_exhausted" if session.role == "reviewer" else (
         "coder.budget_exhausted" if session.role == "coder" else "runtime.research_budget_exhausted")
-    history.append(HumanMessage(prompts.render(name, budget=spent.kind, limit=spent.limit, used=spent.used)))
+    notice = prompts.render(name, budget=spent.kind, limit=spent.limit, used=spent.used)
+    history.append(HumanMessage(notice))
     session.event("budget", budget=spent.kind, limit=spent.limit, used=spent.used, fragment=name)
     outcome: Outcome = "tokens_exhausted" if spent.kind == "tokens" else "budget_exhausted"
     result = _end(session, outcome, history, None, f"{spent.kind} budget {spent.used}/{spent.limit}")
-    result.exhausted = spent
+    result.exhausted, result.notice = spent, notice
     return result
 
 
@@ -195,7 +197,10 @@ async def _one_call(session: Session, tools: dict[str, BaseTool], name: str, arg
     refusal = inj.refusal(read.path) if read is not None else None
     if refusal is not None:
         session.event("tool", name=name, args=args, status="refused", bytes=0, preview=refusal)
-        return ToolOutcome(refusal, "refused", read, None)
+        strike = session.guard.strike(Cause.REDUNDANT_READ, f"{name} of injected {read.path if read else ''}")
+        if strike.action != Action.REFUSE:
+            session.event("guard", cause=strike.cause, action=strike.action, detail=strike.detail)
+        return ToolOutcome(refusal, "refused", read, strike)
     disk = session.disk_state()
     verdict = session.guard.check(name, args, disk, read)
     if verdict is not None:

@@ -49,10 +49,11 @@ class Declared:
 async def synthesize(
     model: BaseChatModel, schema: type[T], *, role: str, system: str, criteria: Sequence[dict[str, Any]],
     memory: Memory, declared: Sequence[str], reason: str, ledger: Ledger, trace: Trace | None = None,
+    notice: str = "",
 ) -> tuple[T, dict[str, Any]]:
-    """One structured call from the handoff summary; usage goes to the ledger and the trace."""
+    """One structured call from the handoff summary (and the fragment that ended the session, if any)."""
     handoff = handoff_summary(criteria, memory, declared, reason)
-    messages = [SystemMessage(system), HumanMessage(handoff)]
+    messages = [SystemMessage(system), HumanMessage(handoff)] + ([HumanMessage(notice)] if notice else [])
     answer, usage = await ask_structured(model, schema, messages)
     name = usage["models"][0]
     ledger.record(role, name, int(usage["tokens"]), 0)

@@ -86,3 +86,21 @@ async def test_investigation_role_cannot_be_given_a_write_tool(worktree: Path) -
     session = make_session(worktree, "analyzer")
     with pytest.raises(PermissionError, match="apply_patch"):
         await invoke_llm_with_tools(scripted([]), tools(worktree, write_tool(worktree)), [], session)
+
+
+async def test_exhaustion_notice_reaches_synthesis(worktree: Path) -> None:
+    from graph.runtime.memory import Memory
+    from graph.runtime.synthesis import synthesize
+    from graph.schemas import Review
+    from tests.fakes.chat import answer
+
+    session = make_session(worktree, "reviewer", max_calls=1)
+    result = await invoke_llm_with_tools(scripted([call("list_files")]), tools(worktree), [], session)
+    assert "must not approve" in result.notice
+    incomplete = Review(verdict="incomplete", summary="ran out", unverified_criteria=[1])
+    model = scripted([answer(Review, incomplete)])
+    review, _ = await synthesize(
+        model, Review, role="reviewer", system="You review.", criteria=[{"id": 1, "text": "x y"}],
+        memory=Memory(), declared=[], reason=result.reason, ledger=session.ledger, notice=result.notice,
+    )
+    assert review.verdict == "incomplete" and "must not approve" in str(model.received[0][-1].content)

@@ -84,3 +84,11 @@ async def test_stale_read_after_patch_is_impossible_and_coder_system_refreshes(w
     assert not any(h.startswith("Files already in context") for h in humans(third))  # no coder reminder
     kinds = [type(m).__name__ for m in third]
     assert kinds == ["SystemMessage", "HumanMessage", "AIMessage", "ToolMessage", "AIMessage", "ToolMessage"]
+
+
+async def test_insisting_on_rereading_an_injected_file_ends_the_session(worktree: Path) -> None:
+    model = scripted([call("read_file", path="src/Small.php", start_line=n) for n in range(1, 5)])
+    session = make_session(worktree, "analyzer", targets=["src/Small.php"])
+    result = await invoke_llm_with_tools(model, tools(worktree), [HumanMessage("go")], session)
+    assert result.outcome == "synthesize" and result.calls == 4
+    assert result.verdict is not None and "after repeated refusals" in result.verdict.detail
