@@ -13,7 +13,7 @@ import pytest
 
 import prompts
 from graph.runtime.budget import estimate_tokens
-from graph.tools import FORBIDDEN_TOOLS, ROLE_TOOLS, roles_of
+from graph.tools import FORBIDDEN_TOOLS, ROLE_GROUPS, ROLE_TOOLS, roles_of
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "prompt_vars"
 ROOT = Path(str(resources.files("prompts")))
@@ -51,6 +51,11 @@ def test_catalog_and_files_agree() -> None:
     assert {f"{r}.system" for r in REQUIRED_SYSTEM} <= set(NAMES)
     assert REQUIRED_FRAGMENTS <= {n for n in NAMES if prompts.catalog().prompts[n].kind == "fragment"}
     assert {p.stem.replace(".toml", "") for p in FIXTURES.glob("*.toml")} == set(NAMES)
+
+
+def test_roles_are_known_roles_or_groups() -> None:
+    known = REQUIRED_SYSTEM | {"publisher"} | set(ROLE_GROUPS)
+    assert {spec.role for spec in prompts.catalog().prompts.values()} <= known
 
 
 def test_unknown_catalog_keys_fail() -> None:
