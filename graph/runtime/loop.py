@@ -56,6 +56,8 @@ class Session:
     guard: ToolLoopGuard = field(init=False)
     read_shas: dict[str, tuple[str, str]] = field(default_factory=dict)  # tool_call_id -> (path, sha)
     watched: set[str] = field(default_factory=set)
+    tokens: int = 0  # this session's model tokens
+    models: list[str] = field(default_factory=list)  # model name per call
 
     def __post_init__(self) -> None:
         self.guard = ToolLoopGuard(self.role)
@@ -158,6 +160,8 @@ def _account(session: Session, model: BaseChatModel, sent: list[BaseMessage], re
     name = str(getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__)
     tokens_in, tokens_out = usage_of(reply)
     session.ledger.record(session.role, name, tokens_in, tokens_out)
+    session.tokens += tokens_in + tokens_out
+    session.models.append(name)
     texts = [str(m.content) for m in sent]
     session.event(
         "model", model=name, call=session.ledger.roles[session.role].calls, messages=len(sent),
@@ -230,3 +234,18 @@ def _end(session: Session, outcome: Outcome, history: list[BaseMessage], final: 
          reason: str) -> LoopResult:
     session.event("session", outcome=outcome, calls=session.calls, reason=reason)
     return LoopResult(outcome=outcome, messages=history, final=final, calls=session.calls, reason=reason)
+
+
+def state_update(session: Session, result: LoopResult) -> dict[str, Any]:
+    """The TaskState update a node returns after a session: what ran, its memory, tokens and cost."""
+    update: dict[str, Any] = {
+        "sessions": [{"role": session.role, "outcome": result.outcome, "calls": result.calls,
+                      "reason": result.reason}],
+        "usage": session.ledger.snapshot(),
+        "tokens": session.tokens,
+        "models": list(dict.fromkeys(session.models)),
+    }
+    if session.memory is not None:
+        update["notes"] = session.memory.scratchpad.as_dict()
+        update["read_ranges"] = session.memory.reads.render()
+    return update

@@ -99,3 +99,17 @@ async def test_loop_prunes_and_handoff_carries_notes_not_history(worktree: Path)
     assert "1. one returns 1" in summary and "fact: Small::one returns 1" in summary
     assert "src/Large.php:1-160" in summary and "src/Small.php" in summary
     assert "return 3;" not in summary  # no tool output in the handoff
+
+
+async def test_session_state_update_carries_memory_and_usage(worktree: Path) -> None:
+    from graph.runtime.loop import state_update
+
+    memory = Memory()
+    model = scripted([call("write_scratchpad", kind="question", text="Is m1 public API?"), done()])
+    session = make_session(worktree, "architect", memory=memory)
+    result = await invoke_llm_with_tools(model, [*tools(worktree), memory.scratchpad.tool()], [], session)
+    update = state_update(session, result)
+    assert update["sessions"] == [{"role": "architect", "outcome": "finished", "calls": 1,
+                                   "reason": "the model answered without tools"}]
+    assert update["notes"]["question"] == ["Is m1 public API?"] and update["tokens"] == 100
+    assert update["usage"]["roles"]["architect"]["calls"] == 2 and update["models"] == ["ScriptedChatModel"]
