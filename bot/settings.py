@@ -65,6 +65,19 @@ class LLMSettings(BaseModel):
     timeout: float = 120.0
     max_retries: int = 2
     roles: dict[str, RoleModel] = Field(default_factory=dict)
+    # tool-call budgets: min(max, base + per_criterion × criteria) for analyzer, architect, reviewer
+    research_base_calls: int = Field(default=8, ge=1)
+    research_calls_per_criterion: int = Field(default=4, ge=0)
+    research_max_calls: int = Field(default=40, ge=1)
+    # the coder's: min(max, base + per_item × open checklist items)
+    coder_base_calls: int = Field(default=10, ge=1)
+    coder_calls_per_item: int = Field(default=8, ge=0)
+    coder_max_calls: int = Field(default=80, ge=1)
+    task_token_budget: int = Field(default=1_500_000, ge=1, description="all model tokens of one task")
+    recursion_limit: int = Field(default=80, ge=10, description="LangGraph super-steps per task run")
+    context_window_tokens: int = Field(default=32_000, ge=1024, description="the engine's budget per call")
+    # USD per million tokens: model name -> (input, output); unknown models cost 0 and say so
+    prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
 
 
 class TriggerSettings(BaseModel):

@@ -1,8 +1,30 @@
-"""Structured results roles return; pydantic validates shape and the invariants code can check."""
+"""Structured results roles return; pydantic validates shape and the invariants code can check.
+
+Decomposer → `Decomposition`; analyzer → `Analysis` (+ the `FileScope` finish_exploration
+declares); planner → `Plan` of `ChecklistItem`s; architect → `ArchitectVerdict`; gates →
+`GateResult`; reviewer → `Review` of `Finding`s. Conditions that need more than one object (a plan
+against its scope and the disk) are checked by `plan_problems`, before any model judges the plan.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, field_validator
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+
+def _relative(value: str) -> str:
+    path = PurePosixPath(value)
+    if not value or path.is_absolute() or ".." in path.parts or (path.parts and path.parts[0] == ".git"):
+        raise ValueError(f"{value!r}: paths are relative to the repository root, without '..' or .git")
+    return value
+
+
+def _numbered(ids: Sequence[int], what: str) -> None:
+    if list(ids) != list(range(1, len(ids) + 1)):
+        raise ValueError(f"{what} must be numbered 1..n in order")
 
 
 class AcceptanceCriterion(BaseModel):
@@ -20,9 +42,7 @@ class Decomposition(BaseModel):
     @field_validator("criteria")
     @classmethod
     def _numbered(cls, value: list[AcceptanceCriterion]) -> list[AcceptanceCriterion]:
-        ids = [c.id for c in value]
-        if ids != list(range(1, len(ids) + 1)):
-            raise ValueError("criteria must be numbered 1..n in order")
+        _numbered([c.id for c in value], "criteria")
         return value
 
 
@@ -32,12 +52,13 @@ class Evidence(BaseModel):
     end_line: int = Field(ge=1)
     note: str = ""
 
-    @field_validator("path")
-    @classmethod
-    def _relative(cls, value: str) -> str:
-        if value.startswith("/") or ".." in value.split("/"):
-            raise ValueError("evidence paths are relative to the repository root")
-        return value
+    _path = field_validator("path")(_relative)
+
+    @model_validator(mode="after")
+    def _range(self) -> Evidence:
+        if self.end_line < self.start_line:
+            raise ValueError("end_line precedes start_line")
+        return self
 
 
 class Analysis(BaseModel):
@@ -50,3 +71,155 @@ class Analysis(BaseModel):
     impact: str = ""
     risks: list[str] = Field(default_factory=list)
     open_questions: list[str] = Field(default_factory=list)
+
+
+class FileScope(BaseModel):
+    """Files a change may write, and files that are context only; never both."""
+
+    writable: list[str] = Field(default_factory=list)
+    context_only: list[str] = Field(default_factory=list)
+
+    @field_validator("writable", "context_only")
+    @classmethod
+    def _paths(cls, value: list[str]) -> list[str]:
+        for path in value:
+            _relative(path)
+        if len(set(value)) != len(value):
+            raise ValueError("a path is listed twice")
+        return value
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> FileScope:
+        both = sorted(set(self.writable) & set(self.context_only))
+        if both:
+            raise ValueError(f"writable and context-only at once: {', '.join(both)}")
+        return self
+
+
+class ChecklistItem(BaseModel):
+    id: int = Field(ge=1)
+    title: str = Field(min_length=3)
+    kind: Literal["change", "report"] = "change"
+    criteria: list[int] = Field(default_factory=list)
+    paths: list[str] = Field(default_factory=list)
+    status: Literal["open", "done", "dropped"] = "open"
+    note: str = ""
+
+    @field_validator("paths")
+    @classmethod
+    def _paths(cls, value: list[str]) -> list[str]:
+        return [_relative(p) for p in value]
+
+    @model_validator(mode="after")
+    def _change_writes(self) -> ChecklistItem:
+        if self.kind == "change" and not self.paths:
+            raise ValueError(f"item {self.id} changes code but names no file")
+        return self
+
+
+class Plan(BaseModel):
+    """The planner's checklist and the write scope it needs."""
+
+    items: list[ChecklistItem] = Field(min_length=1)
+    scope: FileScope
+
+    @field_validator("items")
+    @classmethod
+    def _ids(cls, value: list[ChecklistItem]) -> list[ChecklistItem]:
+        _numbered([i.id for i in value], "checklist items")
+        return value
+
+    @model_validator(mode="after")
+    def _within_scope(self) -> Plan:
+        outside = sorted({p for i in self.items if i.kind == "change" for p in i.paths} - set(self.scope.writable))
+        if outside:
+            raise ValueError(f"items write outside the writable scope: {', '.join(outside)}")
+        return self
+
+    @property
+    def open_items(self) -> list[ChecklistItem]:
+        return [i for i in self.items if i.status == "open"]
+
+
+def plan_problems(plan: Plan | None, criteria: Sequence[AcceptanceCriterion], root: Path,
+                  new_files: Sequence[str] = ()) -> list[str]:
+    """What code can reject before the architect: no plan, uncovered criteria, missing files."""
+    if plan is None:
+        return ["no plan although there are acceptance criteria"] if criteria else []
+    problems: list[str] = []
+    covered = {c for item in plan.items for c in item.criteria}
+    missing = [c.id for c in criteria if c.id not in covered]
+    if missing:
+        problems.append(f"criteria not covered by any item: {', '.join(map(str, missing))}")
+    unknown = sorted(covered - {c.id for c in criteria})
+    if unknown:
+        problems.append(f"items cite criteria that do not exist: {', '.join(map(str, unknown))}")
+    for path in plan.scope.writable:
+        if path not in new_files and not (root / path).is_file():
+            problems.append(f"{path} is in the write scope but does not exist (and is not declared new)")
+    return problems
+
+
+class ArchitectVerdict(BaseModel):
+    approved: bool
+    feedback: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _rejection_says_why(self) -> ArchitectVerdict:
+        if not self.approved and not self.feedback:
+            raise ValueError("a rejected plan needs feedback the planner can act on")
+        return self
+
+
+GateStatus = Literal["passed", "failed", "not_run", "disabled"]
+
+
+class GateResult(BaseModel):
+    name: str
+    status: GateStatus
+    mandatory: bool = True
+    detail: str = ""
+
+
+class Finding(BaseModel):
+    severity: Literal["blocker", "major", "minor", "info"]
+    message: str = Field(min_length=3)
+    path: str | None = None
+    line: int | None = Field(default=None, ge=1)
+    criteria: list[int] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _anchored(self) -> Finding:
+        if self.path is not None:
+            _relative(self.path)
+        if self.line is not None and self.path is None:
+            raise ValueError("a line needs a path")
+        return self
+
+
+class Review(BaseModel):
+    """The reviewer's result; an incomplete inspection can never be an approval."""
+
+    verdict: Literal["approve", "request_changes", "incomplete"]
+    summary: str
+    findings: list[Finding] = Field(default_factory=list)
+    verified_criteria: list[int] = Field(default_factory=list)
+    unverified_criteria: list[int] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Review:
+        if self.verdict == "approve" and self.unverified_criteria:
+            raise ValueError("cannot approve with unverified criteria")
+        if self.verdict == "approve" and any(f.severity in ("blocker", "major") for f in self.findings):
+            raise ValueError("cannot approve with blocker or major findings")
+        if self.verdict == "incomplete" and not self.unverified_criteria:
+            raise ValueError("an incomplete review lists the criteria it could not verify")
+        return self
+
+
+def final_verdict(review: Review, gates: Sequence[GateResult]) -> str:
+    """An approval never replaces a failed mandatory gate."""
+    failed = [g.name for g in gates if g.mandatory and g.status == "failed"]
+    if review.verdict == "approve" and failed:
+        return "request_changes"
+    return review.verdict

@@ -26,3 +26,14 @@ class TaskState(TypedDict, total=False):
     started_at: float  # epoch seconds when the task started
     tokens: Annotated[int, operator.add]  # total tokens reported by the models
     models: Annotated[list[str], operator.add]  # model names used, in call order
+    # runtime (graph/runtime): memory handed between nodes, budgets, accounting
+    scope: dict[str, Any]  # FileScope dump: writable vs context-only paths
+    notes: dict[str, list[str]]  # the investigation scratchpad by kind (fact, path, question)
+    read_ranges: list[str]  # "path:start-end" the investigation read
+    plan: dict[str, Any]  # Plan dump (checklist items with status)
+    plan_decisions: Annotated[list[dict[str, Any]], operator.add]  # update_plan / blockers, with reasons
+    architect: dict[str, Any]  # ArchitectVerdict dump
+    gates: list[dict[str, Any]]  # GateResult dumps, in gate order
+    review: dict[str, Any]  # Review dump
+    sessions: Annotated[list[dict[str, Any]], operator.add]  # per tool-loop session: role, outcome, calls, reason
+    usage: dict[str, Any]  # Ledger.snapshot(): tokens and cost per role and for the task

@@ -6,15 +6,16 @@ error at render time, never an empty string in a prompt.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Catalog", "PromptSpec", "catalog", "render", "terms"]
+__all__ = ["Catalog", "PromptSpec", "boundary", "catalog", "environment", "render", "terms", "untrusted"]
 
 
 class PromptSpec(BaseModel):
@@ -24,6 +25,8 @@ class PromptSpec(BaseModel):
     role: str
     variables: tuple[str, ...] = ()
     budget_tokens: int
+    kind: Literal["system", "task", "fragment", "report"] = "system"
+    tools: tuple[str, ...] = ()  # tool names the text tells the model to use; checked against the role
 
 
 class Catalog(BaseModel):
@@ -38,9 +41,14 @@ def catalog() -> Catalog:
     return Catalog.model_validate(tomllib.loads(text))
 
 
+def untrusted(text: object) -> str:
+    """Jinja filter for data inside a boundary: no closing tag in it can end the boundary early."""
+    return str(text).replace("</", "<\\/")
+
+
 @cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("prompts", ""),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -48,6 +56,13 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["untrusted"] = untrusted
+    return env
+
+
+def environment() -> jinja2.Environment:
+    """The shared Jinja environment (tests parse templates with it)."""
+    return _environment()
 
 
 def render(name: str, **variables: Any) -> str:
@@ -66,3 +81,23 @@ def terms(forge: str) -> dict[str, str]:
     if forge not in table:
         raise KeyError(f"no terms for forge {forge!r}")
     return {str(k): str(v) for k, v in table[forge].items()}
+
+
+_TAG = re.compile(r"^[a-z][a-z_]*$")
+
+
+def boundary(tag: str, origin: str, text: str, **attributes: str) -> str:
+    """Wrap untrusted `text` in `<tag origin=...>`; a closing tag inside the text cannot end it early.
+
+    Markup marks provenance for the model; it is no protection by itself (tool selection and path
+    checks are), but a file that contains `</file>` must not be able to pose as our own text.
+    """
+    if not _TAG.match(tag):
+        raise ValueError(f"bad boundary tag {tag!r}")
+    attrs = "".join(f' {k}="{_attr(v)}"' for k, v in {"origin": origin, **attributes}.items())
+    safe = re.sub(rf"</\s*{tag}\b", f"<\\/{tag}", text, flags=re.IGNORECASE)
+    return f"<{tag}{attrs}>\n{safe}\n</{tag}>"
+
+
+def _attr(value: str) -> str:
+    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")

@@ -60,6 +60,9 @@ class Relation:
     target_fqn: str = ""
     path: str = ""
     line: int = 0
+    # For an unqualified function call inside a namespace PHP falls back to the global function at
+    # run time when the namespaced one does not exist; the store decides which of the two is real.
+    fallback_fqn: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,251 @@
+"""invoke_llm_with_tools: the tool loop every tool-using role runs.
+
+Before each model call: the budgets are checked (an exhausted budget appends its orchestration
+fragment and ends the session — never a silent cut), old call groups are pruned, the system message
+is rebuilt from the role's prompt and a fresh disk snapshot of its target files, tool results whose
+file changed on disk since are replaced by a stale notice, and the one current "files in context"
+reminder replaces the previous one (the coder, whose system message carries the files, gets none).
+Each tool call passes the role check, the injection check and the loop guard before it runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import BaseTool
+
+import prompts
+from graph.runtime.accounting import Ledger, usage_of
+from graph.runtime.budget import Exhausted
+from graph.runtime.guard import Action, Cause, ToolLoopGuard, Verdict
+from graph.runtime.injection import Injection, InjectionLimits, file_sha, inject
+from graph.runtime.memory import END, Memory
+from graph.runtime.tool_calls import ToolOutcome, read_of, run_tool
+from graph.runtime.trace import Trace, content_hash
+from graph.tools import WRITE_TOOLS, check_role_tools
+
+Outcome = Literal["finished", "synthesize", "looping", "report", "budget_exhausted", "tokens_exhausted"]
+REMINDER = "forgebot:reminder"
+STALE = "forgebot:stale"
+_BY_ACTION: dict[Action, Outcome] = {Action.SYNTHESIZE: "synthesize", Action.STOP_LOOPING: "looping",
+                                      Action.REPORT: "report"}
+
+
+@dataclass
+class Session:
+    """One role's tool-loop session: what it may do and what it has seen."""
+
+    role: str
+    root: Path
+    system: Callable[[], str]  # re-rendered before every call (the coder's checklist changes)
+    targets: Callable[[], Sequence[str]]  # the files to inject, asked again before every call
+    max_calls: int
+    ledger: Ledger
+    trace: Trace | None = None
+    memory: Memory | None = None  # investigation roles; the coder's memory unit is the checklist item
+    limits: InjectionLimits = field(default_factory=InjectionLimits)
+    finish_tools: frozenset[str] = frozenset({"finish_exploration"})
+    calls: int = 0
+    epoch: int = 0  # successful write-tool calls so far; part of the disk state the guard sees
+    guard: ToolLoopGuard = field(init=False)
+    read_shas: dict[str, tuple[str, str]] = field(default_factory=dict)  # tool_call_id -> (path, sha)
+    watched: set[str] = field(default_factory=set)
+    tokens: int = 0  # this session's model tokens
+    models: list[str] = field(default_factory=list)  # model name per call
+
+    def __post_init__(self) -> None:
+        self.guard = ToolLoopGuard(self.role)
+
+    @property
+    def reminder(self) -> bool:
+        return self.role != "coder"
+
+    def event(self, kind: str, **fields: Any) -> None:
+        if self.trace is not None:
+            self.trace.event(kind, role=self.role, **fields)
+
+    def disk_state(self) -> str:
+        shas = [f"{p}={file_sha(self.root, p)}" for p in sorted(self.watched)]
+        return hashlib.sha1("|".join([str(self.epoch), *shas]).encode()).hexdigest()[:12]
+
+
+@dataclass
+class LoopResult:
+    outcome: Outcome
+    messages: list[BaseMessage]
+    final: AIMessage | None
+    calls: int
+    reason: str
+    verdict: Verdict | None = None
+    exhausted: Exhausted | None = None
+    notice: str = ""  # the orchestration fragment that ended the session, for the synthesis call
+
+
+async def invoke_llm_with_tools(
+    model: BaseChatModel, tools: Sequence[BaseTool], messages: Sequence[BaseMessage], session: Session
+) -> LoopResult:
+    """Run the model with tools until it answers, finishes, exhausts a budget or is stopped."""
+    check_role_tools(session.role, [t.name for t in tools])
+    by_name = {t.name: t for t in tools}
+    bound = model.bind_tools(list(tools))
+    history = [m for m in messages if not isinstance(m, SystemMessage)]
+    while True:
+        stop = _exhausted(session, history)
+        if stop is not None:
+            return stop
+        history, injection = _prepare(session, history)
+        system = SystemMessage(session.system() + ("\n\n" + injection.render() if injection.files else ""))
+        reply = await bound.ainvoke([system, *history])
+        if not isinstance(reply, AIMessage):
+            raise TypeError(f"model answered with {type(reply).__name__}, not an AI message")
+        _account(session, model, [system, *history], reply, injection)
+        history.append(reply)
+        if not reply.tool_calls:
+            return _end(session, "finished", history, reply, "the model answered without tools")
+        ended = await _run_calls(session, by_name, reply, history, injection)
+        if ended is not None:
+            return ended
+
+
+def _exhausted(session: Session, history: list[BaseMessage]) -> LoopResult | None:
+    spent = session.ledger.exhausted()
+    if spent is None and session.calls < session.max_calls:
+        return None
+    spent = spent or Exhausted(kind="calls", limit=session.max_calls, used=session.calls)
+    name = "reviewer.inspection_budget_exhausted" if session.role == "reviewer" else (
+        "coder.budget_exhausted" if session.role == "coder" else "runtime.research_budget_exhausted")
+    notice = prompts.render(name, budget=spent.kind, limit=spent.limit, used=spent.used)
+    history.append(HumanMessage(notice))
+    session.event("budget", budget=spent.kind, limit=spent.limit, used=spent.used, fragment=name)
+    outcome: Outcome = "tokens_exhausted" if spent.kind == "tokens" else "budget_exhausted"
+    result = _end(session, outcome, history, None, f"{spent.kind} budget {spent.used}/{spent.limit}")
+    result.exhausted, result.notice = spent, notice
+    return result
+
+
+def _prepare(session: Session, history: list[BaseMessage]) -> tuple[list[BaseMessage], Injection]:
+    """Prune, mark stale reads, inject from disk, replace the reminder: the turn's fresh context."""
+    if session.memory is not None:
+        history, event = session.memory.before_call(history)
+        if event is not None:
+            session.event("memory", **event)
+    targets = list(session.targets())
+    session.watched.update(targets)
+    injection = inject(session.root, targets, session.limits)
+    history = [_freshen(session, m) for m in history if not m.additional_kwargs.get(REMINDER)]
+    if session.reminder and injection.files:
+        history.append(HumanMessage(injection.reminder(), additional_kwargs={REMINDER: True}))
+    return history, injection
+
+
+def _freshen(session: Session, msg: BaseMessage) -> BaseMessage:
+    """A read whose file changed on disk since is replaced by a notice: no stale text survives a patch."""
+    if not isinstance(msg, ToolMessage) or msg.tool_call_id not in session.read_shas:
+        return msg
+    path, sha = session.read_shas[msg.tool_call_id]
+    if file_sha(session.root, path) == sha:
+        return msg
+    del session.read_shas[msg.tool_call_id]
+    notice = prompts.render("runtime.stale_read", path=path)
+    return ToolMessage(notice, tool_call_id=msg.tool_call_id, name=msg.name, additional_kwargs={STALE: True})
+
+
+def _account(session: Session, model: BaseChatModel, sent: list[BaseMessage], reply: AIMessage, inj: Injection) -> None:
+    name = str(getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__)
+    tokens_in, tokens_out = usage_of(reply)
+    session.ledger.record(session.role, name, tokens_in, tokens_out)
+    session.tokens += tokens_in + tokens_out
+    session.models.append(name)
+    texts = [str(m.content) for m in sent]
+    session.event(
+        "model", model=name, call=session.ledger.roles[session.role].calls, messages=len(sent),
+        bytes=sum(len(t.encode("utf-8")) for t in texts), context_hash=content_hash(texts),
+        injected=inj.metrics(), input_tokens=tokens_in, output_tokens=tokens_out,
+        tool_calls=[c["name"] for c in reply.tool_calls],
+    )
+
+
+async def _run_calls(
+    session: Session, tools: dict[str, BaseTool], reply: AIMessage, history: list[BaseMessage], inj: Injection
+) -> LoopResult | None:
+    """Answer every tool call of `reply` (each call id gets a response, even when not run)."""
+    stop: LoopResult | None = None
+    for call in reply.tool_calls:
+        call_id = call["id"] or ""
+        if stop is not None or session.calls >= session.max_calls:
+            why = "session ended" if stop is not None else "call budget exhausted"
+            history.append(ToolMessage(f"Not run: {why}.", tool_call_id=call_id, name=call["name"]))
+            continue
+        outcome = await _one_call(session, tools, call["name"], dict(call["args"]), inj)
+        history.append(ToolMessage(outcome.text, tool_call_id=call_id, name=call["name"]))
+        if outcome.read is not None and outcome.status == "ok":
+            session.read_shas[call_id] = (outcome.read.path, outcome.read.sha)
+        if outcome.verdict is not None and outcome.verdict.action != Action.REFUSE:
+            stop = _end(session, _BY_ACTION[outcome.verdict.action], history, None, outcome.verdict.detail)
+            stop.verdict = outcome.verdict
+        elif outcome.status == "ok" and call["name"] in session.finish_tools:
+            stop = _end(session, "finished", history, reply, f"{call['name']} accepted")
+    return stop
+
+
+async def _one_call(session: Session, tools: dict[str, BaseTool], name: str, args: dict[str, Any],
+                    inj: Injection) -> ToolOutcome:
+    session.calls += 1
+    read = read_of(session.root, name, args)
+    refusal = inj.refusal(read.path) if read is not None else None
+    if refusal is not None:
+        session.event("tool", name=name, args=args, status="refused", bytes=0, preview=refusal)
+        strike = session.guard.strike(Cause.REDUNDANT_READ, f"{name} of injected {read.path if read else ''}")
+        if strike.action != Action.REFUSE:
+            session.event("guard", cause=strike.cause, action=strike.action, detail=strike.detail)
+        return ToolOutcome(refusal, "refused", read, strike)
+    disk = session.disk_state()
+    verdict = session.guard.check(name, args, disk, read)
+    if verdict is not None:
+        session.event("guard", cause=verdict.cause, action=verdict.action, detail=verdict.detail)
+        text = prompts.render("runtime.tool_repeated", tool=name, cause=str(verdict.cause), detail=verdict.detail)
+        return ToolOutcome(text, "refused", read, verdict)
+    outcome = await run_tool(session.root, tools, name, args, read)
+    if outcome.status == "ok" and name in WRITE_TOOLS:
+        session.epoch += 1
+        if isinstance(args.get("path"), str):
+            session.watched.add(args["path"])
+    if read is not None:
+        session.watched.add(read.path)
+        if session.memory is not None and outcome.status == "ok":
+            session.memory.reads.add(read.path, read.start, read.end or END)
+    error = outcome.text if outcome.status != "ok" else None
+    verdict = session.guard.record(name, args, disk, read=read, error=error, infrastructure=outcome.status == "infra")
+    session.event("tool", name=name, args=args, status=outcome.status, bytes=len(outcome.text.encode()),
+                  preview=outcome.preview)
+    if verdict is not None:
+        session.event("guard", cause=verdict.cause, action=verdict.action, detail=verdict.detail)
+        return ToolOutcome(outcome.text, outcome.status, read, verdict)
+    return outcome
+
+
+def _end(session: Session, outcome: Outcome, history: list[BaseMessage], final: AIMessage | None,
+         reason: str) -> LoopResult:
+    session.event("session", outcome=outcome, calls=session.calls, reason=reason)
+    return LoopResult(outcome=outcome, messages=history, final=final, calls=session.calls, reason=reason)
+
+
+def state_update(session: Session, result: LoopResult) -> dict[str, Any]:
+    """The TaskState update a node returns after a session: what ran, its memory, tokens and cost."""
+    update: dict[str, Any] = {
+        "sessions": [{"role": session.role, "outcome": result.outcome, "calls": result.calls,
+                      "reason": result.reason}],
+        "usage": session.ledger.snapshot(),
+        "tokens": session.tokens,
+        "models": list(dict.fromkeys(session.models)),
+    }
+    if session.memory is not None:
+        update["notes"] = session.memory.scratchpad.as_dict()
+        update["read_ranges"] = session.memory.reads.render()
+    return update

@@ -1,0 +1,63 @@
+"""Ending an investigation: `finish_exploration` validates the declared files, synthesis answers.
+
+Successful investigation ends when the model calls `finish_exploration` with the files it found
+relevant; code checks every path exists in the worktree (a wrong path is a tool error the model can
+fix). Structured synthesis then gets the role's system prompt and the code-built handoff — criteria,
+scratchpad, read ranges, declared files — but none of the tool history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel
+
+from graph.runtime.accounting import Ledger
+from graph.runtime.memory import Memory, handoff_summary
+from graph.runtime.trace import Trace, content_hash
+from graph.structured import ask_structured
+from graph.tools.paths import relative
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass
+class Declared:
+    """The file scope an investigation declared when it finished."""
+
+    files: list[str] = field(default_factory=list)
+
+    def tool(self, root: Path) -> BaseTool:
+        def finish_exploration(files: list[str], reason: str) -> str:
+            """End the investigation, declaring the repository files that matter (relative paths)."""
+            canonical = [relative(root, f) for f in files]
+            missing = [f for f in canonical if not (root / f).is_file()]
+            if missing:
+                raise ValueError(f"these files do not exist: {', '.join(missing)}; declare existing files only")
+            self.files = list(dict.fromkeys(canonical))
+            return f"investigation finished: {reason}"
+
+        return StructuredTool.from_function(finish_exploration)
+
+
+async def synthesize(
+    model: BaseChatModel, schema: type[T], *, role: str, system: str, criteria: Sequence[dict[str, Any]],
+    memory: Memory, declared: Sequence[str], reason: str, ledger: Ledger, trace: Trace | None = None,
+    notice: str = "",
+) -> tuple[T, dict[str, Any]]:
+    """One structured call from the handoff summary (and the fragment that ended the session, if any)."""
+    handoff = handoff_summary(criteria, memory, declared, reason)
+    messages = [SystemMessage(system), HumanMessage(handoff)] + ([HumanMessage(notice)] if notice else [])
+    answer, usage = await ask_structured(model, schema, messages)
+    name = usage["models"][0]
+    ledger.record(role, name, int(usage["tokens"]), 0)
+    if trace is not None:
+        trace.event("synthesis", role=role, model=name, schema=schema.__name__, tokens=usage["tokens"],
+                    context_hash=content_hash([system, handoff]), bytes=len(handoff.encode("utf-8")))
+    return answer, usage

@@ -1,0 +1,95 @@
+"""The code index as agent tools: search by meaning and text, line ranges, and the PHP code graph.
+
+Thin LangChain adapters over `graph.tools.search` (issue 6) and `graph.index.queries` /
+`graph.index.contract` (issue 5): each returns text the model can read — hits as `path:line`
+lines, graph answers as compact JSON that includes the index status, so a missing or stale index
+is said rather than hidden. Paths are validated by the functions they wrap and again by the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from langchain_core.tools import BaseTool, StructuredTool
+
+from graph.index import queries
+from graph.index.contract import override_contract as _contract
+from graph.index.db import Connection
+from graph.index.embed import Embedder
+from graph.index.search import Answer
+from graph.tools import search as _search
+
+
+def render_answer(answer: Answer) -> str:
+    """Search hits as `path:start-end symbol` headers over their snippets, then freshness notes."""
+    blocks = [
+        f"{h.path}:{h.start_line}-{h.end_line} {h.symbol or h.kind} (score {h.score:.3f})\n{h.snippet}"
+        for h in answer.hits
+    ] or ["no hits"]
+    notes = list(answer.notes)
+    if answer.freshness.stale_files:
+        notes.append("changed since indexing (read them directly): " + ", ".join(answer.freshness.stale_files))
+    if answer.freshness.degraded:
+        notes.append(f"search degraded: {answer.freshness.degraded}")
+    return "\n\n".join(blocks + notes)
+
+
+def search_tools(root: Path, conn: Connection | None, embedder: Embedder | None = None) -> dict[str, BaseTool]:
+    """search_code and read_file_snippet always; semantic_search when an index is open."""
+
+    def search_code(pattern: str, regex: bool = False, ignore_case: bool = False, path_glob: str = "") -> str:
+        """Exact text (or regex) search over the repository; answers `path:line: text` lines."""
+        hits = _search.search_code(root, pattern, regex=regex, ignore_case=ignore_case, path_glob=path_glob)
+        return "\n".join(f"{m.path}:{m.line}: {m.text}" for m in hits) or "no matches"
+
+    def read_file_snippet(path: str, start_line: int = 1, end_line: int = 0) -> str:
+        """Numbered lines of a repository file; end_line 0 reads to the end (capped)."""
+        snip = _search.read_file_snippet(root, path, start_line, end_line)
+        return f"{snip.text}\n[{snip.path}: lines {snip.start_line}-{snip.end_line} of {snip.total_lines}]"
+
+    tools: list[Callable[..., str]] = [search_code, read_file_snippet]
+    if conn is not None:
+
+        def semantic_search(query: str, k: int = 8, path_glob: str = "") -> str:
+            """Find code by what it does (hybrid full-text and vector search); answers path:lines and snippets."""
+            return render_answer(_search.semantic_search(conn, root, query, embedder=embedder, k=k,
+                                                         path_glob=path_glob))
+
+        tools.append(semantic_search)
+    return {f.__name__: StructuredTool.from_function(f) for f in tools}
+
+
+def graph_tools(root: Path, conn: Connection) -> dict[str, BaseTool]:
+    """Definitions, callers, callees, impact, outline, batched exploration and override contracts."""
+
+    def find_definition(name: str) -> str:
+        """Where a class, function or method (`Class::method`) is defined."""
+        return queries.definition(conn, root, name).model_dump_json()
+
+    def find_callers(fqn: str) -> str:
+        """Call sites of a fully qualified function or method."""
+        return queries.callers(conn, root, fqn).model_dump_json()
+
+    def find_callees(fqn: str) -> str:
+        """What a fully qualified function or method calls."""
+        return queries.callees(conn, root, fqn).model_dump_json()
+
+    def impact(fqn: str, depth: int = 2) -> str:
+        """Symbols that depend on `fqn`, transitively up to `depth` (overriders included)."""
+        return queries.impact(conn, root, fqn, depth=depth).model_dump_json()
+
+    def get_file_outline(path: str) -> str:
+        """The declarations of a file with their line ranges."""
+        return queries.outline(conn, root, path).model_dump_json()
+
+    def explore(names: list[str]) -> str:
+        """Definitions, callers and callees of several symbols at once."""
+        return queries.explore(conn, root, names).model_dump_json()
+
+    def override_contract(method_fqn: str) -> str:
+        """The exits (returns, throws, parent calls) of the parent method an override must honour."""
+        return _contract(conn, root, method_fqn).model_dump_json()
+
+    funcs = (find_definition, find_callers, find_callees, impact, get_file_outline, explore, override_contract)
+    return {f.__name__: StructuredTool.from_function(f) for f in funcs}

@@ -1,0 +1,74 @@
+"""Read-only file tools: read a line range, list a directory, outline a file.
+
+These are the fallback investigation tools and the ones the runtime tests drive; the code-graph
+and search tools (issues 5 and 6) plug in beside them by name through `graph.tools.tools_for`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from langchain_core.tools import BaseTool, StructuredTool
+
+from graph.tools.paths import PathRejected, resolve_in_worktree
+
+MAX_READ_LINES = 400
+_OUTLINE = re.compile(
+    r"^\s*(?:(?:abstract|final|public|protected|private|static|readonly)\s+)*"
+    r"(?:class|interface|trait|enum|function|def|namespace)\b.*"
+)
+
+
+def read_lines(root: Path, path: str, start_line: int = 1, end_line: int | None = None) -> str:
+    """Numbered lines `start_line..end_line` (1-based, inclusive), at most MAX_READ_LINES."""
+    target = resolve_in_worktree(root, path)
+    if not target.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    lines = target.read_text(encoding="utf-8", errors="replace").splitlines()
+    if start_line < 1 or (end_line is not None and end_line < start_line):
+        raise ValueError(f"bad line range {start_line}-{end_line}")
+    last = min(len(lines), end_line or len(lines), start_line + MAX_READ_LINES - 1)
+    body = "\n".join(f"{n:>5}| {lines[n - 1]}" for n in range(start_line, last + 1))
+    more = f"\n[{len(lines) - last} more lines; read from {last + 1}]" if last < len(lines) else ""
+    return body + more
+
+
+def outline(root: Path, path: str) -> str:
+    """Declarations with line numbers: the structure of a file too large to inject in full."""
+    target = resolve_in_worktree(root, path)
+    text = target.read_text(encoding="utf-8", errors="replace")
+    rows = [f"{n:>5}| {line.strip()}" for n, line in enumerate(text.splitlines(), 1) if _OUTLINE.match(line)]
+    return "\n".join(rows) or "(no declarations found)"
+
+
+def list_dir(root: Path, directory: str = ".") -> str:
+    target = root.resolve() if directory in ("", ".") else resolve_in_worktree(root, directory)
+    if not target.is_dir():
+        raise NotADirectoryError(f"{directory}: not a directory")
+    names = sorted(p.name + ("/" if p.is_dir() else "") for p in target.iterdir() if p.name != ".git")
+    return "\n".join(names)
+
+
+def file_tools(root: Path) -> dict[str, BaseTool]:
+    """The read-only file tools bound to one worktree, by tool name."""
+
+    def read_file(path: str, start_line: int = 1, end_line: int | None = None) -> str:
+        """Read numbered lines of a repository file (relative path; optional 1-based line range)."""
+        return read_lines(root, path, start_line, end_line)
+
+    def get_file_outline(path: str) -> str:
+        """List the declarations (classes, functions, methods) of a file with their line numbers."""
+        return outline(root, path)
+
+    def list_files(directory: str = ".") -> str:
+        """List a repository directory (relative path)."""
+        return list_dir(root, directory)
+
+    return {
+        f.__name__: StructuredTool.from_function(f)
+        for f in (read_file, get_file_outline, list_files)
+    }
+
+
+__all__ = ["MAX_READ_LINES", "PathRejected", "file_tools", "list_dir", "outline", "read_lines"]

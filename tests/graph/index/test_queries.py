@@ -1,0 +1,139 @@
+"""Queries over a real index of the fixtures: answers, certainty, and missing or stale indexes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graph.index.db import Connection, connect
+from graph.index.queries import callees, callers, definition, explore, impact, outline
+
+CIRCLE = "Acme\\Geometry\\Model\\Circle"
+CLOCK = "Acme\\Geometry\\Support\\Clock"
+COLOR = "Acme\\Geometry\\Model\\Color"
+SUPPORT = "Acme\\Geometry\\Support"
+
+
+def test_definition_by_fqn_short_name_and_owner(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    exact = definition(conn, repo, f"\\{CIRCLE}::describe")
+    assert exact.status.state == "ok"
+    assert [(h.fqn, h.path, h.start_line) for h in exact.symbols] == [
+        (f"{CIRCLE}::describe", "src/Model/Circle.php", 36)
+    ]
+    assert exact.symbols[0].global_id == f"acme::src/Model/Circle.php::{CIRCLE}::describe"
+    by_name = {h.fqn for h in definition(conn, repo, "area").symbols}
+    assert by_name == {f"{CIRCLE}::area", f"{COLOR}::area", "Acme\\Geometry\\Contracts\\Measurable::area"}
+    assert [h.fqn for h in definition(conn, repo, "Color::area").symbols] == [f"{COLOR}::area"]
+    lowered = definition(conn, repo, "acme\\geometry\\model\\circle")
+    assert lowered.symbols[0].fqn == CIRCLE  # PHP ignores case
+
+
+def test_callers_resolved_and_by_name(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    result = callers(conn, repo, f"{CLOCK}::tick")
+    resolved = {(s.caller, s.line) for s in result.sites if s.certainty == "resolved"}
+    assert resolved == {
+        (f"{CIRCLE}::describe", 39),
+        (f"{CIRCLE}::withClock", 62),
+        ("Acme\\Geometry\\Support\\format_area", 29),
+    }
+    write = callers(conn, repo, "Whatever::write").sites
+    assert [(s.caller, s.certainty) for s in write] == [(f"{CIRCLE}::log", "by_name")]
+
+
+def test_callers_of_inherited_methods_include_calls_via_subclasses(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    sites = callers(conn, repo, "Acme\\Geometry\\Model\\Base::touch").sites
+    assert {(s.caller, s.target_fqn) for s in sites} == {
+        ("Acme\\Geometry\\Model\\Base::rename", "Acme\\Geometry\\Model\\Base::touch"),
+        (f"{CIRCLE}::resize", f"{CIRCLE}::touch"),
+    }
+    greet = callers(conn, repo, "Acme\\Geometry\\Traits\\Greets::greet").sites
+    assert [(s.caller, s.line) for s in greet] == [(f"{CIRCLE}::describe", 46)]
+
+
+def test_function_callers_use_the_global_fallback_only_when_no_namespaced_function_exists(
+    indexed: tuple[Connection, Path],
+) -> None:
+    conn, repo = indexed
+    number_format = callers(conn, repo, "number_format").sites
+    assert [(s.caller, s.certainty) for s in number_format] == [(f"{SUPPORT}\\format_area", "resolved")]
+    format_area = {s.caller for s in callers(conn, repo, "Acme\\Geometry\\Support\\format_area").sites}
+    assert format_area == {f"{CIRCLE}::describe", f"{CLOCK}::tick", "Acme\\Geometry\\Support\\legacy"}
+
+
+def test_callees(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    sites = callees(conn, repo, f"{CIRCLE}::unit").sites
+    assert [(s.target_fqn, s.certainty) for s in sites] == [
+        (f"{CIRCLE}::withClock", "resolved"),
+        (f"{CIRCLE}::__construct", "resolved"),
+        (f"{CLOCK}::system", "resolved"),
+    ]
+
+
+def test_impact_walks_callers_and_subtypes_up_to_depth(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    one = impact(conn, repo, f"{CLOCK}::tick", depth=1)
+    expected = {f"{CIRCLE}::describe", f"{CIRCLE}::withClock", f"{SUPPORT}\\format_area"}
+    assert {n.fqn for n in one.nodes} == expected
+    two = {(n.fqn, n.distance) for n in impact(conn, repo, f"{CLOCK}::tick").nodes}
+    assert (f"{CIRCLE}::unit", 2) in two  # unit() calls withClock()
+    assert ("Acme\\Geometry\\Support\\legacy", 2) in two  # legacy() calls format_area()
+    subtypes = impact(conn, repo, "Acme\\Geometry\\Contracts\\Measurable", depth=1).nodes
+    assert {(n.fqn, n.relation) for n in subtypes} >= {
+        ("Acme\\Geometry\\Contracts\\Shape", "extends"),
+        (CIRCLE, "implements"),
+        ("Acme\\Geometry\\Model\\Color", "implements"),
+    }
+
+
+def test_impact_of_a_method_includes_its_overrides(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    nodes = impact(conn, repo, "Acme\\Geometry\\Contracts\\Measurable::area", depth=1).nodes
+    overrides = {(n.fqn, n.path) for n in nodes if n.relation == "overrides"}
+    assert overrides == {
+        (f"{CIRCLE}::area", "src/Model/Circle.php"),
+        (f"{COLOR}::area", "src/Model/Color.php"),
+    }
+
+
+def test_outline_lists_a_file_in_source_order(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    result = outline(conn, repo, "src/Model/Color.php")
+    assert [(h.kind, h.fqn.rsplit("\\", 1)[-1]) for h in result.symbols] == [
+        ("namespace", "Model"), ("enum", "Color"), ("enum_case", "Color::Red"), ("enum_case", "Color::Green"),
+        ("constant", "Color::DEFAULT"), ("method", "Color::area"), ("method", "Color::fallback"),
+    ]
+    assert result.symbols[1].signature == "enum Color: string implements Measurable"
+
+
+def test_explore_batches_several_symbols(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    result = explore(conn, repo, [f"{CLOCK}::now", "format_area", "nothing_like_this"])
+    assert result.status.state == "ok"
+    now, fmt, nothing = result.items
+    assert {s.caller for s in now.callers} == {f"{CIRCLE}::describe", f"{CIRCLE}::scale"}
+    targets = [c.target_fqn for c in fmt.callees]
+    assert targets == [f"{CLOCK}::__construct", f"{CLOCK}::tick", f"{SUPPORT}\\number_format"]
+    assert nothing.definitions == [] and nothing.callers == []
+
+
+def test_missing_index_says_the_check_was_not_performed(repo: Path, tmp_path: Path) -> None:
+    conn = connect(tmp_path / "empty.db")
+    for result in (
+        definition(conn, repo, CIRCLE), callers(conn, repo, CIRCLE), callees(conn, repo, CIRCLE),
+        impact(conn, repo, CIRCLE), outline(conn, repo, "src/multi.php"), explore(conn, repo, [CIRCLE]),
+    ):
+        assert result.status.state == "missing" and not result.status.performed
+        assert "not performed" in result.status.note
+
+
+def test_answers_resting_on_changed_files_are_stale(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    path = repo / "src/Support/helpers.php"
+    path.write_text(path.read_text() + "\n// edited after indexing\n")
+    result = callers(conn, repo, f"{CLOCK}::tick")
+    assert result.status.state == "stale"
+    assert result.status.stale_paths == ["src/Support/helpers.php"]
+    assert definition(conn, repo, CIRCLE).status.state == "ok"  # answers from untouched files stay ok

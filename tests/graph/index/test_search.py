@@ -1,0 +1,154 @@
+"""Hybrid search over a real SQLite index: each leg, RRF arithmetic, filters and answer metadata."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graph.index import search_store
+from graph.index.db import Connection, connect
+from graph.index.embed import HashingEmbedder
+from graph.index.search import (
+    Weights,
+    graph_ranking,
+    lexical_ranking,
+    query_terms,
+    rrf,
+    search,
+    vector_ranking,
+    vector_ranking_for,
+)
+from tests.graph.index.searchrepo import FILES, index_files
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Iterator[Connection]:
+    connection = connect(tmp_path / "index.db")
+    index_files(connection, FILES, HashingEmbedder(dimension=64))
+    yield connection
+    connection.close()
+
+
+def _symbols(conn: Connection, ids: list[int]) -> list[str]:
+    names = {row[0]: row[1] for row in conn.execute("SELECT id, symbol FROM chunks")}
+    return [names[i] for i in ids]
+
+
+def test_query_terms_split_identifiers_and_drop_stopwords() -> None:
+    assert query_terms("Where is the findById of the UserRepository?") == [
+        "findbyid",
+        "find",
+        "id",
+        "userrepository",
+        "user",
+        "repository",
+    ]
+    assert query_terms("where is it", stopwords=True) == ["where", "is", "it"]
+
+
+def test_lexical_leg_matches_camel_case_parts_with_stemming(conn: Connection) -> None:
+    found = _symbols(conn, lexical_ranking(conn, "delays between retries", 10))
+    assert found[0] in {"App\\Http\\RetryPolicy::backoffDelay", "App\\Http\\RetryPolicy"}
+    assert "App\\Http\\RetryPolicy::backoffDelay" in found
+    assert lexical_ranking(conn, "the of and", 10) == []
+
+
+def test_lexical_leg_is_safe_against_fts_syntax(conn: Connection) -> None:
+    assert lexical_ranking(conn, 'save" OR NEAR(( *', 10)  # no fts5 syntax error; "save" still matches
+
+
+def test_vector_leg_ranks_by_cosine(conn: Connection) -> None:
+    embedder = HashingEmbedder(dimension=64)
+    found = _symbols(conn, vector_ranking(conn, embedder, "function format price cents currency", 3))
+    assert found[0] == "App\\format_price"
+
+
+def test_graph_leg_finds_definitions_by_identifier_or_by_adjacent_words(conn: Connection) -> None:
+    assert _symbols(conn, graph_ranking(conn, "who calls findById?", 5)) == [
+        "App\\User\\UserRepository::findById"
+    ]
+    assert _symbols(conn, graph_ranking(conn, "should retry", 5)) == ["App\\Http\\RetryPolicy::shouldRetry"]
+    assert graph_ranking(conn, "nothing here matches", 5) == []
+
+
+def test_weighted_rrf_arithmetic() -> None:
+    fused = rrf({"lexical": [7, 8], "vector": [8, 9]}, Weights(lexical=2.0, vector=1.0, k=10))
+    assert fused[7][0] == pytest.approx(2.0 / 11) and fused[7][1] == ("lexical",)
+    assert fused[8][0] == pytest.approx(2.0 / 12 + 1.0 / 11)
+    assert fused[8][1] == ("lexical", "vector")
+    assert fused[9][0] == pytest.approx(1.0 / 12)
+    with pytest.raises(ValueError):
+        Weights(lexical=-1)
+
+
+def test_hybrid_hits_carry_location_symbol_snippet_and_legs(conn: Connection) -> None:
+    answer = search(conn, "findById user", embedder=HashingEmbedder(dimension=64), limit=3)
+    top = answer.hits[0]
+    assert top.symbol == "App\\User\\UserRepository::findById"
+    assert (top.path, top.start_line, top.end_line) == ("src/User/UserRepository.php", 8, 11)
+    assert "public function findById" in top.snippet
+    assert set(top.legs) == {"lexical", "vector", "graph"}
+    assert answer.legs == ("lexical", "graph", "vector") and answer.notes == ()
+    assert [h.score for h in answer.hits] == sorted((h.score for h in answer.hits), reverse=True)
+
+
+def test_filters_by_path_glob_and_kind(conn: Connection) -> None:
+    embedder = HashingEmbedder(dimension=64)
+    in_http = search(conn, "user id", embedder=embedder, path_glob="src/Http/*", limit=10)
+    assert in_http.hits and all(h.path.startswith("src/Http/") for h in in_http.hits)
+    classes = search(conn, "retry policy user repository", embedder=embedder, kinds=["class"], limit=10)
+    assert {h.symbol for h in classes.hits} == {"App\\Http\\RetryPolicy", "App\\User\\UserRepository"}
+
+
+def test_without_embedder_search_is_lexical_and_graph_and_says_so(conn: Connection) -> None:
+    answer = search(conn, "shouldRetry status code", limit=3)
+    assert answer.legs == ("lexical", "graph")
+    assert answer.notes == ("no embedder configured: lexical and graph legs only",)
+    assert answer.hits[0].symbol == "App\\Http\\RetryPolicy::shouldRetry"
+
+
+def test_every_answer_reports_freshness_and_degradation(conn: Connection) -> None:
+    search_store.set_freshness(conn, commit="a" * 40, stale=["src/helpers.php"], degraded="sync failed: boom")
+    answer = search(conn, "price", limit=1)
+    assert answer.freshness.indexed_commit == "a" * 40
+    assert answer.freshness.stale_files == ("src/helpers.php",)
+    assert "degraded search: sync failed: boom" in answer.notes
+
+
+def test_bad_queries_are_refused(conn: Connection) -> None:
+    with pytest.raises(ValueError, match="empty"):
+        search(conn, "   ")
+    with pytest.raises(ValueError, match="limit"):
+        search(conn, "x", limit=0)
+
+
+def test_vector_leg_rescoring_is_exact_cosine_over_the_coarse_candidates(conn: Connection) -> None:
+    embedder = HashingEmbedder(dimension=64)
+    query = embedder.embed(["user repository save users"])[0]
+    rows = conn.execute("SELECT id, embedding FROM chunk_vectors").fetchall()
+    exact = sorted(rows, key=lambda r: -float(np.frombuffer(r[1], dtype=np.float32) @ query))
+    # With fewer chunks than the coarse scan's depth, every chunk is rescored: the order is exact.
+    assert vector_ranking_for(conn, query, 5, oversample=100) == [r[0] for r in exact[:5]]
+
+
+def test_common_terms_are_dropped_while_rare_ones_exist(conn: Connection) -> None:
+    # "function" is in most chunks; with a budget of 3 it is left out and "save" alone decides.
+    everything = lexical_ranking(conn, "function", 50, budget=3)
+    assert len(everything) > 3  # all terms common: they must all match, here the one term
+    assert _symbols(conn, lexical_ranking(conn, "function save", 50, budget=3)) == [
+        "App\\User\\UserRepository::save",
+        "App\\User\\UserRepository",
+    ]
+
+
+def test_an_embedder_of_another_model_turns_the_vector_leg_off_and_says_so(conn: Connection) -> None:
+    answer = search(conn, "find by id", embedder=HashingEmbedder(dimension=32), limit=3)
+    assert answer.legs == ("lexical", "graph")
+    assert answer.notes == (
+        "vector leg off: the index holds vectors of hashing-v1/64, not hashing-v1/32; "
+        "lexical and graph legs only",
+    )
+    assert answer.hits[0].symbol == "App\\User\\UserRepository::findById"

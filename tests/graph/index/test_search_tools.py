@@ -1,0 +1,113 @@
+"""The agent's search tools and the `forgebot search` command, on a real git checkout."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from graph.index import taskindex
+from graph.index.db import connect
+from graph.index.embed import HashingEmbedder
+from graph.index.search_cli import register
+from graph.tools.search import read_file_snippet, search_code, semantic_search
+from tests.graph.index.searchrepo import make_repo
+
+REPO = "src/User/UserRepository.php"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "checkout")
+
+
+def test_semantic_search_reports_edits_made_since_the_last_sync_as_stale(tmp_path: Path, repo: Path) -> None:
+    embedder = HashingEmbedder(dimension=16)
+    index = tmp_path / "index.db"
+    taskindex.refresh(index, repo, embedder=embedder)
+    conn = connect(index)
+    answer = semantic_search(conn, repo, "user repository find by id", embedder=embedder, k=2)
+    assert answer.hits[0].symbol == "App\\User\\UserRepository::findById"
+    assert answer.freshness.stale_files == ()
+    (repo / REPO).write_text((repo / REPO).read_text() + "\n// edited\n")
+    (repo / "src/New.php").write_text("<?php\nclass Fresh {}\n")
+    answer = semantic_search(conn, repo, "find by id", embedder=embedder, k=1)
+    assert answer.freshness.stale_files == ("src/New.php", REPO)
+    with pytest.raises(ValueError, match="relative"):
+        semantic_search(conn, repo, "x", path_glob="../*")
+    conn.close()
+
+
+def test_search_code_exact_and_regex_over_the_worktree(repo: Path) -> None:
+    (repo / "src/Untracked.php").write_text("<?php\n// 2 ** $attempt also here\n")
+    exact = search_code(repo, "2 ** $attempt")
+    assert [(m.path, m.line) for m in exact] == [("src/Http/RetryPolicy.php", 20), ("src/Untracked.php", 2)]
+    regex = search_code(repo, r"function (save|findById)\(", regex=True, path_glob="src/User/*")
+    assert [m.line for m in regex] == [8, 13] and all(m.path == REPO for m in regex)
+    assert search_code(repo, "FINDBYID", ignore_case=True, max_hits=1)[0].path == REPO
+    assert search_code(repo, "no such text anywhere") == []
+    with pytest.raises(ValueError, match="regular expression"):
+        search_code(repo, "(unclosed", regex=True)
+    with pytest.raises(ValueError, match="relative"):
+        search_code(repo, "x", path_glob="/etc/*")
+
+
+def test_read_file_snippet_numbers_lines_and_stays_inside_the_root(repo: Path, tmp_path: Path) -> None:
+    snippet = read_file_snippet(repo, REPO, 8, 11)
+    assert snippet.text.splitlines()[0] == "     8      public function findById(int $id): ?User"
+    assert (snippet.start_line, snippet.end_line, snippet.total_lines) == (8, 11, 17)
+    assert read_file_snippet(repo, REPO, 15, 999).end_line == 17
+    (tmp_path / "secret.txt").write_text("token")
+    (repo / "link.txt").symlink_to(tmp_path / "secret.txt")
+    for bad in ("../secret.txt", str(tmp_path / "secret.txt"), "link.txt"):
+        with pytest.raises(ValueError, match="outside"):
+            read_file_snippet(repo, bad)
+    with pytest.raises(FileNotFoundError):
+        read_file_snippet(repo, "src/missing.php")
+    with pytest.raises(ValueError, match="line range"):
+        read_file_snippet(repo, REPO, 5, 2)
+
+
+def _cli(data_dir: Path, *argv: str) -> int:
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["search", *argv])
+    args.data_dir = data_dir
+    return int(args.handler(args))
+
+
+def test_cli_json_single_query(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _cli(tmp_path / "data", str(repo), "shouldRetry", "--json", "-k", "2", "--no-embeddings") == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["query"] == "shouldRetry" and len(record["hits"]) <= 2
+    top = record["hits"][0]
+    assert top["symbol"] == "App\\Http\\RetryPolicy::shouldRetry"
+    assert {"path", "start_line", "end_line", "symbol", "score"} <= set(top)
+    assert record["indexed_commit"] == taskindex.head_commit(repo)
+    assert record["notes"] == ["no embedder configured: lexical and graph legs only"]
+    assert not list(repo.rglob("*.db"))  # the index lives under the data directory
+
+
+def test_cli_batch_prints_one_object_per_query(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batch = tmp_path / "queries.txt"
+    batch.write_text("format price\n\nfind user by id\n")
+    assert _cli(tmp_path / "data", str(repo), "--batch", str(batch), "--json", "--no-embeddings") == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["query"] for r in records] == ["format price", "find user by id"]
+    assert records[0]["hits"][0]["symbol"] == "App\\format_price"
+    assert set(records[1]) == {"query", "hits"}
+
+
+def test_cli_text_output_and_bad_input(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _cli(tmp_path / "data", str(repo), "save user", "--no-embeddings") == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"{REPO}:13-16  App\\User\\UserRepository::save  ")
+    assert _cli(tmp_path / "data", str(repo), "--no-embeddings") == 2
+    assert _cli(tmp_path / "data", str(tmp_path), "x", "--no-embeddings") == 2
+    assert "forgebot search:" in capsys.readouterr().err

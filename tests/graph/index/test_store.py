@@ -1,0 +1,118 @@
+"""Build and incremental sync: hash-decided re-parse, atomic replace, stale on syntax errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graph.index.db import Connection, connect
+from graph.index.parse import FileRows
+from graph.index.store import build, relative_path, sync_files, write_file
+from tests.graph.index.conftest import php_files
+
+CIRCLE = "src/Model/Circle.php"
+
+
+def _fqns(conn: Connection, path: str) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT fqn FROM symbols WHERE path = ?", (path,))}
+
+
+def _file(conn: Connection, path: str) -> tuple[str, int] | None:
+    row = conn.execute("SELECT content_hash, stale FROM files WHERE path = ?", (path,)).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def test_build_stores_every_file_with_meta(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    assert {row[0] for row in conn.execute("SELECT path FROM files")} == set(php_files(repo))
+    assert "Acme\\Geometry\\Model\\Circle::describe" in _fqns(conn, CIRCLE)
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    assert meta["graph.repo"] == "acme" and float(meta["graph.built_at"]) > 0
+
+
+def test_rebuild_skips_unchanged_files_and_drops_unlisted_ones(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    (repo / "src/multi.php").unlink()
+    (repo / CIRCLE).write_text((repo / CIRCLE).read_text().replace("function area()", "function surface()"))
+    report = build(conn, repo, php_files(repo))
+    assert report.parsed == [CIRCLE]
+    assert report.removed == ["src/multi.php"]
+    assert len(report.unchanged) == len(php_files(repo)) - 1
+    assert "Acme\\Geometry\\Model\\Circle::surface" in _fqns(conn, CIRCLE)
+    assert "Acme\\Geometry\\Model\\Circle::area" not in _fqns(conn, CIRCLE)
+    assert _fqns(conn, "src/multi.php") == set()
+
+
+def test_sync_reparses_only_when_the_content_hash_changes(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    assert sync_files(conn, repo, [CIRCLE]).unchanged == [CIRCLE]
+    (repo / CIRCLE).write_text((repo / CIRCLE).read_text() + "\nfunction added(): void {}\n")
+    report = sync_files(conn, repo, [repo / CIRCLE])  # absolute paths inside the checkout are accepted
+    assert report.parsed == [CIRCLE]
+    assert "Acme\\Geometry\\Model\\added" in _fqns(conn, CIRCLE)
+    count = conn.execute("SELECT COUNT(*) FROM symbols WHERE fqn = ?", ("Acme\\Geometry\\Model\\Circle",))
+    assert count.fetchone()[0] == 1
+
+
+def test_syntax_error_keeps_last_good_rows_marked_stale_until_fixed(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    good = (repo / CIRCLE).read_text()
+    before = _fqns(conn, CIRCLE)
+    broken = good.replace("public function area(): float\n    {", "public function area(: float {")
+    (repo / CIRCLE).write_text(broken)
+    report = sync_files(conn, repo, [CIRCLE])
+    assert report.stale == [CIRCLE] and report.parsed == []
+    assert _fqns(conn, CIRCLE) == before
+    stored = _file(conn, CIRCLE)
+    assert stored is not None and stored[1] == 1
+    assert sync_files(conn, repo, [CIRCLE]).stale == [CIRCLE]  # same broken content: still stale
+    (repo / CIRCLE).write_text(good.replace("describe", "explain"))
+    assert sync_files(conn, repo, [CIRCLE]).parsed == [CIRCLE]
+    assert "Acme\\Geometry\\Model\\Circle::explain" in _fqns(conn, CIRCLE)
+    fixed = _file(conn, CIRCLE)
+    assert fixed is not None and fixed[1] == 0
+
+
+def test_new_broken_file_is_indexed_partially_and_marked_stale(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    (repo / "src/New.php").write_text("<?php\nnamespace N;\nclass Ok { function a() {} }\nfunction (\n")
+    report = sync_files(conn, repo, ["src/New.php"])
+    assert report.stale == ["src/New.php"]
+    assert "N\\Ok" in _fqns(conn, "src/New.php")
+    assert _file(conn, "src/New.php") is not None
+
+
+def test_sync_of_a_deleted_file_removes_its_rows(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    (repo / CIRCLE).unlink()
+    assert sync_files(conn, repo, [CIRCLE]).removed == [CIRCLE]
+    assert _fqns(conn, CIRCLE) == set() and _file(conn, CIRCLE) is None
+    assert conn.execute("SELECT COUNT(*) FROM relations WHERE path = ?", (CIRCLE,)).fetchone()[0] == 0
+
+
+def test_failed_write_leaves_the_previous_rows(indexed: tuple[Connection, Path]) -> None:
+    conn, _ = indexed
+    before = _fqns(conn, CIRCLE)
+    bad = FileRows(CIRCLE, "0" * 40, "php", False, [("too", "short")], [])  # type: ignore[list-item]
+    with pytest.raises(Exception, match="bindings|supplied"), conn:
+        write_file(conn, bad, 0.0)
+    assert _fqns(conn, CIRCLE) == before
+
+
+def test_paths_outside_the_checkout_are_rejected(repo: Path, tmp_path: Path) -> None:
+    conn = connect(tmp_path / "other.db")
+    with pytest.raises(ValueError, match="outside the repository"):
+        sync_files(conn, repo, ["../escape.php"])
+    with pytest.raises(ValueError, match="outside the repository"):
+        build(conn, repo, ["/etc/passwd.php"])
+    assert relative_path(repo, "src/./Model/../multi.php") == "src/multi.php"
+
+
+def test_parallel_build_matches_serial_build(repo: Path, tmp_path: Path) -> None:
+    serial, parallel = connect(tmp_path / "a.db"), connect(tmp_path / "b.db")
+    build(serial, repo, php_files(repo), workers=1)
+    build(parallel, repo, php_files(repo), workers=2)
+    query = "SELECT path, kind, fqn, start_line FROM symbols ORDER BY path, start_byte"
+    assert serial.execute(query).fetchall() == parallel.execute(query).fetchall()
+    assert serial.execute("SELECT COUNT(*) FROM relations").fetchone()[0] > 50

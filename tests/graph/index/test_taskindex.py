@@ -1,0 +1,135 @@
+"""Base index per commit, task copies isolated from it, delta sync after a patch, degraded sync."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from graph.index import search_store, taskindex
+from graph.index.db import connect
+from graph.index.embed import HashingEmbedder, HttpEmbedder
+from graph.index.search import search
+from tests.graph.index.searchrepo import commit, make_repo
+
+REPO = "src/User/UserRepository.php"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "checkout")
+
+
+def _symbols(index: Path) -> set[str]:
+    conn = connect(index, readonly=True)
+    try:
+        return {row[0] for row in conn.execute("SELECT symbol FROM chunks")}
+    finally:
+        conn.close()
+
+
+def test_base_index_holds_graph_and_search_for_the_head_commit_and_is_reused(
+    tmp_path: Path, repo: Path
+) -> None:
+    data = tmp_path / "data"
+    embedder = HashingEmbedder(dimension=16)
+    base = taskindex.build_base(data, "group/demo", repo, embedder=embedder)
+    head = taskindex.head_commit(repo)
+    assert base == data / "indexes" / "base" / "group--demo" / f"{head}.db"
+    conn = connect(base, readonly=True)
+    graph_symbols = {r[0] for r in conn.execute("SELECT fqn FROM symbols")}
+    assert "App\\User\\UserRepository::findById" in graph_symbols
+    assert "App\\User\\UserRepository::findById" in _symbols(base)
+    answer = search(conn, "find by id", embedder=embedder, limit=1)
+    assert answer.freshness.indexed_commit == head and answer.freshness.stale_files == ()
+    assert "README.md" not in search_store.indexed_files(conn)
+    conn.close()
+    calls = len(embedder.calls)
+    assert taskindex.build_base(data, "group/demo", repo, embedder=embedder) == base
+    assert len(embedder.calls) == calls  # reused, not rebuilt
+
+
+def test_task_copy_is_isolated_from_the_base_and_sync_applies_a_patch(tmp_path: Path, repo: Path) -> None:
+    data = tmp_path / "data"
+    embedder = HashingEmbedder(dimension=16)
+    base = taskindex.build_base(data, "demo", repo, embedder=embedder)
+    task = taskindex.copy_for_task(base, data, "task-1")
+    other = taskindex.copy_for_task(base, data, "task-2")
+    (repo / REPO).write_text((repo / REPO).read_text().replace("function save(", "function store("))
+    (repo / "src/Cache.php").write_text(
+        "<?php\nnamespace App;\n\nclass Cache\n{\n    public function evictExpired(): void\n    {\n    }\n}\n"
+    )
+    (repo / "src/helpers.php").unlink()
+    head = commit(repo, "patch")
+    embedder.calls.clear()
+    report = taskindex.sync_task(task, repo, embedder=embedder)
+    assert set(report.changed) == {REPO, "src/Cache.php"} and report.removed == ("src/helpers.php",)
+    assert report.embedded == sum(embedder.calls) and 0 < report.embedded < 8
+    assert report.freshness.indexed_commit == head and report.freshness.degraded == ""
+    after = _symbols(task)
+    assert {"App\\User\\UserRepository::store", "App\\Cache::evictExpired"} <= after
+    assert "App\\User\\UserRepository::save" not in after and "App\\format_price" not in after
+    for untouched in (base, other):
+        assert "App\\User\\UserRepository::save" in _symbols(untouched)
+        assert "App\\Cache::evictExpired" not in _symbols(untouched)
+    conn = connect(task, readonly=True)
+    graph = {r[0] for r in conn.execute("SELECT fqn FROM symbols")}
+    assert "App\\User\\UserRepository::store" in graph and "App\\format_price" not in graph
+    conn.close()
+
+
+def test_sync_of_listed_paths_only_and_live_staleness(tmp_path: Path, repo: Path) -> None:
+    data = tmp_path / "data"
+    task = taskindex.copy_for_task(taskindex.build_base(data, "demo", repo, embedder=None), data, "t")
+    (repo / REPO).write_text((repo / REPO).read_text().replace("save(", "keep("))
+    (repo / "src/Http/RetryPolicy.php").write_text("<?php\nfunction retryLater() {}\n")
+    conn = connect(task)
+    assert taskindex.live_stale_files(conn, repo) == ["src/Http/RetryPolicy.php", REPO]
+    conn.close()
+    report = taskindex.sync_task(task, repo, embedder=None, changed_paths=[REPO])
+    assert report.changed == (REPO,)
+    conn = connect(task)
+    assert taskindex.live_stale_files(conn, repo) == ["src/Http/RetryPolicy.php"]
+    conn.close()
+    with pytest.raises(ValueError, match="outside"):
+        taskindex.sync_task(task, repo, embedder=None, changed_paths=["../etc/passwd"])
+
+
+def test_a_file_that_stops_parsing_keeps_its_chunks_and_is_reported_stale(tmp_path: Path, repo: Path) -> None:
+    data = tmp_path / "data"
+    task = taskindex.copy_for_task(taskindex.build_base(data, "demo", repo, embedder=None), data, "t")
+    (repo / REPO).write_text((repo / REPO).read_text().replace("return $this->users[$id]", "return $this->("))
+    report = taskindex.sync_task(task, repo, embedder=None)
+    assert report.freshness.stale_files == (REPO,)
+    assert "App\\User\\UserRepository::findById" in _symbols(task)
+
+
+def test_a_failed_sync_is_recorded_as_degraded_search_not_raised(tmp_path: Path, repo: Path) -> None:
+    data = tmp_path / "data"
+    base = taskindex.build_base(data, "demo", repo, embedder=HashingEmbedder(dimension=8, model_id="down"))
+    task = taskindex.copy_for_task(base, data, "t")
+    (repo / REPO).write_text((repo / REPO).read_text().replace("save(", "keep("))
+    broken = HttpEmbedder(
+        "http://embeddings.test",
+        "down/3",
+        3,
+        transport=httpx.MockTransport(lambda request: httpx.Response(503)),
+    )
+    report = taskindex.sync_task(task, repo, embedder=broken)
+    assert report.freshness.degraded.startswith("sync failed: embedding request")
+    assert REPO in report.freshness.stale_files
+    conn = connect(task, readonly=True)
+    answer = search(conn, "keep", limit=3)
+    assert any(note.startswith("degraded search: sync failed") for note in answer.notes)
+    assert REPO in answer.freshness.stale_files
+    conn.close()
+
+
+def test_names_are_validated() -> None:
+    with pytest.raises(ValueError):
+        taskindex.base_index_path(Path("/d"), "../x", "a" * 40)
+    with pytest.raises(ValueError):
+        taskindex.base_index_path(Path("/d"), "demo", "HEAD")
+    with pytest.raises(ValueError):
+        taskindex.task_index_path(Path("/d"), "../../etc")

@@ -1,0 +1,84 @@
+"""Role contracts: the invariants code checks before (and instead of) asking a model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from graph.schemas import (
+    AcceptanceCriterion,
+    ArchitectVerdict,
+    ChecklistItem,
+    Evidence,
+    FileScope,
+    Finding,
+    GateResult,
+    Plan,
+    Review,
+    final_verdict,
+    plan_problems,
+)
+
+CRITERIA = [AcceptanceCriterion(id=1, text="returns 2"), AcceptanceCriterion(id=2, text="logs the call")]
+
+
+def _plan(**scope: list[str]) -> Plan:
+    return Plan(
+        items=[ChecklistItem(id=1, title="change one()", criteria=[1], paths=["src/Small.php"])],
+        scope=FileScope(writable=scope.get("writable", ["src/Small.php"]), context_only=scope.get("context", [])),
+    )
+
+
+def test_scope_separates_writable_from_context_only() -> None:
+    with pytest.raises(ValidationError, match="at once"):
+        FileScope(writable=["a.php"], context_only=["a.php"])
+    for bad in ("/etc/passwd", "../x.php", ".git/config"):
+        with pytest.raises(ValidationError, match="relative"):
+            FileScope(writable=[bad])
+
+
+def test_plan_items_are_numbered_write_files_and_stay_in_scope() -> None:
+    with pytest.raises(ValidationError, match="names no file"):
+        ChecklistItem(id=1, title="do it", kind="change")
+    assert ChecklistItem(id=1, title="report it", kind="report").paths == []
+    with pytest.raises(ValidationError, match="outside the writable scope"):
+        _plan(writable=["src/Other.php"])
+    with pytest.raises(ValidationError):
+        Plan(items=[], scope=FileScope())
+    with pytest.raises(ValidationError, match="1..n"):
+        Plan(items=[ChecklistItem(id=2, title="x y", paths=["a.php"])], scope=FileScope(writable=["a.php"]))
+
+
+def test_plan_problems_are_found_by_code(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    assert plan_problems(None, CRITERIA, tmp_path) == ["no plan although there are acceptance criteria"]
+    assert plan_problems(None, [], tmp_path) == []
+    problems = plan_problems(_plan(), CRITERIA, tmp_path)
+    assert "criteria not covered by any item: 2" in problems
+    assert any("src/Small.php is in the write scope but does not exist" in p for p in problems)
+    (tmp_path / "src" / "Small.php").write_text("<?php")
+    assert plan_problems(_plan(), CRITERIA[:1], tmp_path) == []
+
+
+def test_review_cannot_approve_what_it_did_not_verify() -> None:
+    with pytest.raises(ValidationError, match="unverified"):
+        Review(verdict="approve", summary="ok", unverified_criteria=[2])
+    with pytest.raises(ValidationError, match="blocker or major"):
+        Review(verdict="approve", summary="ok", findings=[Finding(severity="major", message="sql injection")])
+    with pytest.raises(ValidationError, match="lists the criteria"):
+        Review(verdict="incomplete", summary="ran out")
+    approve = Review(verdict="approve", summary="ok", verified_criteria=[1, 2])
+    gates = [GateResult(name="tests", status="failed"), GateResult(name="smoke", status="disabled")]
+    assert final_verdict(approve, gates) == "request_changes"
+    assert final_verdict(approve, [GateResult(name="lint", status="failed", mandatory=False)]) == "approve"
+
+
+def test_small_contracts() -> None:
+    with pytest.raises(ValidationError, match="feedback"):
+        ArchitectVerdict(approved=False)
+    with pytest.raises(ValidationError, match="precedes"):
+        Evidence(path="a.php", start_line=5, end_line=2)
+    with pytest.raises(ValidationError, match="needs a path"):
+        Finding(severity="minor", message="naming", line=3)

@@ -1,0 +1,72 @@
+"""Tool sets by role and path validation: enforced by code, failing closed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from graph.tools import (
+    FORBIDDEN_TOOLS,
+    INVESTIGATION_ROLES,
+    ROLE_TOOLS,
+    WRITE_TOOLS,
+    ToolNotAllowed,
+    check_role_tools,
+    tools_for,
+)
+from graph.tools.files import MAX_READ_LINES, file_tools, read_lines
+from graph.tools.paths import PathRejected, relative, resolve_in_worktree
+from tests.graph.runtime.conftest import write_tool
+
+
+def test_investigation_roles_never_write_and_coder_has_no_shell() -> None:
+    for role in INVESTIGATION_ROLES:
+        assert not ROLE_TOOLS[role] & WRITE_TOOLS
+    assert WRITE_TOOLS <= ROLE_TOOLS["coder"]
+    assert not any(ROLE_TOOLS[r] & FORBIDDEN_TOOLS for r in ROLE_TOOLS)
+
+
+def test_tools_for_picks_allowed_and_check_refuses(worktree: Path) -> None:
+    available = {**file_tools(worktree), "apply_patch": write_tool(worktree)}
+    assert [t.name for t in tools_for("analyzer", available)] == ["get_file_outline", "list_files", "read_file"]
+    assert "apply_patch" in [t.name for t in tools_for("coder", available)]
+    with pytest.raises(ToolNotAllowed, match="apply_patch"):
+        check_role_tools("reviewer", ["read_file", "apply_patch"])
+    with pytest.raises(ToolNotAllowed, match="run_shell"):
+        check_role_tools("coder", ["run_shell"])
+    with pytest.raises(ToolNotAllowed, match="without tools"):
+        tools_for("planner", available)
+    with pytest.raises(ValueError, match="named"):
+        tools_for("coder", {"write_file": write_tool(worktree)})
+
+
+@pytest.mark.parametrize("bad", ["/etc/passwd", "../outside.php", "src/../../x", ".git/config", "", "a\x00b",
+                                 "~/secret"])
+def test_bad_paths_are_rejected(worktree: Path, bad: str) -> None:
+    with pytest.raises(PathRejected):
+        resolve_in_worktree(worktree, bad)
+
+
+def test_symlink_escaping_the_worktree_is_rejected(worktree: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("token")
+    os.symlink(tmp_path / "secret.txt", worktree / "src" / "link.php")
+    os.symlink(worktree / ".git", worktree / "gitdir")
+    os.symlink(worktree / "src" / "Small.php", worktree / "inside.php")
+    with pytest.raises(PathRejected, match="outside"):
+        resolve_in_worktree(worktree, "src/link.php")
+    with pytest.raises(PathRejected, match=".git"):
+        resolve_in_worktree(worktree, "gitdir/config")
+    assert relative(worktree, "inside.php") == "src/Small.php"
+    assert relative(worktree, "./src//Small.php") == "src/Small.php"
+
+
+def test_read_tool_numbers_lines_and_caps_length(worktree: Path) -> None:
+    text = read_lines(worktree, "src/Large.php", 5, 6)
+    assert text.splitlines()[0].startswith("    5| ") and "more lines; read from 7" in text
+    assert len(read_lines(worktree, "src/Large.php").splitlines()) == MAX_READ_LINES + 1
+    with pytest.raises(ValueError, match="range"):
+        read_lines(worktree, "src/Large.php", 9, 3)
+    with pytest.raises(FileNotFoundError):
+        read_lines(worktree, "src/Nope.php")

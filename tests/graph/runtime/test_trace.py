@@ -1,0 +1,109 @@
+"""A trace of a scripted run reads as the story of the run; `forgebot trace` prints it."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from graph import trace_cli
+from graph.runtime.loop import invoke_llm_with_tools
+from graph.runtime.memory import Memory
+from graph.runtime.trace import LangfuseExporter, Trace, format_trace, read_trace, trace_path
+from tests.fakes.chat import scripted
+from tests.graph.runtime.conftest import make_session, tools
+from tests.graph.runtime.script import call, done
+
+
+async def _scripted_run(data_dir: Path, worktree: Path) -> Trace:
+    trace = Trace.open(data_dir, "task-42")
+    trace.node("decomposer", "analyzer", "2 acceptance criteria")
+    memory = Memory()
+    model = scripted([
+        call("read_file", path="src/Small.php"),
+        call("write_scratchpad", kind="fact", text="Large::m4 returns 4"),
+        call("read_file", path="src/Large.php", start_line=20, end_line=60),
+        call("read_file", path="src/Large.php", start_line=30, end_line=40),
+        done("found it"),
+    ])
+    session = make_session(worktree, "analyzer", targets=["src/Small.php", "src/Large.php"], trace=trace,
+                           memory=memory)
+    await invoke_llm_with_tools(model, [*tools(worktree), memory.scratchpad.tool()], [HumanMessage("go")], session)
+    trace.snapshot("analyzer", {"criteria": [1, 2], "analysis": {"summary": "x"}})
+    trace.node("analyzer", "publisher", "analysis complete")
+    return trace
+
+
+async def test_trace_tells_the_story_in_order(tmp_path: Path, worktree: Path) -> None:
+    trace = await _scripted_run(tmp_path, worktree)
+    events = read_trace(trace.path)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "node" and kinds[-1] == "node" and "snapshot" in kinds
+    model = next(e for e in events if e["kind"] == "model")
+    assert model["injected"]["full"] == 1 and model["injected"]["outline"] == 1 and len(model["context_hash"]) == 12
+    story = format_trace(events)
+    expected = [
+        "decomposer → analyzer: 2 acceptance criteria",
+        "[analyzer] model ScriptedChatModel call 1",
+        "asks for read_file",
+        "read_file(path=src/Small.php) ✗ refused: Not read again",
+        "write_scratchpad(kind=fact, text=Large::m4 returns 4) → ",
+        "read_file(path=src/Large.php, start_line=20, end_line=60) → ",
+        "guard: redundant_read → refuse",
+        "session ended: finished after 4 tool calls",
+        "state after analyzer: analysis, criteria",
+        "analyzer → publisher: analysis complete",
+    ]
+    positions = [story.find(line) for line in expected]
+    assert -1 not in positions, [line for line, p in zip(expected, positions, strict=True) if p == -1]
+    assert positions == sorted(positions)
+
+
+async def test_cli_prints_the_trace(tmp_path: Path, worktree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    await _scripted_run(tmp_path, worktree)
+    parser = argparse.ArgumentParser()
+    trace_cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["trace", "task-42"])
+    args.data_dir = tmp_path
+    assert args.handler(args) == 0
+    assert "analyzer → publisher: analysis complete" in capsys.readouterr().out
+    raw = parser.parse_args(["trace", "task-42", "--json"])
+    raw.data_dir = tmp_path
+    assert raw.handler(raw) == 0
+    assert all(json.loads(line)["task"] == "task-42" for line in capsys.readouterr().out.splitlines())
+    missing = parser.parse_args(["trace", "nope"])
+    missing.data_dir = tmp_path
+    assert missing.handler(missing) == 1 and "no trace" in capsys.readouterr().err
+
+
+def test_task_ids_cannot_escape_the_trace_directory(tmp_path: Path) -> None:
+    for bad in ("../x", "a/b", "", ".hidden"):
+        with pytest.raises(ValueError):
+            trace_path(tmp_path, bad)
+
+
+def test_events_reach_sinks_and_langfuse_needs_its_package(tmp_path: Path) -> None:
+    seen: list[dict[str, object]] = []
+    trace = Trace.open(tmp_path, "t1")
+    trace.sinks.append(seen.append)
+    trace.node("a", "b", "because")
+    assert seen[0]["reason"] == "because"
+
+    class Client:
+        def __init__(self) -> None:
+            self.events: list[str] = []
+
+        def create_event(self, name: str, metadata: dict[str, object]) -> None:
+            self.events.append(name)
+
+    client = Client()
+    LangfuseExporter(client)({"kind": "node"})
+    assert client.events == ["node"]
+    if importlib.util.find_spec("langfuse") is None:
+        with pytest.raises(RuntimeError, match="pip install langfuse"):
+            LangfuseExporter()
