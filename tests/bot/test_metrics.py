@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import cast
@@ -123,3 +124,17 @@ def test_metrics_endpoint_serves_queue_and_task_families(settings: Settings, red
     assert 'forgebot_queue_jobs{state="waiting"} 1.0' in text
     assert 'forgebot_gate_results_total{gate="lint",status="disabled"}' in text
     assert "# TYPE forgebot_webhook_deliveries_total counter" in text  # the webhook families stay beside them
+
+
+def test_worker_metrics_server_serves_task_and_queue_families(redis_url: str) -> None:
+    metrics.record_tokens("coder", "local-model", input_tokens=10, output_tokens=5)
+    server = metrics.start_metrics_server(0, "127.0.0.1", redis_url=redis_url)
+    try:
+        host, port = server.server_address[:2]
+        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=5) as response:
+            text = response.read().decode()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert 'forgebot_llm_tokens_total{direction="output",model="local-model",role="coder"}' in text
+    assert "forgebot_queue_up 1.0" in text

@@ -103,6 +103,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - name: secrets
   mountPath: /etc/forgebot/secrets
   readOnly: true
+{{- with .Values.extraVolumeMounts }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{- define "forgebot.commonVolumes" -}}
@@ -113,4 +116,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   secret:
     secretName: {{ include "forgebot.secretName" . }}
     defaultMode: 0440
+{{- with .Values.extraVolumes }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
