@@ -19,7 +19,7 @@ NOT_SETTINGS = {
     "FORGEBOT_SECRETS_DIR": ROOT / "bot" / "settings.py",
     "FORGEBOT_REQUIRE_TOOLS": ROOT / ".ci" / "run",
 }
-_NAME = re.compile(r"FORGEBOT_[A-Z0-9][A-Z0-9_]*(?:<[A-Z]+>[A-Z0-9_]*)*")
+_NAME = re.compile(r"FORGEBOT_[A-Z0-9][A-Z0-9_]*(?:<[A-Z]+>[A-Z0-9_]*)*\*?")
 
 
 def test_committed_reference_equals_the_generated_one() -> None:
@@ -87,18 +87,30 @@ def _documents() -> list[Path]:
     return [*docs, chart.CHART / "values.yaml", *chart.TEMPLATES.rglob("*.yaml"), *(chart.CHART / "ci").glob("*.yaml")]
 
 
+def _documented(name: str) -> bool:
+    if name.endswith("*"):  # `FORGEBOT_INTAKE__*`: a section, which must hold at least one setting
+        return any(row.env.startswith(name[:-1]) for _, row in configdoc.rows())
+    try:
+        configdoc.resolve_env_name(name.rstrip("_"))
+    except KeyError:
+        return False
+    return True
+
+
 def test_every_documented_forgebot_name_is_a_setting() -> None:
-    unknown = []
-    for path in _documents():
-        for name in set(_NAME.findall(path.read_text(encoding="utf-8"))):
-            name = name.rstrip("_")
-            if name in NOT_SETTINGS:
-                continue
-            try:
-                configdoc.resolve_env_name(name)
-            except KeyError:
-                unknown.append(f"{path.relative_to(ROOT)}: {name}")
+    unknown = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in _documents()
+        for name in set(_NAME.findall(path.read_text(encoding="utf-8")))
+        if name not in NOT_SETTINGS and not _documented(name)
+    ]
     assert unknown == []
+
+
+def test_wildcards_must_name_a_section() -> None:
+    assert _documented("FORGEBOT_GITLAB__*")
+    assert not _documented("FORGEBOT_GITLABS__*")
+    assert not _documented("FORGEBOT_GITLAB__TOKN")
 
 
 def test_names_that_are_not_settings_are_really_read_by_the_code() -> None:
