@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from bot.metrics import register_collectors
 from bot.queue import ArqQueue, JobQueue
 from bot.settings import Settings
 from bot.webhooks import Metrics, github_webhook, gitlab_webhook
@@ -43,6 +44,7 @@ def create_app(settings: Settings | None = None, queue: JobQueue | None = None) 
     resolved = settings or Settings.load()
     registry = CollectorRegistry()
     app_metrics = Metrics.create(registry)
+    register_collectors(registry, resolved.redis_url)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:

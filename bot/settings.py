@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    NestedSecretsSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 
 def _default_data_dir() -> Path:
@@ -108,6 +113,10 @@ class Settings(BaseSettings):
         env_prefix="FORGEBOT_",
         env_nested_delimiter="__",
         extra="ignore",
+        # secret files are named like the variable without the prefix (`gitlab__token`), which is
+        # also a valid key of a Kubernetes Secret mounted as a directory
+        secrets_prefix="",
+        secrets_nested_delimiter="__",
     )
 
     data_dir: Path = Field(default_factory=_default_data_dir)
@@ -130,16 +139,36 @@ class Settings(BaseSettings):
         description="name → connection URL for the read-only database tools; `.forgebot.yml` names one",
     )
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The stock secrets source matches top-level fields only, so `gitlab__token` was ignored;
+        # the nested source splits file names on `__` like the environment source does.
+        return init_settings, env_settings, dotenv_settings, NestedSecretsSettingsSource(file_secret_settings)
+
     @property
     def checkpoint_path(self) -> Path:
         return self.data_dir / "checkpoints.sqlite"
 
     @classmethod
     def load(cls) -> Settings:
-        """Build from the environment; `FORGEBOT_SECRETS_DIR` names a directory of secret files."""
+        """Build from the environment; `FORGEBOT_SECRETS_DIR` names a directory of secret files.
+
+        Environment variables win over files, so one value can be overridden without editing the
+        mounted Secret.
+        """
         import os
 
         secrets_dir = os.environ.get("FORGEBOT_SECRETS_DIR")
         if secrets_dir:
+            if not Path(secrets_dir).is_dir():
+                # pydantic-settings only warns; a mistyped mount path must not start a bot without its tokens
+                raise ValueError(f"FORGEBOT_SECRETS_DIR={secrets_dir} is not a directory")
             return cls(_secrets_dir=secrets_dir)  # type: ignore[call-arg]
         return cls()
