@@ -131,5 +131,7 @@ def build_worker(
         burst=burst,
         poll_delay=0.05 if burst else 0.5,
         handle_signals=handle_signals,
+        # on SIGTERM (a deploy) let the running task finish or reach its next checkpoint
+        job_completion_wait=settings.job_timeout,
         keep_result=3600,
     )

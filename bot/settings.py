@@ -134,6 +134,10 @@ class Settings(BaseSettings):
     triggers: TriggerSettings = Field(default_factory=TriggerSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     log_level: str = "INFO"
+    worker_metrics_port: int | None = Field(
+        default=None,
+        description="`forgebot worker` serves its task, token, gate and forge metrics on this port (unset: none)",
+    )
     databases: dict[str, SecretStr] = Field(
         default_factory=dict,
         description="name → connection URL for the read-only database tools; `.forgebot.yml` names one",
