@@ -1,8 +1,10 @@
-"""Handlers that turn captured declaration nodes into `Symbol` and structural `Relation` records.
+"""Handlers that turn captured declaration nodes into symbol rows and structural relation rows.
 
 Each handler receives the node and its enclosing context and returns the context that holds inside
 the node (a namespace, class-like or function opens one) or None. The sweep in `parse.py` decides
-which handler runs; the handlers never walk beyond the node they were given.
+which handler runs; the handlers never walk beyond the node they were given. Rows are plain tuples
+in table-column order (a full build creates hundreds of thousands); `parse.parse_source` turns them
+into `Symbol` and `Relation` records for other consumers.
 """
 
 from __future__ import annotations
