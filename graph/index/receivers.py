@@ -126,6 +126,9 @@ def resolve_call(site: CallSite, text: TextOf) -> RelationRow | None:
     name_node = node.child_by_field_name("name")
     if name_node is None or name_node.type != "name":
         return None
+    previous = name_node.prev_sibling
+    if previous is not None and previous.type == "{":
+        return None  # `$o->{CONSTANT}()`: the method name is computed at run time
     method = text(name_node)
     if kind == "scoped_call_expression":
         scope = node.child_by_field_name("scope")
