@@ -41,7 +41,6 @@ CREATE TABLE IF NOT EXISTS relations (
 CREATE INDEX IF NOT EXISTS symbols_path ON symbols(path);
 CREATE INDEX IF NOT EXISTS symbols_fqn ON symbols(fqn);
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
-CREATE INDEX IF NOT EXISTS symbols_parent ON symbols(parent_fqn);
 CREATE INDEX IF NOT EXISTS relations_path ON relations(path);
 CREATE INDEX IF NOT EXISTS relations_target_name ON relations(target_name);
 CREATE INDEX IF NOT EXISTS relations_target_fqn ON relations(target_fqn);
