@@ -23,7 +23,7 @@ from graph.index.receivers import CallSite, ClassScope, FunctionScope, RelationR
 SymbolRow = tuple[str, str, str, str, str, int, int, int, int, str, str, tuple[str, ...]]
 
 
-@dataclass
+@dataclass(slots=True)
 class Context:
     """What encloses a node: namespace imports, class-like and function (either may be None)."""
 
@@ -32,7 +32,7 @@ class Context:
     func: FunctionScope | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Extraction:
     """The records of one file as they accumulate during the sweep."""
 
