@@ -6,6 +6,7 @@ process stays free of graph imports. `ArqQueue` is the production implementation
 
 from __future__ import annotations
 
+import logging
 from typing import Protocol
 
 from arq import create_pool
@@ -14,6 +15,7 @@ from arq.connections import ArqRedis, RedisSettings
 from bot.events import ForgeEvent
 
 RUN_TASK = "run_task"
+log = logging.getLogger(__name__)
 
 
 class JobQueue(Protocol):
@@ -45,3 +47,28 @@ class ArqQueue:
 
     async def close(self) -> None:
         await self._pool.aclose()
+
+    async def eviction_policy(self) -> str | None:
+        return await eviction_policy(self._pool)
+
+
+async def eviction_policy(redis: ArqRedis) -> str | None:
+    """Redis's `maxmemory-policy`, logged as an error unless it is `noeviction`.
+
+    Any other policy lets Redis drop queued jobs under memory pressure; the inbox and its sweeper
+    recover them, but an operator should know. `None` when CONFIG is not allowed (managed Redis).
+    """
+    try:
+        reply = await redis.config_get("maxmemory-policy")
+    except Exception as exc:  # CONFIG is often disabled on managed Redis; not fatal
+        log.warning("could not read redis maxmemory-policy: %s", type(exc).__name__)
+        return None
+    policy = reply.get("maxmemory-policy") or reply.get(b"maxmemory-policy")
+    value = policy.decode() if isinstance(policy, bytes) else str(policy)
+    if value != "noeviction":
+        log.error(
+            "redis maxmemory-policy is %s: Redis may evict queued jobs; set it to noeviction "
+            "(the inbox sweeper re-enqueues lost jobs, later)",
+            value,
+        )
+    return value

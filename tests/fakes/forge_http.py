@@ -44,12 +44,18 @@ class FakeForgeState:
     issues: dict[Key, FakeIssue] = field(default_factory=dict)
     comments: dict[Key, list[FakeComment]] = field(default_factory=dict)
     bot_user: str = "forgebot"
+    # (forge, project, user): GitLab access level (int, key = user id) or GitHub role name (key = login)
+    members: dict[tuple[str, str, str], int | str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
 
     def add_issue(self, forge: str, project: str, number: int, issue: FakeIssue) -> None:
         with self.lock:
             self.issues[(forge, project, number)] = issue
+
+    def grant(self, forge: str, project: str, user: str, level: int | str) -> None:
+        with self.lock:
+            self.members[(forge, project, user)] = level
 
     def comments_on(self, forge: str, project: str, number: int) -> list[FakeComment]:
         with self.lock:
@@ -111,6 +117,16 @@ async def gitlab_notes(request: Request) -> JSONResponse:
     return JSONResponse(_gitlab_note_json(project, iid, comment), status_code=201)
 
 
+async def gitlab_member(request: Request) -> JSONResponse:
+    """`GET /projects/:id/members/all/:user_id`: effective access, 404 for non-members."""
+    state: FakeForgeState = request.app.state.forge
+    user = str(request.path_params["user"])
+    level = state.members.get(("gitlab", request.path_params["project"], user))
+    if not isinstance(level, int):
+        return _not_found()
+    return JSONResponse({"id": int(user), "username": f"user{user}", "state": "active", "access_level": level})
+
+
 # --- GitHub -------------------------------------------------------------------------------------
 
 
@@ -159,11 +175,24 @@ async def github_comments(request: Request) -> JSONResponse:
     return JSONResponse(_github_comment_json(full_name, number, comment), status_code=201)
 
 
+async def github_permission(request: Request) -> JSONResponse:
+    """`GET /repos/{owner}/{repo}/collaborators/{username}/permission`; 404 for strangers."""
+    state: FakeForgeState = request.app.state.forge
+    full_name, login = f"{request.path_params['owner']}/{request.path_params['repo']}", request.path_params["user"]
+    role = state.members.get(("github", full_name, login))
+    if not isinstance(role, str):
+        return _not_found()
+    legacy = {"maintain": "write", "triage": "read"}.get(role, role)
+    return JSONResponse({"permission": legacy, "role_name": role, "user": {"login": login, "id": 1}})
+
+
 def create_fake_forge(state: FakeForgeState | None = None) -> Starlette:
     """Build the fake forge app; `app.state.forge` is the shared `FakeForgeState`."""
     routes = [
         Route("/gitlab/api/v4/projects/{project}/issues/{iid:int}", gitlab_issue, methods=["GET"]),
         Route("/gitlab/api/v4/projects/{project}/issues/{iid:int}/notes", gitlab_notes, methods=["GET", "POST"]),
+        Route("/gitlab/api/v4/projects/{project}/members/all/{user}", gitlab_member, methods=["GET"]),
+        Route("/github/repos/{owner}/{repo}/collaborators/{user}/permission", github_permission, methods=["GET"]),
         Route("/github/repos/{owner}/{repo}/issues/{number:int}", github_issue, methods=["GET"]),
         Route("/github/repos/{owner}/{repo}/issues/{number:int}/comments", github_comments, methods=["GET", "POST"]),
     ]
