@@ -69,7 +69,12 @@ class Inbox:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbox")
 
     @classmethod
-    async def open(cls, sqlite_path: Path | None = None, postgres_url: str | None = None) -> Inbox:
+    async def open(
+        cls,
+        sqlite_path: Path | None = None,
+        postgres_url: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> Inbox:
         """Open (and create the tables of) the Postgres store if a URL is given, else the SQLite file."""
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbox-open")
         loop = asyncio.get_running_loop()
@@ -82,7 +87,7 @@ class Inbox:
                 raise ValueError("the inbox needs a SQLite path or a Postgres URL")
         finally:
             executor.shutdown()
-        inbox = cls(conn)
+        inbox = cls(conn, clock)
         await inbox._run(lambda: conn.script(SCHEMA))
         return inbox
 
@@ -220,8 +225,8 @@ class Inbox:
         )
         return [Pending(str(row[0]), str(row[1])) for row in rows]
 
-    async def prune(self, keep_hours: float) -> int:
-        """Forget handled or non-accepted deliveries older than `keep_hours` (never below 72 h)."""
+    async def prune(self, keep_hours: float) -> bool:
+        """Forget handled or non-accepted deliveries older than `keep_hours` (never below 72 h); True if any."""
         cutoff = self._clock() - max(keep_hours, 72.0) * 3600
 
         def prune() -> bool:
@@ -232,7 +237,7 @@ class Inbox:
                 (cutoff,),
             )
 
-        return int(await self._run(lambda: self._db.transaction(prune)))
+        return await self._run(lambda: self._db.transaction(prune))
 
     async def deliveries(self) -> list[tuple[str, str, str | None]]:
         """(delivery id, result, task id) of every remembered delivery, oldest first."""

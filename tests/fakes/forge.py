@@ -5,12 +5,12 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from bot.forge import AccessLevel, CommentRef, ForgeNotFound, ForgeUser, Issue, IssueRef, RepoRef
+from bot.forge import AccessLevel, CommentRef, ForgeKind, ForgeNotFound, ForgeUser, Issue, IssueRef, RepoRef
 
 
 @dataclass
 class FakeForge:
-    kind: str = "gitlab"
+    kind: ForgeKind = "gitlab"
     issues: dict[IssueRef, Issue] = field(default_factory=dict)
     comments: dict[IssueRef, list[str]] = field(default_factory=dict)
     access: dict[tuple[str, int], AccessLevel] = field(default_factory=dict)  # (project, user id)
