@@ -20,8 +20,8 @@ from bot.jobs import build_worker
 from bot.redisserver import PrivateRedis
 from bot.settings import Settings
 from tests.fakes.forge import FakeForge
-from tests.fakes.server import serving
 from tests.fakes.samples import sample
+from tests.fakes.server import serving
 from tests.intake import deliveries
 from tests.intake.payloads import github_comment, gitlab_note
 from tests.intake.test_jobs import blocked_model
