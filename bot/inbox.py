@@ -6,19 +6,21 @@ A delivery id is remembered for `dedupe_hours` (≥ 72 h) whatever arq forgets; 
 partial unique index allows one running or waiting task per issue or change, race-free on both
 SQLite and Postgres. The sweeper re-enqueues accepted rows that no job has handled.
 
-All SQL runs on one thread per inbox, so a SQLite connection is never shared between threads and
-the event loop never blocks on a disk sync.
+Postgres statements run on one thread per inbox, so the event loop never waits on the network;
+SQLite statements run inline under a lock (microseconds each, with one sync per group commit).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from bot.events import ForgeEvent
 from bot.inboxsql import SCHEMA, Connection, connect_postgres, connect_sqlite
@@ -48,6 +50,14 @@ class TaskRow:
     event_json: str
 
 
+class _Record(NamedTuple):
+    forge: str
+    delivery_id: str
+    event_name: str
+    event: ForgeEvent | None
+    now: float
+
+
 @dataclass(frozen=True)
 class Pending:
     """An accepted delivery that no job has handled yet."""
@@ -65,8 +75,12 @@ class Inbox:
 
     def __init__(self, connection: Connection, clock: Callable[[], float] = time.time) -> None:
         self._db = connection
+        self._inline = connection.local
+        self._lock = threading.Lock()
         self._clock = clock
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbox")
+        self._pending: list[tuple[_Record, asyncio.Future[Intake]]] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(
@@ -74,6 +88,7 @@ class Inbox:
         sqlite_path: Path | None = None,
         postgres_url: str | None = None,
         clock: Callable[[], float] = time.time,
+        sqlite_sync: Literal["normal", "full"] = "normal",
     ) -> Inbox:
         """Open (and create the tables of) the Postgres store if a URL is given, else the SQLite file."""
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbox-open")
@@ -82,7 +97,7 @@ class Inbox:
             if postgres_url:
                 conn = await loop.run_in_executor(executor, connect_postgres, postgres_url)
             elif sqlite_path is not None:
-                conn = await loop.run_in_executor(executor, connect_sqlite, sqlite_path)
+                conn = await loop.run_in_executor(executor, connect_sqlite, sqlite_path, sqlite_sync)
             else:
                 raise ValueError("the inbox needs a SQLite path or a Postgres URL")
         finally:
@@ -92,6 +107,11 @@ class Inbox:
         return inbox
 
     async def _run(self, fn: Callable[[], T]) -> T:
+        if self._inline:
+            # a local SQLite statement takes microseconds; a hop to a thread costs more than that
+            # on a busy machine (GIL hand-over), so SQLite runs on the caller's thread, serialized
+            with self._lock:
+                return fn()
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
 
     async def close(self) -> None:
@@ -104,12 +124,48 @@ class Inbox:
     # --- the request path ------------------------------------------------------------------------
 
     async def record(self, forge: str, delivery_id: str, event_name: str, event: ForgeEvent | None) -> Intake:
-        """Record one authentic delivery and decide its outcome, in one transaction."""
-        now = self._clock()
-        write = lambda: self._record(forge, delivery_id, event_name, event, now)  # noqa: E731
-        return await self._run(lambda: self._db.transaction(write))
+        """Record one authentic delivery and decide its outcome; returns once it is committed.
 
-    def _record(self, forge: str, delivery_id: str, event_name: str, event: ForgeEvent | None, now: float) -> Intake:
+        Group commit: deliveries arriving while a commit is in progress are written together in
+        the next transaction, so a burst costs one disk sync per batch, not one per delivery.
+        Call from one event loop per inbox (the receiver's).
+        """
+        now = self._clock()
+        done: asyncio.Future[Intake] = asyncio.get_running_loop().create_future()
+        self._pending.append((_Record(forge, delivery_id, event_name, event, now), done))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+        return await done
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            records = [item for item, _ in batch]
+            try:
+                results = await self._run(partial(self._write, records))
+            except Exception:  # one bad row must not fail its neighbours: retry them one by one
+                await self._one_by_one(batch)
+                continue
+            for (_, done), result in zip(batch, results, strict=True):
+                if not done.done():
+                    done.set_result(result)
+
+    async def _one_by_one(self, batch: list[tuple[_Record, asyncio.Future[Intake]]]) -> None:
+        for item, done in batch:
+            try:
+                (result,) = await self._run(partial(self._write, [item]))
+            except Exception as exc:
+                if not done.done():
+                    done.set_exception(exc)
+            else:
+                if not done.done():
+                    done.set_result(result)
+
+    def _write(self, records: list[_Record]) -> list[Intake]:
+        return self._db.transaction(lambda: [self._record(item) for item in records])
+
+    def _record(self, item: _Record) -> Intake:
+        forge, delivery_id, event_name, event, now = item
         fresh = self._db.execute(
             "INSERT INTO deliveries (delivery_id, forge, event_name, received_at, result) VALUES (?, ?, ?, ?, ?)"
             " ON CONFLICT DO NOTHING",
@@ -256,4 +312,4 @@ def _task(row: tuple[Any, ...] | None) -> TaskRow | None:
 async def open_inbox(settings: Settings) -> Inbox:
     """The configured store: Postgres when `database_url` is set, else SQLite in the data dir."""
     url = settings.database_url.get_secret_value() if settings.database_url else None
-    return await Inbox.open(sqlite_path=settings.inbox_path, postgres_url=url)
+    return await Inbox.open(sqlite_path=settings.inbox_path, postgres_url=url, sqlite_sync=settings.intake.inbox_sync)

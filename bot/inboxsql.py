@@ -10,7 +10,7 @@ import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 T = TypeVar("T")
 
@@ -49,6 +49,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS tasks_one_active ON tasks (task_key) WHERE sta
 class Connection(ABC):
     """One DB-API connection in autocommit mode; writes go through `transaction`."""
 
+    local = False  # True: statements are local and quick enough to run on the event loop
+
     def __init__(self, raw: Any, placeholder: str, integrity_errors: tuple[type[Exception], ...]) -> None:
         self._raw = raw
         self._placeholder = placeholder
@@ -82,6 +84,8 @@ class Connection(ABC):
 
 
 class SqliteConnection(Connection):
+    local = True
+
     def transaction(self, fn: Callable[[], T]) -> T:
         # IMMEDIATE takes the write lock up front: no deadlock when two processes upgrade a read
         self._raw.execute("BEGIN IMMEDIATE")
@@ -100,12 +104,14 @@ class PostgresConnection(Connection):
             return fn()
 
 
-def connect_sqlite(path: Path) -> Connection:
-    """A WAL-mode file with full sync: a delivery answered 202 survives a power cut."""
+def connect_sqlite(path: Path, sync: Literal["normal", "full"] = "normal") -> Connection:
+    """A WAL-mode file. `normal`: a committed delivery survives a crash or kill of the process
+    (not a power cut: like Redis's default `appendfsync everysec`); `full`: one fsync per commit
+    (batched by the inbox's group commit), surviving a power cut too."""
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
     raw.execute("PRAGMA journal_mode=WAL")
-    raw.execute("PRAGMA synchronous=FULL")
+    raw.execute(f"PRAGMA synchronous={'FULL' if sync == 'full' else 'NORMAL'}")
     return SqliteConnection(raw, "?", (sqlite3.IntegrityError,))
 
 

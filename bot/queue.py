@@ -11,6 +11,9 @@ from typing import Protocol
 
 from arq import create_pool
 from arq.connections import ArqRedis, RedisSettings
+from arq.constants import job_key_prefix, result_key_prefix
+from arq.jobs import serialize_job
+from arq.utils import timestamp_ms
 
 from bot.events import ForgeEvent
 
@@ -28,19 +31,34 @@ class JobQueue(Protocol):
     async def close(self) -> None: ...
 
 
+# arq's enqueue_job (WATCH, EXISTS, MULTI/EXEC: three round trips) as one atomic script: the same
+# keys, the same pickled job record, the same refusal when the job id is queued, running or done.
+_ENQUEUE = """
+if redis.call('exists', KEYS[1], KEYS[2]) > 0 then return 0 end
+redis.call('psetex', KEYS[1], ARGV[1], ARGV[2])
+redis.call('zadd', KEYS[3], ARGV[3], ARGV[4])
+return 1
+"""
+
+
 class ArqQueue:
-    """Enqueue `run_task` jobs on Redis with the delivery id as arq's job id."""
+    """Enqueue `run_task` jobs on Redis with the delivery id as arq's job id, in one round trip."""
 
     def __init__(self, pool: ArqRedis) -> None:
         self._pool = pool
+        self._enqueue = pool.register_script(_ENQUEUE)
 
     @classmethod
     async def connect(cls, redis_url: str) -> ArqQueue:
         return cls(await create_pool(RedisSettings.from_dsn(redis_url)))
 
     async def enqueue(self, event: ForgeEvent) -> bool:
-        job = await self._pool.enqueue_job(RUN_TASK, event.model_dump_json(), _job_id=event.delivery_id)
-        return job is not None
+        job_id = event.delivery_id
+        now = timestamp_ms()
+        job = serialize_job(RUN_TASK, (event.model_dump_json(),), {}, None, now, serializer=self._pool.job_serializer)
+        keys = [job_key_prefix + job_id, result_key_prefix + job_id, self._pool.default_queue_name]
+        created = await self._enqueue(keys=keys, args=[self._pool.expires_extra_ms, job, now, job_id])
+        return bool(created)
 
     async def ping(self) -> bool:
         return bool(await self._pool.ping())

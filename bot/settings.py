@@ -81,6 +81,9 @@ class IntakeSettings(BaseModel):
     sweep_interval: int = Field(default=60, ge=5, description="seconds between sweeps of the inbox")
     sweep_grace: float = Field(default=15.0, description="an accepted row younger than this is in flight")
     enqueue_timeout: float = Field(default=2.0, description="seconds the request path waits for Redis")
+    inbox_sync: Literal["normal", "full"] = Field(
+        default="normal", description="SQLite inbox: `full` also survives a power cut, at one fsync per batch"
+    )
     access_cache_seconds: float = Field(default=60.0, description="how long a permission answer is reused")
     allowed_projects: list[str] = Field(
         default_factory=list, description="GitLab project ids or paths, GitHub owner/name; empty: any"

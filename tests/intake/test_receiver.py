@@ -252,3 +252,21 @@ def test_one_structured_log_line_per_delivery_and_no_secret_anywhere(
     everything = "\n".join(r.getMessage() + str(r.args) + str(r.__dict__) for r in caplog.records)
     for secret in (GITLAB_SECRET, GITHUB_SECRET, GITLAB_TOKEN, GITHUB_TOKEN):
         assert secret not in everything
+
+
+def test_eviction_policy_other_than_noeviction_is_reported_at_startup(
+    intake_settings: Settings, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = redis.Redis.from_url(redis_url)
+    server.config_set("maxmemory-policy", "allkeys-lru")
+    try:
+        with TestClient(create_app(intake_settings)):
+            pass
+    finally:
+        server.config_set("maxmemory-policy", "noeviction")
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert any("maxmemory-policy is allkeys-lru" in message for message in errors)
+    caplog.clear()
+    with TestClient(create_app(intake_settings)):
+        pass
+    assert not [r for r in caplog.records if "maxmemory-policy" in r.getMessage()]
