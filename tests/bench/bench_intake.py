@@ -97,7 +97,7 @@ def process(args: list[str], env: dict[str, str], port: int, log: Path) -> Itera
 
 
 def request_bytes(port: int, body: bytes, headers: dict[str, str]) -> bytes:
-    lines = [f"POST /webhooks/github HTTP/1.1", f"host: 127.0.0.1:{port}", f"content-length: {len(body)}"]
+    lines = ["POST /webhooks/github HTTP/1.1", f"host: 127.0.0.1:{port}", f"content-length: {len(body)}"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
