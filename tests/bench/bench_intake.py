@@ -151,7 +151,8 @@ def lost(accepted: list[str], inbox: Path, redis_socket: Path) -> int:
     """Accepted deliveries missing from the inbox or from arq's queue."""
     with sqlite3.connect(inbox) as db:
         recorded = {row[0] for row in db.execute("SELECT delivery_id FROM deliveries WHERE result = 'accepted'")}
-    queued = {m.decode() for m in redis.Redis(unix_socket_path=str(redis_socket)).zrange("arq:queue", 0, -1)}
+    members: list[bytes] = redis.Redis(unix_socket_path=str(redis_socket)).zrange("arq:queue", 0, -1)  # type: ignore[assignment]
+    queued = {m.decode() for m in members}
     ids = {f"github:{d}" for d in accepted}
     return len(ids - recorded) + len(ids - queued)
 
