@@ -143,6 +143,22 @@ async def measure(
     return latencies, accepted
 
 
+def server_ack(url: str) -> dict[str, float]:
+    """forgebot's own ack histogram (time inside the handler, without client or kernel queueing)."""
+    wanted = {
+        'forgebot_webhook_ack_seconds_sum{forge="github"}': "sum",
+        'forgebot_webhook_ack_seconds_count{forge="github"}': "count",
+        'forgebot_webhook_ack_seconds_bucket{forge="github",le="0.005"}': "le5ms",
+        'forgebot_webhook_ack_seconds_bucket{forge="github",le="0.05"}': "le50ms",
+    }
+    found = dict.fromkeys(wanted.values(), 0.0)
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
+        name, _, value = line.rpartition(" ")
+        if name in wanted:
+            found[wanted[name]] = float(value)
+    return found
+
+
 def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=1000)[int(q * 10) - 1] * 1000
 
@@ -202,7 +218,7 @@ def main() -> None:
 
 
 def run(bot_url: str, noop_url: str, requests: int, levels: list[int], work: Path, redis_server: PrivateRedis) -> None:
-    next_id = 0
+    inside = (0.0, 0.0, 0.0)
     for url in (bot_url, noop_url):  # warm both up (imports, connections, SQLite pages)
         asyncio.run(measure(url, deliveries(200, 0), 16))
     next_id = 1000
@@ -213,7 +229,16 @@ def run(bot_url: str, noop_url: str, requests: int, levels: list[int], work: Pat
         for name, url in (("no-op", noop_url), ("forgebot web", bot_url)):
             sent = deliveries(requests, next_id)
             next_id += requests
+            before = server_ack(url) if name != "no-op" else {}
             latencies, accepted = asyncio.run(measure(url, sent, concurrency))
+            if before:
+                after = server_ack(url)
+                diff = {key: after[key] - before[key] for key in after}
+                inside = (
+                    diff["sum"] / diff["count"] * 1000,
+                    diff["le5ms"] / diff["count"],
+                    diff["le50ms"] / diff["count"],
+                )
             missing = lost(accepted, work / "data" / "inbox.sqlite", redis_server.socket) if name != "no-op" else 0
             if name != "no-op" and len(accepted) != requests:
                 missing += requests - len(accepted)
@@ -222,6 +247,10 @@ def run(bot_url: str, noop_url: str, requests: int, levels: list[int], work: Pat
                 f"{name:<14}{concurrency:>5}{len(latencies):>7}{pct(latencies, 50):>9.2f}{pct(latencies, 90):>9.2f}"
                 f"{pct(latencies, 99):>9.2f}{max(latencies) * 1000:>9.2f}{'' if name == 'no-op' else missing:>6}\n"
             )
+        out(
+            f"  in-handler ack at {concurrency}: mean {inside[0]:.2f} ms, {inside[1]:.1%} within 5 ms, "
+            f"{inside[2]:.1%} within 50 ms\n"
+        )
         delta = pct(rows["forgebot web"], 50) - pct(rows["no-op"], 50)
         out(
             f"  at {concurrency}: forgebot web p50 - no-op p50 = {delta:.2f} ms; "
