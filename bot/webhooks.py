@@ -100,19 +100,28 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _delivery_id(forge: ForgeKind, headers: Any, event_name: str, body: bytes) -> str:
+def _sent_id(forge: ForgeKind, headers: Any, event_name: str) -> str:
     """The forge's retry-stable id: `X-GitHub-Delivery`, GitLab's `Idempotency-Key` (≥ 17.4).
 
     Older GitLab has only `X-Gitlab-Event-UUID`, shared by the events one request fires, so it is
-    paired with the event name; with no id at all the body's hash stands in.
+    paired with the event name.
     """
     if forge == "github":
-        found = headers.get("x-github-delivery", "")
-    else:
-        found = headers.get("idempotency-key", "")
-        if not found and headers.get("x-gitlab-event-uuid"):
-            found = f"{event_name}:{headers.get('x-gitlab-event-uuid')}"
-    if not found or len(found) > 200 or not found.isprintable():
+        return str(headers.get("x-github-delivery", ""))
+    found = str(headers.get("idempotency-key", ""))
+    if not found and headers.get("x-gitlab-event-uuid"):
+        found = f"{event_name}:{headers.get('x-gitlab-event-uuid')}"
+    return found
+
+
+def _usable(sent: str) -> bool:
+    return bool(sent) and len(sent) <= 200 and sent.isprintable()
+
+
+def _delivery_id(forge: ForgeKind, headers: Any, event_name: str, body: bytes) -> str:
+    """The dedupe key: the forge's id, or a hash of the body when there is none (or it is unusable)."""
+    found = _sent_id(forge, headers, event_name)
+    if not _usable(found):
         found = "body:" + hashlib.sha256(found.encode(errors="replace") + body).hexdigest()
     return f"{forge}:{found}"
 
@@ -134,6 +143,18 @@ class Delivery:
     id: str
     event_name: str
     event: ForgeEvent | None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one delivery was answered: metrics label, status, body and what the log line says."""
+
+    result: str
+    status: int
+    body: dict[str, Any]
+    reason: str = ""
+    task: str = ""
+    queued: bool = False
 
 
 async def _accept(request: Request, forge: ForgeKind) -> Delivery:
@@ -190,26 +211,20 @@ async def _outcome(request: Request, forge: ForgeKind, delivery: Delivery) -> Ou
     return Outcome("accepted", 202, body, task=intake.task_id or "", queued=queued)
 
 
-@dataclass(frozen=True)
-class Outcome:
-    result: str
-    status: int
-    body: dict[str, Any]
-    reason: str = ""
-    task: str = ""
-    queued: bool = False
-
-
 async def receive(request: Request, forge: ForgeKind) -> JSONResponse:
     """Answer one delivery; the only place its outcome is decided, counted and logged."""
     metrics: Metrics = request.state.metrics
     started = time.perf_counter()
-    delivery = Delivery("-", "-", None)
+    sent = _sent_id(forge, request.headers, request.headers.get(f"x-{forge}-event", ""))
+    delivery = Delivery(f"{forge}:{sent}" if _usable(sent) else "-", "-", None)  # as claimed, for the log
     try:
         delivery = await _accept(request, forge)
         outcome = await _outcome(request, forge, delivery)
     except Rejection as rej:
         outcome = Outcome(rej.result, rej.status, {"error": rej.reason}, reason=rej.reason)
+    except Exception:  # a bug must not make the forge disable its hook: 400, and the trace in the log
+        log.exception("delivery not understood forge=%s delivery=%s", forge, delivery.id)
+        outcome = Outcome("rejected", 400, {"error": "delivery not understood"}, reason="internal error")
     elapsed = time.perf_counter() - started
     metrics.deliveries.labels(forge=forge, result=outcome.result).inc()
     metrics.ack_seconds.labels(forge=forge).observe(elapsed)

@@ -80,6 +80,8 @@ async def _call(
         sent.append(message)
 
     await app(scope, receive, send)
+    if any(b"delivery not understood" in m.get("body", b"") for m in sent):
+        raise AssertionError("the receiver's last-resort handler caught an exception")
     return int(sent[0]["status"]), pulled
 
 

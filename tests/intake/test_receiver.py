@@ -247,7 +247,7 @@ def test_one_structured_log_line_per_delivery_and_no_secret_anywhere(
         ("github:log-1", "accepted"),
         ("gitlab:log-2", "accepted"),
         ("github:log-3", "ignored"),
-        ("-", "unauthorized"),
+        ("gitlab:log-4", "unauthorized"),  # the id as claimed, unverified
     ]
     everything = "\n".join(r.getMessage() + str(r.args) + str(r.__dict__) for r in caplog.records)
     for secret in (GITLAB_SECRET, GITHUB_SECRET, GITLAB_TOKEN, GITHUB_TOKEN):
