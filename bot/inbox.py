@@ -46,6 +46,7 @@ class TaskRow:
     state: TaskStatus
     mode: str
     delivery_id: str
+    job_id: str  # the arq job running it: its own delivery's, or a reply's while it resumes
     detail: str
     event_json: str
 
@@ -66,7 +67,7 @@ class Pending:
     event_json: str
 
 
-_TASK_COLUMNS = "t.task_id, t.task_key, t.state, t.mode, t.delivery_id, t.detail, d.event_json"
+_TASK_COLUMNS = "t.task_id, t.task_key, t.state, t.mode, t.delivery_id, t.job_id, t.detail, d.event_json"
 _TASK_FROM = "tasks t JOIN deliveries d ON d.delivery_id = t.delivery_id"
 
 
@@ -200,9 +201,9 @@ class Inbox:
                 return Intake("ignored", reason=f"no task to {event.trigger}")
             return Intake("accepted", task.task_id)
         self._db.execute(
-            "INSERT INTO tasks (task_id, task_key, state, mode, delivery_id, detail, created_at, updated_at)"
-            " VALUES (?, ?, 'queued', ?, ?, '', ?, ?) ON CONFLICT DO NOTHING",
-            (event.task_id, event.task_key, event.mode or "", delivery_id, now, now),
+            "INSERT INTO tasks (task_id, task_key, state, mode, delivery_id, job_id, detail, created_at, updated_at)"
+            " VALUES (?, ?, 'queued', ?, ?, ?, '', ?, ?) ON CONFLICT DO NOTHING",
+            (event.task_id, event.task_key, event.mode or "", delivery_id, delivery_id, now, now),
         )
         return Intake("accepted", event.task_id)
 
@@ -229,8 +230,9 @@ class Inbox:
         rows = await self._run(lambda: self._db.all(f"SELECT {_TASK_COLUMNS} FROM {_TASK_FROM} ORDER BY t.created_at"))
         return [row for row in map(_task, rows) if row is not None]
 
-    async def claim(self, task_id: str, from_state: TaskStatus = "queued") -> TaskRow | None:
-        """Move the task to `running`; `None` when it is not in `from_state` or its item is busy.
+    async def claim(self, task_id: str, job_id: str, from_state: TaskStatus = "queued") -> TaskRow | None:
+        """Move the task to `running` under arq job `job_id`; `None` when it is not in `from_state`
+        or its item is busy.
 
         The partial unique index on running/waiting tasks makes a second claim on the same issue
         or change fail inside the database, so two workers cannot both win.
@@ -239,8 +241,8 @@ class Inbox:
 
         def claim() -> bool:
             return self._db.execute(
-                "UPDATE tasks SET state = 'running', updated_at = ? WHERE task_id = ? AND state = ?",
-                (now, task_id, from_state),
+                "UPDATE tasks SET state = 'running', job_id = ?, updated_at = ? WHERE task_id = ? AND state = ?",
+                (job_id, now, task_id, from_state),
             )
 
         try:

@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     state TEXT NOT NULL,
     mode TEXT NOT NULL,
     delivery_id TEXT NOT NULL,
+    job_id TEXT NOT NULL,
     detail TEXT NOT NULL,
     created_at DOUBLE PRECISION NOT NULL,
     updated_at DOUBLE PRECISION NOT NULL

@@ -102,11 +102,11 @@ async def _claim(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> TaskRo
     """Start the event's own task, or answer that another task is active on the item."""
     inbox: Inbox = ctx["inbox"]
     current = await inbox.task(event.task_id)
-    if current is not None and current.state == "running" and ctx.get("job_try", 1) > 1:
-        return current  # our own earlier try was deferred (rate limit): carry on
+    if current is not None and current.state == "running" and current.job_id == event.delivery_id:
+        return current  # an earlier try of this very job was deferred or its worker died: carry on
     if current is None or current.state != "queued":
         return None  # cancelled, finished or unknown: nothing to start
-    claimed = await inbox.claim(event.task_id)
+    claimed = await inbox.claim(event.task_id, event.delivery_id)
     if claimed is not None:
         return claimed
     other = await inbox.active_task(event.task_key, ("running", "waiting"))
@@ -129,8 +129,8 @@ async def _resumable(ctx: dict[str, Any], event: ForgeEvent) -> TaskRow | None:
     if task is None:
         return None
     if task.state == "running":
-        return task if ctx.get("job_try", 1) > 1 else None  # a reply while it runs is only a comment
-    return await inbox.claim(task.task_id, from_state="waiting")
+        return task if task.job_id == event.delivery_id else None  # a reply while it runs is only a comment
+    return await inbox.claim(task.task_id, event.delivery_id, from_state="waiting")
 
 
 async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, task: TaskRow) -> str:
@@ -183,7 +183,7 @@ async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:
         task.task_id, "cancelled", f"cancelled by {event.actor.username}", only_from=ACTIVE
     ):
         if task.state == "running" and "redis" in ctx:
-            await ctx["redis"].zadd(abort_jobs_ss, {task.delivery_id: timestamp_ms()})
+            await ctx["redis"].zadd(abort_jobs_ss, {task.job_id: timestamp_ms()})
         await _say(
             forge, event, f"Cancelled task {task.task_id} at the request of @{event.actor.username}.", task.task_id
         )

@@ -68,7 +68,7 @@ async def test_reply_counts_only_while_a_task_waits(inbox: Inbox) -> None:
     assert (await inbox.record("gitlab", "gitlab:r1", "Note Hook", reply)).result == "ignored"
     asked = note_event("gitlab:ask", "/analyze", comment_id=2002)
     await inbox.record("gitlab", "gitlab:ask", "Note Hook", asked)
-    assert await inbox.claim(asked.task_id) is not None
+    assert await inbox.claim(asked.task_id, asked.delivery_id) is not None
     assert await inbox.set_state(asked.task_id, "waiting", "need_info")
     answer = note_event("gitlab:r2", "Use the v2 endpoint.", comment_id=2003)
     intake = await inbox.record("gitlab", "gitlab:r2", "Note Hook", answer)
@@ -88,13 +88,13 @@ async def test_one_running_task_per_item(inbox: Inbox) -> None:
     first, second = note_event("gitlab:1", "/implement", 11), note_event("gitlab:2", "/analyze", 12)
     for event in (first, second):
         await inbox.record("gitlab", event.delivery_id, "Note Hook", event)
-    claimed = await inbox.claim(first.task_id)
+    claimed = await inbox.claim(first.task_id, first.delivery_id)
     assert claimed is not None and claimed.state == "running"
-    assert await inbox.claim(second.task_id) is None  # the partial unique index refuses it
+    assert await inbox.claim(second.task_id, second.delivery_id) is None  # the partial unique index refuses it
     assert (await inbox.task(second.task_id)).state == "queued"  # type: ignore[union-attr]
-    assert await inbox.claim(first.task_id) is None  # not queued any more
+    assert await inbox.claim(first.task_id, first.delivery_id) is None  # not queued any more
     await inbox.set_state(first.task_id, "done")
-    assert await inbox.claim(second.task_id) is not None
+    assert await inbox.claim(second.task_id, second.delivery_id) is not None
 
 
 async def test_set_state_respects_only_from(inbox: Inbox) -> None:
@@ -118,7 +118,7 @@ async def test_unhandled_lists_accepted_rows_no_job_finished(tmp_path: Path) -> 
         now[0] += 60
         assert [p.delivery_id for p in await inbox.unhandled(grace=10)] == ["gitlab:0", "gitlab:1", "gitlab:2"]
         await inbox.handled("gitlab:0")
-        await inbox.claim(events[1].task_id)  # running: its job is alive
+        await inbox.claim(events[1].task_id, events[1].delivery_id)  # running: its job is alive
         pending = await inbox.unhandled(grace=10)
         assert [p.delivery_id for p in pending] == ["gitlab:2"]
         assert ForgeEvent.model_validate_json(pending[0].event_json) == events[2]

@@ -97,7 +97,7 @@ async def test_refused_actor_never_reaches_the_graph(ctx: dict[str, Any], level:
 
 async def test_second_trigger_while_one_runs_gets_a_busy_reply(ctx: dict[str, Any]) -> None:
     first = await deliver(ctx, "/implement", 3)
-    await ctx["inbox"].claim(first.task_id)  # a worker is running it
+    await ctx["inbox"].claim(first.task_id, first.delivery_id)  # a worker is running it
     second = await deliver(ctx, "/analyze", 4)
     assert await run_task(ctx, second.model_dump_json()) == "skipped"
     assert await state_of(ctx, second.task_id) == ("cancelled", f"busy: task {first.task_id} is active")
@@ -108,11 +108,11 @@ async def test_second_trigger_while_one_runs_gets_a_busy_reply(ctx: dict[str, An
 
 async def test_cancel_stops_a_running_task(ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     task = await deliver(ctx, "/analyze", 5)
-    await ctx["inbox"].claim(task.task_id)
+    await ctx["inbox"].claim(task.task_id, task.delivery_id)
     cancel = await deliver(ctx, "/cancel", 6)
     assert await run_task(ctx, cancel.model_dump_json()) == "cancelled"
     assert await state_of(ctx, task.task_id) == ("cancelled", "cancelled by root")
-    assert await ctx["redis"].zscore(abort_jobs_ss, task.delivery_id) is not None  # arq aborts the job
+    assert await ctx["redis"].zscore(abort_jobs_ss, task.delivery_id) is not None  # arq aborts its job
     assert f"Cancelled task {task.task_id}" in comments(ctx, cancel)[0]
 
 
@@ -144,6 +144,7 @@ async def test_reply_resumes_the_waiting_task_on_its_own_thread(
     assert await run_task(ctx, reply.model_dump_json()) == "reported"
     assert await state_of(ctx, task.task_id) == ("done", "reported")
     assert runs[1].task_id == task.task_id and runs[1].comment == "Use the v2 endpoint."
+    assert (await ctx["inbox"].task(task.task_id)).job_id == reply.delivery_id
 
 
 async def test_forge_outage_on_the_last_try_fails_the_task_visibly(
@@ -160,3 +161,18 @@ async def test_forge_outage_on_the_last_try_fails_the_task_visibly(
     assert await state_of(ctx, task.task_id) == ("failed", "ForgeUnavailable")
     assert f"task {task.task_id}" in comments(ctx, task)[0]
     assert await ctx["inbox"].unhandled(grace=-1) == []
+
+
+async def test_a_retried_job_carries_on_with_its_own_running_task(ctx: dict[str, Any]) -> None:
+    event = await deliver(ctx, "/analyze", 12)
+    await ctx["inbox"].claim(event.task_id, event.delivery_id)  # the first try claimed it, then was deferred
+    assert await run_task(ctx, event.model_dump_json()) == "blocked"
+    assert await state_of(ctx, event.task_id) == ("done", "blocked")
+
+
+async def test_a_task_running_under_another_job_is_not_run_twice(ctx: dict[str, Any]) -> None:
+    event = await deliver(ctx, "/analyze", 13)
+    await ctx["inbox"].claim(event.task_id, "gitlab:a-reply")  # resumed by a reply's job
+    ctx["model_factory"] = lambda role: pytest.fail("ran twice")
+    assert await run_task(ctx, event.model_dump_json()) == "skipped"
+    assert (await state_of(ctx, event.task_id))[0] == "running"

@@ -108,7 +108,7 @@ def test_reply_to_a_waiting_task_is_accepted(client: TestClient, forge: str) -> 
         reply = deliveries.github(github_comment("Use v2", id=2), "issue_comment")
     task = post(client, forge, ask).json()["task"]
     inbox = inbox_of(client)
-    asyncio.run(inbox.claim(task))
+    asyncio.run(inbox.claim(task, "job-1"))
     asyncio.run(inbox.set_state(task, "waiting", "need_info"))
     response = post(client, forge, reply)
     assert (response.status_code, response.json()["task"]) == (202, task)
