@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from bot.events import ForgeEvent, parse_github, parse_gitlab
 from bot.inbox import Inbox
@@ -151,3 +155,36 @@ def github_event(delivery: str) -> ForgeEvent:
     event = parse_github({"x-github-event": "issue_comment"}, github_comment("/implement"), delivery, TRIGGERS)
     assert event is not None
     return event
+
+
+async def test_one_failing_record_does_not_fail_the_rest_of_its_group_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inbox = await Inbox.open(sqlite_path=tmp_path / "i.sqlite")
+    record = Inbox._record
+
+    def flaky(self: Inbox, item: Any) -> Any:
+        if item.delivery_id == "gitlab:bad":
+            raise sqlite3.OperationalError("disk I/O error")
+        return record(self, item)
+
+    write = Inbox._write
+    batches: list[int] = []
+
+    def counted(self: Inbox, records: list[Any]) -> Any:
+        batches.append(len(records))
+        return write(self, records)
+
+    monkeypatch.setattr(Inbox, "_record", flaky)
+    monkeypatch.setattr(Inbox, "_write", counted)
+    try:
+        events = [note_event(f"gitlab:{name}", "/implement", 700 + n) for n, name in enumerate(["a", "bad", "c"])]
+        results = await asyncio.gather(
+            *(inbox.record("gitlab", e.delivery_id, "Note Hook", e) for e in events), return_exceptions=True
+        )
+        assert isinstance(results[1], sqlite3.OperationalError)
+        assert [r.result for r in (results[0], results[2])] == ["accepted", "accepted"]  # type: ignore[union-attr]
+        assert [d[0] for d in await inbox.deliveries()] == ["gitlab:a", "gitlab:c"]
+        assert batches == [3, 1, 1, 1]  # one group commit, rolled back, then each alone
+    finally:
+        await inbox.close()
