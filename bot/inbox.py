@@ -22,6 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeVar
 
+from bot.batching import Batcher
 from bot.events import ForgeEvent
 from bot.inboxsql import SCHEMA, Connection, connect_postgres, connect_sqlite
 from bot.settings import Settings
@@ -80,8 +81,7 @@ class Inbox:
         self._lock = threading.Lock()
         self._clock = clock
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbox")
-        self._pending: list[tuple[_Record, asyncio.Future[Intake]]] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._group: Batcher[_Record, Intake] = Batcher(self._commit)
 
     @classmethod
     async def open(
@@ -129,38 +129,11 @@ class Inbox:
 
         Group commit: deliveries arriving while a commit is in progress are written together in
         the next transaction, so a burst costs one disk sync per batch, not one per delivery.
-        Call from one event loop per inbox (the receiver's).
         """
-        now = self._clock()
-        done: asyncio.Future[Intake] = asyncio.get_running_loop().create_future()
-        self._pending.append((_Record(forge, delivery_id, event_name, event, now), done))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush())
-        return await done
+        return await self._group.submit(_Record(forge, delivery_id, event_name, event, self._clock()))
 
-    async def _flush(self) -> None:
-        while self._pending:
-            batch, self._pending = self._pending, []
-            records = [item for item, _ in batch]
-            try:
-                results = await self._run(partial(self._write, records))
-            except Exception:  # one bad row must not fail its neighbours: retry them one by one
-                await self._one_by_one(batch)
-                continue
-            for (_, done), result in zip(batch, results, strict=True):
-                if not done.done():
-                    done.set_result(result)
-
-    async def _one_by_one(self, batch: list[tuple[_Record, asyncio.Future[Intake]]]) -> None:
-        for item, done in batch:
-            try:
-                (result,) = await self._run(partial(self._write, [item]))
-            except Exception as exc:
-                if not done.done():
-                    done.set_exception(exc)
-            else:
-                if not done.done():
-                    done.set_result(result)
+    async def _commit(self, records: list[_Record]) -> list[Intake]:
+        return await self._run(partial(self._write, records))
 
     def _write(self, records: list[_Record]) -> list[Intake]:
         return self._db.transaction(lambda: [self._record(item) for item in records])

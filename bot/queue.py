@@ -15,6 +15,7 @@ from arq.constants import job_key_prefix, result_key_prefix
 from arq.jobs import serialize_job
 from arq.utils import timestamp_ms
 
+from bot.batching import Batcher
 from bot.events import ForgeEvent
 
 RUN_TASK = "run_task"
@@ -46,19 +47,29 @@ class ArqQueue:
 
     def __init__(self, pool: ArqRedis) -> None:
         self._pool = pool
-        self._enqueue = pool.register_script(_ENQUEUE)
+        self._script = pool.register_script(_ENQUEUE)
+        self._batch: Batcher[ForgeEvent, bool] = Batcher(self._push)
 
     @classmethod
     async def connect(cls, redis_url: str) -> ArqQueue:
         return cls(await create_pool(RedisSettings.from_dsn(redis_url)))
 
     async def enqueue(self, event: ForgeEvent) -> bool:
-        job_id = event.delivery_id
+        """Queue the job; deliveries arriving together share one pipelined round trip."""
+        return await self._batch.submit(event)
+
+    async def _push(self, events: list[ForgeEvent]) -> list[bool]:
         now = timestamp_ms()
-        job = serialize_job(RUN_TASK, (event.model_dump_json(),), {}, None, now, serializer=self._pool.job_serializer)
-        keys = [job_key_prefix + job_id, result_key_prefix + job_id, self._pool.default_queue_name]
-        created = await self._enqueue(keys=keys, args=[self._pool.expires_extra_ms, job, now, job_id])
-        return bool(created)
+        async with self._pool.pipeline(transaction=False) as pipe:
+            for event in events:
+                job_id = event.delivery_id
+                job = serialize_job(
+                    RUN_TASK, (event.model_dump_json(),), {}, None, now, serializer=self._pool.job_serializer
+                )
+                keys = [job_key_prefix + job_id, result_key_prefix + job_id, self._pool.default_queue_name]
+                await self._script(keys=keys, args=[self._pool.expires_extra_ms, job, now, job_id], client=pipe)
+            created = await pipe.execute()
+        return [bool(value) for value in created]
 
     async def ping(self) -> bool:
         return bool(await self._pool.ping())

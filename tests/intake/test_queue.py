@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import redis
 from arq.jobs import Job, JobStatus
 
-from bot.events import parse_gitlab
+from bot.events import ForgeEvent, parse_gitlab
 from bot.queue import RUN_TASK, ArqQueue
 from bot.settings import TriggerSettings
 from tests.intake.payloads import gitlab_note
@@ -25,3 +28,33 @@ async def test_enqueue_is_arq_compatible_and_refuses_a_known_job_id(redis_url: s
         assert arq_own is None  # and arq agrees the id is taken
     finally:
         await queue.close()
+
+
+async def test_concurrent_enqueues_share_round_trips_and_keep_job_id_uniqueness(redis_url: str) -> None:
+    events = [
+        parse_gitlab(
+            {"x-gitlab-event": "Note Hook"}, gitlab_note("/implement", id=n), f"gitlab:c{n % 10}", TriggerSettings()
+        )
+        for n in range(20)
+    ]  # 20 submissions, 10 distinct delivery ids
+    queue = await ArqQueue.connect(redis_url)
+    calls: list[int] = []
+    push = queue._push
+
+    async def counted(batch: list[ForgeEvent]) -> list[bool]:
+        calls.append(len(batch))
+        return await push(batch)
+
+    queue._batch._process = counted
+    try:
+        created = await asyncio.gather(*(queue.enqueue(e) for e in events if e is not None))
+    finally:
+        await queue.close()
+    assert created == [True] * 10 + [False] * 10
+    assert calls == [20]  # one pipeline for the whole burst
+    assert await _queued(redis_url) == 10
+
+
+async def _queued(url: str) -> int:
+    count: int = redis.Redis.from_url(url).zcard("arq:queue")  # type: ignore[assignment]
+    return count
