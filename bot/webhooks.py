@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import json
 import logging
 import time
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from pydantic import SecretStr
 from starlette.requests import Request
@@ -127,9 +127,11 @@ def _delivery_id(forge: ForgeKind, headers: Any, event_name: str, body: bytes) -
 
 
 def _decode(body: bytes) -> dict[str, Any]:
+    """Decode with orjson: several times faster than `json` on a forge's 10-30 KB payloads, strict
+    UTF-8, no NaN/Infinity, and a nesting limit instead of a RecursionError."""
     try:
-        payload = json.loads(body)
-    except (ValueError, RecursionError) as exc:  # ValueError covers bad UTF-8 and bad JSON
+        payload = orjson.loads(body)
+    except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError is a ValueError
         raise Rejection(400, "rejected", "malformed JSON") from exc
     if not isinstance(payload, dict):
         raise Rejection(400, "rejected", "payload is not a JSON object")
@@ -239,7 +241,7 @@ async def receive(request: Request, forge: ForgeKind) -> JSONResponse:
         "queued": outcome.queued,
         "ms": round(elapsed * 1000, 2),
     }
-    log.info("webhook %s", json.dumps(fields, sort_keys=True))
+    log.info("webhook %s", orjson.dumps(fields, option=orjson.OPT_SORT_KEYS).decode())
     return JSONResponse(outcome.body, status_code=outcome.status)
 
 
