@@ -13,6 +13,7 @@ SQLite statements run inline under a lock (microseconds each, with one sync per 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +32,7 @@ IntakeResult = Literal["accepted", "duplicate", "ignored"]
 TaskStatus = Literal["queued", "running", "waiting", "done", "failed", "cancelled"]
 ACTIVE: tuple[TaskStatus, ...] = ("queued", "running", "waiting")
 T = TypeVar("T")
+CHECKPOINT_EVERY = 100  # commits between two WAL checkpoints on the inbox's thread
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,8 @@ class Inbox:
         self._clock = clock
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbox")
         self._group: Batcher[_Record, Intake] = Batcher(self._commit)
+        self._commits = 0
+        self._checkpoint: asyncio.Future[None] | None = None
 
     @classmethod
     async def open(
@@ -116,6 +120,9 @@ class Inbox:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
 
     async def close(self) -> None:
+        if self._checkpoint is not None:
+            with contextlib.suppress(Exception):  # housekeeping; closing checkpoints anyway
+                await self._checkpoint
         await self._run(self._db.close)
         self._executor.shutdown()
 
@@ -133,7 +140,12 @@ class Inbox:
         return await self._group.submit(_Record(forge, delivery_id, event_name, event, self._clock()))
 
     async def _commit(self, records: list[_Record]) -> list[Intake]:
-        return await self._run(partial(self._write, records))
+        results = await self._run(partial(self._write, records))
+        self._commits += 1
+        if self._commits >= CHECKPOINT_EVERY and (self._checkpoint is None or self._checkpoint.done()):
+            self._commits = 0
+            self._checkpoint = asyncio.get_running_loop().run_in_executor(self._executor, self._db.checkpoint)
+        return results
 
     def _write(self, records: list[_Record]) -> list[Intake]:
         return self._db.transaction(lambda: [self._record(item) for item in records])

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.events import ForgeEvent, parse_github, parse_gitlab
-from bot.inbox import Inbox
+from bot.inbox import CHECKPOINT_EVERY, Inbox
 from bot.settings import TriggerSettings
 from tests.fakes.samples import sample
 from tests.intake.payloads import github_comment, gitlab_note
@@ -186,5 +186,31 @@ async def test_one_failing_record_does_not_fail_the_rest_of_its_group_commit(
         assert [r.result for r in (results[0], results[2])] == ["accepted", "accepted"]  # type: ignore[union-attr]
         assert [d[0] for d in await inbox.deliveries()] == ["gitlab:a", "gitlab:c"]
         assert batches == [3, 1, 1, 1]  # one group commit, rolled back, then each alone
+    finally:
+        await inbox.close()
+
+
+def _rows_in_database_file(path: Path) -> int:
+    """Deliveries in the main file only: `immutable=1` makes SQLite ignore the WAL."""
+    with sqlite3.connect(f"file:{path}?immutable=1", uri=True) as db:
+        try:
+            return int(db.execute("SELECT count(*) FROM deliveries").fetchone()[0])
+        except sqlite3.OperationalError:  # the table itself is still only in the WAL
+            return 0
+
+
+async def test_wal_is_checkpointed_on_a_thread_after_enough_commits(tmp_path: Path) -> None:
+    path = tmp_path / "i.sqlite"
+    inbox = await Inbox.open(sqlite_path=path)
+    try:
+        for n in range(CHECKPOINT_EVERY - 1):
+            await inbox.record("github", f"github:{n}", "ping", None)
+        assert _rows_in_database_file(path) == 0  # commits never checkpoint by themselves
+        await inbox.record("github", "github:last", "ping", None)
+        for _ in range(100):
+            if _rows_in_database_file(path) == CHECKPOINT_EVERY:
+                break
+            await asyncio.sleep(0.02)
+        assert _rows_in_database_file(path) == CHECKPOINT_EVERY
     finally:
         await inbox.close()
