@@ -120,15 +120,21 @@ def lexical_ranking(conn: Connection, query: str, limit: int, *, budget: int = 2
     """BM25 over the FTS5 table, on the query's rarer terms.
 
     Ranking costs FTS5 a few microseconds per matching row, so a query word found in most chunks
-    ("get", "value") would make latency grow with the index. Terms found in `budget` or more chunks
-    are left out while rarer ones exist (they add little to BM25 anyway); if every term is that
-    common, the terms must all match (AND) instead of any (OR).
+    ("get", "value") would make latency grow with the index. Terms are taken rarest first while
+    their chunks add up to at most `budget` (they carry most of BM25's weight anyway); if even the
+    rarest term is that common, all terms must match (AND) instead of any (OR).
     """
     terms = query_terms(query)
     if not terms:
         return []
     frequency = {term: _capped_count(conn, term, budget) for term in terms}
-    rare = [term for term in terms if frequency[term] < budget]
+    rare: list[str] = []
+    postings = 0
+    for term in sorted(terms, key=lambda t: frequency[t]):
+        if frequency[term] >= budget or (rare and postings + frequency[term] > budget):
+            break
+        rare.append(term)
+        postings += frequency[term]
     if rare:
         match = " OR ".join(f'"{t}"' for t in rare)
     else:
