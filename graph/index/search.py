@@ -122,7 +122,8 @@ def lexical_ranking(conn: Connection, query: str, limit: int, *, budget: int = 2
     Ranking costs FTS5 a few microseconds per matching row, so a query word found in most chunks
     ("get", "value") would make latency grow with the index. Terms are taken rarest first while
     their chunks add up to at most `budget` (they carry most of BM25's weight anyway); if even the
-    rarest term is that common, all terms must match (AND) instead of any (OR).
+    rarest term is that common, all terms must match (AND) instead of any (OR), and only the first
+    `budget` matches are ranked.
     """
     terms = query_terms(query)
     if not terms:
@@ -139,9 +140,11 @@ def lexical_ranking(conn: Connection, query: str, limit: int, *, budget: int = 2
         match = " OR ".join(f'"{t}"' for t in rare)
     else:
         match = " AND ".join(f'"{t}"' for t in terms)
+    # The inner LIMIT caps the rows BM25 scores: an AND of common words can still match thousands.
     rows = conn.execute(
-        "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, ?, ?, ?) LIMIT ?",
-        (match, *BM25_COLUMNS, limit),
+        "SELECT rowid FROM (SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS score FROM chunks_fts "
+        "WHERE chunks_fts MATCH ? LIMIT ?) ORDER BY score LIMIT ?",
+        (*BM25_COLUMNS, match, budget, limit),
     )
     return [row[0] for row in rows]
 

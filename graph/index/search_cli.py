@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from graph.index import taskindex
+from graph.index import search_store, taskindex
 from graph.index.db import connect
 from graph.index.embed import Embedder
 from graph.index.location import index_path
@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     index = index_path(Path(args.data_dir), root)
     taskindex.refresh(index, root, embedder=embedder)
     conn = connect(index, readonly=True)
+    search_store.tune_reader(conn)
     try:
         single = args.batch is None
         for query in queries:

@@ -74,6 +74,16 @@ def _has_vectors(conn: Connection) -> bool:
     return row is not None
 
 
+def tune_reader(conn: Connection, *, cache_mb: int = 256) -> None:
+    """Give a long-lived search connection a page cache and memory map that hold the hot index.
+
+    With SQLite's default 2 MB cache, every query at 100k chunks re-read FTS and vector pages and
+    hybrid p99 was ~300 ms on our machines; with 256 MB it was ~50 ms (docs/search.md).
+    """
+    conn.execute(f"PRAGMA cache_size = {-1024 * int(cache_mb)}")
+    conn.execute(f"PRAGMA mmap_size = {1024 * 1024 * int(cache_mb) * 4}")
+
+
 def read_meta(conn: Connection) -> dict[str, str]:
     return {row[0]: row[1] for row in conn.execute("SELECT key, value FROM search_meta")}
 
