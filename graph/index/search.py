@@ -39,8 +39,8 @@ class Weights:
 
     lexical: float = 1.0
     vector: float = 1.0
-    graph: float = 0.5
-    k: int = 10  # small k favours the top of each list; best MRR on the quality bench (docs/search.md)
+    graph: float = 0.3
+    k: int = 5  # small k favours the top of each list; best MRR on the quality bench (docs/search.md)
     candidates: int = 100  # how deep the lexical and graph legs rank before fusion
     # The vector leg ranks less deep: vec0's scan cost grows with its k (at 100k chunks, k = 400 cost
     # ~10x k = 10), while the quality bench scored the same MRR with 20 as with 100.
