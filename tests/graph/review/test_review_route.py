@@ -52,11 +52,11 @@ async def _review(forge: FakeForge, repo: ChangeRepo, tmp_path: Path, models: Mo
                         workspace=WorkspaceSettings(allowed_protocols=("file",)))
     deps = Deps(settings=settings, forge=forge, model_for=models)
     compiled = build_graph().compile(checkpointer=InMemorySaver())
-    state = {"task_id": task, "mode": "review", "forge": "gitlab", "repo": _repo_ref(repo).model_dump(),
+    state: Any = {"task_id": task, "mode": "review", "forge": "gitlab", "repo": _repo_ref(repo).model_dump(),
              "number": 3, "title": "", "body": "", "started_at": 0.0, "tokens": 0, "models": []}
     nodes: list[str] = []
-    async for update in compiled.astream(state, {"configurable": {"thread_id": task}}, context=deps,
-                                         stream_mode="updates"):
+    config: Any = {"configurable": {"thread_id": task}}
+    async for update in compiled.astream(state, config, context=deps, stream_mode="updates"):
         nodes.extend(update)
     final = (await compiled.aget_state({"configurable": {"thread_id": task}})).values
     return final, nodes
