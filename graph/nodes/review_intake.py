@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 
 import prompts
 from bot.forge import ChangeRef, ForgeNotFound, IssueRef, Marker, RepoRef
-from bot.workspace import Workspaces, repo_key
+from bot.workspace import GitError, Workspaces, repo_key
 from graph.deps import Deps
 from graph.nodes.publisher import footer
 from graph.repoconfig import CONFIG_PATH, RepoConfigError, parse_repo_config
@@ -116,7 +116,10 @@ async def _criteria(deps: Deps, repo: RepoRef, body: str) -> list[dict[str, Any]
 
 async def _repo_config(spaces: Workspaces, key: str, default_branch: str) -> dict[str, Any]:
     """The `review:` section of `.forgebot.yml` on the default branch (never from the change itself)."""
-    text = await spaces.read_file(key, f"origin/{default_branch}", CONFIG_PATH)
+    try:
+        text = await spaces.read_file(key, f"origin/{default_branch}", CONFIG_PATH)
+    except GitError:
+        text = None  # no such default branch in the mirror: defaults, like a repository without the file
     if text is None:
         return {}
     try:
