@@ -4,12 +4,14 @@ comments (line/side, multi-line) and the summary on the fake GitHub through PyGi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from bot.settings import Settings
 from graph.schemas import Finding, Review
 from tests.e2e.review_harness import Models, deliver, fake_change, prepare, work
 from tests.fakes.chat import answer
 from tests.fakes.forge_http import FakeForgeState
+from tests.fakes.forge_state import FakeThread
 from tests.graph.review.conftest import make_change_repo
 from tests.graph.review.test_review_route import FIRST
 from tests.graph.runtime.script import done
@@ -19,8 +21,12 @@ MULTI = Finding(severity="minor", message="the loop body could be one expression
                 end_line=9, concern="style")
 
 
-def _threads(fake_forge: FakeForgeState) -> list[object]:
+def _threads(fake_forge: FakeForgeState) -> list[FakeThread]:
     return list(fake_forge.threads_of("github", REPO, "change", 1))
+
+
+def _pos(thread: FakeThread) -> dict[str, Any]:
+    return dict(thread.comments[0].position or {})
 
 
 async def test_review_then_incremental_re_review(settings: Settings, redis_url: str, fake_forge: FakeForgeState,
@@ -33,13 +39,12 @@ async def test_review_then_incremental_re_review(settings: Settings, redis_url: 
     await deliver(settings, "github", 201, f"file://{repo.root}")
     await work(settings, redis_url, models)
     threads = _threads(fake_forge)
-    review = [t for t in threads if t.review]  # type: ignore[attr-defined]
-    positions = {(t.comments[0].position["path"], t.comments[0].position["line"]): t.comments[0].position
-                 for t in review}
+    review = [t for t in threads if t.review]
+    positions = {(_pos(t)["path"], _pos(t)["line"]): _pos(t) for t in review}
     assert set(positions) == {("src/Cart.php", 8), ("src/Runner.php", 2), ("src/Cart.php", 9)}
     assert positions[("src/Cart.php", 8)]["side"] == "RIGHT"
     assert positions[("src/Cart.php", 9)]["start_line"] == 7  # a multi-line comment over context lines
-    summaries = [t.comments[0].body for t in threads if "### Review" in t.comments[0].body]  # type: ignore[attr-defined]
+    summaries = [t.comments[0].body for t in threads if "### Review" in t.comments[0].body]
     assert len(summaries) == 1 and "`src/Discount.php:40`" in summaries[0]
 
     cart = (repo.root / "src/Cart.php").read_text().replace("$item * 2", "$this->double($item)")
@@ -51,10 +56,10 @@ async def test_review_then_incremental_re_review(settings: Settings, redis_url: 
     await deliver(settings, "github", 202, f"file://{repo.root}")
     await work(settings, redis_url, models)
     threads = _threads(fake_forge)
-    review = [t for t in threads if t.review]  # type: ignore[attr-defined]
+    review = [t for t in threads if t.review]
     assert len(review) == 3  # nothing posted twice
-    fixed = [t for t in review if t.resolved]  # type: ignore[attr-defined]
+    fixed = [t for t in review if t.resolved]
     # both findings covering the changed line 8 are fixed; the Runner one, raised again unchanged, stays open
-    assert sorted(t.comments[0].position["line"] for t in fixed) == [8, 9]  # type: ignore[attr-defined]
-    summaries = [t.comments[0].body for t in threads if "### Review" in t.comments[0].body]  # type: ignore[attr-defined]
+    assert sorted(int(_pos(t)["line"]) for t in fixed) == [8, 9]
+    summaries = [t.comments[0].body for t in threads if "### Review" in t.comments[0].body]
     assert len(summaries) == 1 and "changes since the last review" in summaries[0]

@@ -4,22 +4,24 @@ discussions on the fake GitLab through python-gitlab, then a second `/review` af
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from bot.settings import Settings
 from graph.schemas import Finding, Review
 from tests.e2e.review_harness import Models, deliver, fake_change, prepare, work
 from tests.fakes.chat import answer
-from tests.fakes.forge_http import FakeForgeState
+from tests.fakes.forge_http import FakeComment, FakeForgeState
+from tests.fakes.forge_state import FakeThread
 from tests.graph.review.conftest import make_change_repo
 from tests.graph.review.test_review_route import FIRST
 from tests.graph.runtime.script import done
 
 
-def _threads(fake_forge: FakeForgeState) -> tuple[list[dict[str, object]], list[str], list[object]]:
+def _threads(fake_forge: FakeForgeState) -> tuple[list[dict[str, Any]], list[str], list[FakeThread]]:
     threads = fake_forge.threads_of("gitlab", "5", "change", 1)
     inline = [t.comments[0].position for t in threads if t.comments[0].position]
     summaries = [t.comments[0].body for t in threads if "### Review" in t.comments[0].body]
-    return inline, summaries, threads  # type: ignore[return-value]
+    return inline, summaries, threads
 
 
 async def test_review_then_incremental_re_review(settings: Settings, redis_url: str, fake_forge: FakeForgeState,
@@ -39,9 +41,9 @@ async def test_review_then_incremental_re_review(settings: Settings, redis_url: 
     assert by_line[("src/Runner.php", 2)]["old_path"] == "src/Legacy.php"  # the renamed file
     assert len(summaries) == 1 and "`src/Discount.php:40`" in summaries[0]
 
-    runner = next(t for t in _threads(fake_forge)[2] if t.comments[0].position  # type: ignore[attr-defined]
+    runner = next(t for t in _threads(fake_forge)[2] if t.comments[0].position
                   and t.comments[0].position["new_path"] == "src/Runner.php")
-    runner.comments.append(type(runner.comments[0])(id=fake_forge.next_id(), body="Intended.", author="alice"))
+    runner.comments.append(FakeComment(id=fake_forge.next_id(), body="Intended.", author="alice"))
     cart = (repo.root / "src/Cart.php").read_text().replace("$item * 2", "$this->double($item)")
     repo.commit({"src/Cart.php": cart, "src/Extra.php": "<?php\nfunction extra(): int\n{\n    return 1;\n}\n"})
     fake_forge.add_change("gitlab", "5", 1, fake_change(repo))
@@ -59,6 +61,5 @@ async def test_review_then_incremental_re_review(settings: Settings, redis_url: 
         ("src/Cart.php", 7), ("src/Cart.php", 8), ("src/Extra.php", 2), ("src/Runner.php", 2)]  # no duplicates
     assert len(summaries) == 1 and "changes since the last review" in summaries[0]  # edited in place
     assert "doubling belongs in a pricing rule" in summaries[0].split("**Fixed since the last review**")[1]
-    resolved = {t.comments[0].position["new_line"] for t in threads  # type: ignore[attr-defined]
-                if t.comments[0].position and t.resolved}
+    resolved = {t.comments[0].position["new_line"] for t in threads if t.comments[0].position and t.resolved}
     assert resolved == {8}
