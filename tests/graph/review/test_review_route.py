@@ -14,6 +14,7 @@ from graph.deps import Deps
 from graph.schemas import Finding, Review
 from tests.fakes.chat import ScriptedChatModel, answer, scripted
 from tests.fakes.forge import FakeForge
+from tests.graph.conftest import need_tools
 from tests.graph.review.conftest import ChangeRepo, change_files
 from tests.graph.runtime.script import done
 
@@ -138,3 +139,19 @@ async def test_re_review_covers_the_delta_resolves_fixed_and_posts_no_duplicates
     assert all(c.resolved for c in comments if c.ref.thread == fixed.ref.thread)
     assert not any(c.resolved for c in comments if c.path == "src/Runner.php")
     assert final["review_scope"]["base"] != change_repo.base
+
+
+async def test_findings_the_profile_linter_reports_are_dropped(change_repo: ChangeRepo, tmp_path: Path) -> None:
+    need_tools("php")
+    change_repo.commit({"src/Bad.php": "<?php\nfunction bad()\n{\n    return 1 +;\n}\n"})
+    forge = FakeForge(kind="gitlab")
+    ref = _seed(forge, change_repo)
+    review = Review(verdict="request_changes", summary="Broken.", verified_criteria=[1], findings=[
+        Finding(severity="blocker", message="syntax error", path="src/Bad.php", line=4, criteria=[1]),
+        Finding(severity="major", message="bad() has no return type", path="src/Bad.php", line=2, criteria=[1]),
+    ])
+    final, _ = await _review(forge, change_repo, tmp_path, Models(scripted([done(), answer(Review, review)])), "t3")
+    assert ("src/Bad.php", 4) in [tuple(x) for x in final["linted"]]
+    assert [(c.path, c.line) for c in forge.posted[ref] if c.path] == [("src/Bad.php", 2)]
+    (summary,) = [c.body for c in forge.posted[ref] if not c.path]
+    assert "1 findings dropped: the profile's linter reports them already" in summary
