@@ -77,7 +77,11 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     head = git_text(workspace, "rev-parse", "HEAD").strip()
     base = git_text(workspace, "merge-base", f"origin/{change.target_branch}", "HEAD").strip()
     record = ReviewStore.in_data_dir(deps.settings.data_dir).load(change_key(state["forge"], repo.project, ref.number))
-    if record is not None and record.head != head and _is_ancestor(workspace, record.head, head):
+    if record is not None and record.head == head:
+        body = prompts.render("review.up_to_date", head=head[:12], footer=footer(state))
+        comment = await deps.forge.post_comment(ref, body, Marker(task=state["task_id"], purpose="up-to-date"))
+        return {"outcome": "up_to_date", "report_comment_id": comment.id, "workspace": ""}
+    if record is not None and _is_ancestor(workspace, record.head, head):
         base = record.head  # a re-review: only what changed since the last one
     config = await _repo_config(spaces, key, repo.default_branch)
     again = record is not None and base == record.head

@@ -77,6 +77,7 @@ FIRST = Review(verdict="request_changes", summary="Two problems.", verified_crit
 
 
 async def test_first_review_posts_inline_findings_and_summary(change_repo: ChangeRepo, tmp_path: Path) -> None:
+    change_repo.commit({"composer.lock": "{}\n"})
     forge = FakeForge(kind="gitlab")
     ref = _seed(forge, change_repo)
     models = Models(scripted([done(), answer(Review, FIRST)]))
@@ -92,6 +93,7 @@ async def test_first_review_posts_inline_findings_and_summary(change_repo: Chang
     assert "not verified: 2. Runner keeps working" in summary
     assert "1 findings below the severity threshold (minor)" in summary
     assert "nice naming" not in summary
+    assert "**Not reviewed**" in summary and "`composer.lock`: generated or vendored file" in summary
     assert final["outcome"] == "request_changes"
 
 
@@ -155,3 +157,17 @@ async def test_findings_the_profile_linter_reports_are_dropped(change_repo: Chan
     assert [(c.path, c.line) for c in forge.posted[ref] if c.path] == [("src/Bad.php", 2)]
     (summary,) = [c.body for c in forge.posted[ref] if not c.path]
     assert "1 findings dropped: the profile's linter reports them already" in summary
+
+
+async def test_review_without_new_commits_says_so_and_posts_nothing_else(
+    change_repo: ChangeRepo, tmp_path: Path
+) -> None:
+    forge = FakeForge(kind="gitlab")
+    ref = _seed(forge, change_repo)
+    await _review(forge, change_repo, tmp_path, Models(scripted([done(), answer(Review, FIRST)])), "t1")
+    before = len(forge.posted[ref])
+    models = Models(scripted([]))
+    final, nodes = await _review(forge, change_repo, tmp_path, models, "t2")
+    assert nodes == ["review_intake"] and models.asked == [] and final["outcome"] == "up_to_date"
+    assert len(forge.posted[ref]) == before + 1
+    assert "Nothing to review" in forge.posted[ref][-1].body

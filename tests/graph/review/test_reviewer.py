@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from bot.settings import LLMSettings, Settings
 from graph.deps import Deps
 from graph.nodes import reviewer
+from graph.reviewdiff import DiffLimits, collect
 from graph.schemas import Finding, Review
 from tests.fakes.chat import ScriptedChatModel, answer, scripted
 from tests.fakes.forge import FakeForge
@@ -84,3 +85,16 @@ async def test_stopped_inspection_with_every_criterion_verified_still_does_not_a
     runtime = _runtime(model, research_base_calls=1, research_calls_per_criterion=0)
     out = await reviewer.run(_state(change_repo), runtime)  # type: ignore[arg-type]
     assert out["review"]["verdict"] == "request_changes" and "inspection stopped" in out["review"]["summary"]
+
+
+def test_size_limits_apply_per_file_before_the_budget(change_repo: ChangeRepo) -> None:
+    big = "".join(f"<?php // {n}\n" for n in range(300))
+    change_repo.commit({"composer.lock": "{}\n", "src/Big.php": big})
+    view = collect(change_repo.root, change_repo.base, DiffLimits(max_file_lines=100, budget_tokens=100_000))
+    skipped = dict(view.skipped)
+    assert skipped["composer.lock"] == "generated or vendored file"
+    assert skipped["src/Big.php"].startswith("diff of 30") and "per-file limit of 100" in skipped["src/Big.php"]
+    assert view.paths == ["src/Cart.php", "src/Discount.php", "src/Runner.php"]
+    tight = collect(change_repo.root, change_repo.base, DiffLimits(budget_tokens=120))
+    assert any("over the review's diff budget" in reason for _, reason in tight.skipped)
+    assert tight.paths and len(tight.paths) < 3  # what fitted, in order; the rest listed, never cut silently
