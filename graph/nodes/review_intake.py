@@ -20,6 +20,7 @@ import prompts
 from bot.forge import ChangeRef, ForgeNotFound, IssueRef, Marker, RepoRef
 from bot.workspace import GitError, Workspaces, repo_key
 from graph.deps import Deps
+from graph.index.taskindex import build_base
 from graph.nodes.publisher import footer
 from graph.repoconfig import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
 from graph.reviewdiff import DiffError, git_text
@@ -90,6 +91,8 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         "criteria": await _criteria(deps, repo, change.body),
         "review_limits": _limits(deps, config), "review_noise": _noise(deps, config),
         "linted": await _linted(deps, workspace, base, config),
+        # the code graph of the head under review (read-only for the reviewer; reused per commit)
+        "index_path": str(await asyncio.to_thread(build_base, deps.settings.data_dir, key, workspace, embedder=None)),
         "review_open": [_line(t.finding) for t in record.open] if record is not None and again else [],
     }
 

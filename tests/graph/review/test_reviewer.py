@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from bot.settings import LLMSettings, Settings
 from graph.deps import Deps
+from graph.index.taskindex import build_base
 from graph.nodes import reviewer
 from graph.reviewdiff import DiffLimits, collect
 from graph.schemas import Finding, Review
@@ -98,3 +100,23 @@ def test_size_limits_apply_per_file_before_the_budget(change_repo: ChangeRepo) -
     tight = collect(change_repo.root, change_repo.base, DiffLimits(budget_tokens=120))
     assert any("over the review's diff budget" in reason for _, reason in tight.skipped)
     assert tight.paths and len(tight.paths) < 3  # what fitted, in order; the rest listed, never cut silently
+
+
+async def test_code_graph_and_contract_tools_come_with_an_index(change_repo: ChangeRepo, tmp_path: Path) -> None:
+    index = build_base(tmp_path / "data", "shop", change_repo.root, embedder=None)
+    review = Review(verdict="approve", summary="ok", verified_criteria=[1, 2])
+    model = scripted([call("find_definition", name="Cart::total"), done(), answer(Review, review)])
+    out = await reviewer.run(_state(change_repo, index_path=str(index)), _runtime(model))  # type: ignore[arg-type]
+    answer_text = next(str(m.content) for m in model.received[1] if isinstance(m, ToolMessage))
+    assert "src/Cart.php" in answer_text  # the definition, from the real index
+    assert out["verdict"] == "approve"
+    tools = {t["function"]["name"] for t in _bound_tools(change_repo, str(index))}
+    assert {"find_definition", "find_callers", "override_contract", "semantic_search"} <= tools
+
+
+def _bound_tools(repo: ChangeRepo, index: str) -> list[dict[str, Any]]:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from graph.runtime.memory import Memory
+
+    return [convert_to_openai_tool(t) for t in reviewer._tools(repo.root, {"index_path": index}, Memory())]
