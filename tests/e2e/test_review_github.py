@@ -10,7 +10,7 @@ from bot.settings import Settings
 from graph.schemas import Finding, Review
 from tests.e2e.review_harness import Models, deliver, fake_change, prepare, work
 from tests.fakes.chat import answer
-from tests.fakes.forge_http import FakeForgeState
+from tests.fakes.forge_http import FakeComment, FakeForgeState
 from tests.fakes.forge_state import FakeThread
 from tests.graph.review.conftest import make_change_repo
 from tests.graph.review.test_review_route import FIRST
@@ -47,6 +47,8 @@ async def test_review_then_incremental_re_review(settings: Settings, redis_url: 
     summaries = [t.comments[0].body for t in threads if "### Review" in t.comments[0].body]
     assert len(summaries) == 1 and "`src/Discount.php:40`" in summaries[0]
 
+    runner = next(t for t in review if _pos(t)["path"] == "src/Runner.php")
+    runner.comments.append(FakeComment(id=fake_forge.next_id(), body="Intended, callers moved.", author="Codertocat"))
     cart = (repo.root / "src/Cart.php").read_text().replace("$item * 2", "$this->double($item)")
     repo.commit({"src/Cart.php": cart})
     fake_forge.add_change("github", REPO, 1, fake_change(repo))
@@ -63,3 +65,5 @@ async def test_review_then_incremental_re_review(settings: Settings, redis_url: 
     assert sorted(int(_pos(t)["line"]) for t in fixed) == [8, 9]
     summaries = [t.comments[0].body for t in threads if "### Review" in t.comments[0].body]
     assert len(summaries) == 1 and "changes since the last review" in summaries[0]
+    assert "callers still say Legacy (answered by the author)" in summaries[0]
+    assert not any("Still applies" in c.body for t in review for c in t.comments)
