@@ -171,3 +171,17 @@ async def test_review_without_new_commits_says_so_and_posts_nothing_else(
     assert nodes == ["review_intake"] and models.asked == [] and final["outcome"] == "up_to_date"
     assert len(forge.posted[ref]) == before + 1
     assert "Nothing to review" in forge.posted[ref][-1].body
+
+
+def test_no_path_from_the_review_route_reaches_a_writing_role() -> None:
+    drawn = build_graph().compile().get_graph()
+    edges: dict[str, set[str]] = {}
+    for edge in drawn.edges:
+        edges.setdefault(edge.source, set()).add(edge.target)
+    reached, todo = set(), ["review_intake"]
+    while todo:
+        node = todo.pop()
+        if node not in reached:
+            reached.add(node)
+            todo.extend(edges.get(node, ()))
+    assert reached == {"review_intake", "reviewer", "review_publisher", "__end__"}
