@@ -29,13 +29,17 @@ async def test_review_then_incremental_re_review(settings: Settings, redis_url: 
     repo = make_change_repo(tmp_path / "repo")
     prepare(settings, redis_url, fake_forge, repo.root)
     fake_forge.add_change("gitlab", "5", 1, fake_change(repo))
-    models = Models([done(), answer(Review, FIRST)])
+    removed = Finding(severity="minor", message="the old summing was clearer", path="src/Cart.php", line=8,
+                      side="old", concern="readability")
+    first = FIRST.model_copy(update={"findings": [*FIRST.findings, removed]})
+    models = Models([done(), answer(Review, first)])
     await deliver(settings, "gitlab", 101, f"file://{repo.root}")
     await work(settings, redis_url, models)
     assert set(models.asked) == {"reviewer"}
     inline, summaries, _ = _threads(fake_forge)
-    by_line = {(p["new_path"], p["new_line"]): p for p in inline}
-    assert set(by_line) == {("src/Cart.php", 8), ("src/Cart.php", 7), ("src/Runner.php", 2)}
+    by_line = {(p["new_path"], p.get("new_line")): p for p in inline}
+    assert set(by_line) == {("src/Cart.php", 8), ("src/Cart.php", 7), ("src/Runner.php", 2), ("src/Cart.php", None)}
+    assert by_line[("src/Cart.php", None)]["old_line"] == 8  # a removed line: old side only
     assert by_line[("src/Cart.php", 8)].get("old_line") is None  # an added line
     assert by_line[("src/Cart.php", 7)]["old_line"] == 7  # a context line carries both sides
     assert by_line[("src/Runner.php", 2)]["old_path"] == "src/Legacy.php"  # the renamed file
@@ -57,9 +61,10 @@ async def test_review_then_incremental_re_review(settings: Settings, redis_url: 
     diff = next(str(m.content) for m in models.reviewer.received[0] if "<diff" in str(m.content))
     assert "src/Extra.php" in diff and "src/Discount.php" not in diff  # only what changed since
     inline, summaries, threads = _threads(fake_forge)
-    assert sorted((p["new_path"], p["new_line"]) for p in inline) == [
-        ("src/Cart.php", 7), ("src/Cart.php", 8), ("src/Extra.php", 2), ("src/Runner.php", 2)]  # no duplicates
+    assert sorted((p["new_path"], p.get("new_line") or 0) for p in inline) == [
+        ("src/Cart.php", 0), ("src/Cart.php", 7), ("src/Cart.php", 8), ("src/Extra.php", 2),
+        ("src/Runner.php", 2)]  # no duplicates
     assert len(summaries) == 1 and "changes since the last review" in summaries[0]  # edited in place
     assert "doubling belongs in a pricing rule" in summaries[0].split("**Fixed since the last review**")[1]
-    resolved = {t.comments[0].position["new_line"] for t in threads if t.comments[0].position and t.resolved}
+    resolved = {t.comments[0].position.get("new_line") for t in threads if t.comments[0].position and t.resolved}
     assert resolved == {8}
