@@ -117,6 +117,11 @@ async def test_code_graph_and_contract_tools_come_with_an_index(change_repo: Cha
 def _bound_tools(repo: ChangeRepo, index: str) -> list[dict[str, Any]]:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
+    from graph.index.db import connect
     from graph.runtime.memory import Memory
 
-    return [convert_to_openai_tool(t) for t in reviewer._tools(repo.root, {"index_path": index}, Memory())]
+    conn = connect(index, readonly=True)
+    try:
+        return [convert_to_openai_tool(t) for t in reviewer._tools(repo.root, conn, Memory())]
+    finally:
+        conn.close()
