@@ -61,7 +61,7 @@ def initial_state(event: ForgeEvent, task_id: str) -> TaskState:
 
 async def execute(settings: Settings, deps: Deps, event: ForgeEvent) -> TaskState:
     """Run the graph for `event` with the SQLite checkpointer, thread id = task id."""
-    check_mode(event.mode or "")
+    check_mode(event.mode or "")  # resume and cancel events carry no mode; they never start a run here
     task_id = task_id_for(event)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     async with AsyncSqliteSaver.from_conn_string(str(settings.checkpoint_path)) as saver:

@@ -85,6 +85,15 @@ class LLMSettings(BaseModel):
     prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
 
 
+class ReviewSettings(BaseModel):
+    """Review noise control and limits; `.forgebot.yml`'s `review:` section overrides them per repository."""
+
+    severity_threshold: Literal["blocker", "major", "minor", "info"] = "minor"
+    max_findings: int = Field(default=15, ge=1, description="inline findings per review, worst first")
+    max_file_lines: int = Field(default=1500, ge=10, description="diff lines of one file; larger ones are skipped")
+    diff_budget_tokens: int = Field(default=24_000, ge=1000, description="the diff handed to the reviewer")
+
+
 class TriggerSettings(BaseModel):
     """Label names and command words users type; configurable per installation."""
 
@@ -147,6 +156,7 @@ class Settings(BaseSettings):
     github: GitHubSettings = Field(default_factory=GitHubSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     triggers: TriggerSettings = Field(default_factory=TriggerSettings)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     log_level: str = "INFO"
     worker_metrics_port: int | None = Field(

@@ -10,7 +10,7 @@ from langgraph.graph import END, START, StateGraph
 
 from graph import routing
 from graph.deps import Deps
-from graph.nodes import analyzer, decomposer, publisher
+from graph.nodes import analyzer, decomposer, publisher, review_intake, review_publisher, reviewer
 from graph.state import TaskState
 
 
@@ -19,6 +19,7 @@ def build_graph() -> StateGraph[TaskState, Deps]:
     graph.add_conditional_edges(START, routing.route_by_mode, routing.ENTRY_NODES)
     _investigation(graph)
     _analyze_route(graph)
+    _review_route(graph)
     return graph
 
 
@@ -34,3 +35,13 @@ def _analyze_route(graph: StateGraph[TaskState, Deps]) -> None:
     """analyzer → publisher (the report), or decomposer → publisher with questions when blocked."""
     graph.add_node("publisher", publisher.run)
     graph.add_edge("publisher", END)
+
+
+def _review_route(graph: StateGraph[TaskState, Deps]) -> None:
+    """review_intake → reviewer → review_publisher; never the coder. A missing branch ends at intake."""
+    graph.add_node("review_intake", review_intake.run)
+    graph.add_node("reviewer", reviewer.run)
+    graph.add_node("review_publisher", review_publisher.run)
+    graph.add_conditional_edges("review_intake", routing.after_review_intake)
+    graph.add_conditional_edges("reviewer", routing.after_reviewer, ["review_publisher"])
+    graph.add_edge("review_publisher", END)

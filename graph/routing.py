@@ -8,10 +8,10 @@ from typing import Literal
 from graph.state import TaskState
 
 # Routes this build can run; the implement and review routes arrive with their roles.
-AVAILABLE_MODES = frozenset({"analyze"})
+AVAILABLE_MODES = frozenset({"analyze", "review"})
 
 # The first node of each mode's route.
-ENTRY_NODES: dict[Hashable, str] = {"analyze": "decomposer"}
+ENTRY_NODES: dict[Hashable, str] = {"analyze": "decomposer", "review": "review_intake"}
 
 
 class ModeUnavailable(ValueError):
@@ -38,3 +38,15 @@ def after_decomposer(state: TaskState) -> Literal["analyzer", "publisher"]:
 def after_analyzer(state: TaskState) -> Literal["publisher"]:
     """The analyze route ends with the report."""
     return "publisher"
+
+
+def after_review_intake(state: TaskState) -> Literal["reviewer", "__end__"]:
+    """Review-only needs the code in git: without a checkout (missing branch) the route ends, replied."""
+    return "reviewer" if state.get("workspace") else "__end__"
+
+
+def after_reviewer(state: TaskState) -> str:
+    """The review route publishes the review; the implement route (issue 9) adds its own target here."""
+    if state["mode"] == "review":
+        return "review_publisher"
+    raise ModeUnavailable(f"the reviewer has no next step in mode {state['mode']!r}")

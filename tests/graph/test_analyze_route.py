@@ -75,5 +75,6 @@ def test_routing_by_mode_refuses_unbuilt_routes() -> None:
     import pytest
 
     assert routing.route_by_mode({"mode": "analyze"}) == "analyze"
+    assert routing.route_by_mode({"mode": "review"}) == "review"
     with pytest.raises(routing.ModeUnavailable):
-        routing.route_by_mode({"mode": "review"})
+        routing.route_by_mode({"mode": "implement"})
