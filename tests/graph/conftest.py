@@ -11,7 +11,7 @@ import os
 import shutil
 import socket
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -99,10 +99,21 @@ def _port_open(port: int) -> bool:
 
 
 @pytest.fixture(scope="session")
-def postgres_url() -> str:
-    """The test Postgres server (trust auth, database `test`)."""
+def postgres_url() -> Iterator[str]:
+    """A throw-away database on the test Postgres server, so no other suite's tables show up."""
+    import uuid
+
+    import psycopg
+
     need(_port_open(5432), "PostgreSQL at 127.0.0.1:5432")
-    return POSTGRES_URL
+    name = f"forgebot_dbtools_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield POSTGRES_URL.rpartition("/")[0] + "/" + name
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture(scope="session")
