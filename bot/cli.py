@@ -47,14 +47,14 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
-    from bot.local import run_local
+    from bot.local import LocalRunError, run_local
 
     task = args.task if args.task is not None else Path(args.task_file).read_text(encoding="utf-8")
     from graph.routing import ModeUnavailable
 
     try:
-        result = asyncio.run(run_local(args.settings, Path(args.repo), args.mode, task))
-    except (ModeUnavailable, FileNotFoundError) as exc:
+        result = asyncio.run(run_local(args.settings, Path(args.repo), args.mode, task, base=args.base))
+    except (ModeUnavailable, FileNotFoundError, LocalRunError) as exc:
         sys.stderr.write(f"forgebot run: {exc}\n")
         return 2
     for comment in result.comments:
@@ -88,6 +88,7 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     text = run.add_mutually_exclusive_group(required=True)
     text.add_argument("--task", help="the task text (first line is the title)")
     text.add_argument("--task-file", help="read the task text from a file")
+    run.add_argument("--base", help="review mode: the branch the checked-out branch is compared with")
     run.set_defaults(handler=_run)
     for register in _registrars():
         register(sub)

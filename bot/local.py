@@ -7,6 +7,8 @@ the bot would have written, so the report can be printed and evaluation can read
 from __future__ import annotations
 
 import hashlib
+import re
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +18,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from bot.events import Mode
-from bot.forge import Issue, IssueRef, RepoRef
+from bot.forge import Change, ChangeRef, FileChange, Issue, IssueRef, RepoRef
+from bot.forge._text import parse_hunks
 from bot.forge.memory import MemoryForge
+from bot.forge.models import FileStatus
 from bot.jobs import ModelFactory
 from bot.settings import Settings
 from graph.builder import build_graph
@@ -25,6 +29,71 @@ from graph.deps import Deps
 from graph.llm import chat_model
 from graph.routing import check_mode
 from graph.state import TaskState
+
+
+class LocalRunError(ValueError):
+    """The checkout cannot serve the requested local run (no branch to review, no base)."""
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise LocalRunError(f"git {' '.join(args)}: {done.stderr.strip() or done.returncode}")
+    return done.stdout
+
+
+def _diff_files(diff: str) -> tuple[FileChange, ...]:
+    """Split `git diff -M` output into files with parsed hunks (renames and new files included)."""
+    files: list[FileChange] = []
+    for block in re.split(r"^(?=diff --git )", diff, flags=re.M):
+        if not block.startswith("diff --git "):
+            continue
+        old = re.search(r"^--- (?:a/(.*)|/dev/null)$", block, re.M)
+        new = re.search(r"^\+\+\+ (?:b/(.*)|/dev/null)$", block, re.M)
+        renamed = re.search(r"^rename from (.*)\nrename to (.*)$", block, re.M)
+        old_path = renamed.group(1) if renamed else (old.group(1) if old and old.group(1) else None)
+        new_path = renamed.group(2) if renamed else (new.group(1) if new and new.group(1) else None)
+        status: FileStatus = (
+            "renamed" if renamed else "added" if old_path is None else ("deleted" if new_path is None else "modified")
+        )
+        path_new = new_path or old_path or ""
+        hunks_at = block.find("\n@@")
+        files.append(
+            FileChange(
+                old_path=old_path or path_new,
+                new_path=path_new,
+                status=status,
+                hunks=parse_hunks(block[hunks_at + 1 :]) if hunks_at >= 0 else (),
+            )
+        )
+    return tuple(files)
+
+
+def local_change(ref: ChangeRef, root: Path, title: str, body: str, base: str | None) -> Change:
+    """The checked-out branch as a change against `base` (default: main, else master)."""
+    head_branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    if head_branch == "HEAD":
+        raise LocalRunError("review needs a checked-out branch, not a detached HEAD")
+    if base is None:
+        known = set(_git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads").split())
+        base = next((b for b in ("main", "master") if b in known and b != head_branch), None)
+        if base is None:
+            raise LocalRunError("no base branch: pass --base")
+    start = _git(root, "rev-parse", base).strip()
+    merge_base = _git(root, "merge-base", base, "HEAD").strip()
+    return Change(
+        ref=ref,
+        title=title,
+        body=body,
+        author="local",
+        source_branch=head_branch,
+        target_branch=base,
+        base_sha=merge_base,
+        head_sha=_git(root, "rev-parse", "HEAD").strip(),
+        start_sha=start,
+        state="opened",
+        files=_diff_files(_git(root, "diff", "-M", "--no-color", f"{merge_base}..HEAD")),
+    )
 
 
 @dataclass(frozen=True)
@@ -40,17 +109,41 @@ def _title_and_body(task: str) -> tuple[str, str]:
 
 
 async def run_local(
-    settings: Settings, repo: Path, mode: Mode, task: str, model_factory: ModelFactory | None = None
+    settings: Settings,
+    repo: Path,
+    mode: Mode,
+    task: str,
+    model_factory: ModelFactory | None = None,
+    base: str | None = None,
 ) -> LocalResult:
-    """Run one task on the checkout at `repo` and return the final state and the bot's comments."""
+    """Run one task on the checkout at `repo` and return the final state and the bot's comments.
+
+    Review mode reviews the checked-out branch against `base` as if it were a change; the
+    repository is mirrored from the local path (git's `file` transport, allowed for this run only).
+    """
     check_mode(mode)
     root = repo.resolve()
     if not root.is_dir():
         raise FileNotFoundError(f"no such checkout: {repo}")
     title, body = _title_and_body(task)
-    ref = IssueRef(repo=RepoRef(forge="local", project=str(root), path=root.name), number=1)
+    repo_ref = RepoRef(
+        forge="local",
+        project=f"{root.name}-{hashlib.sha256(str(root).encode()).hexdigest()[:8]}",
+        path=root.name,
+        clone_url=str(root),
+    )
+    ref = IssueRef(repo=repo_ref, number=1)
     forge = MemoryForge(kind="local")
     forge.issues[ref] = Issue(ref=ref, title=title, body=body)
+    targets: list[IssueRef | ChangeRef] = [ref]
+    if mode == "review":
+        change = ChangeRef(repo=repo_ref, number=1)
+        forge.changes[change] = local_change(change, root, title, body, base)
+        targets.append(change)
+        workspace = settings.workspace.model_copy(
+            update={"allowed_protocols": (*settings.workspace.allowed_protocols, "file")}
+        )
+        settings = settings.model_copy(update={"workspace": workspace})
     models = model_factory or (lambda role: chat_model(settings.llm, role))
     task_id = hashlib.sha256(f"{root}\0{mode}\0{task}\0{time.time_ns()}".encode()).hexdigest()[:16]
     state = TaskState(
@@ -71,5 +164,5 @@ async def run_local(
         compiled = build_graph().compile(checkpointer=saver)
         config: RunnableConfig = {"configurable": {"thread_id": f"local-{task_id}"}}
         result = await compiled.ainvoke(state, config, context=Deps(settings=settings, forge=forge, model_for=models))
-    comments = [c.body for c in await forge.list_comments(ref)]
+    comments = [c.body for target in targets for c in await forge.list_comments(target)]
     return LocalResult(task_id=task_id, state=cast(dict[str, Any], result), comments=comments)
