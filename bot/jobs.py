@@ -10,7 +10,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from arq import Retry
 from arq.connections import RedisSettings
@@ -24,8 +24,10 @@ from bot.forge import Forge, ForgeNotFound, ForgeRateLimited, ForgeUnavailable, 
 from bot.queue import RUN_TASK
 from bot.settings import Settings
 from graph.builder import build_graph
+from graph.checkout import prepare
 from graph.deps import Deps
 from graph.llm import chat_model
+from graph.resume import run_or_resume
 from graph.routing import ModeUnavailable, check_mode
 from graph.state import TaskState
 
@@ -55,21 +57,25 @@ def initial_state(event: ForgeEvent, task_id: str) -> TaskState:
     )
 
 
-async def execute(settings: Settings, deps: Deps, event: ForgeEvent) -> TaskState:
-    """Run the graph for `event` with the SQLite checkpointer, thread id = task id."""
+async def execute(settings: Settings, deps: Deps, event: ForgeEvent, answer: dict[str, str] | None = None) -> TaskState:
+    """Run the graph for `event` with the SQLite checkpointer, thread id = task id.
+
+    A new thread starts on a fresh read-only checkout of the default branch; a thread paused for
+    questions resumes only with `answer` (an authorized reply), from where it stopped.
+    """
     check_mode(event.mode)
     task_id = task_id_for(event)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+
+    async def start() -> TaskState:
+        state = initial_state(event, task_id)
+        state.update(await prepare(settings, deps.forge, event.repo, task_id))  # type: ignore[typeddict-item]
+        return state
+
     async with AsyncSqliteSaver.from_conn_string(str(settings.checkpoint_path)) as saver:
         compiled = build_graph().compile(checkpointer=saver)
         config: RunnableConfig = {"configurable": {"thread_id": task_id}}
-        snapshot = await compiled.aget_state(config)
-        if snapshot.values and not snapshot.next:
-            return cast(TaskState, snapshot.values)  # finished earlier: a duplicate run does nothing
-        # a checkpoint with pending nodes resumes from where it stopped; otherwise start fresh
-        start = None if snapshot.next else initial_state(event, task_id)
-        result = await compiled.ainvoke(start, config, context=deps, durability="sync")
-        return cast(TaskState, result)
+        return await run_or_resume(compiled, config, start, deps, answer)
 
 
 async def run_task(ctx: dict[str, Any], event_json: str) -> str:

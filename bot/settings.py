@@ -101,6 +101,13 @@ class WorkspaceSettings(BaseModel):
     git_timeout: float = 600.0
 
 
+class QuestionSettings(BaseModel):
+    """need_info: how often a task may ask before it reports blocked, and how long it waits."""
+
+    max_rounds: int = Field(default=2, ge=0, description="question rounds per task; 0 reports blocked at once")
+    wait_hours: float = Field(default=72.0, gt=0, description="a waiting task expires after this, with a comment")
+
+
 class Settings(BaseSettings):
     """Process-wide configuration from `FORGEBOT_*` variables (nested with `__`) and secret files."""
 
@@ -125,6 +132,7 @@ class Settings(BaseSettings):
     triggers: TriggerSettings = Field(default_factory=TriggerSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     log_level: str = "INFO"
+    questions: QuestionSettings = Field(default_factory=QuestionSettings)
     databases: dict[str, SecretStr] = Field(
         default_factory=dict,
         description="name → connection URL for the read-only database tools; `.forgebot.yml` names one",
