@@ -40,6 +40,10 @@ def run_worker(settings: Settings) -> None:
     from bot.jobs import build_worker
 
     assert settings.redis_url
+    if settings.worker_metrics_port is not None:
+        from bot.metrics import start_metrics_server
+
+        start_metrics_server(settings.worker_metrics_port, redis_url=settings.redis_url)
     build_worker(settings, settings.redis_url).run()
 
 

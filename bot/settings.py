@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    NestedSecretsSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 
 def _default_data_dir() -> Path:
@@ -100,6 +105,21 @@ class WorkspaceSettings(BaseModel):
     allowed_protocols: tuple[str, ...] = Field(default=("https",), description="git transports allowed")
     git_timeout: float = 600.0
 
+class IntakeSettings(BaseModel):
+    """The webhook intake: durable inbox, sweeper, authorization cache and allow-list."""
+
+    dedupe_hours: float = Field(default=168.0, ge=72.0, description="keep delivery ids at least 72 h")
+    sweep_interval: int = Field(default=60, ge=5, description="seconds between sweeps of the inbox")
+    sweep_grace: float = Field(default=15.0, description="an accepted row younger than this is in flight")
+    enqueue_timeout: float = Field(default=2.0, description="seconds the request path waits for Redis")
+    inbox_sync: Literal["normal", "full"] = Field(
+        default="normal", description="SQLite inbox: `full` also survives a power cut, at one fsync per batch"
+    )
+    access_cache_seconds: float = Field(default=60.0, description="how long a permission answer is reused")
+    allowed_projects: list[str] = Field(
+        default_factory=list, description="GitLab project ids or paths, GitHub owner/name; empty: any"
+    )
+
 
 class QuestionSettings(BaseModel):
     """need_info: how often a task may ask before it reports blocked, and how long it waits."""
@@ -115,6 +135,10 @@ class Settings(BaseSettings):
         env_prefix="FORGEBOT_",
         env_nested_delimiter="__",
         extra="ignore",
+        # secret files are named like the variable without the prefix (`gitlab__token`), which is
+        # also a valid key of a Kubernetes Secret mounted as a directory
+        secrets_prefix="",
+        secrets_nested_delimiter="__",
     )
 
     data_dir: Path = Field(default_factory=_default_data_dir)
@@ -133,21 +157,54 @@ class Settings(BaseSettings):
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     log_level: str = "INFO"
     questions: QuestionSettings = Field(default_factory=QuestionSettings)
+    worker_metrics_port: int | None = Field(
+        default=None,
+        description="`forgebot worker` serves its task, token, gate and forge metrics on this port (unset: none)",
+    )
     databases: dict[str, SecretStr] = Field(
         default_factory=dict,
         description="name → connection URL for the read-only database tools; `.forgebot.yml` names one",
     )
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The stock secrets source matches top-level fields only, so `gitlab__token` was ignored;
+        # the nested source splits file names on `__` like the environment source does.
+        return init_settings, env_settings, dotenv_settings, NestedSecretsSettingsSource(file_secret_settings)
+    # intake
+    database_url: SecretStr | None = Field(
+        default=None, description="postgresql://… for the inbox and task store; unset: SQLite in the data dir"
+    )
+    intake: IntakeSettings = Field(default_factory=IntakeSettings)
+
     @property
     def checkpoint_path(self) -> Path:
         return self.data_dir / "checkpoints.sqlite"
 
+    @property
+    def inbox_path(self) -> Path:
+        return self.data_dir / "inbox.sqlite"
+
     @classmethod
     def load(cls) -> Settings:
-        """Build from the environment; `FORGEBOT_SECRETS_DIR` names a directory of secret files."""
+        """Build from the environment; `FORGEBOT_SECRETS_DIR` names a directory of secret files.
+
+        Environment variables win over files, so one value can be overridden without editing the
+        mounted Secret.
+        """
         import os
 
         secrets_dir = os.environ.get("FORGEBOT_SECRETS_DIR")
         if secrets_dir:
+            if not Path(secrets_dir).is_dir():
+                # pydantic-settings only warns; a mistyped mount path must not start a bot without its tokens
+                raise ValueError(f"FORGEBOT_SECRETS_DIR={secrets_dir} is not a directory")
             return cls(_secrets_dir=secrets_dir)  # type: ignore[call-arg]
         return cls()

@@ -63,9 +63,9 @@ def _one(conn: Connection, fqn: str) -> SymbolHit | None:
 def _has_body(conn: Connection, hit: SymbolHit) -> bool:
     """Abstract and interface methods end in `;`: their signature is the whole declaration."""
     row = conn.execute(
-        "SELECT start_byte, end_byte, signature FROM symbols WHERE fqn = ? AND kind = 'method'", (hit.fqn,)
+        "SELECT signature FROM symbols WHERE fqn = ? AND kind = 'method'", (hit.fqn,)
     ).fetchone()
-    return row is not None and not str(row[2]).rstrip().endswith(";")
+    return row is not None and not str(row[0]).rstrip().endswith(";")
 
 
 def _documented(conn: Connection, hits: list[SymbolHit]) -> list[str]:

@@ -1,8 +1,10 @@
-"""Handlers that turn captured declaration nodes into `Symbol` and structural `Relation` records.
+"""Handlers that turn captured declaration nodes into symbol rows and structural relation rows.
 
 Each handler receives the node and its enclosing context and returns the context that holds inside
 the node (a namespace, class-like or function opens one) or None. The sweep in `parse.py` decides
-which handler runs; the handlers never walk beyond the node they were given.
+which handler runs; the handlers never walk beyond the node they were given. Rows are plain tuples
+in table-column order (a full build creates hundreds of thousands); `parse.parse_source` turns them
+into `Symbol` and `Relation` records for other consumers.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from graph.index.receivers import CallSite, ClassScope, FunctionScope, RelationR
 SymbolRow = tuple[str, str, str, str, str, int, int, int, int, str, str, tuple[str, ...]]
 
 
-@dataclass
+@dataclass(slots=True)
 class Context:
     """What encloses a node: namespace imports, class-like and function (either may be None)."""
 
@@ -30,7 +32,7 @@ class Context:
     func: FunctionScope | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Extraction:
     """The records of one file as they accumulate during the sweep."""
 

@@ -106,6 +106,10 @@ def _sites(rows: Iterable[tuple[object, ...]], certainty: str) -> list[CallSiteH
 def call_sites(conn: Connection, fqn: str, limit: int = 200) -> tuple[list[CallSiteHit], bool]:
     """Sites calling `fqn` (resolved through subclasses too) plus unresolved sites with its name."""
     target = fqn.strip().lstrip("\\")
+    if "::" not in target and conn.execute(
+        "SELECT 1 FROM symbols WHERE fqn = ? AND kind IN ('class', 'enum') LIMIT 1", (target,)
+    ).fetchone():
+        target += "::__construct"  # the callers of a class are the sites that instantiate it
     owner, member = split_member(target)
     if member:
         owners = [owner, *descendants(conn, owner)]

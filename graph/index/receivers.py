@@ -24,7 +24,7 @@ _AMBIGUOUS = "?"
 _CONSTRUCTS = frozenset({"isset", "empty", "unset", "eval", "exit", "die", "list", "array", "print"})
 
 
-@dataclass
+@dataclass(slots=True)
 class ClassScope:
     """The class-like being swept: its fqn, resolved parent class, and property types by name."""
 
@@ -34,7 +34,7 @@ class ClassScope:
     props: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class FunctionScope:
     """A method or function: its fqn and the class each local variable statically holds."""
 
@@ -53,7 +53,7 @@ class FunctionScope:
         return "" if found == _AMBIGUOUS else found
 
 
-@dataclass
+@dataclass(slots=True)
 class CallSite:
     """A call node with the context it appeared in, resolved once the whole file was swept."""
 
@@ -126,6 +126,9 @@ def resolve_call(site: CallSite, text: TextOf) -> RelationRow | None:
     name_node = node.child_by_field_name("name")
     if name_node is None or name_node.type != "name":
         return None
+    previous = name_node.prev_sibling
+    if previous is not None and previous.type == "{":
+        return None  # `$o->{CONSTANT}()`: the method name is computed at run time
     method = text(name_node)
     if kind == "scoped_call_expression":
         scope = node.child_by_field_name("scope")

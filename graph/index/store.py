@@ -41,7 +41,6 @@ CREATE TABLE IF NOT EXISTS relations (
 CREATE INDEX IF NOT EXISTS symbols_path ON symbols(path);
 CREATE INDEX IF NOT EXISTS symbols_fqn ON symbols(fqn);
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
-CREATE INDEX IF NOT EXISTS symbols_parent ON symbols(parent_fqn);
 CREATE INDEX IF NOT EXISTS relations_path ON relations(path);
 CREATE INDEX IF NOT EXISTS relations_target_name ON relations(target_name);
 CREATE INDEX IF NOT EXISTS relations_target_fqn ON relations(target_fqn);
@@ -145,6 +144,8 @@ def build(conn: Connection, root: Path, paths: Iterable[Path | str], *, workers:
             todo.append(rel)
     now = time.time()
     with conn:
+        if not conn.in_transaction:
+            conn.execute("BEGIN")  # so that DROP INDEX in a first build rolls back with the rest
         if not known:
             _bulk_load(conn, _parse_all(root.resolve(), todo, workers), now, report)
         else:
@@ -183,8 +184,10 @@ def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> S
     parser = new_parser()
     base = os.path.realpath(root)
     for rel in sorted({_relative(base, p) for p in changed}):
+        if os.path.splitext(rel)[1] not in LANGUAGES:
+            continue  # not a language the graph holds
         full = root / rel
-        if Path(rel).suffix not in LANGUAGES or not full.is_file():
+        if not full.is_file():
             with conn:
                 _remove(conn, rel)
             report.removed.append(rel)

@@ -127,3 +127,12 @@ def test_index_survives_deleted_tracked_files_and_escaping_symlinks(repo: Path, 
     (repo / "src/link.php").symlink_to(outside)
     assert "src/link.php" not in list_files(repo)
     assert _run(tmp_path / "data", "index", str(repo), "--workers", "1") == 0
+
+
+def test_list_files_walks_a_directory_that_is_not_a_git_checkout(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    (plain / "lib").mkdir(parents=True)
+    (plain / "lib" / "a.php").write_text("<?php\n")
+    (plain / ".cache").mkdir()
+    (plain / ".cache" / "b.php").write_text("<?php\n")
+    assert list_files(plain) == ["lib/a.php"]

@@ -141,6 +141,11 @@ def test_braced_namespaces_and_anonymous_class_parent() -> None:
     assert calls.count(("global_helper", "Acme\\One\\Thing::run")) == 2  # (new Thing)->run(), parent::run()
 
 
+def test_computed_method_names_are_not_call_sites_by_name() -> None:
+    parsed = parse_source("x.php", b"<?php\n$o->{__FUNCTION__}();\nFoo::{'m'}();\n$o->{$x}();\n$o->real();\n")
+    assert [r.target_name for r in parsed.relations] == ["real"]
+
+
 @pytest.mark.parametrize(
     "source",
     [b"<?php\nclass Broken {\n  public function a( {\n}\n", b"<?php\nfunction f() { return 1 + ; }\n"],

@@ -41,6 +41,15 @@ def test_callers_resolved_and_by_name(indexed: tuple[Connection, Path]) -> None:
     assert [(s.caller, s.certainty) for s in write] == [(f"{CIRCLE}::log", "by_name")]
 
 
+def test_callers_of_a_class_are_its_instantiations(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    sites = callers(conn, repo, CLOCK).sites
+    assert {(s.caller, s.target_fqn) for s in sites} == {
+        (f"{CLOCK}::system", f"{CLOCK}::__construct"),  # new static()
+        (f"{SUPPORT}\\format_area", f"{CLOCK}::__construct"),
+    }
+
+
 def test_callers_of_inherited_methods_include_calls_via_subclasses(indexed: tuple[Connection, Path]) -> None:
     conn, repo = indexed
     sites = callers(conn, repo, "Acme\\Geometry\\Model\\Base::touch").sites

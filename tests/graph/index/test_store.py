@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from graph.index import store
 from graph.index.db import Connection, connect
-from graph.index.parse import FileRows
+from graph.index.parse import FileRows, parse_rows
 from graph.index.store import build, relative_path, sync_files, write_file
 from tests.graph.index.conftest import php_files
 
@@ -89,6 +90,35 @@ def test_sync_of_a_deleted_file_removes_its_rows(indexed: tuple[Connection, Path
     assert sync_files(conn, repo, [CIRCLE]).removed == [CIRCLE]
     assert _fqns(conn, CIRCLE) == set() and _file(conn, CIRCLE) is None
     assert conn.execute("SELECT COUNT(*) FROM relations WHERE path = ?", (CIRCLE,)).fetchone()[0] == 0
+
+
+def test_sync_ignores_files_of_other_languages(indexed: tuple[Connection, Path]) -> None:
+    conn, repo = indexed
+    (repo / "README.md").write_text("# hi\n")
+    report = sync_files(conn, repo, ["README.md"])
+    assert (report.parsed, report.removed, report.unchanged) == ([], [], [])
+
+
+def test_failed_first_build_rolls_back_completely(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = parse_rows
+    seen: list[str] = []
+
+    def failing(path: str, source: bytes, parser: object = None) -> FileRows:
+        seen.append(path)
+        if len(seen) == 3:
+            raise OSError("disk went away")
+        return real(path, source)
+
+    monkeypatch.setattr(store, "parse_rows", failing)
+    conn = connect(tmp_path / "fresh.db")
+    with pytest.raises(OSError, match="disk went away"):
+        build(conn, repo, php_files(repo))
+    assert conn.execute("SELECT COUNT(*) FROM symbols").fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 0
+    indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"symbols_fqn", "relations_target_fqn"} <= indexes  # the dropped indexes came back
 
 
 def test_failed_write_leaves_the_previous_rows(indexed: tuple[Connection, Path]) -> None:
