@@ -66,6 +66,7 @@ class ForgeEvent(BaseModel):
     comment_id: int | None = None
     discussion_id: str | None = None
     state: str = ""
+    installation: int | None = None  # GitHub App deliveries: the installation to mint a token for
 
     @property
     def task_key(self) -> str:
@@ -247,6 +248,11 @@ def _github_repo(payload: dict[str, Any]) -> RepoRef:
     )
 
 
+def _installation(payload: dict[str, Any]) -> int | None:
+    found = payload.get("installation")
+    return int(found["id"]) if isinstance(found, dict) and "id" in found else None
+
+
 def _github_actor(user: dict[str, Any], bot_login: str | None) -> Actor | None:
     """The acting user, or `None` when it is the bot (logins compare case-insensitively on GitHub)."""
     actor = Actor(id=int(user["id"]), username=str(user["login"]))
@@ -277,6 +283,7 @@ def _github_labeled(
         body=str(issue.get("body") or ""),
         label=label,
         state=f"label:{label}:{issue.get('updated_at') or ''}",
+        installation=_installation(payload),
     )
 
 
@@ -306,4 +313,5 @@ def _github_comment(
         comment=text,
         comment_id=int(comment["id"]),
         state=f"comment:{int(comment['id'])}",
+        installation=_installation(payload),
     )

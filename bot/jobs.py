@@ -86,7 +86,8 @@ async def run_task(ctx: dict[str, Any], event_json: str) -> str:
     """arq job: authorize, then cancel, resume or start the task for one verified event."""
     event = ForgeEvent.model_validate_json(event_json)
     inbox: Inbox = ctx["inbox"]
-    forge = ctx["forge_factory"](event.forge)
+    factory: ForgeFactory | None = ctx.get("forge_factory")
+    forge = factory(event.forge) if factory else open_forge(ctx["settings"], event.forge, event.installation)
     try:
         decision = await ctx["authorizer"].decide(forge, event)
     except (ForgeRateLimited, ForgeUnavailable) as exc:
@@ -264,7 +265,7 @@ def build_worker(
     """An arq worker running `run_task`, one job at a time (the seed's scaling model), and the sweeper."""
     ctx: dict[str, Any] = {
         "settings": settings,
-        "forge_factory": forge_factory or (lambda kind: open_forge(settings, kind)),  # type: ignore[arg-type]
+        "forge_factory": forge_factory,  # None: open_forge per event (GitHub App installation from the payload)
         "model_factory": model_factory or (lambda role: chat_model(settings.llm, role)),
         "authorizer": Authorizer(settings),
     }

@@ -86,3 +86,15 @@ def test_github_non_label_actions_are_ignored(name: str) -> None:
 
 def test_github_ping_is_ignored() -> None:
     assert parse_github({"x-github-event": "ping"}, sample("github/ping.json"), "d", TriggerSettings()) is None
+
+
+def test_github_app_delivery_carries_its_installation() -> None:
+    # derived variant: GitHub App deliveries add `installation.id` (HEADERS.md §1.2)
+    payload = sample("github/issues.labeled.json")
+    payload["installation"] = {"id": 4242, "node_id": "MDIz"}
+    event = parse_github(GITHUB_HEADERS, payload, "d2", TriggerSettings(analyze_label="bug"))
+    assert event is not None and event.installation == 4242
+    plain = parse_github(
+        GITHUB_HEADERS, sample("github/issues.labeled.json"), "d2", TriggerSettings(analyze_label="bug")
+    )
+    assert plain is not None and plain.installation is None
