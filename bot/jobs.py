@@ -28,7 +28,7 @@ from bot.queue import RUN_TASK, eviction_policy
 from bot.settings import Settings
 from bot.sweeper import sweep
 from graph.builder import build_graph
-from graph.checkout import prepare
+from graph.checkout import Checkout, prepare
 from graph.deps import Deps
 from graph.llm import chat_model
 from graph.resume import run_or_resume
@@ -61,7 +61,10 @@ def initial_state(event: ForgeEvent, task_id: str) -> TaskState:
     )
 
 
-async def execute(settings: Settings, deps: Deps, event: ForgeEvent, answer: dict[str, str] | None = None) -> TaskState:
+async def execute(
+    settings: Settings, deps: Deps, event: ForgeEvent, answer: dict[str, str] | None = None,
+    checkout: Checkout = prepare,
+) -> TaskState:
     """Run the graph for `event` with the SQLite checkpointer, thread id = task id.
 
     A new thread starts on a fresh read-only checkout of the default branch; a thread paused for
@@ -73,7 +76,7 @@ async def execute(settings: Settings, deps: Deps, event: ForgeEvent, answer: dic
 
     async def start() -> TaskState:
         state = initial_state(event, task_id)
-        state.update(await prepare(settings, deps.forge, event.repo, task_id))  # type: ignore[typeddict-item]
+        state.update(await checkout(settings, deps.forge, event.repo, task_id))  # type: ignore[typeddict-item]
         return state
 
     async with AsyncSqliteSaver.from_conn_string(str(settings.checkpoint_path)) as saver:
@@ -154,7 +157,7 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
     deps = Deps(settings=settings, forge=forge, model_for=ctx["model_factory"])
     log.info("task start delivery=%s task=%s mode=%s", event.delivery_id, task.task_id, task.mode)
     try:
-        state = await execute(settings, deps, original, answer)
+        state = await execute(settings, deps, original, answer, ctx.get("checkout", prepare))
     except (ForgeRateLimited, ForgeUnavailable) as exc:
         if ctx.get("job_try", 1) >= settings.max_tries:  # arq will not call us again: fail visibly
             await _report_failure(forge, original, exc)
@@ -259,6 +262,7 @@ def build_worker(
     forge_factory: ForgeFactory | None = None,
     model_factory: ModelFactory | None = None,
     inbox: Inbox | None = None,
+    checkout: Checkout | None = None,
     burst: bool = False,
     handle_signals: bool = True,
 ) -> Worker:
@@ -271,6 +275,8 @@ def build_worker(
     }
     if inbox is not None:
         ctx["inbox"] = inbox
+    if checkout is not None:
+        ctx["checkout"] = checkout
     return Worker(
         functions=[func(run_task, name=RUN_TASK)],
         cron_jobs=[cron(sweep_inbox, second=_sweep_seconds(settings.intake.sweep_interval), run_at_startup=True)],

@@ -10,6 +10,7 @@ work. `.forgebot.yml` is read from the default branch, never from a change.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,9 @@ from bot.settings import Settings
 from bot.workspace import Workspaces, repo_key
 from graph.index.taskindex import build_base, copy_for_task
 from graph.repoconfig import load_repo_config
+
+# how a job gets its checkout: `prepare` in production; tests pass one over a local repository
+Checkout = Callable[[Settings, Forge, RepoRef, str], Awaitable[dict[str, Any]]]
 
 
 async def prepare(settings: Settings, forge: Forge, repo: RepoRef, task_id: str) -> dict[str, Any]:
