@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,3 +41,59 @@ def pointed_at(body: bytes, url: str) -> bytes:
 
 def allow_http_git(settings: Settings) -> None:
     settings.workspace.allowed_protocols = ("http",)
+
+
+class NeedInfoScript:
+    """Scripted models of one task that asks first: questions, then criteria once answered."""
+
+    def __init__(self) -> None:
+        from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
+        from tests.fakes.chat import answer, scripted
+        from tests.graph.runtime.script import call
+
+        self.decomposer = scripted([
+            answer(Decomposition, Decomposition(questions=["Integers or floats?", "Which class?"])),
+            answer(Decomposition, Decomposition(criteria=[AcceptanceCriterion(id=1, text="subtract(5, 3) is 2")])),
+        ])
+        analysis = Analysis(summary="subtract() goes beside add()", affected_files=["src/Calculator.php"],
+                            evidence=[Evidence(path="src/Calculator.php", start_line=9, end_line=12, note="add()")])
+        self.analyzer = scripted([call("finish_exploration", files=["src/Calculator.php"], reason="add() found"),
+                                  answer(Analysis, analysis)])
+
+    def __call__(self, role: str) -> Any:
+        return {"decomposer": self.decomposer, "analyzer": self.analyzer}[role]
+
+
+async def post(settings: Settings, forge: str, body: bytes, headers: dict[str, str]) -> int:
+    """Deliver one webhook to a real receiver over HTTP; the status code."""
+    import httpx
+
+    from bot.app import create_app
+
+    with serving(create_app(settings)) as receiver:
+        async with httpx.AsyncClient() as client:
+            response = await client.post(f"{receiver.url}/webhooks/{forge}", content=body, headers=headers)
+    return response.status_code
+
+
+async def work(settings: Settings, models: Any) -> Any:
+    """Run a burst worker on the real Redis until the queue is empty; the worker, for its counters."""
+    from bot.jobs import build_worker
+
+    assert settings.redis_url
+    worker = build_worker(settings, settings.redis_url, model_factory=models, burst=True, handle_signals=False)
+    try:
+        await worker.main()
+    finally:
+        await worker.close()
+    return worker
+
+
+async def task_states(settings: Settings) -> list[tuple[str, str]]:
+    from bot.inbox import Inbox
+
+    inbox = await Inbox.open(sqlite_path=settings.inbox_path)
+    try:
+        return [(t.state, t.detail) for t in await inbox.tasks()]
+    finally:
+        await inbox.close()
