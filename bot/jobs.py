@@ -22,6 +22,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from bot.authz import Authorizer
 from bot.events import ForgeEvent
+from bot.expiry import expire_waiting
 from bot.forge import Forge, ForgeNotFound, ForgeRateLimited, ForgeUnavailable, IssueRef, open_forge
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
 from bot.queue import RUN_TASK, eviction_policy
@@ -234,7 +235,9 @@ async def sweep_inbox(ctx: dict[str, Any]) -> int:
     async def enqueue(delivery_id: str, event_json: str) -> bool:
         return await pool.enqueue_job(RUN_TASK, event_json, _job_id=delivery_id) is not None
 
-    return await sweep(ctx["inbox"], enqueue, settings.intake.sweep_grace, settings.intake.dedupe_hours)
+    requeued = await sweep(ctx["inbox"], enqueue, settings.intake.sweep_grace, settings.intake.dedupe_hours)
+    await expire_waiting(ctx["inbox"], ctx["forge_factory"], settings.questions.wait_hours)
+    return requeued
 
 
 async def _startup(ctx: dict[str, Any]) -> None:
