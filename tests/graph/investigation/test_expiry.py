@@ -22,7 +22,8 @@ class Clock:
 
 
 async def _waiting_task(inbox: Inbox) -> tuple[str, IssueRef]:
-    event = parse_gitlab({"x-gitlab-event": "Note Hook"}, gitlab_note("/analyze", id=77), "gitlab:77", TriggerSettings())
+    headers = {"x-gitlab-event": "Note Hook"}
+    event = parse_gitlab(headers, gitlab_note("/analyze", id=77), "gitlab:77", TriggerSettings())
     assert event is not None
     await inbox.record("gitlab", event.delivery_id, "Note Hook", event)
     assert await inbox.claim(event.task_id, event.delivery_id) is not None
