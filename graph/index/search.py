@@ -23,9 +23,9 @@ from graph.index.search_store import read_meta
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _STOPWORDS = frozenset(
-    "a an and are as at be by for from has have if in into is it its of on or that the this to was "
-    "were will with which when whether where who should can could may might must not no does do "
-    "given given any all each an its them they their there these those".split()
+    "a an and any are as at be by can could do does each for from given has have if in into is it its "
+    "may might must no not of on or should that the their them there these they this those to was "
+    "were when where whether which who will with".split()
 )
 
 
@@ -39,12 +39,18 @@ class Weights:
 
     lexical: float = 1.0
     vector: float = 1.0
-    graph: float = 0.5
-    k: int = 10  # small k favours the top of each list; best MRR on the quality bench (docs/search.md)
-    candidates: int = 100  # how deep each leg ranks before fusion
+    graph: float = 0.3
+    k: int = 5  # small k favours the top of each list; best MRR on the quality bench (docs/search.md)
+    candidates: int = 100  # how deep the lexical and graph legs rank before fusion
+    # The vector leg ranks less deep: vec0's scan cost grows with its k (at 100k chunks, k = 400 cost
+    # ~10x k = 10), while the quality bench scored the same MRR with 20 as with 100.
+    vector_candidates: int = 20
 
     def __post_init__(self) -> None:
-        if min(self.lexical, self.vector, self.graph) < 0 or self.k < 0 or self.candidates < 1:
+        if (
+            min(self.lexical, self.vector, self.graph, self.k) < 0
+            or min(self.candidates, self.vector_candidates) < 1
+        ):
             raise ValueError("weights must be >= 0, k >= 0 and candidates >= 1")
 
 
@@ -114,22 +120,31 @@ def lexical_ranking(conn: Connection, query: str, limit: int, *, budget: int = 2
     """BM25 over the FTS5 table, on the query's rarer terms.
 
     Ranking costs FTS5 a few microseconds per matching row, so a query word found in most chunks
-    ("get", "value") would make latency grow with the index. Terms found in `budget` or more chunks
-    are left out while rarer ones exist (they add little to BM25 anyway); if every term is that
-    common, the terms must all match (AND) instead of any (OR).
+    ("get", "value") would make latency grow with the index. Terms are taken rarest first while
+    their chunks add up to at most `budget` (they carry most of BM25's weight anyway); if even the
+    rarest term is that common, all terms must match (AND) instead of any (OR), and only the first
+    `budget` matches are ranked.
     """
     terms = query_terms(query)
     if not terms:
         return []
     frequency = {term: _capped_count(conn, term, budget) for term in terms}
-    rare = [term for term in terms if frequency[term] < budget]
+    rare: list[str] = []
+    postings = 0
+    for term in sorted(terms, key=lambda t: frequency[t]):
+        if frequency[term] >= budget or (rare and postings + frequency[term] > budget):
+            break
+        rare.append(term)
+        postings += frequency[term]
     if rare:
         match = " OR ".join(f'"{t}"' for t in rare)
     else:
         match = " AND ".join(f'"{t}"' for t in terms)
+    # The inner LIMIT caps the rows BM25 scores: an AND of common words can still match thousands.
     rows = conn.execute(
-        "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, ?, ?, ?) LIMIT ?",
-        (match, *BM25_COLUMNS, limit),
+        "SELECT rowid FROM (SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS score FROM chunks_fts "
+        "WHERE chunks_fts MATCH ? LIMIT ?) ORDER BY score LIMIT ?",
+        (*BM25_COLUMNS, match, budget, limit),
     )
     return [row[0] for row in rows]
 
@@ -147,7 +162,7 @@ def vector_ranking(conn: Connection, embedder: Embedder, query: str, limit: int)
     return vector_ranking_for(conn, vector, limit)
 
 
-def vector_ranking_for(conn: Connection, vector: np.ndarray, limit: int, *, oversample: int = 4) -> list[int]:
+def vector_ranking_for(conn: Connection, vector: np.ndarray, limit: int, *, oversample: int = 2) -> list[int]:
     """Coarse Hamming scan of the sign bits in vec0, then exact cosine over those candidates."""
     query = np.asarray(vector, dtype=np.float32)
     coarse = conn.execute(
@@ -221,7 +236,8 @@ def search(
     if limit < 1:
         raise ValueError("limit must be >= 1")
     weights = weights or Weights()
-    depth = weights.candidates * (4 if path_glob or kinds else 1)
+    widen = 4 if path_glob or kinds else 1  # filters apply after fusion: look deeper
+    depth = weights.candidates * widen
     rankings: dict[str, list[int]] = {}
     notes: list[str] = []
     if weights.lexical:
@@ -238,7 +254,7 @@ def search(
             f"not {embedder.model_id}; lexical and graph legs only"
         )
     elif weights.vector:
-        rankings["vector"] = vector_ranking(conn, embedder, query, depth)
+        rankings["vector"] = vector_ranking(conn, embedder, query, weights.vector_candidates * widen)
     fused = rrf(rankings, weights)
     hits = _hits(conn, fused, path_glob, set(kinds), limit)
     freshness = _freshness(meta)

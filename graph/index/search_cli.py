@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from graph.index import taskindex
+from graph.index import search_store, taskindex
 from graph.index.db import connect
 from graph.index.embed import Embedder
 from graph.index.location import index_path
@@ -82,8 +82,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     embedder = None if args.no_embeddings else default_embedder()
     index = index_path(Path(args.data_dir), root)
+    if not index.exists():
+        hint = "; embedding can take minutes, --no-embeddings skips it" if embedder else ""
+        sys.stderr.write(f"forgebot search: building the index of {root} (first run{hint})\n")
     taskindex.refresh(index, root, embedder=embedder)
     conn = connect(index, readonly=True)
+    search_store.tune_reader(conn)
     try:
         single = args.batch is None
         for query in queries:

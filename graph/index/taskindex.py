@@ -237,12 +237,28 @@ def _sync(conn: Connection, root: Path, paths: list[str], embedder: Embedder | N
 
 
 def live_stale_files(conn: Connection, root: Path) -> list[str]:
-    """Files whose worktree content differs from what the index holds, checked now from disk."""
+    """Files whose worktree content differs from what the index holds, checked now.
+
+    Only candidates are hashed: files git reports as changed against HEAD, files changed between
+    the indexed commit and HEAD, and files the index already knows are stale. Hashing every file
+    would cost a full read of the checkout on each search.
+    """
     known = search_store.indexed_files(conn)
+    candidates = set(index_stale_files(conn)) | _changed_since(root, read_freshness(conn).indexed_commit)
     stale = set(index_stale_files(conn))
-    for path in _all_paths(conn, root):
+    for path in candidates:
+        if not any(fnmatchcase(path, pat) for pat in PATTERNS):
+            continue
         file = root / path
         current = content_hash(file.read_bytes()) if file.is_file() else None
         if known.get(path) != current:
             stale.add(path)
     return sorted(stale)
+
+
+def _changed_since(root: Path, commit: str) -> set[str]:
+    status = git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+    changed = {entry[3:] for entry in status.split("\0") if len(entry) > 3}
+    if _COMMIT.match(commit) and commit != head_commit(root):
+        changed |= set(git(root, "diff", "--name-only", "-z", "--no-renames", commit, "HEAD").split("\0"))
+    return {path for path in changed if path}

@@ -83,7 +83,8 @@ def search_code(
             raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from exc
     if path_glob:
         _check_glob(path_glob)
-    args = ["grep", "-n", "-I", "--no-color", "--untracked", "-P" if regex else "-F"]
+    # -z: NUL after path and line number, so a path with ":" in it cannot be misread.
+    args = ["grep", "-n", "-z", "-I", "--no-color", "--untracked", "-P" if regex else "-F"]
     if ignore_case:
         args.append("-i")
     args += ["-e", pattern, "--"]
@@ -101,7 +102,7 @@ def search_code(
         raise RuntimeError(f"git grep failed: {result.stderr.strip()}")
     matches = []
     for line in result.stdout.splitlines()[:max_hits]:
-        path, number, text = line.split(":", 2)
+        path, number, text = line.split("\0", 2)
         matches.append(CodeMatch(path, int(number), text[:400]))
     return matches
 

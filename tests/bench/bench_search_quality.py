@@ -149,13 +149,17 @@ def main() -> int:
     args = parser.parse_args()
     roots = args.corpus or [Path(p) for p in DEFAULT_CORPUS]
     embedder = CachedEmbedder(MiniLMEmbedder(), args.cache)
-    db = Path(tempfile.mkdtemp(prefix="forgebot-quality-")) / "index.db"
+    with tempfile.TemporaryDirectory(prefix="forgebot-quality-") as tmp:
+        return report(Path(tmp) / "index.db", roots, embedder, args.queries)
+
+
+def report(db: Path, roots: Sequence[Path], embedder: CachedEmbedder, wanted: int) -> int:
     targets = build(db, roots, embedder)
     conn = connect(db, readonly=True)
     chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     picked = sorted(targets)
     random.Random(6).shuffle(picked)
-    queries = {q: targets[q] for q in picked[: args.queries]}
+    queries = {q: targets[q] for q in picked[:wanted]}
     vectors = _QueryVectors(embedder, list(queries))
     sys.stdout.write(f"corpus: {', '.join(map(str, roots))}: {chunks} chunks, {len(queries)} queries\n")
     legs = {
@@ -169,6 +173,7 @@ def main() -> int:
     for name, weights in legs.items():
         mrr, recall = evaluate(conn, queries, vectors, weights)
         sys.stdout.write(f"{name:34s} MRR@10 {mrr:.3f}  recall@10 {recall:.3f}\n")
+    conn.close()
     return 0
 
 

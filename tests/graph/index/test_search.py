@@ -136,8 +136,9 @@ def test_vector_leg_rescoring_is_exact_cosine_over_the_coarse_candidates(conn: C
 
 def test_common_terms_are_dropped_while_rare_ones_exist(conn: Connection) -> None:
     # "function" is in most chunks; with a budget of 3 it is left out and "save" alone decides.
-    everything = lexical_ranking(conn, "function", 50, budget=3)
-    assert len(everything) > 3  # all terms common: they must all match, here the one term
+    common = lexical_ranking(conn, "function", 50, budget=3)
+    assert len(common) == 3  # every term common: all must match, and only `budget` matches are ranked
+    assert len(lexical_ranking(conn, "function", 50)) > 3
     assert _symbols(conn, lexical_ranking(conn, "function save", 50, budget=3)) == [
         "App\\User\\UserRepository::save",
         "App\\User\\UserRepository",

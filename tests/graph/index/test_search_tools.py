@@ -12,7 +12,7 @@ from graph.index import taskindex
 from graph.index.db import connect
 from graph.index.embed import HashingEmbedder
 from graph.index.search_cli import register
-from graph.tools.search import read_file_snippet, search_code, semantic_search
+from graph.tools.search import CodeMatch, read_file_snippet, search_code, semantic_search
 from tests.graph.index.searchrepo import make_repo
 
 REPO = "src/User/UserRepository.php"
@@ -111,3 +111,8 @@ def test_cli_text_output_and_bad_input(
     assert _cli(tmp_path / "data", str(repo), "--no-embeddings") == 2
     assert _cli(tmp_path / "data", str(tmp_path), "x", "--no-embeddings") == 2
     assert "forgebot search:" in capsys.readouterr().err
+
+
+def test_search_code_reads_paths_with_colons(repo: Path) -> None:
+    (repo / "src/odd:name.php").write_text("<?php\n\n$x = 'needle:42';\n")
+    assert search_code(repo, "needle:42") == [CodeMatch("src/odd:name.php", 3, "$x = 'needle:42';")]

@@ -133,3 +133,18 @@ def test_names_are_validated() -> None:
         taskindex.base_index_path(Path("/d"), "demo", "HEAD")
     with pytest.raises(ValueError):
         taskindex.task_index_path(Path("/d"), "../../etc")
+
+
+def test_live_staleness_sees_commits_made_after_the_indexed_one(tmp_path: Path, repo: Path) -> None:
+    index = tmp_path / "index.db"
+    taskindex.refresh(index, repo, embedder=None)
+    (repo / REPO).write_text((repo / REPO).read_text().replace("save(", "keep("))
+    (repo / "notes.txt").write_text("not php")
+    commit(repo, "committed edit, clean worktree")
+    conn = connect(index)
+    assert taskindex.live_stale_files(conn, repo) == [REPO]
+    conn.close()
+    taskindex.refresh(index, repo, embedder=None)
+    conn = connect(index)
+    assert taskindex.live_stale_files(conn, repo) == []
+    conn.close()
