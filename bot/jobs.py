@@ -29,7 +29,7 @@ from bot.queue import RUN_TASK, eviction_policy
 from bot.settings import Settings
 from bot.sweeper import sweep
 from graph.builder import build_graph
-from graph.checkout import Checkout, prepare
+from graph.checkout import Checkout, prepare, release
 from graph.deps import Deps
 from graph.llm import chat_model
 from graph.resume import run_or_resume
@@ -83,7 +83,10 @@ async def execute(
     async with AsyncSqliteSaver.from_conn_string(str(settings.checkpoint_path)) as saver:
         compiled = build_graph().compile(checkpointer=saver)
         config: RunnableConfig = {"configurable": {"thread_id": task_id}}
-        return await run_or_resume(compiled, config, start, deps, answer)
+        result = await run_or_resume(compiled, config, start, deps, answer)
+    if result.get("outcome") != "need_info":
+        await release(settings, event.repo, task_id)
+    return result
 
 
 async def run_task(ctx: dict[str, Any], event_json: str) -> str:

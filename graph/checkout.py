@@ -17,7 +17,7 @@ from typing import Any
 from bot.forge import Forge, RepoRef
 from bot.settings import Settings
 from bot.workspace import Workspaces, repo_key
-from graph.index.taskindex import build_base, copy_for_task
+from graph.index.taskindex import build_base, copy_for_task, task_index_path
 from graph.repoconfig import load_repo_config
 
 # how a job gets its checkout: `prepare` in production; tests pass one over a local repository
@@ -42,3 +42,9 @@ def index_checkout(data_dir: Path, key: str, root: Path, task_id: str) -> dict[s
     index = copy_for_task(base, data_dir, task_id)
     config = load_repo_config(root, "HEAD")
     return {"index": str(index), "database": config.database or ""}
+
+
+async def release(settings: Settings, repo: RepoRef, task_id: str) -> None:
+    """Remove a finished task's worktree and index copy (a waiting task keeps both for its resume)."""
+    await Workspaces.for_settings(settings).cleanup(repo_key(repo.forge, repo.project), task_id)
+    task_index_path(settings.data_dir, task_id).unlink(missing_ok=True)

@@ -47,6 +47,9 @@ async def test_questions_then_reply_resumes_and_reports(
     assert await post(settings, "gitlab", *_label(origin_url)) == 202
     assert (await work(settings, models)).jobs_failed == 0
     assert await task_states(settings) == [("waiting", "need_info")]
+    tasks = settings.data_dir / "workspaces" / "tasks"
+    (checkout,) = tasks.iterdir()  # kept while waiting: the resume reads it
+    assert (checkout / "src" / "Calculator.php").is_file()
     (questions,) = fake_forge.comments_on("gitlab", "1", 23)
     assert "1. Integers or floats?\n2. Which class?" in questions.body and "Reply in this thread" in questions.body
 
@@ -54,6 +57,7 @@ async def test_questions_then_reply_resumes_and_reports(
     assert await post(settings, "gitlab", *_reply("Integers, in App\\Calculator.", root, 9001)) == 202
     assert (await work(settings, models)).jobs_failed == 0
     assert await task_states(settings) == [("done", "reported")]
+    assert list(tasks.iterdir()) == []  # released when the task finished
     first, report = fake_forge.comments_on("gitlab", "1", 23)
     assert first.body == questions.body  # asked once; the questions node did not run again
     assert "### Analysis" in report.body and "`src/Calculator.php:9-12` add()" in report.body
