@@ -215,6 +215,14 @@ class Inbox:
         rows = await self._run(lambda: self._db.all(f"SELECT {_TASK_COLUMNS} FROM {_TASK_FROM} ORDER BY t.created_at"))
         return [row for row in map(_task, rows) if row is not None]
 
+    async def waiting_longer_than(self, seconds: float) -> list[TaskRow]:
+        """Tasks waiting for an answer whose last change is older than `seconds`."""
+        cutoff = self._clock() - seconds
+        rows = await self._run(lambda: self._db.all(
+            f"SELECT {_TASK_COLUMNS} FROM {_TASK_FROM} WHERE t.state = 'waiting' AND t.updated_at < ?"
+            " ORDER BY t.updated_at", (cutoff,)))
+        return [row for row in map(_task, rows) if row is not None]
+
     async def claim(self, task_id: str, job_id: str, from_state: TaskStatus = "queued") -> TaskRow | None:
         """Move the task to `running` under arq job `job_id`; `None` when it is not in `from_state`
         or its item is busy.

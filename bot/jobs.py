@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from arq import Retry, cron
 from arq.connections import ArqRedis, RedisSettings
@@ -22,14 +22,17 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from bot.authz import Authorizer
 from bot.events import ForgeEvent
+from bot.expiry import expire_waiting
 from bot.forge import Forge, ForgeNotFound, ForgeRateLimited, ForgeUnavailable, IssueRef, open_forge
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
 from bot.queue import RUN_TASK, eviction_policy
 from bot.settings import Settings
 from bot.sweeper import sweep
 from graph.builder import build_graph
+from graph.checkout import Checkout, prepare, release
 from graph.deps import Deps
 from graph.llm import chat_model
+from graph.resume import run_or_resume
 from graph.routing import ModeUnavailable, check_mode
 from graph.state import TaskState
 
@@ -59,21 +62,31 @@ def initial_state(event: ForgeEvent, task_id: str) -> TaskState:
     )
 
 
-async def execute(settings: Settings, deps: Deps, event: ForgeEvent) -> TaskState:
-    """Run the graph for `event` with the SQLite checkpointer, thread id = task id."""
+async def execute(
+    settings: Settings, deps: Deps, event: ForgeEvent, answer: dict[str, str] | None = None,
+    checkout: Checkout = prepare,
+) -> TaskState:
+    """Run the graph for `event` with the SQLite checkpointer, thread id = task id.
+
+    A new thread starts on a fresh read-only checkout of the default branch; a thread paused for
+    questions resumes only with `answer` (an authorized reply), from where it stopped.
+    """
     check_mode(event.mode or "")  # resume and cancel events carry no mode; they never start a run here
     task_id = task_id_for(event)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+
+    async def start() -> TaskState:
+        state = initial_state(event, task_id)
+        state.update(await checkout(settings, deps.forge, event.repo, task_id))  # type: ignore[typeddict-item]
+        return state
+
     async with AsyncSqliteSaver.from_conn_string(str(settings.checkpoint_path)) as saver:
         compiled = build_graph().compile(checkpointer=saver)
         config: RunnableConfig = {"configurable": {"thread_id": task_id}}
-        snapshot = await compiled.aget_state(config)
-        if snapshot.values and not snapshot.next:
-            return cast(TaskState, snapshot.values)  # finished earlier: a duplicate run does nothing
-        # a checkpoint with pending nodes resumes from where it stopped; otherwise start fresh
-        start = None if snapshot.next else initial_state(event, task_id)
-        result = await compiled.ainvoke(start, config, context=deps, durability="sync")
-        return cast(TaskState, result)
+        result = await run_or_resume(compiled, config, start, deps, answer)
+    if result.get("outcome") != "need_info":
+        await release(settings, event.repo, task_id)
+    return result
 
 
 async def run_task(ctx: dict[str, Any], event_json: str) -> str:
@@ -141,12 +154,14 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
     inbox: Inbox = ctx["inbox"]
     settings: Settings = ctx["settings"]
     original = ForgeEvent.model_validate_json(task.event_json)
+    answer: dict[str, str] | None = None
     if event.trigger == "reply":  # same delivery id → same thread id → resume from the checkpoint
         original = original.model_copy(update={"comment": event.comment, "comment_id": event.comment_id})
+        answer = {"author": event.actor.username, "body": event.comment}  # authorized above, like a trigger
     deps = Deps(settings=settings, forge=forge, model_for=ctx["model_factory"])
     log.info("task start delivery=%s task=%s mode=%s", event.delivery_id, task.task_id, task.mode)
     try:
-        state = await execute(settings, deps, original)
+        state = await execute(settings, deps, original, answer, ctx.get("checkout", prepare))
     except (ForgeRateLimited, ForgeUnavailable) as exc:
         if ctx.get("job_try", 1) >= settings.max_tries:  # arq will not call us again: fail visibly
             await _report_failure(forge, original, exc)
@@ -223,7 +238,9 @@ async def sweep_inbox(ctx: dict[str, Any]) -> int:
     async def enqueue(delivery_id: str, event_json: str) -> bool:
         return await pool.enqueue_job(RUN_TASK, event_json, _job_id=delivery_id) is not None
 
-    return await sweep(ctx["inbox"], enqueue, settings.intake.sweep_grace, settings.intake.dedupe_hours)
+    requeued = await sweep(ctx["inbox"], enqueue, settings.intake.sweep_grace, settings.intake.dedupe_hours)
+    await expire_waiting(ctx["inbox"], ctx["forge_factory"], settings.questions.wait_hours)
+    return requeued
 
 
 async def _startup(ctx: dict[str, Any]) -> None:
@@ -251,6 +268,7 @@ def build_worker(
     forge_factory: ForgeFactory | None = None,
     model_factory: ModelFactory | None = None,
     inbox: Inbox | None = None,
+    checkout: Checkout | None = None,
     burst: bool = False,
     handle_signals: bool = True,
 ) -> Worker:
@@ -263,6 +281,8 @@ def build_worker(
     }
     if inbox is not None:
         ctx["inbox"] = inbox
+    if checkout is not None:
+        ctx["checkout"] = checkout
     return Worker(
         functions=[func(run_task, name=RUN_TASK)],
         cron_jobs=[cron(sweep_inbox, second=_sweep_seconds(settings.intake.sweep_interval), run_at_startup=True)],

@@ -130,6 +130,13 @@ class IntakeSettings(BaseModel):
     )
 
 
+class QuestionSettings(BaseModel):
+    """need_info: how often a task may ask before it reports blocked, and how long it waits."""
+
+    max_rounds: int = Field(default=2, ge=0, description="question rounds per task; 0 reports blocked at once")
+    wait_hours: float = Field(default=72.0, gt=0, description="a waiting task expires after this, with a comment")
+
+
 class Settings(BaseSettings):
     """Process-wide configuration from `FORGEBOT_*` variables (nested with `__`) and secret files."""
 
@@ -159,6 +166,7 @@ class Settings(BaseSettings):
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     log_level: str = "INFO"
+    questions: QuestionSettings = Field(default_factory=QuestionSettings)
     worker_metrics_port: int | None = Field(
         default=None,
         description="`forgebot worker` serves its task, token, gate and forge metrics on this port (unset: none)",

@@ -10,7 +10,7 @@ from langgraph.graph import END, START, StateGraph
 
 from graph import routing
 from graph.deps import Deps
-from graph.nodes import analyzer, decomposer, publisher, review_intake, review_publisher, reviewer
+from graph.nodes import analyzer, ask, decomposer, need_info, publisher, review_intake, review_publisher, reviewer
 from graph.state import TaskState
 
 
@@ -18,6 +18,7 @@ def build_graph() -> StateGraph[TaskState, Deps]:
     graph = StateGraph(TaskState, context_schema=Deps)
     graph.add_conditional_edges(START, routing.route_by_mode, routing.ENTRY_NODES)
     _investigation(graph)
+    _need_info(graph)
     _analyze_route(graph)
     _review_route(graph)
     return graph
@@ -29,6 +30,14 @@ def _investigation(graph: StateGraph[TaskState, Deps]) -> None:
     graph.add_node("analyzer", analyzer.run)
     graph.add_conditional_edges("decomposer", routing.after_decomposer)
     graph.add_conditional_edges("analyzer", routing.after_analyzer)
+
+
+def _need_info(graph: StateGraph[TaskState, Deps]) -> None:
+    """decomposer → ask (questions posted) → need_info (interrupt) → decomposer with the answer."""
+    graph.add_node("ask", ask.run)
+    graph.add_node("need_info", need_info.run)
+    graph.add_edge("ask", "need_info")
+    graph.add_edge("need_info", "decomposer")
 
 
 def _analyze_route(graph: StateGraph[TaskState, Deps]) -> None:

@@ -30,9 +30,11 @@ def route_by_mode(state: TaskState) -> str:
     return state["mode"]
 
 
-def after_decomposer(state: TaskState) -> Literal["analyzer", "publisher"]:
-    """No criteria means the issue lacks information: report the questions instead of analysing."""
-    return "analyzer" if state.get("criteria") else "publisher"
+def after_decomposer(state: TaskState) -> Literal["analyzer", "ask", "publisher"]:
+    """No criteria means the issue lacks information: ask and wait while rounds remain, else report blocked."""
+    if state.get("criteria"):
+        return "analyzer"
+    return "ask" if state.get("may_ask") else "publisher"
 
 
 def after_analyzer(state: TaskState) -> Literal["publisher"]:

@@ -46,3 +46,12 @@ class TaskState(TypedDict, total=False):
     review_scope: dict[str, Any]  # base, head, reviewed files, skipped [path, reason]
     verdict: str  # final_verdict(review, gates)
     index_path: str  # the task's code index, when one exists
+    # investigation and need_info (issue 8)
+    index: str  # the task's code index (a copy of the base index of `workspace`), "" when none
+    database: str  # the connection `.forgebot.yml` names (a key of Settings.databases), "" when none
+    discussion: list[dict[str, Any]]  # issue comments by members, snapshotted at the task's start
+    withheld: list[str]  # what of the issue text was not used, and why (never the text)
+    answers: Annotated[list[dict[str, Any]], operator.add]  # replies to need_info: author, body, questions
+    question_rounds: int  # how many times the task asked and waited
+    may_ask: bool  # the decomposer's questions may pause the task (rounds left, someone to answer)
+    questions_comment_id: int  # the comment that asked the last questions

@@ -43,6 +43,9 @@ class SyntheticChatModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
         if not self.tool_names:
             raise ScriptedModelError("the synthetic model only answers structured-output calls")
+        if "finish_exploration" in self.tool_names:  # a role's tool loop: end it; synthesis asks for the schema
+            done = AIMessage(content="synthetic model: no investigation")
+            return ChatResult(generations=[ChatGeneration(message=done)])
         schema = self.tool_names[0]
         arguments = self.respond(schema)
         prompt_bytes = sum(len(str(m.content).encode()) for m in messages)

@@ -134,6 +134,7 @@ class GitHubForge:
                 body=issue.body or "",
                 labels=tuple(label.name for label in issue.labels),
                 author=issue.user.login,
+                author_id=int(issue.user.id or 0),
             )
 
         issue = await self._read(fetch)
@@ -144,7 +145,7 @@ class GitHubForge:
             repo = self._repo(target.repo)
             comments = [
                 Comment(ref=CommentRef(target=target, id=c.id, url=c.html_url or ""), author=c.user.login,
-                        body=c.body or "")
+                        author_id=int(c.user.id or 0), body=c.body or "")
                 for c in repo.get_issue(target.number).get_comments()
             ]
             if isinstance(target, ChangeRef):
@@ -356,6 +357,7 @@ def _review_comment(target: ChangeRef, c: Any) -> Comment:
     return Comment(
         ref=CommentRef(target=target, id=c.id, thread=str(top), review=True, url=c.html_url or ""),
         author=c.user.login,
+        author_id=int(c.user.id or 0),
         body=c.body or "",
         path=c.path or "",
         line=c.line or c.original_line,

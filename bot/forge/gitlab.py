@@ -163,6 +163,7 @@ class GitLabForge:
             body=str(issue.description or ""),
             labels=tuple(str(label) for label in issue.labels),
             author=str(issue.author["username"]),
+            author_id=int(issue.author.get("id") or 0),
             comments=tuple(await self.list_comments(ref)),
         )
 
@@ -351,6 +352,7 @@ def _comment(target: IssueRef | ChangeRef, thread: str, note: dict[str, Any]) ->
     return Comment(
         ref=CommentRef(target=target, id=int(note["id"]), thread=str(thread)),
         author=str(note["author"]["username"]),
+        author_id=int(note["author"].get("id") or 0),
         body=str(note["body"]),
         system=bool(note.get("system", False)),
         resolved=bool(note.get("resolved", False)),

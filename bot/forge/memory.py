@@ -84,25 +84,27 @@ class MemoryForge:
             raise ForgeNotFound(f"{target.kind} {target.number}")
 
     def _add(self, target: Target, body: str, thread: str = "", review: bool = False, author: str = "",
-             note: InlineNote | None = None) -> CommentRef:
+             note: InlineNote | None = None, author_id: int = 0) -> CommentRef:
         number = next(self._ids)
         if not thread and (review or self.kind == "gitlab"):
             thread = str(number) if review else f"d{number}"  # GitHub diff threads are named by their first comment
         ref = CommentRef(target=target, id=number, thread=thread, review=review)
-        comment = Comment(ref=ref, author=author or self.bot_user, body=body,
+        comment = Comment(ref=ref, author=author or self.bot_user, author_id=author_id, body=body,
                           path=note.path if note else "", line=note.line if note else None)
         self.posted.setdefault(target, []).append(comment)
         return ref
 
-    def seed_comment(self, target: Target, body: str, author: str) -> CommentRef:
+    def seed_comment(self, target: Target, body: str, author: str, author_id: int = 0) -> CommentRef:
         """A comment written by someone else (what a webhook would announce)."""
-        return self._add(target, body, author=author)
+        return self._add(target, body, author=author, author_id=author_id)
 
     def _find(self, target: Target, marker: Marker) -> CommentRef | None:
         return next((c.ref for c in self.posted.get(target, []) if has_marker(c.body, marker)), None)
 
     async def get_issue(self, ref: IssueRef) -> Issue:
         if ref not in self.issues:
+            if not self.strict:  # an unseeded issue: no text, no known author (so nothing trusted)
+                return Issue(ref=ref, title="", body="", comments=tuple(self.posted.get(ref, [])))
             raise ForgeNotFound(f"issue {ref.number}")
         return self.issues[ref].model_copy(update={"comments": tuple(await self.list_comments(ref))})
 

@@ -71,6 +71,7 @@ class CommentRef(_Frozen):
 class Comment(_Frozen):
     ref: CommentRef
     author: str
+    author_id: int = 0  # the forge's user id (0: unknown), for permission checks on the author
     body: str
     system: bool = False
     resolved: bool = False
@@ -84,6 +85,7 @@ class Issue(_Frozen):
     body: str
     labels: tuple[str, ...] = ()
     author: str = ""
+    author_id: int = 0  # the forge's user id (0: unknown)
     comments: tuple[Comment, ...] = ()
 
 

@@ -1,27 +1,119 @@
-"""analyzer: criteria → affected files, symbols, impact, risks and open questions."""
+"""analyzer: criteria → affected files, symbols, impact, risks and open questions, from the code.
+
+A tool-loop role (`invoke_llm_with_tools`) with read-only tools: search, file and code-graph tools
+over the task's checkout and index, the scratchpad, and the database tools when the repository
+names a configured connection. It ends through `finish_exploration` (declared files must exist;
+writable vs context-only) or a budget/guard stop; structured synthesis then answers from the
+code-built handoff. Every `path:line` the answer cites is checked against the checkout.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
 import prompts
 from graph.deps import Deps
-from graph.schemas import Analysis
+from graph.evidence import check_evidence, existing_files
+from graph.index.db import Connection, connect
+from graph.runtime.accounting import Ledger
+from graph.runtime.budget import call_budget
+from graph.runtime.loop import Session, invoke_llm_with_tools, state_update
+from graph.runtime.memory import Memory
+from graph.runtime.synthesis import Declared, synthesize
+from graph.runtime.trace import Trace
+from graph.schemas import Analysis, FileScope
 from graph.state import TaskState
-from graph.structured import ask_structured
+from graph.tools import tools_for
+from graph.tools.database import ReadOnlyDatabase
+from graph.tools.investigation import investigation_tools
+
+_PATHLIKE = re.compile(r"[\w./-]+\.\w{1,5}")
+
+
+class NoCheckout(RuntimeError):
+    """The analyzer needs the repository: state["workspace"] must name a checkout."""
+
+
+def _root(state: TaskState) -> Path:
+    root = Path(state.get("workspace") or "")
+    if not state.get("workspace") or not root.is_dir():
+        raise NoCheckout(f"no repository checkout for the analyzer (workspace={state.get('workspace')!r})")
+    return root
+
+
+@contextlib.contextmanager
+def _index(state: TaskState) -> Iterator[Connection | None]:
+    path = state.get("index") or ""
+    if not path or not Path(path).is_file():
+        yield None
+        return
+    conn = connect(path)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def _database(state: TaskState, deps: Deps) -> ReadOnlyDatabase | None:
+    url = deps.settings.databases.get(state.get("database") or "")
+    return ReadOnlyDatabase(url.get_secret_value()) if url is not None else None
+
+
+def _mentioned(root: Path, state: TaskState) -> list[str]:
+    """Files the issue or its answers name: the first injection is seeded from the task text."""
+    texts = [state.get("title", ""), state.get("body", ""), *(a["body"] for a in state.get("answers", []))]
+    found = [m for t in texts for m in _PATHLIKE.findall(t)]
+    return existing_files(root, found)[0][:5]
+
+
+def _task_message(state: TaskState) -> HumanMessage:
+    return HumanMessage(prompts.render(
+        "analyzer.task", title=state.get("title", ""), body=state.get("body", ""), criteria=state["criteria"],
+        discussion=state.get("discussion", []), answers=state.get("answers", []),
+    ))
 
 
 async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
-    """Ask the analyzer model for a structured analysis of the criteria."""
-    model = runtime.context.model_for("analyzer")
-    messages = [
-        SystemMessage(prompts.render("analyzer.system", forge_terms=prompts.terms(state["forge"]))),
-        HumanMessage(
-            prompts.render("analyzer.task", title=state["title"], body=state["body"], criteria=state["criteria"])
-        ),
-    ]
-    answer, usage = await ask_structured(model, Analysis, messages)
-    return {"analysis": answer.model_dump(), **usage}
+    """Investigate with tools, finish, synthesize from the handoff, then check every citation."""
+    deps, root = runtime.context, _root(state)
+    system = prompts.render("analyzer.system", forge_terms=prompts.terms(state["forge"]))
+    memory, declared = Memory(), Declared()
+    budget = max(1, deps.settings.llm.task_token_budget - state.get("tokens", 0))
+    ledger = Ledger(token_budget=budget, prices=deps.settings.llm.prices)
+    trace = Trace.open(deps.settings.data_dir, state["task_id"])
+    seeded = _mentioned(root, state)
+    session = Session(
+        role="analyzer", root=root, system=lambda: system, targets=lambda: seeded, ledger=ledger, trace=trace,
+        max_calls=call_budget(deps.settings.llm, "analyzer", criteria=len(state["criteria"])), memory=memory,
+    )
+    model = deps.model_for("analyzer")
+    with _index(state) as conn:
+        tools = investigation_tools(root, conn, _database(state, deps))
+        tools.update(write_scratchpad=memory.scratchpad.tool(), finish_exploration=declared.tool(root))
+        result = await invoke_llm_with_tools(model, tools_for("analyzer", tools), [_task_message(state)], session)
+    listed = [*declared.files, *(f"{p} (context only)" for p in declared.context_only)]
+    answer, usage = await synthesize(
+        model, Analysis, role="analyzer", system=system, criteria=state["criteria"], memory=memory,
+        declared=listed, reason=result.reason, ledger=ledger, trace=trace, notice=result.notice,
+    )
+    update = state_update(session, result)
+    update["tokens"] += int(usage["tokens"])
+    update["models"] = list(dict.fromkeys([*update["models"], *usage["models"]]))
+    update["analysis"] = _checked(root, answer)
+    update["scope"] = FileScope(writable=declared.files, context_only=declared.context_only).model_dump()
+    return update
+
+
+def _checked(root: Path, answer: Analysis) -> dict[str, Any]:
+    """The analysis with only citations and files that exist in the checkout; the rest listed as dropped."""
+    evidence = check_evidence(root, answer.evidence)
+    files, missing = existing_files(root, answer.affected_files)
+    checked = answer.model_copy(update={"evidence": evidence.kept, "affected_files": files})
+    return {**checked.model_dump(), "dropped_evidence": [*evidence.dropped, *(f"{m}: no such file" for m in missing)]}

@@ -29,18 +29,25 @@ T = TypeVar("T", bound=BaseModel)
 
 @dataclass
 class Declared:
-    """The file scope an investigation declared when it finished."""
+    """The file scope an investigation declared when it finished: files a change may write, and
+    files read for context only (never both)."""
 
     files: list[str] = field(default_factory=list)
+    context_only: list[str] = field(default_factory=list)
 
     def tool(self, root: Path) -> BaseTool:
-        def finish_exploration(files: list[str], reason: str) -> str:
-            """End the investigation, declaring the repository files that matter (relative paths)."""
-            canonical = [relative(root, f) for f in files]
-            missing = [f for f in canonical if not (root / f).is_file()]
+        def finish_exploration(files: list[str], reason: str, context_only: list[str] | None = None) -> str:
+            """End the investigation: `files` a change would touch, `context_only` files read for context
+            (relative paths, existing files only, no path in both lists)."""
+            writable = [relative(root, f) for f in files]
+            context = [relative(root, f) for f in context_only or []]
+            missing = [f for f in [*writable, *context] if not (root / f).is_file()]
             if missing:
                 raise ValueError(f"these files do not exist: {', '.join(missing)}; declare existing files only")
-            self.files = list(dict.fromkeys(canonical))
+            both = sorted(set(writable) & set(context))
+            if both:
+                raise ValueError(f"declared both writable and context-only: {', '.join(both)}; pick one")
+            self.files, self.context_only = list(dict.fromkeys(writable)), list(dict.fromkeys(context))
             return f"investigation finished: {reason}"
 
         return StructuredTool.from_function(finish_exploration)

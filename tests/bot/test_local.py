@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import AIMessage
 
 from bot.local import run_local
 from bot.settings import Settings
@@ -23,7 +24,10 @@ async def test_run_local_analyze_prints_report(tmp_path: Path) -> None:
     decomposition = Decomposition(criteria=[AcceptanceCriterion(id=1, text="Totals include tax")])
     script = {
         "decomposer": scripted([answer(Decomposition, decomposition)]),
-        "analyzer": scripted([answer(Analysis, Analysis(summary="Totals are computed in Cart::total"))]),
+        "analyzer": scripted([
+            AIMessage(content="no tools needed"),
+            answer(Analysis, Analysis(summary="Totals are computed in Cart::total")),
+        ]),
     }
     result = await run_local(
         _settings(tmp_path), repo, "analyze", "Add tax\nTotals must include tax.", script.__getitem__

@@ -10,6 +10,7 @@ import httpx
 import pytest
 import redis
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
 
 from bot.app import create_app
 from bot.jobs import build_worker
@@ -17,6 +18,7 @@ from bot.settings import Settings
 from bot.webhooks import github_signature
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
 from tests.conftest import GITHUB_SECRET, GITLAB_SECRET
+from tests.e2e.conftest import allow_http_git, pointed_at
 from tests.fakes.chat import answer, scripted
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
 from tests.fakes.samples import sample_bytes
@@ -28,8 +30,8 @@ DECOMPOSITION = Decomposition(
 )
 ANALYSIS = Analysis(
     summary="The file API lives in the repository service.",
-    affected_files=["src/Files/Api.php"],
-    evidence=[Evidence(path="src/Files/Api.php", start_line=10, end_line=30, note="current read-only API")],
+    affected_files=["src/Calculator.php"],
+    evidence=[Evidence(path="src/Calculator.php", start_line=9, end_line=12, note="current read-only API")],
     impact="Callers of Api::read are unaffected.",
     risks=["Path traversal in file names"],
 )
@@ -38,7 +40,7 @@ ANALYSIS = Analysis(
 def _models() -> Callable[[str], BaseChatModel]:
     script = {
         "decomposer": scripted([answer(Decomposition, DECOMPOSITION, tokens=120)]),
-        "analyzer": scripted([answer(Analysis, ANALYSIS, tokens=300)]),
+        "analyzer": scripted([AIMessage(content="nothing to look up"), answer(Analysis, ANALYSIS, tokens=300)]),
     }
     return lambda role: script[role]
 
@@ -57,17 +59,21 @@ def _assert_report(comments: list[str]) -> None:
     report = comments[0]
     assert "### Analysis" in report
     assert "1. The API can create, update and delete a file" in report
-    assert "`src/Files/Api.php:10-30` current read-only API" in report
+    assert "`src/Calculator.php:9-12` current read-only API" in report
     assert "Path traversal in file names" in report
     assert "mode analyze" in report and "420 tokens" in report  # the footer
 
 
-async def test_gitlab_label_to_report(settings: Settings, redis_url: str, fake_forge: FakeForgeState) -> None:
+async def test_gitlab_label_to_report(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin_url: str
+) -> None:
     settings.redis_url = redis_url
+    allow_http_git(settings)
+    fake_forge.members[("gitlab", "1", "7")] = "30"  # the issue's author is a developer
     settings.triggers.analyze_label = "Platform"  # the sample adds "Platform"
     fake_forge.grant("gitlab", "1", "1", 30)  # the sample's actor, root (id 1), is a Developer
     fake_forge.add_issue("gitlab", "1", 23, FakeIssue(title="New API: create/update/delete file", body="..."))
-    body = sample_bytes("gitlab/issue.labels-changed.json")
+    body = pointed_at(sample_bytes("gitlab/issue.labels-changed.json"), origin_url)
     headers = {
         "content-type": "application/json",
         "x-gitlab-event": "Issue Hook",
@@ -82,8 +88,12 @@ async def test_gitlab_label_to_report(settings: Settings, redis_url: str, fake_f
     _assert_report([c.body for c in fake_forge.comments_on("gitlab", "1", 23)])
 
 
-async def test_github_label_to_report(settings: Settings, redis_url: str, fake_forge: FakeForgeState) -> None:
+async def test_github_label_to_report(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin_url: str
+) -> None:
     settings.redis_url = redis_url
+    allow_http_git(settings)
+    fake_forge.members[("github", "Codertocat/Hello-World", "alice")] = "write"
     settings.triggers.analyze_label = "bug"  # the sample adds "bug"
     fake_forge.grant("github", "Codertocat/Hello-World", "Codertocat", "write")
     fake_forge.add_issue(
@@ -92,7 +102,7 @@ async def test_github_label_to_report(settings: Settings, redis_url: str, fake_f
         1,
         FakeIssue(title="Spelling error in the README file", body="It looks like you accidently..."),
     )
-    body = sample_bytes("github/issues.labeled.json")
+    body = pointed_at(sample_bytes("github/issues.labeled.json"), origin_url)
     headers = {
         "content-type": "application/json",
         "x-github-event": "issues",

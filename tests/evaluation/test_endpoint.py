@@ -42,6 +42,8 @@ def _fake_openai(seen: list[dict[str, Any]]) -> Starlette:
         if fmt.get("type") == "json_schema":
             name = fmt["json_schema"]["name"]
             message: dict[str, Any] = {"role": "assistant", "content": json.dumps(ANSWERS[name])}
+        elif any(t["function"]["name"] == "finish_exploration" for t in body["tools"]):
+            message = {"role": "assistant", "content": "Nothing to look up."}  # the analyzer's tool loop ends
         else:
             name = body["tools"][0]["function"]["name"]
             function = {"name": name, "arguments": json.dumps(ANSWERS[name])}
@@ -86,8 +88,9 @@ def test_eval_with_an_openai_compatible_endpoint(tmp_path: Path, capsys: pytest.
     assert report["synthetic"] is False and report["notice"] == ""
     (result,) = report["tasks"]
     assert result["outcome"] == "passed", result
-    assert result["roles"]["analyzer"]["models"] == ["eval-model-7b"] and result["tokens"] == 140
-    assert result["cost_usd"] == pytest.approx(100 / 1e6)
+    # decomposer, the analyzer's tool loop (one call) and its synthesis: 70 tokens each
+    assert result["roles"]["analyzer"]["models"] == ["eval-model-7b"] and result["tokens"] == 210
+    assert result["cost_usd"] == pytest.approx(150 / 1e6)
     assert report["fingerprint_inputs"]["models"]["default"]["model"] == "eval-model-7b"
-    assert [r["model"] for r in seen] == ["eval-model-7b", "eval-model-7b"]
+    assert [r["model"] for r in seen] == ["eval-model-7b"] * 3
     assert {r["auth"] for r in seen} == {"Bearer k-secret-123"}

@@ -75,7 +75,7 @@ def _models(task: Task, ws: Workspace):  # type: ignore[no-untyped-def]
     analysis = Analysis(summary="tableize", affected_files=["Doctrine/Inflector/Inflector.php"], symbols=["tableize"])
     script = {
         "decomposer": scripted([answer(Decomposition, criteria, tokens=100)]),
-        "analyzer": scripted([answer(Analysis, analysis, tokens=300)]),
+        "analyzer": scripted([AIMessage(content="no tools needed"), answer(Analysis, analysis, tokens=300)]),
     }
     return script.__getitem__
 

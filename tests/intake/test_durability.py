@@ -19,6 +19,7 @@ from bot.inbox import Inbox
 from bot.jobs import build_worker
 from bot.redisserver import PrivateRedis
 from bot.settings import Settings
+from tests.fakes.checkout import local_checkout, php_project
 from tests.fakes.forge import FakeForge
 from tests.fakes.samples import sample
 from tests.fakes.server import serving
@@ -104,8 +105,11 @@ def _note_on_issue(n: int) -> tuple[bytes, dict[str, str]]:
     return deliveries.gitlab(payload, "Note Hook")
 
 
-async def test_redis_outage_loses_no_accepted_delivery(settings: Settings, own_redis: PrivateRedis) -> None:
+async def test_redis_outage_loses_no_accepted_delivery(
+    settings: Settings, own_redis: PrivateRedis, tmp_path: Path
+) -> None:
     settings.redis_url = own_redis.url
+    settings.questions.max_rounds = 0  # each task ends with its blocked report
     settings.intake.enqueue_timeout = 0.5
     settings.intake.sweep_grace = 0
     sent = [_note_on_issue(n) for n in range(30)]
@@ -131,6 +135,7 @@ async def test_redis_outage_loses_no_accepted_delivery(settings: Settings, own_r
         model_factory=blocked_model,
         burst=True,
         handle_signals=False,
+        checkout=local_checkout(php_project(tmp_path)),
     )
     try:
         await worker.main()  # its start-up sweep re-enqueues what Redis never got

@@ -23,6 +23,7 @@ from bot.jobs import run_task
 from bot.settings import Settings, TriggerSettings
 from graph.schemas import Decomposition
 from tests.fakes.chat import answer, scripted
+from tests.fakes.checkout import local_checkout, php_project
 from tests.fakes.forge import FakeForge
 from tests.intake.payloads import gitlab_note
 
@@ -38,6 +39,7 @@ def blocked_model(role: str) -> BaseChatModel:
 @pytest.fixture
 async def ctx(settings: Settings, tmp_path: Path, redis_url: str) -> AsyncIterator[dict[str, Any]]:
     inbox = await Inbox.open(sqlite_path=tmp_path / "inbox.sqlite")
+    settings.questions.max_rounds = 0  # questions end the analyze route with a blocked report
     forge = FakeForge()
     forge.access[("5", ROOT)] = AccessLevel.DEVELOPER
     pool = await create_pool(RedisSettings.from_dsn(redis_url))
@@ -50,6 +52,7 @@ async def ctx(settings: Settings, tmp_path: Path, redis_url: str) -> AsyncIterat
         "authorizer": Authorizer(settings),
         "redis": pool,
         "job_try": 1,
+        "checkout": local_checkout(php_project(tmp_path)),
     }
     await pool.aclose()
     await inbox.close()
@@ -132,8 +135,11 @@ async def test_reply_resumes_the_waiting_task_on_its_own_thread(
     # The graph has no need_info interrupt yet; this stands in for it at `execute`, the graph's edge.
     runs: list[ForgeEvent] = []
 
-    async def execute(settings: Settings, deps: Any, event: ForgeEvent) -> dict[str, Any]:
+    answers: list[Any] = []
+
+    async def execute(settings: Settings, deps: Any, event: ForgeEvent, answer: Any, checkout: Any) -> dict[str, Any]:
         runs.append(event)
+        answers.append(answer)
         return {"outcome": "need_info" if len(runs) == 1 else "reported"}
 
     monkeypatch.setattr(bot.jobs, "execute", execute)
@@ -145,13 +151,14 @@ async def test_reply_resumes_the_waiting_task_on_its_own_thread(
     assert await run_task(ctx, reply.model_dump_json()) == "reported"
     assert await state_of(ctx, task.task_id) == ("done", "reported")
     assert runs[1].task_id == task.task_id and runs[1].comment == "Use the v2 endpoint."
+    assert answers == [None, {"author": "root", "body": "Use the v2 endpoint."}]
     assert (await ctx["inbox"].task(task.task_id)).job_id == reply.delivery_id
 
 
 async def test_forge_outage_on_the_last_try_fails_the_task_visibly(
     ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def execute(settings: Settings, deps: Any, event: ForgeEvent) -> dict[str, Any]:
+    async def execute(settings: Settings, deps: Any, event: ForgeEvent, answer: Any, checkout: Any) -> dict[str, Any]:
         raise ForgeUnavailable("502 from the forge")
 
     monkeypatch.setattr(bot.jobs, "execute", execute)
@@ -180,9 +187,10 @@ async def test_a_task_running_under_another_job_is_not_run_twice(ctx: dict[str, 
 
 
 async def test_no_token_or_secret_in_any_log_line_of_a_job(
-    settings: Settings, redis_url: str, fake_forge: Any, caplog: pytest.LogCaptureFixture
+    settings: Settings, redis_url: str, fake_forge: Any, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     """The job path with the real python-gitlab adapter over HTTP, every logger at DEBUG."""
+    settings.questions.max_rounds = 0
     from bot.jobs import build_worker
     from bot.queue import ArqQueue
     from tests.conftest import GITHUB_SECRET, GITHUB_TOKEN, GITLAB_SECRET, GITLAB_TOKEN
@@ -199,7 +207,8 @@ async def test_no_token_or_secret_in_any_log_line_of_a_job(
         await inbox.record("gitlab", event.delivery_id, "Note Hook", event)
         await queue.enqueue(event)
         worker = build_worker(
-            settings, redis_url, model_factory=blocked_model, inbox=inbox, burst=True, handle_signals=False
+            settings, redis_url, model_factory=blocked_model, inbox=inbox, burst=True, handle_signals=False,
+            checkout=local_checkout(php_project(tmp_path)),
         )
         try:
             await worker.main()

@@ -1,0 +1,76 @@
+"""The issue's text as a task sees it: snapshotted once, and only what project members wrote.
+
+Issue and comment text from users without write access (GitLab Developer, GitHub write) never
+reaches a model prompt: anyone can comment on a public issue, and a comment is an easy place to
+hide instructions. Access is asked of the forge (`Forge.user_access`), never read from the payload.
+The snapshot is taken when the task starts and kept in the checkpoint, so a comment edited later
+does not change the task, and a resumed run does not read the issue again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.forge import AccessLevel, Comment, Forge, ForgeUser, IssueRef
+
+REQUIRED = AccessLevel.DEVELOPER
+WITHHELD_QUESTION = (
+    "This issue was written by someone without write access to the repository, so I do not use its "
+    "text. Could a project member restate the task in a reply?"
+)
+
+
+@dataclass
+class Snapshot:
+    """What the decomposer and analyzer may read of the issue."""
+
+    title: str
+    body: str
+    discussion: list[dict[str, Any]] = field(default_factory=list)  # {"author", "body"} by members
+    withheld: list[str] = field(default_factory=list)  # what was left out and why (no text)
+
+    def state(self) -> dict[str, Any]:
+        return {"title": self.title, "body": self.body, "discussion": self.discussion, "withheld": self.withheld}
+
+
+class _Access:
+    """Access levels of authors, asked once per author per snapshot."""
+
+    def __init__(self, forge: Forge, ref: IssueRef) -> None:
+        self._forge, self._ref, self._seen = forge, ref, dict[tuple[int, str], AccessLevel]()
+
+    async def member(self, author: str, author_id: int) -> bool:
+        key = (author_id, author)
+        if key not in self._seen:
+            user = ForgeUser(id=author_id, username=author)
+            self._seen[key] = await self._forge.user_access(self._ref.repo, user)
+        return self._seen[key] >= REQUIRED
+
+
+def _ours(comment: Comment, bot_names: Sequence[str]) -> bool:
+    return comment.author in bot_names or "<!-- forgebot:" in comment.body
+
+
+async def take_snapshot(
+    forge: Forge, ref: IssueRef, title: str, body: str, *, bot_names: Sequence[str] = ()
+) -> Snapshot:
+    """Read the issue's comments and keep the text only of authors with write access.
+
+    `title` and `body` are the ones the trigger carried (the issue as the user saw it then).
+    """
+    issue = await forge.get_issue(ref)
+    access = _Access(forge, ref)
+    snapshot = Snapshot(title=title, body=body)
+    if not await access.member(issue.author, issue.author_id):
+        snapshot.title, snapshot.body = "", ""
+        snapshot.withheld.append(f"issue title and description: @{issue.author} has no write access")
+    for comment in issue.comments:
+        if comment.system or _ours(comment, bot_names):
+            continue
+        if await access.member(comment.author, comment.author_id):
+            snapshot.discussion.append({"author": comment.author, "body": comment.body})
+        else:
+            snapshot.withheld.append(f"comment {comment.ref.id}: @{comment.author} has no write access")
+    return snapshot

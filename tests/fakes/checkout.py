@@ -1,0 +1,26 @@
+"""A task checkout without a forge's git server: a local copy of a fixture project, indexed."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from bot.forge import Forge, RepoRef
+from bot.settings import Settings
+from graph.checkout import Checkout, index_checkout
+from tests.graph.conftest import FIXTURES, init_repo
+
+
+def php_project(parent: Path) -> Path:
+    """The PHP fixture project as a git repository under `parent`."""
+    return init_repo(shutil.copytree(FIXTURES / "php_project", parent / "php_project"))
+
+
+def local_checkout(root: Path) -> Checkout:
+    """A `Checkout` that hands every task the repository at `root` (and its real index)."""
+
+    async def checkout(settings: Settings, forge: Forge, repo: RepoRef, task_id: str) -> dict[str, Any]:
+        return {"workspace": str(root), **index_checkout(settings.data_dir, "local-fixture", root, task_id)}
+
+    return checkout

@@ -1,0 +1,78 @@
+"""A real git checkout of the PHP fixture project, its real code index, and a graph runner."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.memory import InMemorySaver
+
+from bot.forge import AccessLevel, Issue, IssueRef, RepoRef
+from bot.settings import Settings
+from graph.builder import build_graph
+from graph.checkout import index_checkout
+from graph.deps import Deps
+from graph.resume import run_or_resume
+from graph.state import TaskState
+from tests.fakes.forge import FakeForge
+from tests.graph.conftest import FIXTURES, init_repo
+
+REPO = RepoRef(forge="gitlab", project="1", path="group/app")
+ISSUE = IssueRef(repo=REPO, number=5)
+MEMBER, STRANGER = 7, 99
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    root = tmp_path / "php_project"
+    shutil.copytree(FIXTURES / "php_project", root)
+    return init_repo(root)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(_env_file=None, _secrets_dir=None, data_dir=tmp_path / "data")  # type: ignore[call-arg]
+
+
+@pytest.fixture
+def forge() -> FakeForge:
+    fake = FakeForge()
+    fake.issues[ISSUE] = Issue(ref=ISSUE, title="Add subtraction", body="The calculator cannot subtract.",
+                               author="alice", author_id=MEMBER)
+    fake.access[(REPO.project, MEMBER)] = AccessLevel.DEVELOPER
+    fake.access[(REPO.project, STRANGER)] = AccessLevel.REPORTER
+    return fake
+
+
+def task_state(root: Path, settings: Settings, **extra: Any) -> TaskState:
+    state = TaskState(task_id="t1", mode="analyze", forge="gitlab", repo=REPO.model_dump(), number=5,
+                      title="Add subtraction", body="The calculator cannot subtract.", workspace=str(root),
+                      started_at=0.0, tokens=0, models=[])
+    state.update(index_checkout(settings.data_dir, "gitlab-1", root, "t1"))  # type: ignore[typeddict-item]
+    state.update(extra)  # type: ignore[typeddict-item]
+    return state
+
+
+class Runner:
+    """One task's graph on one checkpointer: run, then resume with an answer."""
+
+    def __init__(self, settings: Settings, forge: FakeForge, models: Callable[[str], BaseChatModel],
+                 start: TaskState) -> None:
+        self.deps = Deps(settings=settings, forge=forge, model_for=models)
+        self.compiled = build_graph().compile(checkpointer=InMemorySaver())
+        self.config: Any = {"configurable": {"thread_id": start["task_id"]}}
+        self.start = start
+        self.visited: list[str] = []
+
+    async def run(self, answer: dict[str, str] | None = None) -> dict[str, Any]:
+        async def start() -> TaskState:
+            return self.start
+
+        result = await run_or_resume(self.compiled, self.config, start, self.deps, answer)
+        history = [s async for s in self.compiled.aget_state_history(self.config)]
+        self.visited = [n for s in reversed(history) for n in s.next if n != "__start__"]
+        return dict(result)
