@@ -23,7 +23,16 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from bot.authz import Authorizer
 from bot.events import ForgeEvent
 from bot.expiry import expire_waiting
-from bot.forge import Forge, ForgeNotFound, ForgeRateLimited, ForgeUnavailable, IssueRef, open_forge
+from bot.forge import (
+    ChangeRef,
+    Forge,
+    ForgeNotFound,
+    ForgeRateLimited,
+    ForgeUnavailable,
+    IssueRef,
+    Marker,
+    open_forge,
+)
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
 from bot.queue import RUN_TASK, eviction_policy
 from bot.settings import Settings
@@ -33,7 +42,7 @@ from graph.checkout import Checkout, prepare, release
 from graph.deps import Deps
 from graph.llm import chat_model
 from graph.resume import run_or_resume
-from graph.routing import ModeUnavailable, check_mode
+from graph.routing import CHECKOUT_MODES, ModeUnavailable, check_mode
 from graph.state import TaskState
 
 log = logging.getLogger(__name__)
@@ -77,7 +86,8 @@ async def execute(
 
     async def start() -> TaskState:
         state = initial_state(event, task_id)
-        state.update(await checkout(settings, deps.forge, event.repo, task_id))  # type: ignore[typeddict-item]
+        if event.mode in CHECKOUT_MODES:  # the review route checks out the change's branch itself
+            state.update(await checkout(settings, deps.forge, event.repo, task_id))  # type: ignore[typeddict-item]
         return state
 
     async with AsyncSqliteSaver.from_conn_string(str(settings.checkpoint_path)) as saver:
@@ -209,11 +219,16 @@ async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:
     return "cancelled" if task is not None else "nothing to cancel"
 
 
+def target_of(event: ForgeEvent) -> IssueRef | ChangeRef:
+    """Where notes about the event's task go: the issue, or the change a `/review` came from."""
+    if event.target == "change":
+        return ChangeRef(repo=event.repo, number=event.number)
+    return IssueRef(repo=event.repo, number=event.number)
+
+
 async def _say(forge: Forge, event: ForgeEvent, text: str, task_id: str) -> None:
     try:
-        await forge.post_comment(
-            IssueRef(repo=event.repo, number=event.number), f"{text}\n\n<sub>forgebot · task {task_id}</sub>"
-        )
+        await forge.post_comment(target_of(event), f"{text}\n\n<sub>forgebot · task {task_id}</sub>")
     except Exception:  # a courtesy note; the state in the inbox is what counts
         log.exception("note not posted delivery=%s", event.delivery_id)
 
@@ -225,7 +240,8 @@ async def _report_failure(forge: Forge, event: ForgeEvent, exc: Exception) -> No
     reason = str(exc) if isinstance(exc, ModeUnavailable) else type(exc).__name__
     body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task}</sub>"
     try:
-        await forge.post_comment(IssueRef(repo=event.repo, number=event.number), body)
+        # one failure note per task however often the job is retried: the marker makes it idempotent
+        await forge.post_comment(target_of(event), body, Marker(task=task, purpose="failure"))
     except Exception:  # the failure note is best effort; the job still fails loudly
         log.exception("failure note not posted delivery=%s", event.delivery_id)
 

@@ -14,6 +14,11 @@ AVAILABLE_MODES = frozenset({"analyze", "review"})
 ENTRY_NODES: dict[Hashable, str] = {"analyze": "decomposer", "review": "review_intake"}
 
 
+# Modes whose run starts on a read-only checkout of the default branch (the review route checks
+# out the change's source branch in its own intake node).
+CHECKOUT_MODES = frozenset({"analyze"})
+
+
 class ModeUnavailable(ValueError):
     """The trigger asked for a route this build does not have."""
 
