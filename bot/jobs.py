@@ -68,8 +68,26 @@ async def execute(settings: Settings, deps: Deps, event: ForgeEvent) -> TaskStat
             return cast(TaskState, snapshot.values)  # finished earlier: a duplicate run does nothing
         # a checkpoint with pending nodes resumes from where it stopped; otherwise start fresh
         start = None if snapshot.next else initial_state(event, task_id)
+        if start is not None and event.mode == "implement":
+            start.update(await prepare_workspace(settings, deps.forge, event, task_id))
         result = await compiled.ainvoke(start, config, context=deps, durability="sync")
         return cast(TaskState, result)
+
+
+async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent, task_id: str) -> TaskState:
+    """The implement route's worktree: the mirror refreshed, a task branch from the default branch."""
+    from bot.workspace import Workspaces, repo_key
+    from graph.coder.gitstate import git
+    from graph.nodes.delivery import branch_name
+
+    spaces = Workspaces.for_settings(settings)
+    key = repo_key(event.forge, event.repo.project)
+    await spaces.mirror(key, event.repo.clone_url, auth=await forge.git_credentials())
+    branch = branch_name(event.number, event.title)
+    path = await spaces.worktree(key, task_id, branch, f"origin/{event.repo.default_branch}")
+    # a retried job reuses the worktree: its base is where the branch forked, not HEAD after step commits
+    base = git(path, "merge-base", "HEAD", f"origin/{event.repo.default_branch}").strip()
+    return TaskState(workspace=str(path), branch=branch, base=base)
 
 
 async def run_task(ctx: dict[str, Any], event_json: str) -> str:

@@ -6,11 +6,25 @@ function below, so routes grow without touching each other.
 
 from __future__ import annotations
 
+from typing import Any
+
 from langgraph.graph import END, START, StateGraph
 
 from graph import routing
 from graph.deps import Deps
-from graph.nodes import analyzer, decomposer, publisher
+from graph.nodes import (
+    analyzer,
+    architect,
+    coder,
+    decomposer,
+    delivery,
+    gates,
+    implement_review,
+    planner,
+    planner_amend,
+    publisher,
+    semantic_sync,
+)
 from graph.state import TaskState
 
 
@@ -19,6 +33,7 @@ def build_graph() -> StateGraph[TaskState, Deps]:
     graph.add_conditional_edges(START, routing.route_by_mode, routing.ENTRY_NODES)
     _investigation(graph)
     _analyze_route(graph)
+    _implement_route(graph)
     return graph
 
 
@@ -34,3 +49,42 @@ def _analyze_route(graph: StateGraph[TaskState, Deps]) -> None:
     """analyzer → publisher (the report), or decomposer → publisher with questions when blocked."""
     graph.add_node("publisher", publisher.run)
     graph.add_edge("publisher", END)
+
+
+def _review_node() -> Any:
+    """The unified reviewer (issue 10) when present; the implement route's review seam otherwise."""
+    try:
+        from graph.nodes import reviewer  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return implement_review.run
+    return reviewer.run
+
+
+def _implement_route(graph: StateGraph[TaskState, Deps]) -> None:
+    """analyzer → planner ⇄ architect → coder → semantic_sync → gates → reviewer → decide → delivery.
+
+    Blocked or looping coder sessions go through planner_amend back to the coder; a rejected review
+    or a failed gate starts a bounded fix round; every dead end ends in report_failure.
+    """
+    graph.add_node("planner", planner.run)
+    graph.add_node("planner_refine", planner.refine)
+    graph.add_node("architect", architect.run)
+    graph.add_node("coder", coder.run)
+    graph.add_node("semantic_sync", semantic_sync.run)
+    graph.add_node("planner_amend", planner_amend.run)
+    graph.add_node("gates", gates.run)
+    graph.add_node("reviewer", _review_node())
+    graph.add_node("decide", delivery.decide_node)
+    graph.add_node("delivery", delivery.deliver)
+    graph.add_node("report_failure", delivery.report_failure)
+    graph.add_conditional_edges("planner", routing.after_plan)
+    graph.add_conditional_edges("planner_refine", routing.after_plan)
+    graph.add_conditional_edges("architect", routing.after_architect)
+    graph.add_edge("coder", "semantic_sync")
+    graph.add_conditional_edges("semantic_sync", routing.after_sync)
+    graph.add_conditional_edges("planner_amend", routing.after_amend)
+    graph.add_edge("gates", "reviewer")
+    graph.add_edge("reviewer", "decide")
+    graph.add_conditional_edges("decide", routing.after_decide)
+    graph.add_edge("delivery", END)
+    graph.add_edge("report_failure", END)
