@@ -105,8 +105,11 @@ async def _push(state: TaskState, runtime: Runtime[Deps]) -> str:
     settings, forge = runtime.context.settings, runtime.context.forge
     repo = RepoRef.model_validate(state["repo"])
     branch = state.get("branch") or branch_name(state["number"], state.get("title", ""))
+    if not branch.startswith("forgebot/"):
+        raise ValueError(f"refusing to push {branch!r}: the bot only replaces its own forgebot/ branches")
     spaces = Workspaces(settings.data_dir / "workspaces", settings.workspace)
-    await spaces.push(Path(state["workspace"]), repo.clone_url, branch, auth=await forge.git_credentials())
+    # the branch is the bot's own: a FULL_RESET or a later task on the issue replaces it
+    await spaces.push(Path(state["workspace"]), repo.clone_url, branch, auth=await forge.git_credentials(), force=True)
     return branch
 
 
