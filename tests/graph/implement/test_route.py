@@ -47,3 +47,49 @@ async def test_delivery_is_idempotent(project: Project, settings: Settings) -> N
         git(project.root, "reset", "-q", "--hard", project.base)
         await route.run(project, settings, roles, forge)
     assert len(forge.changes) == 1
+
+
+async def test_failing_test_leads_to_a_fix_round(project: Project, settings: Settings) -> None:
+    roles = route.models(
+        decomposer=[route.decomposition()], analyzer=[route.analysis()],
+        planner=[route.plan(route.ONE_ITEM)], architect=[route.approve_plan()],
+        coder=[route.patch(route.CALC, route.CALCULATOR, route.WRONG_MULTIPLY),
+               route.patch(route.TEST, route.CALCULATOR_TEST, route.MULTIPLY_TEST),
+               route.call("complete_item", item_id=1, note="multiply"), route.call("finish"),
+               # fix round: the failing test's output is in the prompt; the checklist has a Fix item
+               route.patch(route.CALC, route.WRONG_MULTIPLY, route.MULTIPLY),
+               route.call("complete_item", item_id=2, note="multiply multiplies"), route.call("finish")],
+        reviewer=[route.review(), route.review()],  # the reviewer approves even while the test fails
+    )
+    state, forge = await route.run(project, settings, roles)
+    assert state["outcome"] == "delivered" and state["rounds"]["review"] == 1
+    fix_prompt = str(roles["coder"].received[4][-1].content)
+    assert "testMultiply" in fix_prompt and "gate test_runner failed" in fix_prompt
+    _, body = _change(forge)
+    assert "| test_runner | `passed` |" in body and "- [x] 2. Fix: gate test_runner failed" in body
+
+
+async def test_failed_gate_is_never_reported_as_passed_when_the_reviewer_approves(
+    project: Project, settings: Settings
+) -> None:
+    commented = route.WRONG_MULTIPLY.replace("    public function multiply", "    /** Multiplies. */\n    public function multiply")
+    roles = route.models(
+        decomposer=[route.decomposition()], analyzer=[route.analysis()],
+        planner=[route.plan(route.ONE_ITEM)], architect=[route.approve_plan()],
+        coder=[route.patch(route.CALC, route.CALCULATOR, route.WRONG_MULTIPLY),
+               route.patch(route.TEST, route.CALCULATOR_TEST, route.MULTIPLY_TEST),
+               route.call("complete_item", item_id=1, note="multiply"), route.call("finish"),
+               # the fix round changes something, but not the failing behaviour: no progress
+               route.patch(route.CALC, route.WRONG_MULTIPLY, commented),
+               route.call("complete_item", item_id=2, note="documented"), route.call("finish")],
+        reviewer=[route.review(), route.review()],
+    )
+    state, forge = await route.run(project, settings, roles)
+    assert state["outcome"] == "failed" and not forge.changes
+    gates = {g["name"]: g["status"] for g in state["gates"]}
+    assert gates["test_runner"] == "failed"
+    issue = IssueRef(repo=RepoRef.model_validate(state["repo"]), number=7)
+    (comment,) = forge.comments[issue]
+    assert "no progress" in comment and "gate test_runner failed" in comment
+    assert "could not finish" in comment and "kept on branch `forgebot/7-add-multiplication`" in comment
+    assert git(project.origin, "rev-parse", "--verify", "forgebot/7-add-multiplication").strip()
