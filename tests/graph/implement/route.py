@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from bot.forge import RepoRef
@@ -14,9 +15,12 @@ from graph.builder import build_graph
 from graph.deps import Deps
 from graph.nodes.planner import PlanProposal
 from graph.schemas import Analysis, ArchitectVerdict, Decomposition, Review
+from graph.state import TaskState
 from tests.fakes.chat import ScriptedChatModel, answer, scripted
 from tests.fakes.forge import FakeForge
 from tests.graph.implement.conftest import CALCULATOR, CALCULATOR_TEST, Project, make_patch
+
+__all__ = ["CALCULATOR", "CALCULATOR_TEST", "FakeForge"]
 
 CALC = "src/Calculator.php"
 TEST = "tests/CalculatorTest.php"
@@ -31,8 +35,8 @@ WRONG_MULTIPLY = MULTIPLY.replace("return $a * $b;", "return $a + $b;")
 MULTIPLY_TEST = CALCULATOR_TEST.replace(
     "        $this->assertSame(5, (new Calculator())->add(2, 3));\n    }\n",
     "        $this->assertSame(5, (new Calculator())->add(2, 3));\n    }\n\n"
-    "    public function testMultiply(): void\n    {\n        $this->assertSame(6, (new Calculator())->multiply(2, 3));\n"
-    "    }\n",
+    "    public function testMultiply(): void\n    {\n"
+    "        $this->assertSame(6, (new Calculator())->multiply(2, 3));\n    }\n",
 )
 
 
@@ -101,6 +105,6 @@ async def run(project: Project, settings: Settings, roles: dict[str, ScriptedCha
     forge = forge or FakeForge()
     deps = Deps(settings=settings, forge=forge, model_for=roles.__getitem__)
     compiled = build_graph().compile(checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "task9"}, "recursion_limit": 80}
-    state = await compiled.ainvoke(initial(project), config, context=deps)  # type: ignore[arg-type]
+    config: RunnableConfig = {"configurable": {"thread_id": "task9"}, "recursion_limit": 80}
+    state = await compiled.ainvoke(cast(TaskState, initial(project)), config, context=deps)
     return dict(state), forge

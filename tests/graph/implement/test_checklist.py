@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -22,8 +23,8 @@ def _checklist(project: Project, tmp_path: Path, items: list[dict[str, object]],
     state = {"workspace": str(project.root), "base": project.base}
     context = gates.check_context(state, tmp_path / "data", [])  # type: ignore[arg-type]
 
-    def lint(files: object) -> list[str]:
-        return gates.lint_problems(context.model_copy(update={"changed_files": tuple(files)}))  # type: ignore[call-overload]
+    def lint(files: Sequence[str]) -> list[str]:
+        return gates.lint_problems(context.model_copy(update={"changed_files": tuple(files)}))
 
     return Checklist(root=project.root, plan=plan, base=project.base, lint=lint, **kw)  # type: ignore[arg-type]
 
@@ -60,9 +61,9 @@ def test_same_failure_on_unchanged_diff_ends_the_session_as_looping(project: Pro
     with pytest.raises(ItemRejected, match="lint failed"):
         checklist.complete(1, "")
     assert "return $a + $b\n" in project.text(CALC)
-    assert checklist.end == ""  # a changed diff is a new attempt, not a loop
+    assert not checklist.end  # a changed diff is a new attempt, not a loop
     assert "looping" in checklist.complete(1, "")
-    assert checklist.end == "looping" and "lint failed" in checklist.end_reason
+    assert str(checklist.end) == "looping" and "lint failed" in checklist.end_reason
 
 
 def test_todo_only_patch_is_rejected(project: Project, tmp_path: Path) -> None:

@@ -52,7 +52,8 @@ def test_each_escape_is_refused_and_nothing_is_written(project: Project) -> None
 
 def test_a_patch_in_scope_applies(project: Project) -> None:
     new = CALCULATOR.replace("        return $a + $b;\n", "        return $b + $a;\n")
-    written = patching.apply(project.root, make_patch("src/Calculator.php", CALCULATOR, new), _policy(["src/Calculator.php"]))
+    diff = make_patch("src/Calculator.php", CALCULATOR, new)
+    written = patching.apply(project.root, diff, _policy(["src/Calculator.php"]))
     assert written == ["src/Calculator.php"]
     assert "return $b + $a;" in project.text("src/Calculator.php")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from bot.forge import IssueRef, RepoRef
 from bot.settings import Settings
+from graph.schemas import ArchitectVerdict
+from tests.fakes.chat import answer
 from tests.graph.implement import route
 from tests.graph.implement.conftest import Project, git
 
@@ -72,7 +74,8 @@ async def test_failing_test_leads_to_a_fix_round(project: Project, settings: Set
 async def test_failed_gate_is_never_reported_as_passed_when_the_reviewer_approves(
     project: Project, settings: Settings
 ) -> None:
-    commented = route.WRONG_MULTIPLY.replace("    public function multiply", "    /** Multiplies. */\n    public function multiply")
+    commented = route.WRONG_MULTIPLY.replace("    public function multiply",
+                                             "    /** Multiplies. */\n    public function multiply")
     roles = route.models(
         decomposer=[route.decomposition()], analyzer=[route.analysis()],
         planner=[route.plan(route.ONE_ITEM)], architect=[route.approve_plan()],
@@ -93,3 +96,59 @@ async def test_failed_gate_is_never_reported_as_passed_when_the_reviewer_approve
     assert "no progress" in comment and "gate test_runner failed" in comment
     assert "could not finish" in comment and "kept on branch `forgebot/7-add-multiplication`" in comment
     assert git(project.origin, "rev-parse", "--verify", "forgebot/7-add-multiplication").strip()
+
+
+async def test_looping_session_goes_to_planner_amend_with_completed_items_kept(
+    project: Project, settings: Settings
+) -> None:
+    two = [route.item(1, "Add multiply", route.CALC), route.item(2, "Test multiply", route.TEST)]
+    roles = route.models(
+        decomposer=[route.decomposition()], analyzer=[route.analysis()],
+        planner=[route.plan(two)], architect=[route.approve_plan()],
+        coder=[route.patch(route.CALC, route.CALCULATOR, route.MULTIPLY),
+               route.call("complete_item", item_id=1, note="multiply added"),
+               route.call("complete_item", item_id=2), route.call("complete_item", item_id=2),  # looping
+               # second session, on the amended plan
+               route.patch(route.TEST, route.CALCULATOR_TEST, route.MULTIPLY_TEST),
+               route.call("complete_item", item_id=2, note="tested"), route.call("finish")],
+        planner_amend=[route.plan([route.item(1, "Add testMultiply to the test case", route.TEST)])],
+        reviewer=[route.review()],
+    )
+    state, forge = await route.run(project, settings, roles)
+    assert state["outcome"] == "delivered" and state["rounds"]["amend"] == 1
+    amend_prompt = str(roles["planner_amend"].received[0][-1].content)
+    assert "ADJUST_PLAN" in amend_prompt and "- 1. Add multiply — multiply added" in amend_prompt
+    assert "looping" in amend_prompt and "nothing changed since item 2 began" in amend_prompt
+    items = state["plan"]["items"]
+    assert [(i["title"], i["status"]) for i in items] == [
+        ("Add multiply", "done"), ("Add testMultiply to the test case", "done")]
+    subjects = git(project.origin, "log", "--format=%s", "forgebot/7-add-multiplication").splitlines()
+    assert subjects[:3] == ["Add testMultiply to the test case", "Add multiply", "initial"]
+
+
+async def test_architect_rejection_goes_back_to_the_planner(project: Project, settings: Settings) -> None:
+    missing = [route.item(1, "Add multiply", "src/Missing.php")]
+    roles = route.models(
+        decomposer=[route.decomposition()], analyzer=[route.analysis()],
+        planner=[route.plan(missing, writable=("src/Missing.php",)),  # rejected by code, not the architect
+                 route.plan([route.item(1, "Add multiply", route.CALC)], writable=(route.CALC,)),
+                 route.plan(route.ONE_ITEM)],
+        architect=[answer(ArchitectVerdict, {"approved": False, "feedback": ["Add a test for multiply"]}),
+                   route.approve_plan()],
+        coder=route.coder_happy(), reviewer=[route.review()],
+    )
+    state, forge = await route.run(project, settings, roles)
+    assert state["outcome"] == "delivered" and state["rounds"]["architect"] == 2
+    assert len(roles["architect"].received) == 2  # the code-rejected plan never reached the architect
+    second, third = (str(m[-1].content) for m in roles["planner"].received[1:])
+    assert "src/Missing.php is in the write scope but does not exist" in second
+    assert "Add a test for multiply" in third
+
+
+async def test_architect_rounds_are_bounded(project: Project, settings: Settings) -> None:
+    bad = route.plan([route.item(1, "Add multiply", "src/Missing.php")], writable=("src/Missing.php",))
+    roles = route.models(decomposer=[route.decomposition()], analyzer=[route.analysis()], planner=[bad] * 4)
+    state, forge = await route.run(project, settings, roles)
+    assert state["outcome"] == "failed" and state["rounds"]["architect"] == 3
+    issue = IssueRef(repo=RepoRef.model_validate(state["repo"]), number=7)
+    assert "the plan was rejected" in forge.comments[issue][0]
