@@ -80,6 +80,15 @@ class LLMSettings(BaseModel):
     prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
 
 
+class ReviewSettings(BaseModel):
+    """Review noise control and limits; `.forgebot.yml`'s `review:` section overrides them per repository."""
+
+    severity_threshold: Literal["blocker", "major", "minor", "info"] = "minor"
+    max_findings: int = Field(default=15, ge=1, description="inline findings per review, worst first")
+    max_file_lines: int = Field(default=1500, ge=10, description="diff lines of one file; larger ones are skipped")
+    diff_budget_tokens: int = Field(default=24_000, ge=1000, description="the diff handed to the reviewer")
+
+
 class TriggerSettings(BaseModel):
     """Label names and command words users type; configurable per installation."""
 
@@ -99,6 +108,22 @@ class WorkspaceSettings(BaseModel):
     author_email: str = "forgebot@users.noreply.invalid"
     allowed_protocols: tuple[str, ...] = Field(default=("https",), description="git transports allowed")
     git_timeout: float = 600.0
+
+
+class IntakeSettings(BaseModel):
+    """The webhook intake: durable inbox, sweeper, authorization cache and allow-list."""
+
+    dedupe_hours: float = Field(default=168.0, ge=72.0, description="keep delivery ids at least 72 h")
+    sweep_interval: int = Field(default=60, ge=5, description="seconds between sweeps of the inbox")
+    sweep_grace: float = Field(default=15.0, description="an accepted row younger than this is in flight")
+    enqueue_timeout: float = Field(default=2.0, description="seconds the request path waits for Redis")
+    inbox_sync: Literal["normal", "full"] = Field(
+        default="normal", description="SQLite inbox: `full` also survives a power cut, at one fsync per batch"
+    )
+    access_cache_seconds: float = Field(default=60.0, description="how long a permission answer is reused")
+    allowed_projects: list[str] = Field(
+        default_factory=list, description="GitLab project ids or paths, GitHub owner/name; empty: any"
+    )
 
 
 class Settings(BaseSettings):
@@ -123,16 +148,26 @@ class Settings(BaseSettings):
     github: GitHubSettings = Field(default_factory=GitHubSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     triggers: TriggerSettings = Field(default_factory=TriggerSettings)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     log_level: str = "INFO"
     databases: dict[str, SecretStr] = Field(
         default_factory=dict,
         description="name → connection URL for the read-only database tools; `.forgebot.yml` names one",
     )
+    # intake
+    database_url: SecretStr | None = Field(
+        default=None, description="postgresql://… for the inbox and task store; unset: SQLite in the data dir"
+    )
+    intake: IntakeSettings = Field(default_factory=IntakeSettings)
 
     @property
     def checkpoint_path(self) -> Path:
         return self.data_dir / "checkpoints.sqlite"
+
+    @property
+    def inbox_path(self) -> Path:
+        return self.data_dir / "inbox.sqlite"
 
     @classmethod
     def load(cls) -> Settings:

@@ -6,8 +6,6 @@ function below, so routes grow without touching each other.
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.graph import END, START, StateGraph
 
 from graph import routing
@@ -19,10 +17,12 @@ from graph.nodes import (
     decomposer,
     delivery,
     gates,
-    implement_review,
     planner,
     planner_amend,
     publisher,
+    review_intake,
+    review_publisher,
+    reviewer,
     semantic_sync,
 )
 from graph.state import TaskState
@@ -34,6 +34,7 @@ def build_graph() -> StateGraph[TaskState, Deps]:
     _investigation(graph)
     _analyze_route(graph)
     _implement_route(graph)
+    _review_route(graph)
     return graph
 
 
@@ -51,18 +52,11 @@ def _analyze_route(graph: StateGraph[TaskState, Deps]) -> None:
     graph.add_edge("publisher", END)
 
 
-def _review_node() -> Any:
-    """The unified reviewer (issue 10) when present; the implement route's review seam otherwise."""
-    try:
-        from graph.nodes import reviewer  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return implement_review.run
-    return reviewer.run
-
-
 def _implement_route(graph: StateGraph[TaskState, Deps]) -> None:
     """analyzer → planner ⇄ architect → coder → semantic_sync → gates → reviewer → decide → delivery.
 
+    The reviewer is the unified one, added by `_review_route`; `routing.after_reviewer` sends the
+    implement route on to `decide`.
     Blocked or looping coder sessions go through planner_amend back to the coder; a rejected review
     or a failed gate starts a bounded fix round; every dead end ends in report_failure.
     """
@@ -73,7 +67,6 @@ def _implement_route(graph: StateGraph[TaskState, Deps]) -> None:
     graph.add_node("semantic_sync", semantic_sync.run)
     graph.add_node("planner_amend", planner_amend.run)
     graph.add_node("gates", gates.run)
-    graph.add_node("reviewer", _review_node())
     graph.add_node("decide", delivery.decide_node)
     graph.add_node("delivery", delivery.deliver)
     graph.add_node("report_failure", delivery.report_failure)
@@ -84,7 +77,16 @@ def _implement_route(graph: StateGraph[TaskState, Deps]) -> None:
     graph.add_conditional_edges("semantic_sync", routing.after_sync)
     graph.add_conditional_edges("planner_amend", routing.after_amend)
     graph.add_edge("gates", "reviewer")
-    graph.add_edge("reviewer", "decide")
     graph.add_conditional_edges("decide", routing.after_decide)
     graph.add_edge("delivery", END)
     graph.add_edge("report_failure", END)
+
+
+def _review_route(graph: StateGraph[TaskState, Deps]) -> None:
+    """review_intake → reviewer → review_publisher; never the coder. A missing branch ends at intake."""
+    graph.add_node("review_intake", review_intake.run)
+    graph.add_node("reviewer", reviewer.run)
+    graph.add_node("review_publisher", review_publisher.run)
+    graph.add_conditional_edges("review_intake", routing.after_review_intake)
+    graph.add_conditional_edges("reviewer", routing.after_reviewer, ["review_publisher", "decide"])
+    graph.add_edge("review_publisher", END)

@@ -68,6 +68,14 @@ class Budgets(_Strict):
     max_review_rounds: int | None = Field(default=None, ge=0, le=20)
 
 
+class Review(_Strict):
+    """Review noise control for this repository (None: the server's setting)."""
+
+    severity_threshold: Literal["blocker", "major", "minor", "info"] | None = None
+    max_findings: int | None = Field(default=None, ge=1, le=100)
+    max_file_lines: int | None = Field(default=None, ge=10)
+
+
 class RepoConfig(_Strict):
     """The validated content of `.forgebot.yml`; an absent file gives these defaults."""
 
@@ -75,6 +83,7 @@ class RepoConfig(_Strict):
     commands: Commands = Field(default_factory=Commands)
     labels: Labels = Field(default_factory=Labels)
     budgets: Budgets = Field(default_factory=Budgets)
+    review: Review = Field(default_factory=Review)
     protected_paths: tuple[str, ...] = Field(
         default=(), description="fnmatch patterns the coder may not edit; `*` crosses directories"
     )

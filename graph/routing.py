@@ -9,10 +9,10 @@ from graph.nodes import bounds
 from graph.state import TaskState
 
 # Routes this build can run; the implement and review routes arrive with their roles.
-AVAILABLE_MODES = frozenset({"analyze", "implement"})
+AVAILABLE_MODES = frozenset({"analyze", "implement", "review"})
 
 # The first node of each mode's route.
-ENTRY_NODES: dict[Hashable, str] = {"analyze": "decomposer", "implement": "decomposer"}
+ENTRY_NODES: dict[Hashable, str] = {"analyze": "decomposer", "implement": "decomposer", "review": "review_intake"}
 
 
 class ModeUnavailable(ValueError):
@@ -75,3 +75,17 @@ def after_decide(state: TaskState) -> Literal["delivery", "coder", "report_failu
     if outcome == "approved":
         return "delivery"
     return "coder" if outcome == "fix_round" and not state.get("failure") else "report_failure"
+
+
+def after_review_intake(state: TaskState) -> Literal["reviewer", "__end__"]:
+    """Review-only needs the code in git: without a checkout (missing branch) the route ends, replied."""
+    return "reviewer" if state.get("workspace") else "__end__"
+
+
+def after_reviewer(state: TaskState) -> str:
+    """The review route publishes the review; the implement route decides on delivery or a fix round."""
+    if state["mode"] == "review":
+        return "review_publisher"
+    if state["mode"] == "implement":
+        return "decide"
+    raise ModeUnavailable(f"the reviewer has no next step in mode {state['mode']!r}")

@@ -181,12 +181,27 @@ class GateResult(BaseModel):
     detail: str = ""
 
 
+Severity = Literal["blocker", "major", "minor", "info"]
+SEVERITY_RANK: dict[str, int] = {"blocker": 3, "major": 2, "minor": 1, "info": 0}
+
+
 class Finding(BaseModel):
-    severity: Literal["blocker", "major", "minor", "info"]
+    """One review finding: what is wrong, where (`path`, `line`..`end_line` on `side`), why, and a fix.
+
+    `criteria` names the acceptance criteria it concerns; `concern` names anything else (a security,
+    architecture or test concern). `side` "old" anchors on a removed line.
+    """
+
+    severity: Severity
     message: str = Field(min_length=3)
     path: str | None = None
     line: int | None = Field(default=None, ge=1)
     criteria: list[int] = Field(default_factory=list)
+    end_line: int | None = Field(default=None, ge=1)
+    side: Literal["new", "old"] = "new"
+    concern: str = ""
+    evidence: str = ""
+    suggestion: str = ""
 
     @model_validator(mode="after")
     def _anchored(self) -> Finding:
@@ -194,6 +209,8 @@ class Finding(BaseModel):
             _relative(self.path)
         if self.line is not None and self.path is None:
             raise ValueError("a line needs a path")
+        if self.end_line is not None and (self.line is None or self.end_line < self.line):
+            raise ValueError("end_line needs a line at or before it")
         return self
 
 

@@ -49,3 +49,12 @@ class TaskState(TypedDict, total=False):
     fix_context: str  # failed gates and findings the next coder round must address
     change: dict[str, Any]  # the opened change: number, branch, title
     failure: str  # why the route stopped without a change (reported on the issue)
+    # review (graph/nodes/reviewer.py, review_intake.py, review_publisher.py)
+    review_base: str  # revision the reviewer diffs HEAD of `workspace` against
+    review_limits: dict[str, Any]  # DiffLimits fields
+    review_noise: dict[str, Any]  # severity_threshold, max_findings (settings, then .forgebot.yml)
+    linted: list[tuple[str, int]]  # (path, line) a profile linter reported: review findings there are dropped
+    review_open: list[str]  # findings still open from earlier rounds, one line each, for the prompt
+    review_scope: dict[str, Any]  # base, head, reviewed files, skipped [path, reason]
+    verdict: str  # final_verdict(review, gates)
+    index_path: str  # the task's code index, when one exists

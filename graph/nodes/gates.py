@@ -69,7 +69,9 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     gates, results = await asyncio.to_thread(run_gates, state, runtime.context.settings.data_dir)
     failed = [r for r in results if r.status == "failed"]
     output = "\n\n".join(f"{r.name} ({r.reason}):\n{r.output.strip()[-3000:]}" for r in failed)
-    return {"gates": [g.model_dump() for g in gates], "fix_context": output}
+    # the unified reviewer diffs the task's work from its start, and knows what the last round left open
+    return {"gates": [g.model_dump() for g in gates], "fix_context": output, "review_base": state["base"],
+            "review_open": state.get("review_problems", [])}
 
 
 def environment_broken(state: TaskState) -> str:

@@ -134,6 +134,11 @@ class FakeForgeState:
         with self.lock:
             self.issues[(forge, project, number)] = issue
 
+    def grant(self, forge: str, project: str, user: str, level: int | str) -> None:
+        """Make `user` a member: a GitLab access level (user id) or a GitHub role name (login)."""
+        with self.lock:
+            self.members[(forge, project, user)] = str(level)
+
     def add_change(self, forge: str, project: str, number: int, change: FakeChange) -> None:
         with self.lock:
             self.changes[(forge, project, number)] = change

@@ -76,4 +76,4 @@ def test_routing_by_mode_refuses_unbuilt_routes() -> None:
 
     assert routing.route_by_mode({"mode": "analyze"}) == "analyze"
     with pytest.raises(routing.ModeUnavailable):
-        routing.route_by_mode({"mode": "review"})
+        routing.route_by_mode({"mode": "deploy"})

@@ -75,9 +75,12 @@ def approve_plan() -> AIMessage:
     return answer(ArchitectVerdict, {"approved": True})
 
 
-def review(verdict: str = "approve", findings: list[dict[str, Any]] | None = None) -> AIMessage:
-    return answer(Review, {"verdict": verdict, "summary": f"review: {verdict}", "findings": findings or [],
-                           "verified_criteria": [1]})
+def review(verdict: str = "approve", findings: list[dict[str, Any]] | None = None) -> list[AIMessage]:
+    """The unified reviewer's turns: its inspection ends without tools, then the structured Review."""
+    done = AIMessage(content="Inspected the diff.", usage_metadata={"input_tokens": 40, "output_tokens": 5,
+                                                                    "total_tokens": 45})
+    return [done, answer(Review, {"verdict": verdict, "summary": f"review: {verdict}", "findings": findings or [],
+                                  "verified_criteria": [1]})]
 
 
 def coder_happy() -> list[AIMessage]:

@@ -19,7 +19,7 @@ async def test_happy_path_opens_a_change_listing_gate_statuses(project: Project,
     roles = route.models(
         decomposer=[route.decomposition()], analyzer=[route.analysis()],
         planner=[route.plan(route.ONE_ITEM)], architect=[route.approve_plan()],
-        coder=[route.call("finish"), *route.coder_happy()], reviewer=[route.review()],
+        coder=[route.call("finish"), *route.coder_happy()], reviewer=route.review(),
     )
     state, forge = await route.run(project, settings, roles)
     assert state["outcome"] == "delivered"
@@ -44,7 +44,7 @@ async def test_delivery_is_idempotent(project: Project, settings: Settings) -> N
         roles = route.models(
             decomposer=[route.decomposition()], analyzer=[route.analysis()],
             planner=[route.plan(route.ONE_ITEM)], architect=[route.approve_plan()],
-            coder=route.coder_happy(), reviewer=[route.review()],
+            coder=route.coder_happy(), reviewer=route.review(),
         )
         git(project.root, "reset", "-q", "--hard", project.base)
         await route.run(project, settings, roles, forge)
@@ -61,7 +61,7 @@ async def test_failing_test_leads_to_a_fix_round(project: Project, settings: Set
                # fix round: the failing test's output is in the prompt; the checklist has a Fix item
                route.patch(route.CALC, route.WRONG_MULTIPLY, route.MULTIPLY),
                route.call("complete_item", item_id=2, note="multiply multiplies"), route.call("finish")],
-        reviewer=[route.review(), route.review()],  # the reviewer approves even while the test fails
+        reviewer=[*route.review(), *route.review()],  # the reviewer approves even while the test fails
     )
     state, forge = await route.run(project, settings, roles)
     assert state["outcome"] == "delivered" and state["rounds"]["review"] == 1
@@ -85,7 +85,7 @@ async def test_failed_gate_is_never_reported_as_passed_when_the_reviewer_approve
                # the fix round changes something, but not the failing behaviour: no progress
                route.patch(route.CALC, route.WRONG_MULTIPLY, commented),
                route.call("complete_item", item_id=2, note="documented"), route.call("finish")],
-        reviewer=[route.review(), route.review()],
+        reviewer=[*route.review(), *route.review()],
     )
     state, forge = await route.run(project, settings, roles)
     assert state["outcome"] == "failed" and not forge.changes
@@ -112,7 +112,7 @@ async def test_looping_session_goes_to_planner_amend_with_completed_items_kept(
                route.patch(route.TEST, route.CALCULATOR_TEST, route.MULTIPLY_TEST),
                route.call("complete_item", item_id=2, note="tested"), route.call("finish")],
         planner_amend=[route.plan([route.item(1, "Add testMultiply to the test case", route.TEST)])],
-        reviewer=[route.review()],
+        reviewer=route.review(),
     )
     state, forge = await route.run(project, settings, roles)
     assert state["outcome"] == "delivered" and state["rounds"]["amend"] == 1
@@ -135,7 +135,7 @@ async def test_architect_rejection_goes_back_to_the_planner(project: Project, se
                  route.plan(route.ONE_ITEM)],
         architect=[answer(ArchitectVerdict, {"approved": False, "feedback": ["Add a test for multiply"]}),
                    route.approve_plan()],
-        coder=route.coder_happy(), reviewer=[route.review()],
+        coder=route.coder_happy(), reviewer=route.review(),
     )
     state, forge = await route.run(project, settings, roles)
     assert state["outcome"] == "delivered" and state["rounds"]["architect"] == 2

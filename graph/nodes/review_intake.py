@@ -1,0 +1,145 @@
+"""review_intake: load the change, check its branch, prepare the checkout, the base and the criteria.
+
+Review-only requires the code under review to exist in git (seed 000): the change's source
+branch must be in the repository, else the author gets a clear reply and the route ends. The
+base is the merge base with the target branch, or — on a re-review — the head reviewed last, so
+only what changed since is inspected. Criteria come from the change description and from the
+issues it closes (their list items, or their title when they have none), extracted by code.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+import prompts
+from bot.forge import ChangeRef, ForgeNotFound, IssueRef, Marker, RepoRef
+from bot.workspace import GitError, Workspaces, repo_key
+from graph.deps import Deps
+from graph.nodes.publisher import footer
+from graph.repoconfig import CONFIG_PATH, RepoConfigError, parse_repo_config
+from graph.reviewdiff import DiffError, git_text
+from graph.reviewstore import ReviewStore, change_key
+from graph.state import TaskState
+
+_CLOSES = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?|implement[sd]?)\s*:?\s+#(\d+)", re.IGNORECASE)
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(\S.{2,})$")
+_HEADING = re.compile(r"^\s*(?:#{1,6}\s+|\*\*)(.+?)(?:\*\*)?\s*:?\s*$")
+_CRITERIA_HEADING = re.compile(r"criteri|acceptance|requirement|definition of done", re.IGNORECASE)
+
+
+def list_items(text: str) -> list[str]:
+    """The criteria a description states: list items under a criteria heading, else its checkboxes."""
+    under, items, boxes = False, [], []
+    for line in text.splitlines():
+        heading = _HEADING.match(line)
+        if heading and not _ITEM.match(line):
+            under = bool(_CRITERIA_HEADING.search(heading.group(1)))
+            continue
+        item = _ITEM.match(line)
+        if item is None:
+            continue
+        if under:
+            items.append(item.group(1).strip())
+        elif re.match(r"^\s*(?:[-*+]|\d+[.)])\s+\[[ xX]\]", line):
+            boxes.append(item.group(1).strip())
+    return items or boxes
+
+
+def closed_issues(text: str) -> list[int]:
+    return list(dict.fromkeys(int(n) for n in _CLOSES.findall(text)))
+
+
+async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    """Prepare the review, or reply why it cannot happen (missing branch) and end the route."""
+    deps = runtime.context
+    repo = RepoRef.model_validate(state["repo"])
+    ref = ChangeRef(repo=repo, number=state["number"])
+    change = await deps.forge.get_change(ref)
+    spaces = Workspaces.for_settings(deps.settings)
+    key = repo_key(state["forge"], repo.project)
+    if not repo.clone_url:
+        raise ValueError(f"repository {repo.path} has no clone URL; the event did not carry one")
+    mirror = await spaces.mirror(key, repo.clone_url, await deps.forge.git_credentials())
+    if not _has_branch(mirror, change.source_branch):
+        body = prompts.render("review.missing_branch", change=prompts.terms(state["forge"])["change"],
+                              branch=change.source_branch, command=deps.settings.triggers.review_command,
+                              footer=footer(state))
+        comment = await deps.forge.post_comment(ref, body, Marker(task=state["task_id"], purpose="missing-branch"))
+        return {"outcome": "no_branch", "report_comment_id": comment.id, "workspace": ""}
+    workspace = await spaces.worktree(key, state["task_id"], f"forgebot-review/{state['task_id']}",
+                                      f"origin/{change.source_branch}")
+    head = git_text(workspace, "rev-parse", "HEAD").strip()
+    base = git_text(workspace, "merge-base", f"origin/{change.target_branch}", "HEAD").strip()
+    record = ReviewStore.in_data_dir(deps.settings.data_dir).load(change_key(state["forge"], repo.project, ref.number))
+    if record is not None and record.head != head and _is_ancestor(workspace, record.head, head):
+        base = record.head  # a re-review: only what changed since the last one
+    config = await _repo_config(spaces, key, repo.default_branch)
+    again = record is not None and base == record.head
+    return {
+        "workspace": str(workspace), "review_base": base, "title": change.title, "body": change.body,
+        "criteria": await _criteria(deps, repo, change.body),
+        "review_limits": _limits(deps, config), "review_noise": _noise(deps, config),
+        "review_open": [_line(t.finding) for t in record.open] if record is not None and again else [],
+    }
+
+
+def _has_branch(mirror: Path, branch: str) -> bool:
+    try:
+        git_text(mirror, "rev-parse", "--verify", "--quiet", f"refs/remotes/origin/{branch}^{{commit}}")
+    except DiffError:
+        return False
+    return True
+
+
+def _is_ancestor(root: Path, old: str, new: str) -> bool:
+    try:
+        git_text(root, "merge-base", "--is-ancestor", old, new)
+    except DiffError:
+        return False  # rewritten history (force push): review the whole change again
+    return True
+
+
+async def _criteria(deps: Deps, repo: RepoRef, body: str) -> list[dict[str, Any]]:
+    texts = list_items(body)
+    for number in closed_issues(body):
+        try:
+            issue = await deps.forge.get_issue(IssueRef(repo=repo, number=number))
+        except ForgeNotFound:
+            continue
+        texts.extend(list_items(issue.body) or [f"#{number}: {issue.title}"])
+    return [{"id": i, "text": t} for i, t in enumerate(dict.fromkeys(texts), 1)]
+
+
+async def _repo_config(spaces: Workspaces, key: str, default_branch: str) -> dict[str, Any]:
+    """The `review:` section of `.forgebot.yml` on the default branch (never from the change itself)."""
+    try:
+        text = await spaces.read_file(key, f"origin/{default_branch}", CONFIG_PATH)
+    except GitError:
+        text = None  # no such default branch in the mirror: defaults, like a repository without the file
+    if text is None:
+        return {}
+    try:
+        return parse_repo_config(text).review.model_dump(exclude_none=True)
+    except RepoConfigError:
+        return {}  # the analyze/implement routes report config errors; a review still runs on defaults
+
+
+def _limits(deps: Deps, config: dict[str, Any]) -> dict[str, Any]:
+    review = deps.settings.review
+    return {"max_file_lines": config.get("max_file_lines", review.max_file_lines),
+            "budget_tokens": review.diff_budget_tokens}
+
+
+def _noise(deps: Deps, config: dict[str, Any]) -> dict[str, Any]:
+    review = deps.settings.review
+    return {"severity_threshold": config.get("severity_threshold", review.severity_threshold),
+            "max_findings": config.get("max_findings", review.max_findings)}
+
+
+def _line(finding: Any) -> str:
+    where = f"{finding.path}:{finding.line}" if finding.line else (finding.path or "general")
+    return f"[{finding.severity}] {where} {finding.message}"

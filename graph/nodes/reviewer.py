@@ -1,0 +1,135 @@
+"""reviewer: the unified reviewer of the review route and of the implement route's fix rounds.
+
+One role checks requirements, architecture, security and tests (seed 000: no separate post-code
+architect). It reads the diff, investigates with read-only tools (files, search, code graph and
+override contracts when an index is open) under an inspection budget, then answers a structured
+`Review`. Code, not the model, guarantees the seed's rule: an inspection that ran out of budget
+(or was stopped by the loop guard) is never an approval — the runtime's
+`reviewer.inspection_budget_exhausted` fragment asks for the unverified criteria, and
+`_not_approved` enforces it whatever the model answers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool
+from langgraph.runtime import Runtime
+
+import prompts
+from graph.deps import Deps
+from graph.index.db import connect
+from graph.reviewdiff import DiffLimits, DiffView, collect
+from graph.runtime.accounting import Ledger
+from graph.runtime.budget import call_budget
+from graph.runtime.loop import LoopResult, Session, invoke_llm_with_tools, state_update
+from graph.runtime.memory import Memory, handoff_summary
+from graph.schemas import GateResult, Review, final_verdict
+from graph.state import TaskState
+from graph.structured import ask_structured
+from graph.tools import tools_for
+from graph.tools.code import graph_tools, search_tools
+from graph.tools.files import file_tools
+
+# A review always checks something: with no stated criteria, the change is checked for this one.
+GENERAL_CRITERION = {"id": 1, "text": "The change introduces no defect, security problem or architecture violation"}
+STOPPED = frozenset({"budget_exhausted", "tokens_exhausted", "report", "looping"})
+
+
+async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    """Review `git diff review_base..HEAD` of the workspace against the criteria.
+
+    State read:
+      workspace (str, required)    checkout whose HEAD is the code under review
+      review_base (str, required)  revision to diff from: the change's base, the last reviewed
+                                   head on a re-review, or the implement route's start commit
+      criteria (list)              AcceptanceCriterion dumps; none → GENERAL_CRITERION
+      title, forge                 for the prompt (forge vocabulary)
+      review_limits (dict)         optional DiffLimits fields (max_file_lines, budget_tokens)
+      review_open (list[str])      optional: findings still open from earlier rounds, one line each
+      plan_decisions, gates        optional: the coder's decisions; gates for `final_verdict`
+      index_path (str)             optional: a code index for the search and code-graph tools
+    State written:
+      review        Review dump (verdict approve | request_changes | incomplete, findings, criteria)
+      verdict       final_verdict(review, gates): an approval never replaces a failed mandatory gate
+      review_scope  {"base", "head", "files": reviewed paths, "skipped": [[path, reason]]}
+      sessions, usage, tokens, models, notes, read_ranges  (the runtime's `state_update`)
+    """
+    settings = runtime.context.settings
+    root = Path(state["workspace"])
+    criteria = state.get("criteria") or [GENERAL_CRITERION]
+    view = collect(root, state["review_base"], DiffLimits(**state.get("review_limits", {})))
+    model = runtime.context.model_for("reviewer")
+    memory = Memory()
+    session = Session(
+        role="reviewer", root=root, system=lambda: _system(state), targets=lambda: view.paths,
+        max_calls=call_budget(settings.llm, "reviewer", criteria=len(criteria)),
+        ledger=Ledger(token_budget=settings.llm.task_token_budget, prices=settings.llm.prices), memory=memory,
+    )
+    task = HumanMessage(_task(state, criteria, view))
+    result = await invoke_llm_with_tools(model, _tools(root, state, memory), [task], session)
+    review, usage = await _conclude(model, state, criteria, task, memory, result)
+    if result.outcome in STOPPED:
+        review = _not_approved(review, criteria, result.reason)
+    gates = [GateResult.model_validate(g) for g in state.get("gates", [])]
+    update = state_update(session, result)
+    update["tokens"] += usage["tokens"]
+    update["models"] = list(dict.fromkeys([*update["models"], *usage["models"]]))
+    return {
+        **update,
+        "review": review.model_dump(),
+        "verdict": final_verdict(review, gates),
+        "review_scope": {"base": view.base, "head": view.head, "files": view.paths,
+                         "skipped": [list(s) for s in view.skipped]},
+    }
+
+
+def _system(state: TaskState) -> str:
+    return prompts.render("reviewer.system", forge_terms=prompts.terms(state.get("forge", "gitlab")))
+
+
+def _task(state: TaskState, criteria: list[dict[str, Any]], view: DiffView) -> str:
+    terms = prompts.terms(state.get("forge", "gitlab"))
+    decisions = [str(d.get("reason", d)) for d in state.get("plan_decisions", [])]
+    return prompts.render(
+        "reviewer.task", origin=terms["change"], title=state.get("title", ""), criteria=criteria,
+        decisions=decisions, open_findings=state.get("review_open", []), skipped=view.skipped,
+        base=view.base[:12], head=view.head[:12], diff=view.text or "(empty diff)",
+    )
+
+
+def _tools(root: Path, state: TaskState, memory: Memory) -> list[BaseTool]:
+    """Files always; search; the code graph and override contracts when the task has an index."""
+    index = state.get("index_path")
+    conn = connect(index, readonly=True) if index and Path(index).is_file() else None
+    available: dict[str, BaseTool] = {**file_tools(root), **search_tools(root, conn)}
+    if conn is not None:
+        available.update(graph_tools(root, conn))
+    available["write_scratchpad"] = memory.scratchpad.tool()
+    return tools_for("reviewer", available)
+
+
+async def _conclude(model: BaseChatModel, state: TaskState, criteria: list[dict[str, Any]], task: HumanMessage,
+                    memory: Memory, result: LoopResult) -> tuple[Review, dict[str, Any]]:
+    """One structured answer from the diff, the code-built handoff and the fragment that ended the loop."""
+    handoff = handoff_summary(criteria, memory, [], result.reason)
+    messages: list[BaseMessage] = [SystemMessage(_system(state)), task, HumanMessage(handoff)]
+    if result.notice:
+        messages.append(HumanMessage(result.notice))
+    return await ask_structured(model, Review, messages)
+
+
+def _not_approved(review: Review, criteria: list[dict[str, Any]], reason: str) -> Review:
+    """An unfinished inspection: every criterion not shown verified is listed, and it never approves."""
+    ids = [int(c["id"]) for c in criteria]
+    verified = [i for i in review.verified_criteria if i in ids]
+    unverified = sorted(set(review.unverified_criteria) | (set(ids) - set(verified)))
+    # everything verified before the stop: the findings decide, but approval is still withheld
+    verdict: Literal["request_changes", "incomplete"] = "incomplete" if unverified else "request_changes"
+    summary = review.summary if "inspection stopped" in review.summary else (
+        f"{review.summary}\n\nThe inspection stopped before it finished ({reason}).")
+    return Review(verdict=verdict, summary=summary, findings=review.findings,
+                  verified_criteria=[i for i in verified if i not in unverified], unverified_criteria=unverified)

@@ -1,0 +1,132 @@
+"""The diff a review inspects: `git diff base..HEAD` per file, with size limits applied before budgeting.
+
+Large diffs are where peer bots silently truncate. Here every file is either reviewed whole or
+listed as not reviewed with the reason (binary, generated, over the per-file limit, over the
+review's token budget), and that list reaches the summary comment. Limits apply per file first,
+so one huge lock file cannot push the real changes out of the budget.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from graph.runtime.budget import estimate_tokens
+
+GENERATED = ("*.lock", "*.min.js", "*.min.css", "*.map", "vendor/*", "node_modules/*")
+_HEADER = re.compile(r"^diff --git a/(.*) b/(.*)$")
+
+
+class DiffError(RuntimeError):
+    """git could not produce the diff (unknown revision, not a repository)."""
+
+
+@dataclass(frozen=True)
+class DiffLimits:
+    max_file_lines: int = 1500  # diff lines of one file; more is listed as not reviewed
+    budget_tokens: int = 24_000  # the whole diff handed to the reviewer
+    generated: tuple[str, ...] = GENERATED
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    path: str  # the new path (the old one for a deletion)
+    old_path: str
+    text: str  # this file's part of the unified diff, headers included
+
+    @property
+    def lines(self) -> int:
+        return self.text.count("\n")
+
+
+@dataclass
+class DiffView:
+    """What the reviewer sees and what it does not (with why)."""
+
+    base: str
+    head: str
+    files: list[FileDiff] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+
+    @property
+    def text(self) -> str:
+        return "".join(f.text for f in self.files)
+
+    @property
+    def paths(self) -> list[str]:
+        return [f.path for f in self.files]
+
+
+def git_text(root: Path, *args: str) -> str:
+    """Run git read-only in `root`; hooks and configuration of the checkout are not consulted."""
+    command = ["git", "-c", "core.hooksPath=/dev/null", "-c", f"safe.directory={root}", "-C", str(root), *args]
+    done = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False,
+                          env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1", "LANG": "C"})
+    if done.returncode != 0:
+        raise DiffError(f"git {args[0]} failed: {done.stderr.strip()[-400:]}")
+    return done.stdout
+
+
+def split_files(diff: str) -> list[FileDiff]:
+    """Cut a `git diff` into per-file parts, resolving renames and deletions to their paths."""
+    parts: list[FileDiff] = []
+    chunk: list[str] = []
+    for line in diff.splitlines(keepends=True):
+        if line.startswith("diff --git ") and chunk:
+            parts.append(_file(chunk))
+            chunk = []
+        chunk.append(line)
+    if chunk:
+        parts.append(_file(chunk))
+    return parts
+
+
+def _file(chunk: list[str]) -> FileDiff:
+    match = _HEADER.match(chunk[0].rstrip("\n"))
+    if match is None:
+        raise DiffError(f"not a diff header: {chunk[0][:80]!r}")
+    old, new = match.group(1), match.group(2)
+    for line in chunk[1:6]:
+        if line.startswith("rename from "):
+            old = line[len("rename from "):].rstrip("\n")
+        elif line.startswith("rename to "):
+            new = line[len("rename to "):].rstrip("\n")
+    deleted = any(line.startswith("deleted file mode") for line in chunk[1:4])
+    return FileDiff(path=old if deleted else new, old_path=old, text="".join(chunk))
+
+
+def collect(root: Path, base: str, limits: DiffLimits | None = None, head: str = "HEAD") -> DiffView:
+    """The diff `base..head` of the checkout at `root`, limited per file, then fitted to the budget."""
+    limits = limits or DiffLimits()
+    for revision in (base, head):
+        if revision.startswith("-"):
+            raise DiffError(f"revision {revision!r} looks like an option")
+    head_sha = git_text(root, "rev-parse", "--verify", f"{head}^{{commit}}").strip()
+    base_sha = git_text(root, "rev-parse", "--verify", f"{base}^{{commit}}").strip()
+    raw = git_text(root, "diff", "--no-color", "--no-ext-diff", "-M", base_sha, head_sha, "--")
+    view = DiffView(base=base_sha, head=head_sha)
+    used = 0
+    for part in split_files(raw):
+        reason = _skip_reason(part, limits)
+        cost = estimate_tokens(part.text)
+        if reason is None and used + cost > limits.budget_tokens:
+            reason = f"over the review's diff budget ({limits.budget_tokens} tokens)"
+        if reason is not None:
+            view.skipped.append((part.path, reason))
+            continue
+        view.files.append(part)
+        used += cost
+    return view
+
+
+def _skip_reason(part: FileDiff, limits: DiffLimits) -> str | None:
+    if "\nBinary files " in part.text or "\nGIT binary patch" in part.text:
+        return "binary file"
+    if any(fnmatch.fnmatch(part.path, pattern) for pattern in limits.generated):
+        return "generated or vendored file"
+    if part.lines > limits.max_file_lines:
+        return f"diff of {part.lines} lines is over the per-file limit of {limits.max_file_lines}"
+    return None

@@ -1,0 +1,75 @@
+"""The last review of each change: the head SHA it reviewed and the findings it left open.
+
+A re-review needs both: the SHA to review only what changed since, and the findings (with the
+threads they were posted in) to carry forward, resolve when fixed, and not raise again when the
+author answered. One small SQLite table under the data directory; a row is replaced whole after
+each published review, so a crash mid-publication leaves the previous review as the reference.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from contextlib import closing
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from graph.findings import Tracked
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS reviews (
+    change TEXT PRIMARY KEY,
+    head TEXT NOT NULL,
+    record TEXT NOT NULL,
+    updated_at REAL NOT NULL
+)
+"""
+
+
+class ReviewRecord(BaseModel):
+    head: str
+    tracked: list[Tracked] = Field(default_factory=list)
+    summary_comment_id: int | None = None
+
+    @property
+    def open(self) -> list[Tracked]:
+        return [t for t in self.tracked if t.status != "fixed"]
+
+
+def change_key(forge: str, project: str, number: int) -> str:
+    """One change on one forge (GitLab project id or GitHub owner/name, and the change's number)."""
+    return f"{forge}:{project}:{number}"
+
+
+class ReviewStore:
+    """Reviews by change key in `<data_dir>/reviews.sqlite`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with closing(self._connect()) as conn, conn:
+            conn.execute(_SCHEMA)
+
+    @classmethod
+    def in_data_dir(cls, data_dir: Path) -> ReviewStore:
+        return cls(data_dir / "reviews.sqlite")
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=10)
+        conn.execute("PRAGMA journal_mode=WAL")
+        return conn
+
+    def load(self, change: str) -> ReviewRecord | None:
+        with closing(self._connect()) as conn:
+            row = conn.execute("SELECT record FROM reviews WHERE change = ?", (change,)).fetchone()
+        return None if row is None else ReviewRecord.model_validate_json(row[0])
+
+    def save(self, change: str, record: ReviewRecord) -> None:
+        with closing(self._connect()) as conn, conn:
+            conn.execute(
+                "INSERT INTO reviews (change, head, record, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(change) DO UPDATE SET head = excluded.head, record = excluded.record, "
+                "updated_at = excluded.updated_at",
+                (change, record.head, record.model_dump_json(), time.time()),
+            )

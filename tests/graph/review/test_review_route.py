@@ -1,0 +1,140 @@
+"""The review route on the in-memory forge, a real git repository and scripted models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from bot.forge import Change, ChangeRef, RepoRef
+from bot.settings import Settings, WorkspaceSettings
+from graph.builder import build_graph
+from graph.deps import Deps
+from graph.schemas import Finding, Review
+from tests.fakes.chat import ScriptedChatModel, answer, scripted
+from tests.fakes.forge import FakeForge
+from tests.graph.review.conftest import ChangeRepo, change_files
+from tests.graph.runtime.script import done
+
+BODY = "Doubles totals.\n\n## Acceptance criteria\n- Totals count each item twice\n- Runner keeps working\n"
+
+
+def _repo_ref(repo: ChangeRepo) -> RepoRef:
+    return RepoRef(forge="gitlab", project="7", path="group/shop", clone_url=f"file://{repo.root}")
+
+
+def _seed(forge: FakeForge, repo: ChangeRepo, branch: str = "feature") -> ChangeRef:
+    ref = ChangeRef(repo=_repo_ref(repo), number=3)
+    forge.changes[ref] = Change(ref=ref, title="Double totals", body=BODY, author="alice", source_branch=branch,
+                                target_branch="main", base_sha=repo.base, head_sha=repo.head, start_sha=repo.base,
+                                state="opened", files=change_files(repo))
+    return ref
+
+
+class Models:
+    """Scripted model per role; remembers which roles were asked for (the coder never is)."""
+
+    def __init__(self, reviewer: ScriptedChatModel) -> None:
+        self.reviewer = reviewer
+        self.asked: list[str] = []
+
+    def __call__(self, role: str) -> ScriptedChatModel:
+        self.asked.append(role)
+        if role != "reviewer":
+            raise AssertionError(f"the review route asked for the {role} model")
+        return self.reviewer
+
+
+async def _review(forge: FakeForge, repo: ChangeRepo, tmp_path: Path, models: Models,
+                  task: str) -> tuple[dict[str, Any], list[str]]:
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data",  # type: ignore[call-arg]
+                        workspace=WorkspaceSettings(allowed_protocols=("file",)))
+    deps = Deps(settings=settings, forge=forge, model_for=models)
+    compiled = build_graph().compile(checkpointer=InMemorySaver())
+    state: Any = {"task_id": task, "mode": "review", "forge": "gitlab", "repo": _repo_ref(repo).model_dump(),
+             "number": 3, "title": "", "body": "", "started_at": 0.0, "tokens": 0, "models": []}
+    nodes: list[str] = []
+    config: Any = {"configurable": {"thread_id": task}}
+    async for update in compiled.astream(state, config, context=deps, stream_mode="updates"):
+        nodes.extend(update)
+    final = (await compiled.aget_state({"configurable": {"thread_id": task}})).values
+    return final, nodes
+
+
+FIRST = Review(verdict="request_changes", summary="Two problems.", verified_criteria=[1], findings=[
+    Finding(severity="major", message="doubling belongs in a pricing rule", path="src/Cart.php", line=8,
+            criteria=[1], suggestion="move it to Pricing"),
+    Finding(severity="minor", message="the loop could use array_sum", path="src/Cart.php", line=7,
+            concern="style"),  # a context line
+    Finding(severity="major", message="the class was renamed but callers still say Legacy",
+            path="src/Runner.php", line=2, criteria=[2]),  # a renamed file
+    Finding(severity="major", message="discount can go negative", path="src/Discount.php", line=40,
+            criteria=[1]),  # not on the diff
+    Finding(severity="info", message="nice naming", path="src/Discount.php", line=2),  # below the threshold
+])
+
+
+async def test_first_review_posts_inline_findings_and_summary(change_repo: ChangeRepo, tmp_path: Path) -> None:
+    forge = FakeForge(kind="gitlab")
+    ref = _seed(forge, change_repo)
+    models = Models(scripted([done(), answer(Review, FIRST)]))
+    final, nodes = await _review(forge, change_repo, tmp_path, models, "t1")
+    assert nodes == ["review_intake", "reviewer", "review_publisher"] and set(models.asked) == {"reviewer"}
+    comments = forge.posted[ref]
+    inline = {(c.path, c.line) for c in comments if c.path}
+    assert inline == {("src/Cart.php", 8), ("src/Cart.php", 7), ("src/Runner.php", 2)}
+    (summary,) = [c.body for c in comments if not c.path]
+    assert "### Review: changes requested" in summary
+    assert "`src/Discount.php:40` discount can go negative (criterion 1) — not anchored on the diff" in summary
+    assert "verified: 1. Totals count each item twice" in summary
+    assert "not verified: 2. Runner keeps working" in summary
+    assert "1 findings below the severity threshold (minor)" in summary
+    assert "nice naming" not in summary
+    assert final["outcome"] == "request_changes"
+
+
+async def test_missing_branch_gets_a_clear_reply_and_no_review(change_repo: ChangeRepo, tmp_path: Path) -> None:
+    forge = FakeForge(kind="gitlab")
+    ref = _seed(forge, change_repo, branch="deleted-branch")
+    models = Models(scripted([]))
+    final, nodes = await _review(forge, change_repo, tmp_path, models, "t2")
+    assert nodes == ["review_intake"] and models.asked == []
+    (reply,) = forge.comments[ref]
+    assert "source branch `deleted-branch` does not exist" in reply and "`/review`" in reply
+    assert final["outcome"] == "no_branch"
+
+
+async def test_re_review_covers_the_delta_resolves_fixed_and_posts_no_duplicates(
+    change_repo: ChangeRepo, tmp_path: Path
+) -> None:
+    forge = FakeForge(kind="gitlab")
+    ref = _seed(forge, change_repo)
+    await _review(forge, change_repo, tmp_path, Models(scripted([done(), answer(Review, FIRST)])), "t1")
+    (summary_id,) = [c.ref.id for c in forge.posted[ref] if not c.path]
+    runner = next(c for c in forge.posted[ref] if c.path == "src/Runner.php")
+    await forge.reply(runner.ref, "Callers were updated in another change; this is intended.")
+    cart = (change_repo.root / "src/Cart.php").read_text().replace("$item * 2", "$this->double($item)")
+    change_repo.commit({"src/Cart.php": cart, "src/Extra.php": "<?php\nfunction extra(): int\n{\n    return 1;\n}\n"})
+    _seed(forge, change_repo)
+    second = Review(verdict="request_changes", summary="One new problem.", verified_criteria=[1, 2], findings=[
+        Finding(severity="major", message="Runner still named oddly", path="src/Runner.php", line=2, criteria=[2]),
+        Finding(severity="major", message="extra() is unused", path="src/Extra.php", line=2, concern="dead code"),
+    ])
+    reviewer = scripted([done(), answer(Review, second)])
+    final, _ = await _review(forge, change_repo, tmp_path, Models(reviewer), "t2")
+    diff = next(str(m.content) for m in reviewer.received[0] if "<diff" in str(m.content))
+    assert "src/Extra.php" in diff and "src/Discount.php" not in diff  # only the delta
+    comments = forge.posted[ref]
+    summaries = [c for c in comments if not c.path and "### Review" in c.body]
+    assert [c.ref.id for c in summaries] == [summary_id]  # edited in place
+    body = summaries[0].body
+    assert "changes since the last review" in body
+    assert "**Fixed since the last review**" in body and "doubling belongs in a pricing rule" in body
+    assert "(answered by the author)" in body and "the loop could use array_sum" in body
+    inline = sorted((c.path, c.line) for c in comments if c.path)
+    assert inline == [("src/Cart.php", 7), ("src/Cart.php", 8), ("src/Extra.php", 2), ("src/Runner.php", 2)]
+    fixed = next(c for c in comments if c.path == "src/Cart.php" and c.line == 8)
+    assert all(c.resolved for c in comments if c.ref.thread == fixed.ref.thread)
+    assert not any(c.resolved for c in comments if c.path == "src/Runner.php")
+    assert final["review_scope"]["base"] != change_repo.base

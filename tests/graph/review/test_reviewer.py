@@ -1,0 +1,86 @@
+"""The unified reviewer on a real git repository with scripted models: diff, tools, verdicts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from langgraph.runtime import Runtime
+
+from bot.settings import LLMSettings, Settings
+from graph.deps import Deps
+from graph.nodes import reviewer
+from graph.schemas import Finding, Review
+from tests.fakes.chat import ScriptedChatModel, answer, scripted
+from tests.fakes.forge import FakeForge
+from tests.graph.review.conftest import ChangeRepo
+from tests.graph.runtime.script import call, done, humans
+
+CRITERIA = [{"id": 1, "text": "Totals count each item twice"}, {"id": 2, "text": "Discounts subtract one"}]
+
+
+def _runtime(model: ScriptedChatModel, **llm: Any) -> Runtime[Deps]:
+    settings = Settings(_env_file=None, llm=LLMSettings(**llm))  # type: ignore[call-arg]
+    return Runtime(context=Deps(settings=settings, forge=FakeForge(), model_for=lambda role: model))
+
+
+def _state(repo: ChangeRepo, **extra: Any) -> dict[str, Any]:
+    return {"workspace": str(repo.root), "review_base": repo.base, "criteria": CRITERIA, "title": "Double",
+            "forge": "gitlab", **extra}
+
+
+async def test_reviewer_sees_the_diff_investigates_and_returns_findings(change_repo: ChangeRepo) -> None:
+    finding = Finding(severity="major", message="negative discounts are not rejected", path="src/Discount.php",
+                      line=4, criteria=[2], evidence="return $x - 1", suggestion="guard $x > 0")
+    review = Review(verdict="request_changes", summary="One issue.", findings=[finding],
+                    verified_criteria=[1, 2])
+    model = scripted([call("search_code", pattern="discount("), done(), answer(Review, review)])
+    out = await reviewer.run(_state(change_repo), _runtime(model))  # type: ignore[arg-type]
+    first = model.received[0]
+    task = next(h for h in humans(first) if "<diff" in h)
+    assert "+            $sum += $item * 2;" in task and "rename to src/Runner.php" in task
+    assert "src/Discount.php" in task and "1. Totals count each item twice" in task
+    assert out["review"]["findings"][0]["path"] == "src/Discount.php"
+    assert out["verdict"] == "request_changes"
+    assert out["review_scope"]["files"] == ["src/Cart.php", "src/Discount.php", "src/Runner.php"]
+    assert out["sessions"][0]["outcome"] == "finished" and out["sessions"][0]["calls"] == 1
+
+
+async def test_budget_exhaustion_is_never_an_approval(change_repo: ChangeRepo) -> None:
+    approve = Review(verdict="approve", summary="Looks fine.", verified_criteria=[1])
+    reads = [call("search_code", pattern=f"p{i}") for i in range(2)]
+    model = scripted([*reads, answer(Review, approve)])
+    runtime = _runtime(model, research_base_calls=2, research_calls_per_criterion=0)
+    out = await reviewer.run(_state(change_repo), runtime)  # type: ignore[arg-type]
+    assert out["sessions"][0]["outcome"] == "budget_exhausted"
+    assert out["review"]["verdict"] == "incomplete" and out["verdict"] == "incomplete"
+    assert out["review"]["unverified_criteria"] == [2]
+    synthesis = model.received[-1]
+    assert any("must not approve" in str(m.content) for m in synthesis if isinstance(m, HumanMessage))
+
+
+async def test_failed_mandatory_gate_overrides_an_approval(change_repo: ChangeRepo) -> None:
+    approve = Review(verdict="approve", summary="Fine.", verified_criteria=[1, 2])
+    model = scripted([done(), answer(Review, approve)])
+    gates = [{"name": "tests", "status": "failed", "mandatory": True}]
+    out = await reviewer.run(_state(change_repo, gates=gates), _runtime(model))  # type: ignore[arg-type]
+    assert out["review"]["verdict"] == "approve" and out["verdict"] == "request_changes"
+
+
+async def test_no_criteria_reviews_against_the_general_criterion(change_repo: ChangeRepo) -> None:
+    claims = Review(verdict="approve", summary="ok", verified_criteria=[])
+    model = scripted([call("search_code", pattern="x"), answer(Review, claims)])
+    runtime = _runtime(model, research_base_calls=1, research_calls_per_criterion=0)
+    out = await reviewer.run(_state(change_repo, criteria=[]), runtime)  # type: ignore[arg-type]
+    assert "1. The change introduces no defect" in humans(model.received[0])[0]
+    assert out["review"]["verdict"] == "incomplete" and out["review"]["unverified_criteria"] == [1]
+
+
+async def test_stopped_inspection_with_every_criterion_verified_still_does_not_approve(
+    change_repo: ChangeRepo,
+) -> None:
+    claims = Review(verdict="approve", summary="ok", verified_criteria=[1, 2])
+    model = scripted([call("search_code", pattern="x"), answer(Review, claims)])
+    runtime = _runtime(model, research_base_calls=1, research_calls_per_criterion=0)
+    out = await reviewer.run(_state(change_repo), runtime)  # type: ignore[arg-type]
+    assert out["review"]["verdict"] == "request_changes" and "inspection stopped" in out["review"]["summary"]
