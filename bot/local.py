@@ -21,6 +21,7 @@ from bot.forge.memory import MemoryForge
 from bot.jobs import ModelFactory
 from bot.settings import Settings
 from graph.builder import build_graph
+from graph.coder.gitstate import head
 from graph.deps import Deps
 from graph.llm import chat_model
 from graph.routing import check_mode
@@ -66,6 +67,8 @@ async def run_local(
         tokens=0,
         models=[],
     )
+    if mode == "implement":  # the route diffs, gates and reviews from the checkout's current commit
+        state["base"] = head(root)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     async with AsyncSqliteSaver.from_conn_string(str(settings.checkpoint_path)) as saver:
         compiled = build_graph().compile(checkpointer=saver)

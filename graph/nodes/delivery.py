@@ -83,9 +83,10 @@ def description(state: TaskState) -> str:
     lines = [f"Implements #{state['number']}: {state.get('title', '')}", "", "### Acceptance criteria"]
     lines += [f"{c['id']}. {c['text']}" for c in state.get("criteria", [])]
     lines += ["", "### Checklist"]
-    for item in state.get("plan", {}).get("items", []):
-        mark = {"done": "x", "open": " ", "dropped": "-"}[item["status"]]
-        lines.append(f"- [{mark}] {item['id']}. {item['title']}" + (f" — {item['note']}" if item["note"] else ""))
+    items = Plan.model_validate(state["plan"]).items if state.get("plan") else []
+    for item in items:
+        mark = {"done": "x", "open": " ", "dropped": "-"}[item.status]
+        lines.append(f"- [{mark}] {item.id}. {item.title}" + (f" — {item.note}" if item.note else ""))
     decisions = state.get("plan_decisions", [])
     if decisions:
         lines += ["", "### Decisions"]
@@ -107,6 +108,8 @@ async def _push(state: TaskState, runtime: Runtime[Deps]) -> str:
     branch = state.get("branch") or branch_name(state["number"], state.get("title", ""))
     if not branch.startswith("forgebot/"):
         raise ValueError(f"refusing to push {branch!r}: the bot only replaces its own forgebot/ branches")
+    if not repo.clone_url:  # `forgebot run` on a local checkout: the commits stay where they are
+        return branch
     spaces = Workspaces(settings.data_dir / "workspaces", settings.workspace)
     # the branch is the bot's own: a FULL_RESET or a later task on the issue replaces it
     await spaces.push(Path(state["workspace"]), repo.clone_url, branch, auth=await forge.git_credentials(), force=True)
