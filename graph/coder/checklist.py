@@ -47,7 +47,9 @@ class Checklist:
     _last_failure: tuple[int, str, str] | None = None
 
     def __post_init__(self) -> None:
-        self.baseline = gitstate.snapshot(self.root)
+        # The last commit, not the worktree: edits an earlier (looping) session left on disk belong
+        # to the open item and count as its change.
+        self.baseline = gitstate.git(self.root, "rev-parse", "HEAD^{tree}").strip()
 
     # --- scope -------------------------------------------------------------------------------------
 

@@ -73,7 +73,11 @@ def _fix_round(state: TaskState, now: list[str]) -> dict[str, Any]:
 
 
 async def decide_node(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
-    return decide(state)
+    update = decide(state)
+    budget = runtime.context.settings.llm.task_token_budget
+    if update.get("outcome") == "fix_round" and bounds.tokens_left(state, budget) <= 0:
+        return {"failure": f"the task token budget ({budget}) is spent; still: " + "; ".join(problems(state))}
+    return update
 
 
 def description(state: TaskState) -> str:

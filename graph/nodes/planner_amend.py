@@ -78,6 +78,9 @@ async def _ask(state: TaskState, runtime: Runtime[Deps], text: str) -> dict[str,
 
 async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     """ADJUST_PLAN while amendments are left, then FULL_RESET while restarts are left, then stop."""
+    budget = runtime.context.settings.llm.task_token_budget
+    if bounds.tokens_left(state, budget) <= 0:
+        return {"failure": f"the task token budget ({budget}) is spent: " + failed_step_context(state)}
     if bounds.left(state, "amend"):
         return await adjust(state, runtime)
     if bounds.left(state, "restart"):

@@ -102,3 +102,9 @@ def test_lint_uses_the_profile(project: Project, tmp_path: Path) -> None:
     state = {"workspace": str(project.root), "base": project.base}
     context = gates.check_context(state, tmp_path / "data", [CALC])  # type: ignore[arg-type]
     assert [r.name for r in run_lints(context)] == ["php-lint"]
+
+
+def test_edits_left_by_an_earlier_session_count_for_the_open_item(project: Project, tmp_path: Path) -> None:
+    _edit(project, "$a + $b", "$b + $a")  # left on disk by a looping session
+    checklist = _checklist(project, tmp_path, [_item(1)])
+    assert "changed src/Calculator.php" in checklist.complete(1, "")

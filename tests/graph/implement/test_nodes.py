@@ -125,3 +125,10 @@ def test_plan_decisions_are_kept(project: Project) -> None:
     kinds = [d["kind"] for d in checklist.decisions]
     assert kinds == ["request_file", "plan_add", "plan_reorder", "plan_drop", "blocker"]
     Plan.model_validate(checklist.plan.model_dump())  # the adapted plan is still a valid plan
+
+
+async def test_spent_token_budget_stops_fix_rounds_and_amendments(settings: Settings) -> None:
+    runtime = SimpleNamespace(context=Deps(settings=settings, forge=FakeForge(), model_for=lambda role: scripted([])))
+    spent = _state(tokens=settings.llm.task_token_budget, coder={"end": "looping", "reason": "stuck"})
+    assert "token budget" in (await delivery.decide_node(spent, runtime))["failure"]  # type: ignore[arg-type]
+    assert "token budget" in (await planner_amend.run(spent, runtime))["failure"]  # type: ignore[arg-type]
