@@ -71,16 +71,24 @@ def item(n: int, title: str, *paths: str) -> dict[str, Any]:
 ONE_ITEM = [item(1, "Add multiply with its test", CALC, TEST)]
 
 
-def approve_plan() -> AIMessage:
-    return answer(ArchitectVerdict, {"approved": True})
+def inspected() -> AIMessage:
+    """A tool-loop role's turn that ends its investigation without tools."""
+    return AIMessage(content="Inspected.", usage_metadata={"input_tokens": 40, "output_tokens": 5, "total_tokens": 45})
+
+
+def verdict(approved: bool, *feedback: str) -> list[AIMessage]:
+    """The architect's turns: its investigation ends, then the structured verdict."""
+    return [inspected(), answer(ArchitectVerdict, {"approved": approved, "feedback": list(feedback)})]
+
+
+def approve_plan() -> list[AIMessage]:
+    return verdict(True)
 
 
 def review(verdict: str = "approve", findings: list[dict[str, Any]] | None = None) -> list[AIMessage]:
     """The unified reviewer's turns: its inspection ends without tools, then the structured Review."""
-    done = AIMessage(content="Inspected the diff.", usage_metadata={"input_tokens": 40, "output_tokens": 5,
-                                                                    "total_tokens": 45})
-    return [done, answer(Review, {"verdict": verdict, "summary": f"review: {verdict}", "findings": findings or [],
-                                  "verified_criteria": [1]})]
+    body = {"verdict": verdict, "summary": f"review: {verdict}", "findings": findings or [], "verified_criteria": [1]}
+    return [inspected(), answer(Review, body)]
 
 
 def coder_happy() -> list[AIMessage]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from bot.forge import IssueRef, RepoRef
 from bot.settings import Settings
-from graph.schemas import ArchitectVerdict
-from tests.fakes.chat import answer
 from tests.graph.implement import route
 from tests.graph.implement.conftest import Project, git
 
@@ -18,7 +16,7 @@ def _change(forge: route.FakeForge) -> tuple[str, str]:
 async def test_happy_path_opens_a_change_listing_gate_statuses(project: Project, settings: Settings) -> None:
     roles = route.models(
         decomposer=[route.decomposition()], analyzer=[route.analysis()],
-        planner=[route.plan(route.ONE_ITEM)], architect=[route.approve_plan()],
+        planner=[route.plan(route.ONE_ITEM)], architect=route.approve_plan(),
         coder=[route.call("finish"), *route.coder_happy()], reviewer=route.review(),
     )
     state, forge = await route.run(project, settings, roles)
@@ -43,7 +41,7 @@ async def test_delivery_is_idempotent(project: Project, settings: Settings) -> N
     for _ in range(2):
         roles = route.models(
             decomposer=[route.decomposition()], analyzer=[route.analysis()],
-            planner=[route.plan(route.ONE_ITEM)], architect=[route.approve_plan()],
+            planner=[route.plan(route.ONE_ITEM)], architect=route.approve_plan(),
             coder=route.coder_happy(), reviewer=route.review(),
         )
         git(project.root, "reset", "-q", "--hard", project.base)
@@ -54,7 +52,7 @@ async def test_delivery_is_idempotent(project: Project, settings: Settings) -> N
 async def test_failing_test_leads_to_a_fix_round(project: Project, settings: Settings) -> None:
     roles = route.models(
         decomposer=[route.decomposition()], analyzer=[route.analysis()],
-        planner=[route.plan(route.ONE_ITEM)], architect=[route.approve_plan()],
+        planner=[route.plan(route.ONE_ITEM)], architect=route.approve_plan(),
         coder=[route.patch(route.CALC, route.CALCULATOR, route.WRONG_MULTIPLY),
                route.patch(route.TEST, route.CALCULATOR_TEST, route.MULTIPLY_TEST),
                route.call("complete_item", item_id=1, note="multiply"), route.call("finish"),
@@ -78,7 +76,7 @@ async def test_failed_gate_is_never_reported_as_passed_when_the_reviewer_approve
                                              "    /** Multiplies. */\n    public function multiply")
     roles = route.models(
         decomposer=[route.decomposition()], analyzer=[route.analysis()],
-        planner=[route.plan(route.ONE_ITEM)], architect=[route.approve_plan()],
+        planner=[route.plan(route.ONE_ITEM)], architect=route.approve_plan(),
         coder=[route.patch(route.CALC, route.CALCULATOR, route.WRONG_MULTIPLY),
                route.patch(route.TEST, route.CALCULATOR_TEST, route.MULTIPLY_TEST),
                route.call("complete_item", item_id=1, note="multiply"), route.call("finish"),
@@ -104,7 +102,7 @@ async def test_looping_session_goes_to_planner_amend_with_completed_items_kept(
     two = [route.item(1, "Add multiply", route.CALC), route.item(2, "Test multiply", route.TEST)]
     roles = route.models(
         decomposer=[route.decomposition()], analyzer=[route.analysis()],
-        planner=[route.plan(two)], architect=[route.approve_plan()],
+        planner=[route.plan(two)], architect=route.approve_plan(),
         coder=[route.patch(route.CALC, route.CALCULATOR, route.MULTIPLY),
                route.call("complete_item", item_id=1, note="multiply added"),
                route.call("complete_item", item_id=2), route.call("complete_item", item_id=2),  # looping
@@ -133,13 +131,15 @@ async def test_architect_rejection_goes_back_to_the_planner(project: Project, se
         planner=[route.plan(missing, writable=("src/Missing.php",)),  # rejected by code, not the architect
                  route.plan([route.item(1, "Add multiply", route.CALC)], writable=(route.CALC,)),
                  route.plan(route.ONE_ITEM)],
-        architect=[answer(ArchitectVerdict, {"approved": False, "feedback": ["Add a test for multiply"]}),
-                   route.approve_plan()],
+        architect=[*route.verdict(False, "Add a test for multiply"), *route.approve_plan()],
         coder=route.coder_happy(), reviewer=route.review(),
     )
     state, forge = await route.run(project, settings, roles)
     assert state["outcome"] == "delivered" and state["rounds"]["architect"] == 2
-    assert len(roles["architect"].received) == 2  # the code-rejected plan never reached the architect
+    assert len(roles["architect"].received) == 4  # two sessions of two calls: the code-rejected plan never got one
+    first_call = roles["architect"].received[0]
+    assert "final class Calculator" in str(first_call[0].content)  # the plan's files, injected from disk
+    assert "Override contracts were not checked" in str(first_call[1].content)
     second, third = (str(m[-1].content) for m in roles["planner"].received[1:])
     assert "src/Missing.php is in the write scope but does not exist" in second
     assert "Add a test for multiply" in third
