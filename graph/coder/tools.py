@@ -6,6 +6,7 @@ decisions, which the route keeps in state and hands to the reviewer and the chan
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -20,10 +21,11 @@ from graph.tools.paths import resolve_in_worktree
 FINISH_TOOLS = frozenset({"complete_item", "finish", "report_plan_blocker"})
 
 
-def coder_tools(checklist: Checklist, protected: patching.PatchPolicy) -> dict[str, BaseTool]:
-    """The coder's tool set: read tools plus the write tools bound to `checklist`."""
+def coder_tools(checklist: Checklist, protected: patching.PatchPolicy,
+                read_tools: Mapping[str, BaseTool] | None = None) -> dict[str, BaseTool]:
+    """The coder's tool set: file tools (plus `read_tools`: search, code graph) and the write tools."""
     root = checklist.root
-    tools = dict(file_tools(root))
+    tools = {**file_tools(root), **(read_tools or {})}
 
     def apply_patch(patch: str) -> str:
         """Apply a unified diff (--- a/path, +++ b/path) to files in the write scope."""

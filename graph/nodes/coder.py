@@ -14,14 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage
+from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 import prompts
+from bot.settings import Settings
 from graph.coder import patch as patching
 from graph.coder.checklist import Checklist
 from graph.coder.gitstate import GitFailed
 from graph.coder.tools import FINISH_TOOLS, coder_tools
 from graph.deps import Deps
+from graph.index.db import Connection, connect
+from graph.index.taskindex import task_index_path
 from graph.nodes import gates
 from graph.nodes.planner import task_text
 from graph.runtime.accounting import Ledger
@@ -29,6 +33,8 @@ from graph.runtime.budget import call_budget
 from graph.runtime.loop import LoopResult, Session, invoke_llm_with_tools, state_update
 from graph.schemas import Plan
 from graph.state import TaskState
+from graph.tools import tools_for
+from graph.tools.code import graph_tools, search_tools
 
 
 def checklist_for(state: TaskState, data_dir: Path, *, step_commits: bool = True
@@ -48,6 +54,12 @@ def checklist_for(state: TaskState, data_dir: Path, *, step_commits: bool = True
     return checklist, policy
 
 
+def _index(state: TaskState, data_dir: Path) -> Connection | None:
+    """The task's code index, read-only, when it has one (search then covers meaning and the graph)."""
+    path = task_index_path(data_dir, state["task_id"])
+    return connect(path, readonly=True) if path.is_file() else None
+
+
 def _ends(checklist: Checklist, result: LoopResult) -> bool:
     """Map a loop result onto the checklist's end; True when the session is over."""
     if checklist.end:
@@ -62,30 +74,49 @@ def _ends(checklist: Checklist, result: LoopResult) -> bool:
     return True
 
 
-async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
-    settings = runtime.context.settings
-    checklist, policy = checklist_for(state, settings.data_dir)
-    tools = list(coder_tools(checklist, policy).values())
-    intro = task_text(state, settings.data_dir)
-    if state.get("fix_context"):
-        intro += "\n\n" + prompts.boundary("fix_context", "gates and review", state["fix_context"])
+def _session(state: TaskState, settings: Settings, checklist: Checklist) -> Session:
+    """One session for the whole checklist: its budget follows the open items, tokens the task's budget."""
     system = prompts.render("coder.system", forge_terms=prompts.terms(state["forge"]))
-    session = Session(
+    spent = int(state.get("tokens", 0))
+    return Session(
         role="coder", root=checklist.root, system=lambda: system + "\n\n" + checklist.progress(),
-        targets=checklist.targets, ledger=Ledger(token_budget=max(1, settings.llm.task_token_budget
-                                                                 - int(state.get("tokens", 0)))),
+        targets=checklist.targets, ledger=Ledger(token_budget=max(1, settings.llm.task_token_budget - spent)),
         max_calls=call_budget(settings.llm, "coder", open_items=len(checklist.plan.open_items)),
         finish_tools=FINISH_TOOLS,
     )
+
+
+def _read_tools(root: Path, conn: Connection | None) -> dict[str, BaseTool]:
+    read: dict[str, BaseTool] = search_tools(root, conn)
+    if conn is not None:
+        read.update(graph_tools(root, conn))
+    return read
+
+
+async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    """Run the checklist; each closed item restarts the history from the system message's progress."""
+    settings = runtime.context.settings
+    checklist, policy = checklist_for(state, settings.data_dir)
+    conn = _index(state, settings.data_dir)
+    tools = tools_for("coder", coder_tools(checklist, policy, _read_tools(checklist.root, conn)))
+    intro = task_text(state, settings.data_dir)
+    if state.get("fix_context"):
+        intro += "\n\n" + prompts.boundary("fix_context", "gates and review", state["fix_context"])
+    session = _session(state, settings, checklist)
     result: LoopResult | None = None
     try:
         while True:
-            messages = [HumanMessage(intro + "\n\n" + checklist.progress())]
+            item = checklist.current()
+            step = f"Work on item {item.id}. {item.title}" if item else "No item is open: call `finish`."
+            messages = [HumanMessage(intro + "\n\n" + step)]
             result = await invoke_llm_with_tools(runtime.context.model_for("coder"), tools, messages, session)
             if _ends(checklist, result):
                 break
     except (GitFailed, OSError) as exc:
         checklist.end, checklist.end_reason = "infrastructure", f"{type(exc).__name__}: {exc}"
+    finally:
+        if conn is not None:
+            conn.close()
     update: dict[str, Any] = state_update(session, result) if result is not None else {}
     update.update({
         "plan": checklist.plan.model_dump(),

@@ -114,6 +114,11 @@ async def test_looping_session_goes_to_planner_amend_with_completed_items_kept(
     )
     state, forge = await route.run(project, settings, roles)
     assert state["outcome"] == "delivered" and state["rounds"]["amend"] == 1
+    after_close = roles["coder"].received[2]  # the first call after item 1 closed
+    assert len(after_close) == 2, "the closed item's tool history is replaced by the progress summary"
+    system = str(after_close[0].content)
+    assert "[x] 1. Add multiply" in system and "note: multiply added" in system and "Next item: 2." in system
+    assert "public function multiply" in system  # the changed file, injected again from disk
     amend_prompt = str(roles["planner_amend"].received[0][-1].content)
     assert "ADJUST_PLAN" in amend_prompt and "- 1. Add multiply — multiply added" in amend_prompt
     assert "looping" in amend_prompt and "nothing changed since item 2 began" in amend_prompt
