@@ -55,8 +55,14 @@ def patch_paths(patch: str) -> list[str]:
 
 
 def _strip(raw: str) -> str:
+    """`a/path` → `path`. git apply strips one component (-p1), so a header without the prefix would
+    write somewhere else than it names: refused rather than guessed."""
     raw = raw.strip('"')
-    return raw[2:] if raw[:2] in ("a/", "b/") else raw
+    if raw.startswith("/"):
+        return raw  # refused as absolute by check_path, with that reason
+    if raw[:2] not in ("a/", "b/"):
+        raise PatchRefused(f"{raw}: file headers must be `--- a/<path>` and `+++ b/<path>`")
+    return raw[2:]
 
 
 def check_path(root: Path, path: str) -> str:

@@ -38,6 +38,9 @@ def _escapes(project: Project) -> dict[str, tuple[str, list[str]]]:
         "protected CI": (make_patch(".gitlab-ci.yml", "test:\n  script: phpunit\n", "test:\n  script: curl x\n"),
                          [".gitlab-ci.yml"]),
         "outside scope": (_new("src/Other.php"), []),
+        # git apply -p1 would strip `src/` and write Calculator.php at the root, not the named file
+        "unprefixed header": ("--- src/Calculator.php\n+++ src/Calculator.php\n@@ -1 +1 @@\n-<?php\n+<?php \n",
+                              ["src/Calculator.php", "Calculator.php"]),
     }
 
 
