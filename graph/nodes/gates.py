@@ -28,15 +28,17 @@ _NAMES = {"test": "test_runner", "smoke": "smoke", "install": "install"}
 
 
 def repo_config(state: TaskState) -> RepoConfig:
-    """`.forgebot.yml` as of the task's base commit, never the task's own edits to it."""
+    """`.forgebot.yml` as of the task's base commit, never the task's own edits to it.
+
+    Without a base (no git history to read it from) the defaults apply; the default protected paths
+    still hold. An invalid file raises RepoConfigError, whose message is fit for the failure comment.
+    """
     base = state.get("base", "")
     if not base:
         return RepoConfig()
     try:
         return load_repo_config(Path(state["workspace"]), base)
-    except RepoConfigError:
-        raise
-    except OSError as exc:  # git missing or the worktree gone: the route reports it
+    except OSError as exc:  # git missing or the worktree gone
         raise RepoConfigError(f"`.forgebot.yml` could not be read: {exc}") from exc
 
 
