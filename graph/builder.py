@@ -53,10 +53,10 @@ def _analyze_route(graph: StateGraph[TaskState, Deps]) -> None:
 
 
 def _implement_route(graph: StateGraph[TaskState, Deps]) -> None:
-    """analyzer → planner ⇄ architect → coder → semantic_sync → gates → reviewer → decide → delivery.
+    """analyzer → planner ⇄ architect → coder → semantic_sync → gates → implement_reviewer → decide → delivery.
 
-    The reviewer is the unified one, added by `_review_route`; `routing.after_reviewer` sends the
-    implement route on to `decide`.
+    The reviewer is the unified one under its own node name, so no edge of the review route can
+    reach a writing role (the graph's shape says so, not only a routing function).
     Blocked or looping coder sessions go through planner_amend back to the coder; a rejected review
     or a failed gate starts a bounded fix round; every dead end ends in report_failure.
     """
@@ -76,7 +76,9 @@ def _implement_route(graph: StateGraph[TaskState, Deps]) -> None:
     graph.add_edge("coder", "semantic_sync")
     graph.add_conditional_edges("semantic_sync", routing.after_sync)
     graph.add_conditional_edges("planner_amend", routing.after_amend)
-    graph.add_edge("gates", "reviewer")
+    graph.add_node("implement_reviewer", reviewer.run)
+    graph.add_edge("gates", "implement_reviewer")
+    graph.add_edge("implement_reviewer", "decide")
     graph.add_conditional_edges("decide", routing.after_decide)
     graph.add_edge("delivery", END)
     graph.add_edge("report_failure", END)
@@ -88,5 +90,5 @@ def _review_route(graph: StateGraph[TaskState, Deps]) -> None:
     graph.add_node("reviewer", reviewer.run)
     graph.add_node("review_publisher", review_publisher.run)
     graph.add_conditional_edges("review_intake", routing.after_review_intake)
-    graph.add_conditional_edges("reviewer", routing.after_reviewer, ["review_publisher", "decide"])
+    graph.add_conditional_edges("reviewer", routing.after_reviewer, ["review_publisher"])
     graph.add_edge("review_publisher", END)

@@ -83,9 +83,7 @@ def after_review_intake(state: TaskState) -> Literal["reviewer", "__end__"]:
 
 
 def after_reviewer(state: TaskState) -> str:
-    """The review route publishes the review; the implement route decides on delivery or a fix round."""
+    """The review route publishes the review; the implement route (issue 9) adds its own target here."""
     if state["mode"] == "review":
         return "review_publisher"
-    if state["mode"] == "implement":
-        return "decide"
     raise ModeUnavailable(f"the reviewer has no next step in mode {state['mode']!r}")

@@ -9,6 +9,7 @@ issues it closes (their list items, or their title when they have none), extract
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,11 @@ import prompts
 from bot.forge import ChangeRef, ForgeNotFound, IssueRef, Marker, RepoRef
 from bot.workspace import GitError, Workspaces, repo_key
 from graph.deps import Deps
+from graph.index.taskindex import build_base
 from graph.nodes.publisher import footer
-from graph.repoconfig import CONFIG_PATH, RepoConfigError, parse_repo_config
+from graph.repoconfig import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
 from graph.reviewdiff import DiffError, git_text
+from graph.reviewlint import linted
 from graph.reviewstore import ReviewStore, change_key
 from graph.state import TaskState
 
@@ -75,7 +78,11 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     head = git_text(workspace, "rev-parse", "HEAD").strip()
     base = git_text(workspace, "merge-base", f"origin/{change.target_branch}", "HEAD").strip()
     record = ReviewStore.in_data_dir(deps.settings.data_dir).load(change_key(state["forge"], repo.project, ref.number))
-    if record is not None and record.head != head and _is_ancestor(workspace, record.head, head):
+    if record is not None and record.head == head:
+        body = prompts.render("review.up_to_date", head=head[:12], footer=footer(state))
+        comment = await deps.forge.post_comment(ref, body, Marker(task=state["task_id"], purpose="up-to-date"))
+        return {"outcome": "up_to_date", "report_comment_id": comment.id, "workspace": ""}
+    if record is not None and _is_ancestor(workspace, record.head, head):
         base = record.head  # a re-review: only what changed since the last one
     config = await _repo_config(spaces, key, repo.default_branch)
     again = record is not None and base == record.head
@@ -83,6 +90,9 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         "workspace": str(workspace), "review_base": base, "title": change.title, "body": change.body,
         "criteria": await _criteria(deps, repo, change.body),
         "review_limits": _limits(deps, config), "review_noise": _noise(deps, config),
+        "linted": await _linted(deps, workspace, base, config),
+        # the code graph of the head under review (read-only for the reviewer; reused per commit)
+        "index_path": str(await asyncio.to_thread(build_base, deps.settings.data_dir, key, workspace, embedder=None)),
         "review_open": [_line(t.finding) for t in record.open] if record is not None and again else [],
     }
 
@@ -114,30 +124,37 @@ async def _criteria(deps: Deps, repo: RepoRef, body: str) -> list[dict[str, Any]
     return [{"id": i, "text": t} for i, t in enumerate(dict.fromkeys(texts), 1)]
 
 
-async def _repo_config(spaces: Workspaces, key: str, default_branch: str) -> dict[str, Any]:
-    """The `review:` section of `.forgebot.yml` on the default branch (never from the change itself)."""
+async def _repo_config(spaces: Workspaces, key: str, default_branch: str) -> RepoConfig:
+    """`.forgebot.yml` on the default branch (never from the change itself); defaults when absent."""
     try:
         text = await spaces.read_file(key, f"origin/{default_branch}", CONFIG_PATH)
     except GitError:
         text = None  # no such default branch in the mirror: defaults, like a repository without the file
     if text is None:
-        return {}
+        return RepoConfig()
     try:
-        return parse_repo_config(text).review.model_dump(exclude_none=True)
+        return parse_repo_config(text)
     except RepoConfigError:
-        return {}  # the analyze/implement routes report config errors; a review still runs on defaults
+        return RepoConfig()  # the analyze/implement routes report config errors; a review runs on defaults
 
 
-def _limits(deps: Deps, config: dict[str, Any]) -> dict[str, Any]:
+async def _linted(deps: Deps, workspace: Path, base: str, config: RepoConfig) -> list[tuple[str, int]]:
+    files = git_text(workspace, "diff", "--name-only", "--diff-filter=d", "-M", base, "HEAD", "--").split()
+    if not files:
+        return []
+    return await asyncio.to_thread(linted, workspace, deps.settings.data_dir, config, files)
+
+
+def _limits(deps: Deps, config: RepoConfig) -> dict[str, Any]:
     review = deps.settings.review
-    return {"max_file_lines": config.get("max_file_lines", review.max_file_lines),
+    return {"max_file_lines": config.review.max_file_lines or review.max_file_lines,
             "budget_tokens": review.diff_budget_tokens}
 
 
-def _noise(deps: Deps, config: dict[str, Any]) -> dict[str, Any]:
+def _noise(deps: Deps, config: RepoConfig) -> dict[str, Any]:
     review = deps.settings.review
-    return {"severity_threshold": config.get("severity_threshold", review.severity_threshold),
-            "max_findings": config.get("max_findings", review.max_findings)}
+    return {"severity_threshold": config.review.severity_threshold or review.severity_threshold,
+            "max_findings": config.review.max_findings or review.max_findings}
 
 
 def _line(finding: Any) -> str:

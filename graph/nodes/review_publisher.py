@@ -23,7 +23,7 @@ from bot.forge._text import parse_hunks, render_marker
 from graph.deps import Deps
 from graph.findings import Noise, Reconciled, Tracked, filter_noise, finding_key, reconcile
 from graph.nodes.publisher import footer
-from graph.reviewdiff import git_text, split_files
+from graph.reviewdiff import DiffError, git_text, split_files
 from graph.reviewstore import ReviewRecord, ReviewStore, change_key
 from graph.schemas import SEVERITY_RANK, Finding, Review
 from graph.state import TaskState
@@ -47,8 +47,9 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     kept, noise = filter_noise(review.findings, noise_cfg.get("severity_threshold", "info"),
                                int(noise_cfg.get("max_findings", 50)), linted)
     incremental = record is not None and record.head == scope["base"]
-    previous = await _with_answers(deps.forge, ref, record.open) if record is not None and incremental else []
-    delta, renames, deleted = _delta(state["workspace"], scope["base"], scope["head"]) if incremental else ({}, {}, [])
+    previous = await _with_answers(deps.forge, ref, record.open) if record is not None else []
+    # after a force push the last head may be gone: then positions are taken as they were
+    delta, renames, deleted = _delta(state["workspace"], record.head, scope["head"]) if record else ({}, {}, [])
     rec = reconcile(previous, kept, delta, renames, deleted)
     posted, unanchored = await _post_new(deps.forge, ref, state["task_id"], rec.new)
     again = await _post_again(deps.forge, ref, state["task_id"], rec, scope["head"])
@@ -74,7 +75,11 @@ def _delta(workspace: str, base: str, head: str) -> tuple[dict[str, Any], dict[s
     hunks: dict[str, Any] = {}
     renames: dict[str, str] = {}
     deleted: list[str] = []
-    for part in split_files(git_text(Path(workspace), "diff", "--no-color", "--no-ext-diff", "-M", base, head, "--")):
+    try:
+        diff = git_text(Path(workspace), "diff", "--no-color", "--no-ext-diff", "-M", base, head, "--")
+    except DiffError:
+        return hunks, renames, deleted
+    for part in split_files(diff):
         hunks[part.old_path] = parse_hunks(part.text)
         if part.old_path != part.path:
             renames[part.old_path] = part.path

@@ -21,7 +21,7 @@ from langgraph.runtime import Runtime
 
 import prompts
 from graph.deps import Deps
-from graph.index.db import connect
+from graph.index.db import Connection, connect
 from graph.reviewdiff import DiffLimits, DiffView, collect
 from graph.runtime.accounting import Ledger
 from graph.runtime.budget import call_budget
@@ -70,7 +70,13 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         ledger=Ledger(token_budget=settings.llm.task_token_budget, prices=settings.llm.prices), memory=memory,
     )
     task = HumanMessage(_task(state, criteria, view))
-    result = await invoke_llm_with_tools(model, _tools(root, state, memory), [task], session)
+    index = state.get("index_path")
+    conn = connect(index, readonly=True) if index and Path(index).is_file() else None
+    try:
+        result = await invoke_llm_with_tools(model, _tools(root, conn, memory), [task], session)
+    finally:
+        if conn is not None:
+            conn.close()
     review, usage = await _conclude(model, state, criteria, task, memory, result)
     if result.outcome in STOPPED:
         review = _not_approved(review, criteria, result.reason)
@@ -101,10 +107,8 @@ def _task(state: TaskState, criteria: list[dict[str, Any]], view: DiffView) -> s
     )
 
 
-def _tools(root: Path, state: TaskState, memory: Memory) -> list[BaseTool]:
+def _tools(root: Path, conn: Connection | None, memory: Memory) -> list[BaseTool]:
     """Files always; search; the code graph and override contracts when the task has an index."""
-    index = state.get("index_path")
-    conn = connect(index, readonly=True) if index and Path(index).is_file() else None
     available: dict[str, BaseTool] = {**file_tools(root), **search_tools(root, conn)}
     if conn is not None:
         available.update(graph_tools(root, conn))

@@ -75,5 +75,7 @@ def test_routing_by_mode_refuses_unbuilt_routes() -> None:
     import pytest
 
     assert routing.route_by_mode({"mode": "analyze"}) == "analyze"
+    assert routing.route_by_mode({"mode": "review"}) == "review"
+    assert routing.route_by_mode({"mode": "implement"}) == "implement"
     with pytest.raises(routing.ModeUnavailable):
         routing.route_by_mode({"mode": "deploy"})

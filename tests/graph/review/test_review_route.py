@@ -14,6 +14,7 @@ from graph.deps import Deps
 from graph.schemas import Finding, Review
 from tests.fakes.chat import ScriptedChatModel, answer, scripted
 from tests.fakes.forge import FakeForge
+from tests.graph.conftest import need_tools
 from tests.graph.review.conftest import ChangeRepo, change_files
 from tests.graph.runtime.script import done
 
@@ -76,6 +77,7 @@ FIRST = Review(verdict="request_changes", summary="Two problems.", verified_crit
 
 
 async def test_first_review_posts_inline_findings_and_summary(change_repo: ChangeRepo, tmp_path: Path) -> None:
+    change_repo.commit({"composer.lock": "{}\n"})
     forge = FakeForge(kind="gitlab")
     ref = _seed(forge, change_repo)
     models = Models(scripted([done(), answer(Review, FIRST)]))
@@ -91,6 +93,7 @@ async def test_first_review_posts_inline_findings_and_summary(change_repo: Chang
     assert "not verified: 2. Runner keeps working" in summary
     assert "1 findings below the severity threshold (minor)" in summary
     assert "nice naming" not in summary
+    assert "**Not reviewed**" in summary and "`composer.lock`: generated or vendored file" in summary
     assert final["outcome"] == "request_changes"
 
 
@@ -138,3 +141,47 @@ async def test_re_review_covers_the_delta_resolves_fixed_and_posts_no_duplicates
     assert all(c.resolved for c in comments if c.ref.thread == fixed.ref.thread)
     assert not any(c.resolved for c in comments if c.path == "src/Runner.php")
     assert final["review_scope"]["base"] != change_repo.base
+
+
+async def test_findings_the_profile_linter_reports_are_dropped(change_repo: ChangeRepo, tmp_path: Path) -> None:
+    need_tools("php")
+    change_repo.commit({"src/Bad.php": "<?php\nfunction bad()\n{\n    return 1 +;\n}\n"})
+    forge = FakeForge(kind="gitlab")
+    ref = _seed(forge, change_repo)
+    review = Review(verdict="request_changes", summary="Broken.", verified_criteria=[1], findings=[
+        Finding(severity="blocker", message="syntax error", path="src/Bad.php", line=4, criteria=[1]),
+        Finding(severity="major", message="bad() has no return type", path="src/Bad.php", line=2, criteria=[1]),
+    ])
+    final, _ = await _review(forge, change_repo, tmp_path, Models(scripted([done(), answer(Review, review)])), "t3")
+    assert ("src/Bad.php", 4) in [tuple(x) for x in final["linted"]]
+    assert [(c.path, c.line) for c in forge.posted[ref] if c.path] == [("src/Bad.php", 2)]
+    (summary,) = [c.body for c in forge.posted[ref] if not c.path]
+    assert "1 findings dropped: the profile's linter reports them already" in summary
+
+
+async def test_review_without_new_commits_says_so_and_posts_nothing_else(
+    change_repo: ChangeRepo, tmp_path: Path
+) -> None:
+    forge = FakeForge(kind="gitlab")
+    ref = _seed(forge, change_repo)
+    await _review(forge, change_repo, tmp_path, Models(scripted([done(), answer(Review, FIRST)])), "t1")
+    before = len(forge.posted[ref])
+    models = Models(scripted([]))
+    final, nodes = await _review(forge, change_repo, tmp_path, models, "t2")
+    assert nodes == ["review_intake"] and models.asked == [] and final["outcome"] == "up_to_date"
+    assert len(forge.posted[ref]) == before + 1
+    assert "Nothing to review" in forge.posted[ref][-1].body
+
+
+def test_no_path_from_the_review_route_reaches_a_writing_role() -> None:
+    drawn = build_graph().compile().get_graph()
+    edges: dict[str, set[str]] = {}
+    for edge in drawn.edges:
+        edges.setdefault(edge.source, set()).add(edge.target)
+    reached, todo = set(), ["review_intake"]
+    while todo:
+        node = todo.pop()
+        if node not in reached:
+            reached.add(node)
+            todo.extend(edges.get(node, ()))
+    assert reached == {"review_intake", "reviewer", "review_publisher", "__end__"}

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from bot.settings import LLMSettings, Settings
 from graph.deps import Deps
+from graph.index.taskindex import build_base
 from graph.nodes import reviewer
+from graph.reviewdiff import DiffLimits, collect
 from graph.schemas import Finding, Review
 from tests.fakes.chat import ScriptedChatModel, answer, scripted
 from tests.fakes.forge import FakeForge
@@ -84,3 +87,41 @@ async def test_stopped_inspection_with_every_criterion_verified_still_does_not_a
     runtime = _runtime(model, research_base_calls=1, research_calls_per_criterion=0)
     out = await reviewer.run(_state(change_repo), runtime)  # type: ignore[arg-type]
     assert out["review"]["verdict"] == "request_changes" and "inspection stopped" in out["review"]["summary"]
+
+
+def test_size_limits_apply_per_file_before_the_budget(change_repo: ChangeRepo) -> None:
+    big = "".join(f"<?php // {n}\n" for n in range(300))
+    change_repo.commit({"composer.lock": "{}\n", "src/Big.php": big})
+    view = collect(change_repo.root, change_repo.base, DiffLimits(max_file_lines=100, budget_tokens=100_000))
+    skipped = dict(view.skipped)
+    assert skipped["composer.lock"] == "generated or vendored file"
+    assert skipped["src/Big.php"].startswith("diff of 30") and "per-file limit of 100" in skipped["src/Big.php"]
+    assert view.paths == ["src/Cart.php", "src/Discount.php", "src/Runner.php"]
+    tight = collect(change_repo.root, change_repo.base, DiffLimits(budget_tokens=120))
+    assert any("over the review's diff budget" in reason for _, reason in tight.skipped)
+    assert tight.paths and len(tight.paths) < 3  # what fitted, in order; the rest listed, never cut silently
+
+
+async def test_code_graph_and_contract_tools_come_with_an_index(change_repo: ChangeRepo, tmp_path: Path) -> None:
+    index = build_base(tmp_path / "data", "shop", change_repo.root, embedder=None)
+    review = Review(verdict="approve", summary="ok", verified_criteria=[1, 2])
+    model = scripted([call("find_definition", name="Cart::total"), done(), answer(Review, review)])
+    out = await reviewer.run(_state(change_repo, index_path=str(index)), _runtime(model))  # type: ignore[arg-type]
+    answer_text = next(str(m.content) for m in model.received[1] if isinstance(m, ToolMessage))
+    assert "src/Cart.php" in answer_text  # the definition, from the real index
+    assert out["verdict"] == "approve"
+    tools = {t["function"]["name"] for t in _bound_tools(change_repo, str(index))}
+    assert {"find_definition", "find_callers", "override_contract", "semantic_search"} <= tools
+
+
+def _bound_tools(repo: ChangeRepo, index: str) -> list[dict[str, Any]]:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from graph.index.db import connect
+    from graph.runtime.memory import Memory
+
+    conn = connect(index, readonly=True)
+    try:
+        return [convert_to_openai_tool(t) for t in reviewer._tools(repo.root, conn, Memory())]
+    finally:
+        conn.close()

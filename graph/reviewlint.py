@@ -1,0 +1,49 @@
+"""What the profile's linters already report on a change: `(path, line)` pairs review findings skip.
+
+A reviewer repeating the linter is noise: the linter's own report is more precise and already in
+front of the author. The review route runs the profile's lint commands (through the check sandbox,
+as every check does) on the changed files and reads the locations from their output; findings on
+those lines are dropped and counted in the summary.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from graph.checks import CheckContext, run_lints
+from graph.repoconfig import RepoConfig
+from graph.sandbox import SandboxPolicy
+
+# `path:line:col: …` (phpcs --report=emacs, most linters) and `… in path on line N` (php -l).
+_COLON = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+)(?::\d+)?:", re.MULTILINE)
+_PHP = re.compile(r" in (?P<path>\S+) on line (?P<line>\d+)")
+
+
+def locations(output: str, root: Path, known: Sequence[str]) -> list[tuple[str, int]]:
+    """Repository-relative `(path, line)` pairs named in linter output, limited to `known` paths."""
+    prefix = str(root.resolve()) + "/"
+    found: list[tuple[str, int]] = []
+    for match in [*_COLON.finditer(output), *_PHP.finditer(output)]:
+        path = match.group("path").removeprefix(prefix).removeprefix("./")
+        if path in known:
+            found.append((path, int(match.group("line"))))
+    return sorted(set(found))
+
+
+def linted(worktree: Path, data_dir: Path, config: RepoConfig, files: Sequence[str]) -> list[tuple[str, int]]:
+    """Run the profile's linters on `files` and return where they report problems."""
+    # The bot's state stays out of reach; the task's own worktree (under the data dir) stays visible.
+    hidden = tuple(p for p in data_dir.iterdir() if p.name != "workspaces") if data_dir.is_dir() else ()
+    mirrors = data_dir / "workspaces" / "mirrors"
+    policy = SandboxPolicy(timeout_seconds=min(config.commands.timeout_seconds, 300),
+                           memory_bytes=config.commands.memory_mb * 1024 * 1024,
+                           hidden_paths=(*hidden, *([mirrors] if mirrors.is_dir() else [])))
+    ctx = CheckContext(worktree=worktree, profile=config.resolve_profile(), changed_files=tuple(files),
+                       policy=policy, base_env={"PATH": "/usr/local/bin:/usr/bin:/bin"})
+    found: list[tuple[str, int]] = []
+    for result in run_lints(ctx):
+        if result.status == "failed":
+            found.extend(locations(result.output, worktree, files))
+    return sorted(set(found))

@@ -1,0 +1,74 @@
+"""End to end per forge: an exhausted inspection budget is never an approval, and a missing source
+branch gets a clear reply without a review (the reviewer is never even asked)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.settings import Settings
+from graph.schemas import Review
+from tests.e2e.review_harness import Models, deliver, fake_change, prepare, work
+from tests.fakes.chat import answer
+from tests.fakes.forge_http import FakeForgeState, Fault
+from tests.graph.review.conftest import make_change_repo
+from tests.graph.review.test_review_route import FIRST
+from tests.graph.runtime.script import call, done
+
+PROJECT = {"gitlab": "5", "github": "Codertocat/Hello-World"}
+
+
+def _bodies(fake_forge: FakeForgeState, forge: str) -> list[str]:
+    return [c.body for t in fake_forge.threads_of(forge, PROJECT[forge], "change", 1) for c in t.comments]
+
+
+@pytest.mark.parametrize("forge", ["gitlab", "github"])
+async def test_budget_exhaustion_is_not_approved_and_lists_unverified_criteria(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path, forge: str
+) -> None:
+    repo = make_change_repo(tmp_path / "repo")
+    prepare(settings, redis_url, fake_forge, repo.root)
+    settings.llm.research_base_calls, settings.llm.research_calls_per_criterion = 2, 0
+    fake_forge.add_change(forge, PROJECT[forge], 1, fake_change(repo))
+    claims = Review(verdict="approve", summary="All good.", verified_criteria=[1])  # the model tries to approve
+    models = Models([call("search_code", pattern="double"), call("search_code", pattern="Runner"),
+                     answer(Review, claims)])
+    await deliver(settings, forge, 301, f"file://{repo.root}")
+    await work(settings, redis_url, models)
+    (summary,) = [b for b in _bodies(fake_forge, forge) if "### Review" in b]
+    assert "### Review: incomplete, not approved" in summary
+    assert "not verified: 2. Runner keeps working" in summary
+    assert "inspection stopped before it finished" in summary
+
+
+@pytest.mark.parametrize("forge", ["gitlab", "github"])
+async def test_missing_branch_gets_a_clear_reply(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path, forge: str
+) -> None:
+    repo = make_change_repo(tmp_path / "repo")
+    prepare(settings, redis_url, fake_forge, repo.root)
+    fake_forge.add_change(forge, PROJECT[forge], 1, fake_change(repo, branch="was-deleted"))
+    models = Models([])
+    await deliver(settings, forge, 401, f"file://{repo.root}")
+    await work(settings, redis_url, models)
+    assert models.asked == []
+    (reply,) = [b for b in _bodies(fake_forge, forge) if "forgebot" in b and "/review" != b.strip()]
+    assert "source branch `was-deleted` does not exist in the repository" in reply
+
+
+async def test_one_refused_anchor_does_not_abort_the_rest(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path
+) -> None:
+    repo = make_change_repo(tmp_path / "repo")
+    prepare(settings, redis_url, fake_forge, repo.root)
+    fake_forge.add_change("gitlab", "5", 1, fake_change(repo))
+    fake_forge.faults.append(Fault(method="POST", path="/merge_requests/1/discussions", status=400,
+                                   message="400 Bad request - Note {:line_code=>[\"must be a valid line code\"]}"))
+    await deliver(settings, "gitlab", 501, f"file://{repo.root}")
+    await work(settings, redis_url, Models([done(), answer(Review, FIRST)]))
+    threads = fake_forge.threads_of("gitlab", "5", "change", 1)
+    inline = [t.comments[0].position for t in threads if t.comments[0].position]
+    assert len(inline) == 2  # the first note was refused; the other two were still posted
+    (summary,) = [t.comments[0].body for t in threads if "### Review" in t.comments[0].body]
+    assert "`src/Cart.php:8` doubling belongs in a pricing rule (criterion 1) — not anchored on the diff" in summary
