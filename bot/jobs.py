@@ -6,6 +6,7 @@ deferred retry; anything else fails the task with one short comment carrying the
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -72,7 +73,10 @@ def initial_state(event: ForgeEvent, task_id: str) -> TaskState:
 
 
 async def execute(
-    settings: Settings, deps: Deps, event: ForgeEvent, answer: dict[str, str] | None = None,
+    settings: Settings,
+    deps: Deps,
+    event: ForgeEvent,
+    answer: dict[str, str] | None = None,
     checkout: Checkout = prepare,
 ) -> TaskState:
     """Run the graph for `event` with the SQLite checkpointer, thread id = task id.
@@ -88,6 +92,8 @@ async def execute(
         state = initial_state(event, task_id)
         if event.mode in CHECKOUT_MODES:  # the review route checks out the change's branch itself
             state.update(await checkout(settings, deps.forge, event.repo, task_id))  # type: ignore[typeddict-item]
+        elif event.mode == "implement":
+            state.update(await prepare_workspace(settings, deps.forge, event, task_id))
         return state
 
     async with AsyncSqliteSaver.from_conn_string(str(settings.checkpoint_path)) as saver:
@@ -97,6 +103,24 @@ async def execute(
     if result.get("outcome") != "need_info":
         await release(settings, event.repo, task_id)
     return result
+
+
+async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent, task_id: str) -> TaskState:
+    """The implement route's worktree: the mirror refreshed, a task branch from the default branch."""
+    from bot.workspace import Workspaces, repo_key
+    from graph.checkout import index_checkout
+    from graph.coder.gitstate import git
+    from graph.nodes.delivery import branch_name
+
+    spaces = Workspaces.for_settings(settings)
+    key = repo_key(event.forge, event.repo.project)
+    await spaces.mirror(key, event.repo.clone_url, auth=await forge.git_credentials())
+    branch = branch_name(event.number, event.title)
+    path = await spaces.worktree(key, task_id, branch, f"origin/{event.repo.default_branch}")
+    # a retried job reuses the worktree: its base is where the branch forked, not HEAD after step commits
+    base = git(path, "merge-base", "HEAD", f"origin/{event.repo.default_branch}").strip()
+    indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, path, task_id)
+    return TaskState(workspace=str(path), branch=branch, base=base, index=indexed["index"], database=indexed["database"])
 
 
 async def run_task(ctx: dict[str, Any], event_json: str) -> str:

@@ -26,6 +26,7 @@ from bot.jobs import ModelFactory
 from bot.settings import Settings
 from graph.builder import build_graph
 from graph.checkout import index_checkout
+from graph.coder.gitstate import head
 from graph.deps import Deps
 from graph.llm import chat_model
 from graph.routing import check_mode
@@ -160,6 +161,8 @@ async def run_local(
         tokens=0,
         models=[],
     )
+    if mode == "implement":  # the route diffs, gates and reviews from the checkout's current commit
+        state["base"] = head(root)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     if (root / ".git").exists():  # the code graph and search for the analyzer; without git, file tools only
         state.update(index_checkout(settings.data_dir, f"local-{task_id}", root, task_id))  # type: ignore[typeddict-item]

@@ -180,11 +180,16 @@ class Workspaces:
         await self._run(["commit", "--quiet", "--no-verify", "-m", message], cwd=worktree)
         return (await self._run(["rev-parse", "HEAD"], cwd=worktree)).strip()
 
-    async def push(self, worktree: Path, url: str, branch: str, auth: GitCredentials | None = None) -> None:
-        """Push HEAD to `branch` at `url`, the token passed for this command only."""
+    async def push(self, worktree: Path, url: str, branch: str, auth: GitCredentials | None = None,
+                   *, force: bool = False) -> None:
+        """Push HEAD to `branch` at `url`, the token passed for this command only.
+
+        `force` replaces the branch (the bot's own `forgebot/...` branch after a reset or a new task).
+        """
         await self._run(["check-ref-format", "--branch", branch])
         _not_an_option(url, "url")
-        await self._run(["push", "--quiet", "--no-verify", url, f"HEAD:refs/heads/{branch}"], cwd=worktree, auth=auth)
+        refspec = f"{'+' if force else ''}HEAD:refs/heads/{branch}"
+        await self._run(["push", "--quiet", "--no-verify", url, refspec], cwd=worktree, auth=auth)
 
     async def cleanup(self, key: str, task: str) -> None:
         """Remove a finished task's worktree and its local branch bookkeeping."""

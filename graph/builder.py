@@ -10,7 +10,23 @@ from langgraph.graph import END, START, StateGraph
 
 from graph import routing
 from graph.deps import Deps
-from graph.nodes import analyzer, ask, decomposer, need_info, publisher, review_intake, review_publisher, reviewer
+from graph.nodes import (
+    analyzer,
+    architect,
+    ask,
+    coder,
+    decomposer,
+    delivery,
+    gates,
+    need_info,
+    planner,
+    planner_amend,
+    publisher,
+    review_intake,
+    review_publisher,
+    reviewer,
+    semantic_sync,
+)
 from graph.state import TaskState
 
 
@@ -20,6 +36,7 @@ def build_graph() -> StateGraph[TaskState, Deps]:
     _investigation(graph)
     _need_info(graph)
     _analyze_route(graph)
+    _implement_route(graph)
     _review_route(graph)
     return graph
 
@@ -44,6 +61,38 @@ def _analyze_route(graph: StateGraph[TaskState, Deps]) -> None:
     """analyzer → publisher (the report), or decomposer → publisher with questions when blocked."""
     graph.add_node("publisher", publisher.run)
     graph.add_edge("publisher", END)
+
+
+def _implement_route(graph: StateGraph[TaskState, Deps]) -> None:
+    """analyzer → planner ⇄ architect → coder → semantic_sync → gates → implement_reviewer → decide → delivery.
+
+    The reviewer is the unified one under its own node name, so no edge of the review route can
+    reach a writing role (the graph's shape says so, not only a routing function).
+    Blocked or looping coder sessions go through planner_amend back to the coder; a rejected review
+    or a failed gate starts a bounded fix round; every dead end ends in report_failure.
+    """
+    graph.add_node("planner", planner.run)
+    graph.add_node("planner_refine", planner.refine)
+    graph.add_node("architect", architect.run)
+    graph.add_node("coder", coder.run)
+    graph.add_node("semantic_sync", semantic_sync.run)
+    graph.add_node("planner_amend", planner_amend.run)
+    graph.add_node("gates", gates.run)
+    graph.add_node("decide", delivery.decide_node)
+    graph.add_node("delivery", delivery.deliver)
+    graph.add_node("report_failure", delivery.report_failure)
+    graph.add_conditional_edges("planner", routing.after_plan)
+    graph.add_conditional_edges("planner_refine", routing.after_plan)
+    graph.add_conditional_edges("architect", routing.after_architect)
+    graph.add_edge("coder", "semantic_sync")
+    graph.add_conditional_edges("semantic_sync", routing.after_sync)
+    graph.add_conditional_edges("planner_amend", routing.after_amend)
+    graph.add_node("implement_reviewer", reviewer.run)
+    graph.add_edge("gates", "implement_reviewer")
+    graph.add_edge("implement_reviewer", "decide")
+    graph.add_conditional_edges("decide", routing.after_decide)
+    graph.add_edge("delivery", END)
+    graph.add_edge("report_failure", END)
 
 
 def _review_route(graph: StateGraph[TaskState, Deps]) -> None:

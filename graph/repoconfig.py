@@ -87,11 +87,14 @@ class RepoConfig(_Strict):
     protected_paths: tuple[str, ...] = Field(
         default=(), description="fnmatch patterns the coder may not edit; `*` crosses directories"
     )
+    allow_protected: tuple[str, ...] = Field(
+        default=(), description="patterns of normally protected paths (CI config, hooks) the coder may edit"
+    )
     database: str | None = Field(
         default=None, description="name of a connection configured on the server, never its URL"
     )
 
-    @field_validator("protected_paths")
+    @field_validator("protected_paths", "allow_protected")
     @classmethod
     def _relative_patterns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for pattern in value:

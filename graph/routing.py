@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Literal
 
+from graph.nodes import bounds
 from graph.state import TaskState
 
 # Routes this build can run; the implement and review routes arrive with their roles.
-AVAILABLE_MODES = frozenset({"analyze", "review"})
+AVAILABLE_MODES = frozenset({"analyze", "implement", "review"})
 
 # The first node of each mode's route.
-ENTRY_NODES: dict[Hashable, str] = {"analyze": "decomposer", "review": "review_intake"}
+ENTRY_NODES: dict[Hashable, str] = {"analyze": "decomposer", "implement": "decomposer", "review": "review_intake"}
 
 
 # Modes whose run starts on a read-only checkout of the default branch (the review route checks
@@ -42,9 +43,45 @@ def after_decomposer(state: TaskState) -> Literal["analyzer", "ask", "publisher"
     return "ask" if state.get("may_ask") else "publisher"
 
 
-def after_analyzer(state: TaskState) -> Literal["publisher"]:
-    """The analyze route ends with the report."""
-    return "publisher"
+def after_analyzer(state: TaskState) -> Literal["publisher", "planner"]:
+    """The analyze route ends with the report; the implement route plans next."""
+    return "planner" if state["mode"] == "implement" else "publisher"
+
+
+# --- the implement route (docs/implement.md) --------------------------------------------------------
+
+def _refine_or_fail(state: TaskState) -> Literal["planner_refine", "report_failure"]:
+    return "planner_refine" if bounds.left(state, "architect") else "report_failure"
+
+
+def after_plan(state: TaskState) -> Literal["architect", "planner_refine", "report_failure"]:
+    """Code's plan problems go back to the planner before any architect call."""
+    if state.get("plan") and not state.get("plan_feedback"):
+        return "architect"
+    return _refine_or_fail(state)
+
+
+def after_architect(state: TaskState) -> Literal["coder", "planner_refine", "report_failure"]:
+    return "coder" if state.get("architect", {}).get("approved") else _refine_or_fail(state)
+
+
+def after_sync(state: TaskState) -> Literal["gates", "planner_amend", "report_failure"]:
+    """Finished sessions go to the gates; blocked or looping ones to planner_amend; infrastructure stops."""
+    end = state.get("coder", {}).get("end")
+    if end == "finished":
+        return "gates"
+    return "report_failure" if end == "infrastructure" else "planner_amend"
+
+
+def after_amend(state: TaskState) -> Literal["coder", "report_failure"]:
+    return "report_failure" if state.get("failure") or not state.get("plan") else "coder"
+
+
+def after_decide(state: TaskState) -> Literal["delivery", "coder", "report_failure"]:
+    outcome = state.get("outcome")
+    if outcome == "approved":
+        return "delivery"
+    return "coder" if outcome == "fix_round" and not state.get("failure") else "report_failure"
 
 
 def after_review_intake(state: TaskState) -> Literal["reviewer", "__end__"]:

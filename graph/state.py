@@ -37,6 +37,18 @@ class TaskState(TypedDict, total=False):
     review: dict[str, Any]  # Review dump
     sessions: Annotated[list[dict[str, Any]], operator.add]  # per tool-loop session: role, outcome, calls, reason
     usage: dict[str, Any]  # Ledger.snapshot(): tokens and cost per role and for the task
+    # implement route (issue 9)
+    base: str  # the commit the task's branch started from
+    branch: str  # forgebot/<issue>-<slug>
+    new_files: list[str]  # files the plan creates (in the write scope without existing yet)
+    plan_feedback: list[str]  # code's plan problems or the architect's feedback, for planner_refine
+    rounds: dict[str, int]  # bounded loops used so far: architect, amend, restart, review
+    coder: dict[str, Any]  # the last coder session: end, reason, commits, reports
+    index_sync: dict[str, Any]  # semantic_sync result: status ok/degraded/skipped and detail
+    review_problems: list[str]  # failed gates and blocking findings of the last fix round (progress check)
+    fix_context: str  # failed gates and findings the next coder round must address
+    change: dict[str, Any]  # the opened change: number, branch, title
+    failure: str  # why the route stopped without a change (reported on the issue)
     # review (graph/nodes/reviewer.py, review_intake.py, review_publisher.py)
     review_base: str  # revision the reviewer diffs HEAD of `workspace` against
     review_limits: dict[str, Any]  # DiffLimits fields

@@ -19,7 +19,7 @@ READ_TOOLS = frozenset({
 })
 MEMORY_TOOLS = frozenset({"write_scratchpad", "finish_exploration"})
 WRITE_TOOLS = frozenset({
-    "apply_patch", "write_file", "complete_item", "update_plan", "request_file", "report_plan_blocker",
+    "apply_patch", "write_file", "complete_item", "update_plan", "request_file", "report_plan_blocker", "finish",
 })
 FORBIDDEN_TOOLS = frozenset({"run_shell", "shell", "bash", "exec", "terminal"})
 

@@ -42,7 +42,7 @@ async def test_run_local_refuses_missing_checkout_and_unavailable_mode(tmp_path:
     with pytest.raises(FileNotFoundError):
         await run_local(_settings(tmp_path), tmp_path / "nope", "analyze", "x")
     with pytest.raises(ModeUnavailable):
-        await run_local(_settings(tmp_path), tmp_path, "implement", "x")
+        await run_local(_settings(tmp_path), tmp_path, "deploy", "x")  # type: ignore[arg-type]
 
 
 def _git(root: Path, *args: str) -> None:

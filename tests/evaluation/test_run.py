@@ -60,12 +60,13 @@ def test_synthetic_run_of_two_tasks_through_the_cli(
 
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert report["synthetic"] is True and report["notice"] == SYNTHETIC_NOTICE
-    assert report["summary"] == {"total": 2, "passed": 1, "failed": 0, "not_run": 1, "error": 0, "invalid": 0}
+    # the implement route has landed: the synthetic model has no plan, so the run stops at the planner
+    assert report["summary"] == {"total": 2, "passed": 1, "failed": 0, "not_run": 0, "error": 1, "invalid": 0}
     analyze, implement = report["tasks"]
     assert analyze["outcome"] == "passed" and analyze["verification"]["found_symbols"] == ["Inflector::tableize"]
     assert set(analyze["roles"]) == {"decomposer", "analyzer"} and analyze["tokens"] > 0
     assert analyze["roles"]["analyzer"]["models"] == ["forgebot-synthetic-baseline"]
-    assert implement["outcome"] == "not_run" and "'implement' is not available" in implement["reason"]
+    assert implement["outcome"] == "error" and "no script for PlanProposal" in implement["reason"]
     assert implement["before"]["passed"] is False  # the task is live even though its route is not
     assert SYNTHETIC_NOTICE in (out / "report.md").read_text(encoding="utf-8")
 
@@ -103,12 +104,12 @@ async def test_the_route_check_is_asked_at_run_time(tmp_path: Path, eval_setting
     result = await run_task(task, tmp_path, options)
     assert result.outcome == "not_run" and result.reason == "mode 'analyze' switched off"
 
-    # a check that lets implement through hands the task to the graph; this build's graph refuses it,
+    # a check that lets implement through hands the task to the graph; the synthetic model cannot plan,
     # which is an error of the run, never a pass
     implement = load_taskset(STARTER).tasks[0]
     options = RunOptions(settings=eval_settings, work_dir=tmp_path / "b", synthetic=True, check_mode=lambda m: None)
     result = await run_task(implement, STARTER.parent, options)
-    assert result.outcome == "error" and result.reason.startswith("run: ModeUnavailable")
+    assert result.outcome == "error" and result.reason.startswith("run: ScriptedModelError")
 
 
 def test_guard_and_budget_events_from_state_and_traces(tmp_path: Path) -> None:

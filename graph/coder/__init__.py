@@ -1,0 +1,1 @@
+"""The coder's machinery: patch application, the checklist it executes and the tools it is given."""

@@ -1,0 +1,154 @@
+"""apply_patch's guard: a unified diff is checked path by path before `git apply` may touch disk.
+
+The reference list is git's own escape cases (t4139-apply-escape): `..` and absolute paths, a
+symlink created by the patch and then written through, a symlink already in the tree, plus what a
+bot must never edit: `.git/` anywhere, CI configuration and hooks (unless `.forgebot.yml` lifts the
+protection), and anything outside the task's write scope. Every check runs before the patch is
+applied, so a refused patch writes nothing; `git apply --check` then rejects patches that do not
+fit the current text, again before any write.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+# Paths a change may not edit unless the repository configuration allows them explicitly.
+DEFAULT_PROTECTED = (
+    ".gitlab-ci.yml", ".gitlab-ci/", ".github/", ".githooks/", ".husky/", ".circleci/", "Jenkinsfile",
+    ".travis.yml", "azure-pipelines.yml", ".forgebot.yml", ".gitmodules",
+)
+_HEADER = re.compile(r"^(?:--- |\+\+\+ |rename from |rename to |copy from |copy to )(.*)$")
+_DIFF_GIT = re.compile(r"^diff --git (\S+) (\S+)$")
+_MODE = re.compile(r"^(?:new file mode|new mode|old mode|deleted file mode) (\d+)$")
+GIT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_CONFIG_GLOBAL": "/dev/null", "LC_ALL": "C"}
+
+
+class PatchRefused(ValueError):
+    """The patch names a path it may not write; nothing was written."""
+
+
+@dataclass(frozen=True)
+class PatchPolicy:
+    """What the task may write: its scope, and which protected paths the repository allows."""
+
+    writable: Callable[[], Collection[str]]
+    protected: Callable[[str], bool]
+
+
+def patch_paths(patch: str) -> list[str]:
+    """Every path a unified diff names (old and new sides), with `a/`/`b/` prefixes removed."""
+    paths: list[str] = []
+    for line in patch.splitlines():
+        if match := _DIFF_GIT.match(line):
+            paths += [_strip(match.group(1)), _strip(match.group(2))]
+        elif (match := _HEADER.match(line)) is not None:
+            raw = match.group(1).split("\t")[0].strip()
+            if raw != "/dev/null":
+                prefix = line.startswith(("--- ", "+++ "))
+                paths.append(_strip(raw) if prefix else raw)
+    return [p for p in dict.fromkeys(paths) if p]
+
+
+def _strip(raw: str) -> str:
+    """`a/path` → `path`. git apply strips one component (-p1), so a header without the prefix would
+    write somewhere else than it names: refused rather than guessed."""
+    raw = raw.strip('"')
+    if raw.startswith("/"):
+        return raw  # refused as absolute by check_path, with that reason
+    if raw[:2] not in ("a/", "b/"):
+        raise PatchRefused(f"{raw}: file headers must be `--- a/<path>` and `+++ b/<path>`")
+    return raw[2:]
+
+
+def check_path(root: Path, path: str) -> str:
+    """Reason `path` may not be written under `root`, or "" when it may."""
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or path.startswith("~"):
+        return "absolute paths are not allowed"
+    if ".." in pure.parts:
+        return "'..' is not allowed in paths"
+    if ".git" in pure.parts:
+        return "the .git directory is not part of the code"
+    current = root
+    for part in pure.parts:
+        current = current / part
+        if current.is_symlink():
+            return f"{PurePosixPath(*current.relative_to(root).parts)} is a symlink"
+    return ""
+
+
+def check_patch(root: Path, patch: str, policy: PatchPolicy) -> list[str]:
+    """Every path the patch would write, after refusing escapes, symlinks, protected and unscoped paths."""
+    if not patch.strip():
+        raise PatchRefused("the patch is empty")
+    for line in patch.splitlines():
+        mode = _MODE.match(line)
+        if mode and mode.group(1) == "120000":
+            raise PatchRefused("the patch creates or changes a symlink")
+        if line.startswith("GIT binary patch"):
+            raise PatchRefused("binary patches are not accepted")
+    paths = patch_paths(patch)
+    if not paths:
+        raise PatchRefused("no file header (--- a/path, +++ b/path) found in the patch")
+    scope = set(policy.writable())
+    for path in paths:
+        reason = check_path(root, path)
+        if not reason and policy.protected(path):
+            reason = "a protected path (CI configuration, hooks, bot config); .forgebot.yml must allow it"
+        if not reason and path not in scope:
+            reason = "outside the write scope of the plan; use request_file to ask for it"
+        if reason:
+            raise PatchRefused(f"{path}: {reason}")
+    return paths
+
+
+def apply(root: Path, patch: str, policy: PatchPolicy) -> list[str]:
+    """Check, then apply `patch` in `root`; returns the paths written. Raises PatchRefused."""
+    paths = check_patch(root, patch, policy)
+    text = patch if patch.endswith("\n") else patch + "\n"
+    for extra in ([], ["--recount"]):
+        check = _git_apply(root, text, "--check", *extra)
+        if check.returncode == 0:
+            done = _git_apply(root, text, *extra)
+            if done.returncode != 0:
+                raise PatchRefused(f"git apply failed: {done.stderr.strip()[-600:]}")
+            _no_symlinks(root, paths)
+            return paths
+    raise PatchRefused(f"the patch does not apply to the current text: {check.stderr.strip()[-600:]}")
+
+
+def _git_apply(root: Path, patch: str, *args: str) -> subprocess.CompletedProcess[str]:
+    # No --unsafe-paths: git itself refuses paths outside the tree, a second line behind ours.
+    return subprocess.run(
+        ["git", "-C", str(root), "-c", "core.hooksPath=/dev/null", "apply", "--whitespace=nowarn", *args, "-"],
+        input=patch, capture_output=True, text=True, timeout=60, check=False, env=GIT_ENV,
+    )
+
+
+def _no_symlinks(root: Path, paths: list[str]) -> None:
+    """Belt and braces: a write that left a symlink behind is undone and refused."""
+    for path in paths:
+        target = root / path
+        if target.is_symlink():
+            target.unlink()
+            raise PatchRefused(f"{path}: the patch left a symlink; it was removed")
+
+
+def protection(patterns: Collection[str], allowed: Collection[str]) -> Callable[[str], bool]:
+    """`protected(path)`: the defaults plus the repository's patterns, minus what it allows."""
+    from fnmatch import fnmatchcase
+
+    def matches(path: str, pattern: str) -> bool:
+        return path.startswith(pattern) if pattern.endswith("/") else fnmatchcase(path, pattern)
+
+    def protected(path: str) -> bool:
+        if any(matches(path, p) for p in allowed):
+            return any(matches(path, p) for p in patterns)
+        return any(matches(path, p) for p in (*DEFAULT_PROTECTED, *patterns))
+
+    return protected

@@ -1,0 +1,73 @@
+"""architect: investigates the plan read-only, then approves it or rejects it with feedback.
+
+It sees the plan, the criteria, the override contracts and the files the plan touches (injected
+from disk), may read further with read-only tools under the research budget (`write_scratchpad`
+keeps facts past pruning), and answers one structured `ArchitectVerdict` from the handoff the
+runtime assembles by code. It judges what code cannot (coverage by meaning, fit with the
+structure). A rejection goes back to planner_refine, bounded by `bounds.Limits.architect`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool
+from langgraph.runtime import Runtime
+
+import prompts
+from graph.deps import Deps
+from graph.nodes.planner import task_text
+from graph.runtime.accounting import Ledger
+from graph.runtime.budget import call_budget
+from graph.runtime.loop import Session, invoke_llm_with_tools, state_update
+from graph.runtime.memory import Memory, handoff_summary
+from graph.schemas import ArchitectVerdict
+from graph.state import TaskState
+from graph.structured import ask_structured
+from graph.tools import tools_for
+from graph.tools.files import file_tools
+
+
+def _targets(plan: dict[str, Any]) -> list[str]:
+    scope = plan.get("scope", {})
+    return [*scope.get("writable", []), *scope.get("context_only", [])]
+
+
+def _tools(root: Path, memory: Memory) -> list[BaseTool]:
+    available: dict[str, BaseTool] = {**file_tools(root), "write_scratchpad": memory.scratchpad.tool()}
+    return tools_for("architect", available)
+
+
+async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    settings = runtime.context.settings
+    plan = state.get("plan") or {}
+    root = Path(state["workspace"])
+    criteria = state.get("criteria", [])
+    system = prompts.render("architect.system", forge_terms=prompts.terms(state["forge"]))
+    memory = Memory()
+    session = Session(
+        role="architect", root=root, system=lambda: system, targets=lambda: _targets(plan),
+        max_calls=call_budget(settings.llm, "architect", criteria=len(criteria)), memory=memory,
+        ledger=Ledger(token_budget=max(1, settings.llm.task_token_budget - int(state.get("tokens", 0)))),
+    )
+    task = HumanMessage("\n\n".join([
+        task_text(state, settings.data_dir),
+        prompts.boundary("plan", "planner", json.dumps(plan, indent=1)),
+        "Investigate what you need, then approve the plan or reject it with one actionable feedback line per "
+        "problem.",
+    ]))
+    model = runtime.context.model_for("architect")
+    result = await invoke_llm_with_tools(model, _tools(root, memory), [task], session)
+    messages: list[BaseMessage] = [SystemMessage(system), task,
+                                   HumanMessage(handoff_summary(criteria, memory, [], result.reason))]
+    if result.notice:
+        messages.append(HumanMessage(result.notice))
+    verdict, usage = await ask_structured(model, ArchitectVerdict, messages)
+    update = state_update(session, result)
+    update["tokens"] += usage["tokens"]
+    update["models"] = list(dict.fromkeys([*update["models"], *usage["models"]]))
+    feedback = [] if verdict.approved else verdict.feedback
+    return {**update, "architect": verdict.model_dump(), "plan_feedback": feedback}

@@ -1,0 +1,42 @@
+"""Bounds of the implement route: architect rounds, amendments, restarts, review rounds, tokens.
+
+Every loop of the route passes through `spend`, so no path can run forever; the task token budget
+(`settings.llm.task_token_budget`) bounds all of them together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from graph.state import TaskState
+
+
+@dataclass(frozen=True)
+class Limits:
+    architect: int = 3  # planner → architect rounds before the plan is given up
+    amend: int = 2  # ADJUST_PLAN amendments
+    restart: int = 1  # FULL_RESET restarts
+    review: int = 2  # fix rounds after gates or review
+
+
+LIMITS = Limits()
+
+
+def used(state: TaskState, kind: str) -> int:
+    return int(state.get("rounds", {}).get(kind, 0))
+
+
+def left(state: TaskState, kind: str, limits: Limits = LIMITS) -> bool:
+    return used(state, kind) < int(getattr(limits, kind))
+
+
+def spend(state: TaskState, kind: str) -> dict[str, Any]:
+    """The state update counting one more round of `kind`."""
+    rounds = dict(state.get("rounds", {}))
+    rounds[kind] = rounds.get(kind, 0) + 1
+    return {"rounds": rounds}
+
+
+def tokens_left(state: TaskState, budget: int) -> int:
+    return budget - int(state.get("tokens", 0))

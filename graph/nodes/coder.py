@@ -1,0 +1,127 @@
+"""coder: one session per task executing the checklist with the runtime's tool loop.
+
+The session (its call budget, guard and ledger) lives for the whole checklist; its *history* lives
+for one item. When `complete_item` closes an item, the loop ends and the next call starts from the
+progress summary the checklist assembles by code — the closed item's tool history is gone, its files
+are injected again from disk before every call. The session ends `finished` (finish accepted),
+`looping` (the same complete_item failure on an unchanged diff, or the guard's verdict), `blocked`
+(a plan blocker, the budget, or the model stopping with items open) or `infrastructure`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import BaseTool
+from langgraph.runtime import Runtime
+
+import prompts
+from bot.settings import Settings
+from graph.coder import patch as patching
+from graph.coder.checklist import Checklist
+from graph.coder.gitstate import GitFailed
+from graph.coder.tools import FINISH_TOOLS, coder_tools
+from graph.deps import Deps
+from graph.index.db import Connection, connect
+from graph.index.taskindex import task_index_path
+from graph.nodes import gates
+from graph.nodes.planner import task_text
+from graph.runtime.accounting import Ledger
+from graph.runtime.budget import call_budget
+from graph.runtime.loop import LoopResult, Session, invoke_llm_with_tools, state_update
+from graph.schemas import Plan
+from graph.state import TaskState
+from graph.tools import tools_for
+from graph.tools.code import graph_tools, search_tools
+
+
+def checklist_for(state: TaskState, data_dir: Path, *, step_commits: bool = True
+                  ) -> tuple[Checklist, patching.PatchPolicy]:
+    """The session's checklist, with lint from the profile and the repository's path protection."""
+    root = Path(state["workspace"])
+    config = gates.repo_config(state)
+    context = gates.check_context(state, data_dir, [])
+
+    def lint(files: Any) -> list[str]:
+        return gates.lint_problems(context.model_copy(update={"changed_files": tuple(files)}))
+
+    checklist = Checklist(root=root, plan=Plan.model_validate(state["plan"]), base=state.get("base", "HEAD"),
+                          lint=lint, step_commits=step_commits)
+    policy = patching.PatchPolicy(writable=checklist.writable,
+                                  protected=patching.protection(config.protected_paths, config.allow_protected))
+    return checklist, policy
+
+
+def _index(state: TaskState, data_dir: Path) -> Connection | None:
+    """The task's code index, read-only, when it has one (search then covers meaning and the graph)."""
+    path = task_index_path(data_dir, state["task_id"])
+    return connect(path, readonly=True) if path.is_file() else None
+
+
+def _ends(checklist: Checklist, result: LoopResult) -> bool:
+    """Map a loop result onto the checklist's end; True when the session is over."""
+    if checklist.end:
+        return True
+    if result.outcome == "finished" and result.final is not None and result.final.tool_calls:
+        return False  # complete_item closed an item: continue from the progress summary
+    if result.outcome == "looping":
+        checklist.end, checklist.end_reason = "looping", result.reason
+    else:
+        checklist.end = "blocked"
+        checklist.end_reason = f"{result.outcome}: {result.reason}; open items remain"
+    return True
+
+
+def _session(state: TaskState, settings: Settings, checklist: Checklist) -> Session:
+    """One session for the whole checklist: its budget follows the open items, tokens the task's budget."""
+    system = prompts.render("coder.system", forge_terms=prompts.terms(state["forge"]))
+    spent = int(state.get("tokens", 0))
+    return Session(
+        role="coder", root=checklist.root, system=lambda: system + "\n\n" + checklist.progress(),
+        targets=checklist.targets, ledger=Ledger(token_budget=max(1, settings.llm.task_token_budget - spent)),
+        max_calls=call_budget(settings.llm, "coder", open_items=len(checklist.plan.open_items)),
+        finish_tools=FINISH_TOOLS,
+    )
+
+
+def _read_tools(root: Path, conn: Connection | None) -> dict[str, BaseTool]:
+    read: dict[str, BaseTool] = search_tools(root, conn)
+    if conn is not None:
+        read.update(graph_tools(root, conn))
+    return read
+
+
+async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    """Run the checklist; each closed item restarts the history from the system message's progress."""
+    settings = runtime.context.settings
+    checklist, policy = checklist_for(state, settings.data_dir)
+    conn = _index(state, settings.data_dir)
+    tools = tools_for("coder", coder_tools(checklist, policy, _read_tools(checklist.root, conn)))
+    intro = task_text(state, settings.data_dir)
+    if state.get("fix_context"):
+        intro += "\n\n" + prompts.boundary("fix_context", "gates and review", state["fix_context"])
+    session = _session(state, settings, checklist)
+    result: LoopResult | None = None
+    try:
+        while True:
+            item = checklist.current()
+            step = f"Work on item {item.id}. {item.title}" if item else "No item is open: call `finish`."
+            messages = [HumanMessage(intro + "\n\n" + step)]
+            result = await invoke_llm_with_tools(runtime.context.model_for("coder"), tools, messages, session)
+            if _ends(checklist, result):
+                break
+    except (GitFailed, OSError) as exc:
+        checklist.end, checklist.end_reason = "infrastructure", f"{type(exc).__name__}: {exc}"
+    finally:
+        if conn is not None:
+            conn.close()
+    update: dict[str, Any] = state_update(session, result) if result is not None else {}
+    update.update({
+        "plan": checklist.plan.model_dump(),
+        "plan_decisions": checklist.decisions,
+        "coder": {"end": checklist.end, "reason": checklist.end_reason, "commits": checklist.commits,
+                  "reports": {str(k): v for k, v in checklist.reports.items()}},
+    })
+    return update

@@ -1,0 +1,150 @@
+"""After the review: decide, then deliver the change or report the failure (keeping the branch).
+
+`decide` applies `final_verdict` (a reviewer approval never replaces a failed mandatory gate) and
+either approves, starts a fix round (a new checklist item carrying the failed gates and findings),
+or stops: a broken test environment, no progress since the last round (no problem closed), or the
+rounds used up. `deliver` pushes `forgebot/<issue>-<slug>`, finds or opens the change (idempotent)
+with the description of PRODUCT.md and links it from the issue.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from bot.forge import IssueRef, Marker, RepoRef
+from bot.workspace import Workspaces
+from graph.coder import gitstate
+from graph.deps import Deps
+from graph.nodes import bounds
+from graph.nodes.gates import environment_broken
+from graph.nodes.publisher import footer
+from graph.schemas import ChecklistItem, GateResult, Plan, Review, final_verdict
+from graph.state import TaskState
+
+
+def branch_name(number: int, title: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40].strip("-") or "change"
+    return f"forgebot/{number}-{slug}"
+
+
+def problems(state: TaskState) -> list[str]:
+    """What stands between the result and an approval: failed mandatory gates and blocking findings."""
+    gates = [f"gate {g['name']} failed" for g in state.get("gates", []) if g["mandatory"] and g["status"] == "failed"]
+    review = state.get("review", {})
+    findings = [f"{f['severity']}: {f['message']}" for f in review.get("findings", [])
+                if f["severity"] in ("blocker", "major")]
+    return gates + findings
+
+
+def decide(state: TaskState) -> dict[str, Any]:
+    review = Review.model_validate(state["review"])
+    gates = [GateResult.model_validate(g) for g in state.get("gates", [])]
+    verdict = final_verdict(review, gates)
+    if verdict == "approve":
+        return {"outcome": "approved"}
+    broken = environment_broken(state)
+    if broken:
+        return {"failure": broken}
+    if verdict == "incomplete":
+        return {"failure": "the review could not verify criteria " + ", ".join(map(str, review.unverified_criteria))}
+    now = problems(state)
+    before = state.get("review_problems", [])
+    if before and set(before) <= set(now):
+        return {"failure": "no progress in the last fix round: " + "; ".join(now)}
+    if not bounds.left(state, "review"):
+        return {"failure": "fix rounds used up; still: " + "; ".join(now)}
+    return _fix_round(state, now)
+
+
+def _fix_round(state: TaskState, now: list[str]) -> dict[str, Any]:
+    plan = Plan.model_validate(state["plan"])
+    title = "Fix: " + "; ".join(now)[:200]
+    plan.items.append(ChecklistItem(id=len(plan.items) + 1, title=title, paths=list(plan.scope.writable),
+                                    criteria=sorted({c for i in plan.items for c in i.criteria})))
+    findings = [f"- {f['severity']} {f.get('path') or ''}:{f.get('line') or ''} {f['message']}"
+                for f in state.get("review", {}).get("findings", [])]
+    context = "\n".join([state.get("fix_context", ""), "Review findings:", *findings])
+    return {**bounds.spend(state, "review"), "review_problems": now, "plan": plan.model_dump(),
+            "fix_context": context, "outcome": "fix_round"}
+
+
+async def decide_node(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    update = decide(state)
+    budget = runtime.context.settings.llm.task_token_budget
+    if update.get("outcome") == "fix_round" and bounds.tokens_left(state, budget) <= 0:
+        return {"failure": f"the task token budget ({budget}) is spent; still: " + "; ".join(problems(state))}
+    return update
+
+
+def description(state: TaskState) -> str:
+    """Criteria, the checklist and its decisions, each gate's status, the reviewer's verdict."""
+    review = state.get("review", {})
+    gates = [GateResult.model_validate(g) for g in state.get("gates", [])]
+    lines = [f"Implements #{state['number']}: {state.get('title', '')}", "", "### Acceptance criteria"]
+    lines += [f"{c['id']}. {c['text']}" for c in state.get("criteria", [])]
+    lines += ["", "### Checklist"]
+    items = Plan.model_validate(state["plan"]).items if state.get("plan") else []
+    for item in items:
+        mark = {"done": "x", "open": " ", "dropped": "-"}[item.status]
+        lines.append(f"- [{mark}] {item.id}. {item.title}" + (f" — {item.note}" if item.note else ""))
+    decisions = state.get("plan_decisions", [])
+    if decisions:
+        lines += ["", "### Decisions"]
+        lines += [f"- {d['kind']}: {d.get('reason', '')}" + (f" ({d['evidence']})" if d.get("evidence") else "")
+                  for d in decisions]
+    lines += ["", "### Gates", "| gate | status | detail |", "|---|---|---|"]
+    lines += [f"| {g.name} | `{g.status}` | {g.detail.replace('|', '/')[:200]} |" for g in gates]
+    verdict = final_verdict(Review.model_validate(review), gates) if review else "not reviewed"
+    lines += ["", f"### Review: `{verdict}`", review.get("summary", "")]
+    sync = state.get("index_sync", {})
+    if sync.get("status") == "degraded":
+        lines.append(f"\nSearch was degraded during this task: {sync.get('detail', '')}")
+    return "\n".join(lines) + "\n\n<sub>" + footer(state) + "</sub>"
+
+
+async def _push(state: TaskState, runtime: Runtime[Deps]) -> str:
+    settings, forge = runtime.context.settings, runtime.context.forge
+    repo = RepoRef.model_validate(state["repo"])
+    branch = state.get("branch") or branch_name(state["number"], state.get("title", ""))
+    if not branch.startswith("forgebot/"):
+        raise ValueError(f"refusing to push {branch!r}: the bot only replaces its own forgebot/ branches")
+    if not repo.clone_url:  # `forgebot run` on a local checkout: the commits stay where they are
+        return branch
+    spaces = Workspaces(settings.data_dir / "workspaces", settings.workspace)
+    # the branch is the bot's own: a FULL_RESET or a later task on the issue replaces it
+    await spaces.push(Path(state["workspace"]), repo.clone_url, branch, auth=await forge.git_credentials(), force=True)
+    return branch
+
+
+async def deliver(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    forge = runtime.context.forge
+    repo = RepoRef.model_validate(state["repo"])
+    branch = await _push(state, runtime)
+    issue = IssueRef(repo=repo, number=state["number"])
+    ref = await forge.find_change(repo, branch)
+    if ref is None:
+        ref = await forge.open_change(repo, branch, state.get("title", branch), description(state), closes=issue)
+    link = f"Opened !{ref.number} from `{branch}` for this issue.\n\n<sub>{footer(state)}</sub>"
+    await forge.post_comment(issue, link, marker=Marker(task=state["task_id"], purpose="change-link"))
+    return {"change": {"number": ref.number, "branch": branch}, "outcome": "delivered"}
+
+
+async def report_failure(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    """One comment with the reason and the task id; the branch is pushed when the task committed work."""
+    repo = RepoRef.model_validate(state["repo"])
+    feedback = "; ".join(state.get("plan_feedback", []))
+    reason = state.get("failure") or (f"the plan was rejected: {feedback}" if feedback else "") or (
+        f"the coder stopped: {state.get('coder', {}).get('reason', '')}" if state.get("coder") else
+        "the route stopped without a result")
+    kept = ""
+    root = state.get("workspace", "")
+    if root and state.get("base") and gitstate.git(Path(root), "rev-list", f"{state['base']}..HEAD").strip():
+        kept = f"\n\nThe work so far is kept on branch `{await _push(state, runtime)}`."
+    body = f"forgebot could not finish this task: {reason}.{kept}\n\n<sub>{footer(state)}</sub>"
+    await runtime.context.forge.post_comment(IssueRef(repo=repo, number=state["number"]), body,
+                                             marker=Marker(task=state["task_id"], purpose="failure"))
+    return {"outcome": "failed"}

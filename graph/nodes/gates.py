@@ -1,0 +1,84 @@
+"""gates: the repository profile's mandatory checks on the task's result, run by code.
+
+`test_runner`, `smoke` (when configured) and syntax/lint run in the check sandbox with the
+repository's timeout and an environment holding no forge token or model key. Each gate keeps the
+check's status — passed, failed, disabled or not_run — never blurred; a failed test run carries the
+classifier's verdict, so a broken environment is reported as such instead of sent for a rewrite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from graph.checks import CheckContext, CheckResult, context_for, run_checks, run_lints
+from graph.coder import gitstate
+from graph.deps import Deps
+from graph.repoconfig import RepoConfig, RepoConfigError, load_repo_config
+from graph.schemas import GateResult
+from graph.state import TaskState
+
+# The only variables a check sees from us: no token, no key, nothing from the worker's environment.
+CHECK_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+_NAMES = {"test": "test_runner", "smoke": "smoke", "install": "install"}
+
+
+def repo_config(state: TaskState) -> RepoConfig:
+    """`.forgebot.yml` as of the task's base commit, never the task's own edits to it.
+
+    Without a base (no git history to read it from) the defaults apply; the default protected paths
+    still hold. An invalid file raises RepoConfigError, whose message is fit for the failure comment.
+    """
+    base = state.get("base", "")
+    if not base:
+        return RepoConfig()
+    try:
+        return load_repo_config(Path(state["workspace"]), base)
+    except OSError as exc:  # git missing or the worktree gone
+        raise RepoConfigError(f"`.forgebot.yml` could not be read: {exc}") from exc
+
+
+def check_context(state: TaskState, data_dir: Path, files: Sequence[str]) -> CheckContext:
+    return context_for(Path(state["workspace"]), repo_config(state), files, data_dir, CHECK_ENV)
+
+
+def lint_problems(context: CheckContext) -> list[str]:
+    """complete_item's lint: problems of the failed linters on the modified files."""
+    return [f"{r.name}: {r.output.strip()[-1500:]}" for r in run_lints(context) if r.status == "failed"]
+
+
+def gate_of(result: CheckResult) -> GateResult:
+    detail = result.reason
+    if result.classification is not None and result.status == "failed":
+        detail = f"{result.classification.outcome}: {result.classification.summary}"
+    name = _NAMES.get(result.kind, result.name)
+    return GateResult(name=name, status=result.status, mandatory=True, detail=detail)
+
+
+def run_gates(state: TaskState, data_dir: Path) -> tuple[list[GateResult], list[CheckResult]]:
+    root = Path(state["workspace"])
+    files = gitstate.changed_files(root, state["base"], "HEAD") if state.get("base") else []
+    report = run_checks(check_context(state, data_dir, files), ("install", "test", "smoke", "lint"))
+    results = [r for r in report.results if not (r.kind == "install" and r.status == "not_run")]
+    return [gate_of(r) for r in results], results
+
+
+async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    gates, results = await asyncio.to_thread(run_gates, state, runtime.context.settings.data_dir)
+    failed = [r for r in results if r.status == "failed"]
+    output = "\n\n".join(f"{r.name} ({r.reason}):\n{r.output.strip()[-3000:]}" for r in failed)
+    # the unified reviewer diffs the task's work from its start, and knows what the last round left open
+    return {"gates": [g.model_dump() for g in gates], "fix_context": output, "review_base": state["base"],
+            "review_open": state.get("review_problems", [])}
+
+
+def environment_broken(state: TaskState) -> str:
+    """The reason when a failed test gate says the machine, not the change, is wrong."""
+    for gate in state.get("gates", []):
+        if gate["name"] == "test_runner" and gate["status"] == "failed" and gate["detail"].startswith("environment"):
+            return f"the test environment is broken ({gate['detail']})"
+    return ""

@@ -1,0 +1,83 @@
+"""planner and planner_refine: criteria + analysis → a checklist; code rejects a bad plan first.
+
+Before any model judges the plan, `plan_problems` rejects what code can decide: no plan although
+there are criteria, criteria no item covers, empty steps (schema), and files in the write scope that
+neither exist nor are declared new. Problems, like the architect's feedback, go to planner_refine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+import prompts
+from graph.deps import Deps
+from graph.nodes import bounds
+from graph.nodes.contracts import contracts_text
+from graph.schemas import AcceptanceCriterion, Plan, plan_problems
+from graph.state import TaskState
+from graph.structured import StructuredOutputError, ask_structured
+
+
+class PlanProposal(BaseModel):
+    """The planner's answer: the plan (None when it cannot plan) and the files it creates."""
+
+    plan: Plan | None = None
+    new_files: list[str] = Field(default_factory=list)
+
+
+def task_text(state: TaskState, data_dir: Path) -> str:
+    """Issue, criteria, analysis and override contracts, each inside its boundary."""
+    criteria = "\n".join(f"{c['id']}. {c['text']}" for c in state.get("criteria", []))
+    return "\n\n".join([
+        prompts.boundary("issue", "forge", f"{state.get('title', '')}\n\n{state.get('body', '')}"),
+        prompts.boundary("criteria", "decomposer", criteria),
+        prompts.boundary("analysis", "analyzer", json.dumps(state.get("analysis", {}), indent=1)),
+        contracts_text(state, data_dir),
+    ])
+
+
+def validate(proposal: PlanProposal, state: TaskState) -> list[str]:
+    criteria = [AcceptanceCriterion.model_validate(c) for c in state.get("criteria", [])]
+    return plan_problems(proposal.plan, criteria, Path(state["workspace"]), proposal.new_files)
+
+
+async def propose(state: TaskState, runtime: Runtime[Deps], messages: list[BaseMessage],
+                  role: str = "planner") -> dict[str, Any]:
+    """One planner call; a plan code rejects comes back as feedback, never reaches the architect."""
+    try:
+        proposal, usage = await ask_structured(runtime.context.model_for(role), PlanProposal, messages)
+    except StructuredOutputError as exc:
+        return {"plan": {}, "plan_feedback": [f"the plan did not validate: {exc}"]}
+    problems = validate(proposal, state)
+    if problems or proposal.plan is None:
+        return {"plan": {}, "plan_feedback": problems or ["no plan"], **usage}
+    return {"plan": proposal.plan.model_dump(), "new_files": proposal.new_files, "plan_feedback": [], **usage}
+
+
+def _system(state: TaskState) -> SystemMessage:
+    return SystemMessage(prompts.render("planner.system", forge_terms=prompts.terms(state["forge"])))
+
+
+async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    """The first plan."""
+    text = task_text(state, runtime.context.settings.data_dir)
+    return await propose(state, runtime, [_system(state), HumanMessage(text)])
+
+
+async def refine(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    """A new plan answering the feedback of code or the architect; counts one architect round."""
+    feedback = "\n".join(f"- {f}" for f in state.get("plan_feedback", []))
+    previous = json.dumps(state.get("plan") or {}, indent=1)
+    text = task_text(state, runtime.context.settings.data_dir) + "\n\n" + "\n\n".join([
+        prompts.boundary("plan", "planner", previous),
+        prompts.boundary("feedback", "architect", feedback),
+        "The plan above was rejected for the reasons in <feedback>. Answer with a corrected plan.",
+    ])
+    update = await propose(state, runtime, [_system(state), HumanMessage(text)])
+    return {**update, **bounds.spend(state, "architect")}

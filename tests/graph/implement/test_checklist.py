@@ -1,0 +1,110 @@
+"""complete_item and finish decided by code on a real worktree, with php -l as the lint."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from graph.checks import run_lints
+from graph.coder import gitstate
+from graph.coder.checklist import Checklist, ItemRejected
+from graph.nodes import gates
+from graph.schemas import Plan
+from tests.graph.implement.conftest import CALCULATOR, Project, git
+
+CALC = "src/Calculator.php"
+TEST = "tests/CalculatorTest.php"
+
+
+def _checklist(project: Project, tmp_path: Path, items: list[dict[str, object]], **kw: object) -> Checklist:
+    plan = Plan.model_validate({"items": items, "scope": {"writable": [CALC, TEST]}})
+    state = {"workspace": str(project.root), "base": project.base}
+    context = gates.check_context(state, tmp_path / "data", [])  # type: ignore[arg-type]
+
+    def lint(files: Sequence[str]) -> list[str]:
+        return gates.lint_problems(context.model_copy(update={"changed_files": tuple(files)}))
+
+    return Checklist(root=project.root, plan=plan, base=project.base, lint=lint, **kw)  # type: ignore[arg-type]
+
+
+def _item(n: int, kind: str = "change") -> dict[str, object]:
+    return {"id": n, "title": f"item number {n}", "criteria": [1], "paths": [CALC] if kind == "change" else [],
+            "kind": kind}
+
+
+def _edit(project: Project, old: str, new: str) -> None:
+    path = project.root / CALC
+    path.write_text(path.read_text().replace(old, new))
+
+
+def test_finish_refused_while_items_are_open(project: Project, tmp_path: Path) -> None:
+    checklist = _checklist(project, tmp_path, [_item(1)])
+    with pytest.raises(ItemRejected, match="items still open: 1"):
+        checklist.finish()
+    _edit(project, "$a + $b", "$b + $a")
+    assert "closed" in checklist.complete(1, "swap")
+    assert git(project.root, "log", "-1", "--format=%s").strip() == "item number 1"
+    (project.root / "stray.txt").write_text("x")
+    with pytest.raises(ItemRejected, match="uncommitted"):
+        checklist.finish()
+    (project.root / "stray.txt").unlink()
+    assert "Finished" in checklist.finish() and checklist.end == "finished"
+
+
+def test_same_failure_on_unchanged_diff_ends_the_session_as_looping(project: Project, tmp_path: Path) -> None:
+    checklist = _checklist(project, tmp_path, [_item(1)])
+    with pytest.raises(ItemRejected, match="nothing changed"):
+        checklist.complete(1, "")
+    _edit(project, "return $a + $b;", "return $a + $b")  # a syntax error: lint fails, edits kept
+    with pytest.raises(ItemRejected, match="lint failed"):
+        checklist.complete(1, "")
+    assert "return $a + $b\n" in project.text(CALC)
+    assert not checklist.end  # a changed diff is a new attempt, not a loop
+    assert "looping" in checklist.complete(1, "")
+    assert str(checklist.end) == "looping" and "lint failed" in checklist.end_reason
+
+
+def test_todo_only_patch_is_rejected(project: Project, tmp_path: Path) -> None:
+    checklist = _checklist(project, tmp_path, [_item(1)])
+    _edit(project, "        return $a + $b;\n", "        // TODO: multiply\n        return $a + $b;\n")
+    with pytest.raises(ItemRejected, match="TODO"):
+        checklist.complete(1, "")
+
+
+def test_report_item_needs_a_report_and_no_outstanding_edits(project: Project, tmp_path: Path) -> None:
+    checklist = _checklist(project, tmp_path, [_item(1, "report")])
+    with pytest.raises(ItemRejected, match="report"):
+        checklist.complete(1, "")
+    _edit(project, "$a + $b", "$b + $a")
+    with pytest.raises(ItemRejected, match="no outstanding edits"):
+        checklist.complete(1, "", report="add is commutative")
+    gitstate.git(project.root, "checkout", "--", CALC)
+    checklist.complete(1, "", report="add is commutative")
+    assert checklist.reports == {1: "add is commutative"}
+
+
+def test_already_done_tells_earlier_task_work_from_code_predating_the_task(project: Project, tmp_path: Path) -> None:
+    checklist = _checklist(project, tmp_path, [_item(1), _item(2)])
+    with pytest.raises(ItemRejected, match="path:line"):
+        checklist.complete(1, "", already_done="it is there")
+    assert "predates the task" in checklist.complete(1, "", already_done=f"{CALC}:9")
+    assert checklist.decisions[-1]["kind"] == "already_done"
+    _edit(project, "$a + $b", "$b + $a")
+    gitstate.commit_all(project.root, "earlier in the task", ("forgebot", "f@example.invalid"))
+    checklist.baseline = gitstate.snapshot(project.root)
+    assert "committed earlier in this task" in checklist.complete(2, "", already_done="step 1 of the first session")
+    assert CALCULATOR != project.text(CALC)
+
+
+def test_lint_uses_the_profile(project: Project, tmp_path: Path) -> None:
+    state = {"workspace": str(project.root), "base": project.base}
+    context = gates.check_context(state, tmp_path / "data", [CALC])  # type: ignore[arg-type]
+    assert [r.name for r in run_lints(context)] == ["php-lint"]
+
+
+def test_edits_left_by_an_earlier_session_count_for_the_open_item(project: Project, tmp_path: Path) -> None:
+    _edit(project, "$a + $b", "$b + $a")  # left on disk by a looping session
+    checklist = _checklist(project, tmp_path, [_item(1)])
+    assert "changed src/Calculator.php" in checklist.complete(1, "")
