@@ -120,7 +120,9 @@ async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent,
     # a retried job reuses the worktree: its base is where the branch forked, not HEAD after step commits
     base = git(path, "merge-base", "HEAD", f"origin/{event.repo.default_branch}").strip()
     indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, path, task_id)
-    return TaskState(workspace=str(path), branch=branch, base=base, index=indexed["index"], database=indexed["database"])
+    return TaskState(
+        workspace=str(path), branch=branch, base=base, index=indexed["index"], database=indexed["database"]
+    )
 
 
 async def run_task(ctx: dict[str, Any], event_json: str) -> str:

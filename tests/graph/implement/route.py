@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
-from bot.forge import RepoRef
+from bot.forge import AccessLevel, Issue, IssueRef, RepoRef
 from bot.settings import Settings
 from graph.builder import build_graph
 from graph.deps import Deps
@@ -97,6 +97,10 @@ def coder_happy() -> list[AIMessage]:
 
 
 def models(**scripts: list[AIMessage]) -> dict[str, ScriptedChatModel]:
+    """Scripted roles; the analyzer (a tool loop) first ends its exploration, then answers."""
+    if "analyzer" in scripts:
+        scripts["analyzer"] = [call("finish_exploration", files=[CALC], context_only=[TEST], reason="seen"),
+                               *scripts["analyzer"]]
     return {role: scripted(messages) for role, messages in scripts.items()}
 
 
@@ -114,6 +118,12 @@ def initial(project: Project) -> dict[str, Any]:
 async def run(project: Project, settings: Settings, roles: dict[str, ScriptedChatModel],
               forge: FakeForge | None = None) -> tuple[dict[str, Any], FakeForge]:
     forge = forge or FakeForge()
+    # the issue's author is a Developer: only members' text reaches a prompt (graph/discussion.py)
+    repo = RepoRef.model_validate(initial(project)["repo"])
+    ref = IssueRef(repo=repo, number=7)
+    forge.issues[ref] = Issue(ref=ref, title="Add multiplication", body="The calculator should multiply.",
+                              author="alice", author_id=7)
+    forge.access[(repo.project, 7)] = AccessLevel.DEVELOPER
     deps = Deps(settings=settings, forge=forge, model_for=roles.__getitem__)
     compiled = build_graph().compile(checkpointer=InMemorySaver())
     config: RunnableConfig = {"configurable": {"thread_id": "task9"}, "recursion_limit": 80}
