@@ -57,9 +57,8 @@ class TaskState(TypedDict, total=False):
     review_open: list[str]  # findings still open from earlier rounds, one line each, for the prompt
     review_scope: dict[str, Any]  # base, head, reviewed files, skipped [path, reason]
     verdict: str  # final_verdict(review, gates)
-    index_path: str  # the task's code index, when one exists
     # investigation and need_info (issue 8)
-    index: str  # the task's code index (a copy of the base index of `workspace`), "" when none
+    index: str  # the code index of `workspace` (a task copy, or the review head's base index), "" when none
     database: str  # the connection `.forgebot.yml` names (a key of Settings.databases), "" when none
     discussion: list[dict[str, Any]]  # issue comments by members, snapshotted at the task's start
     withheld: list[str]  # what of the issue text was not used, and why (never the text)
