@@ -66,3 +66,4 @@ class TaskState(TypedDict, total=False):
     question_rounds: int  # how many times the task asked and waited
     may_ask: bool  # the decomposer's questions may pause the task (rounds left, someone to answer)
     questions_comment_id: int  # the comment that asked the last questions
+    context_tokens: dict[str, Any]  # per role: tokens the context engine assembled, its budget, by kind
