@@ -126,7 +126,7 @@ class LLMSettings(BaseModel):
     )
     context_window_tokens: int = Field(
         default=32_000, ge=1024,
-        description="tokens of the model's context window; a quarter of it bounds the code context the planner is given",
+        description="tokens of the model's context window; a quarter of it bounds the planner's code context",
     )
     # USD per million tokens: model name -> (input, output); unknown models cost 0 and say so
     prices: dict[str, tuple[float, float]] = Field(
