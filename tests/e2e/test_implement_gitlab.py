@@ -1,0 +1,64 @@
+"""The implement route as a job on GitLab: label webhook → receiver → Redis → worker → mirror over HTTP →
+every role → real PHPUnit gates → the branch pushed, the merge request opened, the issue linked."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.settings import Settings
+from tests.conftest import GITLAB_TOKEN
+from tests.e2e import implement_harness as h
+from tests.fakes.forge_http import FakeForgeState, Fault
+from tests.fakes.samples import sample
+from tests.intake import deliveries
+
+SAMPLE = sample("gitlab/issue.labels-changed.json")
+BRANCH = h.expected_branch(23, SAMPLE["object_attributes"]["title"])
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[h.Served]:
+    yield from h.served_project(tmp_path / "forge", "oauth2", GITLAB_TOKEN)
+
+
+def _setup(settings: Settings, redis_url: str, fake_forge: FakeForgeState) -> None:
+    h.setup(settings, redis_url, "Platform")  # the sample adds "Platform"
+    fake_forge.grant("gitlab", "1", "1", 30)  # root, who labels, is a Developer
+    fake_forge.grant("gitlab", "1", "7", 30)  # the fake's issue author
+    h.issue(fake_forge, "gitlab", "1", 23)
+
+
+async def test_label_opens_a_merge_request_with_gate_statuses(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    _setup(settings, redis_url, fake_forge)
+    roles = h.implement_roles()
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("done", "delivered")]
+    change = h.the_change(fake_forge, "gitlab", "1")
+    h.assert_delivered(change, BRANCH, served)
+    (link,) = h.link_comments(fake_forge, "gitlab", "1", 23)
+    assert f"Opened !1 from `{BRANCH}`" in link.body
+    assert list((settings.data_dir / "workspaces" / "tasks").iterdir()) == []  # released once delivered
+
+
+async def test_a_retried_job_opens_no_second_merge_request_and_no_second_link(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    """The link comment lands but its answer is lost: arq retries the job, which resumes at delivery."""
+    _setup(settings, redis_url, fake_forge)
+    settings.gitlab.max_retries = 0  # the adapter gives up at once, so the job itself is retried
+    fake_forge.faults.append(Fault("POST", "/issues/23/notes", 503, after=True))
+    roles = h.implement_roles()
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    worker = await h.work(settings, roles.__getitem__)
+    assert (worker.jobs_retried, worker.jobs_failed) == (1, 0)
+    assert await h.task_states(settings) == [("done", "delivered")]
+    h.assert_delivered(h.the_change(fake_forge, "gitlab", "1"), BRANCH, served)
+    assert len(h.link_comments(fake_forge, "gitlab", "1", 23)) == 1
+    assert fake_forge.requests_to("POST", "/merge_requests") == 1  # the retry found the change by its branch
+    assert len(fake_forge.comments_on("gitlab", "1", 23)) == 1  # and no failure note either
