@@ -105,3 +105,9 @@ def assert_delivered(change: FakeChange, branch: str, served: Served) -> None:
     assert "| test_runner | `passed` |" in change.body and "| php-lint | `passed` |" in change.body
     assert "- [x] 1. Add multiply with its test" in change.body and "### Review: `approve`" in change.body
     assert "Calculator multiplies two integers" in change.body
+
+
+def assert_resumed_at_delivery(roles: dict[str, ScriptedChatModel]) -> None:
+    """The retry continued from the checkpoint: no role before delivery was asked again."""
+    assert len(roles["decomposer"].received) == 1 and len(roles["reviewer"].received) == 2
+    assert len(roles["coder"].received) == 4  # two patches, complete_item, finish: once each

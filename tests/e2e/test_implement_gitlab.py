@@ -15,6 +15,8 @@ from tests.fakes.forge_http import FakeForgeState, Fault
 from tests.fakes.samples import sample
 from tests.intake import deliveries
 
+pytestmark = pytest.mark.php
+
 SAMPLE = sample("gitlab/issue.labels-changed.json")
 BRANCH = h.expected_branch(23, SAMPLE["object_attributes"]["title"])
 
@@ -46,13 +48,15 @@ async def test_label_opens_a_merge_request_with_gate_statuses(
     assert list((settings.data_dir / "workspaces" / "tasks").iterdir()) == []  # released once delivered
 
 
+@pytest.mark.slow  # arq defers the retried job by 5 s
+@pytest.mark.parametrize("lost", ["/issues/23/notes", "/merge_requests"], ids=["link-comment", "open-change"])
 async def test_a_retried_job_opens_no_second_merge_request_and_no_second_link(
-    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, lost: str
 ) -> None:
-    """The link comment lands but its answer is lost: arq retries the job, which resumes at delivery."""
+    """A write lands but its answer is lost: arq retries the job, which resumes at delivery."""
     _setup(settings, redis_url, fake_forge)
     settings.gitlab.max_retries = 0  # the adapter gives up at once, so the job itself is retried
-    fake_forge.faults.append(Fault("POST", "/issues/23/notes", 503, after=True))
+    fake_forge.faults.append(Fault("POST", lost, 503, after=True))
     roles = h.implement_roles()
     assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
     worker = await h.work(settings, roles.__getitem__)
@@ -62,3 +66,4 @@ async def test_a_retried_job_opens_no_second_merge_request_and_no_second_link(
     assert len(h.link_comments(fake_forge, "gitlab", "1", 23)) == 1
     assert fake_forge.requests_to("POST", "/merge_requests") == 1  # the retry found the change by its branch
     assert len(fake_forge.comments_on("gitlab", "1", 23)) == 1  # and no failure note either
+    h.assert_resumed_at_delivery(roles)
