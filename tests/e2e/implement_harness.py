@@ -111,3 +111,19 @@ def assert_resumed_at_delivery(roles: dict[str, ScriptedChatModel]) -> None:
     """The retry continued from the checkpoint: no role before delivery was asked again."""
     assert len(roles["decomposer"].received) == 1 and len(roles["reviewer"].received) == 2
     assert len(roles["coder"].received) == 4  # two patches, complete_item, finish: once each
+
+
+def stuck_roles() -> dict[str, ScriptedChatModel]:
+    """The test stays red through the fix round (a comment is all it changes): no progress, a failure report."""
+    wrong, commented = route.WRONG_MULTIPLY, route.WRONG_MULTIPLY.replace(
+        "    public function multiply", "    /** Multiplies. */\n    public function multiply")
+    return route.models(
+        decomposer=[route.decomposition()], analyzer=[route.analysis()],
+        planner=[route.plan(route.ONE_ITEM)], architect=route.approve_plan(),
+        coder=[route.patch(route.CALC, route.CALCULATOR, wrong),
+               route.patch(route.TEST, route.CALCULATOR_TEST, route.MULTIPLY_TEST),
+               route.call("complete_item", item_id=1, note="multiply"), route.call("finish"),
+               route.patch(route.CALC, wrong, commented),
+               route.call("complete_item", item_id=2, note="documented"), route.call("finish")],
+        reviewer=[*route.review(), *route.review()],
+    )

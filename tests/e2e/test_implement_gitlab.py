@@ -71,3 +71,18 @@ async def test_a_retried_job_opens_no_second_merge_request_and_no_second_link(
     assert fake_forge.requests_to("POST", "/merge_requests") == 1  # the retry found the change by its branch
     assert len(fake_forge.comments_on("gitlab", "1", 23)) == 1  # and no failure note either
     h.assert_resumed_at_delivery(roles)
+
+
+async def test_a_red_test_is_reported_once_and_the_work_is_pushed_without_a_merge_request(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    _setup(settings, redis_url, fake_forge)
+    roles = h.stuck_roles()
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("done", "failed")]
+    assert not fake_forge.changes and fake_forge.requests_to("POST", "/merge_requests") == 0
+    (report,) = fake_forge.comments_on("gitlab", "1", 23)
+    assert "no progress" in report.body and "gate test_runner failed" in report.body
+    assert f"kept on branch `{BRANCH}`" in report.body and "purpose=failure" in report.body
+    assert served.branch_log(BRANCH)[:2] == ["Fix: gate test_runner failed", "Add multiply with its test"]
