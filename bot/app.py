@@ -5,8 +5,9 @@ The web process never imports `graph`; it verifies, parses and queues, and that 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -15,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from bot.inbox import Inbox, open_inbox
 from bot.metrics import register_collectors
 from bot.queue import ArqQueue, JobQueue
 from bot.settings import Settings
@@ -25,13 +27,21 @@ async def healthz(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok"})
 
 
-async def readyz(request: Request) -> JSONResponse:
-    queue: JobQueue = request.state.queue
+async def _reachable(check: Callable[[], Awaitable[bool]]) -> bool:
     try:
-        ok = await queue.ping()
-    except OSError:
-        ok = False
-    return JSONResponse({"redis": ok}, status_code=200 if ok else 503)
+        return bool(await asyncio.wait_for(check(), timeout=2.0))
+    except Exception:  # readiness is a yes/no question; the reason is in the dependency's own logs
+        return False
+
+
+async def readyz(request: Request) -> JSONResponse:
+    """Ready when both Redis (the queue) and the inbox store answer."""
+    queue: JobQueue = request.state.queue
+    inbox: Inbox = request.state.inbox
+    redis_ok = await _reachable(queue.ping)
+    store_ok = await _reachable(inbox.ping)
+    ok = redis_ok and store_ok
+    return JSONResponse({"redis": redis_ok, "store": store_ok}, status_code=200 if ok else 503)
 
 
 async def metrics(request: Request) -> Response:
@@ -48,16 +58,18 @@ def create_app(settings: Settings | None = None, queue: JobQueue | None = None) 
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        if queue is not None:
-            yield _state(resolved, queue, registry, app_metrics)
-            return
-        if not resolved.redis_url:
-            raise RuntimeError("FORGEBOT_REDIS_URL is not set (use `forgebot serve` for a private Redis)")
-        opened = await ArqQueue.connect(resolved.redis_url)
-        try:
-            yield _state(resolved, opened, registry, app_metrics)
-        finally:
-            await opened.close()
+        async with contextlib.AsyncExitStack() as stack:
+            inbox = await open_inbox(resolved)
+            stack.push_async_callback(inbox.close)
+            active = queue
+            if active is None:
+                if not resolved.redis_url:
+                    raise RuntimeError("FORGEBOT_REDIS_URL is not set (use `forgebot serve` for a private Redis)")
+                opened = await ArqQueue.connect(resolved.redis_url)
+                stack.push_async_callback(opened.close)
+                await opened.eviction_policy()
+                active = opened
+            yield {"settings": resolved, "queue": active, "inbox": inbox, "registry": registry, "metrics": app_metrics}
 
     routes = [
         Route("/webhooks/gitlab", gitlab_webhook, methods=["POST"]),
@@ -67,7 +79,3 @@ def create_app(settings: Settings | None = None, queue: JobQueue | None = None) 
         Route("/metrics", metrics, methods=["GET"]),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
-
-
-def _state(settings: Settings, queue: JobQueue, registry: CollectorRegistry, metrics: Metrics) -> dict[str, Any]:
-    return {"settings": settings, "queue": queue, "registry": registry, "metrics": metrics}

@@ -2,21 +2,32 @@
 
 Parsing is pure (headers and decoded JSON in, event or `None` out): `None` means "authentic but not
 a trigger", answered 200 `ignored`. Nothing past this module reads raw payload dicts.
+
+Triggers: a label newly added to an issue, a command on the first line of a new comment
+(`/implement` `/analyze` on issues, `/review` on changes, `/cancel` on either), and any other new
+comment as a `reply` candidate. Whether a reply or a cancel means anything depends on whether a
+task is active on that issue; the intake decides that from its store, not this parser.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
+from bot.commands import Command, first_line_command
 from bot.forge.models import ForgeKind, RepoRef
 from bot.settings import TriggerSettings
 
 __all__ = ["Actor", "ForgeEvent", "ForgeKind", "PayloadError", "RepoRef", "parse_github", "parse_gitlab"]
 Mode = Literal["implement", "analyze", "review"]
 Trigger = Literal["label", "command", "reply", "cancel"]
+Target = Literal["issue", "change"]
+
+# what a hostile or truncated payload raises when a field is missing or of the wrong type
+_SHAPE_ERRORS = (LookupError, TypeError, ValueError, AttributeError, ArithmeticError)
 
 
 class PayloadError(ValueError):
@@ -31,28 +42,44 @@ class Actor(BaseModel):
 
 
 class ForgeEvent(BaseModel):
-    """One trigger: who asked for what on which issue or change."""
+    """One trigger: who asked for what on which issue or change.
+
+    `mode` is `None` for replies and cancels: they act on the task already active on the item.
+    `state` names what the event saw (a comment id, a label with the item's update time), so the
+    same event delivered by two hooks has one `semantic_key`.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     forge: ForgeKind
     delivery_id: str
     repo: RepoRef
-    target: Literal["issue", "change"]
+    target: Target
     number: int
     actor: Actor
     trigger: Trigger
-    mode: Mode
+    mode: Mode | None = None
     title: str = ""
     body: str = ""
     label: str = ""
+    comment: str = ""
     comment_id: int | None = None
     discussion_id: str | None = None
+    state: str = ""
 
     @property
     def task_key(self) -> str:
         """Identify the issue or change; at most one active task per key."""
         return f"{self.forge}:{self.repo.project}:{self.target}:{self.number}"
+
+    @property
+    def semantic_key(self) -> str:
+        return f"{self.task_key}:{self.trigger}:{self.mode or '-'}:{self.state}"
+
+    @property
+    def task_id(self) -> str:
+        """Derived from the delivery, so a retried job resumes the same checkpoint thread."""
+        return hashlib.sha256(self.delivery_id.encode()).hexdigest()[:16]
 
 
 def _label_mode(label: str, triggers: TriggerSettings) -> Mode | None:
@@ -63,16 +90,36 @@ def _label_mode(label: str, triggers: TriggerSettings) -> Mode | None:
     return None
 
 
+def _comment_trigger(command: Command | None, target: Target) -> tuple[Trigger, Mode | None] | None:
+    """Map a first-line command on an issue or change to a trigger; `None`: not for this target."""
+    if command is None:
+        return "reply", None
+    if command == "cancel":
+        return "cancel", None
+    if command == "review":
+        return ("command", "review") if target == "change" else None
+    return ("command", command) if target == "issue" else None
+
+
+# --- GitLab -------------------------------------------------------------------------------------
+
+
 def parse_gitlab(
-    headers: Mapping[str, str], payload: dict[str, Any], delivery_id: str, triggers: TriggerSettings
+    headers: Mapping[str, str],
+    payload: dict[str, Any],
+    delivery_id: str,
+    triggers: TriggerSettings,
+    bot_user_id: int | None = None,
 ) -> ForgeEvent | None:
     """Turn a GitLab delivery into an event, or `None` when it is not a trigger."""
     kind = headers.get("x-gitlab-event", "")
     try:
         if kind in ("Issue Hook", "Confidential Issue Hook"):
-            return _gitlab_issue(payload, delivery_id, triggers)
-    except (KeyError, TypeError, ValidationError) as exc:
-        raise PayloadError(f"malformed {kind} payload: {exc}") from exc
+            return _gitlab_issue(payload, delivery_id, triggers, bot_user_id)
+        if kind in ("Note Hook", "Confidential Note Hook"):
+            return _gitlab_note(payload, delivery_id, triggers, bot_user_id)
+    except _SHAPE_ERRORS as exc:
+        raise PayloadError(f"malformed {kind} payload: {type(exc).__name__}") from exc
     return None
 
 
@@ -80,51 +127,112 @@ def _gitlab_repo(payload: dict[str, Any]) -> RepoRef:
     project = payload["project"]
     return RepoRef(
         forge="gitlab",
-        project=str(project["id"]),
+        project=str(int(project["id"])),
         path=str(project["path_with_namespace"]),
         default_branch=str(project.get("default_branch") or "main"),
         clone_url=str(project.get("git_http_url") or ""),
     )
 
 
-def _gitlab_issue(payload: dict[str, Any], delivery_id: str, triggers: TriggerSettings) -> ForgeEvent | None:
-    labels = payload.get("changes", {}).get("labels")
+def _gitlab_actor(payload: dict[str, Any], bot_user_id: int | None) -> Actor | None:
+    """The acting user, or `None` when it is the bot itself (its own events never trigger)."""
+    user = payload["user"]
+    actor = Actor(id=int(user["id"]), username=str(user["username"]))
+    return None if bot_user_id is not None and actor.id == bot_user_id else actor
+
+
+def _gitlab_issue(
+    payload: dict[str, Any], delivery_id: str, triggers: TriggerSettings, bot_user_id: int | None
+) -> ForgeEvent | None:
+    if payload.get("object_kind", "issue") != "issue":
+        return None  # work items other than issues (tasks, epics)
+    labels = (payload.get("changes") or {}).get("labels")
     if not labels:
         return None
     before = {str(label["title"]) for label in labels.get("previous") or []}
-    added = [str(label["title"]) for label in labels.get("current") or [] if label["title"] not in before]
-    for label in added:
-        mode = _label_mode(label, triggers)
-        if mode is None:
-            continue
-        attrs = payload["object_attributes"]
-        user = payload["user"]
-        return ForgeEvent(
-            forge="gitlab",
-            delivery_id=delivery_id,
-            repo=_gitlab_repo(payload),
-            target="issue",
-            number=int(attrs["iid"]),
-            actor=Actor(id=int(user["id"]), username=str(user["username"])),
-            trigger="label",
-            mode=mode,
-            title=str(attrs.get("title") or ""),
-            body=str(attrs.get("description") or ""),
-            label=label,
-        )
-    return None
+    added = [str(label["title"]) for label in labels.get("current") or [] if str(label["title"]) not in before]
+    found = [(label, mode) for label in added if (mode := _label_mode(label, triggers)) is not None]
+    actor = _gitlab_actor(payload, bot_user_id)
+    if not found or actor is None:
+        return None
+    label, mode = found[0]
+    attrs = payload["object_attributes"]
+    return ForgeEvent(
+        forge="gitlab",
+        delivery_id=delivery_id,
+        repo=_gitlab_repo(payload),
+        target="issue",
+        number=int(attrs["iid"]),
+        actor=actor,
+        trigger="label",
+        mode=mode,
+        title=str(attrs.get("title") or ""),
+        body=str(attrs.get("description") or ""),
+        label=label,
+        state=f"label:{label}:{attrs.get('updated_at') or ''}",
+    )
+
+
+def _gitlab_note(
+    payload: dict[str, Any], delivery_id: str, triggers: TriggerSettings, bot_user_id: int | None
+) -> ForgeEvent | None:
+    attrs = payload["object_attributes"]
+    if attrs.get("action", "create") != "create":
+        return None  # edits (GitLab ≥ 16.11) never re-trigger
+    actor = _gitlab_actor(payload, bot_user_id)
+    if actor is None or (bot_user_id is not None and attrs.get("author_id") == bot_user_id):
+        return None
+    noteable = attrs.get("noteable_type")
+    if noteable == "Issue":
+        target: Target = "issue"
+        item = payload["issue"]
+    elif noteable == "MergeRequest":
+        target, item = "change", payload["merge_request"]
+    else:
+        return None  # commits and snippets
+    text = str(attrs.get("note") or "")
+    found = _comment_trigger(first_line_command(text, triggers), target)
+    if found is None:
+        return None
+    discussion = attrs.get("discussion_id")
+    return ForgeEvent(
+        forge="gitlab",
+        delivery_id=delivery_id,
+        repo=_gitlab_repo(payload),
+        target=target,
+        number=int(item["iid"]),
+        actor=actor,
+        trigger=found[0],
+        mode=found[1],
+        title=str(item.get("title") or ""),
+        body=str(item.get("description") or ""),
+        comment=text,
+        comment_id=int(attrs["id"]),
+        discussion_id=str(discussion) if discussion else None,
+        state=f"note:{int(attrs['id'])}",
+    )
+
+
+# --- GitHub -------------------------------------------------------------------------------------
 
 
 def parse_github(
-    headers: Mapping[str, str], payload: dict[str, Any], delivery_id: str, triggers: TriggerSettings
+    headers: Mapping[str, str],
+    payload: dict[str, Any],
+    delivery_id: str,
+    triggers: TriggerSettings,
+    bot_login: str | None = None,
 ) -> ForgeEvent | None:
     """Turn a GitHub delivery into an event, or `None` when it is not a trigger."""
     kind = headers.get("x-github-event", "")
+    action = payload.get("action")
     try:
-        if kind == "issues" and payload.get("action") == "labeled":
-            return _github_labeled(payload, delivery_id, triggers)
-    except (KeyError, TypeError, ValidationError) as exc:
-        raise PayloadError(f"malformed {kind} payload: {exc}") from exc
+        if kind == "issues" and action == "labeled":
+            return _github_labeled(payload, delivery_id, triggers, bot_login)
+        if kind == "issue_comment" and action == "created":
+            return _github_comment(payload, delivery_id, triggers, bot_login)
+    except _SHAPE_ERRORS as exc:
+        raise PayloadError(f"malformed {kind} payload: {type(exc).__name__}") from exc
     return None
 
 
@@ -139,25 +247,63 @@ def _github_repo(payload: dict[str, Any]) -> RepoRef:
     )
 
 
-def _github_labeled(payload: dict[str, Any], delivery_id: str, triggers: TriggerSettings) -> ForgeEvent | None:
-    if "pull_request" in payload["issue"]:
+def _github_actor(user: dict[str, Any], bot_login: str | None) -> Actor | None:
+    """The acting user, or `None` when it is the bot (logins compare case-insensitively on GitHub)."""
+    actor = Actor(id=int(user["id"]), username=str(user["login"]))
+    return None if bot_login and actor.username.lower() == bot_login.lower() else actor
+
+
+def _github_labeled(
+    payload: dict[str, Any], delivery_id: str, triggers: TriggerSettings, bot_login: str | None
+) -> ForgeEvent | None:
+    issue = payload["issue"]
+    if issue.get("pull_request"):
         return None
     label = str(payload["label"]["name"])
     mode = _label_mode(label, triggers)
-    if mode is None:
+    actor = _github_actor(payload["sender"], bot_login)
+    if mode is None or actor is None:
         return None
-    issue = payload["issue"]
-    sender = payload["sender"]
     return ForgeEvent(
         forge="github",
         delivery_id=delivery_id,
         repo=_github_repo(payload),
         target="issue",
         number=int(issue["number"]),
-        actor=Actor(id=int(sender["id"]), username=str(sender["login"])),
+        actor=actor,
         trigger="label",
         mode=mode,
         title=str(issue.get("title") or ""),
         body=str(issue.get("body") or ""),
         label=label,
+        state=f"label:{label}:{issue.get('updated_at') or ''}",
+    )
+
+
+def _github_comment(
+    payload: dict[str, Any], delivery_id: str, triggers: TriggerSettings, bot_login: str | None
+) -> ForgeEvent | None:
+    issue, comment = payload["issue"], payload["comment"]
+    actor = _github_actor(comment["user"], bot_login)
+    if actor is None or _github_actor(payload["sender"], bot_login) is None:
+        return None
+    target: Target = "change" if issue.get("pull_request") else "issue"
+    text = str(comment.get("body") or "")
+    found = _comment_trigger(first_line_command(text, triggers), target)
+    if found is None:
+        return None
+    return ForgeEvent(
+        forge="github",
+        delivery_id=delivery_id,
+        repo=_github_repo(payload),
+        target=target,
+        number=int(issue["number"]),
+        actor=actor,
+        trigger=found[0],
+        mode=found[1],
+        title=str(issue.get("title") or ""),
+        body=str(issue.get("body") or ""),
+        comment=text,
+        comment_id=int(comment["id"]),
+        state=f"comment:{int(comment['id'])}",
     )

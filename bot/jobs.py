@@ -6,23 +6,27 @@ deferred retry; anything else fails the task with one short comment carrying the
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from arq import Retry
-from arq.connections import RedisSettings
+from arq import Retry, cron
+from arq.connections import ArqRedis, RedisSettings
+from arq.constants import abort_jobs_ss
+from arq.utils import timestamp_ms
 from arq.worker import Worker, func
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from bot.authz import Authorizer
 from bot.events import ForgeEvent
 from bot.forge import Forge, ForgeNotFound, ForgeRateLimited, ForgeUnavailable, IssueRef, open_forge
-from bot.queue import RUN_TASK
+from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
+from bot.queue import RUN_TASK, eviction_policy
 from bot.settings import Settings
+from bot.sweeper import sweep
 from graph.builder import build_graph
 from graph.deps import Deps
 from graph.llm import chat_model
@@ -37,13 +41,13 @@ ModelFactory = Callable[[str], BaseChatModel]
 
 def task_id_for(event: ForgeEvent) -> str:
     """Derive the task id from the delivery, so a retried job resumes the same checkpoint thread."""
-    return hashlib.sha256(event.delivery_id.encode()).hexdigest()[:16]
+    return event.task_id
 
 
 def initial_state(event: ForgeEvent, task_id: str) -> TaskState:
     return TaskState(
         task_id=task_id,
-        mode=event.mode,
+        mode=event.mode or "",
         forge=event.forge,
         repo=event.repo.model_dump(),
         number=event.number,
@@ -73,25 +77,129 @@ async def execute(settings: Settings, deps: Deps, event: ForgeEvent) -> TaskStat
 
 
 async def run_task(ctx: dict[str, Any], event_json: str) -> str:
-    """arq job: one task for one verified event."""
-    settings: Settings = ctx["settings"]
+    """arq job: authorize, then cancel, resume or start the task for one verified event."""
     event = ForgeEvent.model_validate_json(event_json)
+    inbox: Inbox = ctx["inbox"]
     forge = ctx["forge_factory"](event.forge)
-    deps = Deps(settings=settings, forge=forge, model_for=ctx["model_factory"])
-    log.info("task start delivery=%s task=%s mode=%s", event.delivery_id, task_id_for(event), event.mode)
     try:
-        state = await execute(settings, deps, event)
-    except ForgeRateLimited as exc:
-        raise Retry(defer=exc.retry_after) from exc
-    except ForgeUnavailable as exc:
-        raise Retry(defer=min(60, 5 * ctx.get("job_try", 1))) from exc
+        decision = await ctx["authorizer"].decide(forge, event)
+    except (ForgeRateLimited, ForgeUnavailable) as exc:
+        raise _retry(ctx, exc) from exc
+    if not decision.allowed:
+        log.info("task refused delivery=%s reason=%s", event.delivery_id, decision.reason)
+        if event.trigger in ("label", "command"):
+            await inbox.set_state(event.task_id, "cancelled", f"refused: {decision.reason}", only_from=("queued",))
+        await inbox.handled(event.delivery_id)
+        return "refused"
+    if event.trigger == "cancel":
+        return await _cancel(ctx, forge, event)
+    task = await (_resumable(ctx, event) if event.trigger == "reply" else _claim(ctx, forge, event))
+    if task is None:
+        await inbox.handled(event.delivery_id)
+        return "skipped"
+    return await _run_claimed(ctx, forge, event, task)
+
+
+async def _claim(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> TaskRow | None:
+    """Start the event's own task, or answer that another task is active on the item."""
+    inbox: Inbox = ctx["inbox"]
+    current = await inbox.task(event.task_id)
+    if current is not None and current.state == "running" and current.job_id == event.delivery_id:
+        return current  # an earlier try of this very job was deferred or its worker died: carry on
+    if current is None or current.state != "queued":
+        return None  # cancelled, finished or unknown: nothing to start
+    claimed = await inbox.claim(event.task_id, event.delivery_id)
+    if claimed is not None:
+        return claimed
+    other = await inbox.active_task(event.task_key, ("running", "waiting"))
+    busy = other.task_id if other else "?"
+    if await inbox.set_state(event.task_id, "cancelled", f"busy: task {busy} is active", only_from=("queued",)):
+        word = "waiting for an answer" if other and other.state == "waiting" else "running"
+        await _say(
+            forge,
+            event,
+            f"Task {busy} is already {word} here; this request was not started. Comment `/cancel` to stop it first.",
+            event.task_id,
+        )
+    return None
+
+
+async def _resumable(ctx: dict[str, Any], event: ForgeEvent) -> TaskRow | None:
+    """The waiting task a reply resumes, moved to running."""
+    inbox: Inbox = ctx["inbox"]
+    task = await inbox.active_task(event.task_key, ("waiting", "running"))
+    if task is None:
+        return None
+    if task.state == "running":
+        return task if task.job_id == event.delivery_id else None  # a reply while it runs is only a comment
+    return await inbox.claim(task.task_id, event.delivery_id, from_state="waiting")
+
+
+async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, task: TaskRow) -> str:
+    """Run (or resume) the graph for a running task and record how it ended."""
+    inbox: Inbox = ctx["inbox"]
+    settings: Settings = ctx["settings"]
+    original = ForgeEvent.model_validate_json(task.event_json)
+    if event.trigger == "reply":  # same delivery id → same thread id → resume from the checkpoint
+        original = original.model_copy(update={"comment": event.comment, "comment_id": event.comment_id})
+    deps = Deps(settings=settings, forge=forge, model_for=ctx["model_factory"])
+    log.info("task start delivery=%s task=%s mode=%s", event.delivery_id, task.task_id, task.mode)
+    try:
+        state = await execute(settings, deps, original)
+    except (ForgeRateLimited, ForgeUnavailable) as exc:
+        if ctx.get("job_try", 1) >= settings.max_tries:  # arq will not call us again: fail visibly
+            await _report_failure(forge, original, exc)
+            await _finish(inbox, task.task_id, event.delivery_id, "failed", type(exc).__name__)
+            raise
+        raise _retry(ctx, exc) from exc
     except ForgeNotFound:
         log.info("task gone delivery=%s: issue or project no longer exists", event.delivery_id)
+        await _finish(inbox, task.task_id, event.delivery_id, "failed", "gone")
         return "gone"
     except Exception as exc:
-        await _report_failure(forge, event, exc)
+        await _report_failure(forge, original, exc)
+        await _finish(inbox, task.task_id, event.delivery_id, "failed", type(exc).__name__)
         raise
-    return str(state.get("outcome", "done"))
+    outcome = str(state.get("outcome", "done"))
+    await _finish(inbox, task.task_id, event.delivery_id, "waiting" if outcome == "need_info" else "done", outcome)
+    return outcome
+
+
+async def _finish(inbox: Inbox, task_id: str, delivery_id: str, state: TaskStatus, detail: str) -> None:
+    await inbox.set_state(task_id, state, detail, only_from=("running",))  # never over a /cancel
+    await inbox.handled(delivery_id)
+
+
+def _retry(ctx: dict[str, Any], exc: ForgeRateLimited | ForgeUnavailable) -> Retry:
+    """arq's deferred retry; the task stays running so the next try carries on."""
+    if isinstance(exc, ForgeRateLimited):
+        return Retry(defer=exc.retry_after)
+    return Retry(defer=min(60, 5 * ctx.get("job_try", 1)))
+
+
+async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:
+    """Stop the item's active task: mark it cancelled and ask arq to abort its running job."""
+    inbox: Inbox = ctx["inbox"]
+    task = await inbox.active_task(event.task_key)
+    if task is not None and await inbox.set_state(
+        task.task_id, "cancelled", f"cancelled by {event.actor.username}", only_from=ACTIVE
+    ):
+        if task.state == "running" and "redis" in ctx:
+            await ctx["redis"].zadd(abort_jobs_ss, {task.job_id: timestamp_ms()})
+        await _say(
+            forge, event, f"Cancelled task {task.task_id} at the request of @{event.actor.username}.", task.task_id
+        )
+    await inbox.handled(event.delivery_id)
+    return "cancelled" if task is not None else "nothing to cancel"
+
+
+async def _say(forge: Forge, event: ForgeEvent, text: str, task_id: str) -> None:
+    try:
+        await forge.post_comment(
+            IssueRef(repo=event.repo, number=event.number), f"{text}\n\n<sub>forgebot · task {task_id}</sub>"
+        )
+    except Exception:  # a courtesy note; the state in the inbox is what counts
+        log.exception("note not posted delivery=%s", event.delivery_id)
 
 
 async def _report_failure(forge: Forge, event: ForgeEvent, exc: Exception) -> None:
@@ -106,25 +214,61 @@ async def _report_failure(forge: Forge, event: ForgeEvent, exc: Exception) -> No
         log.exception("failure note not posted delivery=%s", event.delivery_id)
 
 
+async def sweep_inbox(ctx: dict[str, Any]) -> int:
+    """arq cron: queue accepted deliveries that never reached (or fell out of) Redis."""
+    settings: Settings = ctx["settings"]
+    pool: ArqRedis = ctx["redis"]
+
+    async def enqueue(delivery_id: str, event_json: str) -> bool:
+        return await pool.enqueue_job(RUN_TASK, event_json, _job_id=delivery_id) is not None
+
+    return await sweep(ctx["inbox"], enqueue, settings.intake.sweep_grace, settings.intake.dedupe_hours)
+
+
+async def _startup(ctx: dict[str, Any]) -> None:
+    if "inbox" not in ctx:
+        ctx["inbox"] = await open_inbox(ctx["settings"])
+        ctx["own_inbox"] = True
+    await eviction_policy(ctx["redis"])
+
+
+async def _shutdown(ctx: dict[str, Any]) -> None:
+    if ctx.pop("own_inbox", False):
+        await ctx.pop("inbox").close()
+
+
+def _sweep_seconds(interval: int) -> set[int]:
+    """arq cron seconds for a sweep every `interval` seconds (at least once a minute)."""
+    step = min(max(interval, 5), 60)
+    return set(range(0, 60, step))
+
+
 def build_worker(
     settings: Settings,
     redis_url: str,
     *,
     forge_factory: ForgeFactory | None = None,
     model_factory: ModelFactory | None = None,
+    inbox: Inbox | None = None,
     burst: bool = False,
     handle_signals: bool = True,
 ) -> Worker:
-    """An arq worker running `run_task`, one job at a time (the seed's scaling model)."""
+    """An arq worker running `run_task`, one job at a time (the seed's scaling model), and the sweeper."""
     ctx: dict[str, Any] = {
         "settings": settings,
         "forge_factory": forge_factory or (lambda kind: open_forge(settings, kind)),  # type: ignore[arg-type]
         "model_factory": model_factory or (lambda role: chat_model(settings.llm, role)),
+        "authorizer": Authorizer(settings),
     }
+    if inbox is not None:
+        ctx["inbox"] = inbox
     return Worker(
         functions=[func(run_task, name=RUN_TASK)],
+        cron_jobs=[cron(sweep_inbox, second=_sweep_seconds(settings.intake.sweep_interval), run_at_startup=True)],
         redis_settings=RedisSettings.from_dsn(redis_url),
         ctx=ctx,
+        on_startup=_startup,
+        on_shutdown=_shutdown,
         max_jobs=1,
         job_timeout=settings.job_timeout,
         max_tries=settings.max_tries,
@@ -134,4 +278,5 @@ def build_worker(
         # on SIGTERM (a deploy) let the running task finish or reach its next checkpoint
         job_completion_wait=settings.job_timeout,
         keep_result=3600,
+        allow_abort_jobs=True,
     )

@@ -105,6 +105,21 @@ class WorkspaceSettings(BaseModel):
     allowed_protocols: tuple[str, ...] = Field(default=("https",), description="git transports allowed")
     git_timeout: float = 600.0
 
+class IntakeSettings(BaseModel):
+    """The webhook intake: durable inbox, sweeper, authorization cache and allow-list."""
+
+    dedupe_hours: float = Field(default=168.0, ge=72.0, description="keep delivery ids at least 72 h")
+    sweep_interval: int = Field(default=60, ge=5, description="seconds between sweeps of the inbox")
+    sweep_grace: float = Field(default=15.0, description="an accepted row younger than this is in flight")
+    enqueue_timeout: float = Field(default=2.0, description="seconds the request path waits for Redis")
+    inbox_sync: Literal["normal", "full"] = Field(
+        default="normal", description="SQLite inbox: `full` also survives a power cut, at one fsync per batch"
+    )
+    access_cache_seconds: float = Field(default=60.0, description="how long a permission answer is reused")
+    allowed_projects: list[str] = Field(
+        default_factory=list, description="GitLab project ids or paths, GitHub owner/name; empty: any"
+    )
+
 
 class Settings(BaseSettings):
     """Process-wide configuration from `FORGEBOT_*` variables (nested with `__`) and secret files."""
@@ -155,10 +170,19 @@ class Settings(BaseSettings):
         # The stock secrets source matches top-level fields only, so `gitlab__token` was ignored;
         # the nested source splits file names on `__` like the environment source does.
         return init_settings, env_settings, dotenv_settings, NestedSecretsSettingsSource(file_secret_settings)
+    # intake
+    database_url: SecretStr | None = Field(
+        default=None, description="postgresql://… for the inbox and task store; unset: SQLite in the data dir"
+    )
+    intake: IntakeSettings = Field(default_factory=IntakeSettings)
 
     @property
     def checkpoint_path(self) -> Path:
         return self.data_dir / "checkpoints.sqlite"
+
+    @property
+    def inbox_path(self) -> Path:
+        return self.data_dir / "inbox.sqlite"
 
     @classmethod
     def load(cls) -> Settings:

@@ -71,7 +71,7 @@ def test_github_wrong_or_missing_signature_is_401_and_not_queued(
 def test_signed_ping_is_2xx(client: TestClient) -> None:
     body = sample_bytes("github/ping.json")
     response = client.post("/webhooks/github", content=body, headers=_github_headers(body, event="ping"))
-    assert response.status_code == 200 and response.json() == {"result": "ignored"}
+    assert response.status_code == 200 and response.json()["result"] == "ignored"
 
 
 @pytest.mark.parametrize("token", ["wrong", None])

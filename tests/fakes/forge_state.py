@@ -130,6 +130,11 @@ class FakeForgeState:
         with self.lock:
             return next(self._ids)
 
+    def grant(self, forge: str, project: str, user: str, level: int | str) -> None:
+        """Make `user` a member: a GitLab access level (int) or a GitHub role name."""
+        with self.lock:
+            self.members[(forge, project, user)] = str(level)
+
     def add_issue(self, forge: str, project: str, number: int, issue: FakeIssue) -> None:
         with self.lock:
             self.issues[(forge, project, number)] = issue

@@ -1,0 +1,302 @@
+"""The durable inbox: every authentic delivery and every task, recorded before the forge gets a 2xx.
+
+Redis is a work queue, not a record: it can be down, flushed or evicting. The inbox is the record.
+A delivery id is remembered for `dedupe_hours` (≥ 72 h) whatever arq forgets; a semantic key
+(issue or change, trigger, state) absorbs the same event sent by a group and a project hook; a
+partial unique index allows one running or waiting task per issue or change, race-free on both
+SQLite and Postgres. The sweeper re-enqueues accepted rows that no job has handled.
+
+Postgres statements run on one thread per inbox, so the event loop never waits on the network;
+SQLite statements run inline under a lock (microseconds each, with one sync per group commit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal, NamedTuple, TypeVar
+
+from bot.batching import Batcher
+from bot.events import ForgeEvent
+from bot.inboxsql import SCHEMA, Connection, connect_postgres, connect_sqlite
+from bot.settings import Settings
+
+IntakeResult = Literal["accepted", "duplicate", "ignored"]
+TaskStatus = Literal["queued", "running", "waiting", "done", "failed", "cancelled"]
+ACTIVE: tuple[TaskStatus, ...] = ("queued", "running", "waiting")
+T = TypeVar("T")
+CHECKPOINT_EVERY = 100  # commits between two WAL checkpoints on the inbox's thread
+
+
+@dataclass(frozen=True)
+class Intake:
+    result: IntakeResult
+    task_id: str | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    task_id: str
+    task_key: str
+    state: TaskStatus
+    mode: str
+    delivery_id: str
+    job_id: str  # the arq job running it: its own delivery's, or a reply's while it resumes
+    detail: str
+    event_json: str
+
+
+class _Record(NamedTuple):
+    forge: str
+    delivery_id: str
+    event_name: str
+    event: ForgeEvent | None
+    now: float
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An accepted delivery that no job has handled yet."""
+
+    delivery_id: str
+    event_json: str
+
+
+_TASK_COLUMNS = "t.task_id, t.task_key, t.state, t.mode, t.delivery_id, t.job_id, t.detail, d.event_json"
+_TASK_FROM = "tasks t JOIN deliveries d ON d.delivery_id = t.delivery_id"
+
+
+class Inbox:
+    """Async facade over one SQL connection (SQLite file or Postgres)."""
+
+    def __init__(self, connection: Connection, clock: Callable[[], float] = time.time) -> None:
+        self._db = connection
+        self._inline = connection.local
+        self._lock = threading.Lock()
+        self._clock = clock
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbox")
+        self._group: Batcher[_Record, Intake] = Batcher(self._commit)
+        self._commits = 0
+        self._checkpoint: asyncio.Future[None] | None = None
+
+    @classmethod
+    async def open(
+        cls,
+        sqlite_path: Path | None = None,
+        postgres_url: str | None = None,
+        clock: Callable[[], float] = time.time,
+        sqlite_sync: Literal["normal", "full"] = "normal",
+    ) -> Inbox:
+        """Open (and create the tables of) the Postgres store if a URL is given, else the SQLite file."""
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbox-open")
+        loop = asyncio.get_running_loop()
+        try:
+            if postgres_url:
+                conn = await loop.run_in_executor(executor, connect_postgres, postgres_url)
+            elif sqlite_path is not None:
+                conn = await loop.run_in_executor(executor, connect_sqlite, sqlite_path, sqlite_sync)
+            else:
+                raise ValueError("the inbox needs a SQLite path or a Postgres URL")
+        finally:
+            executor.shutdown()
+        inbox = cls(conn, clock)
+        await inbox._run(lambda: conn.script(SCHEMA))
+        return inbox
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        if self._inline:
+            # a local SQLite statement takes microseconds; a hop to a thread costs more than that
+            # on a busy machine (GIL hand-over), so SQLite runs on the caller's thread, serialized
+            with self._lock:
+                return fn()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+
+    async def close(self) -> None:
+        if self._checkpoint is not None:
+            with contextlib.suppress(Exception):  # housekeeping; closing checkpoints anyway
+                await self._checkpoint
+        await self._run(self._db.close)
+        self._executor.shutdown()
+
+    async def ping(self) -> bool:
+        return await self._run(lambda: self._db.one("SELECT 1") is not None)
+
+    # --- the request path ------------------------------------------------------------------------
+
+    async def record(self, forge: str, delivery_id: str, event_name: str, event: ForgeEvent | None) -> Intake:
+        """Record one authentic delivery and decide its outcome; returns once it is committed.
+
+        Group commit: deliveries arriving while a commit is in progress are written together in
+        the next transaction, so a burst costs one disk sync per batch, not one per delivery.
+        """
+        return await self._group.submit(_Record(forge, delivery_id, event_name, event, self._clock()))
+
+    async def _commit(self, records: list[_Record]) -> list[Intake]:
+        results = await self._run(partial(self._write, records))
+        self._commits += 1
+        if self._commits >= CHECKPOINT_EVERY and (self._checkpoint is None or self._checkpoint.done()):
+            self._commits = 0
+            self._checkpoint = asyncio.get_running_loop().run_in_executor(self._executor, self._db.checkpoint)
+        return results
+
+    def _write(self, records: list[_Record]) -> list[Intake]:
+        return self._db.transaction(lambda: [self._record(item) for item in records])
+
+    def _record(self, item: _Record) -> Intake:
+        forge, delivery_id, event_name, event, now = item
+        fresh = self._db.execute(
+            "INSERT INTO deliveries (delivery_id, forge, event_name, received_at, result) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT DO NOTHING",
+            (delivery_id, forge, event_name[:100], now, "pending"),
+        )
+        if not fresh:
+            return Intake("duplicate", reason="delivery id seen before")
+        intake = self._decide(delivery_id, event, now)
+        self._db.execute(
+            "UPDATE deliveries SET result = ?, task_id = ?, event_json = ? WHERE delivery_id = ?",
+            (
+                intake.result,
+                intake.task_id,
+                event.model_dump_json() if intake.result == "accepted" and event else None,
+                delivery_id,
+            ),
+        )
+        return intake
+
+    def _decide(self, delivery_id: str, event: ForgeEvent | None, now: float) -> Intake:
+        if event is None:
+            return Intake("ignored", reason="not a trigger")
+        if not self._db.execute(
+            "INSERT INTO semantic_keys (semantic_key, delivery_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            (event.semantic_key, delivery_id, now),
+        ):
+            return Intake("duplicate", reason="same event through another hook")
+        if event.trigger in ("reply", "cancel"):
+            states: tuple[TaskStatus, ...] = ("waiting",) if event.trigger == "reply" else ACTIVE
+            task = self._active(event.task_key, states)
+            if task is None:
+                return Intake("ignored", reason=f"no task to {event.trigger}")
+            return Intake("accepted", task.task_id)
+        self._db.execute(
+            "INSERT INTO tasks (task_id, task_key, state, mode, delivery_id, job_id, detail, created_at, updated_at)"
+            " VALUES (?, ?, 'queued', ?, ?, ?, '', ?, ?) ON CONFLICT DO NOTHING",
+            (event.task_id, event.task_key, event.mode or "", delivery_id, delivery_id, now, now),
+        )
+        return Intake("accepted", event.task_id)
+
+    def _active(self, task_key: str, states: tuple[TaskStatus, ...]) -> TaskRow | None:
+        marks = ", ".join("?" for _ in states)
+        row = self._db.one(
+            f"SELECT {_TASK_COLUMNS} FROM {_TASK_FROM} WHERE t.task_key = ? AND t.state IN ({marks})"
+            " ORDER BY t.created_at LIMIT 1",
+            (task_key, *states),
+        )
+        return _task(row)
+
+    # --- the job ---------------------------------------------------------------------------------
+
+    async def active_task(self, task_key: str, states: tuple[TaskStatus, ...] = ACTIVE) -> TaskRow | None:
+        return await self._run(lambda: self._active(task_key, states))
+
+    async def task(self, task_id: str) -> TaskRow | None:
+        return await self._run(
+            lambda: _task(self._db.one(f"SELECT {_TASK_COLUMNS} FROM {_TASK_FROM} WHERE t.task_id = ?", (task_id,)))
+        )
+
+    async def tasks(self) -> list[TaskRow]:
+        rows = await self._run(lambda: self._db.all(f"SELECT {_TASK_COLUMNS} FROM {_TASK_FROM} ORDER BY t.created_at"))
+        return [row for row in map(_task, rows) if row is not None]
+
+    async def claim(self, task_id: str, job_id: str, from_state: TaskStatus = "queued") -> TaskRow | None:
+        """Move the task to `running` under arq job `job_id`; `None` when it is not in `from_state`
+        or its item is busy.
+
+        The partial unique index on running/waiting tasks makes a second claim on the same issue
+        or change fail inside the database, so two workers cannot both win.
+        """
+        now = self._clock()
+
+        def claim() -> bool:
+            return self._db.execute(
+                "UPDATE tasks SET state = 'running', job_id = ?, updated_at = ? WHERE task_id = ? AND state = ?",
+                (job_id, now, task_id, from_state),
+            )
+
+        try:
+            claimed = await self._run(lambda: self._db.transaction(claim))
+        except self._db.integrity_errors:
+            return None
+        return await self.task(task_id) if claimed else None
+
+    async def set_state(
+        self, task_id: str, state: TaskStatus, detail: str = "", only_from: tuple[TaskStatus, ...] = ()
+    ) -> bool:
+        """Move a task to `state`; with `only_from`, only from one of those states (e.g. not over a cancel)."""
+        now = self._clock()
+        sql = "UPDATE tasks SET state = ?, detail = ?, updated_at = ? WHERE task_id = ?"
+        params: tuple[Any, ...] = (state, detail[:500], now, task_id)
+        if only_from:
+            sql += f" AND state IN ({', '.join('?' for _ in only_from)})"
+            params += only_from
+        return await self._run(lambda: self._db.transaction(lambda: self._db.execute(sql, params)))
+
+    async def handled(self, delivery_id: str) -> None:
+        """The job is finished with this delivery: the sweeper leaves it alone from now on."""
+        now = self._clock()
+        sql = "UPDATE deliveries SET handled_at = ? WHERE delivery_id = ?"
+        await self._run(lambda: self._db.transaction(lambda: self._db.execute(sql, (now, delivery_id))))
+
+    # --- the sweeper -----------------------------------------------------------------------------
+
+    async def unhandled(self, grace: float) -> list[Pending]:
+        """Accepted deliveries older than `grace` seconds whose task is neither running nor finished."""
+        rows = await self._run(
+            lambda: self._db.all(
+                "SELECT d.delivery_id, d.event_json FROM deliveries d LEFT JOIN tasks t ON t.task_id = d.task_id"
+                " WHERE d.result = 'accepted' AND d.handled_at IS NULL AND d.received_at < ?"
+                " AND (t.state IS NULL OR t.state IN ('queued', 'waiting')) ORDER BY d.received_at",
+                (self._clock() - grace,),
+            )
+        )
+        return [Pending(str(row[0]), str(row[1])) for row in rows]
+
+    async def prune(self, keep_hours: float) -> bool:
+        """Forget handled or non-accepted deliveries older than `keep_hours` (never below 72 h); True if any."""
+        cutoff = self._clock() - max(keep_hours, 72.0) * 3600
+
+        def prune() -> bool:
+            self._db.execute("DELETE FROM semantic_keys WHERE created_at < ?", (cutoff,))
+            return self._db.execute(
+                "DELETE FROM deliveries WHERE received_at < ? AND (handled_at IS NOT NULL OR result <> 'accepted')"
+                " AND delivery_id NOT IN (SELECT delivery_id FROM tasks)",
+                (cutoff,),
+            )
+
+        return await self._run(lambda: self._db.transaction(prune))
+
+    async def deliveries(self) -> list[tuple[str, str, str | None]]:
+        """(delivery id, result, task id) of every remembered delivery, oldest first."""
+        rows = await self._run(
+            lambda: self._db.all("SELECT delivery_id, result, task_id FROM deliveries ORDER BY received_at")
+        )
+        return [(str(r[0]), str(r[1]), None if r[2] is None else str(r[2])) for r in rows]
+
+
+def _task(row: tuple[Any, ...] | None) -> TaskRow | None:
+    if row is None:
+        return None
+    return TaskRow(*(str(value or "") for value in row))  # type: ignore[arg-type]
+
+
+async def open_inbox(settings: Settings) -> Inbox:
+    """The configured store: Postgres when `database_url` is set, else SQLite in the data dir."""
+    url = settings.database_url.get_secret_value() if settings.database_url else None
+    return await Inbox.open(sqlite_path=settings.inbox_path, postgres_url=url, sqlite_sync=settings.intake.inbox_sync)

@@ -1,0 +1,178 @@
+"""The job's side of the intake on a real inbox, a real Redis and the real graph (scripted model):
+authorization before the graph, the one-active-task rule, /cancel, replies resuming a waiting task."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from arq import create_pool
+from arq.connections import RedisSettings
+from arq.constants import abort_jobs_ss
+from langchain_core.language_models import BaseChatModel
+
+import bot.jobs
+from bot.authz import Authorizer
+from bot.events import ForgeEvent, parse_gitlab
+from bot.forge import AccessLevel, ForgeUnavailable, IssueRef
+from bot.inbox import Inbox
+from bot.jobs import run_task
+from bot.settings import Settings, TriggerSettings
+from graph.schemas import Decomposition
+from tests.fakes.chat import answer, scripted
+from tests.fakes.forge import FakeForge
+from tests.intake.payloads import gitlab_note
+
+TRIGGERS = TriggerSettings()
+ROOT = 1  # the note sample's author
+
+
+def blocked_model(role: str) -> BaseChatModel:
+    """The decomposer asks a question, so the analyze route ends with a blocked report (one call)."""
+    return scripted([answer(Decomposition, Decomposition(questions=["Which endpoint?"]))])
+
+
+@pytest.fixture
+async def ctx(settings: Settings, tmp_path: Path, redis_url: str) -> AsyncIterator[dict[str, Any]]:
+    inbox = await Inbox.open(sqlite_path=tmp_path / "inbox.sqlite")
+    forge = FakeForge()
+    forge.access[("5", ROOT)] = AccessLevel.DEVELOPER
+    pool = await create_pool(RedisSettings.from_dsn(redis_url))
+    yield {
+        "settings": settings,
+        "inbox": inbox,
+        "forge": forge,
+        "forge_factory": lambda kind: forge,
+        "model_factory": blocked_model,
+        "authorizer": Authorizer(settings),
+        "redis": pool,
+        "job_try": 1,
+    }
+    await pool.aclose()
+    await inbox.close()
+
+
+async def deliver(ctx: dict[str, Any], text: str, comment_id: int) -> ForgeEvent:
+    """What the receiver does: parse and record; returns the event the job gets."""
+    delivery = f"gitlab:{comment_id}"
+    event = parse_gitlab({"x-gitlab-event": "Note Hook"}, gitlab_note(text, id=comment_id), delivery, TRIGGERS)
+    assert event is not None
+    intake = await ctx["inbox"].record("gitlab", delivery, "Note Hook", event)
+    assert intake.result == "accepted", intake
+    return event
+
+
+def comments(ctx: dict[str, Any], event: ForgeEvent) -> list[str]:
+    forge: FakeForge = ctx["forge"]
+    return forge.comments.get(IssueRef(repo=event.repo, number=event.number), [])
+
+
+async def state_of(ctx: dict[str, Any], task_id: str) -> tuple[str, str]:
+    row = await ctx["inbox"].task(task_id)
+    assert row is not None
+    return row.state, row.detail
+
+
+async def test_allowed_command_runs_the_graph_and_finishes(ctx: dict[str, Any]) -> None:
+    event = await deliver(ctx, "/analyze", 1)
+    assert await run_task(ctx, event.model_dump_json()) == "blocked"
+    assert await state_of(ctx, event.task_id) == ("done", "blocked")
+    assert "Analysis blocked" in comments(ctx, event)[0]
+    assert await ctx["inbox"].unhandled(grace=-1) == []
+
+
+@pytest.mark.parametrize("level", [AccessLevel.NONE, AccessLevel.GUEST, AccessLevel.REPORTER])
+async def test_refused_actor_never_reaches_the_graph(ctx: dict[str, Any], level: AccessLevel) -> None:
+    ctx["forge"].access[("5", ROOT)] = level
+    ctx["model_factory"] = lambda role: pytest.fail("the graph ran for an unauthorized actor")
+    event = await deliver(ctx, "/analyze", 2)
+    assert await run_task(ctx, event.model_dump_json()) == "refused"
+    state, detail = await state_of(ctx, event.task_id)
+    assert state == "cancelled" and detail.startswith("refused: root has")
+    assert comments(ctx, event) == []
+    assert await ctx["inbox"].unhandled(grace=-1) == []
+
+
+async def test_second_trigger_while_one_runs_gets_a_busy_reply(ctx: dict[str, Any]) -> None:
+    first = await deliver(ctx, "/implement", 3)
+    await ctx["inbox"].claim(first.task_id, first.delivery_id)  # a worker is running it
+    second = await deliver(ctx, "/analyze", 4)
+    assert await run_task(ctx, second.model_dump_json()) == "skipped"
+    assert await state_of(ctx, second.task_id) == ("cancelled", f"busy: task {first.task_id} is active")
+    (note,) = comments(ctx, second)
+    assert f"Task {first.task_id} is already running here" in note and "/cancel" in note
+    assert (await state_of(ctx, first.task_id))[0] == "running"
+
+
+async def test_cancel_stops_a_running_task(ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    task = await deliver(ctx, "/analyze", 5)
+    await ctx["inbox"].claim(task.task_id, task.delivery_id)
+    cancel = await deliver(ctx, "/cancel", 6)
+    assert await run_task(ctx, cancel.model_dump_json()) == "cancelled"
+    assert await state_of(ctx, task.task_id) == ("cancelled", "cancelled by root")
+    assert await ctx["redis"].zscore(abort_jobs_ss, task.delivery_id) is not None  # arq aborts its job
+    assert f"Cancelled task {task.task_id}" in comments(ctx, cancel)[0]
+
+
+async def test_cancelled_queued_task_never_starts(ctx: dict[str, Any]) -> None:
+    task = await deliver(ctx, "/analyze", 7)
+    cancel = await deliver(ctx, "/cancel", 8)
+    await run_task(ctx, cancel.model_dump_json())
+    ctx["model_factory"] = lambda role: pytest.fail("a cancelled task ran")
+    assert await run_task(ctx, task.model_dump_json()) == "skipped"
+    assert (await state_of(ctx, task.task_id))[0] == "cancelled"
+
+
+async def test_reply_resumes_the_waiting_task_on_its_own_thread(
+    ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The graph has no need_info interrupt yet; this stands in for it at `execute`, the graph's edge.
+    runs: list[ForgeEvent] = []
+
+    async def execute(settings: Settings, deps: Any, event: ForgeEvent) -> dict[str, Any]:
+        runs.append(event)
+        return {"outcome": "need_info" if len(runs) == 1 else "reported"}
+
+    monkeypatch.setattr(bot.jobs, "execute", execute)
+    task = await deliver(ctx, "/implement", 9)
+    assert await run_task(ctx, task.model_dump_json()) == "need_info"
+    assert (await state_of(ctx, task.task_id))[0] == "waiting"
+    reply = await deliver(ctx, "Use the v2 endpoint.", 10)
+    assert reply.trigger == "reply"
+    assert await run_task(ctx, reply.model_dump_json()) == "reported"
+    assert await state_of(ctx, task.task_id) == ("done", "reported")
+    assert runs[1].task_id == task.task_id and runs[1].comment == "Use the v2 endpoint."
+    assert (await ctx["inbox"].task(task.task_id)).job_id == reply.delivery_id
+
+
+async def test_forge_outage_on_the_last_try_fails_the_task_visibly(
+    ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def execute(settings: Settings, deps: Any, event: ForgeEvent) -> dict[str, Any]:
+        raise ForgeUnavailable("502 from the forge")
+
+    monkeypatch.setattr(bot.jobs, "execute", execute)
+    task = await deliver(ctx, "/analyze", 11)
+    ctx["job_try"] = ctx["settings"].max_tries
+    with pytest.raises(ForgeUnavailable):
+        await run_task(ctx, task.model_dump_json())
+    assert await state_of(ctx, task.task_id) == ("failed", "ForgeUnavailable")
+    assert f"task {task.task_id}" in comments(ctx, task)[0]
+    assert await ctx["inbox"].unhandled(grace=-1) == []
+
+
+async def test_a_retried_job_carries_on_with_its_own_running_task(ctx: dict[str, Any]) -> None:
+    event = await deliver(ctx, "/analyze", 12)
+    await ctx["inbox"].claim(event.task_id, event.delivery_id)  # the first try claimed it, then was deferred
+    assert await run_task(ctx, event.model_dump_json()) == "blocked"
+    assert await state_of(ctx, event.task_id) == ("done", "blocked")
+
+
+async def test_a_task_running_under_another_job_is_not_run_twice(ctx: dict[str, Any]) -> None:
+    event = await deliver(ctx, "/analyze", 13)
+    await ctx["inbox"].claim(event.task_id, "gitlab:a-reply")  # resumed by a reply's job
+    ctx["model_factory"] = lambda role: pytest.fail("ran twice")
+    assert await run_task(ctx, event.model_dump_json()) == "skipped"
+    assert (await state_of(ctx, event.task_id))[0] == "running"
