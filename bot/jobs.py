@@ -18,13 +18,15 @@ from arq.utils import timestamp_ms
 from arq.worker import Worker, func
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from bot.authz import Authorizer
+from bot.checkpoints import open_checkpointer
 from bot.events import ForgeEvent
-from bot.forge import Forge, ForgeNotFound, ForgeRateLimited, ForgeUnavailable, IssueRef, open_forge
+from bot.forge import Forge, ForgeNotFound, ForgeRateLimited, ForgeUnavailable, IssueRef, Marker, open_forge
+from bot.idempotency import task_forge
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
 from bot.queue import RUN_TASK, eviction_policy
+from bot.recovery import failure_marker, lease, reap
 from bot.settings import Settings
 from bot.sweeper import sweep
 from graph.builder import build_graph
@@ -60,11 +62,10 @@ def initial_state(event: ForgeEvent, task_id: str) -> TaskState:
 
 
 async def execute(settings: Settings, deps: Deps, event: ForgeEvent) -> TaskState:
-    """Run the graph for `event` with the SQLite checkpointer, thread id = task id."""
-    check_mode(event.mode)
+    """Run the graph for `event` with the configured checkpointer, thread id = task id."""
+    check_mode(event.mode or "")
     task_id = task_id_for(event)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    async with AsyncSqliteSaver.from_conn_string(str(settings.checkpoint_path)) as saver:
+    async with open_checkpointer(settings) as saver:
         compiled = build_graph().compile(checkpointer=saver)
         config: RunnableConfig = {"configurable": {"thread_id": task_id}}
         snapshot = await compiled.aget_state(config)
@@ -77,7 +78,14 @@ async def execute(settings: Settings, deps: Deps, event: ForgeEvent) -> TaskStat
 
 
 async def run_task(ctx: dict[str, Any], event_json: str) -> str:
-    """arq job: authorize, then cancel, resume or start the task for one verified event."""
+    """arq job: under the worker's lease, authorize, then cancel, resume or start the task."""
+    if "redis" not in ctx or "job_id" not in ctx:  # called directly (tests, `forgebot run`)
+        return await _run_event(ctx, event_json)
+    async with lease(ctx["redis"], ctx["job_id"], ctx["settings"].durability.lease_seconds):
+        return await _run_event(ctx, event_json)
+
+
+async def _run_event(ctx: dict[str, Any], event_json: str) -> str:
     event = ForgeEvent.model_validate_json(event_json)
     inbox: Inbox = ctx["inbox"]
     forge = ctx["forge_factory"](event.forge)
@@ -120,6 +128,7 @@ async def _claim(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> TaskRo
             event,
             f"Task {busy} is already {word} here; this request was not started. Comment `/cancel` to stop it first.",
             event.task_id,
+            "busy",
         )
     return None
 
@@ -142,7 +151,7 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
     original = ForgeEvent.model_validate_json(task.event_json)
     if event.trigger == "reply":  # same delivery id → same thread id → resume from the checkpoint
         original = original.model_copy(update={"comment": event.comment, "comment_id": event.comment_id})
-    deps = Deps(settings=settings, forge=forge, model_for=ctx["model_factory"])
+    deps = Deps(settings=settings, forge=task_forge(forge, task.task_id), model_for=ctx["model_factory"])
     log.info("task start delivery=%s task=%s mode=%s", event.delivery_id, task.task_id, task.mode)
     try:
         state = await execute(settings, deps, original)
@@ -187,16 +196,23 @@ async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:
         if task.state == "running" and "redis" in ctx:
             await ctx["redis"].zadd(abort_jobs_ss, {task.job_id: timestamp_ms()})
         await _say(
-            forge, event, f"Cancelled task {task.task_id} at the request of @{event.actor.username}.", task.task_id
+            forge,
+            event,
+            f"Cancelled task {task.task_id} at the request of @{event.actor.username}.",
+            task.task_id,
+            "cancel",
         )
     await inbox.handled(event.delivery_id)
     return "cancelled" if task is not None else "nothing to cancel"
 
 
-async def _say(forge: Forge, event: ForgeEvent, text: str, task_id: str) -> None:
+async def _say(forge: Forge, event: ForgeEvent, text: str, task_id: str, purpose: str) -> None:
+    """A note about the task; its marker makes a retried job edit it rather than post it twice."""
     try:
         await forge.post_comment(
-            IssueRef(repo=event.repo, number=event.number), f"{text}\n\n<sub>forgebot · task {task_id}</sub>"
+            IssueRef(repo=event.repo, number=event.number),
+            f"{text}\n\n<sub>forgebot · task {task_id}</sub>",
+            Marker(task=task_id, purpose=purpose),
         )
     except Exception:  # a courtesy note; the state in the inbox is what counts
         log.exception("note not posted delivery=%s", event.delivery_id)
@@ -209,7 +225,7 @@ async def _report_failure(forge: Forge, event: ForgeEvent, exc: Exception) -> No
     reason = str(exc) if isinstance(exc, ModeUnavailable) else type(exc).__name__
     body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task}</sub>"
     try:
-        await forge.post_comment(IssueRef(repo=event.repo, number=event.number), body)
+        await forge.post_comment(IssueRef(repo=event.repo, number=event.number), body, failure_marker(task))
     except Exception:  # the failure note is best effort; the job still fails loudly
         log.exception("failure note not posted delivery=%s", event.delivery_id)
 
@@ -235,6 +251,11 @@ async def _startup(ctx: dict[str, Any]) -> None:
 async def _shutdown(ctx: dict[str, Any]) -> None:
     if ctx.pop("own_inbox", False):
         await ctx.pop("inbox").close()
+
+
+def _every(interval: int) -> set[int]:
+    """arq cron seconds for a run every `interval` seconds (1 to 60)."""
+    return set(range(0, 60, min(max(interval, 1), 60)))
 
 
 def _sweep_seconds(interval: int) -> set[int]:
@@ -264,7 +285,10 @@ def build_worker(
         ctx["inbox"] = inbox
     return Worker(
         functions=[func(run_task, name=RUN_TASK)],
-        cron_jobs=[cron(sweep_inbox, second=_sweep_seconds(settings.intake.sweep_interval), run_at_startup=True)],
+        cron_jobs=[
+            cron(sweep_inbox, second=_sweep_seconds(settings.intake.sweep_interval), run_at_startup=True),
+            cron(reap, second=_every(settings.durability.reap_interval), run_at_startup=True),
+        ],
         redis_settings=RedisSettings.from_dsn(redis_url),
         ctx=ctx,
         on_startup=_startup,

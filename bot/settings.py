@@ -121,6 +121,18 @@ class IntakeSettings(BaseModel):
     )
 
 
+class DurabilitySettings(BaseModel):
+    """Crash recovery and retention: worker leases, the reaper, how long finished tasks are kept."""
+
+    lease_seconds: float = Field(
+        default=30.0, gt=0, description="a running job's lease; a worker silent this long is presumed dead"
+    )
+    reap_interval: int = Field(default=10, ge=1, description="seconds between reaper passes in each worker")
+    retention_days: float = Field(
+        default=14.0, gt=0, description="finished tasks' checkpoints, traces and workspaces are kept this long"
+    )
+
+
 class Settings(BaseSettings):
     """Process-wide configuration from `FORGEBOT_*` variables (nested with `__`) and secret files."""
 
@@ -175,6 +187,7 @@ class Settings(BaseSettings):
         default=None, description="postgresql://… for the inbox and task store; unset: SQLite in the data dir"
     )
     intake: IntakeSettings = Field(default_factory=IntakeSettings)
+    durability: DurabilitySettings = Field(default_factory=DurabilitySettings)
 
     @property
     def checkpoint_path(self) -> Path:

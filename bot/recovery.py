@@ -1,0 +1,121 @@
+"""Crash recovery: worker leases, and the reaper that frees a dead worker's job and ends orphaned tasks.
+
+arq marks a job taken with `arq:in-progress:<job id>`, which expires `job_timeout + 10 s` after the
+start. A worker killed with SIGKILL leaves that key behind, so on its own arq re-runs the job only
+after a full job timeout (an hour by default), and a job whose tries are used up is finalized
+without ever calling our code, leaving its task `running` forever and the issue locked by the
+one-active-task index.
+
+Two mechanisms bound that:
+
+* **Lease.** While a job runs, its worker refreshes `forgebot:lease:<job id>` (TTL `lease_seconds`)
+  every third of the lease. The reaper (every worker runs it, every `reap_interval` seconds) deletes
+  the in-progress key of a job that has held it longer than a lease without a live lease: the job
+  is then taken by the next free worker (arq counts it as a new try) and resumes from its last
+  checkpoint. Recovery time ≤ lease + reap interval + arq's poll delay.
+* **Orphans.** A `running` task whose arq job is finished or gone (the try limit was hit while
+  workers kept dying, the job timed out, Redis lost it) is failed with one failure comment, marked
+  so that a second reaper pass or a late job never posts another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from arq.connections import ArqRedis
+from arq.constants import in_progress_key_prefix
+from arq.jobs import Job, JobStatus
+
+from bot.events import ForgeEvent
+from bot.forge import Forge, IssueRef, Marker
+from bot.inbox import Inbox, TaskRow
+
+log = logging.getLogger(__name__)
+
+LEASE_PREFIX = "forgebot:lease:"
+FAILURE = "failure"  # the marker purpose of the one failure comment a task can get
+
+
+def failure_marker(task_id: str) -> Marker:
+    return Marker(task=task_id, purpose=FAILURE)
+
+
+@contextlib.asynccontextmanager
+async def lease(redis: ArqRedis, job_id: str, seconds: float) -> AsyncIterator[None]:
+    """Hold the job's lease while the block runs; a heartbeat renews it every third of its life."""
+    key, ttl_ms = LEASE_PREFIX + job_id, max(int(seconds * 1000), 100)
+
+    async def beat() -> None:
+        while True:
+            await redis.psetex(key, ttl_ms, b"1")
+            await asyncio.sleep(seconds / 3)
+
+    heart = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        heart.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await heart
+        with contextlib.suppress(Exception):  # an expired lease is as good as a deleted one
+            await redis.delete(key)
+
+
+async def release_abandoned(redis: ArqRedis, lease_seconds: float, in_progress_seconds: float) -> list[str]:
+    """Free the jobs whose worker died: in progress for longer than a lease, with no lease alive."""
+    released: list[str] = []
+    total_ms, lease_ms = in_progress_seconds * 1000, lease_seconds * 1000
+    async for raw in redis.scan_iter(match=in_progress_key_prefix + "*", count=200):
+        key = raw.decode() if isinstance(raw, bytes) else str(raw)
+        job_id = key.removeprefix(in_progress_key_prefix)
+        if await redis.exists(LEASE_PREFIX + job_id):
+            continue
+        remaining = await redis.pttl(key)
+        if remaining < 0 or total_ms - remaining < lease_ms:
+            continue  # no TTL (not arq's) or just taken: the job may not have started its lease yet
+        if await redis.delete(key):
+            released.append(job_id)
+            log.warning("released job %s: its worker stopped renewing the lease", job_id)
+    return released
+
+
+async def fail_orphans(
+    inbox: Inbox, redis: ArqRedis, forge_factory: Callable[[str], Forge], tries: int
+) -> list[str]:
+    """Fail `running` tasks whose arq job is over without having finished them; one comment each."""
+    failed: list[str] = []
+    for task in await inbox.tasks():
+        if task.state != "running":
+            continue
+        status = await Job(task.job_id, redis).status()
+        if status not in (JobStatus.complete, JobStatus.not_found):
+            continue
+        reason = f"the job stopped ({status.value}) without finishing the task, after at most {tries} tries"
+        if await inbox.set_state(task.task_id, "failed", f"orphaned: {status.value}", only_from=("running",)):
+            await post_failure(forge_factory, task, reason)
+            failed.append(task.task_id)
+    return failed
+
+
+async def post_failure(forge_factory: Callable[[str], Forge], task: TaskRow, reason: str) -> None:
+    """The task's one failure comment (edited in place if it exists)."""
+    event = ForgeEvent.model_validate_json(task.event_json)
+    body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task.task_id}</sub>"
+    try:
+        forge = forge_factory(event.forge)
+        await forge.post_comment(IssueRef(repo=event.repo, number=event.number), body, failure_marker(task.task_id))
+    except Exception:  # the task is failed in the store either way; the next pass does not retry the note
+        log.exception("failure note not posted task=%s", task.task_id)
+
+
+async def reap(ctx: dict[str, Any]) -> int:
+    """arq cron: release abandoned jobs, then fail orphaned tasks. Returns how many it acted on."""
+    settings = ctx["settings"]
+    redis: ArqRedis = ctx["redis"]
+    released = await release_abandoned(redis, settings.durability.lease_seconds, settings.job_timeout + 10)
+    failed = await fail_orphans(ctx["inbox"], redis, ctx["forge_factory"], settings.max_tries)
+    return len(released) + len(failed)
