@@ -1,0 +1,42 @@
+"""Fixtures for the durability tests: a worker cluster on SQLite, or on Postgres (`postgres` marker)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.durability.harness import Cluster
+from tests.fakes.server import ServerThread
+
+POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def postgres_schema() -> str:
+    """A fresh schema on the test server and a URL whose connections use it; skips without a server."""
+    import psycopg
+
+    try:
+        conn = psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        if os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1":
+            raise
+        pytest.skip(f"no PostgreSQL server: {type(exc).__name__}")
+    schema = f"d_{uuid.uuid4().hex[:12]}"
+    with conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def cluster(request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, forge_server: ServerThread) -> Iterator[Cluster]:
+    """Workers on the SQLite stores, or on Postgres for the checkpointer and the task store."""
+    extra = {"database_url": postgres_schema()} if request.param == "postgres" else {}
+    made = Cluster.create(tmp_path / "cluster", redis_url, forge_server.url, **extra)
+    try:
+        yield made
+    finally:
+        made.stop()
