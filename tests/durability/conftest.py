@@ -32,7 +32,9 @@ def postgres_schema() -> str:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def cluster(request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, forge_server: ServerThread) -> Iterator[Cluster]:
+def cluster(
+    request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, forge_server: ServerThread
+) -> Iterator[Cluster]:
     """Workers on the SQLite stores, or on Postgres for the checkpointer and the task store."""
     extra = {"database_url": postgres_schema()} if request.param == "postgres" else {}
     made = Cluster.create(tmp_path / "cluster", redis_url, forge_server.url, **extra)

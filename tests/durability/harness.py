@@ -63,13 +63,13 @@ class Cluster:
 
     @classmethod
     def create(cls, workdir: Path, redis_url: str, forge_url: str, **overrides: Any) -> Cluster:
-        workdir.mkdir(parents=True, exist_ok=True)
+        (workdir / "kill").mkdir(parents=True, exist_ok=True)
         config: dict[str, Any] = {
             "data_dir": str(workdir / "data"),
             "redis_url": redis_url,
             "forge_url": forge_url,
             "gitlab_token": "glpat-test-token-do-not-log",
-            "kill_file": str(workdir / "kill"),
+            "kill_dir": str(workdir / "kill"),
             "job_timeout": 30,
             "lease_seconds": 1.5,
             "reap_interval": 1,
@@ -78,6 +78,11 @@ class Cluster:
         }
         (workdir / "worker.json").write_text(json.dumps(config))
         return cls(workdir, config)
+
+    def configure(self, **changes: Any) -> None:
+        """Change the config of workers started from now on."""
+        self.config.update(changes)
+        (self.workdir / "worker.json").write_text(json.dumps(self.config))
 
     @property
     def settings(self) -> Any:
@@ -93,12 +98,22 @@ class Cluster:
         self.procs.append(proc)
         return proc
 
-    def arm(self, node: str) -> None:
-        """The next model answer or forge write inside `node` SIGKILLs its worker."""
-        Path(self.config["kill_file"]).write_text(node)
+    def arm(self, task_id: str, node: str) -> None:
+        """The task's next model answer or forge write inside `node` SIGKILLs its worker."""
+        (Path(self.config["kill_dir"]) / task_id).write_text(node)
 
-    def armed(self) -> bool:
-        return Path(self.config["kill_file"]).exists()
+    def armed(self) -> list[str]:
+        return sorted(p.name for p in Path(self.config["kill_dir"]).iterdir())
+
+    def keep(self, count: int) -> int:
+        """Start workers until `count` are alive (a supervisor restarting killed ones); returns how many started."""
+        missing = max(count - len(self.alive()), 0)
+        for _ in range(missing):
+            self.start_worker()
+        return missing
+
+    def killed(self) -> int:
+        return sum(p.returncode == -signal.SIGKILL for p in self.procs if p.poll() is not None)
 
     def alive(self) -> list[subprocess.Popen[bytes]]:
         return [p for p in self.procs if p.poll() is None]
@@ -140,10 +155,15 @@ async def task_rows(cluster: Cluster) -> dict[str, TaskRow]:
         await inbox.close()
 
 
-async def wait_for(cluster: Cluster, task_ids: list[str], states: tuple[str, ...], timeout: float) -> dict[str, str]:
-    """Poll the task store until every task is in one of `states` (or the time is up)."""
+async def wait_for(
+    cluster: Cluster, task_ids: list[str], states: tuple[str, ...], timeout: float, workers: int = 0
+) -> dict[str, str]:
+    """Poll the task store until every task is in one of `states` (or the time is up); with
+    `workers`, restart killed workers so that many stay alive."""
     deadline = time.monotonic() + timeout
     while True:
+        if workers:
+            cluster.keep(workers)
         rows = await task_rows(cluster)
         current = {t: rows[t].state if t in rows else "?" for t in task_ids}
         if all(s in states for s in current.values()) or time.monotonic() > deadline:

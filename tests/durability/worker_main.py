@@ -5,9 +5,10 @@ worker: leases, reaper, sweeper, arq signal handling) against a real Redis and t
 with scripted models in place of the LLM. Two test hooks, both read from the config:
 
 * `delay`: seconds each model call takes, so an outside kill lands inside a node;
-* `kill_file`: a file naming a graph node; the first model answer or forge write made inside that
-  node deletes the file and SIGKILLs this process (after the write, so the comment is on the forge
-  but the node's checkpoint is not: the worst moment).
+* `kill_dir`: a file `<kill_dir>/<task id>` naming a graph node arms a kill: the first model answer
+  or forge write that task makes inside that node deletes the file and SIGKILLs this process (after
+  the write, so the comment is on the forge but the node's checkpoint is not: the worst moment).
+  `node!` stays armed, so every try dies there (a poison job).
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.config import get_config
 from pydantic import SecretStr
 
-from bot.forge import Forge, open_forge
+from bot.forge import Forge, ForgeKind, open_forge
 from bot.jobs import build_worker
 from bot.settings import DurabilitySettings, GitHubSettings, GitLabSettings, Settings
 from graph.schemas import Analysis, Decomposition
@@ -35,24 +36,29 @@ from tests.durability.script import ANALYSIS, DECOMPOSITION
 from tests.fakes.chat import ScriptedChatModel, answer
 
 
-def _node() -> str:
+def _where() -> tuple[str, str]:
+    """(task id, node) of the graph step running in this context, or empty strings."""
     try:
-        return str(get_config().get("metadata", {}).get("langgraph_node", ""))
+        config = get_config()
     except RuntimeError:
-        return ""
+        return "", ""
+    node = str(config.get("metadata", {}).get("langgraph_node", ""))
+    return str(config.get("configurable", {}).get("thread_id", "")), node
 
 
-def maybe_die(kill_file: str) -> None:
-    """SIGKILL this process if the armed kill file names the node we are in (one shot)."""
-    if not kill_file:
+def maybe_die(kill_dir: str) -> None:
+    """SIGKILL this process if this task's armed kill file names the node we are in (one shot)."""
+    task, node = _where()
+    if not kill_dir or not task:
         return
-    path = Path(kill_file)
+    path = Path(kill_dir) / task
     try:
         target = path.read_text().strip()
     except FileNotFoundError:
         return
-    if target and target == _node():
-        path.unlink(missing_ok=True)
+    if target.rstrip("!") == node:  # "node!" stays armed: every try dies there (a poison job)
+        if not target.endswith("!"):
+            path.unlink(missing_ok=True)
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -60,13 +66,13 @@ class SlowModel(ScriptedChatModel):
     """Answers the same scripted message every time, after `delay` seconds; may kill the worker."""
 
     delay: float = 0.0
-    kill_file: str = ""
+    kill_dir: str = ""
 
     async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
-        logging.getLogger("scripted").info("model-call node=%s", _node())
+        logging.getLogger("scripted").info("model-call task=%s node=%s", *_where())
         await asyncio.sleep(self.delay)
         result = self._generate(messages, *args, **kwargs)
-        maybe_die(self.kill_file)
+        maybe_die(self.kill_dir)
         return result
 
 
@@ -78,7 +84,7 @@ def model_factory(config: dict[str, Any]) -> Any:
 
     def build(role: str) -> BaseChatModel:
         return SlowModel(
-            messages=itertools.repeat(script[role]), delay=config.get("delay", 0.0), kill_file=config["kill_file"]
+            messages=itertools.repeat(script[role]), delay=config.get("delay", 0.0), kill_dir=config["kill_dir"]
         )
 
     return build
@@ -87,22 +93,22 @@ def model_factory(config: dict[str, Any]) -> Any:
 class KillingForge:
     """The real adapter; a write inside the armed node is followed by SIGKILL."""
 
-    def __init__(self, forge: Forge, kill_file: str) -> None:
-        self._forge, self._kill_file = forge, kill_file
+    def __init__(self, forge: Forge, kill_dir: str) -> None:
+        self._forge, self._kill_dir = forge, kill_dir
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._forge, name)
 
     async def post_comment(self, *args: Any, **kwargs: Any) -> Any:
         ref = await self._forge.post_comment(*args, **kwargs)
-        maybe_die(self._kill_file)
+        maybe_die(self._kill_dir)
         return ref
 
 
 def settings_from(config: dict[str, Any]) -> Settings:
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
-        _secrets_dir=None,  # type: ignore[call-arg]
+        _secrets_dir=None,
         data_dir=Path(config["data_dir"]),
         redis_url=config["redis_url"],
         database_url=SecretStr(config["database_url"]) if config.get("database_url") else None,
@@ -124,7 +130,7 @@ def main(path: str) -> None:
     settings = settings_from(config)
 
     def forge_factory(kind: str) -> Forge:
-        return KillingForge(open_forge(settings, kind), config["kill_file"])  # type: ignore[return-value]
+        return cast(Forge, KillingForge(open_forge(settings, cast(ForgeKind, kind)), config["kill_dir"]))
 
     worker = build_worker(
         settings, config["redis_url"], forge_factory=forge_factory, model_factory=model_factory(config)
