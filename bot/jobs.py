@@ -6,6 +6,8 @@ deferred retry; anything else fails the task with one short comment carrying the
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -26,7 +28,7 @@ from bot.forge import Forge, ForgeNotFound, ForgeRateLimited, ForgeUnavailable, 
 from bot.idempotency import task_forge
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
 from bot.queue import RUN_TASK, eviction_policy
-from bot.recovery import failure_marker, lease, reap
+from bot.recovery import failure_marker, lease, reaper_loop
 from bot.settings import Settings
 from bot.sweeper import sweep
 from graph.builder import build_graph
@@ -246,16 +248,17 @@ async def _startup(ctx: dict[str, Any]) -> None:
         ctx["inbox"] = await open_inbox(ctx["settings"])
         ctx["own_inbox"] = True
     await eviction_policy(ctx["redis"])
+    ctx["reaper"] = asyncio.create_task(reaper_loop(ctx))
 
 
 async def _shutdown(ctx: dict[str, Any]) -> None:
+    reaper = ctx.pop("reaper", None)
+    if reaper is not None:
+        reaper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reaper
     if ctx.pop("own_inbox", False):
         await ctx.pop("inbox").close()
-
-
-def _every(interval: int) -> set[int]:
-    """arq cron seconds for a run every `interval` seconds (1 to 60)."""
-    return set(range(0, 60, min(max(interval, 1), 60)))
 
 
 def _sweep_seconds(interval: int) -> set[int]:
@@ -287,7 +290,6 @@ def build_worker(
         functions=[func(run_task, name=RUN_TASK)],
         cron_jobs=[
             cron(sweep_inbox, second=_sweep_seconds(settings.intake.sweep_interval), run_at_startup=True),
-            cron(reap, second=_every(settings.durability.reap_interval), run_at_startup=True),
         ],
         redis_settings=RedisSettings.from_dsn(redis_url),
         ctx=ctx,

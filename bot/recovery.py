@@ -9,7 +9,7 @@ one-active-task index.
 Two mechanisms bound that:
 
 * **Lease.** While a job runs, its worker refreshes `forgebot:lease:<job id>` (TTL `lease_seconds`)
-  every third of the lease. The reaper (every worker runs it, every `reap_interval` seconds) deletes
+  every third of the lease. The reaper (a task in every worker, every `reap_interval` seconds) deletes
   the in-progress key of a job that has held it longer than a lease without a live lease: the job
   is then taken by the next free worker (arq counts it as a new try) and resumes from its last
   checkpoint. Recovery time ≤ lease + reap interval + arq's poll delay.
@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from arq.connections import ArqRedis
-from arq.constants import in_progress_key_prefix
+from arq.constants import default_queue_name, in_progress_key_prefix
 from arq.jobs import Job, JobStatus
 
 from bot.events import ForgeEvent
@@ -72,8 +72,10 @@ async def release_abandoned(redis: ArqRedis, lease_seconds: float, in_progress_s
     async for raw in redis.scan_iter(match=in_progress_key_prefix + "*", count=200):
         key = raw.decode() if isinstance(raw, bytes) else str(raw)
         job_id = key.removeprefix(in_progress_key_prefix)
-        if await redis.exists(LEASE_PREFIX + job_id):
-            continue
+        if job_id.startswith("cron:") or await redis.exists(LEASE_PREFIX + job_id):
+            continue  # arq keeps a cron job's key after the run on purpose: it stops a second run
+        if await redis.zscore(default_queue_name, job_id) is None:
+            continue  # finished: the key is arq's leftover, not a job anyone waits for
         remaining = await redis.pttl(key)
         if remaining < 0 or total_ms - remaining < lease_ms:
             continue  # no TTL (not arq's) or just taken: the job may not have started its lease yet
@@ -113,9 +115,24 @@ async def post_failure(forge_factory: Callable[[str], Forge], task: TaskRow, rea
 
 
 async def reap(ctx: dict[str, Any]) -> int:
-    """arq cron: release abandoned jobs, then fail orphaned tasks. Returns how many it acted on."""
+    """One reaper pass: release abandoned jobs, then fail orphaned tasks. Returns how many it acted on."""
     settings = ctx["settings"]
     redis: ArqRedis = ctx["redis"]
     released = await release_abandoned(redis, settings.durability.lease_seconds, settings.job_timeout + 10)
     failed = await fail_orphans(ctx["inbox"], redis, ctx["forge_factory"], settings.max_tries)
     return len(released) + len(failed)
+
+
+async def reaper_loop(ctx: dict[str, Any]) -> None:
+    """Reap every `reap_interval` seconds for the worker's life.
+
+    A task of its own, not an arq cron job: a cron job waits for the worker's one job slot, which is
+    taken while a task runs, so with every worker busy nobody would notice a dead one.
+    """
+    interval = ctx["settings"].durability.reap_interval
+    while True:
+        try:
+            await reap(ctx)
+        except Exception:  # Redis or the store briefly away: the next pass tries again
+            log.exception("reaper pass failed")
+        await asyncio.sleep(interval)

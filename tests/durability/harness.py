@@ -88,6 +88,9 @@ class Cluster:
     def settings(self) -> Any:
         return settings_from(self.config)
 
+    def log_path(self, proc: subprocess.Popen[bytes]) -> Path:
+        return self.workdir / f"worker-{self.procs.index(proc)}.log"
+
     def start_worker(self) -> subprocess.Popen[bytes]:
         log = (self.workdir / f"worker-{len(self.procs)}.log").open("wb")
         env = {k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")}

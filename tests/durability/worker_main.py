@@ -126,7 +126,8 @@ def settings_from(config: dict[str, Any]) -> Settings:
 
 def main(path: str) -> None:
     config = json.loads(Path(path).read_text())
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=f"w{os.getpid()} %(name)s %(message)s")
+    log_format = f"%(created).3f w{os.getpid()} %(name)s %(message)s"  # the chaos script reads the times
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=log_format)
     settings = settings_from(config)
 
     def forge_factory(kind: str) -> Forge:
