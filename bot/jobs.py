@@ -29,6 +29,7 @@ from bot.idempotency import task_forge
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
 from bot.queue import RUN_TASK, eviction_policy
 from bot.recovery import failure_marker, lease, reaper_loop
+from bot.retention import cleanup
 from bot.settings import Settings
 from bot.sweeper import sweep
 from graph.builder import build_graph
@@ -290,6 +291,7 @@ def build_worker(
         functions=[func(run_task, name=RUN_TASK)],
         cron_jobs=[
             cron(sweep_inbox, second=_sweep_seconds(settings.intake.sweep_interval), run_at_startup=True),
+            cron(cleanup, hour=3, minute=17, second=0),  # retention, once a day
         ],
         redis_settings=RedisSettings.from_dsn(redis_url),
         ctx=ctx,
