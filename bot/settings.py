@@ -184,7 +184,8 @@ class Settings(BaseSettings):
         return init_settings, env_settings, dotenv_settings, NestedSecretsSettingsSource(file_secret_settings)
     # intake
     database_url: SecretStr | None = Field(
-        default=None, description="postgresql://… for the inbox and task store; unset: SQLite in the data dir"
+        default=None,
+        description="postgresql://… for the inbox, task store and checkpoints; unset: SQLite in the data dir",
     )
     intake: IntakeSettings = Field(default_factory=IntakeSettings)
     durability: DurabilitySettings = Field(default_factory=DurabilitySettings)

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bot.redisserver import PrivateRedis
-from tests.durability.harness import Cluster, analyze_event, seed_forge, submit, task_rows
+from tests.durability.harness import Cluster, analyze_event, fresh_schema, seed_forge, submit, task_rows
 from tests.fakes.forge_http import FakeForgeState, create_fake_forge
 from tests.fakes.server import ServerThread
 
@@ -115,21 +115,21 @@ def _report(forge: FakeForgeState, rows: dict[str, str], numbers: range, kills: 
 
 async def main(args: argparse.Namespace) -> int:
     root = Path(tempfile.mkdtemp(prefix="fb-chaos-"))
-    redis_server, forge = PrivateRedis(root / "redis"), ServerThread(create_fake_forge())
+    state = FakeForgeState()
+    redis_server, forge = PrivateRedis(root / "redis"), ServerThread(create_fake_forge(state))
     (root / "redis").mkdir()
     redis_server.start()
     forge.start()
-    extra = {"database_url": args.postgres} if args.postgres else {}
+    extra = {"database_url": fresh_schema(args.postgres)} if args.postgres else {}
     cluster = Cluster.create(root / "cluster", redis_server.url, forge.url, delay=args.delay,
                              max_tries=args.max_tries, job_timeout=args.job_timeout, **extra)
-    state: FakeForgeState = forge.server.config.app.state.forge
     numbers = range(1, args.tasks + 1)
     try:
         seed_forge(state, numbers)
         tasks = await submit(cluster, [analyze_event(n, f"chaos-{args.seed}-{n}") for n in numbers])
         began = time.monotonic()
         kills = await _chaos(cluster, tasks, args)
-        rows = {t: r.state for t, r in (await task_rows(cluster)).items()}
+        rows: dict[str, str] = {t: r.state for t, r in (await task_rows(cluster)).items()}
         _out(f"wall {time.monotonic() - began:.1f}s  workers {args.workers}  delay {args.delay}s/model call")
         await asyncio.sleep(1)  # a failure note posted right after its state change
         _report(state, rows, numbers, len(kills))

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.durability.harness import Cluster
+from tests.durability.harness import Cluster, fresh_schema
 from tests.fakes.server import ServerThread
 
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -20,15 +19,11 @@ def postgres_schema() -> str:
     import psycopg
 
     try:
-        conn = psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=3)
+        return fresh_schema(POSTGRES_URL)
     except psycopg.OperationalError as exc:
         if os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1":
             raise
         pytest.skip(f"no PostgreSQL server: {type(exc).__name__}")
-    schema = f"d_{uuid.uuid4().hex[:12]}"
-    with conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    return f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,16 @@ def analyze_event(number: int, delivery: str, trigger: str = "label") -> ForgeEv
         label="forgebot::analyze" if trigger == "label" else "",
         state=f"{delivery}",
     )
+
+
+def fresh_schema(database_url: str) -> str:
+    """A new schema on the Postgres at `database_url`, and a URL whose connections use it."""
+    import psycopg
+
+    schema = f"d_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(database_url, autocommit=True, connect_timeout=3) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return f"{database_url}?options=-csearch_path%3D{schema}"
 
 
 def seed_forge(forge: FakeForgeState, numbers: range | list[int]) -> None:
