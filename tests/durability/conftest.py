@@ -26,7 +26,8 @@ def postgres_schema() -> str:
         pytest.skip(f"no PostgreSQL server: {type(exc).__name__}")
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+# the Postgres runs repeat the SQLite scenarios process for process: `slow`, so `-m "not slow"` stays quick
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.slow])])
 def cluster(
     request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, forge_server: ServerThread
 ) -> Iterator[Cluster]:

@@ -6,6 +6,8 @@ import asyncio
 import signal
 from pathlib import Path
 
+import pytest
+
 from tests.durability.harness import Cluster, analyze_event, seed_forge, submit, task_rows, wait_for
 from tests.durability.script import REPORT_HEADING
 from tests.fakes.forge_http import FakeForgeState
@@ -57,6 +59,7 @@ def _cluster(tmp_path: Path, redis_url: str, forge: ServerThread, **overrides: o
     return Cluster.create(tmp_path / "cluster", redis_url, forge.url, **overrides)
 
 
+@pytest.mark.slow
 async def test_poison_job_fails_once_with_one_comment(
     tmp_path: Path, redis_url: str, forge_server: ServerThread, fake_forge: FakeForgeState
 ) -> None:
@@ -80,6 +83,7 @@ async def test_poison_job_fails_once_with_one_comment(
         cluster.stop()
 
 
+@pytest.mark.slow
 async def test_job_timeout_fails_once_with_one_comment(
     tmp_path: Path, redis_url: str, forge_server: ServerThread, fake_forge: FakeForgeState
 ) -> None:
@@ -94,6 +98,7 @@ async def test_job_timeout_fails_once_with_one_comment(
         cluster.stop()
 
 
+@pytest.mark.slow
 async def test_sigterm_lets_the_running_task_finish(
     tmp_path: Path, redis_url: str, forge_server: ServerThread, fake_forge: FakeForgeState
 ) -> None:
