@@ -133,6 +133,8 @@ async def main(args: argparse.Namespace) -> int:
         _out(f"wall {time.monotonic() - began:.1f}s  workers {args.workers}  delay {args.delay}s/model call")
         await asyncio.sleep(1)  # a failure note posted right after its state change
         _report(state, rows, numbers, len(kills))
+        exhausted = len(re.findall(r"run_task max retries \d+ exceeded", cluster.logs()))
+        _out(f"tasks failed because every one of their {args.max_tries} tries was killed: {exhausted}")
         release, restart = _recoveries(cluster.logs(), kills)
         _out(f"lease {cluster.config['lease_seconds']}s, reaper every {cluster.config['reap_interval']}s")
         _spread("recovery, kill → job released to the other workers", release)
