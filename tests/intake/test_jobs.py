@@ -3,6 +3,7 @@ authorization before the graph, the one-active-task rule, /cancel, replies resum
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,39 @@ async def test_a_task_running_under_another_job_is_not_run_twice(ctx: dict[str, 
     ctx["model_factory"] = lambda role: pytest.fail("ran twice")
     assert await run_task(ctx, event.model_dump_json()) == "skipped"
     assert (await state_of(ctx, event.task_id))[0] == "running"
+
+
+async def test_no_token_or_secret_in_any_log_line_of_a_job(
+    settings: Settings, redis_url: str, fake_forge: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The job path with the real python-gitlab adapter over HTTP, every logger at DEBUG."""
+    from bot.jobs import build_worker
+    from bot.queue import ArqQueue
+    from tests.conftest import GITHUB_SECRET, GITHUB_TOKEN, GITLAB_SECRET, GITLAB_TOKEN
+    from tests.fakes.forge_http import FakeIssue
+
+    caplog.set_level(logging.DEBUG)
+    fake_forge.grant("gitlab", "5", "1", 30)
+    fake_forge.add_issue("gitlab", "5", 17, FakeIssue(title="t", body="b"))
+    inbox = await Inbox.open(sqlite_path=settings.inbox_path)
+    queue = await ArqQueue.connect(redis_url)
+    try:
+        event = parse_gitlab({"x-gitlab-event": "Note Hook"}, gitlab_note("/analyze", id=31), "gitlab:l1", TRIGGERS)
+        assert event is not None
+        await inbox.record("gitlab", event.delivery_id, "Note Hook", event)
+        await queue.enqueue(event)
+        worker = build_worker(
+            settings, redis_url, model_factory=blocked_model, inbox=inbox, burst=True, handle_signals=False
+        )
+        try:
+            await worker.main()
+        finally:
+            await worker.close()
+        assert (await inbox.tasks())[0].state == "done"
+    finally:
+        await queue.close()
+        await inbox.close()
+    everything = "\n".join(f"{r.getMessage()} {r.args} {r.exc_text}" for r in caplog.records)
+    assert "gitlab:l1" in everything
+    for secret in (GITLAB_SECRET, GITHUB_SECRET, GITLAB_TOKEN, GITHUB_TOKEN):
+        assert secret not in everything
