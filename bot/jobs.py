@@ -82,9 +82,9 @@ async def execute(settings: Settings, deps: Deps, event: ForgeEvent) -> TaskStat
 
 async def run_task(ctx: dict[str, Any], event_json: str) -> str:
     """arq job: under the worker's lease, authorize, then cancel, resume or start the task."""
-    if "redis" not in ctx or "job_id" not in ctx:  # called directly (tests, `forgebot run`)
+    if "redis_url" not in ctx or "job_id" not in ctx:  # called directly (tests, `forgebot run`)
         return await _run_event(ctx, event_json)
-    async with lease(ctx["redis"], ctx["job_id"], ctx["settings"].durability.lease_seconds):
+    async with lease(ctx["redis_url"], ctx["job_id"], ctx["settings"].durability.lease_seconds):
         return await _run_event(ctx, event_json)
 
 
@@ -284,6 +284,7 @@ def build_worker(
         "forge_factory": forge_factory or (lambda kind: open_forge(settings, kind)),  # type: ignore[arg-type]
         "model_factory": model_factory or (lambda role: chat_model(settings.llm, role)),
         "authorizer": Authorizer(settings),
+        "redis_url": redis_url,  # the lease's heartbeat thread opens its own connection
     }
     if inbox is not None:
         ctx["inbox"] = inbox

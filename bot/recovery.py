@@ -9,8 +9,9 @@ one-active-task index.
 Two mechanisms bound that:
 
 * **Lease.** While a job runs, its worker refreshes `forgebot:lease:<job id>` (TTL `lease_seconds`)
-  every third of the lease. The reaper (a task in every worker, every `reap_interval` seconds) deletes
-  the in-progress key of a job that has held it longer than a lease without a live lease: the job
+  every third of the lease, from a thread, so a busy event loop does not lose it. The reaper (a
+  task in every worker, every `reap_interval` seconds) deletes the in-progress key of a job that
+  has held it longer than a lease without a live lease: the job
   is then taken by the next free worker (arq counts it as a new try) and resumes from its last
   checkpoint. Recovery time ≤ lease + reap interval + arq's poll delay.
 * **Orphans.** A `running` task whose arq job is finished or gone (the try limit was hit while
@@ -23,9 +24,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import redis
 from arq.connections import ArqRedis
 from arq.constants import default_queue_name, in_progress_key_prefix
 from arq.jobs import Job, JobStatus
@@ -45,24 +48,35 @@ def failure_marker(task_id: str) -> Marker:
 
 
 @contextlib.asynccontextmanager
-async def lease(redis: ArqRedis, job_id: str, seconds: float) -> AsyncIterator[None]:
-    """Hold the job's lease while the block runs; a heartbeat renews it every third of its life."""
+async def lease(redis_url: str, job_id: str, seconds: float) -> AsyncIterator[None]:
+    """Hold the job's lease while the block runs; a heartbeat renews it every third of its life.
+
+    The heartbeat is a thread with its own connection, not a task on the event loop: a node that
+    blocks the loop for longer than a lease (a big parse, a slow synchronous call) must not make a
+    live worker look dead, or a second worker would run the same task at the same time.
+    """
     key, ttl_ms = LEASE_PREFIX + job_id, max(int(seconds * 1000), 100)
+    stop = threading.Event()
+    client = redis.Redis.from_url(redis_url)
 
-    async def beat() -> None:
-        while True:
-            await redis.psetex(key, ttl_ms, b"1")
-            await asyncio.sleep(seconds / 3)
+    def beat() -> None:
+        while not stop.is_set():
+            try:
+                client.psetex(key, ttl_ms, b"1")
+            except redis.RedisError:  # Redis briefly away: the next beat tries again
+                log.warning("lease not renewed job=%s", job_id)
+            stop.wait(seconds / 3)
 
-    heart = asyncio.create_task(beat())
+    heart = threading.Thread(target=beat, name=f"lease-{job_id}", daemon=True)
+    heart.start()
     try:
         yield
     finally:
-        heart.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await heart
-        with contextlib.suppress(Exception):  # an expired lease is as good as a deleted one
-            await redis.delete(key)
+        stop.set()
+        await asyncio.to_thread(heart.join)
+        with contextlib.suppress(redis.RedisError):  # an expired lease is as good as a deleted one
+            await asyncio.to_thread(client.delete, key)
+        client.close()
 
 
 async def release_abandoned(redis: ArqRedis, lease_seconds: float, in_progress_seconds: float) -> list[str]:

@@ -4,6 +4,7 @@ retention and the task listing (real SQLite, real Redis, real LangGraph checkpoi
 from __future__ import annotations
 
 import pickle
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from bot.forge import IssueRef, RepoRef
 from bot.forge.memory import MemoryForge
 from bot.idempotency import task_forge
 from bot.inbox import Inbox
-from bot.recovery import LEASE_PREFIX, release_abandoned
+from bot.recovery import LEASE_PREFIX, lease, release_abandoned
 from bot.retention import clean
 from bot.settings import Settings
 from bot.tasks_cli import collect, render
@@ -145,3 +146,10 @@ async def test_retention_drops_checkpoints_and_traces_of_old_finished_tasks_only
     table = render(lines)
     assert table.splitlines()[0].split()[:6] == ["TASK", "STATE", "MODE", "TIME", "TOKENS", "COST"]
     assert "(finished)" in table.splitlines()[2]  # a failed task shows why
+
+
+async def test_lease_survives_a_blocked_event_loop_and_ends_with_the_block(redis_url: str, pool: ArqRedis) -> None:
+    async with lease(redis_url, "busy-job", seconds=0.6):
+        time.sleep(1.5)  # a node hogging the loop for longer than a lease: the worker is still alive
+        assert await pool.exists(LEASE_PREFIX + "busy-job")
+    assert not await pool.exists(LEASE_PREFIX + "busy-job")
