@@ -7,6 +7,8 @@ Starts a private redis-server, the fake HTTP forge and `--workers` worker proces
 (`tests.durability.worker_main`: the product's worker with a scripted model that takes `--delay`
 seconds per call). While tasks remain, it SIGKILLs a random worker every 0.2-`--max-gap` seconds
 and restarts killed workers, until `--kills` kills have landed; then it waits for every task.
+A task is killed on at most `--max-tries` - 1 of its tries (on all of them with `--poison`: it then
+ends failed, with one comment).
 Reports: the share of tasks in a terminal state, duplicate comments on the fake forge (every issue
 must end with exactly one comment: the report or one failure note), and recovery time: from the
 kill of a worker in the middle of a task to that task's next start on another worker.
@@ -47,6 +49,7 @@ async def _chaos(cluster: Cluster, tasks: list[str], args: argparse.Namespace) -
     """Kill workers at random until enough kills landed; returns (time, pid) of each kill."""
     kills: list[tuple[float, int]] = []
     rng = random.Random(args.seed)
+    per_task: dict[str, int] = {}
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
         cluster.keep(args.workers)
@@ -55,19 +58,25 @@ async def _chaos(cluster: Cluster, tasks: list[str], args: argparse.Namespace) -
             break
         await asyncio.sleep(rng.uniform(0.2, args.max_gap))
         alive = cluster.alive()
-        busy = [p for p in alive if _busy(cluster.log_path(p))]
+        # mid-task, at a random moment: that is what recovery is about; unless --poison, a task is
+        # killed on fewer tries than it has, so a failure would be the product's, not the try limit's
+        limit = args.max_tries if args.poison else args.max_tries - 1
+        busy = [(p, t) for p in alive if (t := _current(cluster.log_path(p))) and per_task.get(t, 0) < limit]
         if len(kills) < args.kills and busy:
-            victim = rng.choice(busy)  # mid-task, at a random moment: that is what recovery is about
+            victim, task = rng.choice(busy)
             victim.send_signal(signal.SIGKILL)
             kills.append((time.time(), victim.pid))
+            per_task[task] = per_task.get(task, 0) + 1
     return kills
 
 
-def _busy(log: Path) -> bool:
-    """Whether the worker writing `log` is in the middle of a task."""
+def _current(log: Path) -> str | None:
+    """The task the worker writing `log` is in the middle of, if any."""
     text = log.read_text(errors="replace")
     starts, ends = START.findall(text), END.findall(text)
-    return bool(starts) and (not ends or float(starts[-1][0]) > float(ends[-1][0]))
+    if starts and (not ends or float(starts[-1][0]) > float(ends[-1][0])):
+        return str(starts[-1][3])
+    return None
 
 
 def _recoveries(logs: str, kills: list[tuple[float, int]]) -> tuple[list[float], list[float]]:
@@ -163,6 +172,7 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", action="store_true", help="keep the worker logs and data")
+    parser.add_argument("--poison", action="store_true", help="allow killing one task on every one of its tries")
     parser.add_argument("--postgres", default="", help="database URL: checkpointer and task store on Postgres")
     return parser.parse_args()
 
