@@ -17,6 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from bot.checkpoints import open_checkpointer, safe_serializer
+from bot.cli import build_parser
 from bot.forge import IssueRef, RepoRef
 from bot.forge.memory import MemoryForge
 from bot.idempotency import task_forge
@@ -24,7 +25,7 @@ from bot.inbox import Inbox
 from bot.recovery import LEASE_PREFIX, lease, release_abandoned
 from bot.retention import clean
 from bot.settings import Settings
-from bot.tasks_cli import collect, render
+from bot.tasks_cli import collect, render, run
 from graph.runtime.trace import trace_path
 from graph.schemas import Analysis
 from tests.durability.harness import analyze_event
@@ -146,6 +147,8 @@ async def test_retention_drops_checkpoints_and_traces_of_old_finished_tasks_only
     table = render(lines)
     assert table.splitlines()[0].split()[:6] == ["TASK", "STATE", "MODE", "TIME", "TOKENS", "COST"]
     assert "(finished)" in table.splitlines()[2]  # a failed task shows why
+    args = build_parser(settings).parse_args(["tasks", "--state", "failed", "--json"])
+    assert args.handler is run and args.state == ["failed"]
 
 
 async def test_lease_survives_a_blocked_event_loop_and_ends_with_the_block(redis_url: str, pool: ArqRedis) -> None:
