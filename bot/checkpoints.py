@@ -10,9 +10,11 @@ own pydantic contracts (`graph.schemas`); anything else is refused when loaded.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -41,6 +43,38 @@ def safe_serializer() -> JsonPlusSerializer:
     return JsonPlusSerializer(pickle_fallback=False, allowed_json_modules=None, allowed_msgpack_modules=allowed)
 
 
+_MIGRATED: set[str] = set()  # URLs this process has brought up to date
+_MIGRATION_LOCK = 0x666F72676562  # pg_advisory_lock key ("forgeb")
+
+
+async def _migrate(saver: Any, url: str) -> None:
+    """Run the saver's migrations once per process, one process at a time.
+
+    `AsyncPostgresSaver.setup` reads the schema version, then inserts each migration's number:
+    two workers starting together both see "none yet" and the second insert fails. An advisory
+    lock makes the check-then-migrate atomic across every worker on the database.
+    """
+    if url in _MIGRATED:
+        return
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        # poll with try-lock: a session blocked inside pg_advisory_lock holds a snapshot, and the
+        # migrations' CREATE INDEX CONCURRENTLY would wait for it forever
+        while not await _try_lock(conn):
+            await asyncio.sleep(0.1)
+        try:
+            await saver.setup()
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
+    _MIGRATED.add(url)
+
+
+async def _try_lock(conn: Any) -> bool:
+    row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (_MIGRATION_LOCK,))).fetchone()
+    return bool(row and row[0])
+
+
 @asynccontextmanager
 async def open_checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpointSaver[str]]:
     """The configured checkpointer, tables created, with the safe serializer."""
@@ -50,7 +84,7 @@ async def open_checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpointS
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
         async with AsyncPostgresSaver.from_conn_string(url, serde=serde) as saver:
-            await saver.setup()  # idempotent migrations; concurrent workers are serialized by Postgres
+            await _migrate(saver, url)
             yield saver
         return
     settings.data_dir.mkdir(parents=True, exist_ok=True)

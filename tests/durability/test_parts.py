@@ -3,6 +3,8 @@ retention and the task listing (real SQLite, real Redis, real LangGraph checkpoi
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import pickle
 import time
 from dataclasses import dataclass
@@ -14,6 +16,7 @@ from arq.connections import ArqRedis, RedisSettings, create_pool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END, START, StateGraph
+from pydantic import SecretStr
 from typing_extensions import TypedDict
 
 from bot.checkpoints import open_checkpointer, safe_serializer
@@ -156,3 +159,19 @@ async def test_lease_survives_a_blocked_event_loop_and_ends_with_the_block(redis
         time.sleep(1.5)  # a node hogging the loop for longer than a lease: the worker is still alive
         assert await pool.exists(LEASE_PREFIX + "busy-job")
     assert not await pool.exists(LEASE_PREFIX + "busy-job")
+
+
+@pytest.mark.postgres
+async def test_workers_starting_together_migrate_the_postgres_checkpointer_once() -> None:
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    from bot import checkpoints
+    from tests.durability.conftest import postgres_schema
+
+    url = postgres_schema()
+    async with contextlib.AsyncExitStack() as stack:
+        savers = [await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(url)) for _ in range(4)]
+        await asyncio.gather(*(checkpoints._migrate(saver, url) for saver in savers))  # no duplicate migration
+    settings = Settings(_secrets_dir=None, database_url=SecretStr(url))  # type: ignore[call-arg]
+    async with open_checkpointer(settings) as saver:
+        assert await saver.aget_tuple({"configurable": {"thread_id": "none", "checkpoint_ns": ""}}) is None
