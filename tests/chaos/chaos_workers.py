@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bot.redisserver import PrivateRedis
-from tests.durability.harness import Cluster, analyze_event, fresh_schema, seed_forge, submit, task_rows
+from tests.durability.harness import Cluster, analyze_event, drop_schema, fresh_schema, seed_forge, submit, task_rows
 from tests.fakes.forge_http import FakeForgeState, create_fake_forge
 from tests.fakes.server import ServerThread
 
@@ -152,6 +152,8 @@ async def main(args: argparse.Namespace) -> int:
         return 0 if ok else 1
     finally:
         cluster.stop()
+        if args.postgres:
+            drop_schema(cluster.config["database_url"])
         forge.stop()
         redis_server.stop()
         if args.keep:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.durability.harness import Cluster, fresh_schema
+from tests.durability.harness import Cluster, drop_schema, fresh_schema
 from tests.fakes.server import ServerThread
 
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -38,3 +38,5 @@ def cluster(
         yield made
     finally:
         made.stop()
+        if extra:
+            drop_schema(extra["database_url"])

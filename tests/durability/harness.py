@@ -58,6 +58,15 @@ def fresh_schema(database_url: str) -> str:
     return f"{database_url}?options=-csearch_path%3D{schema}"
 
 
+def drop_schema(schema_url: str) -> None:
+    """Drop the schema `fresh_schema` made (the shared `test` database is listed by other tests)."""
+    import psycopg
+
+    base, _, options = schema_url.partition("?options=-csearch_path%3D")
+    with psycopg.connect(base, autocommit=True, connect_timeout=3) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {options} CASCADE")
+
+
 def seed_forge(forge: FakeForgeState, numbers: range | list[int]) -> None:
     forge.grant("gitlab", PROJECT, "1", 30)
     for number in numbers:

@@ -31,7 +31,7 @@ from bot.settings import Settings
 from bot.tasks_cli import collect, render, run
 from graph.runtime.trace import trace_path
 from graph.schemas import Analysis
-from tests.durability.harness import analyze_event
+from tests.durability.harness import analyze_event, drop_schema
 
 
 @dataclass
@@ -169,9 +169,12 @@ async def test_workers_starting_together_migrate_the_postgres_checkpointer_once(
     from tests.durability.conftest import postgres_schema
 
     url = postgres_schema()
-    async with contextlib.AsyncExitStack() as stack:
-        savers = [await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(url)) for _ in range(4)]
-        await asyncio.gather(*(checkpoints._migrate(saver, url) for saver in savers))  # no duplicate migration
-    settings = Settings(_secrets_dir=None, database_url=SecretStr(url))  # type: ignore[call-arg]
-    async with open_checkpointer(settings) as saver:
-        assert await saver.aget_tuple({"configurable": {"thread_id": "none", "checkpoint_ns": ""}}) is None
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            savers = [await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(url)) for _ in range(4)]
+            await asyncio.gather(*(checkpoints._migrate(saver, url) for saver in savers))  # no duplicate migration
+        settings = Settings(_secrets_dir=None, database_url=SecretStr(url))  # type: ignore[call-arg]
+        async with open_checkpointer(settings) as saver:
+            assert await saver.aget_tuple({"configurable": {"thread_id": "none", "checkpoint_ns": ""}}) is None
+    finally:
+        drop_schema(url)
