@@ -68,7 +68,8 @@ def drop_schema(schema_url: str) -> None:
 
 
 def seed_forge(forge: FakeForgeState, numbers: range | list[int]) -> None:
-    forge.grant("gitlab", PROJECT, "1", 30)
+    forge.grant("gitlab", PROJECT, "1", 30)  # the trigger's actor
+    forge.grant("gitlab", PROJECT, "7", 30)  # the fake's issue authors: only members' text reaches a model
     for number in numbers:
         forge.add_issue("gitlab", PROJECT, number, FakeIssue(title=f"Issue {number}", body="..."))
 

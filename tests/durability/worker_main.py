@@ -25,6 +25,7 @@ from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.config import get_config
 from pydantic import SecretStr
 
@@ -34,6 +35,7 @@ from bot.settings import DurabilitySettings, GitHubSettings, GitLabSettings, Set
 from graph.schemas import Analysis, Decomposition
 from tests.durability.script import ANALYSIS, DECOMPOSITION
 from tests.fakes.chat import ScriptedChatModel, answer
+from tests.fakes.checkout import local_checkout, php_project
 
 
 def _where() -> tuple[str, str]:
@@ -63,15 +65,27 @@ def maybe_die(kill_dir: str) -> None:
 
 
 class SlowModel(ScriptedChatModel):
-    """Answers the same scripted message every time, after `delay` seconds; may kill the worker."""
+    """Answers the same scripted message every time, after `delay` seconds; may kill the worker.
+
+    A tool-loop turn (tools bound without a structured-output schema) gets `loop_reply` instead:
+    the analyzer ends its exploration, then answers the structured call with the script.
+    """
 
     delay: float = 0.0
     kill_dir: str = ""
+    loop_reply: AIMessage | None = None
+    structured: bool = True
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> SlowModel:  # type: ignore[override]
+        return self.model_copy(update={"structured": "ls_structured_output_format" in kwargs})
 
     async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
         logging.getLogger("scripted").info("model-call task=%s node=%s", *_where())
         await asyncio.sleep(self.delay)
-        result = self._generate(messages, *args, **kwargs)
+        if self.loop_reply is not None and not self.structured:
+            result = ChatResult(generations=[ChatGeneration(message=self.loop_reply)])
+        else:
+            result = self._generate(messages, *args, **kwargs)
         maybe_die(self.kill_dir)
         return result
 
@@ -82,9 +96,23 @@ def model_factory(config: dict[str, Any]) -> Any:
         "analyzer": answer(Analysis, ANALYSIS, tokens=300),
     }
 
+    finish = AIMessage(
+        content="",
+        tool_calls=[
+            {
+                "name": "finish_exploration",
+                "id": "call_finish",
+                "args": {"files": ["src/Calculator.php"], "reason": "seen"},
+            }
+        ],
+    )
+
     def build(role: str) -> BaseChatModel:
         return SlowModel(
-            messages=itertools.repeat(script[role]), delay=config.get("delay", 0.0), kill_dir=config["kill_dir"]
+            messages=itertools.repeat(script[role]),
+            delay=config.get("delay", 0.0),
+            kill_dir=config["kill_dir"],
+            loop_reply=finish if role == "analyzer" else None,
         )
 
     return build
@@ -133,8 +161,14 @@ def main(path: str) -> None:
     def forge_factory(kind: str) -> Forge:
         return cast(Forge, KillingForge(open_forge(settings, cast(ForgeKind, kind)), config["kill_dir"]))
 
+    # every task analyses the PHP fixture project, copied and indexed per worker process
+    project = php_project(Path(config["data_dir"]) / f"project-{os.getpid()}")
     worker = build_worker(
-        settings, config["redis_url"], forge_factory=forge_factory, model_factory=model_factory(config)
+        settings,
+        config["redis_url"],
+        forge_factory=forge_factory,
+        model_factory=model_factory(config),
+        checkout=local_checkout(project, key=f"local-{os.getpid()}"),
     )
     worker.run()  # arq's own loop and signal handling, as `forgebot worker` runs it
 

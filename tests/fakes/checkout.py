@@ -17,10 +17,10 @@ def php_project(parent: Path) -> Path:
     return init_repo(shutil.copytree(FIXTURES / "php_project", parent / "php_project"))
 
 
-def local_checkout(root: Path) -> Checkout:
-    """A `Checkout` that hands every task the repository at `root` (and its real index)."""
+def local_checkout(root: Path, key: str = "local-fixture") -> Checkout:
+    """A `Checkout` that hands every task the repository at `root` (and its real index under `key`)."""
 
     async def checkout(settings: Settings, forge: Forge, repo: RepoRef, task_id: str) -> dict[str, Any]:
-        return {"workspace": str(root), **index_checkout(settings.data_dir, "local-fixture", root, task_id)}
+        return {"workspace": str(root), **index_checkout(settings.data_dir, key, root, task_id)}
 
     return checkout
