@@ -147,11 +147,17 @@ class FakeForgeState:
         with self.lock:
             return self.threads.setdefault((forge, project, kind, number), [])
 
-    def comments_on(self, forge: str, project: str, number: int, kind: Kind = "issue") -> list[FakeComment]:
-        """Every comment on an issue or change, in posting order, diff comments included."""
+    def comments_on(self, forge: str, project: str, number: int, kind: Kind = "issue",
+                    *, status: bool = False) -> list[FakeComment]:
+        """Every comment on an issue or change, in posting order, diff comments included.
+
+        The task's status comment (edited in place as it moves) is left out unless `status`: tests
+        about what a route writes count its writes, not the acknowledgement.
+        """
         with self.lock:
             threads = self.threads.get((forge, project, kind, number), [])
-            return sorted((c for t in threads for c in t.comments), key=lambda c: c.id)
+            found = sorted((c for t in threads for c in t.comments), key=lambda c: c.id)
+        return [c for c in found if status or ":purpose=status -->" not in c.body]
 
     def add_thread(self, key: ThreadKey, body: str, *, individual: bool = True, review: bool = False,
                    position: dict[str, object] | None = None, author: str | None = None) -> FakeThread:

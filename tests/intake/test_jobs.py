@@ -70,7 +70,8 @@ async def deliver(ctx: dict[str, Any], text: str, comment_id: int) -> ForgeEvent
 
 def comments(ctx: dict[str, Any], event: ForgeEvent) -> list[str]:
     forge: FakeForge = ctx["forge"]
-    return forge.comments.get(IssueRef(repo=event.repo, number=event.number), [])
+    notes = forge.comments.get(IssueRef(repo=event.repo, number=event.number), [])
+    return [note for note in notes if ":purpose=status -->" not in note]  # the status comment: tests/graph/status
 
 
 async def state_of(ctx: dict[str, Any], task_id: str) -> tuple[str, str]:
@@ -137,7 +138,7 @@ async def test_reply_resumes_the_waiting_task_on_its_own_thread(
 
     answers: list[Any] = []
 
-    async def execute(settings: Settings, deps: Any, event: ForgeEvent, answer: Any, checkout: Any) -> dict[str, Any]:
+    async def execute(settings: Settings, deps: Any, event: ForgeEvent, answer: Any, checkout: Any, *_: Any) -> dict[str, Any]:
         runs.append(event)
         answers.append(answer)
         return {"outcome": "need_info" if len(runs) == 1 else "reported"}
@@ -158,7 +159,7 @@ async def test_reply_resumes_the_waiting_task_on_its_own_thread(
 async def test_forge_outage_on_the_last_try_fails_the_task_visibly(
     ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def execute(settings: Settings, deps: Any, event: ForgeEvent, answer: Any, checkout: Any) -> dict[str, Any]:
+    async def execute(settings: Settings, deps: Any, event: ForgeEvent, answer: Any, checkout: Any, *_: Any) -> dict[str, Any]:
         raise ForgeUnavailable("502 from the forge")
 
     monkeypatch.setattr(bot.jobs, "execute", execute)
