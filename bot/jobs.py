@@ -248,8 +248,9 @@ async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:
     ):
         if task.state == "running" and "redis" in ctx:
             await ctx["redis"].zadd(abort_jobs_ss, {task.job_id: timestamp_ms()})
-        cancelled = ForgeEvent.model_validate_json(task.event_json)
-        await status.conclude(forge, initial_state(cancelled, task.task_id), "cancelled")
+        if task.state != "queued":  # a queued task was never acknowledged: its "Cancelled" note says it all
+            cancelled = ForgeEvent.model_validate_json(task.event_json)
+            await status.conclude(forge, initial_state(cancelled, task.task_id), "cancelled")
         await _say(
             forge, event, f"Cancelled task {task.task_id} at the request of @{event.actor.username}.", task.task_id
         )
