@@ -133,6 +133,20 @@ async def conclude(forge: Forge, state: TaskState, outcome: str) -> None:
     await write(forge, state, final_phase(outcome), final=True)
 
 
+async def progress(forge: Forge, state: TaskState, plan: dict[str, Any], shown: str | None) -> str | None:
+    """Inside the coder's session: when the next checklist item starts, edit the status; the phase shown.
+
+    The coder works through the whole checklist in one node, so its node boundary alone would show
+    only the first item; the session calls this as each item starts.
+    """
+    current = TaskState(**{**state, "plan": plan})
+    phase = phase_of("coder", current)
+    if not state.get("status_comment_id") or phase is None or phase == shown:
+        return shown
+    await write(forge, current, phase)
+    return phase
+
+
 def with_status(name: str, run: NodeFn) -> NodeFn:
     """Wrap a node: when it starts a new phase of a task that has a status comment, edit the comment.
 
@@ -146,7 +160,8 @@ def with_status(name: str, run: NodeFn) -> NodeFn:
             return await run(state, runtime=runtime)
         await write(runtime.context.forge, state, phase)
         update = await run(state, runtime=runtime)
-        return {**update, "status_phase": phase} if isinstance(update, dict) else update
+        # a node that moved the status on by itself (the coder's items) says where it left it
+        return {"status_phase": phase, **update} if isinstance(update, dict) else update
 
     node.__name__ = getattr(run, "__name__", name)
     node.__doc__ = run.__doc__
