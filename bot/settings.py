@@ -25,106 +25,191 @@ def _default_data_dir() -> Path:
 class GitLabSettings(BaseModel):
     """A GitLab instance (gitlab.com or self-managed)."""
 
-    url: str = "https://gitlab.com"
-    token: SecretStr | None = None
-    webhook_secret: SecretStr | None = None
+    url: str = Field(
+        default="https://gitlab.com",
+        description="base URL of the instance without `/api/v4`; set it for self-managed GitLab",
+    )
+    token: SecretStr | None = Field(default=None, description="the bot user's access token (`api` scope)")
+    webhook_secret: SecretStr | None = Field(
+        default=None, description="the webhook's secret token; unset: every GitLab delivery is refused (401)"
+    )
     bot_user_id: int | None = Field(default=None, description="the bot's own user id; its events are ignored")
-    timeout: float = 30.0
-    max_retries: int = 3
-    max_rate_limit_wait: float = Field(default=30.0, description="longer waits defer the job instead of sleeping")
+    timeout: float = Field(default=30.0, description="seconds per GitLab API request")
+    max_retries: int = Field(
+        default=3, description="retries of an API call after a 5xx, a timeout or a short rate limit"
+    )
+    max_rate_limit_wait: float = Field(
+        default=30.0, description="seconds to sleep for a rate limit; a longer wait defers the job instead"
+    )
 
 
 class GitHubSettings(BaseModel):
     """GitHub.com or GitHub Enterprise, with a personal token or a GitHub App."""
 
-    api_url: str = "https://api.github.com"
-    token: SecretStr | None = None
-    app_id: int | None = None
-    private_key: SecretStr | None = None
-    webhook_secret: SecretStr | None = None
+    api_url: str = Field(
+        default="https://api.github.com", description="REST API root; GitHub Enterprise: `https://HOST/api/v3`"
+    )
+    token: SecretStr | None = Field(
+        default=None, description="a personal access token; ignored when `app_id` and `private_key` are set"
+    )
+    app_id: int | None = Field(default=None, description="GitHub App id; with `private_key` the bot acts as the App")
+    private_key: SecretStr | None = Field(
+        default=None, description="the GitHub App's private key (PEM text); best mounted as a secret file"
+    )
+    webhook_secret: SecretStr | None = Field(
+        default=None, description="the webhook secret; unset: every GitHub delivery is refused (401)"
+    )
     bot_login: str | None = Field(default=None, description="the bot's own login; its events are ignored")
-    timeout: float = 30.0
+    timeout: float = Field(default=30.0, description="seconds per GitHub API request (whole seconds are used)")
     min_write_interval: float = Field(default=1.0, description="seconds between writes (secondary rate limits)")
-    max_retries: int = 3
-    installation_id: int | None = Field(default=None, description="GitHub App installation to act as")
-    max_rate_limit_wait: float = Field(default=30.0, description="longer waits defer the job instead of sleeping")
+    max_retries: int = Field(
+        default=3, description="retries of an API call after a 5xx, a timeout or a short rate limit"
+    )
+    installation_id: int | None = Field(
+        default=None, description="GitHub App installation to act as when a webhook payload names none"
+    )
+    max_rate_limit_wait: float = Field(
+        default=30.0, description="seconds to sleep for a rate limit; a longer wait defers the job instead"
+    )
 
 
 class RoleModel(BaseModel):
     """Per-role overrides of the default model."""
 
-    model: str | None = None
-    base_url: str | None = None
-    api_key: SecretStr | None = None
-    temperature: float | None = None
+    model: str | None = Field(default=None, description="this role's model name; unset: `llm.model`")
+    base_url: str | None = Field(default=None, description="this role's endpoint; unset: `llm.base_url`")
+    api_key: SecretStr | None = Field(default=None, description="this role's API key; unset: `llm.api_key`")
+    temperature: float | None = Field(
+        default=None, description="this role's sampling temperature; unset: `llm.temperature`"
+    )
 
 
 class LLMSettings(BaseModel):
     """The chat model every role uses unless `roles` overrides it."""
 
-    provider: Literal["openai", "anthropic", "ollama"] = "openai"
-    base_url: str | None = None
-    model: str = "gpt-4o-mini"
-    api_key: SecretStr | None = None
-    temperature: float = 0.0
-    timeout: float = 120.0
-    max_retries: int = 2
-    roles: dict[str, RoleModel] = Field(default_factory=dict)
+    provider: Literal["openai", "anthropic", "ollama"] = Field(
+        default="openai", description="`openai` is any OpenAI-compatible endpoint (vLLM, llama.cpp, gateways)"
+    )
+    base_url: str | None = Field(
+        default=None, description="the model endpoint; unset: the provider's public API (or local Ollama)"
+    )
+    model: str = Field(default="gpt-4o-mini", description="the model name every role uses unless overridden")
+    api_key: SecretStr | None = Field(
+        default=None, description="the model API key; `anthropic` needs one, `openai` unless `base_url` is set"
+    )
+    temperature: float = Field(
+        default=0.0, description="sampling temperature; 0 keeps runs as repeatable as the model allows"
+    )
+    timeout: float = Field(default=120.0, description="seconds per model call; raise it for slow local models")
+    max_retries: int = Field(default=2, description="retries of a failed model call")
+    roles: dict[str, RoleModel] = Field(default_factory=dict, description="per-role overrides, keyed by role name")
     # tool-call budgets: min(max, base + per_criterion × criteria) for analyzer, architect, reviewer
-    research_base_calls: int = Field(default=8, ge=1)
-    research_calls_per_criterion: int = Field(default=4, ge=0)
-    research_max_calls: int = Field(default=40, ge=1)
+    research_base_calls: int = Field(
+        default=8, ge=1, description="tool calls every analyzer/architect/reviewer run gets before scaling"
+    )
+    research_calls_per_criterion: int = Field(
+        default=4, ge=0, description="extra research tool calls per acceptance criterion of the issue"
+    )
+    research_max_calls: int = Field(
+        default=40, ge=1, description="cap on one research run's tool calls; lower it to bound cost"
+    )
     # the coder's: min(max, base + per_item × open checklist items)
-    coder_base_calls: int = Field(default=10, ge=1)
-    coder_calls_per_item: int = Field(default=8, ge=0)
-    coder_max_calls: int = Field(default=80, ge=1)
-    task_token_budget: int = Field(default=1_500_000, ge=1, description="all model tokens of one task")
-    recursion_limit: int = Field(default=80, ge=10, description="LangGraph super-steps per task run")
-    context_window_tokens: int = Field(default=32_000, ge=1024, description="the engine's budget per call")
+    coder_base_calls: int = Field(default=10, ge=1, description="tool calls every coder run gets before scaling")
+    coder_calls_per_item: int = Field(default=8, ge=0, description="extra coder tool calls per open checklist item")
+    coder_max_calls: int = Field(default=80, ge=1, description="cap on one coder run's tool calls")
+    task_token_budget: int = Field(
+        default=1_500_000, ge=1,
+        description="tokens (input + output) all roles of one task may spend; past it the task stops",
+    )
+    recursion_limit: int = Field(
+        default=80, ge=10, description="LangGraph super-steps per graph run; guards against a looping graph"
+    )
+    context_window_tokens: int = Field(
+        default=32_000, ge=1024,
+        description="tokens of the model's context window; a quarter of it bounds the planner's code context",
+    )
     # USD per million tokens: model name -> (input, output); unknown models cost 0 and say so
-    prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    prices: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description='USD per million tokens, e.g. `{"gpt-4o-mini": [0.15, 0.6]}` (input, output); for cost reports',
+    )
 
 
 class ReviewSettings(BaseModel):
     """Review noise control and limits; `.forgebot.yml`'s `review:` section overrides them per repository."""
 
-    severity_threshold: Literal["blocker", "major", "minor", "info"] = "minor"
-    max_findings: int = Field(default=15, ge=1, description="inline findings per review, worst first")
-    max_file_lines: int = Field(default=1500, ge=10, description="diff lines of one file; larger ones are skipped")
-    diff_budget_tokens: int = Field(default=24_000, ge=1000, description="the diff handed to the reviewer")
+    severity_threshold: Literal["blocker", "major", "minor", "info"] = Field(
+        default="minor", description="findings below this severity are not posted; raise it for quieter reviews"
+    )
+    max_findings: int = Field(
+        default=15, ge=1, description="inline findings posted per review, worst first; the rest are counted"
+    )
+    max_file_lines: int = Field(
+        default=1500, ge=10, description="diff lines of one file; a larger file is skipped and named in the summary"
+    )
+    diff_budget_tokens: int = Field(
+        default=24_000, ge=1000,
+        description="tokens of diff handed to the reviewer; files past it are skipped and named",
+    )
 
 
 class TriggerSettings(BaseModel):
     """Label names and command words users type; configurable per installation."""
 
-    implement_label: str = "forgebot::implement"
-    analyze_label: str = "forgebot::analyze"
-    implement_command: str = "/implement"
-    analyze_command: str = "/analyze"
-    review_command: str = "/review"
-    cancel_command: str = "/cancel"
+    implement_label: str = Field(
+        default="forgebot::implement", description="adding this label to an issue starts an implementation"
+    )
+    analyze_label: str = Field(
+        default="forgebot::analyze", description="adding this label to an issue starts an analysis"
+    )
+    implement_command: str = Field(default="/implement", description="comment command that starts an implementation")
+    analyze_command: str = Field(default="/analyze", description="comment command that starts an analysis")
+    review_command: str = Field(
+        default="/review", description="comment command on a merge/pull request that starts a review"
+    )
+    cancel_command: str = Field(default="/cancel", description="comment command that cancels the running task")
 
 
 class WorkspaceSettings(BaseModel):
     """Git mirrors and per-task worktrees under `<data_dir>/workspaces`."""
 
-    max_bytes: int = Field(default=5 * 1024**3, description="disk bound for mirrors and worktrees together")
-    author_name: str = "forgebot"
-    author_email: str = "forgebot@users.noreply.invalid"
-    allowed_protocols: tuple[str, ...] = Field(default=("https",), description="git transports allowed")
-    git_timeout: float = 600.0
+    max_bytes: int = Field(
+        default=5 * 1024**3,
+        description="bytes of disk for mirrors and worktrees together; finished worktrees are pruned to fit",
+    )
+    author_name: str = Field(default="forgebot", description="git author and committer name of the bot's commits")
+    author_email: str = Field(
+        default="forgebot@users.noreply.invalid", description="git author and committer email of the bot's commits"
+    )
+    allowed_protocols: tuple[str, ...] = Field(
+        default=("https",), description="git transports a clone or fetch may use (git's `protocol.<name>.allow`)"
+    )
+    git_timeout: float = Field(
+        default=600.0, description="seconds one git command may run; raise it for huge repositories"
+    )
 
 class IntakeSettings(BaseModel):
     """The webhook intake: durable inbox, sweeper, authorization cache and allow-list."""
 
-    dedupe_hours: float = Field(default=168.0, ge=72.0, description="keep delivery ids at least 72 h")
-    sweep_interval: int = Field(default=60, ge=5, description="seconds between sweeps of the inbox")
-    sweep_grace: float = Field(default=15.0, description="an accepted row younger than this is in flight")
-    enqueue_timeout: float = Field(default=2.0, description="seconds the request path waits for Redis")
+    dedupe_hours: float = Field(
+        default=168.0, ge=72.0,
+        description="hours a delivery id is remembered so redeliveries are ignored (at least 72)",
+    )
+    sweep_interval: int = Field(
+        default=60, ge=5, description="seconds between sweeps that requeue stranded deliveries (at least once a minute)"
+    )
+    sweep_grace: float = Field(
+        default=15.0, description="seconds an accepted delivery is left alone before the sweeper requeues it"
+    )
+    enqueue_timeout: float = Field(
+        default=2.0, description="seconds a webhook request waits for Redis; after that the sweeper queues it"
+    )
     inbox_sync: Literal["normal", "full"] = Field(
         default="normal", description="SQLite inbox: `full` also survives a power cut, at one fsync per batch"
     )
-    access_cache_seconds: float = Field(default=60.0, description="how long a permission answer is reused")
+    access_cache_seconds: float = Field(
+        default=60.0, description="seconds a user's permission lookup is reused"
+    )
     allowed_projects: list[str] = Field(
         default_factory=list, description="GitLab project ids or paths, GitHub owner/name; empty: any"
     )
@@ -133,8 +218,12 @@ class IntakeSettings(BaseModel):
 class QuestionSettings(BaseModel):
     """need_info: how often a task may ask before it reports blocked, and how long it waits."""
 
-    max_rounds: int = Field(default=2, ge=0, description="question rounds per task; 0 reports blocked at once")
-    wait_hours: float = Field(default=72.0, gt=0, description="a waiting task expires after this, with a comment")
+    max_rounds: int = Field(
+        default=2, ge=0, description="question rounds per task; 0 reports blocked at once instead of asking"
+    )
+    wait_hours: float = Field(
+        default=72.0, gt=0, description="hours a task waits for an answer before it expires, with a comment"
+    )
 
 
 class Settings(BaseSettings):
@@ -150,22 +239,31 @@ class Settings(BaseSettings):
         secrets_nested_delimiter="__",
     )
 
-    data_dir: Path = Field(default_factory=_default_data_dir)
+    data_dir: Path = Field(
+        default_factory=_default_data_dir,
+        description="checkpoints, inbox, mirrors, indexes, traces and the private Redis live here",
+    )
     redis_url: str | None = Field(
         default=None, description="unset: `forgebot serve` starts a private Redis under the data dir"
     )
-    host: str = "127.0.0.1"
-    port: int = 8080
-    max_body_bytes: int = 4 * 1024 * 1024
-    job_timeout: int = 3600
-    max_tries: int = 3
+    host: str = Field(
+        default="127.0.0.1", description="listen address of the webhook receiver; `0.0.0.0` in a container"
+    )
+    port: int = Field(default=8080, description="listen port of the webhook receiver")
+    max_body_bytes: int = Field(
+        default=4 * 1024 * 1024, description="bytes of a webhook body; a larger one is refused with 413"
+    )
+    job_timeout: int = Field(default=3600, description="seconds one task job may run before the worker stops it")
+    max_tries: int = Field(
+        default=3, description="attempts of a failing job; after the last one the task reports failure"
+    )
     gitlab: GitLabSettings = Field(default_factory=GitLabSettings)
     github: GitHubSettings = Field(default_factory=GitHubSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     triggers: TriggerSettings = Field(default_factory=TriggerSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
-    log_level: str = "INFO"
+    log_level: str = Field(default="INFO", description="Python log level: `DEBUG`, `INFO`, `WARNING`, `ERROR`")
     questions: QuestionSettings = Field(default_factory=QuestionSettings)
     worker_metrics_port: int | None = Field(
         default=None,

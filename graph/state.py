@@ -57,9 +57,8 @@ class TaskState(TypedDict, total=False):
     review_open: list[str]  # findings still open from earlier rounds, one line each, for the prompt
     review_scope: dict[str, Any]  # base, head, reviewed files, skipped [path, reason]
     verdict: str  # final_verdict(review, gates)
-    index_path: str  # the task's code index, when one exists
     # investigation and need_info (issue 8)
-    index: str  # the task's code index (a copy of the base index of `workspace`), "" when none
+    index: str  # the code index of `workspace` (a task copy, or the review head's base index), "" when none
     database: str  # the connection `.forgebot.yml` names (a key of Settings.databases), "" when none
     discussion: list[dict[str, Any]]  # issue comments by members, snapshotted at the task's start
     withheld: list[str]  # what of the issue text was not used, and why (never the text)
@@ -67,6 +66,7 @@ class TaskState(TypedDict, total=False):
     question_rounds: int  # how many times the task asked and waited
     may_ask: bool  # the decomposer's questions may pause the task (rounds left, someone to answer)
     questions_comment_id: int  # the comment that asked the last questions
+    context_tokens: dict[str, Any]  # per role: tokens the context engine assembled, its budget, by kind
     # status comment (graph/status.py)
     status_comment_id: int  # the task's status comment, 0 or absent when none was posted
     status_phase: str  # the phase the status comment shows, so each phase change edits it once

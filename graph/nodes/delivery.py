@@ -31,6 +31,11 @@ def branch_name(number: int, title: str) -> str:
     return f"forgebot/{number}-{slug}"
 
 
+def change_reference(repo: RepoRef, number: int) -> str:
+    """How the forge links a change in a comment: `!N` is a merge request on GitLab, `#N` a pull request."""
+    return f"!{number}" if repo.forge == "gitlab" else f"#{number}"
+
+
 def problems(state: TaskState) -> list[str]:
     """What stands between the result and an approval: failed mandatory gates and blocking findings."""
     gates = [f"gate {g['name']} failed" for g in state.get("gates", []) if g["mandatory"] and g["status"] == "failed"]
@@ -128,7 +133,7 @@ async def deliver(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     ref = await forge.find_change(repo, branch)
     if ref is None:
         ref = await forge.open_change(repo, branch, state.get("title", branch), description(state), closes=issue)
-    link = f"Opened !{ref.number} from `{branch}` for this issue.\n\n<sub>{footer(state)}</sub>"
+    link = f"Opened {change_reference(repo, ref.number)} from `{branch}` for this issue.\n\n<sub>{footer(state)}</sub>"
     await forge.post_comment(issue, link, marker=Marker(task=state["task_id"], purpose="change-link"))
     return {"change": {"number": ref.number, "branch": branch}, "outcome": "delivered"}
 

@@ -16,9 +16,11 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 import prompts
+from bot.settings import Settings
 from graph.deps import Deps
 from graph.nodes import bounds
 from graph.nodes.contracts import contracts_text
+from graph.planning_context import budget_for, planning_context
 from graph.schemas import AcceptanceCriterion, Plan, plan_problems
 from graph.state import TaskState
 from graph.structured import StructuredOutputError, ask_structured
@@ -34,12 +36,14 @@ class PlanProposal(BaseModel):
 def task_text(state: TaskState, data_dir: Path) -> str:
     """Issue, criteria, analysis and override contracts, each inside its boundary."""
     criteria = "\n".join(f"{c['id']}. {c['text']}" for c in state.get("criteria", []))
-    return "\n\n".join([
-        prompts.boundary("issue", "forge", f"{state.get('title', '')}\n\n{state.get('body', '')}"),
-        prompts.boundary("criteria", "decomposer", criteria),
-        prompts.boundary("analysis", "analyzer", json.dumps(state.get("analysis", {}), indent=1)),
-        contracts_text(state, data_dir),
-    ])
+    return "\n\n".join(
+        [
+            prompts.boundary("issue", "forge", f"{state.get('title', '')}\n\n{state.get('body', '')}"),
+            prompts.boundary("criteria", "decomposer", criteria),
+            prompts.boundary("analysis", "analyzer", json.dumps(state.get("analysis", {}), indent=1)),
+            contracts_text(state, data_dir),
+        ]
+    )
 
 
 def validate(proposal: PlanProposal, state: TaskState) -> list[str]:
@@ -47,8 +51,9 @@ def validate(proposal: PlanProposal, state: TaskState) -> list[str]:
     return plan_problems(proposal.plan, criteria, Path(state["workspace"]), proposal.new_files)
 
 
-async def propose(state: TaskState, runtime: Runtime[Deps], messages: list[BaseMessage],
-                  role: str = "planner") -> dict[str, Any]:
+async def propose(
+    state: TaskState, runtime: Runtime[Deps], messages: list[BaseMessage], role: str = "planner"
+) -> dict[str, Any]:
     """One planner call; a plan code rejects comes back as feedback, never reaches the architect."""
     try:
         proposal, usage = await ask_structured(runtime.context.model_for(role), PlanProposal, messages)
@@ -64,20 +69,51 @@ def _system(state: TaskState) -> SystemMessage:
     return SystemMessage(prompts.render("planner.system", forge_terms=prompts.terms(state["forge"])))
 
 
+def code_context(state: TaskState, settings: Settings, fixed_text: str, role: str) -> tuple[str, dict[str, Any]]:
+    """The code around the analysis, fitted by the context engine; the text and the state update
+    recording its tokens for `role`."""
+    analysis = state.get("analysis", {})
+    query = " ".join(c["text"] for c in state.get("criteria", []))
+    assembled = planning_context(
+        Path(state["workspace"]),
+        state.get("index", ""),
+        state.get("base", ""),
+        list(analysis.get("symbols", [])),
+        query,
+        budget_for(settings.llm.context_window_tokens, fixed_text),
+    )
+    record = {
+        "tokens": assembled.tokens,
+        "budget": assembled.budget,
+        "by_kind": assembled.tokens_by_kind(),
+        "omitted": len(assembled.omitted),
+    }
+    return assembled.text, {"context_tokens": {**state.get("context_tokens", {}), role: record}}
+
+
 async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     """The first plan."""
     text = task_text(state, runtime.context.settings.data_dir)
-    return await propose(state, runtime, [_system(state), HumanMessage(text)])
+    context, record = code_context(state, runtime.context.settings, text, "planner")
+    update = await propose(state, runtime, [_system(state), HumanMessage(f"{text}\n\n{context}".strip())])
+    return {**update, **record}
 
 
 async def refine(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     """A new plan answering the feedback of code or the architect; counts one architect round."""
     feedback = "\n".join(f"- {f}" for f in state.get("plan_feedback", []))
     previous = json.dumps(state.get("plan") or {}, indent=1)
-    text = task_text(state, runtime.context.settings.data_dir) + "\n\n" + "\n\n".join([
-        prompts.boundary("plan", "planner", previous),
-        prompts.boundary("feedback", "architect", feedback),
-        "The plan above was rejected for the reasons in <feedback>. Answer with a corrected plan.",
-    ])
-    update = await propose(state, runtime, [_system(state), HumanMessage(text)])
-    return {**update, **bounds.spend(state, "architect")}
+    text = (
+        task_text(state, runtime.context.settings.data_dir)
+        + "\n\n"
+        + "\n\n".join(
+            [
+                prompts.boundary("plan", "planner", previous),
+                prompts.boundary("feedback", "architect", feedback),
+                "The plan above was rejected for the reasons in <feedback>. Answer with a corrected plan.",
+            ]
+        )
+    )
+    context, record = code_context(state, runtime.context.settings, text, "planner_refine")
+    update = await propose(state, runtime, [_system(state), HumanMessage(f"{text}\n\n{context}".strip())])
+    return {**update, **record, **bounds.spend(state, "architect")}

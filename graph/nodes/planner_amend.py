@@ -20,7 +20,7 @@ import prompts
 from graph.coder import gitstate
 from graph.deps import Deps
 from graph.nodes import bounds
-from graph.nodes.planner import PlanProposal, propose, task_text, validate
+from graph.nodes.planner import PlanProposal, code_context, propose, task_text, validate
 from graph.schemas import ChecklistItem, FileScope, Plan
 from graph.state import TaskState
 
@@ -37,18 +37,29 @@ def merge(completed: list[ChecklistItem], scope: FileScope, remaining: Plan) -> 
 def failed_step_context(state: TaskState) -> str:
     coder = state.get("coder", {})
     lines = [f"The session ended {coder.get('end', 'blocked')}: {coder.get('reason', '')}"]
-    lines += [f"- {d['kind']}: {d.get('reason', '')} {d.get('evidence', '')}".rstrip()
-              for d in state.get("plan_decisions", []) if d.get("kind") == "blocker"]
+    lines += [
+        f"- {d['kind']}: {d.get('reason', '')} {d.get('evidence', '')}".rstrip()
+        for d in state.get("plan_decisions", [])
+        if d.get("kind") == "blocker"
+    ]
     return "\n".join(lines)
 
 
 async def adjust(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     plan = Plan.model_validate(state["plan"])
     completed = [i for i in plan.items if i.status == "done"]
-    fragment = prompts.render("planner_amend.adjust_plan", completed_plan_steps=[i.model_dump() for i in completed],
-                              failed_step_context=failed_step_context(state))
-    text = task_text(state, runtime.context.settings.data_dir) + "\n\n" + prompts.boundary(
-        "plan", "planner", plan.model_dump_json(indent=1)) + "\n\n" + fragment
+    fragment = prompts.render(
+        "planner_amend.adjust_plan",
+        completed_plan_steps=[i.model_dump() for i in completed],
+        failed_step_context=failed_step_context(state),
+    )
+    text = (
+        task_text(state, runtime.context.settings.data_dir)
+        + "\n\n"
+        + prompts.boundary("plan", "planner", plan.model_dump_json(indent=1))
+        + "\n\n"
+        + fragment
+    )
     update = await _ask(state, runtime, text)
     if update.get("plan"):
         remaining = Plan.model_validate(update["plan"])
@@ -63,8 +74,9 @@ async def adjust(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
 
 async def reset(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     await asyncio.to_thread(gitstate.reset_to, Path(state["workspace"]), state["base"])
-    fragment = prompts.render("planner_amend.full_reset", reason=failed_step_context(state),
-                              criteria=state.get("criteria", []))
+    fragment = prompts.render(
+        "planner_amend.full_reset", reason=failed_step_context(state), criteria=state.get("criteria", [])
+    )
     update = await _ask(state, runtime, task_text(state, runtime.context.settings.data_dir) + "\n\n" + fragment)
     if update.get("plan_feedback"):
         update["failure"] = "the plan after a full reset was rejected: " + "; ".join(update["plan_feedback"])
@@ -72,8 +84,12 @@ async def reset(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
 
 
 async def _ask(state: TaskState, runtime: Runtime[Deps], text: str) -> dict[str, Any]:
+    """One amend call, with the applied diff and the surrounding code fitted by the context engine."""
     system = prompts.render("planner_amend.system", forge_terms=prompts.terms(state["forge"]))
-    return await propose(state, runtime, [SystemMessage(system), HumanMessage(text)], role="planner_amend")
+    context, record = code_context(state, runtime.context.settings, text, "planner_amend")
+    message = HumanMessage(f"{text}\n\n{context}".strip())
+    update = await propose(state, runtime, [SystemMessage(system), message], role="planner_amend")
+    return {**update, **record}
 
 
 async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:

@@ -92,7 +92,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         "review_limits": _limits(deps, config), "review_noise": _noise(deps, config),
         "linted": await _linted(deps, workspace, base, config),
         # the code graph of the head under review (read-only for the reviewer; reused per commit)
-        "index_path": str(await asyncio.to_thread(build_base, deps.settings.data_dir, key, workspace, embedder=None)),
+        "index": str(await asyncio.to_thread(build_base, deps.settings.data_dir, key, workspace, embedder=None)),
         "review_open": [_line(t.finding) for t in record.open] if record is not None and again else [],
     }
 

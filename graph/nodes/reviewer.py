@@ -51,7 +51,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
       review_limits (dict)         optional DiffLimits fields (max_file_lines, budget_tokens)
       review_open (list[str])      optional: findings still open from earlier rounds, one line each
       plan_decisions, gates        optional: the coder's decisions; gates for `final_verdict`
-      index_path (str)             optional: a code index for the search and code-graph tools
+      index (str)                  optional: a code index for the search and code-graph tools
     State written:
       review        Review dump (verdict approve | request_changes | incomplete, findings, criteria)
       verdict       final_verdict(review, gates): an approval never replaces a failed mandatory gate
@@ -70,7 +70,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         ledger=Ledger(token_budget=settings.llm.task_token_budget, prices=settings.llm.prices), memory=memory,
     )
     task = HumanMessage(_task(state, criteria, view))
-    index = state.get("index_path")
+    index = state.get("index")
     conn = connect(index, readonly=True) if index and Path(index).is_file() else None
     try:
         result = await invoke_llm_with_tools(model, _tools(root, conn, memory), [task], session)

@@ -101,6 +101,11 @@ def make_patch(path: str, old: str, new: str) -> str:
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
     need_php()
+    return make_project(tmp_path)
+
+
+def make_project(tmp_path: Path) -> Project:
+    """The fixture project under `tmp_path`: `seed`, its bare clone `origin.git`, a clone `work`."""
     seed = tmp_path / "seed"
     (seed / "src").mkdir(parents=True)
     (seed / "tests").mkdir()

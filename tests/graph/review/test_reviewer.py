@@ -106,7 +106,7 @@ async def test_code_graph_and_contract_tools_come_with_an_index(change_repo: Cha
     index = build_base(tmp_path / "data", "shop", change_repo.root, embedder=None)
     review = Review(verdict="approve", summary="ok", verified_criteria=[1, 2])
     model = scripted([call("find_definition", name="Cart::total"), done(), answer(Review, review)])
-    out = await reviewer.run(_state(change_repo, index_path=str(index)), _runtime(model))  # type: ignore[arg-type]
+    out = await reviewer.run(_state(change_repo, index=str(index)), _runtime(model))  # type: ignore[arg-type]
     answer_text = next(str(m.content) for m in model.received[1] if isinstance(m, ToolMessage))
     assert "src/Cart.php" in answer_text  # the definition, from the real index
     assert out["verdict"] == "approve"

@@ -1,0 +1,73 @@
+"""The implement route as a job on GitHub: label webhook → receiver → Redis → worker → mirror over HTTP →
+every role → real PHPUnit gates → the branch pushed, the pull request opened, the issue linked."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.settings import Settings
+from tests.conftest import GITHUB_TOKEN
+from tests.e2e import implement_harness as h
+from tests.fakes.forge_http import FakeForgeState, Fault
+from tests.fakes.samples import sample
+from tests.intake import deliveries
+
+pytestmark = pytest.mark.php
+
+REPO = "Codertocat/Hello-World"
+SAMPLE = sample("github/issues.labeled.json")
+BRANCH = h.expected_branch(1, SAMPLE["issue"]["title"])
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[h.Served]:
+    yield from h.served_project(tmp_path / "forge", "x-access-token", GITHUB_TOKEN)
+
+
+def _setup(settings: Settings, redis_url: str, fake_forge: FakeForgeState) -> None:
+    h.setup(settings, redis_url, "bug")  # the sample adds "bug"
+    fake_forge.grant("github", REPO, "Codertocat", "write")  # who labels
+    fake_forge.grant("github", REPO, "alice", "write")  # the fake's issue author
+    h.issue(fake_forge, "github", REPO, 1)
+
+
+async def test_label_opens_a_pull_request_with_gate_statuses(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    _setup(settings, redis_url, fake_forge)
+    roles = h.implement_roles()
+    delivery = deliveries.github(h.labelled(SAMPLE, served.url), "issues")
+    assert await h.post(settings, "github", *delivery) == 202
+    assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("done", "delivered")]
+    # the forge redelivers the same webhook: nothing runs again (the scripted roles would be exhausted)
+    assert await h.post(settings, "github", *delivery) in (200, 202)
+    assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
+    change = h.the_change(fake_forge, "github", REPO)
+    h.assert_delivered(change, BRANCH, served)
+    (link,) = h.link_comments(fake_forge, "github", REPO, 1)
+    assert f"Opened #2 from `{BRANCH}`" in link.body  # a pull request is #N on GitHub, not !N
+    assert list((settings.data_dir / "workspaces" / "tasks").iterdir()) == []
+
+
+@pytest.mark.slow  # arq defers the retried job by 5 s
+@pytest.mark.parametrize("lost", ["/issues/1/comments", "/pulls"], ids=["link-comment", "open-change"])
+async def test_a_retried_job_opens_no_second_pull_request_and_no_second_link(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, lost: str
+) -> None:
+    """A write lands but its answer is lost: arq retries the job, which resumes at delivery."""
+    _setup(settings, redis_url, fake_forge)
+    fake_forge.faults.append(Fault("POST", lost, 503, after=True))
+    roles = h.implement_roles()
+    assert await h.post(settings, "github", *deliveries.github(h.labelled(SAMPLE, served.url), "issues")) == 202
+    worker = await h.work(settings, roles.__getitem__)
+    assert (worker.jobs_retried, worker.jobs_failed) == (1, 0)
+    assert await h.task_states(settings) == [("done", "delivered")]
+    h.assert_delivered(h.the_change(fake_forge, "github", REPO), BRANCH, served)
+    assert len(h.link_comments(fake_forge, "github", REPO, 1)) == 1
+    assert fake_forge.requests_to("POST", "/pulls") == 1  # the retry found the change by its branch
+    assert len(fake_forge.comments_on("github", REPO, 1)) == 1
+    h.assert_resumed_at_delivery(roles)

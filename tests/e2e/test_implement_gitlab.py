@@ -1,0 +1,88 @@
+"""The implement route as a job on GitLab: label webhook → receiver → Redis → worker → mirror over HTTP →
+every role → real PHPUnit gates → the branch pushed, the merge request opened, the issue linked."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.settings import Settings
+from tests.conftest import GITLAB_TOKEN
+from tests.e2e import implement_harness as h
+from tests.fakes.forge_http import FakeForgeState, Fault
+from tests.fakes.samples import sample
+from tests.intake import deliveries
+
+pytestmark = pytest.mark.php
+
+SAMPLE = sample("gitlab/issue.labels-changed.json")
+BRANCH = h.expected_branch(23, SAMPLE["object_attributes"]["title"])
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[h.Served]:
+    yield from h.served_project(tmp_path / "forge", "oauth2", GITLAB_TOKEN)
+
+
+def _setup(settings: Settings, redis_url: str, fake_forge: FakeForgeState) -> None:
+    h.setup(settings, redis_url, "Platform")  # the sample adds "Platform"
+    fake_forge.grant("gitlab", "1", "1", 30)  # root, who labels, is a Developer
+    fake_forge.grant("gitlab", "1", "7", 30)  # the fake's issue author
+    h.issue(fake_forge, "gitlab", "1", 23)
+
+
+async def test_label_opens_a_merge_request_with_gate_statuses(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    _setup(settings, redis_url, fake_forge)
+    roles = h.implement_roles()
+    delivery = deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")
+    assert await h.post(settings, "gitlab", *delivery) == 202
+    assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("done", "delivered")]
+    # the forge redelivers the same webhook: nothing runs again (the scripted roles would be exhausted)
+    assert await h.post(settings, "gitlab", *delivery) in (200, 202)
+    assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
+    change = h.the_change(fake_forge, "gitlab", "1")
+    h.assert_delivered(change, BRANCH, served)
+    (link,) = h.link_comments(fake_forge, "gitlab", "1", 23)
+    assert f"Opened !1 from `{BRANCH}`" in link.body
+    assert list((settings.data_dir / "workspaces" / "tasks").iterdir()) == []  # released once delivered
+
+
+@pytest.mark.slow  # arq defers the retried job by 5 s
+@pytest.mark.parametrize("lost", ["/issues/23/notes", "/merge_requests"], ids=["link-comment", "open-change"])
+async def test_a_retried_job_opens_no_second_merge_request_and_no_second_link(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, lost: str
+) -> None:
+    """A write lands but its answer is lost: arq retries the job, which resumes at delivery."""
+    _setup(settings, redis_url, fake_forge)
+    settings.gitlab.max_retries = 0  # the adapter gives up at once, so the job itself is retried
+    fake_forge.faults.append(Fault("POST", lost, 503, after=True))
+    roles = h.implement_roles()
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    worker = await h.work(settings, roles.__getitem__)
+    assert (worker.jobs_retried, worker.jobs_failed) == (1, 0)
+    assert await h.task_states(settings) == [("done", "delivered")]
+    h.assert_delivered(h.the_change(fake_forge, "gitlab", "1"), BRANCH, served)
+    assert len(h.link_comments(fake_forge, "gitlab", "1", 23)) == 1
+    assert fake_forge.requests_to("POST", "/merge_requests") == 1  # the retry found the change by its branch
+    assert len(fake_forge.comments_on("gitlab", "1", 23)) == 1  # and no failure note either
+    h.assert_resumed_at_delivery(roles)
+
+
+async def test_a_red_test_is_reported_once_and_the_work_is_pushed_without_a_merge_request(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    _setup(settings, redis_url, fake_forge)
+    roles = h.stuck_roles()
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("done", "failed")]
+    assert not fake_forge.changes and fake_forge.requests_to("POST", "/merge_requests") == 0
+    (report,) = fake_forge.comments_on("gitlab", "1", 23)
+    assert "no progress" in report.body and "gate test_runner failed" in report.body
+    assert f"kept on branch `{BRANCH}`" in report.body and "purpose=failure" in report.body
+    assert served.branch_log(BRANCH)[:2] == ["Fix: gate test_runner failed", "Add multiply with its test"]

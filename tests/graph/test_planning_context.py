@@ -1,0 +1,61 @@
+"""The planner's code context: diff, graph signatures and search chunks fitted to a budget."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from graph.checkout import index_checkout
+from graph.planning_context import budget_for, planning_context
+from graph.runtime.budget import estimate_tokens
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "php_project"
+
+
+def _repo(tmp_path: Path) -> tuple[Path, str]:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE, root)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
+        subprocess.run(
+            ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+            check=True,
+            capture_output=True,
+        )
+    index = index_checkout(tmp_path / "data", "local-ctx", root, "task1")["index"]
+    return root, str(index)
+
+
+def test_signatures_and_search_chunks_fill_the_budget_in_priority_order(tmp_path: Path) -> None:
+    root, index = _repo(tmp_path)
+    (root / "src/Calculator.php").write_text((root / "src/Calculator.php").read_text() + "\n// edited\n")
+    head = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assembled = planning_context(root, index, head, ["App\\Calculator::add"], "divide by zero", 4000)
+    kinds = [p.kind for p in assembled.included]
+    assert kinds[0] == "diff" and "signature" in kinds and "search" in kinds
+    assert kinds == sorted(kinds, key=["diff", "scratchpad", "signature", "search"].index)
+    assert "App\\Calculator::add" in assembled.text and "// edited" in assembled.text
+    assert assembled.tokens <= 4000
+
+
+def test_a_small_budget_omits_parts_and_says_so(tmp_path: Path) -> None:
+    root, index = _repo(tmp_path)
+    assembled = planning_context(
+        root, index, "", ["App\\Calculator::add", "App\\Calculator::divide"], "divide add numbers", 120
+    )
+    assert assembled.omitted and "Omitted for the context budget" in assembled.text
+    assert estimate_tokens(assembled.text) <= 120
+
+
+def test_no_index_gives_only_the_diff(tmp_path: Path) -> None:
+    root, _ = _repo(tmp_path)
+    assembled = planning_context(root, "", "", ["App\\Calculator::add"], "add", 1000)
+    assert assembled.included == [] and assembled.text == ""
+
+
+def test_budget_is_a_quarter_of_the_window_less_the_fixed_text() -> None:
+    assert budget_for(32_000, "") == 8_000
+    assert budget_for(32_000, "x" * 30_000) == 8_000 - 10_000 // 4
+    assert budget_for(1024, "x" * 100_000) == 256
