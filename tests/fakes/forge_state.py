@@ -97,6 +97,7 @@ class Fault:
     """Answer the next `count` requests matching `method` and `path` (a substring) with `status`.
 
     `after=True` processes the request first and then fails: the write landed, the answer was lost.
+    `skip` lets that many matching requests through first (e.g. the status comment before a report).
     """
 
     method: str
@@ -106,6 +107,7 @@ class Fault:
     count: int = 1
     after: bool = False
     message: str = ""
+    skip: int = 0
 
 
 @dataclass
@@ -187,6 +189,9 @@ class FakeForgeState:
         with self.lock:
             for fault in self.faults:
                 if fault.count > 0 and fault.method == method and fault.path in path:
+                    if fault.skip > 0:
+                        fault.skip -= 1
+                        return None
                     fault.count -= 1
                     return fault
             return None
