@@ -262,6 +262,11 @@ class Inbox:
         sql = "UPDATE deliveries SET handled_at = ? WHERE delivery_id = ?"
         await self._run(lambda: self._db.transaction(lambda: self._db.execute(sql, (now, delivery_id))))
 
+    async def task_times(self) -> dict[str, tuple[float, float]]:
+        """task id → (created_at, updated_at) epoch seconds: durations for `forgebot tasks`, ages for retention."""
+        rows = await self._run(lambda: self._db.all("SELECT task_id, created_at, updated_at FROM tasks"))
+        return {str(r[0]): (float(r[1]), float(r[2])) for r in rows}
+
     # --- the sweeper -----------------------------------------------------------------------------
 
     async def unhandled(self, grace: float) -> list[Pending]:

@@ -7,6 +7,7 @@ deferred retry; anything else fails the task with one short comment carrying the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -19,9 +20,9 @@ from arq.utils import timestamp_ms
 from arq.worker import Worker, func
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from bot.authz import Authorizer
+from bot.checkpoints import open_checkpointer
 from bot.events import ForgeEvent
 from bot.expiry import expire_waiting
 from bot.forge import (
@@ -35,8 +36,11 @@ from bot.forge import (
     Marker,
     open_forge,
 )
+from bot.idempotency import task_forge
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
 from bot.queue import RUN_TASK, eviction_policy
+from bot.recovery import failure_marker, lease, reaper_loop
+from bot.retention import cleanup
 from bot.settings import Settings
 from bot.sweeper import sweep
 from graph import status
@@ -82,7 +86,7 @@ async def execute(
     checkout: Checkout = prepare,
     status_comment: int = 0,
 ) -> TaskState:
-    """Run the graph for `event` with the SQLite checkpointer, thread id = task id.
+    """Run the graph for `event` with the configured checkpointer, thread id = task id.
 
     A new thread starts on a fresh read-only checkout of the default branch; a thread paused for
     questions resumes only with `answer` (an authorized reply), from where it stopped.
@@ -100,7 +104,7 @@ async def execute(
             state.update(await prepare_workspace(settings, deps.forge, event, task_id))
         return state
 
-    async with AsyncSqliteSaver.from_conn_string(str(settings.checkpoint_path)) as saver:
+    async with open_checkpointer(settings) as saver:
         compiled = build_graph().compile(checkpointer=saver)
         config: RunnableConfig = {"configurable": {"thread_id": task_id}}
         result = await run_or_resume(compiled, config, start, deps, answer)
@@ -130,7 +134,14 @@ async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent,
 
 
 async def run_task(ctx: dict[str, Any], event_json: str) -> str:
-    """arq job: authorize, then cancel, resume or start the task for one verified event."""
+    """arq job: under the worker's lease, authorize, then cancel, resume or start the task."""
+    if "redis_url" not in ctx or "job_id" not in ctx:  # called directly (tests, `forgebot run`)
+        return await _run_event(ctx, event_json)
+    async with lease(ctx["redis_url"], ctx["job_id"], ctx["settings"].durability.lease_seconds):
+        return await _run_event(ctx, event_json)
+
+
+async def _run_event(ctx: dict[str, Any], event_json: str) -> str:
     event = ForgeEvent.model_validate_json(event_json)
     inbox: Inbox = ctx["inbox"]
     factory: ForgeFactory | None = ctx.get("forge_factory")
@@ -174,6 +185,7 @@ async def _claim(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> TaskRo
             event,
             f"Task {busy} is already {word} here; this request was not started. Comment `/cancel` to stop it first.",
             event.task_id,
+            "busy",
         )
     return None
 
@@ -198,7 +210,7 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
     if event.trigger == "reply":  # same delivery id → same thread id → resume from the checkpoint
         original = original.model_copy(update={"comment": event.comment, "comment_id": event.comment_id})
         answer = {"author": event.actor.username, "body": event.comment}  # authorized above, like a trigger
-    deps = Deps(settings=settings, forge=forge, model_for=ctx["model_factory"])
+    deps = Deps(settings=settings, forge=task_forge(forge, task.task_id), model_for=ctx["model_factory"])
     log.info("task start delivery=%s task=%s mode=%s", event.delivery_id, task.task_id, task.mode)
     acked = initial_state(original, task.task_id)
     trigger = CommentRef(target=target_of(event), id=event.comment_id) if event.comment_id else target_of(event)
@@ -252,7 +264,11 @@ async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:
             cancelled = ForgeEvent.model_validate_json(task.event_json)
             await status.conclude(forge, initial_state(cancelled, task.task_id), "cancelled")
         await _say(
-            forge, event, f"Cancelled task {task.task_id} at the request of @{event.actor.username}.", task.task_id
+            forge,
+            event,
+            f"Cancelled task {task.task_id} at the request of @{event.actor.username}.",
+            task.task_id,
+            "cancel",
         )
     await inbox.handled(event.delivery_id)
     return "cancelled" if task is not None else "nothing to cancel"
@@ -265,9 +281,12 @@ def target_of(event: ForgeEvent) -> IssueRef | ChangeRef:
     return IssueRef(repo=event.repo, number=event.number)
 
 
-async def _say(forge: Forge, event: ForgeEvent, text: str, task_id: str) -> None:
+async def _say(forge: Forge, event: ForgeEvent, text: str, task_id: str, purpose: str) -> None:
+    """A note about the task; its marker makes a retried job edit it rather than post it twice."""
     try:
-        await forge.post_comment(target_of(event), f"{text}\n\n<sub>forgebot · task {task_id}</sub>")
+        await forge.post_comment(
+            target_of(event), f"{text}\n\n<sub>forgebot · task {task_id}</sub>", Marker(task=task_id, purpose=purpose)
+        )
     except Exception:  # a courtesy note; the state in the inbox is what counts
         log.exception("note not posted delivery=%s", event.delivery_id)
 
@@ -280,7 +299,7 @@ async def _report_failure(forge: Forge, event: ForgeEvent, exc: Exception) -> No
     body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task}</sub>"
     try:
         # one failure note per task however often the job is retried: the marker makes it idempotent
-        await forge.post_comment(target_of(event), body, Marker(task=task, purpose="failure"))
+        await forge.post_comment(target_of(event), body, failure_marker(task))
     except Exception:  # the failure note is best effort; the job still fails loudly
         log.exception("failure note not posted delivery=%s", event.delivery_id)
 
@@ -303,9 +322,15 @@ async def _startup(ctx: dict[str, Any]) -> None:
         ctx["inbox"] = await open_inbox(ctx["settings"])
         ctx["own_inbox"] = True
     await eviction_policy(ctx["redis"])
+    ctx["reaper"] = asyncio.create_task(reaper_loop(ctx))
 
 
 async def _shutdown(ctx: dict[str, Any]) -> None:
+    reaper = ctx.pop("reaper", None)
+    if reaper is not None:
+        reaper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reaper
     if ctx.pop("own_inbox", False):
         await ctx.pop("inbox").close()
 
@@ -333,6 +358,7 @@ def build_worker(
         "forge_factory": forge_factory,  # None: open_forge per event (GitHub App installation from the payload)
         "model_factory": model_factory or (lambda role: chat_model(settings.llm, role)),
         "authorizer": Authorizer(settings),
+        "redis_url": redis_url,  # the lease's heartbeat thread opens its own connection
     }
     if inbox is not None:
         ctx["inbox"] = inbox
@@ -340,7 +366,10 @@ def build_worker(
         ctx["checkout"] = checkout
     return Worker(
         functions=[func(run_task, name=RUN_TASK)],
-        cron_jobs=[cron(sweep_inbox, second=_sweep_seconds(settings.intake.sweep_interval), run_at_startup=True)],
+        cron_jobs=[
+            cron(sweep_inbox, second=_sweep_seconds(settings.intake.sweep_interval), run_at_startup=True),
+            cron(cleanup, hour=3, minute=17, second=0),  # retention, once a day
+        ],
         redis_settings=RedisSettings.from_dsn(redis_url),
         ctx=ctx,
         on_startup=_startup,

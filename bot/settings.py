@@ -226,6 +226,18 @@ class QuestionSettings(BaseModel):
     )
 
 
+class DurabilitySettings(BaseModel):
+    """Crash recovery and retention: worker leases, the reaper, how long finished tasks are kept."""
+
+    lease_seconds: float = Field(
+        default=30.0, gt=0, description="a running job's lease; a worker silent this long is presumed dead"
+    )
+    reap_interval: int = Field(default=10, ge=1, description="seconds between reaper passes in each worker")
+    retention_days: float = Field(
+        default=14.0, gt=0, description="finished tasks' checkpoints, traces and workspaces are kept this long"
+    )
+
+
 class Settings(BaseSettings):
     """Process-wide configuration from `FORGEBOT_*` variables (nested with `__`) and secret files."""
 
@@ -288,9 +300,11 @@ class Settings(BaseSettings):
         return init_settings, env_settings, dotenv_settings, NestedSecretsSettingsSource(file_secret_settings)
     # intake
     database_url: SecretStr | None = Field(
-        default=None, description="postgresql://… for the inbox and task store; unset: SQLite in the data dir"
+        default=None,
+        description="postgresql://… for the inbox, task store and checkpoints; unset: SQLite in the data dir",
     )
     intake: IntakeSettings = Field(default_factory=IntakeSettings)
+    durability: DurabilitySettings = Field(default_factory=DurabilitySettings)
 
     @property
     def checkpoint_path(self) -> Path:

@@ -43,7 +43,8 @@ class TaskResult(_Model):
     reason: str = ""
     verification: dict[str, Any] = Field(default_factory=dict)
     before: dict[str, Any] | None = None  # implement: hidden tests on the start commit (must fail)
-    state_outcome: str | None = None
+    state_outcome: str | None = None  # the route's own word for how it ended (reported, failed, incomplete…)
+    state_failure: str = ""  # the route's failure reason, when it reported one
     gates: Any = None  # the final state's gate results, when the route records them
     roles: dict[str, RoleFigures] = Field(default_factory=dict)
     tokens: int = 0
@@ -108,15 +109,16 @@ def render_markdown(report: Report) -> str:
     lines += [
         "## Tasks",
         "",
-        "| task | mode | outcome | tokens | cost | s | tool calls | guard/budget events | syntax errors | unresolved "
-        "| reason |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| task | mode | outcome | route | tokens | cost | s | tool calls | guard/budget events | syntax errors "
+        "| unresolved | reason |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report.tasks:
         cost = "—" if r.cost_usd is None else f"${r.cost_usd:.4f}"
-        reason = " · ".join(x for x in (r.reason, r.quality_note) if x)
+        reason = " · ".join(x for x in (r.reason, r.quality_note, r.state_failure and "route: " + r.state_failure) if x)
         lines.append(
-            f"| {r.id} | {r.mode} | **{r.outcome}** | {r.tokens} | {cost} | {r.duration_s:.1f} | "
+            f"| {r.id} | {r.mode} | **{r.outcome}** | {r.state_outcome or '—'} | {r.tokens} | {cost} | "
+            f"{r.duration_s:.1f} | "
             f"{sum(r.tool_calls.values())} | {len(r.events)} | {len(r.syntax_errors)} | "
             f"{len(r.unresolved_symbols)} | {_cell(reason)} |"
         )

@@ -53,8 +53,8 @@ class Prices:
 
 
 def synthetic_models(task: Task, ws: Workspace) -> ModelFactory:
-    respond = baseline_responder(task.text, ws.root)
-    return lambda role: SyntheticChatModel(respond=respond)
+    baseline = baseline_responder(task.text, ws.root)
+    return lambda role: SyntheticChatModel(baseline=baseline, role=role)
 
 
 def configured_models(settings: Settings) -> ModelsFor:
@@ -140,6 +140,7 @@ async def run_task(task: Task, taskset_dir: Path, options: RunOptions) -> TaskRe
         verification=verification,
         before=before,
         state_outcome=run.state.get("outcome"),
+        state_failure=str(run.state.get("failure") or ""),
         gates=run.state.get("gates"),
         duration_s=_since(started),
         events=guard_events(run.state, settings.data_dir),
@@ -196,33 +197,31 @@ def _usage(recorder: UsageRecorder, prices: Prices | None) -> dict[str, Any]:
             "tool_calls": recorder.tool_calls()}
 
 
-_EVENT_WORDS = ("guard", "loop", "budget")
-
-
-def _is_event(item: Any) -> bool:
-    if not isinstance(item, dict):
-        return False
-    kind = str(item.get("type") or item.get("event") or item.get("kind") or "").lower()
-    return any(word in kind for word in _EVENT_WORDS)
+# a tool loop that ended any other way than "finished" was stopped by the loop guard or a budget
+_STOPPED = frozenset({"synthesize", "looping", "report", "budget_exhausted", "tokens_exhausted"})
+_TRACE_KINDS = frozenset({"guard", "budget"})
 
 
 def guard_events(state: dict[str, Any], data_dir: Path) -> list[dict[str, Any]]:
-    """Loop-guard and budget events from the final state and the task's JSON-lines traces.
+    """Loop-guard and budget events: stopped sessions, a looping coder, and the traces' guard/budget records.
 
-    Neither shape is fixed yet: state lists whose key names a guard or budget, and trace lines
-    whose `type`/`event`/`kind` does, are taken as they are.
+    `state["sessions"]` (the runtime's `state_update`) has one entry per tool-loop session with its
+    outcome; the coder's checklist can also end `looping` (the same failure twice) inside a session
+    that finished; traced roles write `{"kind": "guard" | "budget", ...}` lines under `traces/`.
     """
-    events: list[dict[str, Any]] = []
-    for key, value in state.items():
-        if any(word in key.lower() for word in _EVENT_WORDS) and isinstance(value, list):
-            events += [{"source": f"state.{key}", **v} if isinstance(v, dict) else {"source": key, "value": v}
-                       for v in value]
+    events: list[dict[str, Any]] = [
+        {"source": "state.sessions", **s} for s in state.get("sessions", [])
+        if isinstance(s, dict) and s.get("outcome") in _STOPPED
+    ]
+    coder = state.get("coder")
+    if isinstance(coder, dict) and coder.get("end") == "looping":
+        events.append({"source": "state.coder", "role": "coder", "outcome": "looping", "reason": coder.get("reason")})
     for trace in sorted(data_dir.rglob("*.jsonl")) if data_dir.is_dir() else []:
         for line in trace.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 item = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if _is_event(item):
+            if isinstance(item, dict) and item.get("kind") in _TRACE_KINDS:
                 events.append({"source": trace.name, **item})
     return events

@@ -98,17 +98,17 @@ _PATH_LINE = re.compile(r"([\w./-]+\.php):(\d+)(?:-(\d+))?")
 
 
 def reported_findings(state: dict[str, Any], comments: Iterable[str]) -> tuple[list[ReportedFinding], str]:
-    """Findings from the final state (`findings`, or `review.findings`) or else `path:line` in comments.
+    """The reviewer's findings (`state["review"]["findings"]`, a `Review` dump), else `path:line` in comments.
 
-    The review route's state shape is not fixed yet; both the structured list and the product's
-    promise that an unanchored finding appears in the summary as `path:line` are accepted.
+    When the reviewer ran, its `review` is the record, even with no findings: the comments then only
+    repeat them (or carry unrelated `path:line` text, such as a failure note's evidence). Comments are
+    read only when no review was recorded (a route that ended before its reviewer).
     """
     review = state.get("review")
-    raw = state.get("findings") or (review.get("findings") if isinstance(review, dict) else None)
-    if isinstance(raw, list):
-        found = [f for f in (_finding_from(r) for r in raw) if f is not None]
-        if found:
-            return found, "state"
+    if isinstance(review, dict):
+        raw = review.get("findings")
+        found = [f for f in (_finding_from(r) for r in raw) if f is not None] if isinstance(raw, list) else []
+        return found, "state"
     hits = []
     for comment in comments:
         for m in _PATH_LINE.finditer(comment):

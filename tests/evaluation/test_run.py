@@ -16,7 +16,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from bot.evaluation.cli import register
 from bot.evaluation.report import SYNTHETIC_NOTICE
 from bot.evaluation.runner import Prices, RunOptions, guard_events, run_task
-from bot.evaluation.taskset import Task, TaskSet, load_taskset
+from bot.evaluation.taskset import ExpectedFindings, Task, TaskSet
 from bot.evaluation.usage import UsageRecorder
 from bot.evaluation.workspace import Workspace
 from bot.settings import Settings
@@ -60,15 +60,46 @@ def test_synthetic_run_of_two_tasks_through_the_cli(
 
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert report["synthetic"] is True and report["notice"] == SYNTHETIC_NOTICE
-    # the implement route has landed: the synthetic model has no plan, so the run stops at the planner
-    assert report["summary"] == {"total": 2, "passed": 1, "failed": 0, "not_run": 0, "error": 1, "invalid": 0}
+    assert report["summary"] == {"total": 2, "passed": 1, "failed": 1, "not_run": 0, "error": 0, "invalid": 0}
     analyze, implement = report["tasks"]
     assert analyze["outcome"] == "passed" and analyze["verification"]["found_symbols"] == ["Inflector::tableize"]
     assert set(analyze["roles"]) == {"decomposer", "analyzer"} and analyze["tokens"] > 0
     assert analyze["roles"]["analyzer"]["models"] == ["forgebot-synthetic-baseline"]
-    assert implement["outcome"] == "error" and "no script for PlanProposal" in implement["reason"]
-    assert implement["before"]["passed"] is False  # the task is live even though its route is not
-    assert SYNTHETIC_NOTICE in (out / "report.md").read_text(encoding="utf-8")
+    # the whole implement route ran: a plan on the named file, approval, a coder that changes nothing
+    # (a blocker, then a report item), gates, the route's reviewer and its failure report; the
+    # hidden tests, not the bot, say failed
+    assert implement["outcome"] == "failed" and implement["reason"] == "hidden tests: 0 failures, 3 errors of 3"
+    assert implement["before"]["passed"] is False and implement["changed_files"] == []
+    assert set(implement["roles"]) == {"decomposer", "analyzer", "planner", "architect", "coder", "planner_amend",
+                                       "reviewer"}
+    assert implement["tool_calls"] == {"report_plan_blocker": 1, "complete_item": 1, "finish": 1}
+    assert implement["state_outcome"] == "failed" and "could not verify" in implement["state_failure"]
+    assert [g["name"] for g in implement["gates"]][:2] == ["test_runner", "smoke"]
+    assert all(g["status"] in {"passed", "failed", "disabled", "not_run"} for g in implement["gates"])
+    markdown = (out / "report.md").read_text(encoding="utf-8")
+    assert SYNTHETIC_NOTICE in markdown and "| inflector-tableize | implement | **failed** | failed |" in markdown
+
+
+async def test_a_synthetic_review_reports_one_finding_per_changed_hunk(
+    tmp_path: Path, starter: TaskSet, eval_settings: Settings
+) -> None:
+    seeded = next(t for t in starter.tasks if t.id == "review-brick-gcd-sign")
+    assert isinstance(seeded.verify, ExpectedFindings)
+    # the starter's seeded edit, but an expectation far from it: the check reads the real review
+    far = seeded.verify.findings[0].model_copy(update={"start_line": 1, "end_line": 1})
+    task = seeded.model_copy(update={"id": "review-gcd",
+                                     "verify": seeded.verify.model_copy(update={"tolerance": 0, "findings": [far]})})
+    options = RunOptions(settings=eval_settings, work_dir=tmp_path / "r", synthetic=True)
+    result = await run_task(task, STARTER.parent, options)
+    assert result.outcome == "failed" and result.verification["source"] == "state"
+    assert result.verification["missed"] == ["Brick/Math/BigInteger.php:1-1"]
+    assert result.verification["unexpected"] == 1  # the one changed hunk
+    assert result.state_outcome == "incomplete" and set(result.roles) == {"reviewer"}
+
+    # the expectation of the starter set sits inside that hunk
+    result = await run_task(seeded, STARTER.parent, RunOptions(settings=eval_settings, work_dir=tmp_path / "s",
+                                                                synthetic=True))
+    assert result.outcome == "passed" and result.verification["matched"] == ["Brick/Math/BigInteger.php:679-681"]
 
 
 def _models(task: Task, ws: Workspace):  # type: ignore[no-untyped-def]
@@ -104,24 +135,32 @@ async def test_the_route_check_is_asked_at_run_time(tmp_path: Path, eval_setting
     result = await run_task(task, tmp_path, options)
     assert result.outcome == "not_run" and result.reason == "mode 'analyze' switched off"
 
-    # a check that lets implement through hands the task to the graph; the synthetic model cannot plan,
-    # which is an error of the run, never a pass
-    implement = load_taskset(STARTER).tasks[0]
-    options = RunOptions(settings=eval_settings, work_dir=tmp_path / "b", synthetic=True, check_mode=lambda m: None)
-    result = await run_task(implement, STARTER.parent, options)
-    assert result.outcome == "error" and result.reason.startswith("run: ScriptedModelError")
+    # a check that lets the mode through hands the task to the graph; a run that raises (here a model
+    # with nothing left to say) is an error of the run, never a pass
+    options = RunOptions(settings=eval_settings, work_dir=tmp_path / "b", synthetic=False, check_mode=lambda m: None,
+                         models_for=lambda t, w: (lambda role: scripted([])))
+    result = await run_task(task, tmp_path, options)
+    assert result.outcome == "error" and result.reason.startswith("run: ")
 
 
-def test_guard_and_budget_events_from_state_and_traces(tmp_path: Path) -> None:
+def test_guard_and_budget_events_from_sessions_the_checklist_and_traces(tmp_path: Path) -> None:
     traces = tmp_path / "traces"
     traces.mkdir()
-    lines = [json.dumps({"type": "node", "name": "analyzer"}), json.dumps({"type": "loop_guard", "rule": "repeat"})]
+    lines = [json.dumps({"kind": "model", "role": "analyzer"}), json.dumps({"kind": "guard", "cause": "repeat"}),
+             json.dumps({"kind": "budget", "budget": "calls", "limit": 8, "used": 8})]
     (traces / "t.jsonl").write_text("\n".join([*lines, "not json"]), encoding="utf-8")
-    state = {"budget_events": [{"role": "analyzer", "spent": 12}], "outcome": "reported"}
-    events = guard_events(state, tmp_path)
-    assert events == [
-        {"source": "state.budget_events", "role": "analyzer", "spent": 12},
-        {"source": "t.jsonl", "type": "loop_guard", "rule": "repeat"},
+    state = {
+        "sessions": [{"role": "analyzer", "outcome": "finished", "calls": 2, "reason": "ok"},
+                     {"role": "reviewer", "outcome": "budget_exhausted", "calls": 9, "reason": "calls budget 9/9"}],
+        "coder": {"end": "looping", "reason": "item 1: the same failure twice"},
+        "outcome": "failed",
+    }
+    assert guard_events(state, tmp_path) == [
+        {"source": "state.sessions", "role": "reviewer", "outcome": "budget_exhausted", "calls": 9,
+         "reason": "calls budget 9/9"},
+        {"source": "state.coder", "role": "coder", "outcome": "looping", "reason": "item 1: the same failure twice"},
+        {"source": "t.jsonl", "kind": "guard", "cause": "repeat"},
+        {"source": "t.jsonl", "kind": "budget", "budget": "calls", "limit": 8, "used": 8},
     ]
 
 

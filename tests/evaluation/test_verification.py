@@ -18,15 +18,21 @@ def test_a_finding_matches_on_its_file_within_tolerance() -> None:
     assert not result.passed and result.missed == ["src/A.php:40-41"] and result.unexpected == 2
 
 
-def test_findings_come_from_state_first_then_from_path_line_in_comments() -> None:
-    state = {"findings": [{"path": "./src/A.php", "start_line": 41, "severity": "high"}, {"note": "no path"}]}
-    found, source = reported_findings(state, ["src/Z.php:3"])
-    assert source == "state" and found == [ReportedFinding("src/A.php", 41, 41)]
+def test_findings_come_from_the_review_in_state_else_from_path_line_in_comments() -> None:
+    # the reviewer's `Review` dump: `line`..`end_line`; entries without a path or line are not findings
+    review = {"verdict": "request_changes", "findings": [
+        {"severity": "major", "message": "wrong default", "path": "./src/A.php", "line": 41, "end_line": 43},
+        {"severity": "info", "message": "general remark", "path": None, "line": None}]}
+    found, source = reported_findings({"review": review}, ["src/Z.php:3"])
+    assert source == "state" and found == [ReportedFinding("src/A.php", 41, 43)]
+    assert match_findings(EXPECTED, found, source).passed
+    # a review with no findings reported none: a failure note's `path:line` evidence is not a finding
+    found, source = reported_findings({"review": {"verdict": "approve", "findings": []}}, ["see src/A.php:40"])
+    assert (found, source) == ([], "state") and not match_findings(EXPECTED, found, source).passed
+    # no review recorded (the route ended before its reviewer): `path:line` in the comments
     found, source = reported_findings({}, ["- high: src/A.php:39-40 breaks the default", "see lib/x.php:7"])
     assert source == "comments"
     assert found == [ReportedFinding("src/A.php", 39, 40), ReportedFinding("lib/x.php", 7, 7)]
-    nested, source = reported_findings({"review": {"findings": [{"file": "src/A.php", "line": 40}]}}, [])
-    assert source == "state" and match_findings(EXPECTED, nested, source).passed
 
 
 def test_locations_need_every_expected_file_and_symbol() -> None:

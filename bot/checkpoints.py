@@ -1,0 +1,101 @@
+"""The graph checkpointer: SQLite in the data dir by default, Postgres when a database URL is set.
+
+One setting selects both stores: `database_url` (the intake's) puts the inbox, the task store and
+the checkpoints in the same Postgres, so any worker on any machine can resume any task.
+
+Checkpoints live in a database other processes can write to, so reading one must never run code:
+the serializer has no pickle fallback and constructs only LangGraph's safe types plus the product's
+own pydantic contracts (`graph.schemas`); anything else is refused when loaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiosqlite
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_TYPES
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from pydantic import BaseModel
+
+from bot.settings import Settings
+
+
+def _product_types() -> set[tuple[str, str]]:
+    """(module, class) of every pydantic contract in `graph.schemas`: what graph state may hold."""
+    import graph.schemas as schemas
+
+    return {
+        (cls.__module__, cls.__name__)
+        for _, cls in inspect.getmembers(schemas, inspect.isclass)
+        if issubclass(cls, BaseModel) and cls.__module__ == schemas.__name__
+    }
+
+
+def safe_serializer() -> JsonPlusSerializer:
+    """Checkpoint serde that never unpickles and constructs only allow-listed types."""
+    allowed = {tuple(t) for t in SAFE_MSGPACK_TYPES} | _product_types()
+    return JsonPlusSerializer(pickle_fallback=False, allowed_json_modules=None, allowed_msgpack_modules=allowed)
+
+
+_MIGRATED: set[str] = set()  # URLs this process has brought up to date
+_MIGRATION_LOCK = 0x666F72676562  # pg_advisory_lock key ("forgeb")
+
+
+async def _migrate(saver: Any, url: str) -> None:
+    """Run the saver's migrations once per process, one process at a time.
+
+    `AsyncPostgresSaver.setup` reads the schema version, then inserts each migration's number:
+    two workers starting together both see "none yet" and the second insert fails. An advisory
+    lock makes the check-then-migrate atomic across every worker on the database.
+    """
+    if url in _MIGRATED:
+        return
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        # poll with try-lock: a session blocked inside pg_advisory_lock holds a snapshot, and the
+        # migrations' CREATE INDEX CONCURRENTLY would wait for it forever
+        while not await _try_lock(conn):
+            await asyncio.sleep(0.1)
+        try:
+            await saver.setup()
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
+    _MIGRATED.add(url)
+
+
+async def _try_lock(conn: Any) -> bool:
+    row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (_MIGRATION_LOCK,))).fetchone()
+    return bool(row and row[0])
+
+
+@asynccontextmanager
+async def open_checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpointSaver[str]]:
+    """The configured checkpointer, tables created, with the safe serializer."""
+    serde = safe_serializer()
+    url = settings.database_url.get_secret_value() if settings.database_url else None
+    if url:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        async with AsyncPostgresSaver.from_conn_string(url, serde=serde) as saver:
+            await _migrate(saver, url)
+            yield saver
+        return
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # `from_conn_string` takes no serializer, so the connection is opened here
+    async with aiosqlite.connect(str(settings.checkpoint_path)) as conn:
+        yield AsyncSqliteSaver(conn, serde=serde)
+
+
+async def delete_checkpoints(settings: Settings, thread_ids: list[str]) -> int:
+    """Drop the checkpoints of finished tasks (retention); returns how many threads were dropped."""
+    async with open_checkpointer(settings) as saver:
+        for thread_id in thread_ids:
+            await saver.adelete_thread(thread_id)
+    return len(thread_ids)

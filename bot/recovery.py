@@ -1,0 +1,152 @@
+"""Crash recovery: worker leases, and the reaper that frees a dead worker's job and ends orphaned tasks.
+
+arq marks a job taken with `arq:in-progress:<job id>`, which expires `job_timeout + 10 s` after the
+start. A worker killed with SIGKILL leaves that key behind, so on its own arq re-runs the job only
+after a full job timeout (an hour by default), and a job whose tries are used up is finalized
+without ever calling our code, leaving its task `running` forever and the issue locked by the
+one-active-task index.
+
+Two mechanisms bound that:
+
+* **Lease.** While a job runs, its worker refreshes `forgebot:lease:<job id>` (TTL `lease_seconds`)
+  every third of the lease, from a thread, so a busy event loop does not lose it. The reaper (a
+  task in every worker, every `reap_interval` seconds) deletes the in-progress key of a job that
+  has held it longer than a lease without a live lease: the job
+  is then taken by the next free worker (arq counts it as a new try) and resumes from its last
+  checkpoint. Recovery time ≤ lease + reap interval + arq's poll delay.
+* **Orphans.** A `running` task whose arq job is finished or gone (the try limit was hit while
+  workers kept dying, the job timed out, Redis lost it) is failed with one failure comment, marked
+  so that a second reaper pass or a late job never posts another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import redis
+from arq.connections import ArqRedis
+from arq.constants import default_queue_name, in_progress_key_prefix
+from arq.jobs import Job, JobStatus
+
+from bot.events import ForgeEvent
+from bot.forge import Forge, IssueRef, Marker
+from bot.inbox import Inbox, TaskRow
+
+log = logging.getLogger(__name__)
+
+LEASE_PREFIX = "forgebot:lease:"
+FAILURE = "failure"  # the marker purpose of the one failure comment a task can get
+
+
+def failure_marker(task_id: str) -> Marker:
+    return Marker(task=task_id, purpose=FAILURE)
+
+
+@contextlib.asynccontextmanager
+async def lease(redis_url: str, job_id: str, seconds: float) -> AsyncIterator[None]:
+    """Hold the job's lease while the block runs; a heartbeat renews it every third of its life.
+
+    The heartbeat is a thread with its own connection, not a task on the event loop: a node that
+    blocks the loop for longer than a lease (a big parse, a slow synchronous call) must not make a
+    live worker look dead, or a second worker would run the same task at the same time.
+    """
+    key, ttl_ms = LEASE_PREFIX + job_id, max(int(seconds * 1000), 100)
+    stop = threading.Event()
+    client = redis.Redis.from_url(redis_url)
+
+    def beat() -> None:
+        while not stop.is_set():
+            try:
+                client.psetex(key, ttl_ms, b"1")
+            except redis.RedisError:  # Redis briefly away: the next beat tries again
+                log.warning("lease not renewed job=%s", job_id)
+            stop.wait(seconds / 3)
+
+    heart = threading.Thread(target=beat, name=f"lease-{job_id}", daemon=True)
+    heart.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.to_thread(heart.join)
+        with contextlib.suppress(redis.RedisError):  # an expired lease is as good as a deleted one
+            await asyncio.to_thread(client.delete, key)
+        client.close()
+
+
+async def release_abandoned(redis: ArqRedis, lease_seconds: float, in_progress_seconds: float) -> list[str]:
+    """Free the jobs whose worker died: in progress for longer than a lease, with no lease alive."""
+    released: list[str] = []
+    total_ms, lease_ms = in_progress_seconds * 1000, lease_seconds * 1000
+    async for raw in redis.scan_iter(match=in_progress_key_prefix + "*", count=200):
+        key = raw.decode() if isinstance(raw, bytes) else str(raw)
+        job_id = key.removeprefix(in_progress_key_prefix)
+        if job_id.startswith("cron:") or await redis.exists(LEASE_PREFIX + job_id):
+            continue  # arq keeps a cron job's key after the run on purpose: it stops a second run
+        if await redis.zscore(default_queue_name, job_id) is None:
+            continue  # finished: the key is arq's leftover, not a job anyone waits for
+        remaining = await redis.pttl(key)
+        if remaining < 0 or total_ms - remaining < lease_ms:
+            continue  # no TTL (not arq's) or just taken: the job may not have started its lease yet
+        if await redis.delete(key):
+            released.append(job_id)
+            log.warning("released job %s: its worker stopped renewing the lease", job_id)
+    return released
+
+
+async def fail_orphans(
+    inbox: Inbox, redis: ArqRedis, forge_factory: Callable[[str], Forge], tries: int
+) -> list[str]:
+    """Fail `running` tasks whose arq job is over without having finished them; one comment each."""
+    failed: list[str] = []
+    for task in await inbox.tasks():
+        if task.state != "running":
+            continue
+        status = await Job(task.job_id, redis).status()
+        if status not in (JobStatus.complete, JobStatus.not_found):
+            continue
+        reason = f"the job stopped ({status.value}) without finishing the task, after at most {tries} tries"
+        if await inbox.set_state(task.task_id, "failed", f"orphaned: {status.value}", only_from=("running",)):
+            await post_failure(forge_factory, task, reason)
+            failed.append(task.task_id)
+    return failed
+
+
+async def post_failure(forge_factory: Callable[[str], Forge], task: TaskRow, reason: str) -> None:
+    """The task's one failure comment (edited in place if it exists)."""
+    event = ForgeEvent.model_validate_json(task.event_json)
+    body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task.task_id}</sub>"
+    try:
+        forge = forge_factory(event.forge)
+        await forge.post_comment(IssueRef(repo=event.repo, number=event.number), body, failure_marker(task.task_id))
+    except Exception:  # the task is failed in the store either way; the next pass does not retry the note
+        log.exception("failure note not posted task=%s", task.task_id)
+
+
+async def reap(ctx: dict[str, Any]) -> int:
+    """One reaper pass: release abandoned jobs, then fail orphaned tasks. Returns how many it acted on."""
+    settings = ctx["settings"]
+    redis: ArqRedis = ctx["redis"]
+    released = await release_abandoned(redis, settings.durability.lease_seconds, settings.job_timeout + 10)
+    failed = await fail_orphans(ctx["inbox"], redis, ctx["forge_factory"], settings.max_tries)
+    return len(released) + len(failed)
+
+
+async def reaper_loop(ctx: dict[str, Any]) -> None:
+    """Reap every `reap_interval` seconds for the worker's life.
+
+    A task of its own, not an arq cron job: a cron job waits for the worker's one job slot, which is
+    taken while a task runs, so with every worker busy nobody would notice a dead one.
+    """
+    interval = ctx["settings"].durability.reap_interval
+    while True:
+        try:
+            await reap(ctx)
+        except Exception:  # Redis or the store briefly away: the next pass tries again
+            log.exception("reaper pass failed")
+        await asyncio.sleep(interval)

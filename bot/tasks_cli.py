@@ -1,0 +1,104 @@
+"""`forgebot tasks`: every task with its state, mode, duration, tokens, cost and link.
+
+States, times and the issue come from the task store; tokens and cost from the task's last
+checkpoint (the graph's own accounting), so the listing shows what the run actually spent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from bot.checkpoints import open_checkpointer
+from bot.events import ForgeEvent
+from bot.inbox import TaskRow, open_inbox
+from bot.settings import Settings
+
+
+@dataclass(frozen=True)
+class TaskLine:
+    task: str
+    state: str
+    mode: str
+    seconds: float
+    tokens: int
+    cost_usd: float
+    link: str
+    detail: str
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("tasks", help="list tasks: state, mode, duration, tokens, cost, link")
+    parser.add_argument("--state", action="append", help="only tasks in this state (repeatable)")
+    parser.add_argument("--limit", type=int, default=50, help="newest N tasks (0: all)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.set_defaults(handler=run)
+
+
+def link(settings: Settings, event: ForgeEvent) -> str:
+    """The web address of the task's issue or change."""
+    kind = "issues" if event.target == "issue" else ("merge_requests" if event.forge == "gitlab" else "pull")
+    if event.forge == "gitlab":
+        return f"{settings.gitlab.url.rstrip('/')}/{event.repo.path}/-/{kind}/{event.number}"
+    return f"https://github.com/{event.repo.path or event.repo.project}/{kind}/{event.number}"
+
+
+async def collect(settings: Settings, states: list[str] | None = None, limit: int = 50) -> list[TaskLine]:
+    inbox = await open_inbox(settings)
+    try:
+        rows, times = await inbox.tasks(), await inbox.task_times()
+    finally:
+        await inbox.close()
+    rows = [r for r in rows if not states or r.state in states]
+    rows = rows[-limit:] if limit > 0 else rows
+    async with open_checkpointer(settings) as saver:
+        spent = {r.task_id: await _spent(saver, r.task_id) for r in rows}
+    now = time.time()
+    return [_line(settings, r, times.get(r.task_id, (now, now)), spent[r.task_id], now) for r in rows]
+
+
+async def _spent(saver: Any, task_id: str) -> tuple[int, float]:
+    checkpoint = await saver.aget_tuple({"configurable": {"thread_id": task_id, "checkpoint_ns": ""}})
+    values: dict[str, Any] = checkpoint.checkpoint.get("channel_values", {}) if checkpoint else {}
+    usage = values.get("usage") or {}
+    return int(values.get("tokens") or 0), float(usage.get("cost_usd") or 0.0)
+
+
+def _line(
+    settings: Settings, row: TaskRow, times: tuple[float, float], spent: tuple[int, float], now: float
+) -> TaskLine:
+    created, updated = times
+    end = now if row.state in ("queued", "running") else updated
+    event = ForgeEvent.model_validate_json(row.event_json)
+    return TaskLine(row.task_id, row.state, row.mode, round(end - created, 1), spent[0], spent[1],
+                    link(settings, event), row.detail)
+
+
+def render(lines: list[TaskLine]) -> str:
+    header = f"{'TASK':16}  {'STATE':9}  {'MODE':9}  {'TIME':>8}  {'TOKENS':>8}  {'COST $':>8}  LINK"
+    body = [
+        f"{t.task:16}  {t.state:9}  {t.mode:9}  {_duration(t.seconds):>8}  {t.tokens:>8}  {t.cost_usd:>8.4f}  {t.link}"
+        + (f"  ({t.detail})" if t.detail and t.state in ("failed", "cancelled") else "")
+        for t in lines
+    ]
+    return "\n".join([header, *body]) + "\n"
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+def run(args: argparse.Namespace) -> int:
+    lines = asyncio.run(collect(args.settings, args.state, args.limit))
+    if args.json:
+        sys.stdout.write("".join(json.dumps(asdict(t)) + "\n" for t in lines))
+    else:
+        sys.stdout.write(render(lines))
+    return 0

@@ -1,0 +1,194 @@
+"""A cluster of real worker processes on one Redis, the fake HTTP forge and the task store.
+
+Shared by `tests/durability/` and `tests/chaos/chaos_workers.py`: tasks are recorded in the inbox
+and queued exactly as the receiver does it (`Inbox.record` + `ArqQueue.enqueue`), workers are
+`tests.durability.worker_main` subprocesses, and kills are real signals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bot.events import Actor, ForgeEvent, RepoRef
+from bot.inbox import Inbox, TaskRow, open_inbox
+from bot.queue import ArqQueue
+from tests.durability.worker_main import settings_from
+from tests.fakes.forge_http import FakeForgeState, FakeIssue
+
+ROOT = Path(__file__).resolve().parents[2]
+TERMINAL = ("done", "failed", "cancelled", "waiting")
+PROJECT = "1"
+
+
+def analyze_event(number: int, delivery: str, trigger: str = "label") -> ForgeEvent:
+    """An analyze request on GitLab issue `number` of project 1 by a Developer (user 1)."""
+    return ForgeEvent(
+        forge="gitlab",
+        delivery_id=delivery,
+        repo=RepoRef(forge="gitlab", project=PROJECT, path="group/project"),
+        target="issue",
+        number=number,
+        actor=Actor(id=1, username="root"),
+        trigger=trigger,  # type: ignore[arg-type]
+        mode="analyze" if trigger in ("label", "command") else None,
+        title=f"Issue {number}",
+        body="Add create/update/delete to the file API.",
+        label="forgebot::analyze" if trigger == "label" else "",
+        state=f"{delivery}",
+    )
+
+
+def fresh_schema(database_url: str) -> str:
+    """A new schema on the Postgres at `database_url`, and a URL whose connections use it."""
+    import psycopg
+
+    schema = f"d_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(database_url, autocommit=True, connect_timeout=3) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return f"{database_url}?options=-csearch_path%3D{schema}"
+
+
+def drop_schema(schema_url: str) -> None:
+    """Drop the schema `fresh_schema` made (the shared `test` database is listed by other tests)."""
+    import psycopg
+
+    base, _, options = schema_url.partition("?options=-csearch_path%3D")
+    with psycopg.connect(base, autocommit=True, connect_timeout=3) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {options} CASCADE")
+
+
+def seed_forge(forge: FakeForgeState, numbers: range | list[int]) -> None:
+    forge.grant("gitlab", PROJECT, "1", 30)
+    for number in numbers:
+        forge.add_issue("gitlab", PROJECT, number, FakeIssue(title=f"Issue {number}", body="..."))
+
+
+@dataclass
+class Cluster:
+    """Worker subprocesses sharing one config file (and so one Redis, store and forge)."""
+
+    workdir: Path
+    config: dict[str, Any]
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @classmethod
+    def create(cls, workdir: Path, redis_url: str, forge_url: str, **overrides: Any) -> Cluster:
+        (workdir / "kill").mkdir(parents=True, exist_ok=True)
+        config: dict[str, Any] = {
+            "data_dir": str(workdir / "data"),
+            "redis_url": redis_url,
+            "forge_url": forge_url,
+            "gitlab_token": "glpat-test-token-do-not-log",
+            "kill_dir": str(workdir / "kill"),
+            "job_timeout": 30,
+            "lease_seconds": 1.5,
+            "reap_interval": 1,
+            "max_tries": 4,
+            **overrides,
+        }
+        (workdir / "worker.json").write_text(json.dumps(config))
+        return cls(workdir, config)
+
+    def configure(self, **changes: Any) -> None:
+        """Change the config of workers started from now on."""
+        self.config.update(changes)
+        (self.workdir / "worker.json").write_text(json.dumps(self.config))
+
+    @property
+    def settings(self) -> Any:
+        return settings_from(self.config)
+
+    def log_path(self, proc: subprocess.Popen[bytes]) -> Path:
+        return self.workdir / f"worker-{self.procs.index(proc)}.log"
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        log = (self.workdir / f"worker-{len(self.procs)}.log").open("wb")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.durability.worker_main", str(self.workdir / "worker.json")],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def arm(self, task_id: str, node: str) -> None:
+        """The task's next model answer or forge write inside `node` SIGKILLs its worker."""
+        (Path(self.config["kill_dir"]) / task_id).write_text(node)
+
+    def armed(self) -> list[str]:
+        return sorted(p.name for p in Path(self.config["kill_dir"]).iterdir())
+
+    def keep(self, count: int) -> int:
+        """Start workers until `count` are alive (a supervisor restarting killed ones); returns how many started."""
+        missing = max(count - len(self.alive()), 0)
+        for _ in range(missing):
+            self.start_worker()
+        return missing
+
+    def killed(self) -> int:
+        return sum(p.returncode == -signal.SIGKILL for p in self.procs if p.poll() is not None)
+
+    def alive(self) -> list[subprocess.Popen[bytes]]:
+        return [p for p in self.procs if p.poll() is None]
+
+    def stop(self) -> None:
+        for proc in self.alive():
+            proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text(errors="replace") for p in sorted(self.workdir.glob("worker-*.log")))
+
+
+async def submit(cluster: Cluster, events: list[ForgeEvent]) -> list[str]:
+    """Record and queue `events` as the receiver would; returns their task ids."""
+    inbox = await open_inbox(cluster.settings)
+    queue = await ArqQueue.connect(cluster.config["redis_url"])
+    try:
+        for event in events:
+            result = await inbox.record(event.forge, event.delivery_id, "Issue Hook", event)
+            assert result.result == "accepted", result
+            assert await queue.enqueue(event)
+    finally:
+        await queue.close()
+        await inbox.close()
+    return [e.task_id for e in events]
+
+
+async def task_rows(cluster: Cluster) -> dict[str, TaskRow]:
+    inbox: Inbox = await open_inbox(cluster.settings)
+    try:
+        return {t.task_id: t for t in await inbox.tasks()}
+    finally:
+        await inbox.close()
+
+
+async def wait_for(
+    cluster: Cluster, task_ids: list[str], states: tuple[str, ...], timeout: float, workers: int = 0
+) -> dict[str, str]:
+    """Poll the task store until every task is in one of `states` (or the time is up); with
+    `workers`, restart killed workers so that many stay alive."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if workers:
+            cluster.keep(workers)
+        rows = await task_rows(cluster)
+        current = {t: rows[t].state if t in rows else "?" for t in task_ids}
+        if all(s in states for s in current.values()) or time.monotonic() > deadline:
+            return current
+        await asyncio.sleep(0.2)

@@ -1,0 +1,180 @@
+"""The durability parts in-process: safe checkpoint serde, marked node writes, lease release,
+retention and the task listing (real SQLite, real Redis, real LangGraph checkpointers)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import pickle
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from arq.connections import ArqRedis, RedisSettings, create_pool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.graph import END, START, StateGraph
+from pydantic import SecretStr
+from typing_extensions import TypedDict
+
+from bot.checkpoints import open_checkpointer, safe_serializer
+from bot.cli import build_parser
+from bot.forge import IssueRef, RepoRef
+from bot.forge.memory import MemoryForge
+from bot.idempotency import task_forge
+from bot.inbox import Inbox
+from bot.recovery import LEASE_PREFIX, lease, release_abandoned
+from bot.retention import clean
+from bot.settings import Settings
+from bot.tasks_cli import collect, render, run
+from graph.runtime.trace import trace_path
+from graph.schemas import Analysis
+from tests.durability.harness import analyze_event, drop_schema
+
+
+@dataclass
+class Foreign:
+    command: str
+
+
+def test_checkpoint_serde_never_unpickles_and_builds_only_allowed_types() -> None:
+    serde = safe_serializer()
+    with pytest.raises(NotImplementedError):
+        serde.loads_typed(("pickle", pickle.dumps(Foreign("rm -rf /"))))
+    permissive = JsonPlusSerializer(allowed_msgpack_modules=True)  # what a writer of the database could store
+    loaded = serde.loads_typed(permissive.dumps_typed({"f": Foreign("x")}))
+    assert loaded == {"f": {"command": "x"}}  # data, never an instance of an unlisted class
+    analysis = Analysis(summary="kept")
+    assert serde.loads_typed(serde.dumps_typed({"a": analysis})) == {"a": analysis}  # the product's contracts
+
+
+class Flow(TypedDict, total=False):
+    n: int
+
+
+async def test_a_node_replayed_after_a_crash_edits_its_comment_instead_of_posting_again() -> None:
+    forge, ref = MemoryForge(), IssueRef(repo=RepoRef(forge="gitlab", project="1", path="g/p"), number=1)
+    crash = {"armed": True}
+
+    async def publish(state: Flow) -> Flow:
+        wrapped = task_forge(forge, "task1")
+        await wrapped.post_comment(ref, "report")
+        await wrapped.post_comment(ref, "second note of the same node")
+        if crash.pop("armed", False):
+            raise RuntimeError("worker died before the checkpoint")
+        return {"n": 1}
+
+    graph: StateGraph[Flow] = StateGraph(Flow)
+    graph.add_node("publish", publish)
+    graph.add_edge(START, "publish")
+    graph.add_edge("publish", END)
+    compiled = graph.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "task1"}}
+    with pytest.raises(RuntimeError):
+        await compiled.ainvoke({"n": 0}, config, durability="sync")
+    assert await compiled.ainvoke(None, config, durability="sync") == {"n": 1}
+    bodies = [c.body for c in forge.posted[ref]]
+    assert len(bodies) == 2 and bodies[0].startswith("report") and bodies[1].startswith("second note"), bodies
+    # outside a graph the caller owns idempotency: nothing is added
+    await task_forge(forge, "task1").post_comment(ref, "plain")
+    assert forge.posted[ref][-1].body == "plain"
+
+
+@pytest.fixture
+async def pool(redis_url: str) -> Any:
+    made: ArqRedis = await create_pool(RedisSettings.from_dsn(redis_url))
+    yield made
+    await made.aclose()
+
+
+async def test_release_frees_only_jobs_of_dead_workers(pool: ArqRedis) -> None:
+    total = 70.0  # job_timeout + 10
+    for job in ("dead", "alive", "fresh", "finished", "cron:sweep_inbox:1"):
+        age = 0.5 if job == "fresh" else 5.0
+        await pool.psetex(f"arq:in-progress:{job}", int((total - age) * 1000), b"1")
+        if job != "finished":
+            await pool.zadd("arq:queue", {job: 1})
+    await pool.psetex(LEASE_PREFIX + "alive", 3000, b"1")
+    assert await release_abandoned(pool, lease_seconds=2.0, in_progress_seconds=total) == ["dead"]
+    assert not await pool.exists("arq:in-progress:dead")
+    assert await pool.exists("arq:in-progress:alive", "arq:in-progress:fresh", "arq:in-progress:finished") == 3
+
+
+async def _finished_task(settings: Settings, clock: list[float], number: int, state: str) -> str:
+    inbox = await Inbox.open(sqlite_path=settings.inbox_path, clock=lambda: clock[0])
+    try:
+        event = analyze_event(number, f"retention-{number}")
+        await inbox.record("gitlab", event.delivery_id, "Issue Hook", event)
+        await inbox.set_state(event.task_id, state, "finished")  # type: ignore[arg-type]
+    finally:
+        await inbox.close()
+    async with open_checkpointer(settings) as saver:
+        graph: StateGraph[Flow] = StateGraph(Flow)
+        graph.add_node("count", lambda s: {"n": 1})
+        graph.add_edge(START, "count")
+        compiled = graph.compile(checkpointer=saver)
+        await compiled.ainvoke({"n": 0}, {"configurable": {"thread_id": event.task_id}}, durability="sync")
+    trace = trace_path(settings.data_dir, event.task_id)
+    trace.parent.mkdir(parents=True, exist_ok=True)
+    trace.write_text("{}\n")
+    return event.task_id
+
+
+async def _has_checkpoint(settings: Settings, task: str) -> bool:
+    async with open_checkpointer(settings) as saver:
+        return await saver.aget_tuple({"configurable": {"thread_id": task, "checkpoint_ns": ""}}) is not None
+
+
+async def test_retention_drops_checkpoints_and_traces_of_old_finished_tasks_only(tmp_path: Path) -> None:
+    settings = Settings(_secrets_dir=None, data_dir=tmp_path / "data")  # type: ignore[call-arg]
+    settings.data_dir.mkdir(parents=True)
+    clock = [1_000_000.0]
+    old = await _finished_task(settings, clock, 1, "done")
+    clock[0] += 20 * 86400
+    recent = await _finished_task(settings, clock, 2, "failed")
+    running = await _finished_task(settings, clock, 3, "running")
+    inbox = await Inbox.open(sqlite_path=settings.inbox_path)
+    try:
+        cleaned = await clean(settings, inbox, now=clock[0] + 86400)
+    finally:
+        await inbox.close()
+    assert (cleaned.tasks, cleaned.traces) == (1, 1)
+    assert not await _has_checkpoint(settings, old) and not trace_path(settings.data_dir, old).exists()
+    for kept in (recent, running):
+        assert await _has_checkpoint(settings, kept) and trace_path(settings.data_dir, kept).exists()
+    lines = await collect(settings)
+    assert [(t.task, t.state) for t in lines] == [(old, "done"), (recent, "failed"), (running, "running")]
+    assert lines[0].link == "https://gitlab.com/group/project/-/issues/1"
+    table = render(lines)
+    assert table.splitlines()[0].split()[:6] == ["TASK", "STATE", "MODE", "TIME", "TOKENS", "COST"]
+    assert "(finished)" in table.splitlines()[2]  # a failed task shows why
+    args = build_parser(settings).parse_args(["tasks", "--state", "failed", "--json"])
+    assert args.handler is run and args.state == ["failed"]
+
+
+async def test_lease_survives_a_blocked_event_loop_and_ends_with_the_block(redis_url: str, pool: ArqRedis) -> None:
+    async with lease(redis_url, "busy-job", seconds=0.6):
+        time.sleep(1.5)  # a node hogging the loop for longer than a lease: the worker is still alive
+        assert await pool.exists(LEASE_PREFIX + "busy-job")
+    assert not await pool.exists(LEASE_PREFIX + "busy-job")
+
+
+@pytest.mark.postgres
+async def test_workers_starting_together_migrate_the_postgres_checkpointer_once() -> None:
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    from bot import checkpoints
+    from tests.durability.conftest import postgres_schema
+
+    url = postgres_schema()
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            savers = [await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(url)) for _ in range(4)]
+            await asyncio.gather(*(checkpoints._migrate(saver, url) for saver in savers))  # no duplicate migration
+        settings = Settings(_secrets_dir=None, database_url=SecretStr(url))  # type: ignore[call-arg]
+        async with open_checkpointer(settings) as saver:
+            assert await saver.aget_tuple({"configurable": {"thread_id": "none", "checkpoint_ns": ""}}) is None
+    finally:
+        drop_schema(url)
