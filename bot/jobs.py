@@ -27,6 +27,7 @@ from bot.events import ForgeEvent
 from bot.expiry import expire_waiting
 from bot.forge import (
     ChangeRef,
+    CommentRef,
     Forge,
     ForgeNotFound,
     ForgeRateLimited,
@@ -42,6 +43,7 @@ from bot.recovery import failure_marker, lease, reaper_loop
 from bot.retention import cleanup
 from bot.settings import Settings
 from bot.sweeper import sweep
+from graph import status
 from graph.builder import build_graph
 from graph.checkout import Checkout, prepare, release
 from graph.deps import Deps
@@ -82,6 +84,7 @@ async def execute(
     event: ForgeEvent,
     answer: dict[str, str] | None = None,
     checkout: Checkout = prepare,
+    status_comment: int = 0,
 ) -> TaskState:
     """Run the graph for `event` with the configured checkpointer, thread id = task id.
 
@@ -94,6 +97,7 @@ async def execute(
 
     async def start() -> TaskState:
         state = initial_state(event, task_id)
+        state["status_comment_id"] = status_comment
         if event.mode in CHECKOUT_MODES:  # the review route checks out the change's branch itself
             state.update(await checkout(settings, deps.forge, event.repo, task_id))  # type: ignore[typeddict-item]
         elif event.mode == "implement":
@@ -208,10 +212,14 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
         answer = {"author": event.actor.username, "body": event.comment}  # authorized above, like a trigger
     deps = Deps(settings=settings, forge=task_forge(forge, task.task_id), model_for=ctx["model_factory"])
     log.info("task start delivery=%s task=%s mode=%s", event.delivery_id, task.task_id, task.mode)
+    acked = initial_state(original, task.task_id)
+    trigger = CommentRef(target=target_of(event), id=event.comment_id) if event.comment_id else target_of(event)
+    comment_id = await status.acknowledge(forge, acked, trigger, "resuming with your answer" if answer else "started")
     try:
-        state = await execute(settings, deps, original, answer, ctx.get("checkout", prepare))
+        state = await execute(settings, deps, original, answer, ctx.get("checkout", prepare), comment_id)
     except (ForgeRateLimited, ForgeUnavailable) as exc:
         if ctx.get("job_try", 1) >= settings.max_tries:  # arq will not call us again: fail visibly
+            await status.conclude(forge, acked, "failed")
             await _report_failure(forge, original, exc)
             await _finish(inbox, task.task_id, event.delivery_id, "failed", type(exc).__name__)
             raise
@@ -221,10 +229,12 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
         await _finish(inbox, task.task_id, event.delivery_id, "failed", "gone")
         return "gone"
     except Exception as exc:
+        await status.conclude(forge, acked, "failed")
         await _report_failure(forge, original, exc)
         await _finish(inbox, task.task_id, event.delivery_id, "failed", type(exc).__name__)
         raise
     outcome = str(state.get("outcome", "done"))
+    await status.conclude(forge, state, outcome)
     await _finish(inbox, task.task_id, event.delivery_id, "waiting" if outcome == "need_info" else "done", outcome)
     return outcome
 
@@ -250,6 +260,9 @@ async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:
     ):
         if task.state == "running" and "redis" in ctx:
             await ctx["redis"].zadd(abort_jobs_ss, {task.job_id: timestamp_ms()})
+        if task.state != "queued":  # a queued task was never acknowledged: its "Cancelled" note says it all
+            cancelled = ForgeEvent.model_validate_json(task.event_json)
+            await status.conclude(forge, initial_state(cancelled, task.task_id), "cancelled")
         await _say(
             forge,
             event,

@@ -67,3 +67,6 @@ class TaskState(TypedDict, total=False):
     may_ask: bool  # the decomposer's questions may pause the task (rounds left, someone to answer)
     questions_comment_id: int  # the comment that asked the last questions
     context_tokens: dict[str, Any]  # per role: tokens the context engine assembled, its budget, by kind
+    # status comment (graph/status.py)
+    status_comment_id: int  # the task's status comment, 0 or absent when none was posted
+    status_phase: str  # the phase the status comment shows, so each phase change edits it once

@@ -19,6 +19,7 @@ from langgraph.runtime import Runtime
 
 import prompts
 from bot.settings import Settings
+from graph import status
 from graph.coder import patch as patching
 from graph.coder.checklist import Checklist
 from graph.coder.gitstate import GitFailed
@@ -104,9 +105,11 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         intro += "\n\n" + prompts.boundary("fix_context", "gates and review", state["fix_context"])
     session = _session(state, settings, checklist)
     result: LoopResult | None = None
+    shown = status.phase_of("coder", state)  # what the status comment shows as the session starts
     try:
         while True:
             item = checklist.current()
+            shown = await status.progress(runtime.context.forge, state, checklist.plan.model_dump(), shown)
             step = f"Work on item {item.id}. {item.title}" if item else "No item is open: call `finish`."
             messages = [HumanMessage(intro + "\n\n" + step)]
             result = await invoke_llm_with_tools(runtime.context.model_for("coder"), tools, messages, session)
@@ -124,4 +127,6 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         "coder": {"end": checklist.end, "reason": checklist.end_reason, "commits": checklist.commits,
                   "reports": {str(k): v for k, v in checklist.reports.items()}},
     })
+    if state.get("status_comment_id") and shown:
+        update["status_phase"] = shown
     return update

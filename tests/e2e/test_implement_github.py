@@ -60,7 +60,8 @@ async def test_a_retried_job_opens_no_second_pull_request_and_no_second_link(
 ) -> None:
     """A write lands but its answer is lost: arq retries the job, which resumes at delivery."""
     _setup(settings, redis_url, fake_forge)
-    fake_forge.faults.append(Fault("POST", lost, 503, after=True))
+    skip = 0 if "pull" in lost or "merge_requests" in lost else 1  # the status comment is the issue's first post
+    fake_forge.faults.append(Fault("POST", lost, 503, after=True, skip=skip))
     roles = h.implement_roles()
     assert await h.post(settings, "github", *deliveries.github(h.labelled(SAMPLE, served.url), "issues")) == 202
     worker = await h.work(settings, roles.__getitem__)

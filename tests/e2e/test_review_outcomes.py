@@ -20,7 +20,7 @@ PROJECT = {"gitlab": "5", "github": "Codertocat/Hello-World"}
 
 
 def _bodies(fake_forge: FakeForgeState, forge: str) -> list[str]:
-    return [c.body for t in fake_forge.threads_of(forge, PROJECT[forge], "change", 1) for c in t.comments]
+    return [c.body for c in fake_forge.comments_on(forge, PROJECT[forge], 1, "change")]
 
 
 @pytest.mark.parametrize("forge", ["gitlab", "github"])

@@ -97,6 +97,7 @@ class Fault:
     """Answer the next `count` requests matching `method` and `path` (a substring) with `status`.
 
     `after=True` processes the request first and then fails: the write landed, the answer was lost.
+    `skip` lets that many matching requests through first (e.g. the status comment before a report).
     """
 
     method: str
@@ -106,6 +107,7 @@ class Fault:
     count: int = 1
     after: bool = False
     message: str = ""
+    skip: int = 0
 
 
 @dataclass
@@ -147,11 +149,17 @@ class FakeForgeState:
         with self.lock:
             return self.threads.setdefault((forge, project, kind, number), [])
 
-    def comments_on(self, forge: str, project: str, number: int, kind: Kind = "issue") -> list[FakeComment]:
-        """Every comment on an issue or change, in posting order, diff comments included."""
+    def comments_on(self, forge: str, project: str, number: int, kind: Kind = "issue",
+                    *, status: bool = False) -> list[FakeComment]:
+        """Every comment on an issue or change, in posting order, diff comments included.
+
+        The task's status comment (edited in place as it moves) is left out unless `status`: tests
+        about what a route writes count its writes, not the acknowledgement.
+        """
         with self.lock:
             threads = self.threads.get((forge, project, kind, number), [])
-            return sorted((c for t in threads for c in t.comments), key=lambda c: c.id)
+            found = sorted((c for t in threads for c in t.comments), key=lambda c: c.id)
+        return [c for c in found if status or ":purpose=status -->" not in c.body]
 
     def add_thread(self, key: ThreadKey, body: str, *, individual: bool = True, review: bool = False,
                    position: dict[str, object] | None = None, author: str | None = None) -> FakeThread:
@@ -181,6 +189,9 @@ class FakeForgeState:
         with self.lock:
             for fault in self.faults:
                 if fault.count > 0 and fault.method == method and fault.path in path:
+                    if fault.skip > 0:
+                        fault.skip -= 1
+                        return None
                     fault.count -= 1
                     return fault
             return None

@@ -148,4 +148,4 @@ async def test_redis_outage_loses_no_accepted_delivery(
         assert await inbox.unhandled(grace=-1) == []
     finally:
         await inbox.close()
-    assert sum(len(notes) for notes in forge.comments.values()) == 30
+    assert sum(len(notes) for notes in forge.comments.values()) == 60  # a report and a status comment each

@@ -70,7 +70,16 @@ async def deliver(ctx: dict[str, Any], text: str, comment_id: int) -> ForgeEvent
 
 def comments(ctx: dict[str, Any], event: ForgeEvent) -> list[str]:
     forge: FakeForge = ctx["forge"]
-    return forge.comments.get(IssueRef(repo=event.repo, number=event.number), [])
+    notes = forge.comments.get(IssueRef(repo=event.repo, number=event.number), [])
+    return [note for note in notes if ":purpose=status -->" not in note]
+
+
+def status_of(ctx: dict[str, Any], event: ForgeEvent) -> str:
+    """The first line of the task's one status comment."""
+    forge: FakeForge = ctx["forge"]
+    notes = forge.comments.get(IssueRef(repo=event.repo, number=event.number), [])
+    (note,) = [note for note in notes if ":purpose=status -->" in note]
+    return note.splitlines()[0]
 
 
 async def state_of(ctx: dict[str, Any], task_id: str) -> tuple[str, str]:
@@ -84,6 +93,7 @@ async def test_allowed_command_runs_the_graph_and_finishes(ctx: dict[str, Any]) 
     assert await run_task(ctx, event.model_dump_json()) == "blocked"
     assert await state_of(ctx, event.task_id) == ("done", "blocked")
     assert "Analysis blocked" in comments(ctx, event)[0]
+    assert status_of(ctx, event) == "**Status: done (blocked)**"
     assert await ctx["inbox"].unhandled(grace=-1) == []
 
 
@@ -118,6 +128,7 @@ async def test_cancel_stops_a_running_task(ctx: dict[str, Any], monkeypatch: pyt
     assert await state_of(ctx, task.task_id) == ("cancelled", "cancelled by root")
     assert await ctx["redis"].zscore(abort_jobs_ss, task.delivery_id) is not None  # arq aborts its job
     assert f"Cancelled task {task.task_id}" in comments(ctx, cancel)[0]
+    assert status_of(ctx, task) == "**Status: cancelled**"
 
 
 async def test_cancelled_queued_task_never_starts(ctx: dict[str, Any]) -> None:
@@ -137,7 +148,7 @@ async def test_reply_resumes_the_waiting_task_on_its_own_thread(
 
     answers: list[Any] = []
 
-    async def execute(settings: Settings, deps: Any, event: ForgeEvent, answer: Any, checkout: Any) -> dict[str, Any]:
+    async def execute(settings: Settings, deps: Any, event: ForgeEvent, answer: Any, *_: Any) -> dict[str, Any]:
         runs.append(event)
         answers.append(answer)
         return {"outcome": "need_info" if len(runs) == 1 else "reported"}
@@ -158,7 +169,7 @@ async def test_reply_resumes_the_waiting_task_on_its_own_thread(
 async def test_forge_outage_on_the_last_try_fails_the_task_visibly(
     ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def execute(settings: Settings, deps: Any, event: ForgeEvent, answer: Any, checkout: Any) -> dict[str, Any]:
+    async def execute(settings: Settings, deps: Any, event: ForgeEvent, answer: Any, *_: Any) -> dict[str, Any]:
         raise ForgeUnavailable("502 from the forge")
 
     monkeypatch.setattr(bot.jobs, "execute", execute)
@@ -168,6 +179,7 @@ async def test_forge_outage_on_the_last_try_fails_the_task_visibly(
         await run_task(ctx, task.model_dump_json())
     assert await state_of(ctx, task.task_id) == ("failed", "ForgeUnavailable")
     assert f"task {task.task_id}" in comments(ctx, task)[0]
+    assert status_of(ctx, task) == "**Status: failed**"
     assert await ctx["inbox"].unhandled(grace=-1) == []
 
 

@@ -105,7 +105,8 @@ class Backend:
         if self.fake is not None:
             return self.fake.comments.get(target, [])
         assert self.state is not None
-        return [c.body for c in self.state.comments_on(self.forge_name, self.repo.project, target.number, target.kind)]
+        return [c.body for c in self.state.comments_on(self.forge_name, self.repo.project, target.number, target.kind,
+                                                   status=True)]
 
     def resolved_threads(self, target: ChangeRef) -> int:
         if self.fake is not None:

@@ -116,7 +116,9 @@ def initial(project: Project) -> dict[str, Any]:
 
 
 async def run(project: Project, settings: Settings, roles: dict[str, ScriptedChatModel],
-              forge: FakeForge | None = None) -> tuple[dict[str, Any], FakeForge]:
+              forge: FakeForge | None = None, extra: dict[str, Any] | None = None
+              ) -> tuple[dict[str, Any], FakeForge]:
+    """Run the route once; `extra` adds to the initial state (e.g. the status comment's id)."""
     forge = forge or FakeForge()
     # the issue's author is a Developer: only members' text reaches a prompt (graph/discussion.py)
     repo = RepoRef.model_validate(initial(project)["repo"])
@@ -127,5 +129,5 @@ async def run(project: Project, settings: Settings, roles: dict[str, ScriptedCha
     deps = Deps(settings=settings, forge=forge, model_for=roles.__getitem__)
     compiled = build_graph().compile(checkpointer=InMemorySaver())
     config: RunnableConfig = {"configurable": {"thread_id": "task9"}, "recursion_limit": 80}
-    state = await compiled.ainvoke(cast(TaskState, initial(project)), config, context=deps)
+    state = await compiled.ainvoke(cast(TaskState, {**initial(project), **(extra or {})}), config, context=deps)
     return dict(state), forge

@@ -1,0 +1,70 @@
+"""The status comment on the review route: it lives on the change, next to the review it announces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from bot.forge import Change, ChangeRef, CommentRef, RepoRef
+from bot.forge.models import Reaction
+from bot.settings import Settings, WorkspaceSettings
+from graph import status
+from graph.builder import build_graph
+from graph.deps import Deps
+from graph.schemas import Review
+from graph.state import TaskState
+from tests.fakes.chat import answer, scripted
+from tests.graph.review.conftest import ChangeRepo, change_files
+from tests.graph.runtime.script import done
+from tests.graph.statusforge import StatusForge, acknowledged
+
+REVIEW = Review(verdict="approve", summary="Fine.", verified_criteria=[], findings=[])
+
+
+def _seed(forge: StatusForge, repo: ChangeRepo) -> tuple[ChangeRef, CommentRef]:
+    ref = ChangeRef(repo=RepoRef(forge="gitlab", project="7", path="group/shop", clone_url=f"file://{repo.root}"),
+                    number=3)
+    forge.changes[ref] = Change(ref=ref, title="Double totals", body="Doubles totals.", author="alice",
+                                source_branch="feature", target_branch="main", base_sha=repo.base,
+                                head_sha=repo.head, start_sha=repo.base, state="opened", files=change_files(repo))
+    return ref, forge.seed_comment(ref, "/review", author="alice", author_id=7)
+
+
+async def _review(forge: StatusForge, ref: ChangeRef, trigger: CommentRef, tmp_path: Path) -> dict[str, Any]:
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data",  # type: ignore[call-arg]
+                        workspace=WorkspaceSettings(allowed_protocols=("file",)))
+    models = {"reviewer": scripted([done(), answer(Review, REVIEW)])}
+    deps = Deps(settings=settings, forge=forge, model_for=models.__getitem__)
+    start = TaskState(task_id="r1", mode="review", forge="gitlab", repo=ref.repo.model_dump(), number=3, title="",
+                      body="", started_at=0.0, tokens=0, models=[])
+    state = await acknowledged(forge, start, trigger)
+    compiled = build_graph().compile(checkpointer=InMemorySaver())
+    result = await compiled.ainvoke(state, {"configurable": {"thread_id": "r1"}}, context=deps)
+    await status.conclude(forge, cast(TaskState, result), str(result["outcome"]))
+    return dict(result)
+
+
+async def test_review_status_reacts_on_the_command_and_edits_one_comment(
+    change_repo: ChangeRepo, tmp_path: Path
+) -> None:
+    forge = StatusForge(kind="gitlab")
+    ref, trigger = _seed(forge, change_repo)
+    first = await _review(forge, ref, trigger, tmp_path)
+    assert first["outcome"] == "approve"
+    assert forge.phases == ["started", "reading the change", "reviewing", "publishing", "done (approve)"]
+    (comment,) = forge.status_comments(ref)
+    assert comment.startswith("**Status: done (approve)**") and "mode review" in comment
+    assert len([b for b in forge.others(ref) if "### Review" in b]) == 1
+    again = await _review(forge, ref, trigger, tmp_path)  # the same task once more: same marker, same comment
+    assert again["outcome"] == "up_to_date"
+    assert len(forge.status_comments(ref)) == 1 and forge.reactions == [(trigger, Reaction.EYES)]
+
+
+async def test_review_status_failure_does_not_stop_the_review(change_repo: ChangeRepo, tmp_path: Path) -> None:
+    forge = StatusForge(kind="gitlab", fail_status=True)
+    ref, trigger = _seed(forge, change_repo)
+    result = await _review(forge, ref, trigger, tmp_path)
+    assert result["outcome"] == "approve" and forge.status_comments(ref) == []
+    assert any("### Review" in b for b in forge.others(ref))
