@@ -37,8 +37,12 @@ async def test_sigkill_inside_each_node_ends_done_with_one_report(cluster: Clust
     for number, (task, node) in enumerate(zip(tasks, nodes, strict=True), start=1):
         bodies = [c.body for c in fake_forge.comments_on("gitlab", "1", number)]
         assert len(bodies) == 1 and REPORT_HEADING in bodies[0], (node, bodies)
-        # completed nodes are not re-run: only the killed node asks its model again (the kill lands on
-        # its first answer); the analyzer asks twice per run (its tool loop, then the synthesis)
+        # completed nodes are not re-run: only the killed node may ask its model again (the kill lands on
+        # its first forge write — the status edit when the node starts — or its first model answer);
+        # the analyzer asks twice per run (its tool loop, then the synthesis)
         for model_node, per_run in (("decomposer", 1), ("analyzer", 2)):
-            expected = per_run + (1 if model_node == node else 0)
-            assert _calls(logs, task, model_node) == expected, (node, model_node)
+            calls = _calls(logs, task, model_node)
+            if model_node == node:
+                assert per_run <= calls <= per_run + 1, (node, model_node, calls)
+            else:
+                assert calls == per_run, (node, model_node, calls)
