@@ -7,8 +7,6 @@ the bot would have written, so the report can be printed and evaluation can read
 from __future__ import annotations
 
 import hashlib
-import re
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +27,7 @@ from graph.checkout import index_checkout
 from graph.coder.gitstate import head
 from graph.deps import Deps
 from graph.llm import chat_model
+from graph.reviewdiff import DiffError, FileDiff, git_text, split_files
 from graph.routing import check_mode
 from graph.state import TaskState
 
@@ -38,37 +37,25 @@ class LocalRunError(ValueError):
 
 
 def _git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise LocalRunError(f"git {' '.join(args)}: {done.stderr.strip() or done.returncode}")
-    return done.stdout
+    try:
+        return git_text(root, *args)
+    except DiffError as exc:
+        raise LocalRunError(str(exc)) from exc
 
 
-def _diff_files(diff: str) -> tuple[FileChange, ...]:
-    """Split `git diff -M` output into files with parsed hunks (renames and new files included)."""
-    files: list[FileChange] = []
-    for block in re.split(r"^(?=diff --git )", diff, flags=re.M):
-        if not block.startswith("diff --git "):
-            continue
-        old = re.search(r"^--- (?:a/(.*)|/dev/null)$", block, re.M)
-        new = re.search(r"^\+\+\+ (?:b/(.*)|/dev/null)$", block, re.M)
-        renamed = re.search(r"^rename from (.*)\nrename to (.*)$", block, re.M)
-        old_path = renamed.group(1) if renamed else (old.group(1) if old and old.group(1) else None)
-        new_path = renamed.group(2) if renamed else (new.group(1) if new and new.group(1) else None)
-        status: FileStatus = (
-            "renamed" if renamed else "added" if old_path is None else ("deleted" if new_path is None else "modified")
-        )
-        path_new = new_path or old_path or ""
-        hunks_at = block.find("\n@@")
-        files.append(
-            FileChange(
-                old_path=old_path or path_new,
-                new_path=path_new,
-                status=status,
-                hunks=parse_hunks(block[hunks_at + 1 :]) if hunks_at >= 0 else (),
-            )
-        )
-    return tuple(files)
+def _file_change(part: FileDiff) -> FileChange:
+    """One file of the diff, its status read from the git headers, its hunks parsed as the forges do."""
+    header = part.text.split("\n@@", 1)[0]
+    status: FileStatus = "modified"
+    if "\nnew file mode" in header:
+        status = "added"
+    elif "\ndeleted file mode" in header:
+        status = "deleted"
+    elif part.old_path != part.path:
+        status = "renamed"
+    hunks_at = part.text.find("\n@@")
+    hunks = parse_hunks(part.text[hunks_at + 1 :]) if hunks_at >= 0 else ()
+    return FileChange(old_path=part.old_path, new_path=part.path, status=status, hunks=hunks)
 
 
 def local_change(ref: ChangeRef, root: Path, title: str, body: str, base: str | None) -> Change:
@@ -94,7 +81,9 @@ def local_change(ref: ChangeRef, root: Path, title: str, body: str, base: str | 
         head_sha=_git(root, "rev-parse", "HEAD").strip(),
         start_sha=start,
         state="opened",
-        files=_diff_files(_git(root, "diff", "-M", "--no-color", f"{merge_base}..HEAD")),
+        files=tuple(
+            _file_change(f) for f in split_files(_git(root, "diff", "-M", "--no-color", f"{merge_base}..HEAD"))
+        ),
     )
 
 
