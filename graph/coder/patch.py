@@ -22,7 +22,9 @@ DEFAULT_PROTECTED = (
     ".travis.yml", "azure-pipelines.yml", ".forgebot.yml", ".gitmodules",
 )
 _HEADER = re.compile(r"^(?:--- |\+\+\+ |rename from |rename to |copy from |copy to )(.*)$")
-_DIFF_GIT = re.compile(r"^diff --git (\S+) (\S+)$")
+_QUOTED = r'"(?:[^"\\]|\\.)*"'
+_DIFF_GIT = re.compile(rf"^diff --git ({_QUOTED}|\S+) ({_QUOTED}|\S+)$")
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
 _MODE = re.compile(r"^(?:new file mode|new mode|old mode|deleted file mode) (\d+)$")
 GIT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
            "GIT_CONFIG_GLOBAL": "/dev/null", "LC_ALL": "C"}
@@ -46,23 +48,71 @@ def patch_paths(patch: str) -> list[str]:
     for line in patch.splitlines():
         if match := _DIFF_GIT.match(line):
             paths += [_strip(match.group(1)), _strip(match.group(2))]
+        elif line.startswith("diff --git "):
+            raise PatchRefused(f"{line[:200]!r}: unreadable `diff --git` header")
         elif (match := _HEADER.match(line)) is not None:
-            raw = match.group(1).split("\t")[0].strip()
+            raw = match.group(1)
+            raw = raw.strip() if raw.startswith('"') else raw.split("\t")[0].strip()
             if raw != "/dev/null":
                 prefix = line.startswith(("--- ", "+++ "))
-                paths.append(_strip(raw) if prefix else raw)
+                paths.append(_strip(raw) if prefix else canonical(unquote(raw)))
     return [p for p in dict.fromkeys(paths) if p]
+
+
+def unquote(raw: str) -> str:
+    """git's C-quoted path (`"a/\\056gitlab-ci.yml"`) decoded as git apply reads it; plain paths as is."""
+    if not (len(raw) >= 2 and raw.startswith('"') and raw.endswith('"')):
+        if raw.startswith('"'):
+            raise PatchRefused(f"{raw[:200]!r}: unterminated quoted path")
+        return raw
+    body, out, i = raw[1:-1], bytearray(), 0
+    while i < len(body):
+        char = body[i]
+        if char != "\\":
+            out += char.encode("utf-8")
+            i += 1
+            continue
+        nxt = body[i + 1:i + 2]
+        if nxt in _C_ESCAPES:
+            out.append(_C_ESCAPES[nxt])
+            i += 2
+        elif re.fullmatch(r"[0-3][0-7]{2}", body[i + 1:i + 4]):
+            out.append(int(body[i + 1:i + 4], 8))
+            i += 4
+        else:
+            raise PatchRefused(f"{raw[:200]!r}: invalid escape in a quoted path")
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PatchRefused(f"{raw[:200]!r}: a quoted path that is not UTF-8") from exc
+
+
+def canonical(path: str) -> str:
+    """The one spelling every check compares: no NUL or control characters, no `.` or empty parts.
+
+    `..` is kept so that check_path refuses it by name; a backslash is refused because git and the
+    file tools would read it differently.
+    """
+    bad = next((c for c in path if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        raise PatchRefused(f"{path!r}: NUL or control character {bad!r} in a path")
+    if "\\" in path:
+        raise PatchRefused(f"{path!r}: backslashes are not allowed in paths")
+    if path.startswith("/"):
+        return path  # refused as absolute by check_path, with that reason
+    return "/".join(part for part in path.split("/") if part not in ("", "."))
 
 
 def _strip(raw: str) -> str:
     """`a/path` → `path`. git apply strips one component (-p1), so a header without the prefix would
     write somewhere else than it names: refused rather than guessed."""
-    raw = raw.strip('"')
+    raw = unquote(raw)
+    canonical(raw)  # control characters are refused before anything else reads the name
     if raw.startswith("/"):
         return raw  # refused as absolute by check_path, with that reason
     if raw[:2] not in ("a/", "b/"):
-        raise PatchRefused(f"{raw}: file headers must be `--- a/<path>` and `+++ b/<path>`")
-    return raw[2:]
+        raise PatchRefused(f"{raw!r}: file headers must be `--- a/<path>` and `+++ b/<path>`")
+    return canonical(raw[2:])
 
 
 def check_path(root: Path, path: str) -> str:
@@ -86,6 +136,8 @@ def check_patch(root: Path, patch: str, policy: PatchPolicy) -> list[str]:
     """Every path the patch would write, after refusing escapes, symlinks, protected and unscoped paths."""
     if not patch.strip():
         raise PatchRefused("the patch is empty")
+    if "\x00" in patch:
+        raise PatchRefused("the patch contains a NUL byte")
     for line in patch.splitlines():
         mode = _MODE.match(line)
         if mode and mode.group(1) == "120000":

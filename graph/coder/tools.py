@@ -49,6 +49,10 @@ def coder_tools(checklist: Checklist, protected: patching.PatchPolicy,
     def request_file(path: str, reason: str) -> str:
         """Ask for a file outside the write scope (an existing file, or a new one) with the reason."""
         resolve_in_worktree(root, path)
+        try:
+            path = patching.canonical(patching.unquote(path))
+        except patching.PatchRefused as exc:
+            raise ItemRejected(f"{exc}; not added to the scope") from exc
         problem = patching.check_path(root, path)
         if problem or protected.protected(path):
             raise ItemRejected(f"{path}: {problem or 'a protected path'}; not added to the scope")

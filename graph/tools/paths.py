@@ -17,6 +17,8 @@ def resolve_in_worktree(root: Path, path: str) -> Path:
     """Return the real path of repository-relative `path` under `root`, or raise PathRejected."""
     if not path or "\x00" in path:
         raise PathRejected("path is empty or contains a NUL byte")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+        raise PathRejected(f"{path!r}: control characters are not allowed in paths")
     posix = PurePosixPath(path.replace("\\", "/"))
     if posix.is_absolute() or path.startswith("~"):
         raise PathRejected(f"{path!r}: use a path relative to the repository root")
