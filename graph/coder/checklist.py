@@ -41,6 +41,8 @@ class Checklist:
     reports: dict[int, str] = field(default_factory=dict)
     commits: list[str] = field(default_factory=list)
     files_read: list[str] = field(default_factory=list)
+    # Whether a path is protected; the default is the built-in list. The route passes the repository's.
+    protected: Callable[[str], bool] = field(default_factory=lambda: _default_protection())
     end: SessionEnd = ""
     end_reason: str = ""
     baseline: str = ""
@@ -142,11 +144,28 @@ class Checklist:
         if report:
             self.reports[item.id] = report
         if self.step_commits and item.kind == "change":
-            sha = gitstate.commit_all(self.root, f"{item.title}\n\nChecklist item {item.id}.", self.author)
+            sha = self._commit(f"{item.title}\n\nChecklist item {item.id}.")
             if sha:
                 self.commits.append(sha)
         self.baseline = gitstate.snapshot(self.root)
         self._last_failure = None
+
+    def commit_refusal(self, path: str) -> str:
+        """Why `path` may not be committed by this task ("" when it may): protected or out of scope."""
+        if self.protected(path):
+            return "a protected path (CI configuration, hooks, bot config)"
+        if path not in self.writable():
+            return "outside the write scope of the plan"
+        return ""
+
+    def _commit(self, message: str) -> str | None:
+        """Every commit the coder makes: staged paths outside the scope or protected are dropped first."""
+        refused: list[tuple[str, str]] = []
+        sha = gitstate.commit_all(self.root, message, self.author, guard=self.commit_refusal, refused=refused)
+        for path, reason in refused:
+            self.decisions.append({"kind": "commit_refused", "path": path,
+                                   "reason": f"{path} not committed: {reason}; restored"})
+        return sha
 
     def _next_hint(self) -> str:
         nxt = self.current()
@@ -162,7 +181,7 @@ class Checklist:
         if not gitstate.is_clean(self.root):
             if self.step_commits:
                 raise ItemRejected("finish refused: the worktree has uncommitted edits outside any item")
-            gitstate.commit_all(self.root, "Implement the checklist", self.author)
+            self._commit("Implement the checklist")
         self.end, self.end_reason = "finished", "every item closed, worktree clean"
         return "Finished: every item is closed and the worktree is clean."
 
@@ -184,6 +203,12 @@ class Checklist:
         nxt = self.current()
         lines.append(f"Next item: {nxt.id}. {nxt.title}" if nxt else "No item is open: call `finish`.")
         return "\n".join(lines)
+
+
+def _default_protection() -> Callable[[str], bool]:
+    from graph.coder.patch import protection
+
+    return protection((), ())
 
 
 def _todo_only(patch: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from graph.coder.patch import GIT_ENV
@@ -54,9 +55,47 @@ def is_clean(root: Path) -> bool:
     return not git(root, "status", "--porcelain").strip()
 
 
-def commit_all(root: Path, message: str, author: tuple[str, str]) -> str | None:
-    """Commit every change as the bot; None when there was nothing to commit."""
+Guard = Callable[[str], str]  # repository-relative path -> reason it may not be committed ("" when it may)
+
+
+def staged(root: Path) -> list[str]:
+    """Every path in the index that differs from HEAD (NUL-separated, so no quoting to undo)."""
+    return [p for p in git(root, "diff", "--cached", "--name-only", "--no-renames", "-z").split("\0") if p]
+
+
+def drop_refused(root: Path, guard: Guard) -> list[tuple[str, str]]:
+    """Unstage and restore to HEAD every staged path `guard` refuses; returns (path, reason) pairs.
+
+    A refused file that HEAD has is put back as HEAD has it; one HEAD lacks is removed from the
+    index and the disk, so nothing a check or a tool wrote outside the scope survives to a commit.
+    """
+    refused = [(p, reason) for p in staged(root) if (reason := guard(p))]
+    for path, _ in refused:
+        if exists_at(root, "HEAD", path):
+            git(root, "reset", "--quiet", "HEAD", "--", path)
+            git(root, "checkout", "HEAD", "--", path)
+        else:
+            git(root, "rm", "--cached", "--quiet", "--force", "--", path)
+            target = root / path
+            if target.is_file() or target.is_symlink():
+                target.unlink()
+    return refused
+
+
+def commit_all(root: Path, message: str, author: tuple[str, str], guard: Guard | None = None,
+               refused: list[tuple[str, str]] | None = None) -> str | None:
+    """Commit every change as the bot; None when there was nothing to commit.
+
+    With `guard`, the staged set is checked path by path before the commit: refused paths are
+    unstaged and restored (and appended to `refused`), never committed.
+    """
     git(root, "add", "--all")
+    if guard is not None:
+        dropped = drop_refused(root, guard)
+        if refused is not None:
+            refused += dropped
+        if staged(root) and any(guard(p) for p in staged(root)):
+            raise GitFailed("refused paths are still staged; not committing")
     if not git(root, "status", "--porcelain").strip():
         return None
     name, email = author

@@ -48,10 +48,14 @@ def checklist_for(state: TaskState, data_dir: Path, *, step_commits: bool = True
     def lint(files: Any) -> list[str]:
         return gates.lint_problems(context.model_copy(update={"changed_files": tuple(files)}))
 
+    defaults = patching.protection(config.protected_paths, config.allow_protected)
+
+    def protected(path: str) -> bool:
+        return defaults(path) or config.is_protected(path)
+
     checklist = Checklist(root=root, plan=Plan.model_validate(state["plan"]), base=state.get("base", "HEAD"),
-                          lint=lint, step_commits=step_commits)
-    policy = patching.PatchPolicy(writable=checklist.writable,
-                                  protected=patching.protection(config.protected_paths, config.allow_protected))
+                          lint=lint, step_commits=step_commits, protected=protected)
+    policy = patching.PatchPolicy(writable=checklist.writable, protected=protected)
     return checklist, policy
 
 
