@@ -10,6 +10,7 @@ with the description of PRODUCT.md and links it from the issue.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from graph.deps import Deps
 from graph.nodes import bounds
 from graph.nodes.gates import environment_broken
 from graph.nodes.publisher import footer
+from graph.redact import fence, redact, secrets_of
 from graph.schemas import ChecklistItem, GateResult, Plan, Review, final_verdict
 from graph.state import TaskState
 
@@ -85,8 +87,17 @@ async def decide_node(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any
     return update
 
 
-def description(state: TaskState) -> str:
-    """Criteria, the checklist and its decisions, each gate's status, the reviewer's verdict."""
+def _cell(text: str, secrets: Sequence[str]) -> str:
+    """A gate's detail for a table cell: redacted, one line, no pipe or backtick to break out."""
+    return re.sub(r"\s+", " ", redact(text, secrets)).replace("|", "/").replace("`", "'")[:200]
+
+
+def description(state: TaskState, secrets: Sequence[str] = ()) -> str:
+    """Criteria, the checklist and its decisions, each gate's status, the reviewer's verdict.
+
+    A gate's detail can be the last line of the check's own output, which the repository's code
+    wrote: it is redacted (token shapes and `secrets`) and, for a failed gate, fenced as untrusted.
+    """
     review = state.get("review", {})
     gates = [GateResult.model_validate(g) for g in state.get("gates", [])]
     lines = [f"Implements #{state['number']}: {state.get('title', '')}", "", "### Acceptance criteria"]
@@ -102,7 +113,11 @@ def description(state: TaskState) -> str:
         lines += [f"- {d['kind']}: {d.get('reason', '')}" + (f" ({d['evidence']})" if d.get("evidence") else "")
                   for d in decisions]
     lines += ["", "### Gates", "| gate | status | detail |", "|---|---|---|"]
-    lines += [f"| {g.name} | `{g.status}` | {g.detail.replace('|', '/')[:200]} |" for g in gates]
+    failed = [g for g in gates if g.status == "failed" and g.detail.strip()]
+    lines += [f"| {g.name} | `{g.status}` | {'output below' if g in failed else _cell(g.detail, secrets)} |"
+              for g in gates]
+    for gate in failed:
+        lines += ["", f"{gate.name}:", fence(redact(gate.detail.strip()[-2000:], secrets))]
     verdict = final_verdict(Review.model_validate(review), gates) if review else "not reviewed"
     lines += ["", f"### Review: `{verdict}`", review.get("summary", "")]
     sync = state.get("index_sync", {})
@@ -132,7 +147,8 @@ async def deliver(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     issue = IssueRef(repo=repo, number=state["number"])
     ref = await forge.find_change(repo, branch)
     if ref is None:
-        ref = await forge.open_change(repo, branch, state.get("title", branch), description(state), closes=issue)
+        text = description(state, secrets_of(runtime.context.settings))
+        ref = await forge.open_change(repo, branch, state.get("title", branch), text, closes=issue)
     link = f"Opened {change_reference(repo, ref.number)} from `{branch}` for this issue.\n\n<sub>{footer(state)}</sub>"
     await forge.post_comment(issue, link, marker=Marker(task=state["task_id"], purpose="change-link"))
     return {"change": {"number": ref.number, "branch": branch}, "outcome": "delivered"}
@@ -149,6 +165,7 @@ async def report_failure(state: TaskState, runtime: Runtime[Deps]) -> dict[str, 
     root = state.get("workspace", "")
     if root and state.get("base") and gitstate.git(Path(root), "rev-list", f"{state['base']}..HEAD").strip():
         kept = f"\n\nThe work so far is kept on branch `{await _push(state, runtime)}`."
+    reason = redact(reason, secrets_of(runtime.context.settings))  # may quote a gate's detail
     body = f"forgebot could not finish this task: {reason}.{kept}\n\n<sub>{footer(state)}</sub>"
     await runtime.context.forge.post_comment(IssueRef(repo=repo, number=state["number"]), body,
                                              marker=Marker(task=state["task_id"], purpose="failure"))
