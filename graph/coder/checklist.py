@@ -164,7 +164,7 @@ class Checklist:
         sha = gitstate.commit_all(self.root, message, self.author, guard=self.commit_refusal, refused=refused)
         for path, reason in refused:
             self.decisions.append({"kind": "commit_refused", "path": path,
-                                   "reason": f"{path} not committed: {reason}; restored"})
+                                   "reason": f"{path!r} not committed: {reason}; restored"})
         return sha
 
     def _next_hint(self) -> str:
