@@ -68,28 +68,48 @@ def github_signature(secret: bytes, body: bytes) -> str:
     return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
+def _configured(secret: SecretStr | None) -> bytes | None:
+    """The secret's bytes, or None when it is unset, empty or whitespace: such a key authenticates nothing.
+
+    Settings already turns a blank secret into None; this also covers one assigned after validation.
+    """
+    if secret is None or not secret.get_secret_value().strip():
+        return None
+    return secret.get_secret_value().encode()
+
+
 def _verify_github(secret: SecretStr | None, headers: Any, body: bytes) -> None:
-    if secret is None:
+    key = _configured(secret)
+    if key is None:
         raise Rejection(401, "unauthorized", "github webhook secret is not configured")
     sent = headers.get("x-hub-signature-256", "")
-    expected = github_signature(secret.get_secret_value().encode(), body)
+    expected = github_signature(key, body)
     if not hmac.compare_digest(sent.encode(), expected.encode()):
         raise Rejection(401, "unauthorized", "signature missing or wrong")
 
 
 def _verify_gitlab(secret: SecretStr | None, headers: Any) -> None:
-    if secret is None:
+    key = _configured(secret)
+    if key is None:
         raise Rejection(401, "unauthorized", "gitlab webhook secret is not configured")
     sent = headers.get("x-gitlab-token", "")
-    if not hmac.compare_digest(sent.encode(), secret.get_secret_value().encode()):
+    if not hmac.compare_digest(sent.encode(), key):
         raise Rejection(401, "unauthorized", "token missing or wrong")
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    """Read at most `limit` bytes: a declared or streamed body past it is refused unread."""
+async def _read_body(request: Request, limit: int, timeout: float) -> bytes:
+    """Read at most `limit` bytes within `timeout` seconds: a declared or streamed body past the
+    limit is refused unread (413), one that has not fully arrived in time is refused (408)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise Rejection(413, "rejected", "body too large")
+    try:
+        return await asyncio.wait_for(_stream_body(request, limit), timeout)
+    except TimeoutError as exc:
+        raise Rejection(408, "rejected", "body not received in time") from exc
+
+
+async def _stream_body(request: Request, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -163,13 +183,17 @@ async def _accept(request: Request, forge: ForgeKind) -> Delivery:
     settings: Settings = request.state.settings
     if not request.headers.get("content-type", "").lower().startswith("application/json"):
         raise Rejection(415, "rejected", "content type must be application/json")
-    body = await _read_body(request, settings.max_body_bytes)
     headers = request.headers
+    if forge == "gitlab":
+        # the token is a header: a stranger is refused before a byte of the body is read
+        _verify_gitlab(settings.gitlab.webhook_secret, headers)
+    elif _configured(settings.github.webhook_secret) is None:
+        raise Rejection(401, "unauthorized", "github webhook secret is not configured")
+    body = await _read_body(request, settings.max_body_bytes, settings.body_timeout_seconds)
     if forge == "github":
-        _verify_github(settings.github.webhook_secret, headers, body)
+        _verify_github(settings.github.webhook_secret, headers, body)  # the HMAC needs the body
         event_name = headers.get("x-github-event", "")
     else:
-        _verify_gitlab(settings.gitlab.webhook_secret, headers)
         event_name = headers.get("x-gitlab-event", "")
     if not event_name:
         raise Rejection(400, "rejected", "event header missing")
