@@ -230,6 +230,11 @@ class IntakeSettings(BaseModel):
     allowed_projects: list[str] = Field(
         default_factory=list, description="GitLab project ids or paths, GitHub owner/name; empty: any"
     )
+    max_event_age_hours: float | None = Field(
+        default=None, gt=0,
+        description="deliveries whose payload timestamps are all older are answered 200 `ignored` "
+        "(replay guard; keep it below `dedupe_hours`); unset: off",
+    )
 
 
 class QuestionSettings(BaseModel):

@@ -179,3 +179,67 @@ def test_stalled_body_is_408(receiver: Receiver, intake_settings: Settings, redi
     assert 0.9 <= elapsed < 5.0
     assert queued(redis_url) == 0
     assert recorded(intake_settings) == 0
+
+
+def _now(offset_hours: float = 0.0) -> str:
+    from datetime import UTC, datetime, timedelta
+
+    return (datetime.now(UTC) - timedelta(hours=offset_hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _dated(forge: str, hours_ago: float | None) -> tuple[bytes, dict[str, str]]:
+    """The /implement comment as captured (2015-2019 timestamps), or re-dated `hours_ago` hours back."""
+    if forge == "github":
+        payload = github_comment("/implement")
+        if hours_ago is not None:
+            for section in ("comment", "issue"):
+                payload[section]["created_at"] = payload[section]["updated_at"] = _now(hours_ago)
+        return deliveries.github(payload, "issue_comment")
+    payload = gitlab_note("/implement")
+    if hours_ago is not None:
+        payload["object_attributes"]["created_at"] = payload["object_attributes"]["updated_at"] = _now(hours_ago)
+    return deliveries.gitlab(payload, "Note Hook")
+
+
+@pytest.mark.parametrize("forge", ["gitlab", "github"])
+def test_replayed_old_event_is_ignored_and_not_queued(
+    intake_settings: Settings, redis_url: str, forge: str
+) -> None:
+    """A captured delivery replayed under a fresh delivery id: authentic, but its own timestamps are
+    years old, so it is 200 `ignored` and never becomes a task; a fresh one still is."""
+    intake_settings.intake.max_event_age_hours = 24.0
+    for server in _serve(intake_settings):
+        for hours_ago in (None, 25.0):
+            body, headers = _dated(forge, hours_ago)
+            response = httpx.post(f"{server.url}/webhooks/{forge}", content=body, headers=headers)
+            assert (response.status_code, response.json()["result"]) == (200, "ignored"), (hours_ago, response.text)
+        assert queued(redis_url) == 0
+        assert recorded(intake_settings) == 0
+        body, headers = _dated(forge, 1.0)
+        response = httpx.post(f"{server.url}/webhooks/{forge}", content=body, headers=headers)
+        assert response.status_code == 202, response.text
+    assert queued(redis_url) == 1
+    assert recorded(intake_settings) == 1
+
+
+def test_replay_guard_is_off_when_unset(receiver: Receiver, redis_url: str) -> None:
+    body, headers = _dated("github", None)
+    assert httpx.post(f"{receiver.url}/webhooks/github", content=body, headers=headers).status_code == 202
+    assert queued(redis_url) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "iso"),
+    [
+        ("2019-05-15T15:20:18Z", "2019-05-15T15:20:18+00:00"),
+        ("2019-06-05T14:32:20.211Z", "2019-06-05T14:32:20.211000+00:00"),
+        ("2015-05-17 17:06:40 UTC", "2015-05-17T17:06:40+00:00"),
+        ("2024-01-02T03:04:05+02:00", "2024-01-02T03:04:05+02:00"),
+    ],
+)
+def test_forge_timestamps_are_understood(text: str, iso: str) -> None:
+    from bot.webhooks import _parse_time
+
+    parsed = _parse_time(text)
+    assert parsed is not None and parsed.isoformat() == iso
+    assert _parse_time("yesterday") is None and _parse_time(17) is None
