@@ -287,6 +287,12 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=4 * 1024 * 1024, description="bytes of a webhook body; a larger one is refused with 413"
     )
+    max_connections: int = Field(
+        default=200, ge=1, description="open connections the webhook receiver serves at once; more get 503"
+    )
+    keep_alive_seconds: int = Field(
+        default=5, ge=1, description="seconds the receiver keeps an idle connection open"
+    )
     body_timeout_seconds: float = Field(
         default=10.0, gt=0, description="seconds a webhook body may take to arrive; a slower one is refused with 408"
     )

@@ -243,3 +243,34 @@ def test_forge_timestamps_are_understood(text: str, iso: str) -> None:
     parsed = _parse_time(text)
     assert parsed is not None and parsed.isoformat() == iso
     assert _parse_time("yesterday") is None and _parse_time(17) is None
+
+
+def test_receiver_server_limits_connections_and_keep_alive(intake_settings: Settings) -> None:
+    """`forgebot web`/`serve` build uvicorn with the connection limit and keep-alive from settings,
+    and past the limit a real connection gets 503 instead of a slot."""
+    from bot.runner import _server
+
+    intake_settings.max_connections = 2  # uvicorn counts the asking connection too
+    intake_settings.keep_alive_seconds = 2
+    server = _server(intake_settings, "127.0.0.1", _free_port())
+    assert (server.config.limit_concurrency, server.config.timeout_keep_alive) == (2, 2)
+    port = server.config.port
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "receiver did not start"
+        time.sleep(0.02)
+    try:
+        receiver = Receiver(f"http://127.0.0.1:{port}", port, server)
+        holder = socket.create_connection(("127.0.0.1", port), timeout=10)  # takes the one slot
+        try:
+            time.sleep(0.2)
+            assert httpx.get(f"{receiver.url}/healthz").status_code == 503
+        finally:
+            holder.close()
+        time.sleep(0.3)
+        assert httpx.get(f"{receiver.url}/healthz").status_code == 200
+    finally:
+        server.should_exit = True
+        thread.join(10)
