@@ -28,7 +28,15 @@ def redis_for(settings: Settings) -> Iterator[Settings]:
 
 
 def _server(settings: Settings, host: str, port: int) -> uvicorn.Server:
-    config = uvicorn.Config(create_app(settings), host=host, port=port, log_level="info", lifespan="on")
+    config = uvicorn.Config(
+        create_app(settings),
+        host=host,
+        port=port,
+        log_level="info",
+        lifespan="on",
+        limit_concurrency=settings.max_connections,  # bounds the sockets slow clients can hold open
+        timeout_keep_alive=settings.keep_alive_seconds,
+    )
     return uvicorn.Server(config)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     NestedSecretsSettingsSource,
@@ -20,6 +20,13 @@ from pydantic_settings import (
 
 def _default_data_dir() -> Path:
     return Path.home() / ".local" / "share" / "forgebot"
+
+
+def _blank_is_unset(value: SecretStr | None) -> SecretStr | None:
+    """An empty or whitespace-only secret (`""`, an empty secret file) is no secret: unset, fail closed."""
+    if value is not None and not value.get_secret_value().strip():
+        return None
+    return value
 
 
 class GitLabSettings(BaseModel):
@@ -41,6 +48,11 @@ class GitLabSettings(BaseModel):
     max_rate_limit_wait: float = Field(
         default=30.0, description="seconds to sleep for a rate limit; a longer wait defers the job instead"
     )
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _blank_secret_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
+        return _blank_is_unset(value)
 
 
 class GitHubSettings(BaseModel):
@@ -71,6 +83,11 @@ class GitHubSettings(BaseModel):
     max_rate_limit_wait: float = Field(
         default=30.0, description="seconds to sleep for a rate limit; a longer wait defers the job instead"
     )
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _blank_secret_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
+        return _blank_is_unset(value)
 
 
 class RoleModel(BaseModel):
@@ -213,6 +230,11 @@ class IntakeSettings(BaseModel):
     allowed_projects: list[str] = Field(
         default_factory=list, description="GitLab project ids or paths, GitHub owner/name; empty: any"
     )
+    max_event_age_hours: float | None = Field(
+        default=None, gt=0,
+        description="deliveries whose payload timestamps are all older are answered 200 `ignored` "
+        "(replay guard; keep it below `dedupe_hours`); unset: off",
+    )
 
 
 class QuestionSettings(BaseModel):
@@ -264,6 +286,15 @@ class Settings(BaseSettings):
     port: int = Field(default=8080, description="listen port of the webhook receiver")
     max_body_bytes: int = Field(
         default=4 * 1024 * 1024, description="bytes of a webhook body; a larger one is refused with 413"
+    )
+    max_connections: int = Field(
+        default=200, ge=1, description="open connections the webhook receiver serves at once; more get 503"
+    )
+    keep_alive_seconds: int = Field(
+        default=5, ge=1, description="seconds the receiver keeps an idle connection open"
+    )
+    body_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="seconds a webhook body may take to arrive; a slower one is refused with 408"
     )
     job_timeout: int = Field(default=3600, description="seconds one task job may run before the worker stops it")
     max_tries: int = Field(

@@ -13,6 +13,7 @@ import hmac
 import logging
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -68,28 +69,48 @@ def github_signature(secret: bytes, body: bytes) -> str:
     return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
+def _configured(secret: SecretStr | None) -> bytes | None:
+    """The secret's bytes, or None when it is unset, empty or whitespace: such a key authenticates nothing.
+
+    Settings already turns a blank secret into None; this also covers one assigned after validation.
+    """
+    if secret is None or not secret.get_secret_value().strip():
+        return None
+    return secret.get_secret_value().encode()
+
+
 def _verify_github(secret: SecretStr | None, headers: Any, body: bytes) -> None:
-    if secret is None:
+    key = _configured(secret)
+    if key is None:
         raise Rejection(401, "unauthorized", "github webhook secret is not configured")
     sent = headers.get("x-hub-signature-256", "")
-    expected = github_signature(secret.get_secret_value().encode(), body)
+    expected = github_signature(key, body)
     if not hmac.compare_digest(sent.encode(), expected.encode()):
         raise Rejection(401, "unauthorized", "signature missing or wrong")
 
 
 def _verify_gitlab(secret: SecretStr | None, headers: Any) -> None:
-    if secret is None:
+    key = _configured(secret)
+    if key is None:
         raise Rejection(401, "unauthorized", "gitlab webhook secret is not configured")
     sent = headers.get("x-gitlab-token", "")
-    if not hmac.compare_digest(sent.encode(), secret.get_secret_value().encode()):
+    if not hmac.compare_digest(sent.encode(), key):
         raise Rejection(401, "unauthorized", "token missing or wrong")
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    """Read at most `limit` bytes: a declared or streamed body past it is refused unread."""
+async def _read_body(request: Request, limit: int, timeout: float) -> bytes:
+    """Read at most `limit` bytes within `timeout` seconds: a declared or streamed body past the
+    limit is refused unread (413), one that has not fully arrived in time is refused (408)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise Rejection(413, "rejected", "body too large")
+    try:
+        return await asyncio.wait_for(_stream_body(request, limit), timeout)
+    except TimeoutError as exc:
+        raise Rejection(408, "rejected", "body not received in time") from exc
+
+
+async def _stream_body(request: Request, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -138,6 +159,52 @@ def _decode(body: bytes) -> dict[str, Any]:
     return payload
 
 
+# where each forge puts the times of the thing that happened; the newest one found dates the event
+_TIMESTAMPS = {
+    "github": (("comment", "updated_at"), ("comment", "created_at"), ("review", "submitted_at"),
+               ("issue", "updated_at"), ("pull_request", "updated_at")),
+    "gitlab": (("object_attributes", "updated_at"), ("object_attributes", "created_at")),
+}
+
+
+def _parse_time(value: Any) -> datetime | None:
+    """GitHub's `2019-05-15T15:20:18Z`, GitLab's `2019-06-05T14:32:20.211Z` or `2015-05-17 17:06:40 UTC`."""
+    if not isinstance(value, str) or len(value) > 40:
+        return None
+    text = value.strip().removesuffix(" UTC").replace("Z", "+00:00")
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _event_time(forge: ForgeKind, payload: dict[str, Any]) -> datetime | None:
+    found = []
+    for section, key in _TIMESTAMPS[forge]:
+        part = payload.get(section)
+        if isinstance(part, dict) and (when := _parse_time(part.get(key))) is not None:
+            found.append(when)
+    return max(found) if found else None
+
+
+def _is_stale(forge: ForgeKind, payload: dict[str, Any], max_age_hours: float | None) -> bool:
+    """True when the payload's own newest timestamp is older than `max_age_hours`: a replay of a
+    captured delivery under a new id, past the dedupe window. Undated payloads are not judged."""
+    if max_age_hours is None:
+        return False
+    when = _event_time(forge, payload)
+    return when is not None and (datetime.now(UTC) - when).total_seconds() > max_age_hours * 3600
+
+
+class Stale(Exception):
+    """An authentic delivery whose event is too old: answered 200 `ignored`, not recorded or queued."""
+
+    def __init__(self, delivery: str) -> None:
+        super().__init__(delivery)
+        self.delivery = delivery
+
+
 @dataclass(frozen=True)
 class Delivery:
     """An authentic, decoded delivery and the event it carries, if it is a trigger."""
@@ -163,18 +230,24 @@ async def _accept(request: Request, forge: ForgeKind) -> Delivery:
     settings: Settings = request.state.settings
     if not request.headers.get("content-type", "").lower().startswith("application/json"):
         raise Rejection(415, "rejected", "content type must be application/json")
-    body = await _read_body(request, settings.max_body_bytes)
     headers = request.headers
+    if forge == "gitlab":
+        # the token is a header: a stranger is refused before a byte of the body is read
+        _verify_gitlab(settings.gitlab.webhook_secret, headers)
+    elif _configured(settings.github.webhook_secret) is None:
+        raise Rejection(401, "unauthorized", "github webhook secret is not configured")
+    body = await _read_body(request, settings.max_body_bytes, settings.body_timeout_seconds)
     if forge == "github":
-        _verify_github(settings.github.webhook_secret, headers, body)
+        _verify_github(settings.github.webhook_secret, headers, body)  # the HMAC needs the body
         event_name = headers.get("x-github-event", "")
     else:
-        _verify_gitlab(settings.gitlab.webhook_secret, headers)
         event_name = headers.get("x-gitlab-event", "")
     if not event_name:
         raise Rejection(400, "rejected", "event header missing")
     payload = _decode(body)
     delivery = _delivery_id(forge, headers, event_name, body)
+    if _is_stale(forge, payload, settings.intake.max_event_age_hours):
+        raise Stale(delivery)
     try:
         if forge == "github":
             event = parse_github(headers, payload, delivery, settings.triggers, settings.github.bot_login)
@@ -222,6 +295,9 @@ async def receive(request: Request, forge: ForgeKind) -> JSONResponse:
     try:
         delivery = await _accept(request, forge)
         outcome = await _outcome(request, forge, delivery)
+    except Stale as stale:  # 2xx so the forge does not retry it, like any other ignored event
+        body = {"result": "ignored", "delivery": stale.delivery}
+        outcome = Outcome("ignored", 200, body, reason="event older than max_event_age_hours")
     except Rejection as rej:
         outcome = Outcome(rej.result, rej.status, {"error": rej.reason}, reason=rej.reason)
     except Exception:  # a bug must not make the forge disable its hook: 400, and the trace in the log
