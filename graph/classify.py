@@ -149,13 +149,15 @@ def _phpunit_before_tests(output: str, exit_code: int | None) -> list[TestFailur
 # pytest ----------------------------------------------------------------------------------------
 
 _PYTEST_LINE = re.compile(r"^(FAILED|ERROR) (\S+)(?: - (.*))?$", re.M)
-_PYTEST_SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+|no tests ran)(?:, \d+ \w+)* in [\d.]+s.*?)\s*=*$", re.M)
+# The summary's head, matched at the start of a line stripped of "=" and whitespace. The old one-regex
+# form (`^=*\s*(... in [\d.]+s.*?)\s*=*$`, re.M) was quadratic on long space runs and blank lines.
+_PYTEST_SUMMARY_HEAD = re.compile(r"(?:\d+ \w+|no tests ran)(?:, \d+ \w+)* in [\d.]+s")
 _PYTEST_HEADER = re.compile(r"^_{3,} (.+?) _{3,}$|^={3,}.*$", re.M)
 _PYTEST_LOCATION = re.compile(r"^(\S+\.py):(\d+):(?: .*)?$", re.M)
 
 
 def _pytest(output: str, exit_code: int | None) -> Classification:
-    summaries = _PYTEST_SUMMARY.findall(output)
+    summaries = _pytest_summaries(output)
     summary = summaries[-1] if summaries else ""
     sections = _pytest_sections(output)
     failures = [
@@ -173,6 +175,16 @@ def _pytest(output: str, exit_code: int | None) -> Classification:
         failure = TestFailure(test="(runner)", kind="environment", message=_clip(_last_line(output)))
         return Classification(outcome="environment", failures=(failure,), summary=summary)
     return Classification(outcome="unknown", summary=summary or _last_line(output))
+
+
+def _pytest_summaries(output: str) -> list[str]:
+    """Every `N passed, M failed in 1.2s` line, without its "=" frame: linear in the output's length."""
+    found = []
+    for line in output.split("\n"):
+        content = line.lstrip("=").lstrip()
+        if _PYTEST_SUMMARY_HEAD.match(content):
+            found.append(content.rstrip("=").rstrip())
+    return found
 
 
 def _pytest_sections(output: str) -> dict[str, str]:

@@ -35,6 +35,8 @@ from graph.tools.database import ReadOnlyDatabase
 from graph.tools.investigation import investigation_tools
 
 _PATHLIKE = re.compile(r"[\w./-]+\.\w{1,5}")
+_PATH_TOKEN = re.compile(r"[\w./-]+")
+_DOT_WORD = re.compile(r"\.(?=\w)")
 
 
 class NoCheckout(RuntimeError):
@@ -69,8 +71,22 @@ def _database(state: TaskState, deps: Deps) -> ReadOnlyDatabase | None:
 def _mentioned(root: Path, state: TaskState) -> list[str]:
     """Files the issue or its answers name: the first injection is seeded from the task text."""
     texts = [state.get("title", ""), state.get("body", ""), *(a["body"] for a in state.get("answers", []))]
-    found = [m for t in texts for m in _PATHLIKE.findall(t)]
+    found = [m for t in texts for m in pathlike(t)]
     return existing_files(root, found)[0][:5]
+
+
+def pathlike(text: str) -> list[str]:
+    """`_PATHLIKE.findall(text)`, linear: each token is cut 6 characters after its last `.x`.
+
+    Applied to the whole text, the pattern rescans every long dotless run from each of its characters
+    (quadratic); past the last `.x` no match can start or end, so the cut changes no result.
+    """
+    found: list[str] = []
+    for token in _PATH_TOKEN.findall(text):
+        last = max((m.start() for m in _DOT_WORD.finditer(token)), default=-1)
+        if last >= 1:
+            found.extend(_PATHLIKE.findall(token[: last + 6]))
+    return found
 
 
 def _task_message(state: TaskState) -> HumanMessage:

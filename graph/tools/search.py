@@ -19,6 +19,9 @@ from graph.index.store import relative_path
 from graph.index.taskindex import GIT_ENV, live_stale_files
 
 MAX_SNIPPET_LINES = 400
+# A search pattern comes from the model: a backtracking -P regex over a large checkout must not hold the
+# worker. On timeout git grep is killed and the tool answers an error the agent can act on.
+GREP_TIMEOUT_SECONDS = 20.0
 _GLOB = re.compile(r"^[A-Za-z0-9_.*?/\[\]{}-]*$")
 
 
@@ -72,8 +75,12 @@ def search_code(
     ignore_case: bool = False,
     path_glob: str = "",
     max_hits: int = 100,
+    timeout: float | None = None,
 ) -> list[CodeMatch]:
-    """Exact (or Perl-style regex) text search over tracked and untracked, non-ignored files."""
+    """Exact (or Perl-style regex) text search over tracked and untracked, non-ignored files.
+
+    Raises ValueError (a tool error) when git grep runs past `timeout` (default GREP_TIMEOUT_SECONDS).
+    """
     if not pattern:
         raise ValueError("pattern is empty")
     if regex:
@@ -90,14 +97,19 @@ def search_code(
     args += ["-e", pattern, "--"]
     if path_glob:
         args.append(f":(glob){path_glob}")
-    result = subprocess.run(
-        ["git", "-C", str(root), *args],
-        capture_output=True,
-        text=True,
-        errors="replace",
-        check=False,
-        env=GIT_ENV,
-    )
+    limit = GREP_TIMEOUT_SECONDS if timeout is None else timeout
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            check=False,
+            env=GIT_ENV,
+            timeout=limit,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ValueError(f"search timed out after {limit:g}s; use a simpler pattern or a narrower path_glob") from exc
     if result.returncode not in (0, 1):  # 1 means no match
         raise RuntimeError(f"git grep failed: {result.stderr.strip()}")
     matches = []

@@ -1,0 +1,102 @@
+"""Regexes over untrusted text (MR descriptions, check output, model output) run in linear time.
+
+Each fixed function is fed an adversarial input at n and 8n characters. A linear function takes about
+8x as long; the bound below is 40x. Measured on the old patterns (2 shared cores), where 4n already
+shows the growth and 8n is worse still:
+- review heading `^\\s*(?:#{1,6}\\s+|\\*\\*)(.+?)(?:\\*\\*)?\\s*:?\\s*$` on "# x" + spaces + "x": cubic,
+  n=100 -> 400 took 0.0036 s -> 0.186 s (51x for 4n; ~500x for 8n; 3,000 spaces took 20 s).
+- pytest summary `^=*\\s*((?:\\d+ \\w+|no tests ran)(?:, \\d+ \\w+)* in [\\d.]+s.*?)\\s*=*$` on
+  "1 passed in 1s" + spaces + "x" and on a run of newlines: quadratic, 55x and 65x for 8n.
+- closes `\\s*:?\\s+#` on "closes" + spaces: 55x for 8n; `[\\w./-]+\\.\\w{1,5}` on a dotless word: 61x;
+  checklist evidence `\\S+:\\d+` on a colonless word: 59x.
+Each fixed function is also compared with its old pattern on random short inputs: same results.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Callable
+
+import pytest
+
+from graph.classify import _pytest_summaries, classify
+from graph.nodes.analyzer import _PATHLIKE, pathlike
+from graph.nodes.review_intake import closed_issues, heading_title, list_items
+
+OLD_HEADING = re.compile(r"^\s*(?:#{1,6}\s+|\*\*)(.+?)(?:\*\*)?\s*:?\s*$")
+OLD_SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+|no tests ran)(?:, \d+ \w+)* in [\d.]+s.*?)\s*=*$", re.M)
+OLD_CLOSES = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?|implement[sd]?)\s*:?\s+#(\d+)", re.I)
+RATIO = 40
+
+
+def _seconds(call: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        call()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _assert_linear(function: Callable[[str], object], make: Callable[[int], str], n: int) -> None:
+    small, large = make(n), make(8 * n)
+    small_time = max(_seconds(lambda: function(small)), 1e-4)  # below 0.1 ms timer noise dominates
+    large_time = _seconds(lambda: function(large))
+    assert large_time / small_time < RATIO, (small_time, large_time)
+
+
+def _evidence_ok(text: str) -> bool:
+    return re.search(r"\S:\d", text) is not None  # graph/coder/checklist.py's already_done evidence test
+
+
+ADVERSARIAL: list[tuple[str, Callable[[str], object], Callable[[int], str], int]] = [
+    ("heading hash", heading_title, lambda n: "# x" + " " * n + "x", 20_000),
+    ("heading bold", heading_title, lambda n: "**" + " " * n + "x", 20_000),
+    ("heading colon", heading_title, lambda n: "# x" + " " * n + ":x", 20_000),
+    ("description", list_items, lambda n: ("# x" + " " * 50 + "x\n") * (n // 50), 20_000),
+    ("summary spaces", _pytest_summaries, lambda n: "1 passed in 1s" + " " * n + "x", 20_000),
+    ("summary newlines", _pytest_summaries, lambda n: "\n" * n, 20_000),
+    ("summary classify", lambda s: classify("pytest", s, 1), lambda n: "= 1 passed in 1s" + " " * n + "x", 20_000),
+    ("closes", closed_issues, lambda n: "closes" + " " * n + "x", 20_000),
+    ("pathlike", pathlike, lambda n: "a" * n, 20_000),
+    ("evidence", _evidence_ok, lambda n: "a" * n, 20_000),
+]
+
+
+@pytest.mark.parametrize(("name", "function", "make", "n"), ADVERSARIAL, ids=[a[0] for a in ADVERSARIAL])
+def test_work_grows_linearly(name: str, function: Callable[[str], object], make: Callable[[int], str], n: int) -> None:
+    _assert_linear(function, make, n)
+
+
+def _strings(alphabet: str, count: int, longest: int) -> list[str]:
+    rng = random.Random(17)
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randrange(longest))) for _ in range(count)]
+
+
+def test_heading_matches_the_old_pattern() -> None:
+    for line in _strings("# *:\tab", 20_000, 12):
+        old = OLD_HEADING.match(line)
+        assert heading_title(line) == (old.group(1) if old else None), repr(line)
+    for line in ["## Acceptance criteria:", "**Definition of done**", "####### x", "#x", "  # Requirements **"]:
+        old = OLD_HEADING.match(line)
+        assert heading_title(line) == (old.group(1) if old else None), repr(line)
+
+
+def test_summary_matches_the_old_pattern() -> None:
+    for text in _strings("= \n1a,.s in", 20_000, 24):
+        assert _pytest_summaries(text) == OLD_SUMMARY.findall(text), repr(text)
+    text = "==== 2 failed, 10 passed, 1 skipped in 3.21s ====\n\n=== no tests ran in 0.01s ===\n"
+    assert _pytest_summaries(text) == OLD_SUMMARY.findall(text) == [
+        "2 failed, 10 passed, 1 skipped in 3.21s", "no tests ran in 0.01s"]
+
+
+def test_closes_and_paths_and_evidence_match_the_old_patterns() -> None:
+    for text in _strings("closes fix:# 12\n", 5_000, 30):
+        assert closed_issues(text) == list(dict.fromkeys(int(n) for n in OLD_CLOSES.findall(text))), repr(text)
+    for text in _strings("ab1./-_ x", 20_000, 30):
+        assert pathlike(text) == _PATHLIKE.findall(text), repr(text)
+        assert _evidence_ok(text) == (re.search(r"\S+:\d+", text) is not None)
+    for text in _strings("a1: ", 5_000, 12):
+        assert _evidence_ok(text) == (re.search(r"\S+:\d+", text) is not None), repr(text)
