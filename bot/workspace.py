@@ -59,7 +59,7 @@ def origin_of(url: str) -> Origin | None:
 
 def forge_origins(settings: Settings) -> frozenset[Origin]:
     """Where the bot's git credentials may go: the configured GitLab URL and GitHub's web host."""
-    found = {origin_of(settings.gitlab.url)}
+    found = {origin_of(settings.gitlab.url), *(origin_of(url) for url in settings.workspace.git_hosts)}
     github = origin_of(settings.github.api_url)
     if github is not None:  # api.github.com serves the API; clones live on github.com
         found.add(("https", "github.com", 443) if github[1] == "api.github.com" else github)
@@ -110,8 +110,9 @@ class Workspaces:
         if auth is None:
             return None
         origin = origin_of(url)
-        if origin is None and "://" not in url and not re.match(r"^[^/]+@[^/]+:", url):
-            return None  # a local path (`forgebot run`): no credentials at all
+        local = url.lower().startswith("file://") or ("://" not in url and not re.match(r"^[^/]+@[^/]+:", url))
+        if local:
+            return None  # a local path or file:// URL (`forgebot run`, tests): no credentials at all
         if origin is None or origin not in self.origins:
             raise CredentialsRefused(
                 f"refusing to send forge credentials to {origin or 'a non-HTTP URL'}: not the configured forge host"
