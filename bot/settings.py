@@ -201,6 +201,10 @@ class WorkspaceSettings(BaseModel):
     allowed_protocols: tuple[str, ...] = Field(
         default=("https",), description="git transports a clone or fetch may use (git's `protocol.<name>.allow`)"
     )
+    git_hosts: tuple[str, ...] = Field(
+        default=(),
+        description="extra base URLs git credentials may be sent to; the forge's own URL is always allowed",
+    )
     git_timeout: float = Field(
         default=600.0, description="seconds one git command may run; raise it for huge repositories"
     )

@@ -24,6 +24,7 @@ import shutil
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from bot.forge.models import GitCredentials
 from bot.settings import Settings, WorkspaceSettings
@@ -34,6 +35,35 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 class GitError(Exception):
     """A git command failed; the message carries the command's verb and stderr, never a token."""
+
+
+class CredentialsRefused(GitError):
+    """Credentials were asked to go to a URL that is not the configured forge's own host."""
+
+
+Origin = tuple[str, str, int]
+_PORTS = {"http": 80, "https": 443}
+
+
+def origin_of(url: str) -> Origin | None:
+    """`(scheme, host, port)` of an http(s) URL; None for anything else (a path, `file://`, ssh)."""
+    try:
+        parts = urlsplit(url)
+        scheme, host, port = parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+    except ValueError:
+        return None
+    if scheme not in _PORTS or not host:
+        return None
+    return scheme, host, port or _PORTS[scheme]
+
+
+def forge_origins(settings: Settings) -> frozenset[Origin]:
+    """Where the bot's git credentials may go: the configured GitLab URL and GitHub's web host."""
+    found = {origin_of(settings.gitlab.url), *(origin_of(url) for url in settings.workspace.git_hosts)}
+    github = origin_of(settings.github.api_url)
+    if github is not None:  # api.github.com serves the API; clones live on github.com
+        found.add(("https", "github.com", 443) if github[1] == "api.github.com" else github)
+    return frozenset(o for o in found if o is not None)
 
 
 class WorkspaceFull(GitError):
@@ -57,21 +87,37 @@ def check_name(value: str, what: str) -> str:
 class Workspaces:
     """Mirrors and task worktrees under one root, bounded to `settings.max_bytes`."""
 
-    def __init__(self, root: Path, settings: WorkspaceSettings, git: str = "git") -> None:
+    def __init__(self, root: Path, settings: WorkspaceSettings, git: str = "git",
+                 origins: frozenset[Origin] = frozenset()) -> None:
         self.root = root
         self.settings = settings
+        self.origins = origins  # the only hosts credentials are sent to; empty: none
         self._git = shutil.which(git) or git
 
     @classmethod
     def for_settings(cls, settings: Settings) -> Workspaces:
         """Workspaces under `<data_dir>/workspaces`."""
-        return cls(settings.data_dir / "workspaces", settings.workspace)
+        return cls(settings.data_dir / "workspaces", settings.workspace, origins=forge_origins(settings))
 
     def mirror_path(self, key: str) -> Path:
         return self.root / "mirrors" / f"{check_name(key, 'repository key')}.git"
 
     def task_path(self, task: str) -> Path:
         return self.root / "tasks" / check_name(task, "task id")
+
+    def _credentials_for(self, url: str, auth: GitCredentials | None) -> GitCredentials | None:
+        """`auth` if `url` is on a configured forge host; None for a local path; else refuse, sending nothing."""
+        if auth is None:
+            return None
+        origin = origin_of(url)
+        local = url.lower().startswith("file://") or ("://" not in url and not re.match(r"^[^/]+@[^/]+:", url))
+        if local:
+            return None  # a local path or file:// URL (`forgebot run`, tests): no credentials at all
+        if origin is None or origin not in self.origins:
+            raise CredentialsRefused(
+                f"refusing to send forge credentials to {origin or 'a non-HTTP URL'}: not the configured forge host"
+            )
+        return auth
 
     # --- git plumbing ----------------------------------------------------------------------------
 
@@ -145,6 +191,7 @@ class Workspaces:
         """Create or refresh the bare mirror of `url`; only new objects are fetched."""
         path = self.mirror_path(key)
         _not_an_option(url, "url")
+        auth = self._credentials_for(url, auth)
         async with self._locked(key):
             if not (path / "HEAD").exists():
                 path.mkdir(parents=True, exist_ok=True)
@@ -188,6 +235,7 @@ class Workspaces:
         """
         await self._run(["check-ref-format", "--branch", branch])
         _not_an_option(url, "url")
+        auth = self._credentials_for(url, auth)
         refspec = f"{'+' if force else ''}HEAD:refs/heads/{branch}"
         await self._run(["push", "--quiet", "--no-verify", url, refspec], cwd=worktree, auth=auth)
 

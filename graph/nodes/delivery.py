@@ -134,7 +134,7 @@ async def _push(state: TaskState, runtime: Runtime[Deps]) -> str:
         raise ValueError(f"refusing to push {branch!r}: the bot only replaces its own forgebot/ branches")
     if not repo.clone_url:  # `forgebot run` on a local checkout: the commits stay where they are
         return branch
-    spaces = Workspaces(settings.data_dir / "workspaces", settings.workspace)
+    spaces = Workspaces.for_settings(settings)
     # the branch is the bot's own: a FULL_RESET or a later task on the issue replaces it
     await spaces.push(Path(state["workspace"]), repo.clone_url, branch, auth=await forge.git_credentials(), force=True)
     return branch

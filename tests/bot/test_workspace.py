@@ -13,7 +13,7 @@ from pydantic import SecretStr
 
 from bot.forge import GitCredentials
 from bot.settings import WorkspaceSettings
-from bot.workspace import GitError, WorkspaceFull, Workspaces, repo_key
+from bot.workspace import GitError, WorkspaceFull, Workspaces, origin_of, repo_key
 from tests.fakes.git_http import create_git_server
 from tests.fakes.server import serving
 
@@ -165,8 +165,9 @@ async def test_token_push_over_http_stores_the_token_nowhere(
     origin = make_origin(tmp_path)
     auth = GitCredentials(username="oauth2", token=SecretStr(TOKEN))
     expected = "Basic " + base64.b64encode(f"oauth2:{TOKEN}".encode()).decode()
-    ws = Workspaces(tmp_path / "ws", WorkspaceSettings(allowed_protocols=("http",)))
     with serving(create_git_server(origin.parent, expected)) as server:
+        ws = Workspaces(tmp_path / "ws", WorkspaceSettings(allowed_protocols=("http",)),
+                        origins=frozenset({origin_of(server.url)}) - {None})  # type: ignore[arg-type]
         url = f"{server.url}/{origin.name}"
         await ws.mirror("gitlab-1", url, auth)
         tree = await ws.worktree("gitlab-1", "task1", "forgebot/1-a", "origin/main")

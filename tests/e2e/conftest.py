@@ -20,7 +20,7 @@ SAMPLE_CLONE_URLS = ("http://example.com/gitlabhq/gitlab-test.git", "https://git
 
 
 @pytest.fixture
-def origin_url(tmp_path: Path) -> Iterator[str]:
+def origin_url(tmp_path: Path, settings: Settings) -> Iterator[str]:
     """The clone URL of the fixture project (a bare repository with `main` and `master`)."""
     work = init_repo(shutil.copytree(FIXTURES / "php_project", tmp_path / "work"))
     served = tmp_path / "served"
@@ -29,6 +29,7 @@ def origin_url(tmp_path: Path) -> Iterator[str]:
     # the GitLab sample's default branch is `master`, the GitHub sample's `main`
     subprocess.run(["git", "-C", str(served / "app.git"), "branch", "master", "main"], check=True)
     with serving(create_git_server(served, None)) as server:
+        settings.workspace.git_hosts = (server.url,)  # the test git server is not the fake API's port
         yield f"{server.url}/app.git"
 
 

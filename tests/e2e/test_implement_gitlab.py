@@ -22,8 +22,10 @@ BRANCH = h.expected_branch(23, SAMPLE["object_attributes"]["title"])
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[h.Served]:
-    yield from h.served_project(tmp_path / "forge", "oauth2", GITLAB_TOKEN)
+def served(tmp_path: Path, settings: Settings) -> Iterator[h.Served]:
+    for project in h.served_project(tmp_path / "forge", "oauth2", GITLAB_TOKEN):
+        settings.workspace.git_hosts = (project.url,)  # the test git server is not the fake API's port
+        yield project
 
 
 def _setup(settings: Settings, redis_url: str, fake_forge: FakeForgeState) -> None:
