@@ -1,7 +1,7 @@
 """Static views of the Helm chart for tests: values, the schema, templates with directives stripped.
 
-`helm` itself is not installable from the registries our machines reach (STYLE.md §4.13), so
-`helm lint` and `helm template | kubeconform` run in .gitlab-ci.yml; here we check what Python can.
+Rendering, `helm lint --strict` and Kubernetes schema checks go through real Helm in
+tests/deploy/helmchart.py; these are the checks on the chart's files themselves.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The chart rendered (tests/deploy/gotemplate.py) for each CI variant: manifests that fit together."""
+"""The chart rendered by real Helm (tests/deploy/helmchart.py) for each CI variant: manifests that fit together."""
 
 from __future__ import annotations
 
-import copy
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,46 +12,53 @@ import yaml
 from bot import configdoc
 from bot.cli import build_parser
 from bot.settings import Settings
-from tests.deploy import chart
-from tests.deploy.gotemplate import ChartFail, Renderer
+from tests.deploy import chart, helmchart
 
-VARIANTS = sorted((chart.CHART / "ci").glob("values-*.yaml"))
-
-
-def _merged(override: dict[str, Any]) -> dict[str, Any]:
-    def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-        out = copy.deepcopy(base)
-        for key, value in extra.items():
-            out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-        return out
-
-    return merge(chart.values(), override)
+VARIANTS = helmchart.ci_values()
 
 
 def _render(override: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """`kind/name` → object, for every manifest the chart renders."""
-    objects: dict[str, dict[str, Any]] = {}
-    for name, text in Renderer(chart.CHART, _merged(override)).render_all().items():
-        if name == "NOTES.txt":
-            continue
-        for doc in yaml.safe_load_all(text):
-            if doc:
-                key = f"{doc['kind']}/{doc['metadata']['name']}"
-                assert key not in objects, f"{key} rendered twice"
-                objects[key] = doc
+    """`kind/name` → object, rendered by Helm with `override` over values.yaml, each object valid."""
+    objects = helmchart.render(override)
+    for obj in objects.values():
+        helmchart.validate(obj)
     return objects
 
 
 def _variant(path: Path) -> dict[str, Any]:
-    loaded = chart.load_yaml(path)
-    assert isinstance(loaded, dict)
-    return loaded
+    return helmchart.load_values(path)
 
 
 def _pods(objects: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     pods = {k: o["spec"]["template"]["spec"] for k, o in objects.items() if o["kind"] == "Deployment"}
     pods.update({k: o["spec"] for k, o in objects.items() if o["kind"] == "Pod"})
     return pods
+
+
+def test_there_are_ci_variants() -> None:
+    assert len(VARIANTS) >= 3, VARIANTS
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda p: p.name)
+def test_helm_lint_strict_is_clean_for_every_ci_variant(variant: Path) -> None:
+    assert helmchart.lint(_variant(variant)) == []
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda p: p.name)
+def test_every_manifest_of_every_ci_variant_fits_the_kubernetes_schema(variant: Path) -> None:
+    objects = helmchart.render(_variant(variant))
+    kinds = {o["kind"] for o in objects.values()}
+    assert {"Deployment", "Service", "ConfigMap", "ServiceAccount", "Pod"} <= kinds
+    for key, obj in objects.items():
+        try:
+            helmchart.validate(obj)
+        except helmchart.ValidationError as exc:
+            pytest.fail(f"{key}: {exc.message}")
+
+
+def test_default_values_refuse_to_render_without_a_redis() -> None:
+    with pytest.raises(helmchart.HelmRenderError, match="forgebot needs Redis"):
+        helmchart.render(None)
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda p: p.name)
@@ -137,7 +144,7 @@ def test_in_chart_redis_is_reached_by_its_full_name_from_keda() -> None:
     ],
 )
 def test_configurations_that_cannot_work_are_refused_at_render_time(override: dict[str, Any], message: str) -> None:
-    with pytest.raises(ChartFail, match=message):
+    with pytest.raises(helmchart.HelmRenderError, match=message):
         _render(override)
 
 
@@ -154,3 +161,59 @@ def test_extra_env_and_volumes_reach_both_pods() -> None:
         assert {"name": "REQUESTS_CA_BUNDLE", "value": "/etc/ca/ca.pem"} in container["env"]
         assert {"name": "ca", "configMap": {"name": "corp-ca"}} in pod["volumes"]
         assert {"name": "ca", "mountPath": "/etc/ca", "readOnly": True} in container["volumeMounts"]
+
+
+# The checks above can fail: each of these breaks a copy of the chart and expects the check to say so.
+
+
+@pytest.fixture
+def chart_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "forgebot"
+    shutil.copytree(chart.CHART, copy)
+    return copy
+
+
+def _eval_values(chart_dir: Path) -> dict[str, Any]:
+    return helmchart.load_values(chart_dir / "ci" / "values-eval.yaml")
+
+
+def test_broken_template_syntax_fails_lint_and_render(chart_copy: Path) -> None:
+    values = _eval_values(chart_copy)
+    assert helmchart.lint(values, chart_copy) == []
+    template = chart_copy / "templates" / "configmap.yaml"
+    template.write_text(template.read_text(encoding="utf-8") + "\n{{ if .Values.jobTimeout }}\n", encoding="utf-8")
+    assert any("configmap.yaml" in problem for problem in helmchart.lint(values, chart_copy))
+    with pytest.raises(helmchart.HelmError, match="configmap.yaml"):
+        helmchart.render(values, chart_copy)
+
+
+def test_misspelled_key_in_a_ci_values_file_is_refused(chart_copy: Path) -> None:
+    path = chart_copy / "ci" / "values-production.yaml"
+    values = helmchart.load_values(path)
+    assert values["persistence"]["enabled"] is True
+    values["persistence"]["enabeld"] = values["persistence"].pop("enabled")  # a nested typo
+    path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    problems = helmchart.lint(helmchart.load_values(path), chart_copy)
+    assert any("enabeld" in problem for problem in problems), problems
+    with pytest.raises(helmchart.HelmValuesError, match="enabeld"):
+        helmchart.render(helmchart.load_values(path), chart_copy)
+
+
+def test_manifest_against_the_kubernetes_schema_fails_validation(chart_copy: Path) -> None:
+    template = chart_copy / "templates" / "deployment-web.yaml"
+    text = template.read_text(encoding="utf-8")
+    assert "  replicas: {{ .Values.web.replicaCount }}\n" in text
+    template.write_text(text.replace("{{ .Values.web.replicaCount }}", '"two"', 1), encoding="utf-8")
+    objects = helmchart.render(_eval_values(chart_copy), chart_copy)
+    web = objects["Deployment/forgebot-web"]
+    assert web["spec"]["replicas"] == "two"  # Helm renders it; only the Kubernetes schema objects
+    with pytest.raises(helmchart.ValidationError, match="two"):
+        helmchart.validate(web)
+
+
+def test_unknown_field_in_a_manifest_fails_strict_validation() -> None:
+    objects = _render(_variant(chart.CHART / "ci" / "values-eval.yaml"))
+    service = objects["Service/forgebot"]
+    service["spec"]["selectr"] = {"app": "x"}
+    with pytest.raises(helmchart.ValidationError):
+        helmchart.validate(service)
