@@ -5,6 +5,7 @@ does not arrive in time is refused with 408. Nothing refused is ever queued."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 import time
@@ -49,7 +50,14 @@ def intake_settings(settings: Settings, redis_url: str) -> Settings:
 def _serve(settings: Settings) -> Iterator[Receiver]:
     port = _free_port()
     config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
+    with _run(uvicorn.Server(config)) as receiver:
+        yield receiver
+
+
+@contextlib.contextmanager
+def _run(server: uvicorn.Server) -> Iterator[Receiver]:
+    """Run a configured receiver on a thread until the caller is done with it."""
+    port = server.config.port
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -254,23 +262,20 @@ def test_receiver_server_limits_connections_and_keep_alive(intake_settings: Sett
     intake_settings.keep_alive_seconds = 2
     server = _server(intake_settings, "127.0.0.1", _free_port())
     assert (server.config.limit_concurrency, server.config.timeout_keep_alive) == (2, 2)
-    port = server.config.port
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "receiver did not start"
-        time.sleep(0.02)
-    try:
-        receiver = Receiver(f"http://127.0.0.1:{port}", port, server)
-        holder = socket.create_connection(("127.0.0.1", port), timeout=10)  # takes the one slot
+    with _run(server) as receiver:
+        holder = socket.create_connection(("127.0.0.1", receiver.port), timeout=10)  # takes the one slot
         try:
-            time.sleep(0.2)
-            assert httpx.get(f"{receiver.url}/healthz").status_code == 503
+            assert _healthz_becomes(receiver, 503)
         finally:
             holder.close()
-        time.sleep(0.3)
-        assert httpx.get(f"{receiver.url}/healthz").status_code == 200
-    finally:
-        server.should_exit = True
-        thread.join(10)
+        assert _healthz_becomes(receiver, 200)
+
+
+def _healthz_becomes(receiver: Receiver, status: int) -> bool:
+    """Wait on the condition (not a fixed sleep): the receiver's /healthz answers `status` within 5 s."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if httpx.get(f"{receiver.url}/healthz").status_code == status:
+            return True
+        time.sleep(0.05)
+    return False
