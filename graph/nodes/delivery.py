@@ -23,6 +23,7 @@ from graph.deps import Deps
 from graph.nodes import bounds
 from graph.nodes.gates import environment_broken
 from graph.nodes.publisher import footer
+from graph.protections import note
 from graph.redact import fence, redact, secrets_of
 from graph.schemas import ChecklistItem, GateResult, Plan, Review, final_verdict
 from graph.state import TaskState
@@ -118,6 +119,9 @@ def description(state: TaskState, secrets: Sequence[str] = ()) -> str:
               for g in gates]
     for gate in failed:
         lines += ["", f"{gate.name}:", fence(redact(gate.detail.strip()[-2000:], secrets))]
+    sandbox = note(gates)
+    if sandbox:
+        lines += ["", "### Check sandbox", *sandbox]
     verdict = final_verdict(Review.model_validate(review), gates) if review else "not reviewed"
     lines += ["", f"### Review: `{verdict}`", review.get("summary", "")]
     sync = state.get("index_sync", {})
