@@ -65,12 +65,15 @@ _SETUP = r"""
 set -f
 fail() { echo "forgebot-sandbox: setup failed: $*" >&2; exit 125; }
 mount=$1; umount=$2; mkdir=$3; rmdir=$4; setpriv=$5; stage=$6; size=$7; shift 7
-"$mount" -t tmpfs -o "size=$size,mode=1777" forgebot-tmp "$stage" || fail "tmpfs"
+"$mount" -t tmpfs -o "size=$size,mode=1777" forgebot-tmp "$stage" && "$mkdir" "$stage/.staged" || fail "tmpfs"
 n=0
 for keep in $KEEP; do
   n=$((n+1)); "$mkdir" "$stage/.keep$n" && "$mount" --bind "$keep" "$stage/.keep$n" || fail "stage $keep"
 done
-"$mount" --move "$stage" /tmp || fail "private /tmp"
+# util-linux 2.38 reports a failed follow-up step after a move that worked (unprivileged users): the
+# marker directory, not the exit status, says whether the tmpfs is now /tmp.
+"$mount" --move "$stage" /tmp 2>/dev/null
+[ -d /tmp/.staged ] && "$rmdir" /tmp/.staged || fail "private /tmp"
 for scratch in /var/tmp /dev/shm; do
   if [ -d "$scratch" ]; then "$mount" -t tmpfs -o "size=$size,mode=1777" forgebot-tmp "$scratch" || fail "$scratch"; fi
 done
@@ -174,7 +177,8 @@ def _probe(search_path: str) -> Isolation:
             return Isolation(available=False, reason=f"`{name}` not installed")
     paths = {name: str(found) for name, found in tools.items()}
     with tempfile.TemporaryDirectory(prefix="forgebot-probe-") as target:
-        script = ["-c", '"$0" -t tmpfs none "$1" && "$0" --move "$1" /tmp', paths["mount"], target]
+        move = '"$0" -t tmpfs none "$1" && "$2" "$1/.m" && { "$0" --move "$1" /tmp 2>/dev/null; [ -d /tmp/.m ]; }'
+        script = ["-c", move, paths["mount"], target, paths["mkdir"]]
         argv = [*_unshare_argv(paths["unshare"], network=False), paths["sh"], *script]
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
