@@ -98,6 +98,8 @@ def description(state: TaskState, secrets: Sequence[str] = ()) -> str:
 
     A gate's detail can be the last line of the check's own output, which the repository's code
     wrote: it is redacted (token shapes and `secrets`) and, for a failed gate, fenced as untrusted.
+    The model saw that output too, so what it wrote (item notes, decisions) may quote it: the whole
+    text is redacted once more before it leaves.
     """
     review = state.get("review", {})
     gates = [GateResult.model_validate(g) for g in state.get("gates", [])]
@@ -127,7 +129,7 @@ def description(state: TaskState, secrets: Sequence[str] = ()) -> str:
     sync = state.get("index_sync", {})
     if sync.get("status") == "degraded":
         lines.append(f"\nSearch was degraded during this task: {sync.get('detail', '')}")
-    return "\n".join(lines) + "\n\n<sub>" + footer(state) + "</sub>"
+    return redact("\n".join(lines), secrets) + "\n\n<sub>" + footer(state) + "</sub>"
 
 
 async def _push(state: TaskState, runtime: Runtime[Deps]) -> str:

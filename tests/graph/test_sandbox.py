@@ -87,7 +87,8 @@ def test_a_check_over_its_timeout_is_killed_with_its_children(worktree: Path, is
 
 
 def test_a_background_child_does_not_hold_the_result(worktree: Path) -> None:
-    result = run_sandboxed("(sleep 54321 &); echo done", worktree, SandboxPolicy(isolate=False, allow_unisolated=True), BASE_ENV)
+    unisolated = SandboxPolicy(isolate=False, allow_unisolated=True)
+    result = run_sandboxed("(sleep 54321 &); echo done", worktree, unisolated, BASE_ENV)
     assert result.status == "passed" and result.output == "done\n"
     assert result.duration_seconds < 5
     assert _processes_with("54321") == []

@@ -31,6 +31,7 @@ from bot.settings import SandboxSettings, Settings
 from graph.checks import context_for, run_checks, sandbox_policy
 from graph.repoconfig import RepoConfig, parse_repo_config
 from graph.sandbox import SandboxPolicy, SandboxResult, probe_isolation, run_sandboxed
+from tests.fakes.forge_http import FakeForgeState
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "glpat-escape-0123456789abcdef"
@@ -320,3 +321,75 @@ def test_without_namespaces_the_accepting_setting_runs_them_and_lists_what_is_mi
 def test_isolation_disabled_and_unaccepted_refuses_even_a_harmless_command(tmp_path: Path) -> None:
     result = run_sandboxed("touch ran", tmp_path, SandboxPolicy(isolate=False), WORKER_ENV)
     assert result.status == "refused" and not (tmp_path / "ran").exists()
+
+
+# --- through the service: a label on a host without `unshare`, the merge request and status say so ---
+
+def _path_without(tmp_path: Path, tool: str) -> str:
+    """The worker's PATH with `tool` taken out: every other program stays reachable by name."""
+    bin_dir = tmp_path / f"path-without-{tool}"
+    bin_dir.mkdir()
+    for directory in os.environ["PATH"].split(os.pathsep):
+        if not os.path.isdir(directory):
+            continue
+        for entry in os.scandir(directory):
+            target = bin_dir / entry.name
+            if entry.name != tool and not target.exists() and not target.is_symlink():
+                target.symlink_to(entry.path)
+    return str(bin_dir)
+
+
+@pytest.mark.php
+@pytest.mark.parametrize("accepted", [False, True], ids=["refused", "accepted"])
+async def test_a_host_without_unshare_runs_no_checks_and_the_merge_request_says_why(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, accepted: bool,
+) -> None:
+    from tests.conftest import GITLAB_TOKEN
+    from tests.e2e import implement_harness as h
+    from tests.fakes.samples import sample
+    from tests.intake import deliveries
+
+    sample_body = sample("gitlab/issue.labels-changed.json")
+    monkeypatch.setenv("PATH", _path_without(tmp_path, "unshare"))  # the worker's own PATH
+    assert "`unshare` not installed" in probe_isolation().reason
+    settings.sandbox.allow_unisolated = accepted
+    for served in h.served_project(tmp_path / "forge", "oauth2", GITLAB_TOKEN):
+        settings.workspace.git_hosts = (served.url,)
+        h.setup(settings, redis_url, "Platform")
+        fake_forge.grant("gitlab", "1", "1", 30)
+        fake_forge.grant("gitlab", "1", "7", 30)
+        h.issue(fake_forge, "gitlab", "1", 23)
+        delivery = deliveries.gitlab(h.labelled(sample_body, served.url), "Issue Hook")
+        assert await h.post(settings, "gitlab", *delivery) == 202
+        assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
+    change = h.the_change(fake_forge, "gitlab", "1")
+    (status,) = [c.body for c in fake_forge.comments_on("gitlab", "1", 23, status=True) if ":purpose=status" in c.body]
+    for text in (change.body, status):
+        assert "'unshare' not installed" in text  # the host's reason, as plain text
+        if accepted:
+            assert "Checks ran without these sandbox protections" in text
+            assert "- no network: 'unshare' not installed" in text
+            assert "bot data, secrets and Redis socket hidden" in text
+        else:
+            assert "**Checks not run** (" in text and "FORGEBOT_SANDBOX__ALLOW_UNISOLATED=true" in text
+    if accepted:
+        assert "| test_runner | `passed` |" in change.body
+    else:
+        assert "| test_runner | `not_run` |" in change.body and "| test_runner | `passed` |" not in change.body
+
+
+def test_check_output_quoted_by_the_model_is_redacted_in_the_description() -> None:
+    """The failing line reaches the coder (fix context); a note that quotes it is redacted too."""
+    from typing import cast
+
+    from graph.nodes import delivery
+    from graph.state import TaskState
+
+    plan = {"items": [{"id": 1, "title": "Fix it", "criteria": [1], "paths": ["src/App.php"], "status": "done",
+                       "note": f"the test printed {TOKEN} and configured-s3cret-value"}],
+            "scope": {"writable": ["src/App.php"], "context_only": []}}
+    state = cast(TaskState, {"task_id": "t1", "mode": "implement", "forge": "gitlab", "number": 3, "title": "T",
+                             "criteria": [], "plan": plan, "gates": [], "started_at": 0.0})
+    text = delivery.description(state, secrets=["configured-s3cret-value"])
+    assert TOKEN not in text and "configured-s3cret-value" not in text and "[REDACTED]" in text
