@@ -22,13 +22,13 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from bot.settings import Settings
 from graph.classify import Classification, classify
 from graph.profiles import CommandSpec, Profile
 from graph.repoconfig import RepoConfig
-from graph.sandbox import SandboxPolicy, SandboxResult, run_sandboxed
+from graph.sandbox import DiskMeter, SandboxPolicy, SandboxResult, run_sandboxed
 
 CheckKind = Literal["install", "test", "smoke", "lint"]
 CheckStatus = Literal["passed", "failed", "disabled", "not_run"]
@@ -75,6 +75,8 @@ class CheckReport(BaseModel):
 class CheckContext(BaseModel):
     """What every check of one run shares: where, which files, under which limits."""
 
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     worktree: Path
     profile: Profile
     changed_files: tuple[str, ...] = ()
@@ -82,6 +84,7 @@ class CheckContext(BaseModel):
     base_env: dict[str, str] = {}
     home: Path | None = None
     install_network: bool = True
+    meter: DiskMeter = Field(default_factory=DiskMeter, exclude=True)
 
 
 def hidden_paths(settings: Settings) -> tuple[Path, ...]:
@@ -264,7 +267,7 @@ def _sandbox(ctx: CheckContext, spec: CommandSpec, command: str) -> SandboxResul
             "env": {**ctx.profile.env, **ctx.policy.env},
         }
     )
-    return run_sandboxed(command, ctx.worktree, policy, ctx.base_env, home=ctx.home)
+    return run_sandboxed(command, ctx.worktree, policy, ctx.base_env, home=ctx.home, meter=ctx.meter)
 
 
 def _from_runs(name: str, kind: CheckKind, command: str, runs: list[SandboxResult]) -> CheckResult:

@@ -206,6 +206,25 @@ def build_environment(base: Mapping[str, str], policy: SandboxPolicy, home: Path
     return env
 
 
+class DiskMeter:
+    """Disk used by a worktree and its HOME as the last sandboxed command left them.
+
+    Consecutive commands on one worktree (install, test, a lint per changed file) then walk the tree
+    once each instead of twice. What the bot itself writes between them (a patch) counts against
+    the next command, which errs on the side of the limit.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[Path, ...], int] = {}
+
+    def before(self, roots: tuple[Path, ...]) -> int:
+        return self._last[roots] if roots in self._last else _usage(roots)
+
+    def after(self, roots: tuple[Path, ...]) -> int:
+        self._last[roots] = _usage(roots)
+        return self._last[roots]
+
+
 def missing_without_isolation(policy: SandboxPolicy, reason: str) -> dict[str, str]:
     """The protections only namespaces give, each with `reason`: what running unisolated gives up."""
     missing = {"private_pids": reason, "private_tmp": reason, "dropped_capabilities": reason}
@@ -220,13 +239,15 @@ def run_sandboxed(
     policy: SandboxPolicy,
     base_env: Mapping[str, str],
     home: Path | None = None,
+    meter: DiskMeter | None = None,
 ) -> SandboxResult:
     """Run the shell command line `command` in `worktree` under `policy`.
 
     `base_env` is where allow-listed variables come from (the caller passes its environment);
     `home` is the command's HOME, shared by a sequence of checks (install, then test); without it a
-    throwaway directory is used. Raises ValueError when a hidden path would hide the worktree's own
-    content or the sandbox's scratch directory.
+    throwaway directory is used. `meter`, shared by such a sequence, saves a walk of the worktree
+    per command. Raises ValueError when a hidden path would hide the worktree's own content or the
+    sandbox's scratch directory.
     """
     worktree = worktree.resolve()
     if not worktree.is_dir():
@@ -248,7 +269,10 @@ def run_sandboxed(
         tmp = Path("/tmp") if isolation.available else scratch_dir / "tmp"
         tmp.mkdir(exist_ok=True)
         env = build_environment(base_env, policy, run_home, tmp)
-        before = _usage((worktree, run_home)) if policy.disk_bytes else 0
+        meter = meter or DiskMeter()
+        # A throwaway HOME starts empty: only a shared one needs measuring before the command.
+        roots = (worktree,) if home is None else (worktree, run_home)
+        before = meter.before(roots) if policy.disk_bytes else 0
         if isolation.available:
             result = _run_isolated(command, worktree, run_home, policy, hidden, scratch_dir, isolation, env)
         else:
@@ -256,7 +280,7 @@ def run_sandboxed(
             missing |= missing_without_isolation(policy, why)
             result = _execute(command, argv, worktree, env, policy, enforced, missing)
         if policy.disk_bytes and result.status != "error":
-            grown = _usage((worktree, run_home)) - before
+            grown = meter.after(roots) + (_usage((run_home,)) if home is None else 0) - before
             if grown > policy.disk_bytes:
                 limit = (f"wrote {grown // 2**20} MiB to the worktree and HOME, over the "
                          f"{policy.disk_bytes // 2**20} MiB disk limit")
@@ -304,14 +328,15 @@ def _limited(command: str, policy: SandboxPolicy, isolated: bool) -> tuple[list[
     memory = policy.memory_bytes or 0
     # In its own user namespace the command's processes are counted apart from the worker's; without
     # one RLIMIT_NPROC counts every process of the worker's user, so the worker's own are added.
-    processes = policy.max_processes + (0 if isolated else _tasks_of(os.getuid()))
+    root = os.getuid() == 0
+    processes = policy.max_processes + (0 if isolated or root else _tasks_of(os.getuid()))
     limits = [str(cpu), str(memory), str(processes), str(policy.max_file_bytes)]
     inner = [sys.executable, "-I", "-S", "-c", _LIMITS, *limits, "/bin/sh", "-c", command]
     enforced = ["timeout", "process_group_kill", "cpu_limit", "clean_environment", "output_cap", "file_size_limit"]
     enforced += ["memory_limit"] if memory else []
     enforced += ["disk_limit"] if policy.disk_bytes else []
     missing: dict[str, str] = {} if memory else {"memory_limit": "no memory limit in the policy"}
-    if os.getuid() == 0:
+    if root:
         missing["pid_limit"] = "the worker runs as root, whom the kernel's process limit does not bind"
     else:
         enforced.append("pid_limit")
