@@ -67,7 +67,7 @@ fail() { echo "forgebot-sandbox: setup failed: $*" >&2; exit 125; }
 mount=$1; umount=$2; mkdir=$3; rmdir=$4; setpriv=$5; stage=$6; size=$7; shift 7
 "$mount" -t tmpfs -o "size=$size,mode=1777" forgebot-tmp "$stage" && "$mkdir" "$stage/.staged" || fail "tmpfs"
 n=0
-for keep in $KEEP; do
+for keep in $FORGEBOT_SANDBOX_KEEP; do
   n=$((n+1)); "$mkdir" "$stage/.keep$n" && "$mount" --bind "$keep" "$stage/.keep$n" || fail "stage $keep"
 done
 # util-linux 2.38 reports a failed follow-up step after a move that worked (unprivileged users): the
@@ -84,14 +84,14 @@ while [ "$1" != "--" ]; do
 done
 shift
 n=0
-for keep in $KEEP; do
+for keep in $FORGEBOT_SANDBOX_KEEP; do
   n=$((n+1)); "$mkdir" -p "$keep" && "$mount" --bind "/tmp/.keep$n" "$keep" || fail "restore $keep"
   "$umount" "/tmp/.keep$n" && "$rmdir" "/tmp/.keep$n" || fail "unstage $keep"
 done
-cd "$WT" || fail "cd $WT"
+cd "$FORGEBOT_SANDBOX_WT" || fail "cd $FORGEBOT_SANDBOX_WT"
 echo ready >&0 || fail "ready"
 exec 0</dev/null
-unset KEEP WT
+unset FORGEBOT_SANDBOX_KEEP FORGEBOT_SANDBOX_WT
 set +f
 "$setpriv" --no-new-privs --inh-caps=-all --bounding-set=-all -- "$@"
 exit $?
@@ -313,7 +313,7 @@ def _run_isolated(
     unshare = _unshare_argv(tools["unshare"], network=not policy.network)
     ready_path = scratch / "ready"
     with ready_path.open("w") as ready:
-        setup_env = {**env, "KEEP": " ".join(keep), "WT": str(worktree)}
+        setup_env = {**env, "FORGEBOT_SANDBOX_KEEP": " ".join(keep), "FORGEBOT_SANDBOX_WT": str(worktree)}
         argv = [*unshare, *setup, *argv]
         result = _execute(command, argv, worktree, setup_env, policy, enforced, missing, ready.fileno())
     if ready_path.read_text() != "ready\n" and result.status != "timed_out":
