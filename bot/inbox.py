@@ -70,6 +70,24 @@ class Pending:
     event_json: str
 
 
+@dataclass(frozen=True)
+class TaskFilter:
+    """What the console's task list asks for: each field narrows the list when set."""
+
+    state: str = ""
+    mode: str = ""
+    repo: str = ""  # "<forge>:<project>", the start of the task key
+    offset: int = 0
+    limit: int = 50
+
+
+@dataclass(frozen=True)
+class ListedTask:
+    row: TaskRow
+    created_at: float
+    updated_at: float
+
+
 _TASK_COLUMNS = "t.task_id, t.task_key, t.state, t.mode, t.delivery_id, t.job_id, t.detail, d.event_json"
 _TASK_FROM = "tasks t JOIN deliveries d ON d.delivery_id = t.delivery_id"
 
@@ -266,6 +284,57 @@ class Inbox:
         """task id → (created_at, updated_at) epoch seconds: durations for `forgebot tasks`, ages for retention."""
         rows = await self._run(lambda: self._db.all("SELECT task_id, created_at, updated_at FROM tasks"))
         return {str(r[0]): (float(r[1]), float(r[2])) for r in rows}
+
+    # --- the console (read-only) ----------------------------------------------------------------
+
+    async def task_page(self, query: TaskFilter) -> tuple[list[ListedTask], int]:
+        """One page of tasks, newest first, and how many match in all (for the pager)."""
+        where: list[str] = ["1 = 1"]
+        params: list[Any] = []
+        if query.state:
+            where.append("t.state = ?")
+            params.append(query.state)
+        if query.mode:
+            where.append("t.mode = ?")
+            params.append(query.mode)
+        if query.repo:  # exact key prefix, compared as text: no LIKE wildcards from the query string
+            where.append("substr(t.task_key, 1, ?) = ?")
+            params += [len(query.repo) + 1, query.repo + ":"]
+        clause = " AND ".join(where)
+
+        def page() -> tuple[list[tuple[Any, ...]], int]:
+            total = self._db.one(f"SELECT COUNT(*) FROM tasks t WHERE {clause}", tuple(params))
+            rows = self._db.all(
+                f"SELECT {_TASK_COLUMNS}, t.created_at, t.updated_at FROM {_TASK_FROM} WHERE {clause}"
+                " ORDER BY t.created_at DESC, t.task_id LIMIT ? OFFSET ?",
+                (*params, query.limit, query.offset),
+            )
+            return rows, int(total[0]) if total else 0
+
+        rows, total = await self._run(page)
+        listed = [ListedTask(task, float(r[-2]), float(r[-1])) for r in rows if (task := _task(r[:-2])) is not None]
+        return listed, total
+
+    async def task_repos(self) -> dict[str, str]:
+        """`<forge>:<project>` → an event of that repository (its path is the label), for the filter."""
+
+        def repos() -> dict[str, str]:
+            keys = {":".join(str(r[0]).split(":")[:2]) for r in self._db.all("SELECT DISTINCT task_key FROM tasks")}
+            found: dict[str, str] = {}
+            for key in sorted(keys):
+                row = self._db.one(
+                    f"SELECT d.event_json FROM {_TASK_FROM} WHERE substr(t.task_key, 1, ?) = ? LIMIT 1",
+                    (len(key) + 1, key + ":"),
+                )
+                found[key] = str(row[0]) if row else ""
+            return found
+
+        return await self._run(repos)
+
+    async def task_times_of(self, task_id: str) -> tuple[float, float] | None:
+        row = await self._run(lambda: self._db.one("SELECT created_at, updated_at FROM tasks WHERE task_id = ?",
+                                                   (task_id,)))
+        return None if row is None else (float(row[0]), float(row[1]))
 
     # --- the sweeper -----------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from langchain_core.runnables import RunnableConfig
 
 from bot.authz import Authorizer
 from bot.checkpoints import open_checkpointer
+from bot.console.links import task_link
 from bot.events import ForgeEvent
 from bot.expiry import expire_waiting
 from bot.forge import (
@@ -98,6 +99,7 @@ async def execute(
     async def start() -> TaskState:
         state = initial_state(event, task_id)
         state["status_comment_id"] = status_comment
+        state["console_url"] = task_link(settings.console, task_id)
         if event.mode in CHECKOUT_MODES:  # the review route checks out the change's branch itself
             state.update(await checkout(settings, deps.forge, event.repo, task_id))  # type: ignore[typeddict-item]
         elif event.mode == "implement":
@@ -213,6 +215,7 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
     deps = Deps(settings=settings, forge=task_forge(forge, task.task_id), model_for=ctx["model_factory"])
     log.info("task start delivery=%s task=%s mode=%s", event.delivery_id, task.task_id, task.mode)
     acked = initial_state(original, task.task_id)
+    acked["console_url"] = task_link(settings.console, task.task_id)
     trigger = CommentRef(target=target_of(event), id=event.comment_id) if event.comment_id else target_of(event)
     comment_id = await status.acknowledge(forge, acked, trigger, "resuming with your answer" if answer else "started")
     try:
