@@ -25,7 +25,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 
 from bot.batching import Batcher
 from bot.events import ForgeEvent
-from bot.inboxsql import SCHEMA, Connection, connect_postgres, connect_sqlite
+from bot.inboxsql import Connection, connect_postgres, connect_sqlite, upgrade
 from bot.settings import Settings
 
 IntakeResult = Literal["accepted", "duplicate", "ignored"]
@@ -86,6 +86,8 @@ class ListedTask:
     row: TaskRow
     created_at: float
     updated_at: float
+    tokens: int = 0  # what the finished task spent, recorded with its final state (0 until then)
+    cost_usd: float = 0.0
 
 
 _TASK_COLUMNS = "t.task_id, t.task_key, t.state, t.mode, t.delivery_id, t.job_id, t.detail, d.event_json"
@@ -126,7 +128,7 @@ class Inbox:
         finally:
             executor.shutdown()
         inbox = cls(conn, clock)
-        await inbox._run(lambda: conn.script(SCHEMA))
+        await inbox._run(lambda: upgrade(conn))
         return inbox
 
     async def _run(self, fn: Callable[[], T]) -> T:
@@ -305,14 +307,16 @@ class Inbox:
         def page() -> tuple[list[tuple[Any, ...]], int]:
             total = self._db.one(f"SELECT COUNT(*) FROM tasks t WHERE {clause}", tuple(params))
             rows = self._db.all(
-                f"SELECT {_TASK_COLUMNS}, t.created_at, t.updated_at FROM {_TASK_FROM} WHERE {clause}"
+                f"SELECT {_TASK_COLUMNS}, t.created_at, t.updated_at, t.tokens, t.cost_usd FROM {_TASK_FROM}"
+                f" WHERE {clause}"
                 " ORDER BY t.created_at DESC, t.task_id LIMIT ? OFFSET ?",
                 (*params, query.limit, query.offset),
             )
             return rows, int(total[0]) if total else 0
 
         rows, total = await self._run(page)
-        listed = [ListedTask(task, float(r[-2]), float(r[-1])) for r in rows if (task := _task(r[:-2])) is not None]
+        listed = [ListedTask(task, float(r[-4]), float(r[-3]), int(r[-2] or 0), float(r[-1] or 0.0))
+                  for r in rows if (task := _task(r[:-4])) is not None]
         return listed, total
 
     async def task_repos(self) -> dict[str, str]:
@@ -331,10 +335,20 @@ class Inbox:
 
         return await self._run(repos)
 
-    async def task_times_of(self, task_id: str) -> tuple[float, float] | None:
-        row = await self._run(lambda: self._db.one("SELECT created_at, updated_at FROM tasks WHERE task_id = ?",
-                                                   (task_id,)))
-        return None if row is None else (float(row[0]), float(row[1]))
+    async def listed(self, task_id: str) -> ListedTask | None:
+        """One task as the console lists it."""
+        row = await self._run(lambda: self._db.one(
+            f"SELECT {_TASK_COLUMNS}, t.created_at, t.updated_at, t.tokens, t.cost_usd FROM {_TASK_FROM}"
+            " WHERE t.task_id = ?", (task_id,)))
+        task = _task(row[:-4]) if row else None
+        if row is None or task is None:
+            return None
+        return ListedTask(task, float(row[-4]), float(row[-3]), int(row[-2] or 0), float(row[-1] or 0.0))
+
+    async def spent(self, task_id: str, tokens: int, cost_usd: float) -> None:
+        """Record what a task spent (its final tokens and cost), so listing it needs no checkpoint read."""
+        sql = "UPDATE tasks SET tokens = ?, cost_usd = ? WHERE task_id = ?"
+        await self._run(lambda: self._db.transaction(lambda: self._db.execute(sql, (tokens, cost_usd, task_id))))
 
     # --- the sweeper -----------------------------------------------------------------------------
 

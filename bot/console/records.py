@@ -9,7 +9,6 @@ writes.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from bot.tasks_cli import link
 from graph.redact import redact, secrets_of
 from graph.runtime.trace import read_trace, trace_path
 
+REPOS_SECONDS = 30.0  # the repository filter's choices: a new repository shows up within this
 TRACE_EVENTS_SHOWN = 2000  # a page stays readable and fast; the rest is in `forgebot trace`
 
 
@@ -98,6 +98,7 @@ class Records:
         self.saver = saver
         self.redis = redis
         self._secrets = secrets_of(settings)
+        self._repos: tuple[float, list[tuple[str, str]]] | None = None
 
     def clean(self, text: Any) -> str:
         return redact(str(text), self._secrets)
@@ -109,11 +110,18 @@ class Records:
 
     async def page(self, query: TaskFilter) -> tuple[list[TaskSummary], int]:
         listed, total = await self.inbox.task_page(query)
-        states = await asyncio.gather(*(self.values(item.row.task_id) for item in listed))
-        return [self.summary(item, values) for item, values in zip(listed, states, strict=True)], total
+        return [self.summary(item, await self._spending(item)) for item in listed], total
+
+    async def _spending(self, item: ListedTask) -> dict[str, Any]:
+        """Tokens and cost: recorded with a task's final state; a live (or older-release) one's from its checkpoint."""
+        if item.tokens or item.row.state == "queued":
+            return {"tokens": item.tokens, "usage": {"cost_usd": item.cost_usd}}
+        return await self.values(item.row.task_id)
 
     async def repos(self) -> list[tuple[str, str]]:
-        """(filter value, label) of every repository that has tasks."""
+        """(filter value, label) of every repository that has tasks; re-read at most every `REPOS_SECONDS`."""
+        if self._repos is not None and time.monotonic() - self._repos[0] < REPOS_SECONDS:
+            return self._repos[1]
         found = await self.inbox.task_repos()
         out = []
         for key, event_json in found.items():
@@ -122,7 +130,8 @@ class Records:
                 event = ForgeEvent.model_validate_json(event_json)
                 label = event.repo.path or event.repo.project
             out.append((key, self.clean(label)))
-        return sorted(out, key=lambda pair: pair[1])
+        self._repos = (time.monotonic(), sorted(out, key=lambda pair: pair[1]))
+        return self._repos[1]
 
     def summary(self, item: ListedTask, values: dict[str, Any]) -> TaskSummary:
         row, now = item.row, time.time()
@@ -140,17 +149,16 @@ class Records:
         )
 
     async def detail(self, task_id: str) -> TaskDetail | None:
-        row = await self.inbox.task(task_id)
-        times = await self.inbox.task_times_of(task_id)
-        if row is None or times is None:
+        item = await self.inbox.listed(task_id)
+        if item is None:
             return None
-        values = await self.values(task_id)
-        summary = self.summary(ListedTask(row, *times), values)
+        row, values = item.row, await self.values(task_id)
+        summary = self.summary(item, values)
         usage = values.get("usage") or {}
         gates = [{**g, "detail": self.clean(g.get("detail", ""))} for g in values.get("gates") or []]
         events, note = self._trace(task_id)
         gates_failed = any(g.get("status") == "failed" for g in gates)
-        end = time.time() if row.state in ("queued", "running") else times[1]
+        end = time.time() if row.state in ("queued", "running") else item.updated_at
         found = timeline.bars(await self.steps(task_id), end, events, state=row.state, gates_failed=gates_failed)
         drawn, total = timeline.layout(found)
         review = values.get("review") or {}
@@ -198,9 +206,7 @@ class Records:
         return events, ""
 
     async def health(self) -> Health:
-        listed, _ = await self.inbox.task_page(TaskFilter(state="failed", limit=10))
-        states = await asyncio.gather(*(self.values(item.row.task_id) for item in listed))
-        failures = [self.summary(item, values) for item, values in zip(listed, states, strict=True)]
+        failures, _ = await self.page(TaskFilter(state="failed", limit=10))
         if self.redis is None:
             return Health(queue_ok=False, failures=failures)
         try:

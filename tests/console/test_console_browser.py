@@ -149,12 +149,24 @@ def _rows(driver: Any) -> list[str]:
     return [row.text for row in driver.find_elements(By.CSS_SELECTOR, "#tasks tbody tr")]
 
 
+def _submit(driver: Any, button: str) -> None:
+    """Click a form's button and wait until the next page replaced this one (no fixed sleep)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = driver.find_element(By.TAG_NAME, "main")
+    driver.find_element(By.ID, button).click()
+    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
 def _log_in(driver: Any, web: str, token: str) -> None:
     from selenium.webdriver.common.by import By
 
     driver.get(f"{web}/console/login")
     driver.find_element(By.ID, "token").send_keys(token)
-    driver.find_element(By.ID, "login").click()
+    _submit(driver, "login")
 
 
 def _choose(driver: Any, select_id: str, visible: str) -> None:
@@ -162,7 +174,7 @@ def _choose(driver: Any, select_id: str, visible: str) -> None:
     from selenium.webdriver.support.ui import Select
 
     Select(driver.find_element(By.ID, select_id)).select_by_visible_text(visible)
-    driver.find_element(By.ID, "apply").click()
+    _submit(driver, "apply")
 
 
 async def test_console_in_a_real_browser(
