@@ -19,7 +19,7 @@ import pytest
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-SHOTS = os.environ.get("FORGEBOT_SCREENSHOTS", "")  # e.g. docs/console: where the docs' pictures are written
+SHOTS = os.environ.get("SCREENSHOTS_DIR", "")  # e.g. docs/console: where the docs' pictures are written
 
 
 def need_browser() -> None:
@@ -52,7 +52,7 @@ def browser() -> Iterator[Any]:
 
 
 def screenshot(driver: Any, name: str, tmp: Path) -> Path:
-    """Save the whole page: into `FORGEBOT_SCREENSHOTS` when set (the docs' pictures), else `tmp`."""
+    """Save the whole page: into `SCREENSHOTS_DIR` when set (the docs' pictures), else `tmp`."""
     folder = Path(SHOTS) if SHOTS else tmp
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.png"

@@ -142,3 +142,24 @@ def test_bad_filters_and_ids_are_clear_refusals(console: ServerThread) -> None:
     assert odd.status_code == 200 and "2 in all" in odd.text  # unknown values are ignored, not errors
     assert httpx.get(console.url + "/console/tasks/..%2F..%2Fetc", headers=auth).status_code == 404
     assert httpx.get(console.url + "/console/tasks/ffffffffffffffff", headers=auth).status_code == 404
+
+
+async def test_health_shows_queue_depth_and_the_leases_workers_hold(settings: Settings, redis_url: str,
+                                                                     tasks: list[str]) -> None:
+    import os
+    import socket
+
+    import redis
+
+    from bot.recovery import lease
+
+    settings.redis_url = redis_url
+    settings.console = ConsoleSettings(operator_token=SecretStr(OPERATOR))
+    redis.Redis.from_url(redis_url).zadd("arq:queue", {"waiting-job": 1_000})  # enqueued at t = 1 s: very old
+    auth = {"authorization": f"Bearer {OPERATOR}"}
+    with serving(create_app(settings, queue=_Queue())) as server:
+        async with lease(redis_url, "job-running", 30), httpx.AsyncClient() as client:
+            page = (await client.get(server.url + "/console/health", headers=auth)).text
+    assert '<dd id="depth">1</dd>' in page
+    assert "h" in page.split('id="oldest">')[1].split("<")[0]  # decades old: shown in hours
+    assert "job-running" in page and f"{socket.gethostname()}:{os.getpid()}" in page
