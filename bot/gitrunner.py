@@ -72,6 +72,10 @@ class GitError(RuntimeError):
     """A git command failed or timed out; the message has its verb and stderr, never a secret."""
 
 
+class GitTimeout(GitError):
+    """A git command ran past its time limit and was killed."""
+
+
 class GitTampered(Exception):
     """Git metadata is not what the bot wrote (a replaced `.git`, config naming a program).
 
@@ -309,7 +313,7 @@ def run(
         out, err, problem = _collect(proc, timeout, max_output)
     verb = args[0] if args else "git"
     if problem:
-        raise GitError(f"git {verb} {problem}")
+        raise (GitTimeout if problem.startswith("timed out") else GitError)(f"git {verb} {problem}")
     return Completed(proc.returncode, out.decode(errors="replace"),
                      redact(err.decode(errors="replace").strip()[-_KEEP_STDERR:], secret_list))
 
