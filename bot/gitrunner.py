@@ -65,6 +65,9 @@ _PROGRAM_KEYS = re.compile(
     r"|core\.(sshcommand|gitproxy|alternaterefscommand|worktree)|remote\..*\.(uploadpack|receivepack|vcs)"
     r"|extensions\.worktreeconfig"
 )
+# commands that look inside a gitlink's directory (a populated submodule) for changes, running that
+# repository's own filters: `status` and `diff` do not (`diff.ignoreSubmodules=all`), these do
+_DESCENDING = frozenset({"add", "commit", "diff-files", "stash", "update-index"})
 _URL_PASSWORD = re.compile(r"(://[^/\s:@]+):[^/\s@]+@")
 
 
@@ -125,8 +128,7 @@ class Repo:
     def verify(self) -> None:
         """Raise GitTampered unless the metadata is still what it was when the bot wrote it."""
         if self.work_tree is not None and self.dotgit:
-            found = _read_small(self.work_tree / ".git")
-            if found != self.dotgit:
+            if _dotgit(self.work_tree) != self.dotgit:
                 raise GitTampered(
                     f"{self.work_tree}/.git was replaced (expected a file pointing at {self.git_dir}); "
                     "refusing to run git on this worktree"
@@ -151,12 +153,20 @@ def _read_small(path: Path, limit: int = 4096) -> str:
         raise GitTampered(f"{path} cannot be read: {exc.strerror}") from None
 
 
+def _dotgit(root: Path) -> str:
+    try:
+        return _read_small(root / ".git")
+    except GitTampered:
+        raise GitTampered(f"{root}/.git was replaced (not the file `git worktree add` writes); "
+                          "refusing to run git on this worktree") from None
+
+
 def _task_worktree(root: Path) -> Repo:
     """A worktree the bot made with `git worktree add`: its admin dir lies in a mirror, linked both ways."""
-    dotgit = _read_small(root / ".git")
+    dotgit = _dotgit(root)
     match = re.fullmatch(r"gitdir: (/[^\n]+)\n", dotgit)
     if match is None:
-        raise GitTampered(f"{root}/.git is not the file `git worktree add` writes")
+        raise GitTampered(f"{root}/.git was replaced (not the file `git worktree add` writes)")
     admin = Path(match.group(1))
     mirrors = root.parent.parent / MIRRORS
     layout = admin.parent.name == "worktrees" and admin.parent.parent.parent == mirrors
@@ -298,6 +308,8 @@ def run(
     """
     if repo is not None:
         repo.verify()
+        if args and args[0] in _DESCENDING and repo.work_tree is not None:
+            _no_planted_repositories(repo, env)
     safe = [p for p in (repo.git_dir, repo.work_tree) if p is not None] if repo is not None else []
     command = [_executable(), *overrides(protocols, safe), *(repo.args() if repo else []), *args]
     where = cwd or (repo.work_tree or repo.git_dir if repo is not None else _empty_home())
@@ -316,6 +328,23 @@ def run(
         raise (GitTimeout if problem.startswith("timed out") else GitError)(f"git {verb} {problem}")
     return Completed(proc.returncode, out.decode(errors="replace"),
                      redact(err.decode(errors="replace").strip()[-_KEEP_STDERR:], secret_list))
+
+
+def _no_planted_repositories(repo: Repo, env: Mapping[str, str]) -> None:
+    """GitTampered if a gitlink's directory holds a repository: the bot never populates submodules.
+
+    git would run that repository's filters (its config and `.gitattributes` are its own, out of
+    reach of any `-c`) when it checks the submodule for changes.
+    """
+    assert repo.work_tree is not None
+    done = run(["ls-files", "--stage", "-z"], repo, env=env)
+    if done.returncode != 0:
+        raise GitError(f"git ls-files failed ({done.returncode}): {done.stderr[-300:]}")
+    for entry in done.stdout.split("\0"):
+        if entry.startswith("160000 "):
+            path = entry.split("\t", 1)[1]
+            if os.path.lexists(repo.work_tree / path / ".git"):
+                raise GitTampered(f"a repository was planted at {path} (a submodule the bot never checks out)")
 
 
 def _collect(proc: subprocess.Popen[bytes], timeout: float, limit: int) -> tuple[bytes, bytes, str]:
