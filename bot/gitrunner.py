@@ -196,10 +196,20 @@ def _checkout(root: Path) -> Repo:
 
 def screen_config(config: Path, *, owned: bool) -> None:
     """Raise GitTampered if the repository's config file names a key it must not have."""
-    if not config.exists():
+    try:
+        info = os.lstat(config)
+    except FileNotFoundError:
         return
-    _read_small(config, limit=1024 * 1024)
-    done = run(["config", "--file", str(config), "--list", "-z"], None, timeout=30)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > 1024 * 1024:
+        raise GitTampered(f"{config} is not a small regular file")
+    # any write to the file changes its ctime: an unchanged file need not be read again
+    _screen(str(config), owned, (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+
+
+@functools.lru_cache(maxsize=256)
+def _screen(config: str, owned: bool, version: tuple[int, ...]) -> None:
+    """`screen_config` for one version of the file; only passing versions are remembered."""
+    done = run(["config", "--file", config, "--list", "-z"], None, timeout=30)
     if done.returncode != 0:
         raise GitTampered(f"{config} cannot be parsed: {done.stderr.strip()[-300:]}")
     keys = {entry.split("\n", 1)[0] for entry in done.stdout.split("\0") if entry}
