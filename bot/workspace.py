@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from bot import gitrunner
 from bot.forge.models import GitCredentials
-from bot.gitrunner import GitError, Repo
+from bot.gitrunner import GitError, GitTampered, Repo
 from bot.settings import Settings, WorkspaceSettings
 
 log = logging.getLogger(__name__)
@@ -198,12 +198,17 @@ class Workspaces:
         await self._run(["push", "--quiet", "--no-verify", url, refspec], cwd=worktree, auth=auth)
 
     async def cleanup(self, key: str, task: str) -> None:
-        """Remove a finished task's worktree and its local branch bookkeeping."""
+        """Remove a finished task's worktree and its local branch bookkeeping.
+
+        A worktree whose `.git` a check replaced is deleted without asking git about it first;
+        `worktree prune` then forgets its admin dir.
+        """
         path, mirror = self.task_path(task), self.mirror_path(key)
         async with self._locked(key):
             if mirror.exists():
-                if path.exists():
+                if path.exists() and _is_the_bots(path):
                     await self._run(["worktree", "remove", "--force", str(path)], cwd=mirror)
+                shutil.rmtree(path, ignore_errors=True)
                 await self._run(["worktree", "prune"], cwd=mirror)
         shutil.rmtree(path, ignore_errors=True)
 
@@ -250,6 +255,14 @@ class Workspaces:
                 await self._run(["worktree", "prune"], cwd=mirror)  # forget the removed worktrees
         if self.usage() > self.settings.max_bytes:
             raise WorkspaceFull(f"workspaces use {self.usage()} bytes, bound {self.settings.max_bytes}")
+
+
+def _is_the_bots(worktree: Path) -> bool:
+    try:
+        Repo.at(worktree).verify()
+    except GitTampered:
+        return False
+    return True
 
 
 def repo_key(forge: str, project: str) -> str:

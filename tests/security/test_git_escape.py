@@ -12,6 +12,7 @@ must never appear. Each test also runs plain git on the same setup as a control,
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -144,7 +145,13 @@ async def test_a_dotgit_replaced_by_a_check_stops_every_bot_git_call(tmp_path: P
     assert not setup.marker.exists()
     assert "forgebot/1-x" not in plain_git("branch", "--list", cwd=setup.origin)  # nothing was pushed
 
-    plain_git("status", "--porcelain", cwd=root)  # control: plain git runs the planted fsmonitor
+    planted = tmp_path / "planted"
+    shutil.copytree(root, planted, symlinks=True)  # for the control below
+    await setup.ws.cleanup("gitlab-1", "task1")  # the finished task's worktree goes without git reading it
+    assert not root.exists() and not setup.marker.exists()
+    assert "task1" not in plain_git("worktree", "list", cwd=setup.ws.mirror_path("gitlab-1"))
+
+    plain_git("status", "--porcelain", cwd=planted)  # control: plain git runs the planted fsmonitor
     assert setup.marker.exists()
 
 
