@@ -127,14 +127,9 @@ class Repo:
 
     def verify(self) -> None:
         """Raise GitTampered unless the metadata is still what it was when the bot wrote it."""
-        if self.work_tree is not None and self.dotgit:
-            if _dotgit(self.work_tree) != self.dotgit:
-                raise GitTampered(
-                    f"{self.work_tree}/.git was replaced (expected a file pointing at {self.git_dir}); "
-                    "refusing to run git on this worktree"
-                )
-        for name in ("commondir", "gitdir") if self.dotgit else ():
-            _read_small(self.git_dir / name)  # the admin dir is intact (raises GitTampered if not)
+        if self.work_tree is not None and self.dotgit and _task_worktree(self.work_tree) != self:
+            raise GitTampered(f"{self.work_tree}/.git was replaced (expected a file pointing at {self.git_dir}); "
+                              "refusing to run git on this worktree")
         screen_config(self.config, owned=self.owned)
 
     def args(self) -> list[str]:
@@ -291,7 +286,7 @@ def overrides(protocols: Iterable[str] = (), safe: Sequence[Path] = ()) -> list[
     return [arg for key, value in pairs for arg in ("-c", f"{key}={value}")]
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
+def _redact(text: str, secrets: Iterable[str]) -> str:
     for secret in secrets:
         if secret:
             text = text.replace(secret, "***")
@@ -302,7 +297,6 @@ def run(
     args: Sequence[str],
     repo: Repo | None,
     *,
-    cwd: Path | None = None,
     input: str | None = None,
     env: Mapping[str, str] = {},
     config: Mapping[str, str] = {},
@@ -322,7 +316,7 @@ def run(
             _no_planted_repositories(repo, env)
     safe = [p for p in (repo.git_dir, repo.work_tree) if p is not None] if repo is not None else []
     command = [_executable(), *overrides(protocols, safe), *(repo.args() if repo else []), *args]
-    where = cwd or (repo.work_tree or repo.git_dir if repo is not None else _empty_home())
+    where = (repo.work_tree or repo.git_dir) if repo is not None else _empty_home()
     secret_list = [s for s in secrets if s]
     with tempfile.TemporaryFile() as stdin:
         if input is not None:
@@ -337,7 +331,7 @@ def run(
     if problem:
         raise (GitTimeout if problem.startswith("timed out") else GitError)(f"git {verb} {problem}")
     return Completed(proc.returncode, out.decode(errors="replace"),
-                     redact(err.decode(errors="replace").strip()[-_KEEP_STDERR:], secret_list))
+                     _redact(err.decode(errors="replace").strip()[-_KEEP_STDERR:], secret_list))
 
 
 def _no_planted_repositories(repo: Repo, env: Mapping[str, str]) -> None:
@@ -397,12 +391,9 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def git(
-    path: Path, *args: str, input: str | None = None,
-    env: Mapping[str, str] = {}, ok: Sequence[int] = (0,), timeout: float = DEFAULT_TIMEOUT,
-) -> str:
-    """stdout of `git <args>` on the repository at `path`; GitError when the exit is not in `ok`."""
-    done = run(args, Repo.at(path), input=input, env=env, timeout=timeout)
-    if done.returncode not in ok:
+def git(path: Path, *args: str, env: Mapping[str, str] = {}, timeout: float = DEFAULT_TIMEOUT) -> str:
+    """stdout of `git <args>` on the repository at `path`; GitError unless it exits 0."""
+    done = run(args, Repo.at(path), env=env, timeout=timeout)
+    if done.returncode != 0:
         raise GitError(f"git {args[0]} failed ({done.returncode}): {done.stderr[-800:]}")
     return done.stdout
