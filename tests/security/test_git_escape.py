@@ -31,8 +31,12 @@ from graph.repoconfig import load_repo_config
 from graph.reviewdiff import collect
 from graph.sandbox import SandboxPolicy, run_sandboxed
 from graph.tools.search import search_code
-from tests.graph.implement import route
-from tests.graph.implement.conftest import FORGEBOT_YML, Project, make_project, need_php
+from tests.conftest import GITLAB_TOKEN
+from tests.e2e import implement_harness as h
+from tests.fakes.forge_http import FakeForgeState
+from tests.fakes.samples import sample
+from tests.graph.implement.conftest import FORGEBOT_YML
+from tests.intake import deliveries
 
 PLAIN = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
          "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.invalid", "GIT_COMMITTER_NAME": "a",
@@ -336,37 +340,40 @@ def test_an_untrusted_checkout_naming_a_program_is_refused(tmp_path: Path) -> No
         Repo.at(tmp_path / "nowhere")
 
 
-async def test_a_task_whose_check_replaces_dotgit_fails_closed(tmp_path: Path) -> None:
-    """The implement route, real gates (sandbox as configured), a test command that plants a `.git`:
-    the task stops with GitTampered before anything is pushed or opened, and the planted program never runs."""
-    need_php()
-    project = make_project(tmp_path)
+@pytest.mark.php
+async def test_a_task_whose_check_replaces_dotgit_fails_closed(
+    tmp_path: Path, settings: Settings, redis_url: str, fake_forge: FakeForgeState
+) -> None:
+    """Through the service: a GitLab label webhook to the real receiver, the arq worker, a mirror
+    over HTTP with the forge token, real gates whose test command plants a `.git`. The task fails
+    with one note naming GitTampered; nothing is pushed or opened and the planted program never runs."""
     marker, evil = tmp_path / "marker", tmp_path / "evil.sh"
     evil.write_text(f'#!/bin/sh\necho "$0 $*" >> {marker}\ncat\n')
     evil.chmod(0o755)
-    seed = tmp_path / "seed"
-    (seed / "tools").mkdir()
-    (seed / "tools" / "check.sh").write_text(REPLACE_DOTGIT.format(evil=evil))
-    (seed / ".forgebot.yml").write_text(FORGEBOT_YML.replace("commands:\n", "commands:\n  test: sh tools/check.sh\n"))
-    plain_git("add", "-A", cwd=seed)
-    plain_git("commit", "-qm", "a check", cwd=seed)
-    plain_git("push", "-q", str(project.origin), "main", cwd=seed)
-    settings = Settings(_env_file=None, data_dir=tmp_path / "data",  # type: ignore[call-arg]
-                        workspace=WorkspaceSettings(allowed_protocols=("file",)))
-    spaces = Workspaces.for_settings(settings)
-    await spaces.mirror("gitlab-1", str(project.origin))
-    root = await spaces.worktree("gitlab-1", "task9", "forgebot/7-add-multiplication", "origin/main")
-    task = Project(origin=project.origin, root=root, base=plain_git("rev-parse", "HEAD", cwd=root).strip(),
-                   outside=project.outside)
-    roles = route.models(
-        decomposer=[route.decomposition()], analyzer=[route.analysis()],
-        planner=[route.plan(route.ONE_ITEM)], architect=route.approve_plan(),
-        coder=route.coder_happy(), reviewer=route.review(),
-    )
-    forge = route.FakeForge()
-    with pytest.raises(GitTampered, match="replaced"):
-        await route.run(task, settings, roles, forge)
-    assert (root / ".git").is_dir()  # the check did run and plant its repository
-    assert not marker.exists()
-    assert not forge.changes
-    assert "forgebot/7-add-multiplication" not in plain_git("branch", "--list", cwd=project.origin)
+    for served in h.served_project(tmp_path / "forge", "oauth2", GITLAB_TOKEN):
+        settings.workspace.git_hosts = (served.url,)
+        seed = tmp_path / "forge" / "seed"
+        (seed / "tools").mkdir()
+        (seed / "tools" / "check.sh").write_text(REPLACE_DOTGIT.format(evil=evil))
+        config = FORGEBOT_YML.replace("commands:\n", "commands:\n  test: sh tools/check.sh\n")
+        (seed / ".forgebot.yml").write_text(config)
+        plain_git("add", "-A", cwd=seed)
+        plain_git("commit", "-qm", "a check", cwd=seed)
+        plain_git("push", "-q", str(served.origin), "main:master", cwd=seed)
+        h.setup(settings, redis_url, "Platform")
+        fake_forge.grant("gitlab", "1", "1", 30)
+        fake_forge.grant("gitlab", "1", "7", 30)
+        h.issue(fake_forge, "gitlab", "1", 23)
+        delivery = deliveries.gitlab(h.labelled(sample("gitlab/issue.labels-changed.json"), served.url), "Issue Hook")
+        assert await h.post(settings, "gitlab", *delivery) == 202
+        worker = await h.work(settings, h.implement_roles().__getitem__)
+        assert worker.jobs_failed == 1
+        assert await h.task_states(settings) == [("failed", "GitTampered")]
+        notes = [c.body for c in fake_forge.comments_on("gitlab", "1", 23)]
+        assert any("could not finish this task: GitTampered" in n for n in notes), notes
+        assert not marker.exists()
+        assert not fake_forge.changes
+        assert plain_git("for-each-ref", "--format=%(refname:short)", "refs/heads", cwd=served.origin).split() == [
+            "master"]
+        (task,) = (settings.data_dir / "workspaces" / "tasks").iterdir()
+        assert (task / ".git").is_dir()  # the check did run and plant its repository
