@@ -28,6 +28,7 @@ Credentials reach git only through `config`, for the one command that needs them
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import re
@@ -219,7 +220,9 @@ def _screen(config: str, owned: bool, version: tuple[int, ...]) -> None:
 @functools.cache
 def _empty_home() -> Path:
     """HOME and XDG_CONFIG_HOME for git: an empty directory of this process's own."""
-    return Path(tempfile.mkdtemp(prefix="forgebot-git-home-"))
+    home = tempfile.mkdtemp(prefix="forgebot-git-home-")
+    atexit.register(shutil.rmtree, home, True)
+    return Path(home)
 
 
 @functools.cache

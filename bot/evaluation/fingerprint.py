@@ -18,7 +18,7 @@ from pydantic import SecretStr
 
 from bot.evaluation.commands import CommandError, run_command
 from bot.evaluation.taskset import HiddenTests, TaskSet
-from bot.gitrunner import GitError, git
+from bot.gitrunner import GitError, GitTampered, git
 from bot.settings import Settings
 
 CODE_PACKAGES = ("bot", "graph", "prompts", "standards")
@@ -119,7 +119,7 @@ def _version(args: list[str]) -> str:
 def git_commit(root: Path) -> str | None:
     try:
         return git(root, "rev-parse", "HEAD").strip()
-    except GitError:
+    except (GitError, GitTampered):  # not a checkout, or one whose config the runner will not use
         return None
 
 
