@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from bot import gitrunner
 from bot.forge.models import GitCredentials
-from bot.gitrunner import GitError, GitTampered, Repo
+from bot.gitrunner import MIRRORS, TASKS, GitError, GitTampered, Repo
 from bot.settings import Settings, WorkspaceSettings
 
 log = logging.getLogger(__name__)
@@ -95,10 +95,10 @@ class Workspaces:
         return cls(settings.data_dir / "workspaces", settings.workspace, origins=forge_origins(settings))
 
     def mirror_path(self, key: str) -> Path:
-        return self.root / "mirrors" / f"{check_name(key, 'repository key')}.git"
+        return self.root / MIRRORS / f"{check_name(key, 'repository key')}.git"
 
     def task_path(self, task: str) -> Path:
-        return self.root / "tasks" / check_name(task, "task id")
+        return self.root / TASKS / check_name(task, "task id")
 
     def _credentials_for(self, url: str, auth: GitCredentials | None) -> GitCredentials | None:
         """`auth` if `url` is on a configured forge host; None for a local path; else refuse, sending nothing."""
@@ -241,7 +241,7 @@ class Workspaces:
 
     async def enforce_bound(self, active: set[str]) -> None:
         """Keep under `max_bytes` by removing finished tasks' worktrees, oldest first; else fail loudly."""
-        tasks = self.root / "tasks"
+        tasks = self.root / TASKS
         finished = [p for p in tasks.iterdir() if p.name not in active] if tasks.exists() else []
         removed = False
         for path in sorted(finished, key=lambda p: p.stat().st_mtime):
@@ -251,7 +251,7 @@ class Workspaces:
             shutil.rmtree(path, ignore_errors=True)
             removed = True
         if removed:
-            for mirror in (self.root / "mirrors").glob("*.git"):
+            for mirror in (self.root / MIRRORS).glob("*.git"):
                 await self._run(["worktree", "prune"], cwd=mirror)  # forget the removed worktrees
         if self.usage() > self.settings.max_bytes:
             raise WorkspaceFull(f"workspaces use {self.usage()} bytes, bound {self.settings.max_bytes}")
