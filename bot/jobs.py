@@ -117,9 +117,9 @@ async def execute(
 
 async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent, task_id: str) -> TaskState:
     """The implement route's worktree: the mirror refreshed, a task branch from the default branch."""
+    from bot.gitrunner import git
     from bot.workspace import Workspaces, repo_key
     from graph.checkout import index_checkout
-    from graph.coder.gitstate import git
     from graph.nodes.delivery import branch_name
 
     spaces = Workspaces.for_settings(settings)
