@@ -104,7 +104,8 @@ def render(state: TaskState, phase: str, *, final: bool = False) -> str:
     sandbox = note([GateResult.model_validate(g) for g in state.get("gates", [])])
     if sandbox:
         parts.append("\n".join(sandbox))
-    parts.append(f"<sub>{footer(state)}</sub>")
+    page = state.get("console_url", "")
+    parts.append(f"<sub>{footer(state)}" + (f" · [task page]({page})" if page else "") + "</sub>")
     return "\n\n".join(parts)
 
 
