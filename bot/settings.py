@@ -209,6 +209,35 @@ class WorkspaceSettings(BaseModel):
         default=600.0, description="seconds one git command may run; raise it for huge repositories"
     )
 
+class SandboxSettings(BaseModel):
+    """The check sandbox: what a repository's install, test, smoke and lint commands may reach.
+
+    Checks run the repository's code. They run in user namespaces with no network, the bot's data
+    directory, secrets and Redis socket hidden, and private /tmp; where the host refuses namespaces,
+    they are not run at all unless `allow_unisolated` accepts that (docs/security.md).
+    """
+
+    allow_unisolated: bool = Field(
+        default=False,
+        description="run checks even where user namespaces are unavailable (then they have network and see "
+        "the data dir and secrets); the status comment and the change description list what was missing",
+    )
+    install_network: bool = Field(
+        default=True,
+        description="the install command (`composer install --no-scripts --no-plugins`) may download; "
+        "test, smoke and lint never have network",
+    )
+    max_processes: int = Field(default=256, ge=8, description="processes and threads one check may run at once")
+    max_file_mb: int = Field(default=1024, ge=1, description="MiB of the largest file one check may write")
+    tmp_mb: int = Field(default=512, ge=1, description="MiB of each private tmpfs (/tmp, /var/tmp, /dev/shm)")
+    disk_mb: int = Field(
+        default=2048, ge=1, description="MiB one check may add to the worktree and HOME; more fails the check"
+    )
+    hidden_paths: tuple[Path, ...] = Field(
+        default=(), description="further paths checks must not see (the data dir and secrets are always hidden)"
+    )
+
+
 class IntakeSettings(BaseModel):
     """The webhook intake: durable inbox, sweeper, authorization cache and allow-list."""
 
@@ -316,6 +345,10 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         default=None, description="unset: `forgebot serve` starts a private Redis under the data dir"
     )
+    secrets_dir: Path | None = Field(
+        default=None,
+        description="directory of secret files, one per setting (`gitlab__token`); hidden from checks",
+    )
     host: str = Field(
         default="127.0.0.1", description="listen address of the webhook receiver; `0.0.0.0` in a container"
     )
@@ -342,6 +375,7 @@ class Settings(BaseSettings):
     triggers: TriggerSettings = Field(default_factory=TriggerSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     log_level: str = Field(default="INFO", description="Python log level: `DEBUG`, `INFO`, `WARNING`, `ERROR`")
     questions: QuestionSettings = Field(default_factory=QuestionSettings)
     worker_metrics_port: int | None = Field(

@@ -2,7 +2,12 @@
 
 Each check ends in exactly one of four statuses, never blurred: `passed` and `failed` (the command
 ran), `disabled` (configuration turned it off) and `not_run` (it could not or need not run: no
-composer.json, no runner found, no changed files, install failed first), always with a reason.
+composer.json, no runner found, no changed files, install failed first, or the sandbox could not
+isolate it and running unisolated is not accepted), always with a reason.
+
+`sandbox_policy` turns the settings into the sandbox's limits: the data directory, every secrets
+directory and the Redis socket hidden, and network only for the install command when
+`sandbox.install_network` allows it.
 """
 
 from __future__ import annotations
@@ -15,18 +20,22 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
+from bot.settings import Settings
 from graph.classify import Classification, classify
 from graph.profiles import CommandSpec, Profile
 from graph.repoconfig import RepoConfig
-from graph.sandbox import SandboxPolicy, SandboxResult, run_sandboxed
+from graph.sandbox import DiskMeter, SandboxPolicy, SandboxResult, run_sandboxed
 
 CheckKind = Literal["install", "test", "smoke", "lint"]
 CheckStatus = Literal["passed", "failed", "disabled", "not_run"]
 ALL_KINDS: tuple[CheckKind, ...] = ("install", "test", "smoke", "lint")
 _OUTPUT_LIMIT = 16 * 1024
+# Where containers usually mount secrets: the chart's Secret, Docker and Kubernetes service accounts.
+DEFAULT_SECRET_DIRS = (Path("/etc/forgebot/secrets"), Path("/run/secrets"), Path("/var/run/secrets"))
 
 
 class CheckResult(BaseModel):
@@ -41,6 +50,15 @@ class CheckResult(BaseModel):
     output: str = ""
     runs: tuple[SandboxResult, ...] = ()
     classification: Classification | None = None
+
+    @property
+    def not_enforced(self) -> dict[str, str]:
+        """Protections missing from any of its runs (for a check not run: those that would have been)."""
+        missing: dict[str, str] = {}
+        for run in self.runs:
+            for name, why in run.not_enforced.items():
+                missing.setdefault(name, why)
+        return missing
 
 
 class CheckReport(BaseModel):
@@ -57,33 +75,61 @@ class CheckReport(BaseModel):
 class CheckContext(BaseModel):
     """What every check of one run shares: where, which files, under which limits."""
 
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     worktree: Path
     profile: Profile
     changed_files: tuple[str, ...] = ()
     policy: SandboxPolicy = SandboxPolicy()
     base_env: dict[str, str] = {}
     home: Path | None = None
+    install_network: bool = True
+    meter: DiskMeter = Field(default_factory=DiskMeter, exclude=True)
+
+
+def hidden_paths(settings: Settings) -> tuple[Path, ...]:
+    """What no check may see: the data dir (mirrors, other worktrees, the task store, the private
+    Redis), the configured and the usual secrets directories, a Redis socket, the operator's extras."""
+    paths = [settings.data_dir, *DEFAULT_SECRET_DIRS, *settings.sandbox.hidden_paths]
+    paths += [settings.secrets_dir] if settings.secrets_dir else []
+    redis = urlsplit(settings.redis_url or "")
+    paths += [Path(redis.path)] if redis.scheme == "unix" and redis.path else []
+    unique: dict[Path, None] = {}
+    for path in paths:
+        unique.setdefault(path.resolve(), None)
+    return tuple(unique)
+
+
+def sandbox_policy(settings: Settings, config: RepoConfig) -> SandboxPolicy:
+    """The sandbox limits for one repository's checks: its time and memory, the operator's sandbox."""
+    box = settings.sandbox
+    return SandboxPolicy(
+        timeout_seconds=config.commands.timeout_seconds,
+        memory_bytes=config.commands.memory_mb * 1024 * 1024,
+        hidden_paths=hidden_paths(settings),
+        allow_unisolated=box.allow_unisolated,
+        max_processes=box.max_processes,
+        max_file_bytes=box.max_file_mb * 2**20,
+        tmp_bytes=box.tmp_mb * 2**20,
+        disk_bytes=box.disk_mb * 2**20,
+    )
 
 
 def context_for(
     worktree: Path,
     config: RepoConfig,
     changed_files: Sequence[str],
-    data_dir: Path,
+    settings: Settings,
     base_env: Mapping[str, str],
 ) -> CheckContext:
-    """The usual context: the repository's profile and limits, the bot's data directory hidden."""
-    policy = SandboxPolicy(
-        timeout_seconds=config.commands.timeout_seconds,
-        memory_bytes=config.commands.memory_mb * 1024 * 1024,
-        hidden_paths=(data_dir,),
-    )
+    """The usual context: the repository's profile and limits, the bot's data and secrets hidden."""
     return CheckContext(
         worktree=worktree,
         profile=config.resolve_profile(),
         changed_files=tuple(changed_files),
-        policy=policy,
+        policy=sandbox_policy(settings, config),
         base_env=dict(base_env),
+        install_network=settings.sandbox.install_network,
     )
 
 
@@ -212,19 +258,28 @@ def _lint(ctx: CheckContext, spec: CommandSpec, files: list[str]) -> CheckResult
 
 
 def _sandbox(ctx: CheckContext, spec: CommandSpec, command: str) -> SandboxResult:
+    # Only the installer downloads; a test, smoke or lint command never has network.
+    network = spec.network and ctx.install_network and spec is ctx.profile.install
     policy = ctx.policy.model_copy(
         update={
-            "network": spec.network,
+            "network": network,
             "timeout_seconds": spec.timeout_seconds or ctx.policy.timeout_seconds,
             "env": {**ctx.profile.env, **ctx.policy.env},
         }
     )
-    return run_sandboxed(command, ctx.worktree, policy, ctx.base_env, home=ctx.home)
+    return run_sandboxed(command, ctx.worktree, policy, ctx.base_env, home=ctx.home, meter=ctx.meter)
 
 
 def _from_runs(name: str, kind: CheckKind, command: str, runs: list[SandboxResult]) -> CheckResult:
     bad = [r for r in runs if r.status != "passed"]
     output = "\n".join(r.output for r in (bad or runs))[-_OUTPUT_LIMIT:]
+    refused = [r for r in bad if r.status == "refused"]
+    if refused:
+        reason = f"{refused[0].output}; `FORGEBOT_SANDBOX__ALLOW_UNISOLATED=true` runs checks without it"
+        return _result(name, kind, "not_run", reason, command, runs)
+    exceeded = [r for r in bad if r.limit_exceeded]
+    if exceeded:
+        return _result(name, kind, "failed", exceeded[0].limit_exceeded, command, runs, output)
     errors = [r for r in bad if r.status == "error"]
     timeouts = [r for r in bad if r.status == "timed_out"]
     if errors and len(errors) == len(bad):

@@ -12,9 +12,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from graph.checks import CheckContext, run_lints
+from bot.settings import Settings
+from graph.checks import CheckContext, run_lints, sandbox_policy
 from graph.repoconfig import RepoConfig
-from graph.sandbox import SandboxPolicy
 
 # `path:line:col: …` (phpcs --report=emacs, most linters) and `… in path on line N` (php -l).
 _COLON = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+)(?::\d+)?:", re.MULTILINE)
@@ -32,14 +32,14 @@ def locations(output: str, root: Path, known: Sequence[str]) -> list[tuple[str, 
     return sorted(set(found))
 
 
-def linted(worktree: Path, data_dir: Path, config: RepoConfig, files: Sequence[str]) -> list[tuple[str, int]]:
-    """Run the profile's linters on `files` and return where they report problems."""
-    # The bot's state stays out of reach; the task's own worktree (under the data dir) stays visible.
-    hidden = tuple(p for p in data_dir.iterdir() if p.name != "workspaces") if data_dir.is_dir() else ()
-    mirrors = data_dir / "workspaces" / "mirrors"
-    policy = SandboxPolicy(timeout_seconds=min(config.commands.timeout_seconds, 300),
-                           memory_bytes=config.commands.memory_mb * 1024 * 1024,
-                           hidden_paths=(*hidden, *([mirrors] if mirrors.is_dir() else [])))
+def linted(worktree: Path, settings: Settings, config: RepoConfig, files: Sequence[str]) -> list[tuple[str, int]]:
+    """Run the profile's linters on `files` and return where they report problems.
+
+    The sandbox is the gates' one: the whole data directory (mirrors, other worktrees, the task
+    store) and the secrets are hidden, the worktree under review stays visible at its own path.
+    """
+    policy = sandbox_policy(settings, config)
+    policy = policy.model_copy(update={"timeout_seconds": min(config.commands.timeout_seconds, 300)})
     ctx = CheckContext(worktree=worktree, profile=config.resolve_profile(), changed_files=tuple(files),
                        policy=policy, base_env={"PATH": "/usr/local/bin:/usr/bin:/bin"})
     found: list[tuple[str, int]] = []

@@ -1,12 +1,17 @@
 """Check sandbox: run one check command in a worktree under limits, and report what was enforced.
 
 Checks run code from the change under test (tests, composer.json, conftest.py), so a command gets:
-a timeout after which its whole process group is killed; CPU, address-space and core-file rlimits;
-an environment built from an allow-list, so the forge token and model keys never reach it; and,
-where the host allows user namespaces, no network, a private PID space (no reading the bot's
-`/proc/<pid>/environ`) and empty mounts over the bot's data directory, with all capabilities
-dropped so the command cannot unmount them. Whatever could not be applied is listed in
-`SandboxResult.not_enforced` with the reason; nothing is assumed.
+a timeout after which its whole process group is killed; CPU, address-space, process-count and
+file-size rlimits; an environment built from an allow-list, so the forge token and model keys never
+reach it; a growth check of the worktree and HOME against a disk limit; and, in user namespaces, no
+network, a private PID space (no reading the bot's `/proc/<pid>/environ`), private size-limited
+`/tmp`, `/var/tmp` and `/dev/shm`, and empty mounts over the hidden paths (the bot's data directory,
+its secrets, the Redis socket), with all capabilities dropped so the command cannot unmount them.
+
+It fails closed: where the host refuses user namespaces (a RuntimeDefault seccomp profile, no
+`unshare`), a command is not run at all — status `refused`, with the reason and the protections that
+would be missing — unless the policy explicitly accepts running without them (`allow_unisolated`).
+Whatever could not be applied is listed in `SandboxResult.not_enforced` with the reason.
 """
 
 from __future__ import annotations
@@ -27,47 +32,85 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SandboxStatus = Literal["passed", "failed", "timed_out", "error"]
+SandboxStatus = Literal["passed", "failed", "timed_out", "error", "refused"]
 
 DEFAULT_ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "SOURCE_DATE_EPOCH")
 # Refused even when allow-listed: a misconfigured allow-list must not leak a credential.
 _SECRET_NAME = re.compile(r"^FORGEBOT_|TOKEN|SECRET|PASSW|CREDENTIAL|_KEY$|^KEY$|API_?KEY|AUTH", re.I)
 _DRAIN_SECONDS = 0.5
-# Runs inside the new namespaces as their root: keep the worktree reachable (it may live under the
-# data directory), cover each hidden path with an empty tmpfs (or /dev/null for a file), then drop
-# every capability so the command cannot unmount what covers them. The shell stays PID 1 and runs
-# the command as its child: PID 1 ignores signals it has no handler for, which would make SIGXCPU
-# and `kill -9 $$` no-ops. The `ready` file tells the host the command started; its absence, not
-# anything the command could print, is what marks a setup failure.
+# Shared scratch directories of the host: each gets a private, size-limited tmpfs in the sandbox.
+PRIVATE_SCRATCH = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+# What each protection means to a reader of the status comment or the change description.
+PROTECTIONS: dict[str, str] = {
+    "no_network": "no network",
+    "hidden_paths": "bot data, secrets and Redis socket hidden",
+    "private_pids": "private process space",
+    "private_tmp": "private /tmp",
+    "dropped_capabilities": "capabilities dropped",
+    "pid_limit": "process limit",
+    "file_size_limit": "file size limit",
+    "disk_limit": "disk limit",
+    "memory_limit": "memory limit",
+}
+# Runs inside the new namespaces as their root. It stages the paths the command keeps (the worktree,
+# its HOME) on a fresh size-limited tmpfs, moves that tmpfs over /tmp (so the host's /tmp is gone),
+# gives /var/tmp and /dev/shm their own, covers each hidden path with an empty tmpfs (or /dev/null
+# for a file, a socket), puts the kept paths back at their own names, then drops every capability
+# so the command cannot unmount what covers them. The shell stays PID 1 and runs the command as its
+# child: PID 1 ignores signals it has no handler for, which would make SIGXCPU and `kill -9 $$`
+# no-ops. "ready" goes to the setup's stdin, a file the host opened for writing, which is replaced by
+# /dev/null before the command starts: its absence, not anything the command could print, is what
+# marks a setup failure.
 _SETUP = r"""
+set -f
 fail() { echo "forgebot-sandbox: setup failed: $*" >&2; exit 125; }
-mount=$1; mkdir=$2; setpriv=$3; ready=$4; wt=$5; stash=$6; shift 6
-"$mount" --bind "$wt" "$stash" || fail "bind $wt"
+mount=$1; umount=$2; mkdir=$3; rmdir=$4; setpriv=$5; stage=$6; size=$7; shift 7
+"$mount" -t tmpfs -o "size=$size,mode=1777" forgebot-tmp "$stage" && "$mkdir" "$stage/.staged" || fail "tmpfs"
+n=0
+for keep in $FORGEBOT_SANDBOX_KEEP; do
+  n=$((n+1)); "$mkdir" "$stage/.keep$n" && "$mount" --bind "$keep" "$stage/.keep$n" || fail "stage $keep"
+done
+# util-linux 2.38 reports a failed follow-up step after a move that worked (unprivileged users): the
+# marker directory, not the exit status, says whether the tmpfs is now /tmp.
+"$mount" --move "$stage" /tmp 2>/dev/null
+[ -d /tmp/.staged ] && "$rmdir" /tmp/.staged || fail "private /tmp"
+for scratch in /var/tmp /dev/shm; do
+  if [ -d "$scratch" ]; then "$mount" -t tmpfs -o "size=$size,mode=1777" forgebot-tmp "$scratch" || fail "$scratch"; fi
+done
 while [ "$1" != "--" ]; do
   if [ -d "$1" ]; then "$mount" -t tmpfs -o size=64k,mode=0755 forgebot-hidden "$1" || fail "hide $1"
   elif [ -e "$1" ]; then "$mount" --bind /dev/null "$1" || fail "hide $1"; fi
   shift
 done
 shift
-"$mkdir" -p "$wt" && "$mount" --bind "$stash" "$wt" || fail "restore $wt"
-cd "$wt" || fail "cd $wt"
-: > "$ready" || fail "ready"
+n=0
+for keep in $FORGEBOT_SANDBOX_KEEP; do
+  n=$((n+1)); "$mkdir" -p "$keep" && "$mount" --bind "/tmp/.keep$n" "$keep" || fail "restore $keep"
+  "$umount" "/tmp/.keep$n" && "$rmdir" "/tmp/.keep$n" || fail "unstage $keep"
+done
+cd "$FORGEBOT_SANDBOX_WT" || fail "cd $FORGEBOT_SANDBOX_WT"
+echo ready >&0 || fail "ready"
+exec 0</dev/null
+unset FORGEBOT_SANDBOX_KEEP FORGEBOT_SANDBOX_WT
+set +f
 "$setpriv" --no-new-privs --inh-caps=-all --bounding-set=-all -- "$@"
 exit $?
 """
 # Applies rlimits and execs the command; a Python one-liner works on every host we run on.
 _LIMITS = (
     "import os,resource as r,sys\n"
-    "c,m=int(sys.argv[1]),int(sys.argv[2])\n"
+    "c,m,p,f=(int(a) for a in sys.argv[1:5])\n"
     "r.setrlimit(r.RLIMIT_CORE,(0,0))\n"
     "c>0 and r.setrlimit(r.RLIMIT_CPU,(c,c+1))\n"
     "m>0 and r.setrlimit(r.RLIMIT_AS,(m,m))\n"
-    "os.execvp(sys.argv[3],sys.argv[3:])"
+    "p>0 and r.setrlimit(r.RLIMIT_NPROC,(p,p))\n"
+    "f>0 and r.setrlimit(r.RLIMIT_FSIZE,(f,f))\n"
+    "os.execvp(sys.argv[5],sys.argv[5:])"
 )
 
 
 class SandboxPolicy(BaseModel):
-    """Limits for one command; `hidden_paths` is typically the bot's data directory."""
+    """Limits for one command; `hidden_paths` is typically the bot's data directory and secrets."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -77,13 +120,24 @@ class SandboxPolicy(BaseModel):
     output_limit_bytes: int = Field(default=64 * 1024, gt=0)
     network: bool = False
     isolate: bool = Field(default=True, description="use namespaces when the host allows them")
+    allow_unisolated: bool = Field(
+        default=False, description="run even without namespaces (no network isolation, nothing hidden)"
+    )
     hidden_paths: tuple[Path, ...] = ()
+    max_processes: int = Field(default=256, gt=0, description="processes and threads of the command")
+    max_file_bytes: int = Field(default=1024**3, gt=0, description="largest file the command may write")
+    tmp_bytes: int = Field(default=512 * 1024**2, gt=0, description="size of each private tmpfs")
+    disk_bytes: int | None = Field(default=2 * 1024**3, gt=0, description="growth of worktree + HOME")
     env_allow: tuple[str, ...] = DEFAULT_ENV_ALLOW
     env: dict[str, str] = Field(default_factory=dict, description="variables set for the command")
 
 
 class SandboxResult(BaseModel):
-    """What happened: status, exit code, the tail of the output, and which limits held."""
+    """What happened: status, exit code, the tail of the output, and which limits held.
+
+    `refused`: the command was not run because isolation was unavailable and not waived; `output`
+    then says why, and `not_enforced` what would have been missing.
+    """
 
     command: str
     status: SandboxStatus
@@ -93,6 +147,7 @@ class SandboxResult(BaseModel):
     output_truncated: bool = False
     enforced: tuple[str, ...] = ()
     not_enforced: dict[str, str] = Field(default_factory=dict)
+    limit_exceeded: str = ""
 
 
 class Isolation(BaseModel):
@@ -107,16 +162,23 @@ class Isolation(BaseModel):
     tools: dict[str, str] = Field(default_factory=dict)
 
 
-@functools.cache
 def probe_isolation() -> Isolation:
-    """Try the namespaces once per process: containers and hardened hosts often forbid them."""
-    tools = {name: shutil.which(name) for name in ("unshare", "setpriv", "mount", "mkdir", "sh")}
+    """Whether namespaces work here, found with the worker's own PATH (once per distinct PATH)."""
+    return _probe(os.environ.get("PATH", os.defpath))
+
+
+@functools.cache
+def _probe(search_path: str) -> Isolation:
+    """Try the namespaces once: containers and hardened hosts often forbid them."""
+    names = ("unshare", "setpriv", "mount", "umount", "mkdir", "rmdir", "sh")
+    tools = {name: shutil.which(name, path=search_path) for name in names}
     for name, found in tools.items():
         if found is None:
             return Isolation(available=False, reason=f"`{name}` not installed")
     paths = {name: str(found) for name, found in tools.items()}
     with tempfile.TemporaryDirectory(prefix="forgebot-probe-") as target:
-        script = ["-c", '"$0" -t tmpfs none "$1"', paths["mount"], target]
+        move = '"$0" -t tmpfs none "$1" && "$2" "$1/.m" && { "$0" --move "$1" /tmp 2>/dev/null; [ -d /tmp/.m ]; }'
+        script = ["-c", move, paths["mount"], target, paths["mkdir"]]
         argv = [*_unshare_argv(paths["unshare"], network=False), paths["sh"], *script]
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
@@ -128,7 +190,7 @@ def probe_isolation() -> Isolation:
     return Isolation(available=True, tools=paths)
 
 
-def build_environment(base: Mapping[str, str], policy: SandboxPolicy, home: Path) -> dict[str, str]:
+def build_environment(base: Mapping[str, str], policy: SandboxPolicy, home: Path, tmp: Path) -> dict[str, str]:
     """The command's environment: allow-listed names from `base`, the policy's own, a throwaway HOME.
 
     Raises ValueError when the policy tries to pass a variable whose name looks like a credential.
@@ -140,8 +202,35 @@ def build_environment(base: Mapping[str, str], policy: SandboxPolicy, home: Path
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update(policy.env)
     # A fresh HOME keeps ~/.composer/auth.json, ~/.netrc, ~/.pypirc and the like out of reach.
-    env.update({"HOME": str(home), "TMPDIR": str(home), "CI": "1", "COMPOSER_HOME": str(home / ".composer")})
+    env.update({"HOME": str(home), "TMPDIR": str(tmp), "CI": "1", "COMPOSER_HOME": str(home / ".composer")})
     return env
+
+
+class DiskMeter:
+    """Disk used by a worktree and its HOME as the last sandboxed command left them.
+
+    Consecutive commands on one worktree (install, test, a lint per changed file) then walk the tree
+    once each instead of twice. What the bot itself writes between them (a patch) counts against
+    the next command, which errs on the side of the limit.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[Path, ...], int] = {}
+
+    def before(self, roots: tuple[Path, ...]) -> int:
+        return self._last[roots] if roots in self._last else _usage(roots)
+
+    def after(self, roots: tuple[Path, ...]) -> int:
+        self._last[roots] = _usage(roots)
+        return self._last[roots]
+
+
+def missing_without_isolation(policy: SandboxPolicy, reason: str) -> dict[str, str]:
+    """The protections only namespaces give, each with `reason`: what running unisolated gives up."""
+    missing = {"private_pids": reason, "private_tmp": reason, "dropped_capabilities": reason}
+    missing |= {"hidden_paths": reason} if policy.hidden_paths else {}
+    missing |= {} if policy.network else {"no_network": reason}
+    return missing
 
 
 def run_sandboxed(
@@ -150,13 +239,15 @@ def run_sandboxed(
     policy: SandboxPolicy,
     base_env: Mapping[str, str],
     home: Path | None = None,
+    meter: DiskMeter | None = None,
 ) -> SandboxResult:
     """Run the shell command line `command` in `worktree` under `policy`.
 
     `base_env` is where allow-listed variables come from (the caller passes its environment);
     `home` is the command's HOME, shared by a sequence of checks (install, then test); without it a
-    throwaway directory is used. Raises ValueError when a hidden path would hide the worktree's own
-    content or the sandbox's scratch directory.
+    throwaway directory is used. `meter`, shared by such a sequence, saves a walk of the worktree
+    per command. Raises ValueError when a hidden path would hide the worktree's own content or the
+    sandbox's scratch directory.
     """
     worktree = worktree.resolve()
     if not worktree.is_dir():
@@ -165,46 +256,131 @@ def run_sandboxed(
     for path in hidden:
         if worktree == path or path.is_relative_to(worktree):
             raise ValueError(f"hidden path {path} is inside the worktree {worktree}")
+    isolation = probe_isolation() if policy.isolate else Isolation(available=False, reason="disabled")
+    why = "isolation disabled by the policy" if not policy.isolate else isolation.reason
+    if not isolation.available and not policy.allow_unisolated:
+        return _refused(command, policy, why)
     with tempfile.TemporaryDirectory(prefix="forgebot-check-") as scratch:
         scratch_dir = Path(scratch)
         if any(scratch_dir.resolve().is_relative_to(p) for p in hidden):
             raise ValueError("the temporary directory lies under a hidden path")
-        run_home = home if home is not None else scratch_dir / "home"
+        run_home = (home if home is not None else scratch_dir / "home").resolve()
         run_home.mkdir(parents=True, exist_ok=True)
-        env = build_environment(base_env, policy, run_home)
-        argv, enforced, missing = _argv(command, worktree, policy, hidden, scratch_dir)
-        result = _execute(command, argv, worktree, env, policy, enforced, missing)
-        if "private_pids" in result.enforced and not (scratch_dir / "ready").exists():
-            return result.model_copy(update={"status": "error"})  # the namespaces or setup failed
+        tmp = Path("/tmp") if isolation.available else scratch_dir / "tmp"
+        tmp.mkdir(exist_ok=True)
+        env = build_environment(base_env, policy, run_home, tmp)
+        meter = meter or DiskMeter()
+        # A throwaway HOME starts empty: only a shared one needs measuring before the command.
+        roots = (worktree,) if home is None else (worktree, run_home)
+        before = meter.before(roots) if policy.disk_bytes else 0
+        if isolation.available:
+            result = _run_isolated(command, worktree, run_home, policy, hidden, scratch_dir, isolation, env)
+        else:
+            argv, enforced, missing = _limited(command, policy, isolated=False)
+            missing |= missing_without_isolation(policy, why)
+            result = _execute(command, argv, worktree, env, policy, enforced, missing)
+        if policy.disk_bytes and result.status != "error":
+            grown = meter.after(roots) + (_usage((run_home,)) if home is None else 0) - before
+            if grown > policy.disk_bytes:
+                limit = (f"wrote {grown // 2**20} MiB to the worktree and HOME, over the "
+                         f"{policy.disk_bytes // 2**20} MiB disk limit")
+                result = result.model_copy(update={"status": "failed", "limit_exceeded": limit})
         return result
 
 
-def _argv(
-    command: str, worktree: Path, policy: SandboxPolicy, hidden: tuple[Path, ...], scratch: Path
-) -> tuple[list[str], list[str], dict[str, str]]:
-    cpu = policy.cpu_seconds or int(policy.timeout_seconds + 0.999)
-    memory = policy.memory_bytes or 0
-    inner = [sys.executable, "-I", "-S", "-c", _LIMITS, str(cpu), str(memory), "/bin/sh", "-c", command]
-    enforced = ["timeout", "process_group_kill", "cpu_limit", "clean_environment", "output_cap"]
-    enforced += ["memory_limit"] if memory else []
-    missing: dict[str, str] = {} if memory else {"memory_limit": "no memory limit in the policy"}
-    isolation = probe_isolation() if policy.isolate else Isolation(available=False, reason="disabled")
-    if policy.network:
-        missing["no_network"] = "network allowed for this command"
-    if not isolation.available:
-        why = "isolation disabled by the policy" if not policy.isolate else isolation.reason
-        missing["private_pids"] = why
-        missing |= {"data_dir_hidden": why} if hidden else {}
-        missing |= {} if policy.network else {"no_network": why}
-        return inner, enforced, missing
-    (scratch / "stash").mkdir()
+def _run_isolated(
+    command: str,
+    worktree: Path,
+    home: Path,
+    policy: SandboxPolicy,
+    hidden: tuple[Path, ...],
+    scratch: Path,
+    isolation: Isolation,
+    env: dict[str, str],
+) -> SandboxResult:
+    argv, enforced, missing = _limited(command, policy, isolated=True)
+    (scratch / "stage").mkdir()
+    keep = [str(worktree)] + ([] if home.is_relative_to(worktree) else [str(home)])
+    if any(" " in k or "\t" in k or "\n" in k for k in keep):
+        return _error(command, "the worktree or HOME path contains whitespace")
     tools = isolation.tools
-    setup = [tools["sh"], "-c", _SETUP, "forgebot-sandbox", tools["mount"], tools["mkdir"], tools["setpriv"]]
-    setup += [str(scratch / "ready"), str(worktree), str(scratch / "stash"), *map(str, hidden), "--"]
-    enforced += ["private_pids", "dropped_capabilities"] + (["data_dir_hidden"] if hidden else [])
+    setup = [tools["sh"], "-c", _SETUP, "forgebot-sandbox", tools["mount"], tools["umount"], tools["mkdir"]]
+    setup += [tools["rmdir"]]
+    setup += [tools["setpriv"], str(scratch / "stage"), str(policy.tmp_bytes)]
+    setup += [*map(str, hidden), "--"]
+    enforced += ["private_pids", "private_tmp", "dropped_capabilities"] + (["hidden_paths"] if hidden else [])
     enforced += [] if policy.network else ["no_network"]
     unshare = _unshare_argv(tools["unshare"], network=not policy.network)
-    return [*unshare, *setup, *inner], enforced, missing
+    ready_path = scratch / "ready"
+    with ready_path.open("w") as ready:
+        setup_env = {**env, "FORGEBOT_SANDBOX_KEEP": " ".join(keep), "FORGEBOT_SANDBOX_WT": str(worktree)}
+        argv = [*unshare, *setup, *argv]
+        result = _execute(command, argv, worktree, setup_env, policy, enforced, missing, ready.fileno())
+    if ready_path.read_text() != "ready\n" and result.status != "timed_out":
+        detail = result.output.strip().splitlines()[-1:] or [f"exit status {result.exit_code}"]
+        return result.model_copy(update={"status": "error", "output": f"sandbox setup failed: {detail[0]}"})
+    return result
+
+
+def _limited(command: str, policy: SandboxPolicy, isolated: bool) -> tuple[list[str], list[str], dict[str, str]]:
+    """The rlimit wrapper around `sh -c command`, what it enforces, and what it cannot."""
+    cpu = policy.cpu_seconds or int(policy.timeout_seconds + 0.999)
+    memory = policy.memory_bytes or 0
+    # In its own user namespace the command's processes are counted apart from the worker's; without
+    # one RLIMIT_NPROC counts every process of the worker's user, so the worker's own are added.
+    root = os.getuid() == 0
+    processes = policy.max_processes + (0 if isolated or root else _tasks_of(os.getuid()))
+    limits = [str(cpu), str(memory), str(processes), str(policy.max_file_bytes)]
+    inner = [sys.executable, "-I", "-S", "-c", _LIMITS, *limits, "/bin/sh", "-c", command]
+    enforced = ["timeout", "process_group_kill", "cpu_limit", "clean_environment", "output_cap", "file_size_limit"]
+    enforced += ["memory_limit"] if memory else []
+    enforced += ["disk_limit"] if policy.disk_bytes else []
+    missing: dict[str, str] = {} if memory else {"memory_limit": "no memory limit in the policy"}
+    if root:
+        missing["pid_limit"] = "the worker runs as root, whom the kernel's process limit does not bind"
+    else:
+        enforced.append("pid_limit")
+    if policy.network:
+        missing["no_network"] = "network allowed for this command"
+    return inner, enforced, missing
+
+
+def _tasks_of(uid: int) -> int:
+    """Processes and threads of `uid` now: what RLIMIT_NPROC counts outside a user namespace."""
+    count = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        if fields.get("Uid", "").split()[:1] == [str(uid)]:
+            count += int(fields.get("Threads", "1").strip() or 1)
+    return count
+
+
+def _usage(roots: tuple[Path, ...]) -> int:
+    """Bytes of disk used under `roots` (each inode once, symlinks not followed)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    stack = [str(r) for r in roots]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            total += info.st_blocks * 512
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+    return total
 
 
 def _unshare_argv(unshare: str, network: bool) -> list[str]:
@@ -220,6 +396,7 @@ def _execute(
     policy: SandboxPolicy,
     enforced: list[str],
     missing: dict[str, str],
+    ready_fd: int | None = None,
 ) -> SandboxResult:
     started = time.monotonic()
     try:
@@ -227,7 +404,7 @@ def _execute(
             argv,
             cwd=worktree,
             env=env,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if ready_fd is None else ready_fd,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -319,6 +496,18 @@ def _wait(proc: subprocess.Popen[bytes], deadline: float) -> bool:
     except subprocess.TimeoutExpired:
         return False
     return True
+
+
+def _refused(command: str, policy: SandboxPolicy, why: str) -> SandboxResult:
+    """Not run: isolation is unavailable and the policy does not accept running without it."""
+    return SandboxResult(
+        command=command,
+        status="refused",
+        exit_code=None,
+        duration_seconds=0.0,
+        output=f"not run without isolation ({why})",
+        not_enforced=missing_without_isolation(policy, why),
+    )
 
 
 def _error(command: str, message: str) -> SandboxResult:

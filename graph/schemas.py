@@ -175,10 +175,14 @@ GateStatus = Literal["passed", "failed", "not_run", "disabled"]
 
 
 class GateResult(BaseModel):
+    """One mandatory check's outcome; `not_enforced` names the sandbox protections it ran (or would
+    have run) without, with the reason, for the status comment and the change description."""
+
     name: str
     status: GateStatus
     mandatory: bool = True
     detail: str = ""
+    not_enforced: dict[str, str] = Field(default_factory=dict)
 
 
 Severity = Literal["blocker", "major", "minor", "info"]

@@ -24,7 +24,9 @@ from bot.forge import ChangeRef, CommentRef, Forge, IssueRef, Marker, RepoRef
 from bot.forge.models import Reaction
 from graph.deps import Deps
 from graph.nodes.publisher import footer
+from graph.protections import note
 from graph.runtime.boundaries import NodeFn
+from graph.schemas import GateResult
 from graph.state import TaskState
 
 log = logging.getLogger(__name__)
@@ -99,6 +101,9 @@ def render(state: TaskState, phase: str, *, final: bool = False) -> str:
     items = checklist(state)
     if items:
         parts.append("\n".join(items))
+    sandbox = note([GateResult.model_validate(g) for g in state.get("gates", [])])
+    if sandbox:
+        parts.append("\n".join(sandbox))
     page = state.get("console_url", "")
     parts.append(f"<sub>{footer(state)}" + (f" · [task page]({page})" if page else "") + "</sub>")
     return "\n\n".join(parts)

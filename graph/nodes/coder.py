@@ -38,12 +38,12 @@ from graph.tools import tools_for
 from graph.tools.code import graph_tools, search_tools
 
 
-def checklist_for(state: TaskState, data_dir: Path, *, step_commits: bool = True
+def checklist_for(state: TaskState, settings: Settings, *, step_commits: bool = True
                   ) -> tuple[Checklist, patching.PatchPolicy]:
     """The session's checklist, with lint from the profile and the repository's path protection."""
     root = Path(state["workspace"])
     config = gates.repo_config(state)
-    context = gates.check_context(state, data_dir, [])
+    context = gates.check_context(state, settings, [])
 
     def lint(files: Any) -> list[str]:
         return gates.lint_problems(context.model_copy(update={"changed_files": tuple(files)}))
@@ -101,7 +101,7 @@ def _read_tools(root: Path, conn: Connection | None) -> dict[str, BaseTool]:
 async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     """Run the checklist; each closed item restarts the history from the system message's progress."""
     settings = runtime.context.settings
-    checklist, policy = checklist_for(state, settings.data_dir)
+    checklist, policy = checklist_for(state, settings)
     conn = _index(state, settings.data_dir)
     tools = tools_for("coder", coder_tools(checklist, policy, _read_tools(checklist.root, conn)))
     intro = task_text(state, settings.data_dir)

@@ -23,6 +23,7 @@ from graph.deps import Deps
 from graph.nodes import bounds
 from graph.nodes.gates import environment_broken
 from graph.nodes.publisher import footer
+from graph.protections import note
 from graph.redact import fence, redact, secrets_of
 from graph.schemas import ChecklistItem, GateResult, Plan, Review, final_verdict
 from graph.state import TaskState
@@ -97,6 +98,8 @@ def description(state: TaskState, secrets: Sequence[str] = ()) -> str:
 
     A gate's detail can be the last line of the check's own output, which the repository's code
     wrote: it is redacted (token shapes and `secrets`) and, for a failed gate, fenced as untrusted.
+    The model saw that output too, so what it wrote (item notes, decisions) may quote it: the whole
+    text is redacted once more before it leaves.
     """
     review = state.get("review", {})
     gates = [GateResult.model_validate(g) for g in state.get("gates", [])]
@@ -118,12 +121,15 @@ def description(state: TaskState, secrets: Sequence[str] = ()) -> str:
               for g in gates]
     for gate in failed:
         lines += ["", f"{gate.name}:", fence(redact(gate.detail.strip()[-2000:], secrets))]
+    sandbox = note(gates)
+    if sandbox:
+        lines += ["", "### Check sandbox", *sandbox]
     verdict = final_verdict(Review.model_validate(review), gates) if review else "not reviewed"
     lines += ["", f"### Review: `{verdict}`", review.get("summary", "")]
     sync = state.get("index_sync", {})
     if sync.get("status") == "degraded":
         lines.append(f"\nSearch was degraded during this task: {sync.get('detail', '')}")
-    return "\n".join(lines) + "\n\n<sub>" + footer(state) + "</sub>"
+    return redact("\n".join(lines), secrets) + "\n\n<sub>" + footer(state) + "</sub>"
 
 
 async def _push(state: TaskState, runtime: Runtime[Deps]) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from bot.settings import Settings
 from graph.checks import CheckContext, CheckResult, context_for, run_checks, run_lints
 from graph.coder import gitstate
 from graph.deps import Deps
@@ -42,8 +43,8 @@ def repo_config(state: TaskState) -> RepoConfig:
         raise RepoConfigError(f"`.forgebot.yml` could not be read: {exc}") from exc
 
 
-def check_context(state: TaskState, data_dir: Path, files: Sequence[str]) -> CheckContext:
-    return context_for(Path(state["workspace"]), repo_config(state), files, data_dir, CHECK_ENV)
+def check_context(state: TaskState, settings: Settings, files: Sequence[str]) -> CheckContext:
+    return context_for(Path(state["workspace"]), repo_config(state), files, settings, CHECK_ENV)
 
 
 def lint_problems(context: CheckContext) -> list[str]:
@@ -56,19 +57,20 @@ def gate_of(result: CheckResult) -> GateResult:
     if result.classification is not None and result.status == "failed":
         detail = f"{result.classification.outcome}: {result.classification.summary}"
     name = _NAMES.get(result.kind, result.name)
-    return GateResult(name=name, status=result.status, mandatory=True, detail=detail)
+    return GateResult(name=name, status=result.status, mandatory=True, detail=detail,
+                      not_enforced=result.not_enforced)
 
 
-def run_gates(state: TaskState, data_dir: Path) -> tuple[list[GateResult], list[CheckResult]]:
+def run_gates(state: TaskState, settings: Settings) -> tuple[list[GateResult], list[CheckResult]]:
     root = Path(state["workspace"])
     files = gitstate.changed_files(root, state["base"], "HEAD") if state.get("base") else []
-    report = run_checks(check_context(state, data_dir, files), ("install", "test", "smoke", "lint"))
+    report = run_checks(check_context(state, settings, files), ("install", "test", "smoke", "lint"))
     results = [r for r in report.results if not (r.kind == "install" and r.status == "not_run")]
     return [gate_of(r) for r in results], results
 
 
 async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
-    gates, results = await asyncio.to_thread(run_gates, state, runtime.context.settings.data_dir)
+    gates, results = await asyncio.to_thread(run_gates, state, runtime.context.settings)
     failed = [r for r in results if r.status == "failed"]
     output = "\n\n".join(f"{r.name} ({r.reason}):\n{r.output.strip()[-3000:]}" for r in failed)
     # the unified reviewer diffs the task's work from its start, and knows what the last round left open

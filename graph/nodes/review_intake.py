@@ -171,7 +171,7 @@ async def _linted(deps: Deps, workspace: Path, base: str, config: RepoConfig) ->
     files = git(workspace, "diff", "--name-only", "--no-ext-diff", "--diff-filter=d", "-M", base, "HEAD", "--").split()
     if not files:
         return []
-    return await asyncio.to_thread(linted, workspace, deps.settings.data_dir, config, files)
+    return await asyncio.to_thread(linted, workspace, deps.settings, config, files)
 
 
 def _limits(deps: Deps, config: RepoConfig) -> dict[str, Any]:

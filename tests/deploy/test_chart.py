@@ -55,6 +55,9 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
         ({"externalRedis": {"url": "localhost:6379"}}, "url"),
         ({"autoscaling": {"redisAddress": "redis://redis:6379"}}, "redisAddress"),
         ({"webb": {"replicaCount": 2}}, "webb"),
+        ({"sandbox": {"allowUnisolated": "yes"}}, "allowUnisolated"),
+        ({"sandbox": {"allow_unisolated": True}}, "allow_unisolated"),
+        ({"worker": {"seccompProfile": {"type": "Unconfinded"}}}, "Unconfinded"),
     ],
 )
 def test_schema_refuses_unsafe_or_mistyped_values(override: dict[str, Any], complaint: str) -> None:

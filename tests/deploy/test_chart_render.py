@@ -105,6 +105,26 @@ def test_service_ingress_and_scaler_point_at_what_exists(variant: Path) -> None:
         assert "replicas" not in objects["Deployment/forgebot-worker"]["spec"]  # KEDA owns the count
 
 
+def test_sandbox_values_reach_the_worker_as_settings() -> None:
+    objects = _render({"redis": {"enabled": True}, "sandbox": {"allowUnisolated": True, "installNetwork": False},
+                       "worker": {"seccompProfile": {"type": "Localhost", "localhostProfile": "forgebot.json"}}})
+    data = objects["ConfigMap/forgebot"]["data"]
+    env = {k.removeprefix("FORGEBOT_"): v for k, v in data.items() if k.startswith("FORGEBOT_SANDBOX__")}
+    settings = Settings(_env_file=None, _secrets_dir=None,  # type: ignore[call-arg]
+                        sandbox={k.removeprefix("SANDBOX__").lower(): v for k, v in env.items()})
+    assert settings.sandbox.allow_unisolated is True and settings.sandbox.install_network is False
+    assert settings.sandbox.max_processes == 256 and settings.sandbox.tmp_mb == 512
+    worker = objects["Deployment/forgebot-worker"]["spec"]["template"]["spec"]["containers"][0]
+    web = objects["Deployment/forgebot-web"]["spec"]["template"]["spec"]["containers"][0]
+    assert worker["securityContext"]["seccompProfile"] == {"type": "Localhost", "localhostProfile": "forgebot.json"}
+    assert "seccompProfile" not in web["securityContext"]  # the receiver keeps the pod's RuntimeDefault
+
+
+def test_sandbox_defaults_fail_closed() -> None:
+    data = _render({"redis": {"enabled": True}})["ConfigMap/forgebot"]["data"]
+    assert data["FORGEBOT_SANDBOX__ALLOW_UNISOLATED"] == "false"
+
+
 def test_worker_grace_is_job_timeout_plus_margin_even_for_large_timeouts() -> None:
     objects = _render({"redis": {"enabled": True}, "jobTimeout": 1_000_000})
     worker = objects["Deployment/forgebot-worker"]["spec"]["template"]["spec"]

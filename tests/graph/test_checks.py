@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.settings import Settings
 from graph.checks import CheckContext, CheckReport, context_for, matching_files, run_checks
 from graph.profiles import Profile, load_profile
 from graph.repoconfig import parse_repo_config
@@ -127,10 +128,10 @@ def test_nothing_to_lint_and_nothing_to_install_are_not_run(tmp_path: Path) -> N
 
 def test_a_missing_tool_is_not_run_with_the_reason(project: ProjectFactory, tmp_path: Path) -> None:
     need_tools("php")
-    bin_dir = tmp_path / "bin"
+    worktree = project("php_project")
+    bin_dir = worktree / ".bin"  # inside the worktree: the sandbox's /tmp is private, tmp_path is not in it
     bin_dir.mkdir()
     (bin_dir / "php").symlink_to(shutil.which("php") or "php")
-    worktree = project("php_project")
     context = _php(worktree, ("src/Calculator.php",)).model_copy(update={"base_env": {"PATH": str(bin_dir)}})
     report = run_checks(context)
     statuses = _statuses(report)
@@ -224,13 +225,17 @@ def test_context_for_a_repository_hides_the_data_directory(project: ProjectFacto
     config = parse_repo_config(
         f"commands:\n  test: cat {data_dir}/tasks.sqlite\n  timeout_seconds: 30\n  memory_mb: 512\n"
     )
-    context = context_for(project("php_project"), config, ["src/Calculator.php"], data_dir, os.environ)
+    settings = Settings(_env_file=None, _secrets_dir=None, data_dir=data_dir)  # type: ignore[call-arg]
+    context = context_for(project("php_project"), config, ["src/Calculator.php"], settings, os.environ)
     assert context.policy.timeout_seconds == 30 and context.policy.memory_bytes == 512 * 1024 * 1024
+    assert data_dir.resolve() in context.policy.hidden_paths
+    assert Path("/etc/forgebot/secrets") in context.policy.hidden_paths  # the chart's secrets mount
     (test,) = run_checks(context, ("test",)).results
-    if "data_dir_hidden" in test.runs[0].enforced:
+    if "hidden_paths" in test.runs[0].enforced:
         assert test.status == "failed" and "task store" not in test.output
-    else:
-        assert "data_dir_hidden" in test.runs[0].not_enforced  # reported, never assumed
+    else:  # no namespaces here: not run, and said why
+        assert test.status == "not_run" and "ALLOW_UNISOLATED" in test.reason
+        assert "hidden_paths" in test.not_enforced
 
 
 def _wheel(target: Path) -> str:

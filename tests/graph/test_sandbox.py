@@ -47,7 +47,7 @@ def worktree(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("isolate", [True, False])
 def test_a_check_that_reads_the_environment_finds_no_secret(worktree: Path, isolate: bool) -> None:
-    result = run_sandboxed("env", worktree, SandboxPolicy(isolate=isolate), BASE_ENV)
+    result = run_sandboxed("env", worktree, SandboxPolicy(isolate=isolate, allow_unisolated=True), BASE_ENV)
     assert result.status == "passed"
     for name, value in SECRETS.items():
         assert name not in result.output and value not in result.output
@@ -59,9 +59,9 @@ def test_a_check_that_reads_the_environment_finds_no_secret(worktree: Path, isol
 @pytest.mark.parametrize("name", ["GITLAB_TOKEN", "FORGEBOT_DATA_DIR", "DB_PASSWORD", "STRIPE_API_KEY"])
 def test_allow_listing_a_secret_looking_name_is_refused(tmp_path: Path, name: str) -> None:
     with pytest.raises(ValueError, match="looks like a secret"):
-        build_environment(BASE_ENV, SandboxPolicy(env_allow=("PATH", name)), tmp_path)
+        build_environment(BASE_ENV, SandboxPolicy(env_allow=("PATH", name)), tmp_path, tmp_path)
     with pytest.raises(ValueError, match="looks like a secret"):
-        build_environment(BASE_ENV, SandboxPolicy(env={name: "x"}), tmp_path)
+        build_environment(BASE_ENV, SandboxPolicy(env={name: "x"}), tmp_path, tmp_path)
 
 
 def test_exit_status_decides_passed_or_failed(worktree: Path) -> None:
@@ -77,7 +77,7 @@ def test_a_check_over_its_timeout_is_killed_with_its_children(worktree: Path, is
     result = run_sandboxed(
         f"sleep {marker} & sleep {marker}; echo never",
         worktree,
-        SandboxPolicy(timeout_seconds=1, isolate=isolate),
+        SandboxPolicy(timeout_seconds=1, isolate=isolate, allow_unisolated=True),
         BASE_ENV,
     )
     assert result.status == "timed_out" and result.exit_code is None
@@ -87,7 +87,8 @@ def test_a_check_over_its_timeout_is_killed_with_its_children(worktree: Path, is
 
 
 def test_a_background_child_does_not_hold_the_result(worktree: Path) -> None:
-    result = run_sandboxed("(sleep 54321 &); echo done", worktree, SandboxPolicy(isolate=False), BASE_ENV)
+    unisolated = SandboxPolicy(isolate=False, allow_unisolated=True)
+    result = run_sandboxed("(sleep 54321 &); echo done", worktree, unisolated, BASE_ENV)
     assert result.status == "passed" and result.output == "done\n"
     assert result.duration_seconds < 5
     assert _processes_with("54321") == []
@@ -125,11 +126,21 @@ def test_cpu_limit_stops_a_busy_loop_before_the_timeout(worktree: Path) -> None:
 
 def test_without_isolation_the_missing_limits_are_reported(worktree: Path) -> None:
     result = run_sandboxed(
-        "true", worktree, SandboxPolicy(isolate=False, hidden_paths=(worktree.parent / "data",)), BASE_ENV
+        "true",
+        worktree,
+        SandboxPolicy(isolate=False, allow_unisolated=True, hidden_paths=(worktree.parent / "data",)),
+        BASE_ENV,
     )
     assert result.status == "passed"
-    assert set(result.not_enforced) == {"no_network", "private_pids", "data_dir_hidden"}
+    expected = {"no_network", "private_pids", "private_tmp", "dropped_capabilities", "hidden_paths"}
+    assert expected <= set(result.not_enforced)
     assert "isolation disabled" in result.not_enforced["no_network"]
+
+
+def test_without_isolation_and_without_consent_nothing_runs(worktree: Path) -> None:
+    result = run_sandboxed("touch ran", worktree, SandboxPolicy(isolate=False), BASE_ENV)
+    assert result.status == "refused" and not (worktree / "ran").exists()
+    assert "isolation disabled" in result.output and "no_network" in result.not_enforced
 
 
 def test_network_allowed_by_policy_is_reported_not_assumed(worktree: Path) -> None:
@@ -150,7 +161,7 @@ def test_isolated_checks_have_no_network(worktree: Path, listener: int) -> None:
     if not _isolated():
         pytest.skip(f"namespaces unavailable here: {probe_isolation().reason}")
     probe = f"{sys.executable} -c 'import socket; socket.create_connection((\"127.0.0.1\", {listener}), 2)'"
-    open_result = run_sandboxed(probe, worktree, SandboxPolicy(isolate=False), BASE_ENV)
+    open_result = run_sandboxed(probe, worktree, SandboxPolicy(isolate=False, allow_unisolated=True), BASE_ENV)
     assert open_result.status == "passed"  # the listener is reachable from outside the sandbox
     closed = run_sandboxed(probe, worktree, SandboxPolicy(), BASE_ENV)
     assert closed.status == "failed" and "no_network" in closed.enforced
@@ -171,7 +182,7 @@ def test_isolated_checks_cannot_see_the_data_directory(tmp_path: Path) -> None:
     assert "secret task store" not in result.output, result.output
     assert "UNMOUNTED" not in result.output, result.output
     assert "<?php" in result.output  # the worktree itself stays reachable
-    assert "data_dir_hidden" in result.enforced and "private_pids" in result.enforced
+    assert "hidden_paths" in result.enforced and "private_pids" in result.enforced
     assert result.output.rstrip().endswith("sh")  # PID 1 is the sandbox's shell, not a process of the bot
 
 

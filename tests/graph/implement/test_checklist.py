@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.settings import Settings
 from graph.checks import run_lints
 from graph.coder import gitstate
 from graph.coder.checklist import Checklist, ItemRejected
@@ -15,13 +16,17 @@ from graph.schemas import Plan
 from tests.graph.implement.conftest import CALCULATOR, Project, git
 
 CALC = "src/Calculator.php"
+
+
+def _settings(tmp_path: Path) -> Settings:
+    return Settings(_env_file=None, _secrets_dir=None, data_dir=tmp_path / "data")  # type: ignore[call-arg]
 TEST = "tests/CalculatorTest.php"
 
 
 def _checklist(project: Project, tmp_path: Path, items: list[dict[str, object]], **kw: object) -> Checklist:
     plan = Plan.model_validate({"items": items, "scope": {"writable": [CALC, TEST]}})
     state = {"workspace": str(project.root), "base": project.base}
-    context = gates.check_context(state, tmp_path / "data", [])  # type: ignore[arg-type]
+    context = gates.check_context(state, _settings(tmp_path), [])  # type: ignore[arg-type]
 
     def lint(files: Sequence[str]) -> list[str]:
         return gates.lint_problems(context.model_copy(update={"changed_files": tuple(files)}))
@@ -100,7 +105,7 @@ def test_already_done_tells_earlier_task_work_from_code_predating_the_task(proje
 
 def test_lint_uses_the_profile(project: Project, tmp_path: Path) -> None:
     state = {"workspace": str(project.root), "base": project.base}
-    context = gates.check_context(state, tmp_path / "data", [CALC])  # type: ignore[arg-type]
+    context = gates.check_context(state, _settings(tmp_path), [CALC])  # type: ignore[arg-type]
     assert [r.name for r in run_lints(context)] == ["php-lint"]
 
 
