@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     updated_at DOUBLE PRECISION NOT NULL
 );
 CREATE INDEX IF NOT EXISTS tasks_key ON tasks (task_key, state);
+CREATE INDEX IF NOT EXISTS tasks_state ON tasks (state, updated_at);
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_one_active ON tasks (task_key) WHERE state IN ('running', 'waiting');
 """
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from arq.connections import ArqRedis, RedisSettings, create_pool
+from arq.connections import ArqRedis
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END, START, StateGraph
@@ -25,6 +25,7 @@ from bot.forge import IssueRef, RepoRef
 from bot.forge.memory import MemoryForge
 from bot.idempotency import task_forge
 from bot.inbox import Inbox
+from bot.queue import open_pool
 from bot.recovery import LEASE_PREFIX, lease, release_abandoned
 from bot.retention import clean
 from bot.settings import Settings
@@ -84,7 +85,7 @@ async def test_a_node_replayed_after_a_crash_edits_its_comment_instead_of_postin
 
 @pytest.fixture
 async def pool(redis_url: str) -> Any:
-    made: ArqRedis = await create_pool(RedisSettings.from_dsn(redis_url))
+    made: ArqRedis = await open_pool(redis_url)
     yield made
     await made.aclose()
 
