@@ -36,7 +36,7 @@ MODEL_KEY = "sk-serve-queue-model-key-0123456789"
 PICKLE_PROTOCOL = b"\x80"  # the PROTO opcode every pickle since protocol 2 starts with
 
 
-def every_value(client: redis.Redis) -> dict[bytes, list[bytes]]:
+def every_value(client: Any) -> dict[bytes, list[bytes]]:  # a sync redis.Redis
     """Each key's stored bytes, read by type (DUMP would hide strings in LZF compression)."""
     values: dict[bytes, list[bytes]] = {}
     for key in client.scan_iter(count=500):
