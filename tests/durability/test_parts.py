@@ -26,7 +26,7 @@ from bot.forge.memory import MemoryForge
 from bot.idempotency import task_forge
 from bot.inbox import Inbox
 from bot.queue import open_pool
-from bot.recovery import LEASE_PREFIX, lease, release_abandoned
+from bot.recovery import LEASE_PREFIX, fail_orphans, lease, release_abandoned
 from bot.retention import clean
 from bot.settings import Settings
 from bot.tasks_cli import collect, render, run
@@ -179,3 +179,34 @@ async def test_workers_starting_together_migrate_the_postgres_checkpointer_once(
             assert await saver.aget_tuple({"configurable": {"thread_id": "none", "checkpoint_ns": ""}}) is None
     finally:
         drop_schema(url)
+
+
+async def test_the_reaper_reads_running_tasks_only_and_through_an_index(tmp_path: Path, pool: ArqRedis) -> None:
+    """The reaper runs every few seconds in every worker: its cost must follow what is running,
+    not every task ever created. Each query it sends is checked with SQLite's own query plan."""
+    inbox = await Inbox.open(sqlite_path=tmp_path / "inbox.sqlite")
+    try:
+        for number in range(40):
+            old = analyze_event(number, f"old-{number}")
+            await inbox.record("gitlab", old.delivery_id, "Issue Hook", old)
+            await inbox.set_state(old.task_id, "done", "reported")
+        orphan = analyze_event(99, "orphan")
+        await inbox.record("gitlab", orphan.delivery_id, "Issue Hook", orphan)
+        assert await inbox.claim(orphan.task_id, orphan.delivery_id) is not None  # its job is gone from Redis
+        statements: list[str] = []
+        raw = inbox._db._raw
+        raw.set_trace_callback(statements.append)
+        forge = MemoryForge()
+        try:
+            failed = await fail_orphans(inbox, pool, lambda kind: forge, tries=3)
+        finally:
+            raw.set_trace_callback(None)
+        assert failed == [orphan.task_id]
+        reads = [sql for sql in statements if sql.lstrip().upper().startswith("SELECT")]
+        assert reads
+        for sql in reads:
+            plan = [str(row[-1]) for row in raw.execute("EXPLAIN QUERY PLAN " + sql).fetchall()]
+            assert all(step.startswith("SEARCH") for step in plan), (sql, plan)  # no full SCAN of tasks
+            assert any("tasks_state" in step for step in plan), plan
+    finally:
+        await inbox.close()
