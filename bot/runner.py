@@ -70,66 +70,80 @@ WORKER_COMMAND = (sys.executable, "-m", "bot", "worker")
 _STOP_MARGIN = 30.0  # beyond the worker's own grace (a job timeout) before it is killed
 
 
-def start_worker_process(settings: Settings) -> subprocess.Popen[bytes]:
-    """`forgebot worker` as a child process, on `settings.redis_url`, dying with this process.
+class WorkerProcess:
+    """`forgebot worker` as a child process of `serve`, on the given Redis, dying with `serve`.
 
     It reads the same environment and secret files as this process (so the same settings); only
     the Redis URL is added, for the private Redis this process started. Its own session keeps a
-    terminal's Ctrl-C away from it: this process decides when it stops (`stop_worker`).
+    terminal's Ctrl-C away from it: `serve` decides when it stops.
     """
-    assert settings.redis_url
-    env = {**os.environ, "FORGEBOT_REDIS_URL": settings.redis_url}
-    return subprocess.Popen(
-        WORKER_COMMAND, env=env, start_new_session=True, preexec_fn=die_with_parent(signal.SIGKILL)
-    )
+
+    def __init__(self, redis_url: str) -> None:
+        env = {**os.environ, "FORGEBOT_REDIS_URL": redis_url}
+        self.process = subprocess.Popen(
+            WORKER_COMMAND, env=env, start_new_session=True, preexec_fn=die_with_parent(signal.SIGKILL)
+        )
+        self.stopping = False  # True once serve asked it to stop: its exit is then expected
+        log.info("worker process %d started", self.process.pid)
+
+    def terminate(self) -> None:
+        """First call: SIGTERM (arq finishes the running task within its grace). Later calls (a second
+        Ctrl-C): SIGKILL, for an operator who will not wait; the task resumes from its checkpoint."""
+        if self.process.poll() is not None:
+            return
+        if self.stopping:
+            log.warning("second stop signal: killing worker %d", self.process.pid)
+            self.process.kill()
+            return
+        self.stopping = True
+        self.process.send_signal(signal.SIGTERM)
+
+    async def stop(self, grace: float, poll: float = 0.2) -> int:
+        """Ask it to stop, wait up to `grace` plus a margin, then kill it; its exit code."""
+        if not self.stopping:
+            self.terminate()
+        deadline = time.monotonic() + grace + _STOP_MARGIN
+        while self.process.poll() is None and time.monotonic() < deadline:
+            await asyncio.sleep(poll)
+        if self.process.poll() is None:
+            log.error("worker %d did not stop within %.0f s: killed", self.process.pid, grace + _STOP_MARGIN)
+            self.process.kill()
+        return self.process.wait()
+
+    async def watch(self, server: uvicorn.Server, poll: float = 0.5) -> None:
+        """Stop the receiver if the worker dies: accepting tasks nobody runs would hide the failure."""
+        while self.process.poll() is None:
+            await asyncio.sleep(poll)
+        if not self.stopping:
+            log.error("worker %d exited with %s: stopping forgebot serve", self.process.pid, self.process.returncode)
+            server.should_exit = True
 
 
-async def stop_worker(worker: subprocess.Popen[bytes], grace: float, poll: float = 0.2) -> int:
-    """SIGTERM the worker (arq lets its running task finish within `grace`), wait, then kill it."""
-    if worker.poll() is None:
-        worker.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + grace + _STOP_MARGIN
-    while worker.poll() is None and time.monotonic() < deadline:
-        await asyncio.sleep(poll)
-    if worker.poll() is None:
-        log.error("worker %d did not stop within %.0f s: killed", worker.pid, grace + _STOP_MARGIN)
-        worker.kill()
-    return worker.wait()
-
-
-async def _watch(worker: subprocess.Popen[bytes], server: uvicorn.Server, poll: float = 0.5) -> None:
-    """Stop the receiver if the worker dies: accepting tasks nobody runs would hide the failure."""
-    while worker.poll() is None:
-        await asyncio.sleep(poll)
-    if not server.should_exit:
-        log.error("worker %d exited with %s: stopping forgebot serve", worker.pid, worker.returncode)
-        server.should_exit = True
-
-
-def _forward(worker: subprocess.Popen[bytes]) -> None:
-    """After the receiver stops, SIGTERM/SIGINT go to the worker (uvicorn re-raises them on exit)."""
+def _forward_signals(worker: WorkerProcess) -> None:
+    """SIGTERM/SIGINT reach the worker once the receiver has stopped: uvicorn holds them while it
+    serves and re-raises them, to these handlers, when it returns."""
 
     def handler(signum: int, frame: object) -> None:
-        if worker.poll() is None:
-            worker.send_signal(signal.SIGTERM)
+        worker.terminate()
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, handler)
 
 
 async def _serve(settings: Settings, host: str, port: int) -> int:
+    assert settings.redis_url
     server = _server(settings, host, port)
-    worker = start_worker_process(settings)
-    log.info("worker process %d started", worker.pid)
-    _forward(worker)
-    watch = asyncio.create_task(_watch(worker, server))
+    worker = WorkerProcess(settings.redis_url)
+    _forward_signals(worker)
+    watch = asyncio.create_task(worker.watch(server))
     try:
         await server.serve()  # returns after SIGINT/SIGTERM (uvicorn's handlers) or when the worker died
     finally:
+        died = not worker.stopping and worker.process.poll() is not None
         watch.cancel()
-        code = await stop_worker(worker, float(settings.job_timeout))
-    log.info("worker process %d exited with %d", worker.pid, code)
-    return 0 if code == 0 else 1
+        code = await worker.stop(float(settings.job_timeout))
+    log.info("worker process %d exited with %d", worker.process.pid, code)
+    return 1 if died or code != 0 else 0
 
 
 def run_serve(settings: Settings, host: str, port: int) -> int:
