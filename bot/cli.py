@@ -98,6 +98,10 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     settings = Settings.load()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    from bot.logredact import install
+    from graph.redact import secrets_of
+
+    install(secrets_of(settings))
     args = build_parser(settings).parse_args(argv)
     args.settings = settings
     args.data_dir = settings.data_dir

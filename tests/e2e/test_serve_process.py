@@ -5,6 +5,7 @@ git server over HTTP. Processes are found and checked through /proc.
 * SIGTERM with a task inside a model call: the receiver stops at once, the task finishes, serve
   exits 0, and the worker and its redis-server are gone.
 * SIGKILL: nothing of serve's is left (the parent-death signal stops its worker and redis-server).
+* A model error whose message carries the API key is logged with the key redacted.
 * A worker that dies stops serve with exit code 1 (and its redis-server with it).
 * The receiver never waits for the worker: with the worker frozen (SIGSTOP: no progress at all,
   the limit of a worker busy with CPU work) /healthz answers and a delivery is accepted; once the
@@ -40,6 +41,7 @@ from tests.intake import deliveries
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCKED = {"criteria": [], "assumptions": [], "questions": ["Which endpoint?"]}  # one model call, then a report
+MODEL_KEY = "sk-serve-test-key-0123456789abcdef"
 START_TIMEOUT = 120.0  # two Python processes importing the product on a shared, busy machine
 
 
@@ -155,7 +157,7 @@ def serve(
         "FORGEBOT_GITLAB__WEBHOOK_SECRET": GITLAB_SECRET,
         "FORGEBOT_GITLAB__TIMEOUT": "5",
         "FORGEBOT_LLM__BASE_URL": f"{model[1].url}/v1",
-        "FORGEBOT_LLM__API_KEY": "sk-serve-test-key-0123456789abcdef",
+        "FORGEBOT_LLM__API_KEY": MODEL_KEY,
         "FORGEBOT_LLM__MAX_RETRIES": "0",
         "FORGEBOT_QUESTIONS__MAX_ROUNDS": "0",
         "FORGEBOT_TRIGGERS__ANALYZE_LABEL": "Platform",  # the GitLab sample adds "Platform"
@@ -246,3 +248,19 @@ def test_a_dead_worker_stops_serve_with_an_error(serve: Serve) -> None:
     assert serve.proc.wait(timeout=60) == 1, serve.logs()
     assert "worker" in serve.logs() and "stopping forgebot serve" in serve.logs()
     wait_until(lambda: not alive(redis_pid), 30, "the private redis-server to stop")
+
+
+def test_a_model_error_carrying_the_key_is_logged_redacted(
+    serve: Serve, model: tuple[ModelScript, ServerThread], origin_url: str
+) -> None:
+    """The gateway's 401 echoes `authorization: Bearer <key>`; arq and the job log the exception
+    with its traceback. The log shows the failure, never the key."""
+    script, _ = model
+    script.refuse_with = 401
+    deliver(serve, origin_url)
+    wait_until(lambda: [s for s, _ in serve.task_states()] == ["failed"], START_TIMEOUT, "the task to fail")
+    serve.proc.send_signal(signal.SIGTERM)
+    assert serve.proc.wait(timeout=120) == 0, serve.logs()
+    logs = serve.logs()
+    assert "AuthenticationError" in logs and "[REDACTED]" in logs, logs
+    assert MODEL_KEY not in logs
