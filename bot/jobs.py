@@ -36,7 +36,7 @@ from bot.forge import (
 )
 from bot.idempotency import task_forge
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
-from bot.jobcodec import JobCodec, JobFailed
+from bot.jobcodec import PLAIN, JobCodec, JobFailed
 from bot.queue import RUN_TASK, eviction_policy, job_handle
 from bot.recovery import failure_marker, lease, reaper_loop
 from bot.retention import cleanup
@@ -277,7 +277,7 @@ async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:
 async def _abort(ctx: dict[str, Any], job_id: str) -> None:
     """Ask arq to abort the job (the worker running it cancels it); do not wait for it to stop."""
     with contextlib.suppress(asyncio.TimeoutError, JobFailed):  # still running, or already failed
-        await job_handle(job_id, ctx["redis"], ctx.get("codec", JobCodec())).abort(timeout=0, poll_delay=0.01)
+        await job_handle(job_id, ctx["redis"], ctx.get("codec", PLAIN)).abort(timeout=0, poll_delay=0.01)
 
 
 def target_of(event: ForgeEvent) -> IssueRef | ChangeRef:

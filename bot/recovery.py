@@ -135,7 +135,7 @@ async def reap(ctx: dict[str, Any]) -> int:
     settings = ctx["settings"]
     redis: ArqRedis = ctx["redis"]
     released = await release_abandoned(redis, settings.durability.lease_seconds, settings.job_timeout + 10)
-    failed = await fail_orphans(ctx["inbox"], redis, ctx["forge_factory"], settings.max_tries, ctx["codec"])
+    failed = await fail_orphans(ctx["inbox"], redis, ctx["forge_factory"], settings.max_tries, ctx.get("codec", PLAIN))
     return len(released) + len(failed)
 
 
