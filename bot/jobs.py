@@ -327,7 +327,7 @@ async def sweep_inbox(ctx: dict[str, Any]) -> int:
         return await pool.enqueue_job(RUN_TASK, event_json, _job_id=delivery_id) is not None
 
     requeued = await sweep(ctx["inbox"], enqueue, settings.intake.sweep_grace, settings.intake.dedupe_hours)
-    await expire_waiting(ctx["inbox"], ctx["forge_factory"], settings.questions.wait_hours)
+    await expire_waiting(ctx["inbox"], ctx["forge_for_event"], settings.questions.wait_hours)
     return requeued
 
 
@@ -380,6 +380,11 @@ def build_worker(
         "redis_url": redis_url,  # the lease's heartbeat thread opens its own connection
         "codec": codec,
     }
+    # the reaper's and the expiry's notes: the injected factory, else the forge the event names
+    # (a GitHub App event's own installation), as `_run_event` opens it
+    ctx["forge_for_event"] = lambda event: (
+        forge_factory(event.forge) if forge_factory else open_forge(settings, event.forge, event.installation)
+    )
     if inbox is not None:
         ctx["inbox"] = inbox
     if checkout is not None:

@@ -44,6 +44,7 @@ from bot.queue import job_handle
 log = logging.getLogger(__name__)
 
 LEASE_PREFIX = "forgebot:lease:"
+ForgeForEvent = Callable[[ForgeEvent], Forge]  # the forge a task's notes go to (GitHub App: its installation)
 FAILURE = "failure"  # the marker purpose of the one failure comment a task can get
 
 
@@ -103,7 +104,7 @@ async def release_abandoned(redis: ArqRedis, lease_seconds: float, in_progress_s
 
 
 async def fail_orphans(
-    inbox: Inbox, redis: ArqRedis, forge_factory: Callable[[str], Forge], tries: int, codec: JobCodec = PLAIN
+    inbox: Inbox, redis: ArqRedis, forge_for: ForgeForEvent, tries: int, codec: JobCodec = PLAIN
 ) -> list[str]:
     """Fail `running` tasks whose arq job is over without having finished them; one comment each.
 
@@ -117,17 +118,17 @@ async def fail_orphans(
             continue
         reason = f"the job stopped ({status.value}) without finishing the task, after at most {tries} tries"
         if await inbox.set_state(task.task_id, "failed", f"orphaned: {status.value}", only_from=("running",)):
-            await post_failure(forge_factory, task, reason)
+            await post_failure(forge_for, task, reason)
             failed.append(task.task_id)
     return failed
 
 
-async def post_failure(forge_factory: Callable[[str], Forge], task: TaskRow, reason: str) -> None:
+async def post_failure(forge_for: ForgeForEvent, task: TaskRow, reason: str) -> None:
     """The task's one failure comment (edited in place if it exists)."""
     event = ForgeEvent.model_validate_json(task.event_json)
     body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task.task_id}</sub>"
     try:
-        forge = forge_factory(event.forge)
+        forge = forge_for(event)
         await forge.post_comment(IssueRef(repo=event.repo, number=event.number), body, failure_marker(task.task_id))
     except Exception:  # the task is failed in the store either way; the next pass does not retry the note
         log.exception("failure note not posted task=%s", task.task_id)
@@ -138,7 +139,8 @@ async def reap(ctx: dict[str, Any]) -> int:
     settings = ctx["settings"]
     redis: ArqRedis = ctx["redis"]
     released = await release_abandoned(redis, settings.durability.lease_seconds, settings.job_timeout + 10)
-    failed = await fail_orphans(ctx["inbox"], redis, ctx["forge_factory"], settings.max_tries, ctx.get("codec", PLAIN))
+    forge_for: ForgeForEvent = ctx["forge_for_event"]
+    failed = await fail_orphans(ctx["inbox"], redis, forge_for, settings.max_tries, ctx.get("codec", PLAIN))
     return len(released) + len(failed)
 
 

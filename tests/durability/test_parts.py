@@ -24,15 +24,17 @@ from bot.cli import build_parser
 from bot.forge import IssueRef, RepoRef
 from bot.forge.memory import MemoryForge
 from bot.idempotency import task_forge
-from bot.inbox import Inbox
+from bot.inbox import Inbox, open_inbox
+from bot.jobs import build_worker
 from bot.queue import open_pool
-from bot.recovery import LEASE_PREFIX, fail_orphans, lease, release_abandoned
+from bot.recovery import LEASE_PREFIX, fail_orphans, lease, reap, release_abandoned
 from bot.retention import clean
 from bot.settings import Settings
 from bot.tasks_cli import collect, render, run
 from graph.runtime.trace import trace_path
 from graph.schemas import Analysis
-from tests.durability.harness import analyze_event, drop_schema
+from tests.durability.harness import analyze_event, drop_schema, seed_forge
+from tests.fakes.forge_http import FakeForgeState
 
 
 @dataclass
@@ -210,3 +212,23 @@ async def test_the_reaper_reads_running_tasks_only_and_through_an_index(tmp_path
             assert any("tasks_state" in step for step in plan), plan
     finally:
         await inbox.close()
+
+
+async def test_the_workers_own_reaper_posts_the_failure_note_on_the_forge(
+    settings: Settings, redis_url: str, pool: ArqRedis, fake_forge: FakeForgeState
+) -> None:
+    """The worker as `forgebot worker` builds it (no injected forge factory): the reaper opens the
+    forge the task's event names and its failure note reaches the forge over HTTP."""
+    seed_forge(fake_forge, [41])
+    inbox = await open_inbox(settings)
+    try:
+        event = analyze_event(41, "orphan-in-production")
+        await inbox.record("gitlab", event.delivery_id, "Issue Hook", event)
+        assert await inbox.claim(event.task_id, event.delivery_id) is not None  # its job is gone from Redis
+        worker = build_worker(settings, redis_url, inbox=inbox)
+        worker.ctx["redis"] = pool
+        assert await reap(worker.ctx) == 1
+    finally:
+        await inbox.close()
+    bodies = [c.body for c in fake_forge.comments_on("gitlab", "1", 41)]
+    assert len(bodies) == 1 and bodies[0].startswith("forgebot could not finish this task"), bodies
