@@ -1,10 +1,10 @@
 """Batcher: callers submit one item each and await its result; items submitted while a batch is
 being processed go together into the next one.
 
-The receiver's two writes per delivery, the inbox commit and the Redis push, cost mostly fixed
-overhead (a disk sync, a process wake-up and a round trip) rather than work per item. Under load,
-batching turns N of those into one without delaying a lone delivery: a batch starts as soon as
-the event loop is free, it never waits for company.
+The receiver's inbox commit costs mostly fixed overhead (a disk sync and a thread hand-over)
+rather than work per item. Under load, batching turns N of those into one without delaying a lone
+delivery: a batch starts as soon as the event loop is free, it never waits for company. (The Redis
+push is arq's own `enqueue_job`, one call per delivery: arq's public API over a re-implementation.)
 """
 
 from __future__ import annotations

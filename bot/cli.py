@@ -19,8 +19,7 @@ def _add_server_args(parser: argparse.ArgumentParser, settings: Settings) -> Non
 def _serve(args: argparse.Namespace) -> int:
     from bot.runner import run_serve
 
-    run_serve(args.settings, args.host, args.port)
-    return 0
+    return run_serve(args.settings, args.host, args.port)
 
 
 def _web(args: argparse.Namespace) -> int:
@@ -76,7 +75,7 @@ def _registrars() -> list[Callable[[Any], None]]:
 def build_parser(settings: Settings) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="forgebot", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="webhook receiver and worker in one process")
+    serve = sub.add_parser("serve", help="receiver and worker process, with a private Redis unless configured")
     _add_server_args(serve, settings)
     serve.set_defaults(handler=_serve)
     web = sub.add_parser("web", help="the webhook receiver only")
@@ -99,6 +98,10 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     settings = Settings.load()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    from bot.logredact import install
+    from graph.redact import secrets_of
+
+    install(secrets_of(settings))
     args = build_parser(settings).parse_args(argv)
     args.settings = settings
     args.data_dir = settings.data_dir

@@ -17,7 +17,7 @@ from bot.inbox import Inbox
 log = logging.getLogger(__name__)
 
 
-async def expire_waiting(inbox: Inbox, forge_for: Callable[[str], Forge], wait_hours: float) -> int:
+async def expire_waiting(inbox: Inbox, forge_for: Callable[[ForgeEvent], Forge], wait_hours: float) -> int:
     """Cancel every task waiting longer than `wait_hours` and comment on its issue; returns how many."""
     expired = 0
     for task in await inbox.waiting_longer_than(wait_hours * 3600):
@@ -30,7 +30,7 @@ async def expire_waiting(inbox: Inbox, forge_for: Callable[[str], Forge], wait_h
                 f"Trigger it again to start over.\n\n<sub>forgebot · task {task.task_id}</sub>")
         try:
             target = (IssueRef if event.target == "issue" else ChangeRef)(repo=event.repo, number=event.number)
-            await forge_for(event.forge).post_comment(target, body, Marker(task=task.task_id, purpose="expired"))
+            await forge_for(event).post_comment(target, body, Marker(task=task.task_id, purpose="expired"))
         except Exception:  # a courtesy note; the task is already cancelled in the store
             log.exception("expiry note not posted task=%s", task.task_id)
         log.info("task expired task=%s", task.task_id)

@@ -235,6 +235,13 @@ class Inbox:
         rows = await self._run(lambda: self._db.all(f"SELECT {_TASK_COLUMNS} FROM {_TASK_FROM} ORDER BY t.created_at"))
         return [row for row in map(_task, rows) if row is not None]
 
+    async def tasks_in(self, state: TaskStatus) -> list[TaskRow]:
+        """Tasks in one state, oldest change first; the `tasks_state` index keeps this as cheap
+        as the number of such tasks (the reaper asks every few seconds, in every worker)."""
+        rows = await self._run(lambda: self._db.all(
+            f"SELECT {_TASK_COLUMNS} FROM {_TASK_FROM} WHERE t.state = ? ORDER BY t.updated_at", (state,)))
+        return [row for row in map(_task, rows) if row is not None]
+
     async def waiting_longer_than(self, seconds: float) -> list[TaskRow]:
         """Tasks waiting for an answer whose last change is older than `seconds`."""
         cutoff = self._clock() - seconds

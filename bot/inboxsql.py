@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS tasks_key ON tasks (task_key, state);
+CREATE INDEX IF NOT EXISTS tasks_state ON tasks (state, updated_at);
 CREATE INDEX IF NOT EXISTS tasks_created ON tasks (created_at);
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_one_active ON tasks (task_key) WHERE state IN ('running', 'waiting');
 """

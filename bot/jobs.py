@@ -15,8 +15,6 @@ from typing import Any
 
 from arq import Retry, cron
 from arq.connections import ArqRedis, RedisSettings
-from arq.constants import abort_jobs_ss
-from arq.utils import timestamp_ms
 from arq.worker import Worker, func
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
@@ -39,7 +37,8 @@ from bot.forge import (
 )
 from bot.idempotency import task_forge
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
-from bot.queue import RUN_TASK, eviction_policy
+from bot.jobcodec import PLAIN, JobCodec, JobFailed
+from bot.queue import RUN_TASK, eviction_policy, job_handle
 from bot.recovery import failure_marker, lease, reaper_loop
 from bot.retention import cleanup
 from bot.settings import Settings
@@ -49,6 +48,7 @@ from graph.builder import build_graph
 from graph.checkout import Checkout, prepare, release
 from graph.deps import Deps
 from graph.llm import chat_model
+from graph.redact import secrets_of
 from graph.resume import run_or_resume
 from graph.routing import CHECKOUT_MODES, ModeUnavailable, check_mode
 from graph.state import TaskState
@@ -267,7 +267,7 @@ async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:
         task.task_id, "cancelled", f"cancelled by {event.actor.username}", only_from=ACTIVE
     ):
         if task.state == "running" and "redis" in ctx:
-            await ctx["redis"].zadd(abort_jobs_ss, {task.job_id: timestamp_ms()})
+            await _abort(ctx, task.job_id)
         if task.state != "queued":  # a queued task was never acknowledged: its "Cancelled" note says it all
             cancelled = ForgeEvent.model_validate_json(task.event_json)
             await status.conclude(forge, initial_state(cancelled, task.task_id), "cancelled")
@@ -280,6 +280,12 @@ async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:
         )
     await inbox.handled(event.delivery_id)
     return "cancelled" if task is not None else "nothing to cancel"
+
+
+async def _abort(ctx: dict[str, Any], job_id: str) -> None:
+    """Ask arq to abort the job (the worker running it cancels it); do not wait for it to stop."""
+    with contextlib.suppress(asyncio.TimeoutError, JobFailed):  # still running, or already failed
+        await job_handle(job_id, ctx["redis"], ctx.get("codec", PLAIN)).abort(timeout=0, poll_delay=0.01)
 
 
 def target_of(event: ForgeEvent) -> IssueRef | ChangeRef:
@@ -321,7 +327,7 @@ async def sweep_inbox(ctx: dict[str, Any]) -> int:
         return await pool.enqueue_job(RUN_TASK, event_json, _job_id=delivery_id) is not None
 
     requeued = await sweep(ctx["inbox"], enqueue, settings.intake.sweep_grace, settings.intake.dedupe_hours)
-    await expire_waiting(ctx["inbox"], ctx["forge_factory"], settings.questions.wait_hours)
+    await expire_waiting(ctx["inbox"], ctx["forge_for_event"], settings.questions.wait_hours)
     return requeued
 
 
@@ -360,14 +366,25 @@ def build_worker(
     burst: bool = False,
     handle_signals: bool = True,
 ) -> Worker:
-    """An arq worker running `run_task`, one job at a time (the seed's scaling model), and the sweeper."""
+    """An arq worker running `run_task`, one job at a time (the seed's scaling model), and the sweeper.
+
+    Job records and results are JSON, exceptions reduced to redacted messages (`bot.jobcodec`);
+    the codec also removes every configured secret from those messages.
+    """
+    codec = JobCodec(secrets_of(settings))
     ctx: dict[str, Any] = {
         "settings": settings,
         "forge_factory": forge_factory,  # None: open_forge per event (GitHub App installation from the payload)
         "model_factory": model_factory or (lambda role: chat_model(settings.llm, role)),
         "authorizer": Authorizer(settings),
         "redis_url": redis_url,  # the lease's heartbeat thread opens its own connection
+        "codec": codec,
     }
+    # the reaper's and the expiry's notes: the injected factory, else the forge the event names
+    # (a GitHub App event's own installation), as `_run_event` opens it
+    ctx["forge_for_event"] = lambda event: (
+        forge_factory(event.forge) if forge_factory else open_forge(settings, event.forge, event.installation)
+    )
     if inbox is not None:
         ctx["inbox"] = inbox
     if checkout is not None:
@@ -392,4 +409,6 @@ def build_worker(
         job_completion_wait=settings.job_timeout,
         keep_result=3600,
         allow_abort_jobs=True,
+        job_serializer=codec.dumps,
+        job_deserializer=codec.loads,
     )

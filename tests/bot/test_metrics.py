@@ -10,16 +10,15 @@ from typing import cast
 
 import pytest
 import redis
-from arq import create_pool
-from arq.connections import RedisSettings
-from arq.constants import in_progress_key_prefix
 from prometheus_client import CollectorRegistry, generate_latest
 from starlette.testclient import TestClient
 
 from bot import metrics
 from bot.app import create_app
+from bot.arqlayout import in_progress_key
 from bot.forge.errors import ForgeAuthError, ForgeRateLimited, error_for_status
 from bot.metrics import QueueCollector, TaskMetrics, read_queue
+from bot.queue import open_pool
 from bot.settings import Settings
 
 
@@ -81,13 +80,13 @@ def test_forge_error_kind_follows_the_error_tree() -> None:
 
 
 async def test_read_queue_splits_waiting_deferred_and_running(redis_url: str) -> None:
-    pool = await create_pool(RedisSettings.from_dsn(redis_url))
+    pool = await open_pool(redis_url)
     try:
         await pool.enqueue_job("run_task", "{}", _job_id="running")
         await pool.enqueue_job("run_task", "{}", _job_id="waiting-1")
         await pool.enqueue_job("run_task", "{}", _job_id="waiting-2")
         await pool.enqueue_job("run_task", "{}", _job_id="retry-later", _defer_by=600)
-        await pool.set(in_progress_key_prefix + "running", b"1")  # what a worker writes when it takes a job
+        await pool.set(in_progress_key("running"), b"1")  # what a worker writes when it takes a job
     finally:
         await pool.aclose()
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from arq.connections import ArqRedis, RedisSettings, create_pool
+from arq.connections import ArqRedis
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END, START, StateGraph
@@ -24,14 +24,17 @@ from bot.cli import build_parser
 from bot.forge import IssueRef, RepoRef
 from bot.forge.memory import MemoryForge
 from bot.idempotency import task_forge
-from bot.inbox import Inbox
-from bot.recovery import LEASE_PREFIX, lease, release_abandoned
+from bot.inbox import Inbox, open_inbox
+from bot.jobs import build_worker
+from bot.queue import open_pool
+from bot.recovery import LEASE_PREFIX, fail_orphans, lease, reap, release_abandoned
 from bot.retention import clean
 from bot.settings import Settings
 from bot.tasks_cli import collect, render, run
 from graph.runtime.trace import trace_path
 from graph.schemas import Analysis
-from tests.durability.harness import analyze_event, drop_schema
+from tests.durability.harness import analyze_event, drop_schema, seed_forge
+from tests.fakes.forge_http import FakeForgeState
 
 
 @dataclass
@@ -84,7 +87,7 @@ async def test_a_node_replayed_after_a_crash_edits_its_comment_instead_of_postin
 
 @pytest.fixture
 async def pool(redis_url: str) -> Any:
-    made: ArqRedis = await create_pool(RedisSettings.from_dsn(redis_url))
+    made: ArqRedis = await open_pool(redis_url)
     yield made
     await made.aclose()
 
@@ -178,3 +181,54 @@ async def test_workers_starting_together_migrate_the_postgres_checkpointer_once(
             assert await saver.aget_tuple({"configurable": {"thread_id": "none", "checkpoint_ns": ""}}) is None
     finally:
         drop_schema(url)
+
+
+async def test_the_reaper_reads_running_tasks_only_and_through_an_index(tmp_path: Path, pool: ArqRedis) -> None:
+    """The reaper runs every few seconds in every worker: its cost must follow what is running,
+    not every task ever created. Each query it sends is checked with SQLite's own query plan."""
+    inbox = await Inbox.open(sqlite_path=tmp_path / "inbox.sqlite")
+    try:
+        for number in range(40):
+            old = analyze_event(number, f"old-{number}")
+            await inbox.record("gitlab", old.delivery_id, "Issue Hook", old)
+            await inbox.set_state(old.task_id, "done", "reported")
+        orphan = analyze_event(99, "orphan")
+        await inbox.record("gitlab", orphan.delivery_id, "Issue Hook", orphan)
+        assert await inbox.claim(orphan.task_id, orphan.delivery_id) is not None  # its job is gone from Redis
+        statements: list[str] = []
+        raw = inbox._db._raw
+        raw.set_trace_callback(statements.append)
+        forge = MemoryForge()
+        try:
+            failed = await fail_orphans(inbox, pool, lambda kind: forge, tries=3)
+        finally:
+            raw.set_trace_callback(None)
+        assert failed == [orphan.task_id]
+        reads = [sql for sql in statements if sql.lstrip().upper().startswith("SELECT")]
+        assert reads
+        for sql in reads:
+            plan = [str(row[-1]) for row in raw.execute("EXPLAIN QUERY PLAN " + sql).fetchall()]
+            assert all(step.startswith("SEARCH") for step in plan), (sql, plan)  # no full SCAN of tasks
+            assert any("tasks_state" in step for step in plan), plan
+    finally:
+        await inbox.close()
+
+
+async def test_the_workers_own_reaper_posts_the_failure_note_on_the_forge(
+    settings: Settings, redis_url: str, pool: ArqRedis, fake_forge: FakeForgeState
+) -> None:
+    """The worker as `forgebot worker` builds it (no injected forge factory): the reaper opens the
+    forge the task's event names and its failure note reaches the forge over HTTP."""
+    seed_forge(fake_forge, [41])
+    inbox = await open_inbox(settings)
+    try:
+        event = analyze_event(41, "orphan-in-production")
+        await inbox.record("gitlab", event.delivery_id, "Issue Hook", event)
+        assert await inbox.claim(event.task_id, event.delivery_id) is not None  # its job is gone from Redis
+        worker = build_worker(settings, redis_url, inbox=inbox)
+        worker.ctx["redis"] = pool
+        assert await reap(worker.ctx) == 1
+    finally:
+        await inbox.close()
+    bodies = [c.body for c in fake_forge.comments_on("gitlab", "1", 41)]
+    assert len(bodies) == 1 and bodies[0].startswith("forgebot could not finish this task"), bodies
