@@ -19,6 +19,7 @@ from bot.forge.errors import (
 )
 from bot.forge.models import (
     AccessLevel,
+    BotIdentity,
     Capability,
     Change,
     ChangeRef,
@@ -29,6 +30,7 @@ from bot.forge.models import (
     ForgeKind,
     ForgeUser,
     GitCredentials,
+    Hook,
     Hunk,
     InlineNote,
     Issue,
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AccessLevel",
+    "BotIdentity",
     "Capability",
     "Change",
     "ChangeRef",
@@ -66,6 +69,7 @@ __all__ = [
     "ForgeUnsupported",
     "ForgeUser",
     "GitCredentials",
+    "Hook",
     "Hunk",
     "InlineNote",
     "Issue",
@@ -136,4 +140,7 @@ def _open_github(settings: Settings, installation: int | None) -> Forge:
         lazy=True,  # no GET for objects we only write to; reads complete on attribute access
     )
     policy = RetryPolicy(attempts=conf.max_retries + 1, max_wait=conf.max_rate_limit_wait)
-    return GitHubForge(client, policy, WritePacer(interval=conf.min_write_interval))
+    app = None
+    if conf.app_id is not None and conf.private_key is not None:
+        app = github.Auth.AppAuth(conf.app_id, conf.private_key.get_secret_value())
+    return GitHubForge(client, policy, WritePacer(interval=conf.min_write_interval), app)

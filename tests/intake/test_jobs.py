@@ -25,7 +25,7 @@ from graph.schemas import Decomposition
 from tests.fakes.chat import answer, scripted
 from tests.fakes.checkout import local_checkout, php_project
 from tests.fakes.forge import FakeForge
-from tests.intake.payloads import gitlab_note
+from tests.intake.payloads import gitlab_note, sample_repo, serve_samples
 
 TRIGGERS = TriggerSettings()
 ROOT = 1  # the note sample's author
@@ -42,8 +42,10 @@ async def ctx(settings: Settings, tmp_path: Path, redis_url: str) -> AsyncIterat
     settings.questions.max_rounds = 0  # questions end the analyze route with a blocked report
     forge = FakeForge()
     forge.access[("5", ROOT)] = AccessLevel.DEVELOPER
+    repo = forge.add_repo(sample_repo(settings))
     pool = await create_pool(RedisSettings.from_dsn(redis_url))
     yield {
+        "repo": repo,
         "settings": settings,
         "inbox": inbox,
         "forge": forge,
@@ -70,14 +72,14 @@ async def deliver(ctx: dict[str, Any], text: str, comment_id: int) -> ForgeEvent
 
 def comments(ctx: dict[str, Any], event: ForgeEvent) -> list[str]:
     forge: FakeForge = ctx["forge"]
-    notes = forge.comments.get(IssueRef(repo=event.repo, number=event.number), [])
+    notes = forge.comments.get(IssueRef(repo=ctx["repo"], number=event.number), [])
     return [note for note in notes if ":purpose=status -->" not in note]
 
 
 def status_of(ctx: dict[str, Any], event: ForgeEvent) -> str:
     """The first line of the task's one status comment."""
     forge: FakeForge = ctx["forge"]
-    notes = forge.comments.get(IssueRef(repo=event.repo, number=event.number), [])
+    notes = forge.comments.get(IssueRef(repo=ctx["repo"], number=event.number), [])
     (note,) = [note for note in notes if ":purpose=status -->" in note]
     return note.splitlines()[0]
 
@@ -211,6 +213,7 @@ async def test_no_token_or_secret_in_any_log_line_of_a_job(
     caplog.set_level(logging.DEBUG)
     fake_forge.grant("gitlab", "5", "1", 30)
     fake_forge.add_issue("gitlab", "5", 17, FakeIssue(title="t", body="b"))
+    serve_samples(fake_forge, settings)
     inbox = await Inbox.open(sqlite_path=settings.inbox_path)
     queue = await ArqQueue.connect(redis_url)
     try:
