@@ -47,8 +47,8 @@ async def resolve(settings: Settings, forge: Forge, event: ForgeEvent) -> RepoRe
     """
     claimed: int | str = event.repo_id or event.repo.project  # events queued before ids were recorded
     repo = await forge.resolve_repo(claimed)
-    if event.forge == "gitlab" and event.repo_id and repo.project != str(event.repo_id):
-        raise IdentityRefused(f"project {event.repo_id} resolved to project {repo.project}")
+    if event.repo_id and repo.id != event.repo_id:
+        raise IdentityRefused(f"project {event.repo_id} resolved to project {repo.id}")
     if repo.path.lower() != event.repo.path.lower() or repo.project.lower() != event.repo.project.lower():
         raise IdentityRefused(
             f"the payload names {event.repo.path!r} but project {claimed} is {repo.path!r} on the forge"

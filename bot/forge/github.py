@@ -270,6 +270,7 @@ class GitHubForge:
                 default_branch=str(repo.default_branch or ""),
                 clone_url=str(repo.clone_url or ""),
                 web_url=str(repo.html_url or ""),
+                id=int(repo.id),
             )
 
         return await self._read(fetch)

@@ -276,6 +276,7 @@ class GitLabForge:
             default_branch=str(attrs.get("default_branch") or ""),
             clone_url=str(attrs.get("http_url_to_repo") or ""),
             web_url=str(attrs.get("web_url") or ""),
+            id=int(attrs["id"]),
         )
 
     async def whoami(self) -> BotIdentity:

@@ -173,7 +173,7 @@ class MemoryForge:
 
     def add_repo(self, repo: RepoRef, *ids: str) -> RepoRef:
         """Make `repo` resolvable by its project and any other `ids` (a GitHub repository's number)."""
-        for key in (repo.project, *ids):
+        for key in (repo.project, *([str(repo.id)] if repo.id else []), *ids):
             self.repos[key] = repo
         return repo
 

@@ -28,6 +28,7 @@ class RepoRef(_Frozen):
     default_branch: str = "main"
     clone_url: str = ""
     web_url: str = ""
+    id: int = 0  # the forge's numeric id (GitLab project id, GitHub repository id); 0: not resolved
 
 
 class IssueRef(_Frozen):

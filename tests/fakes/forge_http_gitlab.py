@@ -348,4 +348,5 @@ def routes() -> list[Route]:
         Route(noteable + "/discussions", discussions, methods=["GET", "POST"]),
         Route(noteable + "/discussions/{discussion_id}", discussion, methods=["PUT"]),
         Route(noteable + "/discussions/{discussion_id}/notes", discussion_notes, methods=["POST"]),
+        Route("/gitlab/api/v4/projects/{project:path}", project, methods=["GET"]),  # by path: `group%2Fname`
     ]

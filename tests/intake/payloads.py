@@ -46,6 +46,7 @@ def sample_repo(settings: Settings, forge: str = "gitlab", project_id: int = 5, 
         path=path,
         default_branch=default_branch,
         clone_url=clone_url or f"{forge_host(settings, forge)}/{path}.git",
+        id=project_id,
     )
 
 

@@ -28,7 +28,6 @@ from tests.fakes.samples import sample
 from tests.fakes.server import ServerThread, serving
 from tests.graph.conftest import FIXTURES, init_repo
 from tests.intake import deliveries
-from tests.security.test_credentials_host import attacker  # noqa: F401  (fixture)
 
 Listener = tuple[int, list[bytes]]
 GITLAB_LABEL = sample("gitlab/issue.labels-changed.json")  # project 1 gitlabhq/gitlab-test, issue 23, "Platform"
