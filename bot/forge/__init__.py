@@ -78,6 +78,7 @@ __all__ = [
     "Marker",
     "Reaction",
     "RepoRef",
+    "bot_identity",
     "open_forge",
 ]
 
@@ -91,6 +92,23 @@ def open_forge(settings: Settings, kind: ForgeKind, installation: int | None = N
     if kind == "gitlab":
         return _open_gitlab(settings)
     return _open_github(settings, installation)
+
+
+async def bot_identity(settings: Settings, kind: ForgeKind) -> BotIdentity:
+    """Who the configured credentials act as: the token's user, or a GitHub App's `<slug>[bot]`.
+
+    An App is asked with its own JWT (`GET /app`), so no installation is needed at start-up.
+    """
+    conf = settings.github
+    if kind == "github" and conf.app_id is not None and conf.private_key is not None:
+        import github
+
+        from bot.forge.github import GitHubForge
+
+        app = github.Auth.AppAuth(conf.app_id, conf.private_key.get_secret_value())
+        client = github.Github(base_url=conf.api_url, timeout=int(conf.timeout), retry=None)
+        return await GitHubForge(client, app=app).whoami()
+    return await open_forge(settings, kind).whoami()
 
 
 def _open_gitlab(settings: Settings) -> Forge:
