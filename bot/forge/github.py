@@ -319,6 +319,7 @@ class GitHubForge:
                 title=pr.title,
                 body=pr.body or "",
                 author=pr.user.login,
+                author_id=int(pr.user.id or 0),
                 source_branch=pr.head.ref,
                 target_branch=pr.base.ref,
                 base_sha=pr.base.sha,

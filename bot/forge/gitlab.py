@@ -330,6 +330,7 @@ class GitLabForge:
             title=str(mr.title),
             body=str(mr.description or ""),
             author=str(mr.author["username"]),
+            author_id=int(mr.author.get("id") or 0),
             source_branch=str(mr.source_branch),
             target_branch=str(mr.target_branch),
             base_sha=str(shas[0] or ""),

@@ -151,6 +151,7 @@ class Change(_Frozen):
     draft: bool = False
     url: str = ""
     files: tuple[FileChange, ...] = ()
+    author_id: int = 0  # the forge's user id (0: unknown, so never a member)
 
 
 Side = Literal["new", "old"]

@@ -88,5 +88,7 @@ def prepare(settings: Settings, redis_url: str, fake_forge: FakeForgeState, root
     settings.workspace.allowed_protocols = ("file",)
     fake_forge.grant("gitlab", "5", "1", 30)  # root (id 1), the note sample's author: Developer
     fake_forge.grant("github", "Codertocat/Hello-World", "Codertocat", "write")
+    fake_forge.grant("gitlab", "5", "7", 30)  # the change's author (the fake's users are id 7): a member
+    fake_forge.grant("github", "Codertocat/Hello-World", "alice", "write")
     assert root.is_dir()
     serve_samples(fake_forge, settings, clone_url=f"file://{root}", default_branch="main")
