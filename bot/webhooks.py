@@ -232,6 +232,18 @@ def _is_stale(forge: ForgeKind, payload: dict[str, Any], max_age_hours: float | 
     return when is not None and (datetime.now(UTC) - when).total_seconds() > max_age_hours * 3600
 
 
+def _has_nul(value: Any) -> bool:
+    """True when any string in the event holds U+0000: no forge sends one, and PostgreSQL's TEXT
+    cannot store it (the inbox would fail and the delivery get a 503 instead of a 400)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
 class Stale(Exception):
     """An authentic delivery whose event is too old: answered 200 `ignored`, not recorded or queued."""
 
@@ -300,6 +312,8 @@ async def _accept(request: Request, forge: ForgeKind) -> Delivery:
             event = parse_gitlab(headers, payload, delivery, settings.triggers, settings.gitlab.bot_user_id)
     except PayloadError as exc:
         raise Rejection(400, "rejected", str(exc)) from exc
+    if event is not None and _has_nul(event.model_dump()):
+        raise Rejection(400, "rejected", "a field contains a NUL character")
     if event is not None and project_id is not None and event.repo_id != project_id:
         raise Rejection(401, "unauthorized", f"the event is on project {event.repo_id}, the hook is for {project_id}")
     return Delivery(delivery, event_name, event)
