@@ -231,7 +231,27 @@ def test_replayed_old_event_is_ignored_and_not_queued(
     assert recorded(intake_settings) == 1
 
 
-def test_replay_guard_is_off_when_unset(receiver: Receiver, redis_url: str) -> None:
+@pytest.mark.parametrize("forge", ["gitlab", "github"])
+def test_replay_guard_is_on_by_default(intake_settings: Settings, redis_url: str, forge: str) -> None:
+    """Out of the box (no FORGEBOT_INTAKE__MAX_EVENT_AGE_HOURS), a captured delivery four days old is
+    ignored and a fresh one is queued; the default stays below the dedupe window."""
+    defaults = Settings(_env_file=None, _secrets_dir=None)  # type: ignore[call-arg]
+    assert defaults.intake.max_event_age_hours == 72.0 < defaults.intake.dedupe_hours
+    intake_settings.intake = intake_settings.intake.model_copy(
+        update={"max_event_age_hours": defaults.intake.max_event_age_hours})
+    for server in _serve(intake_settings):
+        for hours_ago in (None, 96.0):
+            body, headers = _dated(forge, hours_ago)
+            response = httpx.post(server.url + deliveries.path(forge, body), content=body, headers=headers)
+            assert (response.status_code, response.json()["result"]) == (200, "ignored"), hours_ago
+        assert queued(redis_url) == 0
+        body, headers = _dated(forge, 2.0)
+        assert httpx.post(server.url + deliveries.path(forge, body), content=body, headers=headers).status_code == 202
+    assert queued(redis_url) == 1
+
+
+def test_replay_guard_is_off_at_zero(receiver: Receiver, redis_url: str) -> None:
+    """`0` turns it off (the test settings do, for the years-old shared samples)."""
     body, headers = _dated("github", None)
     assert httpx.post(receiver.url + deliveries.path("github", body), content=body, headers=headers).status_code == 202
     assert queued(redis_url) == 1
