@@ -149,7 +149,8 @@ async def commit(request: Request) -> JSONResponse:
 def _repo_json(request: Request, found: FakeProject) -> dict[str, Any]:
     owner, _, name = found.path.partition("/")
     return {"id": found.id, "name": name, "full_name": found.path, "owner": _user(owner), "private": True,
-            "default_branch": found.default_branch, "clone_url": found.clone_url,
+            "default_branch": found.default_branch,
+            "clone_url": found.clone_url or f"{request.base_url}github/{found.path}.git",
             "html_url": found.web_url or f"https://github.example/{found.path}",
             "url": f"{request.base_url}github/repos/{found.path}"}
 

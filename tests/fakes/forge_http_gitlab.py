@@ -280,10 +280,11 @@ def _position_problem(change: FakeChange, position: dict[str, Any]) -> str:
 
 def _project_json(request: Request, found: FakeProject) -> dict[str, Any]:
     web = found.web_url or f"{request.base_url}gitlab/{found.path}"
+    clone = found.clone_url or f"{request.base_url}gitlab/{found.path}.git"
     namespace, _, name = found.path.rpartition("/")
     return {"id": found.id, "name": name, "path": name, "path_with_namespace": found.path,
             "namespace": {"full_path": namespace}, "default_branch": found.default_branch,
-            "http_url_to_repo": found.clone_url, "web_url": web, "visibility": "private"}
+            "http_url_to_repo": clone, "web_url": web, "visibility": "private"}
 
 
 async def project(request: Request) -> JSONResponse:

@@ -98,7 +98,7 @@ class FakeProject:
 
     id: int
     path: str  # GitLab path_with_namespace, GitHub owner/name
-    clone_url: str
+    clone_url: str = ""  # "": on the fake forge's own host, as a real forge answers
     default_branch: str = "main"
     web_url: str = ""
 
