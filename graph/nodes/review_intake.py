@@ -99,7 +99,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     spaces = Workspaces.for_settings(deps.settings)
     key = repo_key(state["forge"], repo.project)
     if not repo.clone_url:
-        raise ValueError(f"repository {repo.path} has no clone URL; the event did not carry one")
+        raise ValueError(f"repository {repo.path} has no clone URL (the forge gave none)")
     mirror = await spaces.mirror(key, repo.clone_url, await deps.forge.git_credentials())
     if not _has_branch(mirror, change.source_branch):
         body = prompts.render("review.missing_branch", change=prompts.terms(state["forge"])["change"],
