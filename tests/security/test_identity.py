@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from bot.settings import Settings
 from tests.conftest import GITHUB_TOKEN, GITLAB_TOKEN
@@ -181,3 +182,39 @@ async def test_a_clone_url_the_forge_answers_on_another_host_is_refused(
     ((state, detail),) = await task_states(settings)
     assert state == "cancelled" and "not the configured forge" in detail
     assert received == [] and _seen(git_server) == []
+
+
+@pytest.mark.parametrize("forge", ["gitlab", "github"])
+async def test_a_cancel_naming_the_victims_project_beside_another_id_cancels_nothing(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, git_server: Any, forge: str
+) -> None:
+    """Every route resolves first: Mallory's `/cancel` carries the victim's path (on GitHub, also its
+    task key) with her own repository id and secret; the victim's waiting task keeps waiting."""
+    from bot.inbox import Inbox
+    from tests.intake.payloads import github_comment, gitlab_note
+
+    _setup(settings, redis_url, fake_forge, forge, git_server[0].url)
+    settings.intake.sweep_grace = 3600  # the victim's job stays out of the queue below
+    assert await post(settings, forge, *_label(forge, {})) == 202  # the victim's own task
+    redis.Redis.from_url(redis_url).delete("arq:queue")  # ... which ran elsewhere and now waits
+    inbox = await Inbox.open(sqlite_path=settings.inbox_path)
+    try:
+        (task,) = await inbox.tasks()
+        assert await inbox.claim(task.task_id, task.delivery_id) is not None
+        assert await inbox.set_state(task.task_id, "waiting", "need_info")  # it asked a question
+    finally:
+        await inbox.close()
+    if forge == "gitlab":
+        note = gitlab_note("/cancel", id=4321)
+        note["project"] = {**GITLAB_LABEL["project"], "id": OTHER_ID["gitlab"]}
+        note["issue"]["iid"] = 23
+        body, headers = deliveries.gitlab(note, "Note Hook")
+    else:
+        comment = github_comment("/cancel", id=4321)
+        comment["repository"]["id"] = OTHER_ID["github"]
+        body, headers = deliveries.github(comment, "issue_comment")
+    assert await post(settings, forge, body, headers) in (200, 202)
+    await work(settings, _models())
+    assert await task_states(settings) == [("waiting", "need_info")]
+    victim = ("1", 23) if forge == "gitlab" else ("Codertocat/Hello-World", 1)
+    assert not [c for c in fake_forge.comments_on(forge, *victim, status=True) if "Cancelled" in c.body]
