@@ -11,6 +11,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from arq import Retry, cron
@@ -57,6 +58,16 @@ log = logging.getLogger(__name__)
 
 ForgeFactory = Callable[[str], Forge]
 ModelFactory = Callable[[str], BaseChatModel]
+
+
+def forge_for(ctx: dict[str, Any]) -> ForgeFactory:
+    """The worker's forge factory: the injected one (tests), else `open_forge` from the settings.
+
+    `ctx["forge_factory"]` is None in production (a job opens its forge per event, with the GitHub
+    App installation the payload names); the sweeper and the reaper need one by kind.
+    """
+    factory: ForgeFactory | None = ctx.get("forge_factory")
+    return factory or partial(open_forge, ctx["settings"])
 
 
 def task_id_for(event: ForgeEvent) -> str:
@@ -323,7 +334,7 @@ async def sweep_inbox(ctx: dict[str, Any]) -> int:
         return await pool.enqueue_job(RUN_TASK, event_json, _job_id=delivery_id) is not None
 
     requeued = await sweep(ctx["inbox"], enqueue, settings.intake.sweep_grace, settings.intake.dedupe_hours)
-    await expire_waiting(ctx["inbox"], ctx["forge_factory"], settings.questions.wait_hours)
+    await expire_waiting(ctx["inbox"], forge_for(ctx), settings.questions.wait_hours)
     return requeued
 
 

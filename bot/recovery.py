@@ -26,6 +26,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import Any
 
 import redis
@@ -34,7 +35,7 @@ from arq.constants import default_queue_name, in_progress_key_prefix
 from arq.jobs import Job, JobStatus
 
 from bot.events import ForgeEvent
-from bot.forge import Forge, IssueRef, Marker
+from bot.forge import Forge, IssueRef, Marker, open_forge
 from bot.inbox import Inbox, TaskRow
 
 log = logging.getLogger(__name__)
@@ -133,7 +134,8 @@ async def reap(ctx: dict[str, Any]) -> int:
     settings = ctx["settings"]
     redis: ArqRedis = ctx["redis"]
     released = await release_abandoned(redis, settings.durability.lease_seconds, settings.job_timeout + 10)
-    failed = await fail_orphans(ctx["inbox"], redis, ctx["forge_factory"], settings.max_tries)
+    forge_for = ctx.get("forge_factory") or partial(open_forge, settings)  # None in production: open per kind
+    failed = await fail_orphans(ctx["inbox"], redis, forge_for, settings.max_tries)
     return len(released) + len(failed)
 
 
