@@ -90,8 +90,10 @@ def create_app(settings: Settings | None = None, queue: JobQueue | None = None) 
                    "console": console}
 
     routes = [
-        Route("/webhooks/gitlab", gitlab_webhook, methods=["POST"]),
-        Route("/webhooks/github", github_webhook, methods=["POST"]),
+        Route("/webhooks/gitlab/{project_id:int}", gitlab_webhook, methods=["POST"]),
+        Route("/webhooks/github/{project_id:int}", github_webhook, methods=["POST"]),
+        Route("/webhooks/gitlab", gitlab_webhook, methods=["POST"]),  # unscoped: refused unless migrating
+        Route("/webhooks/github", github_webhook, methods=["POST"]),  # the GitHub App's URL
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),

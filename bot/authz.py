@@ -3,7 +3,8 @@
 The answer comes from the forge's permission API through `Forge.user_access`, never from
 `author_association`, a display name or anything else in the payload, and is cached briefly so a
 burst of comments costs one API call. The bot's own account is refused before any call, and an
-optional allow-list restricts the projects the bot serves at all.
+optional allow-list restricts the projects the bot serves at all; the job resolves the event's
+repository through the forge before asking (`bot.identity`).
 """
 
 from __future__ import annotations
@@ -43,9 +44,13 @@ class Authorizer:
         return bool(self._bot_login) and event.actor.username.lower() == self._bot_login
 
     def _project_allowed(self, event: ForgeEvent) -> bool:
+        """Compare the repository the forge resolved (`bot.identity`): its id and its path, never
+        the payload's text, so an allowed path beside another project's id matches nothing."""
         if not self._allowed:
             return True
         names = {event.repo.project.lower(), event.repo.path.lower()}
+        if event.repo_id:
+            names.add(str(event.repo_id))
         return bool(names & self._allowed)
 
     async def access(self, forge: Forge, event: ForgeEvent) -> AccessLevel:

@@ -16,9 +16,26 @@ def _add_server_args(parser: argparse.ArgumentParser, settings: Settings) -> Non
     parser.add_argument("--port", type=int, default=settings.port)
 
 
+def _know_thyself(settings: Settings, command: str) -> bool:
+    """Ask the forge who the bot is before serving (its own events must never trigger it)."""
+    import asyncio
+
+    from bot.forge import ForgeError
+    from bot.identity import learn_bot_identity
+
+    try:
+        asyncio.run(learn_bot_identity(settings))
+    except ForgeError as exc:
+        sys.stderr.write(f"forgebot {command}: cannot ask the forge who the bot is: {exc}\n")
+        return False
+    return True
+
+
 def _serve(args: argparse.Namespace) -> int:
     from bot.runner import run_serve
 
+    if not _know_thyself(args.settings, "serve"):
+        return 2
     return run_serve(args.settings, args.host, args.port)
 
 
@@ -27,6 +44,8 @@ def _web(args: argparse.Namespace) -> int:
 
     if not args.settings.redis_url:
         sys.stderr.write("forgebot web needs FORGEBOT_REDIS_URL (forgebot serve starts its own Redis)\n")
+        return 2
+    if not _know_thyself(args.settings, "web"):
         return 2
     run_web(args.settings, args.host, args.port)
     return 0
@@ -37,6 +56,8 @@ def _worker(args: argparse.Namespace) -> int:
 
     if not args.settings.redis_url:
         sys.stderr.write("forgebot worker needs FORGEBOT_REDIS_URL\n")
+        return 2
+    if not _know_thyself(args.settings, "worker"):
         return 2
     run_worker(args.settings)
     return 0
@@ -64,12 +85,13 @@ def _run(args: argparse.Namespace) -> int:
 def _registrars() -> list[Callable[[Any], None]]:
     """Subcommands owned by other packages; each module adds its parsers and handlers."""
     from bot.evaluation.cli import register as evaluation
+    from bot.hooks_cli import register as hooks
     from bot.tasks_cli import register as tasks
     from graph.index.cli import register as index
     from graph.index.search_cli import register as search
     from graph.trace_cli import register as trace
 
-    return [index, search, trace, evaluation, tasks]
+    return [index, search, trace, evaluation, tasks, hooks]
 
 
 def build_parser(settings: Settings) -> argparse.ArgumentParser:

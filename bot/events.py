@@ -21,7 +21,9 @@ from bot.commands import Command, first_line_command
 from bot.forge.models import ForgeKind, RepoRef
 from bot.settings import TriggerSettings
 
-__all__ = ["Actor", "ForgeEvent", "ForgeKind", "PayloadError", "RepoRef", "parse_github", "parse_gitlab"]
+__all__ = [
+    "Actor", "ForgeEvent", "ForgeKind", "PayloadError", "RepoRef", "claimed_id", "parse_github", "parse_gitlab",
+]
 Mode = Literal["implement", "analyze", "review"]
 Trigger = Literal["label", "command", "reply", "cancel"]
 Target = Literal["issue", "change"]
@@ -67,6 +69,9 @@ class ForgeEvent(BaseModel):
     discussion_id: str | None = None
     state: str = ""
     installation: int | None = None  # GitHub App deliveries: the installation to mint a token for
+    # the forge's numeric id of the repository the payload claims (GitLab project id, GitHub
+    # repository id): the only repository fact the worker takes from a payload, to ask the forge about
+    repo_id: int = 0
 
     @property
     def task_key(self) -> str:
@@ -125,13 +130,11 @@ def parse_gitlab(
 
 
 def _gitlab_repo(payload: dict[str, Any]) -> RepoRef:
+    """The project as the payload claims it: id and path only. Its URLs and default branch are not
+    read: the worker resolves them through the forge's API (`bot.identity`)."""
     project = payload["project"]
     return RepoRef(
-        forge="gitlab",
-        project=str(int(project["id"])),
-        path=str(project["path_with_namespace"]),
-        default_branch=str(project.get("default_branch") or "main"),
-        clone_url=str(project.get("git_http_url") or ""),
+        forge="gitlab", project=str(int(project["id"])), path=str(project["path_with_namespace"]), default_branch=""
     )
 
 
@@ -162,6 +165,7 @@ def _gitlab_issue(
         forge="gitlab",
         delivery_id=delivery_id,
         repo=_gitlab_repo(payload),
+        repo_id=int(payload["project"]["id"]),
         target="issue",
         number=int(attrs["iid"]),
         actor=actor,
@@ -200,6 +204,7 @@ def _gitlab_note(
         forge="gitlab",
         delivery_id=delivery_id,
         repo=_gitlab_repo(payload),
+        repo_id=int(payload["project"]["id"]),
         target=target,
         number=int(item["iid"]),
         actor=actor,
@@ -238,14 +243,16 @@ def parse_github(
 
 
 def _github_repo(payload: dict[str, Any]) -> RepoRef:
+    """The repository as the payload claims it (see `_gitlab_repo`)."""
     repo = payload["repository"]
-    return RepoRef(
-        forge="github",
-        project=str(repo["full_name"]),
-        path=str(repo["full_name"]),
-        default_branch=str(repo.get("default_branch") or "main"),
-        clone_url=str(repo.get("clone_url") or ""),
-    )
+    return RepoRef(forge="github", project=str(repo["full_name"]), path=str(repo["full_name"]), default_branch="")
+
+
+def claimed_id(forge: ForgeKind, payload: dict[str, Any]) -> int | None:
+    """The numeric repository id a payload names (GitLab `project.id`, GitHub `repository.id`), if any."""
+    section = payload.get("project" if forge == "gitlab" else "repository")
+    found = section.get("id") if isinstance(section, dict) else None
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
 
 
 def _installation(payload: dict[str, Any]) -> int | None:
@@ -274,6 +281,7 @@ def _github_labeled(
         forge="github",
         delivery_id=delivery_id,
         repo=_github_repo(payload),
+        repo_id=int(payload["repository"]["id"]),
         target="issue",
         number=int(issue["number"]),
         actor=actor,
@@ -303,6 +311,7 @@ def _github_comment(
         forge="github",
         delivery_id=delivery_id,
         repo=_github_repo(payload),
+        repo_id=int(payload["repository"]["id"]),
         target=target,
         number=int(issue["number"]),
         actor=actor,

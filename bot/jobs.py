@@ -19,7 +19,7 @@ from arq.worker import Worker, func
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
-from bot.authz import Authorizer
+from bot.authz import Authorizer, Decision
 from bot.checkpoints import open_checkpointer, spent
 from bot.console.links import task_link
 from bot.events import ForgeEvent
@@ -36,6 +36,7 @@ from bot.forge import (
     open_forge,
 )
 from bot.idempotency import task_forge
+from bot.identity import IdentityRefused, resolve
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
 from bot.jobcodec import PLAIN, JobCodec, JobFailed
 from bot.queue import RUN_TASK, eviction_policy, job_handle
@@ -149,9 +150,13 @@ async def _run_event(ctx: dict[str, Any], event_json: str) -> str:
     factory: ForgeFactory | None = ctx.get("forge_factory")
     forge = factory(event.forge) if factory else open_forge(ctx["settings"], event.forge, event.installation)
     try:
+        # first, for every route: the repository as the forge names it; the payload's is never used
+        event = event.model_copy(update={"repo": await resolve(ctx["settings"], forge, event)})
         decision = await ctx["authorizer"].decide(forge, event)
     except (ForgeRateLimited, ForgeUnavailable) as exc:
         raise _retry(ctx, exc) from exc
+    except (IdentityRefused, ForgeNotFound) as exc:
+        decision = Decision(False, f"repository: {exc}")
     if not decision.allowed:
         log.info("task refused delivery=%s reason=%s", event.delivery_id, decision.reason)
         if event.trigger in ("label", "command"):
@@ -207,7 +212,7 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
     """Run (or resume) the graph for a running task and record how it ended."""
     inbox: Inbox = ctx["inbox"]
     settings: Settings = ctx["settings"]
-    original = ForgeEvent.model_validate_json(task.event_json)
+    original = _stored(task, event)
     answer: dict[str, str] | None = None
     if event.trigger == "reply":  # same delivery id → same thread id → resume from the checkpoint
         original = original.model_copy(update={"comment": event.comment, "comment_id": event.comment_id})
@@ -243,6 +248,11 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
     return outcome
 
 
+def _stored(task: TaskRow, event: ForgeEvent) -> ForgeEvent:
+    """The event that started `task`, on the repository `event` resolved (same item, same project)."""
+    return ForgeEvent.model_validate_json(task.event_json).model_copy(update={"repo": event.repo})
+
+
 async def _finish(inbox: Inbox, task_id: str, delivery_id: str, state: TaskStatus, detail: str,
                   settings: Settings | None = None) -> None:
     if settings is not None:  # what it spent, beside its state: listing tasks then reads no checkpoint
@@ -269,7 +279,7 @@ async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:
         if task.state == "running" and "redis" in ctx:
             await _abort(ctx, task.job_id)
         if task.state != "queued":  # a queued task was never acknowledged: its "Cancelled" note says it all
-            cancelled = ForgeEvent.model_validate_json(task.event_json)
+            cancelled = _stored(task, event)
             await status.conclude(forge, initial_state(cancelled, task.task_id), "cancelled")
         await _say(
             forge,

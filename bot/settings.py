@@ -264,9 +264,20 @@ class IntakeSettings(BaseModel):
         default_factory=list, description="GitLab project ids or paths, GitHub owner/name; empty: any"
     )
     max_event_age_hours: float | None = Field(
-        default=None, gt=0,
+        default=72.0, ge=0,
         description="deliveries whose payload timestamps are all older are answered 200 `ignored` "
-        "(replay guard; keep it below `dedupe_hours`); unset: off",
+        "(replay guard; keep it below `dedupe_hours`); 0: off",
+    )
+    unscoped_hooks: bool = Field(
+        default=False,
+        description="also accept `/webhooks/gitlab` and `/webhooks/github` (no project id) with the master "
+        "webhook secret, while old hooks are moved to `forgebot hooks` URLs; anyone who knows that secret "
+        "can then forge deliveries for every project",
+    )
+    public_url: str | None = Field(
+        default=None,
+        description="the receiver's address as the forge reaches it (e.g. `https://bot.example.com`); "
+        "`forgebot hooks` builds each project's hook URL from it",
     )
 
 

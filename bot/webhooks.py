@@ -3,6 +3,12 @@
 Fail closed: a forge whose secret is not configured accepts nothing. Secrets are compared in
 constant time. Authentic deliveries that are not triggers get 200 `ignored` (GitLab disables hooks
 that keep failing); bad input gets a 4xx and never a 500.
+
+Each project's hook has its own secret, derived from the master secret and the project id in the
+hook's URL (`/webhooks/gitlab/{project_id}`, `/webhooks/github/{repo_id}`; see `project_secret`),
+and the payload must name that same project: a maintainer who knows their project's secret can
+forge nothing for another. A GitHub App's deliveries (`/webhooks/github`) keep the App's secret;
+the project-less URLs accept the master secret only with `intake.unscoped_hooks` (migration).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from pydantic import SecretStr
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from bot.events import ForgeEvent, ForgeKind, PayloadError, parse_github, parse_gitlab
+from bot.events import ForgeEvent, ForgeKind, PayloadError, claimed_id, parse_github, parse_gitlab
 from bot.inbox import Inbox
 from bot.queue import JobQueue
 from bot.settings import Settings
@@ -64,6 +70,14 @@ class Metrics:
         )
 
 
+def project_secret(master: bytes, forge: ForgeKind, project_id: int) -> str:
+    """The hook secret of one project: HMAC-SHA256(master, "forge:id") in hex.
+
+    Knowing it reveals neither the master secret nor any other project's secret.
+    """
+    return hmac.new(master, f"{forge}:{project_id}".encode(), hashlib.sha256).hexdigest()
+
+
 def github_signature(secret: bytes, body: bytes) -> str:
     """Return the `X-Hub-Signature-256` value GitHub sends for `body`."""
     return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
@@ -79,23 +93,44 @@ def _configured(secret: SecretStr | None) -> bytes | None:
     return secret.get_secret_value().encode()
 
 
-def _verify_github(secret: SecretStr | None, headers: Any, body: bytes) -> None:
-    key = _configured(secret)
-    if key is None:
-        raise Rejection(401, "unauthorized", "github webhook secret is not configured")
+def _hook_key(settings: Settings, forge: ForgeKind, project_id: int | None) -> bytes:
+    """The key this hook URL's deliveries are verified with; 401 when there is none.
+
+    With a project id: that project's derived secret. Without: the GitHub App's secret when an
+    App is configured, the master secret when `intake.unscoped_hooks` allows it, else nothing.
+    """
+    conf = settings.gitlab if forge == "gitlab" else settings.github
+    master = _configured(conf.webhook_secret)
+    if master is None:
+        raise Rejection(401, "unauthorized", f"{forge} webhook secret is not configured")
+    if project_id is not None:
+        return project_secret(master, forge, project_id).encode()
+    app = forge == "github" and settings.github.app_id is not None and settings.github.private_key is not None
+    if app or settings.intake.unscoped_hooks:
+        return master
+    raise Rejection(401, "unauthorized", f"hook URL names no project: use /webhooks/{forge}/<project id>")
+
+
+def _verify_github(key: bytes, headers: Any, body: bytes) -> None:
     sent = headers.get("x-hub-signature-256", "")
     expected = github_signature(key, body)
     if not hmac.compare_digest(sent.encode(), expected.encode()):
         raise Rejection(401, "unauthorized", "signature missing or wrong")
 
 
-def _verify_gitlab(secret: SecretStr | None, headers: Any) -> None:
-    key = _configured(secret)
-    if key is None:
-        raise Rejection(401, "unauthorized", "gitlab webhook secret is not configured")
+def _verify_gitlab(key: bytes, headers: Any) -> None:
     sent = headers.get("x-gitlab-token", "")
     if not hmac.compare_digest(sent.encode(), key):
         raise Rejection(401, "unauthorized", "token missing or wrong")
+
+
+def _same_project(forge: ForgeKind, payload: dict[str, Any], project_id: int | None) -> None:
+    """A scoped hook's payload must name the hook's own project (or none, like a ping)."""
+    if project_id is None:
+        return
+    named = claimed_id(forge, payload)
+    if named is not None and named != project_id:
+        raise Rejection(401, "unauthorized", f"the payload names project {named}, the hook is for {project_id}")
 
 
 async def _read_body(request: Request, limit: int, timeout: float) -> bytes:
@@ -191,10 +226,22 @@ def _event_time(forge: ForgeKind, payload: dict[str, Any]) -> datetime | None:
 def _is_stale(forge: ForgeKind, payload: dict[str, Any], max_age_hours: float | None) -> bool:
     """True when the payload's own newest timestamp is older than `max_age_hours`: a replay of a
     captured delivery under a new id, past the dedupe window. Undated payloads are not judged."""
-    if max_age_hours is None:
+    if not max_age_hours:  # None or 0: off
         return False
     when = _event_time(forge, payload)
     return when is not None and (datetime.now(UTC) - when).total_seconds() > max_age_hours * 3600
+
+
+def _has_nul(value: Any) -> bool:
+    """True when any string in the event holds U+0000: no forge sends one, and PostgreSQL's TEXT
+    cannot store it (the inbox would fail and the delivery get a 503 instead of a 400)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 class Stale(Exception):
@@ -226,25 +273,35 @@ class Outcome:
     queued: bool = False
 
 
+def _project_in_url(request: Request) -> int | None:
+    found = request.path_params.get("project_id")
+    if found is None:
+        return None
+    if not isinstance(found, int) or not 0 < found < 2**63:
+        raise Rejection(404, "rejected", "no such hook URL")
+    return found
+
+
 async def _accept(request: Request, forge: ForgeKind) -> Delivery:
     settings: Settings = request.state.settings
     if not request.headers.get("content-type", "").lower().startswith("application/json"):
         raise Rejection(415, "rejected", "content type must be application/json")
     headers = request.headers
+    project_id = _project_in_url(request)
+    key = _hook_key(settings, forge, project_id)  # before the body: no key, nothing is read
     if forge == "gitlab":
         # the token is a header: a stranger is refused before a byte of the body is read
-        _verify_gitlab(settings.gitlab.webhook_secret, headers)
-    elif _configured(settings.github.webhook_secret) is None:
-        raise Rejection(401, "unauthorized", "github webhook secret is not configured")
+        _verify_gitlab(key, headers)
     body = await _read_body(request, settings.max_body_bytes, settings.body_timeout_seconds)
     if forge == "github":
-        _verify_github(settings.github.webhook_secret, headers, body)  # the HMAC needs the body
+        _verify_github(key, headers, body)  # the HMAC needs the body
         event_name = headers.get("x-github-event", "")
     else:
         event_name = headers.get("x-gitlab-event", "")
     if not event_name:
         raise Rejection(400, "rejected", "event header missing")
     payload = _decode(body)
+    _same_project(forge, payload, project_id)
     delivery = _delivery_id(forge, headers, event_name, body)
     if _is_stale(forge, payload, settings.intake.max_event_age_hours):
         raise Stale(delivery)
@@ -255,6 +312,10 @@ async def _accept(request: Request, forge: ForgeKind) -> Delivery:
             event = parse_gitlab(headers, payload, delivery, settings.triggers, settings.gitlab.bot_user_id)
     except PayloadError as exc:
         raise Rejection(400, "rejected", str(exc)) from exc
+    if event is not None and _has_nul(event.model_dump()):
+        raise Rejection(400, "rejected", "a field contains a NUL character")
+    if event is not None and project_id is not None and event.repo_id != project_id:
+        raise Rejection(401, "unauthorized", f"the event is on project {event.repo_id}, the hook is for {project_id}")
     return Delivery(delivery, event_name, event)
 
 

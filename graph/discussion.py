@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.forge import AccessLevel, Comment, Forge, ForgeUser, IssueRef
+from bot.forge import AccessLevel, ChangeRef, Comment, Forge, ForgeUser, IssueRef
 
 REQUIRED = AccessLevel.DEVELOPER
 WITHHELD_QUESTION = (
@@ -38,7 +38,7 @@ class Snapshot:
 class _Access:
     """Access levels of authors, asked once per author per snapshot."""
 
-    def __init__(self, forge: Forge, ref: IssueRef) -> None:
+    def __init__(self, forge: Forge, ref: IssueRef | ChangeRef) -> None:
         self._forge, self._ref, self._seen = forge, ref, dict[tuple[int, str], AccessLevel]()
 
     async def member(self, author: str, author_id: int) -> bool:
@@ -47,6 +47,11 @@ class _Access:
             user = ForgeUser(id=author_id, username=author)
             self._seen[key] = await self._forge.user_access(self._ref.repo, user)
         return self._seen[key] >= REQUIRED
+
+
+async def is_member(forge: Forge, ref: IssueRef | ChangeRef, author: str, author_id: int) -> bool:
+    """Whether `author` has write access to the repository of `ref` (the same rule as the snapshot)."""
+    return await _Access(forge, ref).member(author, author_id)
 
 
 def _ours(comment: Comment, bot_names: Sequence[str]) -> bool:

@@ -13,7 +13,7 @@ import redis
 from pydantic import SecretStr
 
 from bot.redisserver import PrivateRedis
-from bot.settings import GitHubSettings, GitLabSettings, Settings
+from bot.settings import GitHubSettings, GitLabSettings, IntakeSettings, Settings
 from tests.fakes.forge_http import FakeForgeState, create_fake_forge
 from tests.fakes.server import ServerThread
 
@@ -84,4 +84,7 @@ def settings(tmp_path: Path, forge_server: ServerThread) -> Settings:
             min_write_interval=0,
             max_retries=0,
         ),
+        # the shared forge samples date from 2015-2019: the replay guard (on by default) is turned
+        # off here and proved on its own in tests/security/test_secrets.py
+        intake=IntakeSettings(max_event_age_hours=0),
     )

@@ -19,6 +19,7 @@ from bot.forge.errors import (
 )
 from bot.forge.models import (
     AccessLevel,
+    BotIdentity,
     Capability,
     Change,
     ChangeRef,
@@ -29,6 +30,7 @@ from bot.forge.models import (
     ForgeKind,
     ForgeUser,
     GitCredentials,
+    Hook,
     Hunk,
     InlineNote,
     Issue,
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AccessLevel",
+    "BotIdentity",
     "Capability",
     "Change",
     "ChangeRef",
@@ -66,6 +69,7 @@ __all__ = [
     "ForgeUnsupported",
     "ForgeUser",
     "GitCredentials",
+    "Hook",
     "Hunk",
     "InlineNote",
     "Issue",
@@ -74,6 +78,7 @@ __all__ = [
     "Marker",
     "Reaction",
     "RepoRef",
+    "bot_identity",
     "open_forge",
 ]
 
@@ -87,6 +92,23 @@ def open_forge(settings: Settings, kind: ForgeKind, installation: int | None = N
     if kind == "gitlab":
         return _open_gitlab(settings)
     return _open_github(settings, installation)
+
+
+async def bot_identity(settings: Settings, kind: ForgeKind) -> BotIdentity:
+    """Who the configured credentials act as: the token's user, or a GitHub App's `<slug>[bot]`.
+
+    An App is asked with its own JWT (`GET /app`), so no installation is needed at start-up.
+    """
+    conf = settings.github
+    if kind == "github" and conf.app_id is not None and conf.private_key is not None:
+        import github
+
+        from bot.forge.github import GitHubForge
+
+        app = github.Auth.AppAuth(conf.app_id, conf.private_key.get_secret_value())
+        client = github.Github(base_url=conf.api_url, timeout=int(conf.timeout), retry=None)
+        return await GitHubForge(client, app=app).whoami()
+    return await open_forge(settings, kind).whoami()
 
 
 def _open_gitlab(settings: Settings) -> Forge:
@@ -136,4 +158,7 @@ def _open_github(settings: Settings, installation: int | None) -> Forge:
         lazy=True,  # no GET for objects we only write to; reads complete on attribute access
     )
     policy = RetryPolicy(attempts=conf.max_retries + 1, max_wait=conf.max_rate_limit_wait)
-    return GitHubForge(client, policy, WritePacer(interval=conf.min_write_interval))
+    app = None
+    if conf.app_id is not None and conf.private_key is not None:
+        app = github.Auth.AppAuth(conf.app_id, conf.private_key.get_secret_value())
+    return GitHubForge(client, policy, WritePacer(interval=conf.min_write_interval), app)

@@ -33,6 +33,7 @@ from bot.forge.errors import (
 from bot.forge.errors import retry_after_from as _retry_after
 from bot.forge.models import (
     AccessLevel,
+    BotIdentity,
     Capability,
     Change,
     ChangeRef,
@@ -44,6 +45,7 @@ from bot.forge.models import (
     ForgeKind,
     ForgeUser,
     GitCredentials,
+    Hook,
     InlineNote,
     Issue,
     IssueRef,
@@ -87,8 +89,10 @@ class GitHubForge:
         client: github.Github,
         policy: _retry.RetryPolicy | None = None,
         pacer: _retry.WritePacer | None = None,
+        app: github.Auth.AppAuth | None = None,
     ) -> None:
         self._gh = client
+        self._app = app  # the App's own credentials (JWT), for what only the App may ask
         self._policy = policy or _retry.RetryPolicy()
         self._pacer = pacer or _retry.WritePacer(interval=1.0)
 
@@ -251,6 +255,60 @@ class GitHubForge:
 
         return await self._read(fetch)
 
+    # --- identity and hooks ----------------------------------------------------------------------
+
+    async def resolve_repo(self, project_id: int | str) -> RepoRef:
+        """`GET /repositories/:id` (or `/repos/:owner/:name`) at the configured API root."""
+
+        def fetch() -> RepoRef:
+            key = int(project_id) if str(project_id).isdigit() else str(project_id)
+            repo = self._gh.get_repo(key)  # the client is lazy: reading an attribute fetches it
+            return RepoRef(
+                forge="github",
+                project=str(repo.full_name),
+                path=str(repo.full_name),
+                default_branch=str(repo.default_branch or ""),
+                clone_url=str(repo.clone_url or ""),
+                web_url=str(repo.html_url or ""),
+                id=int(repo.id),
+            )
+
+        return await self._read(fetch)
+
+    async def whoami(self) -> BotIdentity:
+        """`GET /user` for a token; an App acts as its bot user `<slug>[bot]` (`GET /app`, as the App)."""
+
+        def fetch() -> BotIdentity:
+            if self._app is not None:
+                integration = github.GithubIntegration(auth=self._app, base_url=self._gh.requester.base_url,
+                                                       retry=None)
+                return BotIdentity(login=f"{integration.get_app().slug}[bot]")
+            user = self._gh.get_user()
+            return BotIdentity(id=int(user.id), login=str(user.login))
+
+        return await self._read(fetch)
+
+    async def list_hooks(self, repo: RepoRef) -> list[Hook]:
+        def fetch() -> list[Hook]:
+            return [Hook(id=h.id, url=str(h.config.get("url", ""))) for h in self._repo(repo).get_hooks()]
+
+        return await self._read(fetch)
+
+    async def save_hook(self, repo: RepoRef, url: str, secret: str, hook_id: int | None = None) -> Hook:
+        config = {"url": url, "content_type": "json", "secret": secret, "insecure_ssl": "0"}
+        events = ["issues", "issue_comment"]
+
+        def save() -> Hook:
+            found = self._repo(repo)
+            if hook_id is None:
+                hook = found.create_hook("web", config, events, active=True)
+            else:
+                hook = found.get_hook(hook_id)
+                hook.edit("web", config, events, active=True)
+            return Hook(id=hook.id, url=url)
+
+        return await self._write(save, None)
+
     # --- changes -------------------------------------------------------------------------------
 
     async def get_change(self, ref: ChangeRef) -> Change:
@@ -261,6 +319,7 @@ class GitHubForge:
                 title=pr.title,
                 body=pr.body or "",
                 author=pr.user.login,
+                author_id=int(pr.user.id or 0),
                 source_branch=pr.head.ref,
                 target_branch=pr.base.ref,
                 base_sha=pr.base.sha,

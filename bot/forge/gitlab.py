@@ -40,6 +40,7 @@ from bot.forge.errors import (
 from bot.forge.errors import retry_after_from as _retry_after
 from bot.forge.models import (
     AccessLevel,
+    BotIdentity,
     Capability,
     Change,
     ChangeRef,
@@ -51,6 +52,7 @@ from bot.forge.models import (
     ForgeKind,
     ForgeUser,
     GitCredentials,
+    Hook,
     InlineNote,
     Issue,
     IssueRef,
@@ -63,6 +65,12 @@ from bot.forge.models import (
 T = TypeVar("T")
 L = TypeVar("L")
 Finder = Callable[[], Awaitable[CommentRef | None]]
+# what the bot's hook subscribes to: issue labels and comments (`/review` is a merge request note)
+_HOOK_EVENTS = {
+    "issues_events": True, "confidential_issues_events": True, "note_events": True,
+    "confidential_note_events": True, "push_events": False, "merge_requests_events": False,
+    "enable_ssl_verification": True,
+}
 _EMOJI = {Reaction.EYES: "eyes", Reaction.THUMBS_UP: "thumbsup", Reaction.ROCKET: "rocket",
           Reaction.CONFUSED: "confused"}
 
@@ -255,6 +263,51 @@ class GitLabForge:
 
         return await self._read(fetch)
 
+    # --- identity and hooks ----------------------------------------------------------------------
+
+    async def resolve_repo(self, project_id: int | str) -> RepoRef:
+        """`GET /projects/:id` at the configured instance: the project's own id, path and URLs."""
+        project = await self._read(lambda: self._gl.projects.get(project_id))
+        attrs = project.attributes
+        return RepoRef(
+            forge="gitlab",
+            project=str(int(attrs["id"])),
+            path=str(attrs["path_with_namespace"]),
+            default_branch=str(attrs.get("default_branch") or ""),
+            clone_url=str(attrs.get("http_url_to_repo") or ""),
+            web_url=str(attrs.get("web_url") or ""),
+            id=int(attrs["id"]),
+        )
+
+    async def whoami(self) -> BotIdentity:
+        """`GET /user`: the token's user (a project or group token has its own bot user)."""
+
+        def fetch() -> BotIdentity:
+            self._gl.auth()
+            user = self._gl.user
+            if user is None:
+                raise ForgeNotFound("the token has no user")
+            return BotIdentity(id=int(user.id), login=str(user.username))
+
+        return await self._read(fetch)
+
+    async def list_hooks(self, repo: RepoRef) -> list[Hook]:
+        hooks = await self._read(lambda: self._project(repo).hooks.list(get_all=True))
+        return [Hook(id=int(h.id), url=str(h.url)) for h in hooks]
+
+    async def save_hook(self, repo: RepoRef, url: str, secret: str, hook_id: int | None = None) -> Hook:
+        data = {"url": url, "token": secret, **_HOOK_EVENTS}
+
+        def save() -> Any:
+            hooks = self._project(repo).hooks
+            if hook_id is None:
+                return hooks.create(data)
+            return hooks.update(hook_id, data)
+
+        saved = await self._write(save, None)
+        found = saved.attributes if hasattr(saved, "attributes") else saved
+        return Hook(id=int(found.get("id") or hook_id or 0), url=str(found.get("url") or url))
+
     # --- changes -------------------------------------------------------------------------------
 
     async def get_change(self, ref: ChangeRef) -> Change:
@@ -277,6 +330,7 @@ class GitLabForge:
             title=str(mr.title),
             body=str(mr.description or ""),
             author=str(mr.author["username"]),
+            author_id=int(mr.author.get("id") or 0),
             source_branch=str(mr.source_branch),
             target_branch=str(mr.target_branch),
             base_sha=str(shas[0] or ""),

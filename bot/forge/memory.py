@@ -18,6 +18,7 @@ from pydantic import SecretStr
 
 from bot.forge import (
     AccessLevel,
+    BotIdentity,
     Capability,
     Change,
     ChangeRef,
@@ -29,6 +30,7 @@ from bot.forge import (
     ForgeUnsupported,
     ForgeUser,
     GitCredentials,
+    Hook,
     InlineNote,
     Issue,
     IssueRef,
@@ -58,6 +60,10 @@ class MemoryForge:
     posted: dict[Target, list[Comment]] = field(default_factory=dict)
     reactions: list[tuple[Target | CommentRef, Reaction]] = field(default_factory=list)
     bot_user: str = "forgebot"
+    bot_user_id: int | None = None
+    # repositories by id as the forge's API reports them; `resolve_repo` knows only these
+    repos: dict[str, RepoRef] = field(default_factory=dict)
+    hooks: dict[str, list[tuple[Hook, str]]] = field(default_factory=dict)  # project → (hook, secret)
     git_token: str = "fake-git-token"
     # Graph tests post on issues they never seed; strict=True answers unknown targets with 404 like a forge.
     strict: bool = False
@@ -164,6 +170,30 @@ class MemoryForge:
 
     async def user_access(self, repo: RepoRef, user: ForgeUser) -> AccessLevel:
         return self.access.get((repo.project, user.id), AccessLevel.NONE)
+
+    def add_repo(self, repo: RepoRef, *ids: str) -> RepoRef:
+        """Make `repo` resolvable by its project and any other `ids` (a GitHub repository's number)."""
+        for key in (repo.project, *([str(repo.id)] if repo.id else []), *ids):
+            self.repos[key] = repo
+        return repo
+
+    async def resolve_repo(self, project_id: int | str) -> RepoRef:
+        found = self.repos.get(str(project_id))
+        if found is None:
+            raise ForgeNotFound(f"project {project_id}")
+        return found
+
+    async def whoami(self) -> BotIdentity:
+        return BotIdentity(id=self.bot_user_id, login=self.bot_user)
+
+    async def list_hooks(self, repo: RepoRef) -> list[Hook]:
+        return [hook for hook, _ in self.hooks.get(repo.project, [])]
+
+    async def save_hook(self, repo: RepoRef, url: str, secret: str, hook_id: int | None = None) -> Hook:
+        hooks = self.hooks.setdefault(repo.project, [])
+        hook = Hook(id=hook_id or next(self._ids), url=url)
+        hooks[:] = [(h, s) for h, s in hooks if h.id != hook.id] + [(hook, secret)]
+        return hook
 
     async def get_change(self, ref: ChangeRef) -> Change:
         if ref not in self.changes:

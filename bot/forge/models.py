@@ -27,6 +27,8 @@ class RepoRef(_Frozen):
     path: str
     default_branch: str = "main"
     clone_url: str = ""
+    web_url: str = ""
+    id: int = 0  # the forge's numeric id (GitLab project id, GitHub repository id); 0: not resolved
 
 
 class IssueRef(_Frozen):
@@ -149,6 +151,7 @@ class Change(_Frozen):
     draft: bool = False
     url: str = ""
     files: tuple[FileChange, ...] = ()
+    author_id: int = 0  # the forge's user id (0: unknown, so never a member)
 
 
 Side = Literal["new", "old"]
@@ -219,6 +222,20 @@ class GitCredentials(_Frozen):
         """The `Authorization` header git sends (via `http.extraHeader`, never stored)."""
         pair = f"{self.username}:{self.token.get_secret_value()}".encode()
         return "Authorization: Basic " + base64.b64encode(pair).decode()
+
+
+class BotIdentity(_Frozen):
+    """Who the bot's token acts as, asked of the forge at start-up: its events never trigger."""
+
+    id: int | None = None
+    login: str = ""
+
+
+class Hook(_Frozen):
+    """A project's webhook as the forge stores it (the secret is write-only on both forges)."""
+
+    id: int
+    url: str
 
 
 class ForgeUser(_Frozen):

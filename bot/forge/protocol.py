@@ -14,6 +14,7 @@ from typing import Protocol
 
 from bot.forge.models import (
     AccessLevel,
+    BotIdentity,
     Capability,
     Change,
     ChangeRef,
@@ -22,6 +23,7 @@ from bot.forge.models import (
     ForgeKind,
     ForgeUser,
     GitCredentials,
+    Hook,
     InlineNote,
     Issue,
     IssueRef,
@@ -72,6 +74,25 @@ class Conversations(Protocol):
 
     async def user_access(self, repo: RepoRef, user: ForgeUser) -> AccessLevel:
         """The user's effective access to the repository, read through the forge's permission API."""
+        ...
+
+    async def resolve_repo(self, project_id: int | str) -> RepoRef:
+        """The repository as the forge's API names it: id, path, default branch, clone and web URL.
+
+        The one source of a repository's identity: a webhook payload only names the id to ask about.
+        """
+        ...
+
+    async def whoami(self) -> BotIdentity:
+        """The user (or App bot) the token acts as."""
+        ...
+
+    async def list_hooks(self, repo: RepoRef) -> list[Hook]:
+        """The repository's webhooks (URLs only; secrets cannot be read back)."""
+        ...
+
+    async def save_hook(self, repo: RepoRef, url: str, secret: str, hook_id: int | None = None) -> Hook:
+        """Create the bot's webhook on `repo`, or update hook `hook_id` to `url` and `secret`."""
         ...
 
 

@@ -4,7 +4,11 @@ Review-only requires the code under review to exist in git (seed 000): the chang
 branch must be in the repository, else the author gets a clear reply and the route ends. The
 base is the merge base with the target branch, or — on a re-review — the head reviewed last, so
 only what changed since is inspected. Criteria come from the change description and from the
-issues it closes (their list items, or their title when they have none), extracted by code.
+issues it closes (their list items, or their title when they have none), extracted by code —
+and only from text written by project members (`graph.discussion.is_member`, the decomposer's
+rule): anyone may open a change on a public project, and its description must not set what the
+review checks. A non-member's description is kept out of the criteria (the review then checks
+the general criterion) and named in `withheld`; its title reaches the reviewer fenced as data.
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 import prompts
-from bot.forge import ChangeRef, ForgeNotFound, IssueRef, Marker, RepoRef
+from bot.forge import Change, ChangeRef, ForgeNotFound, IssueRef, Marker, RepoRef
 from bot.gitrunner import GitError, git
 from bot.workspace import Workspaces, repo_key
 from graph.deps import Deps
+from graph.discussion import is_member
 from graph.index.taskindex import build_base
 from graph.nodes.publisher import footer
 from graph.repoconfig import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
@@ -94,7 +99,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     spaces = Workspaces.for_settings(deps.settings)
     key = repo_key(state["forge"], repo.project)
     if not repo.clone_url:
-        raise ValueError(f"repository {repo.path} has no clone URL; the event did not carry one")
+        raise ValueError(f"repository {repo.path} has no clone URL (the forge gave none)")
     mirror = await spaces.mirror(key, repo.clone_url, await deps.forge.git_credentials())
     if not _has_branch(mirror, change.source_branch):
         body = prompts.render("review.missing_branch", change=prompts.terms(state["forge"])["change"],
@@ -115,9 +120,11 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         base = record.head  # a re-review: only what changed since the last one
     config = await _repo_config(spaces, key, repo.default_branch)
     again = record is not None and base == record.head
+    member = await is_member(deps.forge, ref, change.author, change.author_id)
+    criteria, withheld = await _criteria(deps, ref, change, member)
     return {
-        "workspace": str(workspace), "review_base": base, "title": change.title, "body": change.body,
-        "criteria": await _criteria(deps, repo, change.body),
+        "workspace": str(workspace), "review_base": base, "title": change.title,
+        "body": change.body if member else "", "withheld": withheld, "criteria": criteria,
         "review_limits": _limits(deps, config), "review_noise": _noise(deps, config),
         "linted": await _linted(deps, workspace, base, config),
         # the code graph of the head under review (read-only for the reviewer; reused per commit)
@@ -142,15 +149,24 @@ def _is_ancestor(root: Path, old: str, new: str) -> bool:
     return True
 
 
-async def _criteria(deps: Deps, repo: RepoRef, body: str) -> list[dict[str, Any]]:
-    texts = list_items(body)
-    for number in closed_issues(body):
+async def _criteria(
+    deps: Deps, ref: ChangeRef, change: Change, member: bool
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Criteria from members' text only (`member`: the description's author), and what was withheld."""
+    if not member:
+        reason = f"the description: @{change.author} has no write access, so it states no criteria"
+        return [], [reason]
+    texts, withheld = list_items(change.body), []
+    for number in closed_issues(change.body):
         try:
-            issue = await deps.forge.get_issue(IssueRef(repo=repo, number=number))
+            issue = await deps.forge.get_issue(IssueRef(repo=ref.repo, number=number))
         except ForgeNotFound:
             continue
+        if not await is_member(deps.forge, ref, issue.author, issue.author_id):
+            withheld.append(f"issue #{number}: @{issue.author} has no write access")
+            continue
         texts.extend(list_items(issue.body) or [f"#{number}: {issue.title}"])
-    return [{"id": i, "text": t} for i, t in enumerate(dict.fromkeys(texts), 1)]
+    return [{"id": i, "text": t} for i, t in enumerate(dict.fromkeys(texts), 1)], withheld
 
 
 async def _repo_config(spaces: Workspaces, key: str, default_branch: str) -> RepoConfig:

@@ -40,11 +40,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bot.redisserver import PrivateRedis  # noqa: E402
-from bot.webhooks import github_signature  # noqa: E402
+from bot.webhooks import github_signature, project_secret  # noqa: E402
 from tests.fakes.samples import sample  # noqa: E402
 from tests.fakes.server import free_port  # noqa: E402
 
 SECRET = "bench-secret"
+REPO_ID = 186853002  # the sample's repository: its own hook URL and secret
+HOOK_SECRET = project_secret(SECRET.encode(), "github", REPO_ID)
 NOOP_APP = """
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
@@ -54,7 +56,7 @@ async def hook(request):
     await request.body()
     return JSONResponse({"result": "accepted"}, status_code=202)
 
-app = Starlette(routes=[Route("/webhooks/github", hook, methods=["POST"]),
+app = Starlette(routes=[Route("/webhooks/github/{repo:int}", hook, methods=["POST"]),
                         Route("/healthz", lambda r: JSONResponse({}), methods=["GET"])])
 """
 
@@ -72,7 +74,7 @@ def deliveries(count: int, start: int) -> list[tuple[str, bytes, dict[str, str]]
             "content-type": "application/json",
             "x-github-event": "issue_comment",
             "x-github-delivery": delivery,
-            "x-hub-signature-256": github_signature(SECRET.encode(), body),
+            "x-hub-signature-256": github_signature(HOOK_SECRET.encode(), body),
         }
         out.append((delivery, body, headers))
     return out
@@ -102,7 +104,7 @@ def process(args: list[str], env: dict[str, str], port: int, log: Path) -> Itera
 
 
 def request_bytes(port: int, body: bytes, headers: dict[str, str]) -> bytes:
-    lines = ["POST /webhooks/github HTTP/1.1", f"host: 127.0.0.1:{port}", f"content-length: {len(body)}"]
+    lines = [f"POST /webhooks/github/{REPO_ID} HTTP/1.1", f"host: 127.0.0.1:{port}", f"content-length: {len(body)}"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
@@ -193,6 +195,7 @@ def main() -> None:
         "FORGEBOT_REDIS_URL": redis_server.url,
         "FORGEBOT_DATA_DIR": str(work / "data"),
         "FORGEBOT_GITHUB__WEBHOOK_SECRET": SECRET,
+        "FORGEBOT_INTAKE__MAX_EVENT_AGE_HOURS": "0",  # the sample is years old: measure accepted deliveries
         "PYTHONPATH": str(ROOT),
     }
     python = sys.executable

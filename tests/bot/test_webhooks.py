@@ -11,11 +11,14 @@ from starlette.testclient import TestClient
 from bot.app import create_app
 from bot.settings import Settings
 from bot.webhooks import github_signature
-from tests.conftest import GITHUB_SECRET, GITLAB_SECRET
 from tests.fakes.samples import sample_bytes
+from tests.intake.deliveries import path, project_of, secret
 
 GITHUB_LABELED = sample_bytes("github/issues.labeled.json")
 GITLAB_LABELED = sample_bytes("gitlab/issue.labels-changed.json")
+GITHUB_HOOK = path("github", GITHUB_LABELED)  # each project's own hook URL and secret
+GITLAB_HOOK = path("gitlab", GITLAB_LABELED)
+GITLAB_SECRET = secret("gitlab", project_of("gitlab", GITLAB_LABELED))
 
 
 def _queued(redis_url: str) -> int:
@@ -30,25 +33,25 @@ def client(settings: Settings, redis_url: str) -> Iterator[TestClient]:
         yield test_client
 
 
-def _github_headers(body: bytes, event: str = "issues", secret: str = GITHUB_SECRET) -> dict[str, str]:
+def _github_headers(body: bytes, event: str = "issues", key: str | None = None) -> dict[str, str]:
     return {
         "content-type": "application/json",
         "x-github-event": event,
         "x-github-delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
-        "x-hub-signature-256": github_signature(secret.encode(), body),
+        "x-hub-signature-256": github_signature((key or secret("github", project_of("github", body))).encode(), body),
     }
 
 
 def test_signed_github_label_is_accepted_and_queued(client: TestClient, redis_url: str) -> None:
-    response = client.post("/webhooks/github", content=GITHUB_LABELED, headers=_github_headers(GITHUB_LABELED))
+    response = client.post(GITHUB_HOOK, content=GITHUB_LABELED, headers=_github_headers(GITHUB_LABELED))
     assert response.status_code == 202
     assert _queued(redis_url) == 1
 
 
 def test_same_delivery_twice_is_a_duplicate(client: TestClient, redis_url: str) -> None:
     headers = _github_headers(GITHUB_LABELED)
-    assert client.post("/webhooks/github", content=GITHUB_LABELED, headers=headers).status_code == 202
-    second = client.post("/webhooks/github", content=GITHUB_LABELED, headers=headers)
+    assert client.post(GITHUB_HOOK, content=GITHUB_LABELED, headers=headers).status_code == 202
+    second = client.post(GITHUB_HOOK, content=GITHUB_LABELED, headers=headers)
     assert second.status_code == 200 and second.json() == {
         "result": "duplicate",
         "delivery": "github:72d3162e-cc78-11e3-81ab-4c9367dc0958",
@@ -60,17 +63,17 @@ def test_same_delivery_twice_is_a_duplicate(client: TestClient, redis_url: str) 
 def test_github_wrong_or_missing_signature_is_401_and_not_queued(
     client: TestClient, redis_url: str, secret: str | None
 ) -> None:
-    headers = _github_headers(GITHUB_LABELED, secret=secret or "x")
+    headers = _github_headers(GITHUB_LABELED, key=secret or "x")
     if secret is None:
         del headers["x-hub-signature-256"]
-    response = client.post("/webhooks/github", content=GITHUB_LABELED, headers=headers)
+    response = client.post(GITHUB_HOOK, content=GITHUB_LABELED, headers=headers)
     assert response.status_code == 401
     assert _queued(redis_url) == 0
 
 
 def test_signed_ping_is_2xx(client: TestClient) -> None:
     body = sample_bytes("github/ping.json")
-    response = client.post("/webhooks/github", content=body, headers=_github_headers(body, event="ping"))
+    response = client.post(path("github", body), content=body, headers=_github_headers(body, event="ping"))
     assert response.status_code == 200 and response.json()["result"] == "ignored"
 
 
@@ -79,7 +82,7 @@ def test_gitlab_wrong_or_missing_token_is_401(client: TestClient, redis_url: str
     headers = {"content-type": "application/json", "x-gitlab-event": "Issue Hook"}
     if token is not None:
         headers["x-gitlab-token"] = token
-    assert client.post("/webhooks/gitlab", content=GITLAB_LABELED, headers=headers).status_code == 401
+    assert client.post(GITLAB_HOOK, content=GITLAB_LABELED, headers=headers).status_code == 401
     assert _queued(redis_url) == 0
 
 
@@ -88,17 +91,17 @@ def test_forge_without_configured_secret_accepts_nothing(settings: Settings, red
     settings.gitlab.webhook_secret = None
     headers = {"content-type": "application/json", "x-gitlab-event": "Issue Hook", "x-gitlab-token": ""}
     with TestClient(create_app(settings)) as client:
-        assert client.post("/webhooks/gitlab", content=GITLAB_LABELED, headers=headers).status_code == 401
+        assert client.post(GITLAB_HOOK, content=GITLAB_LABELED, headers=headers).status_code == 401
     assert _queued(redis_url) == 0
 
 
 def test_bad_input_gets_4xx(client: TestClient) -> None:
     headers = _github_headers(b"{not json")
-    assert client.post("/webhooks/github", content=b"{not json", headers=headers).status_code == 400
+    assert client.post(GITHUB_HOOK, content=b"{not json", headers=headers).status_code == 400
     headers = _github_headers(b"x") | {"content-type": "text/plain"}
-    assert client.post("/webhooks/github", content=b"x", headers=headers).status_code == 415
+    assert client.post(GITHUB_HOOK, content=b"x", headers=headers).status_code == 415
     headers = {"content-type": "application/json", "x-gitlab-token": GITLAB_SECRET}
-    assert client.post("/webhooks/gitlab", content=GITLAB_LABELED, headers=headers).status_code == 400
+    assert client.post(GITLAB_HOOK, content=GITLAB_LABELED, headers=headers).status_code == 400
 
 
 def test_oversized_body_is_413(settings: Settings, redis_url: str) -> None:
@@ -106,13 +109,13 @@ def test_oversized_body_is_413(settings: Settings, redis_url: str) -> None:
     settings.max_body_bytes = 1024
     body = b"[" + b"0," * 2000 + b"0]"
     with TestClient(create_app(settings)) as client:
-        response = client.post("/webhooks/github", content=body, headers=_github_headers(body))
+        response = client.post(GITHUB_HOOK, content=body, headers=_github_headers(body))
     assert response.status_code == 413
 
 
 def test_health_ready_and_metrics(client: TestClient) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
     assert client.get("/readyz").status_code == 200
-    client.post("/webhooks/github", content=GITHUB_LABELED, headers=_github_headers(GITHUB_LABELED))
+    client.post(GITHUB_HOOK, content=GITHUB_LABELED, headers=_github_headers(GITHUB_LABELED))
     text = client.get("/metrics").text
     assert 'forgebot_webhook_deliveries_total{forge="github",result="accepted"} 1.0' in text

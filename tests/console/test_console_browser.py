@@ -33,6 +33,7 @@ from tests.fakes.chat import scripted
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
 from tests.fakes.samples import sample_bytes
 from tests.fakes.server import free_port
+from tests.intake import deliveries
 
 OPERATOR = "op-console-token-7f3a9c"
 LINK = re.compile(r"\[task page\]\((http://[^)\s]+)\)")
@@ -74,6 +75,7 @@ def web(settings: Settings, redis_url: str) -> Iterator[str]:
         "FORGEBOT_TRIGGERS__ANALYZE_LABEL": "Platform",  # the GitLab sample adds "Platform"
         "FORGEBOT_TRIGGERS__IMPLEMENT_LABEL": "bug",  # the GitHub sample adds "bug"
         "FORGEBOT_GITLAB__TOKEN": settings.gitlab.token.get_secret_value() if settings.gitlab.token else "",
+        "FORGEBOT_INTAKE__MAX_EVENT_AGE_HOURS": "0",  # the shared samples are years old
     })
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     log = (settings.data_dir / "web.log").open("wb")
@@ -105,17 +107,18 @@ async def _work(settings: Settings, models: Callable[[str], BaseChatModel]) -> N
 
 def _deliver_gitlab(url: str, origin_url: str) -> None:
     body = pointed_at(sample_bytes("gitlab/issue.labels-changed.json"), origin_url)
-    headers = {"content-type": "application/json", "x-gitlab-event": "Issue Hook", "x-gitlab-token": GITLAB_SECRET,
+    headers = {"content-type": "application/json", "x-gitlab-event": "Issue Hook",
+               "x-gitlab-token": deliveries.secret("gitlab", 1),
                "idempotency-key": "c0a5e1e0-00df-429c-9bc9-a9475de2efe4"}
-    assert httpx.post(f"{url}/webhooks/gitlab", content=body, headers=headers).status_code == 202
+    assert httpx.post(url + deliveries.path("gitlab", body), content=body, headers=headers).status_code == 202
 
 
 def _deliver_github(url: str, origin_url: str) -> None:
     body = pointed_at(sample_bytes("github/issues.labeled.json"), origin_url)
     headers = {"content-type": "application/json", "x-github-event": "issues",
                "x-github-delivery": "c0a5e1e0-cc78-11e3-81ab-4c9367dc0958",
-               "x-hub-signature-256": github_signature(GITHUB_SECRET.encode(), body)}
-    assert httpx.post(f"{url}/webhooks/github", content=body, headers=headers).status_code == 202
+               "x-hub-signature-256": github_signature(deliveries.secret("github", 186853002).encode(), body)}
+    assert httpx.post(url + deliveries.path("github", body), content=body, headers=headers).status_code == 202
 
 
 async def _two_tasks(settings: Settings, fake_forge: FakeForgeState, origin_url: str, web: str) -> str:

@@ -23,7 +23,7 @@ from bot.events import Actor, ForgeEvent, RepoRef
 from bot.inbox import Inbox, TaskRow, open_inbox
 from bot.queue import ArqQueue
 from tests.durability.worker_main import settings_from
-from tests.fakes.forge_http import FakeForgeState, FakeIssue
+from tests.fakes.forge_http import FakeForgeState, FakeIssue, FakeProject
 
 ROOT = Path(__file__).resolve().parents[2]
 TERMINAL = ("done", "failed", "cancelled", "waiting")
@@ -36,6 +36,7 @@ def analyze_event(number: int, delivery: str, trigger: str = "label") -> ForgeEv
         forge="gitlab",
         delivery_id=delivery,
         repo=RepoRef(forge="gitlab", project=PROJECT, path="group/project"),
+        repo_id=int(PROJECT),
         target="issue",
         number=number,
         actor=Actor(id=1, username="root"),
@@ -68,6 +69,7 @@ def drop_schema(schema_url: str) -> None:
 
 
 def seed_forge(forge: FakeForgeState, numbers: range | list[int]) -> None:
+    forge.add_project("gitlab", FakeProject(id=int(PROJECT), path="group/project"))  # what the worker resolves
     forge.grant("gitlab", PROJECT, "1", 30)  # the trigger's actor
     forge.grant("gitlab", PROJECT, "7", 30)  # the fake's issue authors: only members' text reaches a model
     for number in numbers:

@@ -12,16 +12,20 @@ from typing import Any
 import pytest
 
 from bot.settings import Settings
+from tests.fakes.forge_http import FakeForgeState
 from tests.fakes.git_http import create_git_server
 from tests.fakes.server import serving
 from tests.graph.conftest import FIXTURES, init_repo
+from tests.intake import deliveries
+from tests.intake.payloads import serve_samples
 
 SAMPLE_CLONE_URLS = ("http://example.com/gitlabhq/gitlab-test.git", "https://github.com/Codertocat/Hello-World.git")
 
 
 @pytest.fixture
-def origin_url(tmp_path: Path, settings: Settings) -> Iterator[str]:
-    """The clone URL of the fixture project (a bare repository with `main` and `master`)."""
+def origin_url(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) -> Iterator[str]:
+    """The clone URL of the fixture project (a bare repository with `main` and `master`), which the
+    fake forge's API gives as every sample repository's `http_url_to_repo` / `clone_url`."""
     work = init_repo(shutil.copytree(FIXTURES / "php_project", tmp_path / "work"))
     served = tmp_path / "served"
     served.mkdir()
@@ -30,11 +34,13 @@ def origin_url(tmp_path: Path, settings: Settings) -> Iterator[str]:
     subprocess.run(["git", "-C", str(served / "app.git"), "branch", "master", "main"], check=True)
     with serving(create_git_server(served, None)) as server:
         settings.workspace.git_hosts = (server.url,)  # the test git server is not the fake API's port
+        serve_samples(fake_forge, settings, clone_url=f"{server.url}/app.git")
         yield f"{server.url}/app.git"
 
 
 def pointed_at(body: bytes, url: str) -> bytes:
-    """A webhook sample whose repository clone URL is `url`."""
+    """A webhook sample whose repository clone URL is `url` (the worker ignores it: the forge's API
+    answers the clone URL; this keeps the payloads looking like the forge's)."""
     for sample_url in SAMPLE_CLONE_URLS:
         body = body.replace(sample_url.encode(), url.encode())
     return body
@@ -73,7 +79,7 @@ async def post(settings: Settings, forge: str, body: bytes, headers: dict[str, s
 
     with serving(create_app(settings)) as receiver:
         async with httpx.AsyncClient() as client:
-            response = await client.post(f"{receiver.url}/webhooks/{forge}", content=body, headers=headers)
+            response = await client.post(receiver.url + deliveries.path(forge, body), content=body, headers=headers)
     return response.status_code
 
 

@@ -18,12 +18,12 @@ from bot.jobs import build_worker
 from bot.settings import Settings
 from bot.webhooks import github_signature
 from graph.reviewdiff import split_files
-from tests.conftest import GITHUB_SECRET, GITLAB_SECRET
 from tests.fakes.chat import ScriptedChatModel, scripted
 from tests.fakes.forge_http import FakeChange, FakeFile, FakeForgeState
 from tests.fakes.server import serving
 from tests.graph.review.conftest import ChangeRepo
-from tests.intake.payloads import github_comment, gitlab_note
+from tests.intake import deliveries
+from tests.intake.payloads import github_comment, gitlab_note, serve_samples
 
 BODY = "Doubles totals.\n\n## Acceptance criteria\n- Totals count each item twice\n- Runner keeps working\n"
 
@@ -60,17 +60,17 @@ async def deliver(settings: Settings, forge: str, comment_id: int, clone_url: st
         payload: dict[str, Any] = gitlab_note("/review", on="change", id=comment_id)
         payload["project"].update(git_http_url=clone_url, default_branch="main")
         content = json.dumps(payload).encode()
-        headers = {"x-gitlab-event": "Note Hook", "x-gitlab-token": GITLAB_SECRET,
+        headers = {"x-gitlab-event": "Note Hook", "x-gitlab-token": deliveries.secret("gitlab", 5),
                    "idempotency-key": f"review-{comment_id}"}
     else:
         payload = github_comment("/review", on="change", id=comment_id)
         payload["repository"].update(clone_url=clone_url, default_branch="main")
         content = json.dumps(payload).encode()
         headers = {"x-github-event": "issue_comment", "x-github-delivery": f"review-{comment_id}",
-                   "x-hub-signature-256": github_signature(GITHUB_SECRET.encode(), content)}
+                   "x-hub-signature-256": github_signature(deliveries.secret("github", 186853002).encode(), content)}
     with serving(create_app(settings)) as receiver:
         async with httpx.AsyncClient() as client:
-            response = await client.post(f"{receiver.url}/webhooks/{forge}", content=content,
+            response = await client.post(receiver.url + deliveries.path(forge, content), content=content,
                                          headers={"content-type": "application/json", **headers})
     assert response.status_code == 202, response.text
 
@@ -89,4 +89,7 @@ def prepare(settings: Settings, redis_url: str, fake_forge: FakeForgeState, root
     settings.workspace.allowed_protocols = ("file",)
     fake_forge.grant("gitlab", "5", "1", 30)  # root (id 1), the note sample's author: Developer
     fake_forge.grant("github", "Codertocat/Hello-World", "Codertocat", "write")
+    fake_forge.grant("gitlab", "5", "7", 30)  # the change's author (the fake's users are id 7): a member
+    fake_forge.grant("github", "Codertocat/Hello-World", "alice", "write")
     assert root.is_dir()
+    serve_samples(fake_forge, settings, clone_url=f"file://{root}", default_branch="main")

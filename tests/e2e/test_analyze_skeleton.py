@@ -17,12 +17,12 @@ from bot.jobs import build_worker
 from bot.settings import Settings
 from bot.webhooks import github_signature
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
-from tests.conftest import GITHUB_SECRET, GITLAB_SECRET
 from tests.e2e.conftest import allow_http_git, pointed_at
 from tests.fakes.chat import answer, scripted
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
 from tests.fakes.samples import sample_bytes
 from tests.fakes.server import serving
+from tests.intake import deliveries
 
 DECOMPOSITION = Decomposition(
     criteria=[AcceptanceCriterion(id=1, text="The API can create, update and delete a file")],
@@ -77,12 +77,12 @@ async def test_gitlab_label_to_report(
     headers = {
         "content-type": "application/json",
         "x-gitlab-event": "Issue Hook",
-        "x-gitlab-token": GITLAB_SECRET,
+        "x-gitlab-token": deliveries.secret("gitlab", 1),
         "idempotency-key": "3a427872-00df-429c-9bc9-a9475de2efe4",
     }
     with serving(create_app(settings)) as receiver:
         async with httpx.AsyncClient() as client:
-            response = await client.post(f"{receiver.url}/webhooks/gitlab", content=body, headers=headers)
+            response = await client.post(f"{receiver.url}/webhooks/gitlab/1", content=body, headers=headers)
     assert response.status_code == 202
     await _run_worker(settings, redis_url, _models())
     _assert_report([c.body for c in fake_forge.comments_on("gitlab", "1", 23)])
@@ -107,11 +107,11 @@ async def test_github_label_to_report(
         "content-type": "application/json",
         "x-github-event": "issues",
         "x-github-delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
-        "x-hub-signature-256": github_signature(GITHUB_SECRET.encode(), body),
+        "x-hub-signature-256": github_signature(deliveries.secret("github", 186853002).encode(), body),
     }
     with serving(create_app(settings)) as receiver:
         async with httpx.AsyncClient() as client:
-            response = await client.post(f"{receiver.url}/webhooks/github", content=body, headers=headers)
+            response = await client.post(f"{receiver.url}/webhooks/github/186853002", content=body, headers=headers)
     assert response.status_code == 202
     await _run_worker(settings, redis_url, _models())
     _assert_report([c.body for c in fake_forge.comments_on("github", "Codertocat/Hello-World", 1)])
@@ -130,6 +130,6 @@ async def test_wrong_secret_over_http_is_401_and_nothing_queued(settings: Settin
     }
     with serving(create_app(settings)) as receiver:
         async with httpx.AsyncClient() as client:
-            response = await client.post(f"{receiver.url}/webhooks/{forge}", content=body, headers=headers)
+            response = await client.post(receiver.url + deliveries.path(forge, body), content=body, headers=headers)
     assert response.status_code == 401
     assert redis.Redis.from_url(redis_url).zcard("arq:queue") == 0

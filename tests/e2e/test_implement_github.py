@@ -14,6 +14,7 @@ from tests.e2e import implement_harness as h
 from tests.fakes.forge_http import FakeForgeState, Fault
 from tests.fakes.samples import sample
 from tests.intake import deliveries
+from tests.intake.payloads import serve_samples
 
 pytestmark = pytest.mark.php
 
@@ -23,9 +24,10 @@ BRANCH = h.expected_branch(1, SAMPLE["issue"]["title"])
 
 
 @pytest.fixture
-def served(tmp_path: Path, settings: Settings) -> Iterator[h.Served]:
+def served(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) -> Iterator[h.Served]:
     for project in h.served_project(tmp_path / "forge", "x-access-token", GITHUB_TOKEN):
         settings.workspace.git_hosts = (project.url,)  # the test git server is not the fake API's port
+        serve_samples(fake_forge, settings, clone_url=project.url)
         yield project
 
 

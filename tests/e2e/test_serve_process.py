@@ -160,6 +160,7 @@ def serve(
         "FORGEBOT_LLM__API_KEY": MODEL_KEY,
         "FORGEBOT_LLM__MAX_RETRIES": "0",
         "FORGEBOT_QUESTIONS__MAX_ROUNDS": "0",
+        "FORGEBOT_INTAKE__MAX_EVENT_AGE_HOURS": "0",  # the forge samples are years old
         "FORGEBOT_TRIGGERS__ANALYZE_LABEL": "Platform",  # the GitLab sample adds "Platform"
         "FORGEBOT_WORKSPACE__ALLOWED_PROTOCOLS": '["http"]',
         "FORGEBOT_WORKSPACE__GIT_HOSTS": json.dumps([git_host]),
@@ -188,7 +189,7 @@ def serve(
 def deliver(serve: Serve, origin: str) -> None:
     sample = pointed_at(sample_bytes("gitlab/issue.labels-changed.json"), origin)
     body, headers = deliveries.gitlab(sample, "Issue Hook")
-    response = httpx.post(f"{serve.url}/webhooks/gitlab", content=body, headers=headers, timeout=10)
+    response = httpx.post(serve.url + deliveries.path("gitlab", body), content=body, headers=headers, timeout=10)
     assert response.status_code == 202, response.text
 
 

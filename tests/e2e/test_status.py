@@ -7,21 +7,22 @@ import httpx
 
 from bot.app import create_app
 from bot.settings import Settings
-from tests.conftest import GITLAB_SECRET
 from tests.e2e.conftest import allow_http_git, pointed_at
 from tests.e2e.test_analyze_skeleton import _models, _run_worker
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
 from tests.fakes.samples import sample_bytes
 from tests.fakes.server import serving
+from tests.intake import deliveries
 
 
 async def _deliver(settings: Settings, origin_url: str) -> None:
     body = pointed_at(sample_bytes("gitlab/issue.labels-changed.json"), origin_url)
-    headers = {"content-type": "application/json", "x-gitlab-event": "Issue Hook", "x-gitlab-token": GITLAB_SECRET,
+    headers = {"content-type": "application/json", "x-gitlab-event": "Issue Hook",
+               "x-gitlab-token": deliveries.secret("gitlab", 1),
                "idempotency-key": "5b1f0c1e-00df-429c-9bc9-a9475de2efe4"}
     with serving(create_app(settings)) as receiver:
         async with httpx.AsyncClient() as client:
-            response = await client.post(f"{receiver.url}/webhooks/gitlab", content=body, headers=headers)
+            response = await client.post(f"{receiver.url}/webhooks/gitlab/1", content=body, headers=headers)
     assert response.status_code == 202
 
 

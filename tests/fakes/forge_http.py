@@ -16,9 +16,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from tests.fakes import forge_http_github, forge_http_gitlab
-from tests.fakes.forge_state import FakeChange, FakeComment, FakeFile, FakeForgeState, FakeIssue, Fault
+from tests.fakes.forge_state import (
+    FakeChange,
+    FakeComment,
+    FakeFile,
+    FakeForgeState,
+    FakeHook,
+    FakeIssue,
+    FakeProject,
+    Fault,
+)
 
-__all__ = ["FakeChange", "FakeComment", "FakeFile", "FakeForgeState", "FakeIssue", "Fault", "create_fake_forge"]
+__all__ = [
+    "FakeChange", "FakeComment", "FakeFile", "FakeForgeState", "FakeHook", "FakeIssue", "FakeProject", "Fault",
+    "create_fake_forge",
+]
 
 
 def _token(request: Request) -> str:
@@ -29,7 +41,7 @@ def _token(request: Request) -> str:
 
 
 def _authorized(state: FakeForgeState, request: Request) -> bool:
-    if not state.tokens or request.url.path.endswith("/access_tokens"):  # the App JWT is checked by its route
+    if not state.tokens or request.url.path.endswith(("/access_tokens", "/github/app")):  # JWT: checked by the route
         return True
     return _token(request) in state.tokens
 

@@ -15,7 +15,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.fakes.forge_state import FakeChange, FakeComment, FakeForgeState, FakeIssue, FakeThread, Kind
+from tests.fakes.forge_state import (
+    FakeChange,
+    FakeComment,
+    FakeForgeState,
+    FakeHook,
+    FakeIssue,
+    FakeProject,
+    FakeThread,
+    Kind,
+)
 from tests.fakes.samples import sample
 
 _REACTIONS = {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"}
@@ -137,11 +146,76 @@ async def commit(request: Request) -> JSONResponse:
     return JSONResponse({"sha": sha, "url": f"{api}/commits/{sha}"})
 
 
+def _repo_json(request: Request, found: FakeProject) -> dict[str, Any]:
+    owner, _, name = found.path.partition("/")
+    return {"id": found.id, "name": name, "full_name": found.path, "owner": _user(owner), "private": True,
+            "default_branch": found.default_branch,
+            "clone_url": found.clone_url or f"{request.base_url}github/{found.path}.git",
+            "html_url": found.web_url or f"https://github.example/{found.path}",
+            "url": f"{request.base_url}github/repos/{found.path}"}
+
+
+async def repository(request: Request) -> JSONResponse:
+    params = request.path_params
+    key = str(params["id"]) if "id" in params else f"{params['owner']}/{params['repo']}"
+    found = _state(request).project("github", key)
+    if found is None:
+        return _error(404, "Not Found")
+    return JSONResponse(_repo_json(request, found))
+
+
+async def current_user(request: Request) -> JSONResponse:
+    state = _state(request)
+    return JSONResponse({**_user(state.bot_user), "id": state.bot_user_id})
+
+
+def _hook_json(request: Request, full_name: str, hook: FakeHook) -> dict[str, Any]:
+    return {"id": hook.id, "type": "Repository", "name": "web", "active": True, "events": hook.events,
+            "config": {"url": hook.url, "content_type": "json", "insecure_ssl": "0", "secret": "********"},
+            "url": f"{request.base_url}github/repos/{full_name}/hooks/{hook.id}"}
+
+
+async def hooks(request: Request) -> JSONResponse:
+    state = _state(request)
+    full_name, _ = _repo(request)
+    found = state.project("github", full_name)
+    if found is None:
+        return _error(404, "Not Found")
+    with state.lock:
+        stored = state.hooks.setdefault(("github", str(found.id)), [])
+        if request.method == "GET" and "hook_id" not in request.path_params:
+            return JSONResponse([_hook_json(request, full_name, h) for h in stored])
+        match = [h for h in stored if h.id == int(request.path_params.get("hook_id", -1))]
+    if request.method == "POST":
+        data = await request.json()
+        config = data["config"]
+        hook = FakeHook(id=state.next_id(), url=str(config["url"]), secret=str(config.get("secret", "")),
+                        events=list(data.get("events") or ["push"]))
+        with state.lock:
+            stored.append(hook)
+        return JSONResponse(_hook_json(request, full_name, hook), status_code=201)
+    if not match:
+        return _error(404, "Not Found")
+    if request.method == "PATCH":
+        data = await request.json()
+        with state.lock:
+            match[0].url = str(data["config"]["url"])
+            match[0].secret = str(data["config"].get("secret", ""))
+            match[0].events = list(data.get("events") or match[0].events)
+    return JSONResponse(_hook_json(request, full_name, match[0]))
+
+
 def routes() -> list[Route]:
     from tests.fakes.forge_http_github_pulls import pull_routes
 
     base = "/github/repos/{owner}/{repo}"
     return [
+        Route("/github/repositories/{id:int}", repository, methods=["GET"]),
+        Route(base, repository, methods=["GET"]),
+        Route("/github/user", current_user, methods=["GET"]),
+        Route("/github/app", app, methods=["GET"]),
+        Route(base + "/hooks", hooks, methods=["GET", "POST"]),
+        Route(base + "/hooks/{hook_id:int}", hooks, methods=["GET", "PATCH"]),
         Route(base + "/issues/{number:int}", issue, methods=["GET"]),
         Route(base + "/issues/{number:int}/comments", issue_comments, methods=["GET", "POST"]),
         Route(base + "/issues/{number:int}/reactions", reactions, methods=["POST"]),
@@ -154,6 +228,18 @@ def routes() -> list[Route]:
         Route("/github/app/installations/{installation:int}/access_tokens", access_token, methods=["POST"]),
         *pull_routes(),
     ]
+
+
+async def app(request: Request) -> JSONResponse:
+    """The authenticated App (JWT only), as `GET /app` answers it."""
+    state = _state(request)
+    try:
+        claims = jwt.decode(request.headers.get("authorization", "").removeprefix("Bearer "), state.app_key or "",
+                            algorithms=["RS256"])
+    except jwt.PyJWTError:
+        return _error(401, "A JSON web token could not be decoded")
+    slug = state.bot_user.removesuffix("[bot]")
+    return JSONResponse({"id": int(claims.get("iss", 0)), "slug": slug, "name": slug, "owner": _user("octo-org")})
 
 
 async def access_token(request: Request) -> JSONResponse:

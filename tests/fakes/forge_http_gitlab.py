@@ -15,7 +15,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.fakes.forge_state import FakeChange, FakeComment, FakeFile, FakeForgeState, FakeThread, Kind
+from tests.fakes.forge_state import (
+    FakeChange,
+    FakeComment,
+    FakeFile,
+    FakeForgeState,
+    FakeHook,
+    FakeProject,
+    FakeThread,
+    Kind,
+)
 from tests.fakes.samples import sample
 
 _EMOJI = {"eyes", "thumbsup", "rocket", "confused"}
@@ -269,10 +278,64 @@ def _position_problem(change: FakeChange, position: dict[str, Any]) -> str:
     return ""
 
 
+def _project_json(request: Request, found: FakeProject) -> dict[str, Any]:
+    web = found.web_url or f"{request.base_url}gitlab/{found.path}"
+    clone = found.clone_url or f"{request.base_url}gitlab/{found.path}.git"
+    namespace, _, name = found.path.rpartition("/")
+    return {"id": found.id, "name": name, "path": name, "path_with_namespace": found.path,
+            "namespace": {"full_path": namespace}, "default_branch": found.default_branch,
+            "http_url_to_repo": clone, "web_url": web, "visibility": "private"}
+
+
+async def project(request: Request) -> JSONResponse:
+    found = _state(request).project("gitlab", request.path_params["project"])
+    if found is None:
+        return _error(404, "404 Project Not Found")
+    return JSONResponse(_project_json(request, found))
+
+
+async def current_user(request: Request) -> JSONResponse:
+    state = _state(request)
+    return JSONResponse({"id": state.bot_user_id, "username": state.bot_user, "name": state.bot_user,
+                         "state": "active", "bot": True})
+
+
+def _hook_json(project_id: int, hook: FakeHook) -> dict[str, Any]:
+    return {"id": hook.id, "url": hook.url, "project_id": project_id,
+            **dict.fromkeys(hook.events, True), "enable_ssl_verification": True}
+
+
+async def hooks(request: Request) -> JSONResponse:
+    state = _state(request)
+    found = state.project("gitlab", request.path_params["project"])
+    if found is None:
+        return _error(404, "404 Project Not Found")
+    with state.lock:
+        stored = state.hooks.setdefault(("gitlab", str(found.id)), [])
+        if request.method == "GET":
+            return JSONResponse([_hook_json(found.id, h) for h in stored])
+    data = await request.json()
+    events = sorted(k for k, v in data.items() if k.endswith("_events") and v is True)
+    with state.lock:
+        if request.method == "POST":
+            hook = FakeHook(id=state.next_id(), url=str(data["url"]), secret=str(data.get("token", "")), events=events)
+            stored.append(hook)
+            return JSONResponse(_hook_json(found.id, hook), status_code=201)
+        match = [h for h in stored if h.id == int(request.path_params["hook_id"])]
+        if not match:
+            return _error(404, "404 Not found")
+        match[0].url, match[0].secret, match[0].events = str(data["url"]), str(data.get("token", "")), events
+        return JSONResponse(_hook_json(found.id, match[0]))
+
+
 def routes() -> list[Route]:
     base = "/gitlab/api/v4/projects/{project}"
     noteable = base + "/{noteable:str}/{iid:int}"
     return [
+        Route(base, project, methods=["GET"]),
+        Route("/gitlab/api/v4/user", current_user, methods=["GET"]),
+        Route(base + "/hooks", hooks, methods=["GET", "POST"]),
+        Route(base + "/hooks/{hook_id:int}", hooks, methods=["PUT"]),
         Route(base + "/issues/{iid:int}", issue, methods=["GET"]),
         Route(base + "/merge_requests", merge_requests, methods=["GET", "POST"]),
         Route(base + "/merge_requests/{iid:int}", merge_request, methods=["GET"]),
@@ -286,4 +349,5 @@ def routes() -> list[Route]:
         Route(noteable + "/discussions", discussions, methods=["GET", "POST"]),
         Route(noteable + "/discussions/{discussion_id}", discussion, methods=["PUT"]),
         Route(noteable + "/discussions/{discussion_id}/notes", discussion_notes, methods=["POST"]),
+        Route("/gitlab/api/v4/projects/{project:path}", project, methods=["GET"]),  # by path: `group%2Fname`
     ]

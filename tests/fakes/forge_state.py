@@ -93,6 +93,25 @@ class FakeChange:
 
 
 @dataclass
+class FakeProject:
+    """A repository as the forge's API reports it (GitLab `GET /projects/:id`, GitHub `/repositories/:id`)."""
+
+    id: int
+    path: str  # GitLab path_with_namespace, GitHub owner/name
+    clone_url: str = ""  # "": on the fake forge's own host, as a real forge answers
+    default_branch: str = "main"
+    web_url: str = ""
+
+
+@dataclass
+class FakeHook:
+    id: int
+    url: str
+    secret: str
+    events: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Fault:
     """Answer the next `count` requests matching `method` and `path` (a substring) with `status`.
 
@@ -125,6 +144,9 @@ class FakeForgeState:
     faults: list[Fault] = field(default_factory=list)
     log: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)  # (method, path, headers)
     bot_user: str = "forgebot"
+    bot_user_id: int = 4242  # GitLab's `GET /user` id and GitHub's for the token's user
+    projects: dict[tuple[str, str], FakeProject] = field(default_factory=dict)  # (forge, id or path)
+    hooks: dict[tuple[str, str], list[FakeHook]] = field(default_factory=dict)  # (forge, id or path)
     lock: threading.RLock = field(default_factory=threading.RLock)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
 
@@ -136,6 +158,17 @@ class FakeForgeState:
         """Make `user` (GitLab user id, GitHub login) a member: GitLab access level or GitHub role name."""
         with self.lock:
             self.members[(forge, project, user)] = str(level)
+
+    def add_project(self, forge: str, project: FakeProject) -> FakeProject:
+        """Make `project` answer by id and by path (GitLab accepts both; GitHub by owner/name too)."""
+        with self.lock:
+            self.projects[(forge, str(project.id))] = project
+            self.projects[(forge, project.path)] = project
+        return project
+
+    def project(self, forge: str, key: str) -> FakeProject | None:
+        with self.lock:
+            return self.projects.get((forge, key))
 
     def add_issue(self, forge: str, project: str, number: int, issue: FakeIssue) -> None:
         with self.lock:

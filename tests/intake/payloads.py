@@ -8,12 +8,55 @@ GitLab's doc examples omit `discussion_id`; `gitlab_note` adds it as the hook bu
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
+from bot.forge import RepoRef
+from bot.settings import Settings
+from tests.fakes.forge_state import FakeForgeState, FakeProject
 from tests.fakes.samples import sample
 
 GITHUB_REPO = "Codertocat/Hello-World"
 GITLAB_BOT_ID = 99
 GITHUB_BOT = "forgebot[bot]"
+
+
+# the repositories the samples name: (forge, id) → path; what the fake forge answers for them
+SAMPLE_PROJECTS = {
+    ("gitlab", 5): "gitlab-org/gitlab-test",
+    ("gitlab", 1): "gitlabhq/gitlab-test",
+    ("github", 186853002): GITHUB_REPO,
+}
+
+
+def forge_host(settings: Settings, forge: str) -> str:
+    """scheme://host:port of the configured forge, where its clone URLs live."""
+    parts = urlsplit(settings.gitlab.url if forge == "gitlab" else settings.github.api_url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def sample_repo(settings: Settings, forge: str = "gitlab", project_id: int = 5, clone_url: str = "",
+                default_branch: str = "master") -> RepoRef:
+    """A sample's repository as the configured forge's API describes it."""
+    if forge == "github" and project_id == 5:
+        project_id = 186853002
+    path = SAMPLE_PROJECTS[(forge, project_id)]
+    return RepoRef(
+        forge=forge,  # type: ignore[arg-type]
+        project=str(project_id) if forge == "gitlab" else path,
+        path=path,
+        default_branch=default_branch,
+        clone_url=clone_url or f"{forge_host(settings, forge)}/{path}.git",
+        id=project_id,
+    )
+
+
+def serve_samples(
+    state: FakeForgeState, settings: Settings, clone_url: str = "", default_branch: str = "master"
+) -> None:
+    """Make the fake HTTP forge answer for every sample repository (all cloning from `clone_url`)."""
+    for (forge, project_id), path in SAMPLE_PROJECTS.items():
+        url = clone_url or f"{forge_host(settings, forge)}/{path}.git"
+        state.add_project(forge, FakeProject(id=project_id, path=path, clone_url=url, default_branch=default_branch))
 
 
 def gitlab_note(text: str, on: str = "issue", **attrs: Any) -> dict[str, Any]:

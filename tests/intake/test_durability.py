@@ -24,17 +24,19 @@ from tests.fakes.forge import FakeForge
 from tests.fakes.samples import sample
 from tests.fakes.server import serving
 from tests.intake import deliveries
-from tests.intake.payloads import github_comment, gitlab_note
+from tests.intake.payloads import github_comment, gitlab_note, sample_repo
 from tests.intake.test_jobs import blocked_model
 
 
 async def _post_all(url: str, sent: list[tuple[bytes, dict[str, str]]], concurrency: int) -> list[httpx.Response]:
+    """Post each delivery to its project's hook URL on the receiver at `url`."""
     gate = asyncio.Semaphore(concurrency)
     async with httpx.AsyncClient(timeout=30) as client:
 
         async def one(body: bytes, headers: dict[str, str]) -> httpx.Response:
+            forge = "github" if "x-github-event" in headers else "gitlab"
             async with gate:
-                return await client.post(url, content=body, headers=headers)
+                return await client.post(url + deliveries.path(forge, body), content=body, headers=headers)
 
         return list(await asyncio.gather(*(one(b, h) for b, h in sent)))
 
@@ -62,7 +64,7 @@ async def test_duplicate_delivered_50_times_20_at_once_is_one_task(
     else:
         one = deliveries.github(github_comment("/implement"), "issue_comment", delivery="72d3162e-cc78-11e3")
     with serving(create_app(settings)) as server:
-        responses = await _post_all(f"{server.url}/webhooks/{forge}", [one] * 50, concurrency=20)
+        responses = await _post_all(server.url, [one] * 50, concurrency=20)
     results = sorted((r.status_code, r.json()["result"]) for r in responses)
     assert results == [(200, "duplicate")] * 49 + [(202, "accepted")]
     assert await _tasks(settings) == 1
@@ -80,8 +82,8 @@ async def test_same_event_through_two_hooks_is_one_task(settings: Settings, redi
         deliveries.github(github_comment("/implement"), "issue_comment", delivery="org-hook"),
     ]
     with serving(create_app(settings)) as server:
-        gitlab = await _post_all(f"{server.url}/webhooks/gitlab", sent[:2], concurrency=2)
-        github = await _post_all(f"{server.url}/webhooks/github", sent[2:], concurrency=2)
+        gitlab = await _post_all(server.url, sent[:2], concurrency=2)
+        github = await _post_all(server.url, sent[2:], concurrency=2)
     for pair in (gitlab, github):
         assert sorted(r.json()["result"] for r in pair) == ["accepted", "duplicate"]
     assert await _tasks(settings) == 2
@@ -114,7 +116,7 @@ async def test_redis_outage_loses_no_accepted_delivery(
     settings.intake.sweep_grace = 0
     sent = [_note_on_issue(n) for n in range(30)]
     with serving(create_app(settings)) as server:
-        url = f"{server.url}/webhooks/gitlab"
+        url = server.url
         before = await _post_all(url, sent[:10], concurrency=5)
         await asyncio.to_thread(own_redis.kill)  # abrupt: no shutdown save
         during = await _post_all(url, sent[10:20], concurrency=5)
@@ -128,6 +130,7 @@ async def test_redis_outage_loses_no_accepted_delivery(
 
     forge = FakeForge()
     forge.access[("5", 1)] = AccessLevel.DEVELOPER
+    forge.add_repo(sample_repo(settings))
     worker = build_worker(
         settings,
         own_redis.url,

@@ -23,7 +23,7 @@ from graph.schemas import Decomposition
 from tests.fakes.chat import answer, scripted
 from tests.fakes.checkout import local_checkout, php_project
 from tests.fakes.forge import FakeForge
-from tests.intake.payloads import gitlab_note
+from tests.intake.payloads import gitlab_note, sample_repo, serve_samples
 
 TRIGGERS = TriggerSettings()
 ROOT = 1  # the note sample's author
@@ -40,8 +40,10 @@ async def ctx(settings: Settings, tmp_path: Path, redis_url: str) -> AsyncIterat
     settings.questions.max_rounds = 0  # questions end the analyze route with a blocked report
     forge = FakeForge()
     forge.access[("5", ROOT)] = AccessLevel.DEVELOPER
+    repo = forge.add_repo(sample_repo(settings))
     pool = await open_pool(redis_url)
     yield {
+        "repo": repo,
         "settings": settings,
         "inbox": inbox,
         "forge": forge,
@@ -68,14 +70,14 @@ async def deliver(ctx: dict[str, Any], text: str, comment_id: int) -> ForgeEvent
 
 def comments(ctx: dict[str, Any], event: ForgeEvent) -> list[str]:
     forge: FakeForge = ctx["forge"]
-    notes = forge.comments.get(IssueRef(repo=event.repo, number=event.number), [])
+    notes = forge.comments.get(IssueRef(repo=ctx["repo"], number=event.number), [])
     return [note for note in notes if ":purpose=status -->" not in note]
 
 
 def status_of(ctx: dict[str, Any], event: ForgeEvent) -> str:
     """The first line of the task's one status comment."""
     forge: FakeForge = ctx["forge"]
-    notes = forge.comments.get(IssueRef(repo=event.repo, number=event.number), [])
+    notes = forge.comments.get(IssueRef(repo=ctx["repo"], number=event.number), [])
     (note,) = [note for note in notes if ":purpose=status -->" in note]
     return note.splitlines()[0]
 
@@ -208,6 +210,7 @@ async def test_no_token_or_secret_in_any_log_line_of_a_job(
     caplog.set_level(logging.DEBUG)
     fake_forge.grant("gitlab", "5", "1", 30)
     fake_forge.add_issue("gitlab", "5", 17, FakeIssue(title="t", body="b"))
+    serve_samples(fake_forge, settings)
     inbox = await Inbox.open(sqlite_path=settings.inbox_path)
     queue = await ArqQueue.connect(redis_url)
     try:
@@ -231,3 +234,33 @@ async def test_no_token_or_secret_in_any_log_line_of_a_job(
     assert "gitlab:l1" in everything
     for secret in (GITLAB_SECRET, GITHUB_SECRET, GITLAB_TOKEN, GITHUB_TOKEN):
         assert secret not in everything
+
+
+async def test_the_production_worker_posts_expiry_notes_through_its_own_forge(
+    settings: Settings, redis_url: str, fake_forge: Any, tmp_path: Path
+) -> None:
+    """`forgebot worker` has no injected forge factory (`ctx["forge_factory"]` is None): the sweeper's
+    expiry note and the reaper's failure note open the forge from the settings instead of failing."""
+    from bot.jobs import build_worker, sweep_inbox
+    from tests.fakes.forge_http import FakeIssue
+
+    fake_forge.add_issue("gitlab", "5", 17, FakeIssue(title="t", body="b"))
+    now = [1_000_000.0]
+    inbox = await Inbox.open(sqlite_path=tmp_path / "inbox.sqlite", clock=lambda: now[0])
+    pool = await open_pool(redis_url)
+    try:
+        event = parse_gitlab({"x-gitlab-event": "Note Hook"}, gitlab_note("/analyze", id=41), "gitlab:e1", TRIGGERS)
+        assert event is not None
+        await inbox.record("gitlab", event.delivery_id, "Note Hook", event)
+        assert await inbox.claim(event.task_id, event.delivery_id) is not None
+        assert await inbox.set_state(event.task_id, "waiting", "need_info")
+        worker = build_worker(settings, redis_url, inbox=inbox, burst=True, handle_signals=False)
+        assert worker.ctx["forge_factory"] is None  # as `forgebot worker` builds it
+        now[0] += settings.questions.wait_hours * 3600 + 1
+        await sweep_inbox({**worker.ctx, "redis": pool})
+        assert (await inbox.task(event.task_id)).state == "cancelled"  # type: ignore[union-attr]
+        (note,) = fake_forge.comments_on("gitlab", "5", 17)
+        assert "No answer arrived within" in note.body
+    finally:
+        await pool.aclose()
+        await inbox.close()

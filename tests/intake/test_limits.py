@@ -18,7 +18,6 @@ from bot.events import PayloadError, parse_github, parse_gitlab
 from bot.inbox import Inbox
 from bot.settings import Settings, TriggerSettings
 from bot.webhooks import Metrics
-from tests.conftest import GITLAB_SECRET
 from tests.intake import deliveries
 from tests.intake.payloads import github_comment, gitlab_note
 
@@ -94,9 +93,10 @@ async def inbox(tmp_path: Path) -> Any:
 
 async def test_streamed_body_over_the_limit_is_413_without_reading_the_rest(settings: Settings, inbox: Inbox) -> None:
     settings.max_body_bytes = 64 * 1024
-    headers = {"content-type": "application/json", "x-gitlab-event": "Note Hook", "x-gitlab-token": GITLAB_SECRET}
+    token = deliveries.secret("gitlab", 5)
+    headers = {"content-type": "application/json", "x-gitlab-event": "Note Hook", "x-gitlab-token": token}
     chunks = [b" " * (16 * 1024)] * 1000  # 16 MiB offered without a Content-Length
-    status, pulled = await _call(settings, inbox, "/webhooks/gitlab", headers, chunks)
+    status, pulled = await _call(settings, inbox, "/webhooks/gitlab/5", headers, chunks)
     assert status == 413
     assert pulled == 5  # 4 chunks fit in 64 KiB; the 5th crosses the limit and nothing after it is read
     assert await inbox.deliveries() == []
@@ -105,13 +105,15 @@ async def test_streamed_body_over_the_limit_is_413_without_reading_the_rest(sett
 async def test_declared_length_over_the_limit_is_413_before_reading(settings: Settings, inbox: Inbox) -> None:
     settings.max_body_bytes = 1024
     body, headers = deliveries.gitlab(gitlab_note("/implement"), "Note Hook")
-    status, pulled = await _call(settings, inbox, "/webhooks/gitlab", headers | {"content-length": "999999"}, [body])
+    hook = deliveries.path("gitlab", body)
+    status, pulled = await _call(settings, inbox, hook, headers | {"content-length": "999999"}, [body])
     assert (status, pulled) == (413, 0)
 
 
 async def test_streamed_body_under_the_limit_is_read_whole(settings: Settings, inbox: Inbox) -> None:
     body, headers = deliveries.gitlab(gitlab_note("/implement"), "Note Hook")
-    status, _ = await _call(settings, inbox, "/webhooks/gitlab", headers, [body[:10], body[10:100], body[100:]])
+    hook = deliveries.path("gitlab", body)
+    status, _ = await _call(settings, inbox, hook, headers, [body[:10], body[10:100], body[100:]])
     assert status == 202
 
 
@@ -192,5 +194,5 @@ async def test_receiver_never_answers_500(
     signed = (
         deliveries.github(body, "issue_comment")[1] if forge == "github" else deliveries.gitlab(body, "Note Hook")[1]
     )
-    status, _ = await _call(settings, inbox, f"/webhooks/{forge}", signed | headers, [body])
+    status, _ = await _call(settings, inbox, deliveries.path(forge, body), signed | headers, [body])
     assert status < 500

@@ -44,7 +44,7 @@ def queued(redis_url: str) -> int:
 
 def post(client: TestClient, forge: str, delivery: tuple[bytes, dict[str, str]]) -> Any:
     body, headers = delivery
-    return client.post(f"/webhooks/{forge}", content=body, headers=headers)
+    return client.post(deliveries.path(forge, body), content=body, headers=headers)
 
 
 def inbox_of(client: TestClient) -> Inbox:
@@ -181,7 +181,7 @@ def test_every_bad_input_is_a_4xx_and_nothing_is_queued(client: TestClient, redi
     for case, changes, body, status in _bad_cases(forge):
         sent, headers = _valid(forge, body)
         headers = {k: v for k, v in (headers | changes).items() if v != ""}
-        response = client.post(f"/webhooks/{forge}", content=sent, headers=headers)
+        response = client.post(deliveries.path(forge, sent), content=sent, headers=headers)
         assert response.status_code == status, (case, response.text)
     assert queued(redis_url) == 0
     metrics = client.get("/metrics").text
@@ -201,7 +201,7 @@ def test_declared_oversized_body_is_413(intake_settings: Settings) -> None:
     intake_settings.max_body_bytes = 1024
     body, headers = deliveries.github(github_comment("x" * 5000), "issue_comment")
     with TestClient(create_app(intake_settings)) as client:
-        assert client.post("/webhooks/github", content=body, headers=headers).status_code == 413
+        assert client.post(deliveries.path("github", body), content=body, headers=headers).status_code == 413
 
 
 def test_metrics_count_every_result(client: TestClient) -> None:
@@ -210,11 +210,10 @@ def test_metrics_count_every_result(client: TestClient) -> None:
     assert post(client, "github", accepted).json()["result"] == "duplicate"
     assert post(client, "github", deliveries.github(sample("github/ping.json"), "ping")).status_code == 200
     body, headers = deliveries.github(github_comment("/implement"), "issue_comment")
-    assert (
-        client.post("/webhooks/github", content=body, headers=headers | {"x-hub-signature-256": "x"}).status_code == 401
-    )
+    hook = deliveries.path("github", body)
+    assert client.post(hook, content=body, headers=headers | {"x-hub-signature-256": "x"}).status_code == 401
     malformed, signed = deliveries.github(b"{", "issue_comment")
-    assert client.post("/webhooks/github", content=malformed, headers=signed).status_code == 400
+    assert client.post(deliveries.path("github", malformed), content=malformed, headers=signed).status_code == 400
     text = client.get("/metrics").text
     for result in ("accepted", "duplicate", "ignored", "unauthorized", "rejected"):
         assert f'forgebot_webhook_deliveries_total{{forge="github",result="{result}"}} 1.0' in text
@@ -236,9 +235,10 @@ def test_one_structured_log_line_per_delivery_and_no_secret_anywhere(
         deliveries.github(sample("github/ping.json"), "ping", delivery="log-3"),
     ]
     for (body, headers), forge in zip(sent, ["github", "gitlab", "github"], strict=True):
-        client.post(f"/webhooks/{forge}", content=body, headers=headers)
+        client.post(deliveries.path(forge, body), content=body, headers=headers)
     body, headers = deliveries.gitlab(gitlab_note("/implement"), "Note Hook", key="log-4")
-    client.post("/webhooks/gitlab", content=body, headers=headers | {"x-gitlab-token": GITLAB_SECRET + "x"})
+    wrong = headers | {"x-gitlab-token": GITLAB_SECRET + "x"}
+    client.post(deliveries.path("gitlab", body), content=body, headers=wrong)
     lines = [
         r.getMessage() for r in caplog.records if r.name == "bot.webhooks" and r.getMessage().startswith("webhook ")
     ]

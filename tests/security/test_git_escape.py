@@ -37,6 +37,7 @@ from tests.fakes.forge_http import FakeForgeState
 from tests.fakes.samples import sample
 from tests.graph.implement.conftest import FORGEBOT_YML
 from tests.intake import deliveries
+from tests.intake.payloads import serve_samples
 
 PLAIN = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
          "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.invalid", "GIT_COMMITTER_NAME": "a",
@@ -361,6 +362,7 @@ async def test_a_task_whose_check_replaces_dotgit_fails_closed(
         plain_git("commit", "-qm", "a check", cwd=seed)
         plain_git("push", "-q", str(served.origin), "main:master", cwd=seed)
         h.setup(settings, redis_url, "Platform")
+        serve_samples(fake_forge, settings, clone_url=served.url)  # what the worker resolves project 1 to
         fake_forge.grant("gitlab", "1", "1", 30)
         fake_forge.grant("gitlab", "1", "7", 30)
         h.issue(fake_forge, "gitlab", "1", 23)

@@ -350,6 +350,7 @@ async def test_a_host_without_unshare_runs_no_checks_and_the_merge_request_says_
     from tests.e2e import implement_harness as h
     from tests.fakes.samples import sample
     from tests.intake import deliveries
+    from tests.intake.payloads import serve_samples
 
     sample_body = sample("gitlab/issue.labels-changed.json")
     monkeypatch.setenv("PATH", _path_without(tmp_path, "unshare"))  # the worker's own PATH
@@ -357,6 +358,7 @@ async def test_a_host_without_unshare_runs_no_checks_and_the_merge_request_says_
     settings.sandbox.allow_unisolated = accepted
     for served in h.served_project(tmp_path / "forge", "oauth2", GITLAB_TOKEN):
         settings.workspace.git_hosts = (served.url,)
+        serve_samples(fake_forge, settings, clone_url=served.url)  # the repository as the forge resolves it
         h.setup(settings, redis_url, "Platform")
         fake_forge.grant("gitlab", "1", "1", 30)
         fake_forge.grant("gitlab", "1", "7", 30)

@@ -114,7 +114,7 @@ def test_the_valid_delivery_is_accepted(receiver: Receiver, redis_url: str) -> N
     """The control: the same deliveries with the real secret are queued, so the 401s below mean something."""
     for forge in ("gitlab", "github"):
         body, headers = _valid(forge)
-        assert httpx.post(f"{receiver.url}/webhooks/{forge}", content=body, headers=headers).status_code == 202
+        assert httpx.post(receiver.url + deliveries.path(forge, body), content=body, headers=headers).status_code == 202
     assert queued(redis_url) == 2
 
 
@@ -149,7 +149,7 @@ def test_blank_secret_refuses_every_delivery(
     for server in _serve(intake_settings):
         for delivery in (_valid(forge), _blank_signed(forge, blank), _blank_signed(forge, "")):
             body, headers = delivery
-            response = httpx.post(f"{server.url}/webhooks/{forge}", content=body, headers=headers)
+            response = httpx.post(server.url + deliveries.path(forge, body), content=body, headers=headers)
             assert response.status_code == 401, response.text
     assert queued(redis_url) == 0
     assert recorded(intake_settings) == 0
@@ -158,7 +158,8 @@ def test_blank_secret_refuses_every_delivery(
 def _stalled(receiver: Receiver, forge: str, headers: dict[str, str], declared: int) -> tuple[float, bytes]:
     """Send the headers and the first bytes of a `declared`-byte body, then stall; the answer and its delay."""
     body, _ = _valid(forge)
-    lines = [f"POST /webhooks/{forge} HTTP/1.1", f"host: 127.0.0.1:{receiver.port}", f"content-length: {declared}"]
+    hook = deliveries.path(forge, b"")
+    lines = [f"POST {hook} HTTP/1.1", f"host: 127.0.0.1:{receiver.port}", f"content-length: {declared}"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     started = time.monotonic()
     with socket.create_connection(("127.0.0.1", receiver.port), timeout=10) as conn:
@@ -219,20 +220,40 @@ def test_replayed_old_event_is_ignored_and_not_queued(
     for server in _serve(intake_settings):
         for hours_ago in (None, 25.0):
             body, headers = _dated(forge, hours_ago)
-            response = httpx.post(f"{server.url}/webhooks/{forge}", content=body, headers=headers)
+            response = httpx.post(server.url + deliveries.path(forge, body), content=body, headers=headers)
             assert (response.status_code, response.json()["result"]) == (200, "ignored"), (hours_ago, response.text)
         assert queued(redis_url) == 0
         assert recorded(intake_settings) == 0
         body, headers = _dated(forge, 1.0)
-        response = httpx.post(f"{server.url}/webhooks/{forge}", content=body, headers=headers)
+        response = httpx.post(server.url + deliveries.path(forge, body), content=body, headers=headers)
         assert response.status_code == 202, response.text
     assert queued(redis_url) == 1
     assert recorded(intake_settings) == 1
 
 
-def test_replay_guard_is_off_when_unset(receiver: Receiver, redis_url: str) -> None:
+@pytest.mark.parametrize("forge", ["gitlab", "github"])
+def test_replay_guard_is_on_by_default(intake_settings: Settings, redis_url: str, forge: str) -> None:
+    """Out of the box (no FORGEBOT_INTAKE__MAX_EVENT_AGE_HOURS), a captured delivery four days old is
+    ignored and a fresh one is queued; the default stays below the dedupe window."""
+    defaults = Settings(_env_file=None, _secrets_dir=None)  # type: ignore[call-arg]
+    assert defaults.intake.max_event_age_hours == 72.0 < defaults.intake.dedupe_hours
+    intake_settings.intake = intake_settings.intake.model_copy(
+        update={"max_event_age_hours": defaults.intake.max_event_age_hours})
+    for server in _serve(intake_settings):
+        for hours_ago in (None, 96.0):
+            body, headers = _dated(forge, hours_ago)
+            response = httpx.post(server.url + deliveries.path(forge, body), content=body, headers=headers)
+            assert (response.status_code, response.json()["result"]) == (200, "ignored"), hours_ago
+        assert queued(redis_url) == 0
+        body, headers = _dated(forge, 2.0)
+        assert httpx.post(server.url + deliveries.path(forge, body), content=body, headers=headers).status_code == 202
+    assert queued(redis_url) == 1
+
+
+def test_replay_guard_is_off_at_zero(receiver: Receiver, redis_url: str) -> None:
+    """`0` turns it off (the test settings do, for the years-old shared samples)."""
     body, headers = _dated("github", None)
-    assert httpx.post(f"{receiver.url}/webhooks/github", content=body, headers=headers).status_code == 202
+    assert httpx.post(receiver.url + deliveries.path("github", body), content=body, headers=headers).status_code == 202
     assert queued(redis_url) == 1
 
 

@@ -19,7 +19,7 @@ from bot.forge.github import GitHubForge
 from bot.forge.gitlab import GitLabClient, GitLabForge
 from tests.conftest import GITHUB_TOKEN, GITLAB_TOKEN
 from tests.fakes.forge import FakeForge
-from tests.fakes.forge_http import FakeChange, FakeFile, FakeForgeState, FakeIssue
+from tests.fakes.forge_http import FakeChange, FakeFile, FakeForgeState, FakeIssue, FakeProject
 from tests.fakes.server import ServerThread
 
 APP_PATCH = "\n".join([
@@ -120,6 +120,17 @@ class Backend:
             return sum(1 for c in self.fake.changes.values() if c.source_branch == source_branch)
         assert self.state is not None
         return sum(1 for c in self.state.changes.values() if c.source_branch == source_branch)
+
+    def seed_repo(self, repo_id: int, clone_url: str) -> None:
+        """The backend's repository as the forge's API describes it, under the numeric `repo_id`."""
+        if self.fake is not None:
+            self.fake.add_repo(self.repo.model_copy(update={"id": repo_id, "clone_url": clone_url,
+                                                            "default_branch": "trunk"}))
+        else:
+            assert self.state is not None
+            self.state.add_project(self.forge_name, FakeProject(id=repo_id if self.forge_name == "github" else
+                                                                int(self.repo.project), path=self.repo.path,
+                                                                clone_url=clone_url, default_branch="trunk"))
 
     def grant(self, user: ForgeUser, level: AccessLevel) -> None:
         if self.fake is not None:

@@ -194,3 +194,31 @@ async def test_git_credentials_name_the_forge_user_and_hide_the_token(backend: B
     assert token and token not in repr(credentials) and token not in str(credentials)
     if backend.state is not None:  # the adapters hand git the token the API accepted
         assert token in backend.state.tokens
+
+
+async def test_resolve_repo_answers_the_forges_own_record(backend: Backend) -> None:
+    """The one source of a repository's identity: by numeric id (GitLab project, GitHub repository)
+    the adapter returns the forge's path, default branch and clone URL; an unknown id is not found."""
+    repo_id = 1 if backend.forge_name == "gitlab" else 4711
+    backend.seed_repo(repo_id, "https://forge.example/group/app.git")
+    found = await backend.forge.resolve_repo(repo_id)
+    assert (found.forge, found.project, found.path, found.id) == (backend.forge_name, backend.repo.project,
+                                                                  backend.repo.path, repo_id)
+    assert (found.default_branch, found.clone_url) == ("trunk", "https://forge.example/group/app.git")
+    with pytest.raises(ForgeNotFound):
+        await backend.forge.resolve_repo(999_999)
+
+
+async def test_whoami_names_the_tokens_user(backend: Backend) -> None:
+    me = await backend.forge.whoami()
+    assert me.login == "forgebot"
+
+
+async def test_save_hook_creates_then_updates_one_hook(backend: Backend) -> None:
+    repo_id = 1 if backend.forge_name == "gitlab" else 4711
+    backend.seed_repo(repo_id, "https://forge.example/group/app.git")
+    repo = await backend.forge.resolve_repo(repo_id)
+    created = await backend.forge.save_hook(repo, "https://bot.example/webhooks/x/1", "s1")
+    updated = await backend.forge.save_hook(repo, "https://bot.example/webhooks/x/1", "s2", created.id)
+    assert updated.id == created.id
+    assert [(h.id, h.url) for h in await backend.forge.list_hooks(repo)] == [(created.id, created.url)]

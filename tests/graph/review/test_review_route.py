@@ -7,7 +7,7 @@ from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from bot.forge import Change, ChangeRef, RepoRef
+from bot.forge import AccessLevel, Change, ChangeRef, RepoRef
 from bot.settings import Settings, WorkspaceSettings
 from graph.builder import build_graph
 from graph.deps import Deps
@@ -25,11 +25,15 @@ def _repo_ref(repo: ChangeRepo) -> RepoRef:
     return RepoRef(forge="gitlab", project="7", path="group/shop", clone_url=f"file://{repo.root}")
 
 
+ALICE = 11  # the change's author, a Developer of the project
+
+
 def _seed(forge: FakeForge, repo: ChangeRepo, branch: str = "feature") -> ChangeRef:
     ref = ChangeRef(repo=_repo_ref(repo), number=3)
     forge.changes[ref] = Change(ref=ref, title="Double totals", body=BODY, author="alice", source_branch=branch,
                                 target_branch="main", base_sha=repo.base, head_sha=repo.head, start_sha=repo.base,
-                                state="opened", files=change_files(repo))
+                                state="opened", files=change_files(repo), author_id=ALICE)
+    forge.access[("7", ALICE)] = AccessLevel.DEVELOPER
     return ref
 
 
