@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from arq import Retry, cron
@@ -19,7 +20,7 @@ from arq.constants import abort_jobs_ss
 from arq.utils import timestamp_ms
 from arq.worker import Worker, func
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphRecursionError
 
 from bot.authz import Authorizer
 from bot.checkpoints import open_checkpointer
@@ -38,6 +39,7 @@ from bot.forge import (
 )
 from bot.idempotency import task_forge
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
+from bot.metrics import MODES, record_task
 from bot.queue import RUN_TASK, eviction_policy
 from bot.recovery import failure_marker, lease, reaper_loop
 from bot.retention import cleanup
@@ -50,6 +52,8 @@ from graph.deps import Deps
 from graph.llm import chat_model
 from graph.resume import run_or_resume
 from graph.routing import CHECKOUT_MODES, ModeUnavailable, check_mode
+from graph.runtime.boundaries import graph_config
+from graph.runtime.limits import BudgetExceeded
 from graph.state import TaskState
 
 log = logging.getLogger(__name__)
@@ -106,7 +110,7 @@ async def execute(
 
     async with open_checkpointer(settings) as saver:
         compiled = build_graph().compile(checkpointer=saver)
-        config: RunnableConfig = {"configurable": {"thread_id": task_id}}
+        config = graph_config(settings.llm, task_id)  # the thread and the recursion limit
         result = await run_or_resume(compiled, config, start, deps, answer)
     if result.get("outcome") != "need_info":
         await release(settings, event.repo, task_id)
@@ -162,7 +166,22 @@ async def _run_event(ctx: dict[str, Any], event_json: str) -> str:
     if task is None:
         await inbox.handled(event.delivery_id)
         return "skipped"
-    return await _run_claimed(ctx, forge, event, task)
+    return await _counted(task.mode, _run_claimed(ctx, forge, event, task))
+
+
+async def _counted(mode: str, run: Awaitable[str]) -> str:
+    """Count the task's end in the metrics (`forgebot_tasks_total`, its duration); a deferred retry is no end."""
+    started = time.monotonic()
+    outcome = "failed"
+    try:
+        outcome = await run
+        return outcome
+    except Retry:
+        outcome = ""
+        raise
+    finally:
+        if outcome and mode in MODES:
+            record_task(mode, outcome, time.monotonic() - started)
 
 
 async def _claim(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> TaskRow | None:
@@ -228,6 +247,11 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
         log.info("task gone delivery=%s: issue or project no longer exists", event.delivery_id)
         await _finish(inbox, task.task_id, event.delivery_id, "failed", "gone")
         return "gone"
+    except (BudgetExceeded, GraphRecursionError) as exc:  # a limit ended the task: say which, do not retry
+        await status.conclude(forge, acked, "stopped")
+        await _report_failure(forge, original, exc)
+        await _finish(inbox, task.task_id, event.delivery_id, "failed", _stop_detail(exc))
+        return "stopped"
     except Exception as exc:
         await status.conclude(forge, acked, "failed")
         await _report_failure(forge, original, exc)
@@ -291,11 +315,28 @@ async def _say(forge: Forge, event: ForgeEvent, text: str, task_id: str, purpose
         log.exception("note not posted delivery=%s", event.delivery_id)
 
 
+def _stop_reason(exc: Exception) -> str:
+    """The comment's sentence for a limit that ended the task ("" for other errors)."""
+    if isinstance(exc, BudgetExceeded):
+        return str(exc)
+    if isinstance(exc, GraphRecursionError):
+        found = re.search(r"[Rr]ecursion limit of (\d+)", str(exc))
+        steps = f" after {found.group(1)} graph steps" if found else ""
+        return (f"it was stopped{steps} by the recursion limit (`FORGEBOT_LLM__RECURSION_LIMIT`): "
+                "its route kept cycling")
+    return ""
+
+
+def _stop_detail(exc: BudgetExceeded | GraphRecursionError) -> str:
+    """The task store's short detail for a stop."""
+    return f"budget: {exc.budget}" if isinstance(exc, BudgetExceeded) else "recursion limit"
+
+
 async def _report_failure(forge: Forge, event: ForgeEvent, exc: Exception) -> None:
     task = task_id_for(event)
     log.exception("task failed delivery=%s task=%s", event.delivery_id, task)
     # only our own user-facing errors carry their message; others could hold payload or paths
-    reason = str(exc) if isinstance(exc, ModeUnavailable) else type(exc).__name__
+    reason = _stop_reason(exc) or (str(exc) if isinstance(exc, ModeUnavailable) else type(exc).__name__)
     body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task}</sub>"
     try:
         # one failure note per task however often the job is retried: the marker makes it idempotent

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +24,14 @@ CRITERIA = [{"id": 1, "text": "Totals count each item twice"}, {"id": 2, "text":
 
 
 def _runtime(model: ScriptedChatModel, **llm: Any) -> Runtime[Deps]:
-    settings = Settings(_env_file=None, llm=LLMSettings(**llm))  # type: ignore[call-arg]
+    data_dir = Path(tempfile.mkdtemp(prefix="reviewer-"))  # the trace's home; never the user's data dir
+    settings = Settings(_env_file=None, data_dir=data_dir, llm=LLMSettings(**llm))  # type: ignore[call-arg]
     return Runtime(context=Deps(settings=settings, forge=FakeForge(), model_for=lambda role: model))
 
 
 def _state(repo: ChangeRepo, **extra: Any) -> dict[str, Any]:
-    return {"workspace": str(repo.root), "review_base": repo.base, "criteria": CRITERIA, "title": "Double",
-            "forge": "gitlab", **extra}
+    return {"task_id": "review-1", "workspace": str(repo.root), "review_base": repo.base, "criteria": CRITERIA,
+            "title": "Double", "forge": "gitlab", **extra}
 
 
 async def test_reviewer_sees_the_diff_investigates_and_returns_findings(change_repo: ChangeRepo) -> None:
