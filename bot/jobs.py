@@ -235,6 +235,7 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
     trigger = CommentRef(target=target_of(event), id=event.comment_id) if event.comment_id else target_of(event)
     comment_id = await status.acknowledge(forge, acked, trigger, "resuming with your answer" if answer else "started")
     try:
+        await _bound_workspaces(settings, inbox)  # before this task may add a worktree
         state = await execute(settings, deps, original, answer, ctx.get("checkout", prepare), comment_id)
     except (ForgeRateLimited, ForgeUnavailable) as exc:
         if ctx.get("job_try", 1) >= settings.max_tries:  # arq will not call us again: fail visibly
@@ -261,6 +262,17 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
     await status.conclude(forge, state, outcome)
     await _finish(inbox, task.task_id, event.delivery_id, "waiting" if outcome == "need_info" else "done", outcome)
     return outcome
+
+
+async def _bound_workspaces(settings: Settings, inbox: Inbox) -> None:
+    """Keep mirrors and worktrees under `workspace.max_bytes`: finished tasks' worktrees, then idle
+    mirrors, are pruned; active tasks (running, or waiting for an answer) keep theirs."""
+    from bot.workspace import Workspaces
+
+    active = {t.task_id for t in await inbox.tasks() if t.state in ACTIVE}
+    removed = await Workspaces.for_settings(settings).enforce_bound(active)
+    if removed:
+        log.info("workspace bound: pruned %s", ", ".join(removed))
 
 
 async def _finish(inbox: Inbox, task_id: str, delivery_id: str, state: TaskStatus, detail: str) -> None:

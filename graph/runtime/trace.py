@@ -3,8 +3,8 @@
 Events: `node` (transition with its reason), `model` (sizes, tokens, hash of the supplied context,
 injection metrics), `tool` (call, result size and preview, error), `guard`, `memory`, `budget`,
 `session` (how a tool loop ended), `context` (tokens per part), `snapshot` (state keys at a node
-boundary). `format_trace` turns them into the story of the run. An optional Langfuse exporter
-receives the same events when the `langfuse` package is installed.
+boundary), `synthesis` and `answer` (a structured answer after a loop, or a role's only call).
+`format_trace` turns them into the story of the run.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +44,10 @@ def preview(text: str) -> str:
 
 @dataclass
 class Trace:
-    """Appends events to one task's file; `sinks` (e.g. Langfuse) get each event too."""
+    """Appends events to one task's file."""
 
     path: Path
     task_id: str
-    sinks: list[Callable[[dict[str, Any]], None]] = field(default_factory=list)
     _seq: int = 0
 
     @classmethod
@@ -63,8 +62,6 @@ class Trace:
         record = {"seq": self._seq, "ts": round(time.time(), 3), "task": self.task_id, "kind": kind, **fields}
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(record, default=str, ensure_ascii=False) + "\n")
-        for sink in self.sinks:
-            sink(record)
         return record
 
     def node(self, source: str, target: str, reason: str) -> None:
@@ -111,6 +108,11 @@ _FORMATS: dict[str, Callable[[dict[str, Any]], str]] = {
         f"omitted {e['omitted']}"
     ),
     "snapshot": lambda e: f"  state after {e['node']}: {', '.join(e['keys'])}",
+    "synthesis": lambda e: f"  [{e['role']}] synthesis {e['schema']} by {e['model']}: {e['tokens']} tokens",
+    "answer": lambda e: (
+        f"  [{e['role']}] answer {e['schema']} by {e['model']}: tokens in {e['input_tokens']} "
+        f"out {e['output_tokens']}"
+    ),
 }
 
 
@@ -125,19 +127,3 @@ def format_event(event: dict[str, Any]) -> str:
 def format_trace(events: Iterable[dict[str, Any]]) -> str:
     lines = [f"{e['seq']:>4} {format_event(e)}" for e in events]
     return "\n".join(lines) + "\n"
-
-
-class LangfuseExporter:
-    """Forwards trace events to Langfuse as events of one trace; needs the optional `langfuse` package."""
-
-    def __init__(self, client: Any | None = None) -> None:
-        if client is None:
-            try:
-                from langfuse import Langfuse  # type: ignore[import-not-found, unused-ignore]
-            except ImportError as exc:
-                raise RuntimeError("the Langfuse exporter needs `pip install langfuse`") from exc
-            client = Langfuse()  # reads its own LANGFUSE_* configuration
-        self.client = client
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        self.client.create_event(name=f"{event['kind']}", metadata=event)

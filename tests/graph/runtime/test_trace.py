@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from langchain_core.messages import HumanMessage
 from graph import trace_cli
 from graph.runtime.loop import invoke_llm_with_tools
 from graph.runtime.memory import Memory
-from graph.runtime.trace import LangfuseExporter, Trace, format_trace, read_trace, trace_path
+from graph.runtime.trace import Trace, format_trace, read_trace, trace_path
 from tests.fakes.chat import scripted
 from tests.graph.runtime.conftest import make_session, tools
 from tests.graph.runtime.script import call, done
@@ -85,25 +84,3 @@ def test_task_ids_cannot_escape_the_trace_directory(tmp_path: Path) -> None:
     for bad in ("../x", "a/b", "", ".hidden"):
         with pytest.raises(ValueError):
             trace_path(tmp_path, bad)
-
-
-def test_events_reach_sinks_and_langfuse_needs_its_package(tmp_path: Path) -> None:
-    seen: list[dict[str, object]] = []
-    trace = Trace.open(tmp_path, "t1")
-    trace.sinks.append(seen.append)
-    trace.node("a", "b", "because")
-    assert seen[0]["reason"] == "because"
-
-    class Client:
-        def __init__(self) -> None:
-            self.events: list[str] = []
-
-        def create_event(self, name: str, metadata: dict[str, object]) -> None:
-            self.events.append(name)
-
-    client = Client()
-    LangfuseExporter(client)({"kind": "node"})
-    assert client.events == ["node"]
-    if importlib.util.find_spec("langfuse") is None:
-        with pytest.raises(RuntimeError, match="pip install langfuse"):
-            LangfuseExporter()
