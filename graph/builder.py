@@ -65,8 +65,8 @@ def _always(target: str) -> Any:
 
 def build_graph() -> Graph:
     graph = StateGraph(TaskState, context_schema=Deps)
-    graph.add_conditional_edges(START, traced_route("START", routing.route_by_mode, routing.explain("START")),
-                                routing.ENTRY_NODES)
+    graph.add_conditional_edges(START, traced_route("START", routing.entry_node, routing.explain("START")),
+                                sorted(set(map(str, routing.ENTRY_NODES.values()))))
     _investigation(graph)
     _need_info(graph)
     _analyze_route(graph)

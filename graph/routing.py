@@ -36,6 +36,11 @@ def route_by_mode(state: TaskState) -> str:
     return state["mode"]
 
 
+def entry_node(state: TaskState) -> str:
+    """The first node of the task's route (START's edge, traced with the mode as its reason)."""
+    return str(ENTRY_NODES[route_by_mode(state)])
+
+
 def after_decomposer(state: TaskState) -> Literal["analyzer", "ask", "publisher"]:
     """No criteria means the issue lacks information: ask and wait while rounds remain, else report blocked."""
     if state.get("criteria"):

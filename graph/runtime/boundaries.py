@@ -35,7 +35,7 @@ def _trace(runtime: Runtime[Deps], state: TaskState) -> Trace:
 def traced_node(name: str, run: NodeFn) -> NodeFn:
     async def node(state: TaskState, *, runtime: Runtime[Deps]) -> dict[str, Any]:
         update = await run(state, runtime=runtime)
-        _trace(runtime, state).snapshot(name, {**state, **update})
+        _trace(runtime, state).snapshot(name, {**state, **update}, changed=update)
         return update
 
     node.__name__ = name

@@ -67,10 +67,11 @@ class Trace:
     def node(self, source: str, target: str, reason: str) -> None:
         self.event("node", source=source, target=target, reason=reason)
 
-    def snapshot(self, node: str, state: Mapping[str, Any]) -> None:
-        """Keys and sizes at a node boundary (sizes, not contents: issue text stays in the forge)."""
+    def snapshot(self, node: str, state: Mapping[str, Any], changed: Iterable[str] = ()) -> None:
+        """Keys and sizes at a node boundary, and the keys the node wrote (sizes, not contents: issue
+        text stays in the forge)."""
         sizes = {k: len(json.dumps(v, default=str)) for k, v in state.items()}
-        self.event("snapshot", node=node, keys=sorted(state), sizes=sizes)
+        self.event("snapshot", node=node, keys=sorted(state), sizes=sizes, changed=sorted(changed))
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:
@@ -84,7 +85,7 @@ def _pick(event: Mapping[str, Any], *keys: str) -> dict[str, Any]:
 
 
 def _args(args: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in args.items())
+    return ", ".join(f"{k}={preview(str(v))}" for k, v in args.items())
 
 
 _FORMATS: dict[str, Callable[[dict[str, Any]], str]] = {
@@ -107,7 +108,10 @@ _FORMATS: dict[str, Callable[[dict[str, Any]], str]] = {
         f"  [{e['role']}] context: {e['tokens']} tokens of {e['budget']} ({_args(e['by_kind'])}); "
         f"omitted {e['omitted']}"
     ),
-    "snapshot": lambda e: f"  state after {e['node']}: {', '.join(e['keys'])}",
+    "snapshot": lambda e: (
+        f"  state after {e['node']}: {len(e['keys'])} keys"
+        + (f", wrote {', '.join(e['changed'])}" if e.get("changed") else "")
+    ),
     "synthesis": lambda e: f"  [{e['role']}] synthesis {e['schema']} by {e['model']}: {e['tokens']} tokens",
     "answer": lambda e: (
         f"  [{e['role']}] answer {e['schema']} by {e['model']}: tokens in {e['input_tokens']} "

@@ -32,7 +32,7 @@ async def _scripted_run(data_dir: Path, worktree: Path) -> Trace:
     session = make_session(worktree, "analyzer", targets=["src/Small.php", "src/Large.php"], trace=trace,
                            memory=memory)
     await invoke_llm_with_tools(model, [*tools(worktree), memory.scratchpad.tool()], [HumanMessage("go")], session)
-    trace.snapshot("analyzer", {"criteria": [1, 2], "analysis": {"summary": "x"}})
+    trace.snapshot("analyzer", {"criteria": [1, 2], "analysis": {"summary": "x"}}, changed=["analysis"])
     trace.node("analyzer", "publisher", "analysis complete")
     return trace
 
