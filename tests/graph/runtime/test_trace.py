@@ -55,7 +55,7 @@ async def test_trace_tells_the_story_in_order(tmp_path: Path, worktree: Path) ->
         "read_file(path=src/Large.php, start_line=20, end_line=60) → ",
         "guard: redundant_read → refuse",
         "session ended: finished after 4 tool calls",
-        "state after analyzer: analysis, criteria",
+        "state after analyzer: 2 keys, wrote analysis",
         "analyzer → publisher: analysis complete",
     ]
     positions = [story.find(line) for line in expected]
