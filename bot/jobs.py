@@ -45,6 +45,7 @@ from bot.recovery import failure_marker, lease, reaper_loop
 from bot.retention import cleanup
 from bot.settings import Settings
 from bot.sweeper import sweep
+from bot.workspace import WorkspaceFull, Workspaces
 from graph import status
 from graph.builder import build_graph
 from graph.checkout import Checkout, prepare, release
@@ -267,8 +268,6 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
 async def _bound_workspaces(settings: Settings, inbox: Inbox) -> None:
     """Keep mirrors and worktrees under `workspace.max_bytes`: finished tasks' worktrees, then idle
     mirrors, are pruned; active tasks (running, or waiting for an answer) keep theirs."""
-    from bot.workspace import Workspaces
-
     active = {t.task_id for t in await inbox.tasks() if t.state in ACTIVE}
     removed = await Workspaces.for_settings(settings).enforce_bound(active)
     if removed:
@@ -348,7 +347,7 @@ async def _report_failure(forge: Forge, event: ForgeEvent, exc: Exception) -> No
     task = task_id_for(event)
     log.exception("task failed delivery=%s task=%s", event.delivery_id, task)
     # only our own user-facing errors carry their message; others could hold payload or paths
-    reason = _stop_reason(exc) or (str(exc) if isinstance(exc, ModeUnavailable) else type(exc).__name__)
+    reason = _stop_reason(exc) or (str(exc) if isinstance(exc, ModeUnavailable | WorkspaceFull) else type(exc).__name__)
     body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task}</sub>"
     try:
         # one failure note per task however often the job is retried: the marker makes it idempotent

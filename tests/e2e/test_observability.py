@@ -94,7 +94,8 @@ async def _task_id(settings: Settings) -> str:
 
 def _trace_cli(settings: Settings, task_id: str) -> str:
     """`forgebot trace TASK` as a user runs it, in its own process."""
-    env = {"PATH": os.environ.get("PATH", ""), "FORGEBOT_DATA_DIR": str(settings.data_dir), "HOME": str(settings.data_dir)}
+    env = {"PATH": os.environ.get("PATH", ""), "FORGEBOT_DATA_DIR": str(settings.data_dir),
+           "HOME": str(settings.data_dir)}
     done = subprocess.run([sys.executable, "-m", "bot", "trace", task_id], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
