@@ -26,6 +26,7 @@ class TaskState(TypedDict, total=False):
     report_comment_id: int
     outcome: str  # "reported" | "blocked"
     started_at: float  # epoch seconds when the task started
+    waited_seconds: Annotated[float, operator.add]  # time paused for answers: not working time (budgets)
     tokens: Annotated[int, operator.add]  # total tokens reported by the models
     models: Annotated[list[str], operator.add]  # model names used, in call order
     # runtime (graph/runtime): memory handed between nodes, budgets, accounting

@@ -4,9 +4,9 @@
 more than the operator's `FORGEBOT_LLM__TASK_TOKEN_BUDGET`); cost and minutes exist only there;
 review rounds replace the route's default. The limits are resolved once, at the first node that has
 the task's checkout, from the default branch (never the change's own branch: a change must not
-lift its own budget), kept in the state, and checked before every node by `with_limits`. A node
-that would start past a budget raises `BudgetExceeded` instead; the job turns it into one comment
-naming the budget. Inside a node, the role's ledger is bounded by what is left, so a tool loop stops
+lift its own budget), kept in the state, and checked before every node by `with_limits` (time paused
+for answers is not counted against `max_minutes`). A node that would start past a budget raises
+`BudgetExceeded` instead; the job turns it into one comment naming the budget. Inside a node, the role's ledger is bounded by what is left, so a tool loop stops
 at the budget too (see `graph.runtime.roles`).
 """
 
@@ -103,7 +103,8 @@ def check(state: TaskState, limits: TaskLimits, now: float | None = None) -> Non
         raise BudgetExceeded("cost", f"${limits.max_cost_usd:.2f}", f"${cost:.4f}", True)
     started = state.get("started_at")
     if limits.max_minutes is not None and started:
-        minutes = ((time.time() if now is None else now) - float(started)) / 60
+        working = (time.time() if now is None else now) - float(started) - float(state.get("waited_seconds", 0.0))
+        minutes = working / 60
         if minutes >= limits.max_minutes:
             raise BudgetExceeded("time", f"{limits.max_minutes} minutes", f"{minutes:.0f} minutes", True)
 

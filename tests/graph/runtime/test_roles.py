@@ -62,6 +62,7 @@ def test_each_budget_stops_with_its_name(tmp_path: Path) -> None:
         (TaskState(usage={"cost_usd": 1.5}), "cost budget set in `.forgebot.yml` ($1.00) is used up ($1.5000 spent)"),
         (TaskState(started_at=time.time() - 301), "time budget set in `.forgebot.yml` (5 minutes) is used up"),
     ]
+    check(TaskState(started_at=time.time() - 3600, waited_seconds=3500), limits)  # waiting for answers is no work
     for state, message in cases:
         with pytest.raises(BudgetExceeded) as stopped:
             check(state, limits)
