@@ -6,8 +6,8 @@ review rounds replace the route's default. The limits are resolved once, at the 
 the task's checkout, from the default branch (never the change's own branch: a change must not
 lift its own budget), kept in the state, and checked before every node by `with_limits` (time paused
 for answers is not counted against `max_minutes`). A node that would start past a budget raises
-`BudgetExceeded` instead; the job turns it into one comment naming the budget. Inside a node, the role's ledger is bounded by what is left, so a tool loop stops
-at the budget too (see `graph.runtime.roles`).
+`BudgetExceeded` instead; the job turns it into one comment naming the budget. Inside a node, the
+role's ledger is bounded by what is left, so a tool loop stops at the budget too (`graph.runtime.roles`).
 """
 
 from __future__ import annotations
