@@ -250,7 +250,8 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
         await _finish(inbox, task.task_id, event.delivery_id, "failed", "gone")
         return "gone"
     except (BudgetExceeded, GraphRecursionError) as exc:  # a limit ended the task: say which, do not retry
-        await status.conclude(forge, acked, "stopped")
+        spent = exc.spent if isinstance(exc, BudgetExceeded) else {}
+        await status.conclude(forge, TaskState(**{**acked, **spent}), "stopped")  # type: ignore[typeddict-item]
         await _report_failure(forge, original, exc)
         await _finish(inbox, task.task_id, event.delivery_id, "failed", _stop_detail(exc))
         return "stopped"

@@ -46,6 +46,7 @@ class BudgetExceeded(RuntimeError):
 
     def __init__(self, budget: str, limit: str, used: str, configured: bool) -> None:
         self.budget, self.limit, self.used = budget, limit, used
+        self.spent: dict[str, Any] = {}  # the task's tokens, models and usage when it stopped (for the footer)
         where = " set in `.forgebot.yml`" if configured else ""
         super().__init__(f"the task's {budget} budget{where} ({limit}) is used up ({used} spent)")
 
@@ -116,7 +117,11 @@ def with_limits(run: NodeFn) -> NodeFn:
         settings = runtime.context.settings
         resolved = None if state.get("limits") else read_limits(state, settings)
         limits = resolved or limits_of(state, settings)
-        check(state, limits)
+        try:
+            check(state, limits)
+        except BudgetExceeded as exc:
+            exc.spent = {k: state[k] for k in ("tokens", "models", "usage", "started_at") if k in state}
+            raise
         update = await run(state, runtime=runtime)
         if resolved is None and not state.get("limits") and isinstance(update, dict):
             resolved = read_limits({**state, **update}, settings)  # type: ignore[typeddict-item]

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,6 +80,7 @@ async def test_a_forgebot_yml_budget_stops_the_task_with_one_comment_naming_it(
     assert not fake_forge.changes and not roles["coder"].received  # stopped before any code was written
     statuses = [c.body for c in fake_forge.comments_on("gitlab", "1", 23, status=True) if ":purpose=status" in c.body]
     assert len(statuses) == 1 and statuses[0].startswith("**Status: stopped: a limit was reached**")
+    assert re.search(r"· [1-9]\d* tokens", statuses[0])  # the footer shows what was spent, not the start
 
 
 async def test_the_review_rounds_budget_ends_the_fix_rounds(
