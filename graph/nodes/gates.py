@@ -20,6 +20,7 @@ from graph.checks import CheckContext, CheckResult, context_for, run_checks, run
 from graph.coder import gitstate
 from graph.deps import Deps
 from graph.repoconfig import RepoConfig, RepoConfigError, load_repo_config
+from graph.runtime.trace import Trace
 from graph.schemas import GateResult
 from graph.state import TaskState
 
@@ -71,6 +72,8 @@ def run_gates(state: TaskState, data_dir: Path) -> tuple[list[GateResult], list[
 async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     gates, results = await asyncio.to_thread(run_gates, state, runtime.context.settings.data_dir)
     _count(gates)
+    Trace.open(runtime.context.settings.data_dir, state["task_id"]).event(
+        "gates", results=[f"{g.name} {g.status}" for g in gates])
     failed = [r for r in results if r.status == "failed"]
     output = "\n\n".join(f"{r.name} ({r.reason}):\n{r.output.strip()[-3000:]}" for r in failed)
     # the unified reviewer diffs the task's work from its start, and knows what the last round left open

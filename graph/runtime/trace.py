@@ -112,6 +112,7 @@ _FORMATS: dict[str, Callable[[dict[str, Any]], str]] = {
         f"  state after {e['node']}: {len(e['keys'])} keys"
         + (f", wrote {', '.join(e['changed'])}" if e.get("changed") else "")
     ),
+    "gates": lambda e: f"  gates: {', '.join(e['results']) or 'none ran'}",
     "synthesis": lambda e: f"  [{e['role']}] synthesis {e['schema']} by {e['model']}: {e['tokens']} tokens",
     "answer": lambda e: (
         f"  [{e['role']}] answer {e['schema']} by {e['model']}: tokens in {e['input_tokens']} "

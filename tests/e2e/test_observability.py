@@ -173,4 +173,4 @@ async def test_an_implement_run_is_metered_priced_and_traced(
         assert f"[{role}]" in story, role
     assert "[coder] apply_patch(" in story and "[analyzer] session ended: finished" in story
     assert "[decomposer] answer Decomposition" in story and "[reviewer] synthesis Review" in story
-    assert "state after delivery:" in story
+    assert "state after delivery:" in story and "gates: " in story and "test_runner passed" in story
