@@ -20,6 +20,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
+from bot.gitrunner import GitError
 from bot.settings import Settings
 from graph.deps import Deps
 from graph.repoconfig import RepoConfig, RepoConfigError, load_repo_config
@@ -88,7 +89,7 @@ def read_limits(state: TaskState, settings: Settings) -> TaskLimits | None:
         return None
     try:
         config = load_repo_config(Path(root), config_revision(state))
-    except (RepoConfigError, OSError) as exc:
+    except (RepoConfigError, GitError, OSError) as exc:  # not a git checkout (`forgebot run` on a directory)
         log.info("task %s: budgets from the server defaults (%s)", state.get("task_id"), str(exc).splitlines()[0])
         config = RepoConfig()
     return resolve(settings, config)
