@@ -9,15 +9,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from arq import Retry, cron
 from arq.connections import ArqRedis, RedisSettings
 from arq.worker import Worker, func
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphRecursionError
 
 from bot.authz import Authorizer, Decision
 from bot.checkpoints import open_checkpointer, spent
@@ -39,11 +40,13 @@ from bot.idempotency import task_forge
 from bot.identity import IdentityRefused, resolve
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
 from bot.jobcodec import PLAIN, JobCodec, JobFailed
+from bot.metrics import MODES, record_task
 from bot.queue import RUN_TASK, eviction_policy, job_handle
 from bot.recovery import failure_marker, lease, reaper_loop
 from bot.retention import cleanup
 from bot.settings import Settings
 from bot.sweeper import sweep
+from bot.workspace import WorkspaceFull, Workspaces
 from graph import status
 from graph.builder import build_graph
 from graph.checkout import Checkout, prepare, release
@@ -52,6 +55,8 @@ from graph.llm import chat_model
 from graph.redact import secrets_of
 from graph.resume import run_or_resume
 from graph.routing import CHECKOUT_MODES, ModeUnavailable, check_mode
+from graph.runtime.boundaries import graph_config
+from graph.runtime.limits import BudgetExceeded
 from graph.state import TaskState
 
 log = logging.getLogger(__name__)
@@ -109,7 +114,7 @@ async def execute(
 
     async with open_checkpointer(settings) as saver:
         compiled = build_graph().compile(checkpointer=saver)
-        config: RunnableConfig = {"configurable": {"thread_id": task_id}}
+        config = graph_config(settings.llm, task_id)  # the thread and the recursion limit
         result = await run_or_resume(compiled, config, start, deps, answer)
     if result.get("outcome") != "need_info":
         await release(settings, event.repo, task_id)
@@ -169,7 +174,22 @@ async def _run_event(ctx: dict[str, Any], event_json: str) -> str:
     if task is None:
         await inbox.handled(event.delivery_id)
         return "skipped"
-    return await _run_claimed(ctx, forge, event, task)
+    return await _counted(task.mode, _run_claimed(ctx, forge, event, task))
+
+
+async def _counted(mode: str, run: Awaitable[str]) -> str:
+    """Count the task's end in the metrics (`forgebot_tasks_total`, its duration); a deferred retry is no end."""
+    started = time.monotonic()
+    outcome = "failed"
+    try:
+        outcome = await run
+        return outcome
+    except Retry:
+        outcome = ""
+        raise
+    finally:
+        if outcome and mode in MODES:
+            record_task(mode, outcome, time.monotonic() - started)
 
 
 async def _claim(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> TaskRow | None:
@@ -224,6 +244,7 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
     trigger = CommentRef(target=target_of(event), id=event.comment_id) if event.comment_id else target_of(event)
     comment_id = await status.acknowledge(forge, acked, trigger, "resuming with your answer" if answer else "started")
     try:
+        await _bound_workspaces(settings, inbox)  # before this task may add a worktree
         state = await execute(settings, deps, original, answer, ctx.get("checkout", prepare), comment_id)
     except (ForgeRateLimited, ForgeUnavailable) as exc:
         if ctx.get("job_try", 1) >= settings.max_tries:  # arq will not call us again: fail visibly
@@ -236,6 +257,12 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
         log.info("task gone delivery=%s: issue or project no longer exists", event.delivery_id)
         await _finish(inbox, task.task_id, event.delivery_id, "failed", "gone", settings)
         return "gone"
+    except (BudgetExceeded, GraphRecursionError) as exc:  # a limit ended the task: say which, do not retry
+        used = exc.spent if isinstance(exc, BudgetExceeded) else {}
+        await status.conclude(forge, TaskState(**{**acked, **used}), "stopped")  # type: ignore[typeddict-item]
+        await _report_failure(forge, original, exc)
+        await _finish(inbox, task.task_id, event.delivery_id, "failed", _stop_detail(exc), settings)
+        return "stopped"
     except Exception as exc:
         await status.conclude(forge, acked, "failed")
         await _report_failure(forge, original, exc)
@@ -251,6 +278,15 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
 def _stored(task: TaskRow, event: ForgeEvent) -> ForgeEvent:
     """The event that started `task`, on the repository `event` resolved (same item, same project)."""
     return ForgeEvent.model_validate_json(task.event_json).model_copy(update={"repo": event.repo})
+
+
+async def _bound_workspaces(settings: Settings, inbox: Inbox) -> None:
+    """Keep mirrors and worktrees under `workspace.max_bytes`: finished tasks' worktrees, then idle
+    mirrors, are pruned; active tasks (running, or waiting for an answer) keep theirs."""
+    active = {t.task_id for state in ACTIVE for t in await inbox.tasks_in(state)}
+    removed = await Workspaces.for_settings(settings).enforce_bound(active)
+    if removed:
+        log.info("workspace bound: pruned %s", ", ".join(removed))
 
 
 async def _finish(inbox: Inbox, task_id: str, delivery_id: str, state: TaskStatus, detail: str,
@@ -315,11 +351,28 @@ async def _say(forge: Forge, event: ForgeEvent, text: str, task_id: str, purpose
         log.exception("note not posted delivery=%s", event.delivery_id)
 
 
+def _stop_reason(exc: Exception) -> str:
+    """The comment's sentence for a limit that ended the task ("" for other errors)."""
+    if isinstance(exc, BudgetExceeded):
+        return str(exc)
+    if isinstance(exc, GraphRecursionError):
+        found = re.search(r"[Rr]ecursion limit of (\d+)", str(exc))
+        steps = f" after {found.group(1)} graph steps" if found else ""
+        return (f"it was stopped{steps} by the recursion limit (`FORGEBOT_LLM__RECURSION_LIMIT`): "
+                "its route kept cycling")
+    return ""
+
+
+def _stop_detail(exc: BudgetExceeded | GraphRecursionError) -> str:
+    """The task store's short detail for a stop."""
+    return f"budget: {exc.budget}" if isinstance(exc, BudgetExceeded) else "recursion limit"
+
+
 async def _report_failure(forge: Forge, event: ForgeEvent, exc: Exception) -> None:
     task = task_id_for(event)
     log.exception("task failed delivery=%s task=%s", event.delivery_id, task)
     # only our own user-facing errors carry their message; others could hold payload or paths
-    reason = str(exc) if isinstance(exc, ModeUnavailable) else type(exc).__name__
+    reason = _stop_reason(exc) or (str(exc) if isinstance(exc, ModeUnavailable | WorkspaceFull) else type(exc).__name__)
     body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task}</sub>"
     try:
         # one failure note per task however often the job is retried: the marker makes it idempotent

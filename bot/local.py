@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from bot.events import Mode
@@ -30,6 +29,7 @@ from graph.deps import Deps
 from graph.llm import chat_model
 from graph.reviewdiff import FileDiff, split_files
 from graph.routing import check_mode
+from graph.runtime.boundaries import graph_config
 from graph.state import TaskState
 
 
@@ -158,7 +158,7 @@ async def run_local(
         state.update(index_checkout(settings.data_dir, f"local-{task_id}", root, task_id))  # type: ignore[typeddict-item]
     async with AsyncSqliteSaver.from_conn_string(str(settings.checkpoint_path)) as saver:
         compiled = build_graph().compile(checkpointer=saver)
-        config: RunnableConfig = {"configurable": {"thread_id": f"local-{task_id}"}}
+        config = graph_config(settings.llm, f"local-{task_id}")  # the thread and the recursion limit
         result = await compiled.ainvoke(state, config, context=Deps(settings=settings, forge=forge, model_for=models))
     comments = [c.body for target in targets for c in await forge.list_comments(target)]
     return LocalResult(task_id=task_id, state=cast(dict[str, Any], result), comments=comments)

@@ -216,11 +216,6 @@ class Workspaces:
         """True when nothing is modified, staged or untracked (a task may finish only then)."""
         return not (await self._run(["status", "--porcelain"], cwd=worktree)).strip()
 
-    async def commits_since(self, worktree: Path, base: str) -> list[str]:
-        """This task's commits (newest first): work committed on the branch after `base`, not before it."""
-        _not_an_option(base, "base revision")
-        return (await self._run(["rev-list", f"{base}..HEAD"], cwd=worktree)).split()
-
     async def read_file(self, key: str, revision: str, path: str) -> str | None:
         """A file at a revision of the mirror (e.g. `.forgebot.yml` on `origin/main`); None if absent."""
         _not_an_option(revision, "revision")
@@ -239,22 +234,49 @@ class Workspaces:
             total += sum(os.lstat(os.path.join(directory, name)).st_size for name in files)
         return total
 
-    async def enforce_bound(self, active: set[str]) -> None:
-        """Keep under `max_bytes` by removing finished tasks' worktrees, oldest first; else fail loudly."""
+    async def enforce_bound(self, active: set[str]) -> list[str]:
+        """Fit under `max_bytes` before a new worktree: what was removed (task ids and mirror keys).
+
+        First finished tasks' worktrees go (every task not in `active`, oldest first); if that is not
+        enough, mirrors no remaining worktree uses, least recently fetched first (the next task on
+        that repository clones it again). Still over: WorkspaceFull, so the task fails loudly rather
+        than filling the disk.
+        """
+        removed: list[str] = []
+        if self.usage() <= self.settings.max_bytes:
+            return removed
         tasks = self.root / TASKS
         finished = [p for p in tasks.iterdir() if p.name not in active] if tasks.exists() else []
-        removed = False
         for path in sorted(finished, key=lambda p: p.stat().st_mtime):
             if self.usage() <= self.settings.max_bytes:
                 break
             log.info("workspace over its bound: removing finished task %s", path.name)
             shutil.rmtree(path, ignore_errors=True)
-            removed = True
-        if removed:
-            for mirror in (self.root / MIRRORS).glob("*.git"):
-                await self._run(["worktree", "prune"], cwd=mirror)  # forget the removed worktrees
+            removed.append(path.name)
+        for mirror in self._mirrors():
+            await self._run(["worktree", "prune"], cwd=mirror)  # forget the removed worktrees
+        for mirror in sorted(self._mirrors(), key=_last_fetch):
+            if self.usage() <= self.settings.max_bytes:
+                break
+            key = mirror.name.removesuffix(".git")
+            async with self._locked(key):
+                if any((mirror / "worktrees").glob("*")):
+                    continue  # a task still works from it
+                log.info("workspace over its bound: removing idle mirror %s", key)
+                shutil.rmtree(mirror, ignore_errors=True)
+                removed.append(key)
         if self.usage() > self.settings.max_bytes:
             raise WorkspaceFull(f"workspaces use {self.usage()} bytes, bound {self.settings.max_bytes}")
+        return removed
+
+    def _mirrors(self) -> list[Path]:
+        return sorted((self.root / MIRRORS).glob("*.git"))
+
+
+def _last_fetch(mirror: Path) -> float:
+    """When the mirror was last refreshed (FETCH_HEAD), else created."""
+    fetched = mirror / "FETCH_HEAD"
+    return (fetched if fetched.exists() else mirror).stat().st_mtime
 
 
 def _is_the_bots(worktree: Path) -> bool:

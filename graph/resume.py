@@ -8,7 +8,9 @@ do not run again. A finished thread is returned as it is: a duplicate delivery d
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -35,8 +37,16 @@ async def run_or_resume(
     if snapshot.interrupts:
         if answer is None:  # still waiting: a redelivered trigger must not continue without an answer
             return cast(TaskState, values)
-        payload: Any = Command(resume=answer)
+        # the time spent waiting for the answer is not the task's working time (`budgets.max_minutes`)
+        payload: Any = Command(resume=answer, update={"waited_seconds": _since(snapshot.created_at)})
     else:
         payload = None if snapshot.next else await start()  # the checkout is prepared for fresh runs only
     result = await compiled.ainvoke(payload, config, context=deps, durability="sync")
     return cast(TaskState, result)
+
+
+def _since(created_at: str | None) -> float:
+    """Seconds since a checkpoint's ISO timestamp (when the task paused); 0 when unknown."""
+    if not created_at:
+        return 0.0
+    return max(0.0, time.time() - datetime.fromisoformat(created_at).timestamp())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Literal
 
 from graph.nodes import bounds
@@ -34,6 +34,11 @@ def route_by_mode(state: TaskState) -> str:
     """The route is chosen before any generation starts (seed 000: three modes, shared infrastructure)."""
     check_mode(state["mode"])
     return state["mode"]
+
+
+def entry_node(state: TaskState) -> str:
+    """The first node of the task's route (START's edge, traced with the mode as its reason)."""
+    return str(ENTRY_NODES[route_by_mode(state)])
 
 
 def after_decomposer(state: TaskState) -> Literal["analyzer", "ask", "publisher"]:
@@ -94,3 +99,44 @@ def after_reviewer(state: TaskState) -> str:
     if state["mode"] == "review":
         return "review_publisher"
     raise ModeUnavailable(f"the reviewer has no next step in mode {state['mode']!r}")
+
+
+# --- why a transition happened, for the trace (graph/runtime/boundaries.traced_route) ---------------
+
+def _feedback(state: TaskState) -> str:
+    return "; ".join(state.get("plan_feedback", []))[:300] or "no plan"
+
+
+_REASONS: dict[str, Callable[[TaskState], str]] = {
+    "decomposer→analyzer": lambda s: f"{len(s.get('criteria', []))} acceptance criteria",
+    "decomposer→ask": lambda s: f"no criteria yet: asking {len(s.get('questions', []))} questions",
+    "decomposer→publisher": lambda s: "no criteria and nobody left to ask: a blocked report",
+    "analyzer→planner": lambda s: f"implement mode; {len(s.get('analysis', {}).get('affected_files', []))} "
+                                  "affected files",
+    "analyzer→publisher": lambda s: "analyze mode: the report",
+    "→architect": lambda s: f"the plan passed code's checks ({len(s.get('plan', {}).get('items', []))} items)",
+    "→planner_refine": lambda s: f"plan rejected: {_feedback(s)}",
+    "architect→coder": lambda s: "the architect approved the plan",
+    "semantic_sync→gates": lambda s: "the coder finished its checklist",
+    "semantic_sync→planner_amend": lambda s: f"the coder ended {s.get('coder', {}).get('end')}: "
+                                             f"{s.get('coder', {}).get('reason', '')}"[:300],
+    "planner_amend→coder": lambda s: f"plan amended ({len(s.get('plan', {}).get('items', []))} items)",
+    "decide→delivery": lambda s: "approved: the gates passed and the review approves",
+    "decide→coder": lambda s: f"fix round {s.get('rounds', {}).get('review', 0)}: "
+                              + "; ".join(s.get("review_problems", []))[:300],
+    "→report_failure": lambda s: s.get("failure") or f"stopped: {_feedback(s)}",
+    "review_intake→reviewer": lambda s: f"reviewing {s.get('review_base', '')[:12]}..HEAD",
+    "review_intake→__end__": lambda s: "no checkout of the change's branch: replied and stopped",
+}
+
+
+def explain(source: str) -> Callable[[TaskState, str], str]:
+    """The reason a router of `source` gives for choosing `target`, in the state's own terms."""
+
+    def why(state: TaskState, target: str) -> str:
+        reason = _REASONS.get(f"{source}→{target}") or _REASONS.get(f"→{target}")
+        if reason is not None:
+            return reason(state)
+        return f"mode {state.get('mode')}" if source == "START" else "the route's next step"
+
+    return why

@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 from typing_extensions import TypedDict
 
+from graph.runtime.accounting import merge_usage
+
 
 class TaskState(TypedDict, total=False):
     task_id: str
@@ -24,6 +26,7 @@ class TaskState(TypedDict, total=False):
     report_comment_id: int
     outcome: str  # "reported" | "blocked"
     started_at: float  # epoch seconds when the task started
+    waited_seconds: Annotated[float, operator.add]  # time paused for answers: not working time (budgets)
     tokens: Annotated[int, operator.add]  # total tokens reported by the models
     models: Annotated[list[str], operator.add]  # model names used, in call order
     # runtime (graph/runtime): memory handed between nodes, budgets, accounting
@@ -36,7 +39,8 @@ class TaskState(TypedDict, total=False):
     gates: list[dict[str, Any]]  # GateResult dumps, in gate order
     review: dict[str, Any]  # Review dump
     sessions: Annotated[list[dict[str, Any]], operator.add]  # per tool-loop session: role, outcome, calls, reason
-    usage: dict[str, Any]  # Ledger.snapshot(): tokens and cost per role and for the task
+    usage: Annotated[dict[str, Any], merge_usage]  # Ledger snapshots summed: tokens and cost per role and in all
+    limits: dict[str, Any]  # TaskLimits dump: the server's budgets with `.forgebot.yml`'s applied (graph/limits.py)
     # implement route (issue 9)
     base: str  # the commit the task's branch started from
     branch: str  # forgebot/<issue>-<slug>

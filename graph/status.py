@@ -58,6 +58,7 @@ FINAL: dict[str, str] = {
     "need_info": "waiting for answers",
     "failed": "failed",
     "cancelled": "cancelled",
+    "stopped": "stopped: a limit was reached",
 }
 
 

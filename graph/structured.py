@@ -26,7 +26,7 @@ def _model_name(model: BaseChatModel) -> str:
 async def ask_structured(
     model: BaseChatModel, schema: type[T], messages: list[BaseMessage]
 ) -> tuple[T, dict[str, Any]]:
-    """Return the parsed answer and a state update with tokens and the model name."""
+    """Return the parsed answer and its usage: `tokens`, `input_tokens`, `output_tokens`, `models`."""
     runnable = model.with_structured_output(schema, include_raw=True)
     result = await runnable.ainvoke(messages)
     assert isinstance(result, dict)
@@ -35,4 +35,7 @@ async def ask_structured(
         raise StructuredOutputError(f"{schema.__name__}: {result.get('parsing_error')}")
     raw = result.get("raw")
     usage = getattr(raw, "usage_metadata", None) or {}
-    return parsed, {"tokens": int(usage.get("total_tokens", 0)), "models": [_model_name(model)]}
+    tokens_in, tokens_out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+    total = int(usage.get("total_tokens", 0)) or tokens_in + tokens_out
+    return parsed, {"tokens": total, "input_tokens": tokens_in, "output_tokens": tokens_out,
+                    "models": [_model_name(model)]}

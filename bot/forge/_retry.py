@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from bot.forge.errors import ForgeRateLimited, ForgeUnavailable
+from bot.metrics import record_rate_limit_wait
 
 T = TypeVar("T")
 L = TypeVar("L")
@@ -32,6 +33,7 @@ class RetryPolicy:
     max_wait: float = 30.0
     sleep: Sleep = asyncio.sleep
     jitter: Callable[[], float] = random.random
+    forge: str = ""  # the adapter's kind, for the rate-limit metrics ("" counts nothing)
 
     def backoff(self, attempt: int) -> float:
         """Exponential delay for `attempt` (0-based), with 50-100 % jitter so workers spread out."""
@@ -39,6 +41,9 @@ class RetryPolicy:
 
 
 async def _pause(policy: RetryPolicy, exc: Exception, attempt: int) -> None:
+    if isinstance(exc, ForgeRateLimited) and policy.forge:
+        # the bot waits either way: asleep here, or (a long or last wait) as the job's deferred retry
+        record_rate_limit_wait(policy.forge, exc.retry_after)
     if attempt + 1 >= policy.attempts:
         raise exc
     if isinstance(exc, ForgeRateLimited):

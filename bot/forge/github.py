@@ -10,6 +10,7 @@ spaced by a `WritePacer` because GitHub's secondary rate limits punish bursts of
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -54,6 +55,7 @@ from bot.forge.models import (
     Reaction,
     RepoRef,
 )
+from bot.metrics import record_forge_error
 
 T = TypeVar("T")
 L = TypeVar("L")
@@ -69,13 +71,18 @@ _THREADS = (
 
 
 def _mapped(exc: Exception) -> ForgeError:
+    """The ForgeError for a failed call, counted in `forgebot_forge_api_errors_total`."""
+    error: ForgeError
     if isinstance(exc, GithubException):
         status = exc.status
         retry = _retry_after(exc.headers or {}) if status in (403, 429) else None
         if retry is None and status == 403 and "secondary rate limit" in str(exc.data).lower():
             retry = 60.0  # GitHub: "wait at least one minute" when no retry-after is sent
-        return error_for_status(status, f"github {status}", retry)
-    return ForgeUnavailable(f"github: {type(exc).__name__}")
+        error = error_for_status(status, f"github {status}", retry)
+    else:
+        error = ForgeUnavailable(f"github: {type(exc).__name__}")
+    record_forge_error("github", error)
+    return error
 
 
 class GitHubForge:
@@ -93,7 +100,7 @@ class GitHubForge:
     ) -> None:
         self._gh = client
         self._app = app  # the App's own credentials (JWT), for what only the App may ask
-        self._policy = policy or _retry.RetryPolicy()
+        self._policy = dataclasses.replace(policy or _retry.RetryPolicy(), forge="github")
         self._pacer = pacer or _retry.WritePacer(interval=1.0)
 
     # --- plumbing ------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ files all anchor (see `_position`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
@@ -61,6 +62,7 @@ from bot.forge.models import (
     Reaction,
     RepoRef,
 )
+from bot.metrics import record_forge_error
 
 T = TypeVar("T")
 L = TypeVar("L")
@@ -101,12 +103,17 @@ class GitLabClient(gitlab.Gitlab):
 
 
 def _mapped(exc: Exception, headers: Mapping[str, str]) -> ForgeError:
+    """The ForgeError for a failed call, counted in `forgebot_forge_api_errors_total`."""
+    error: ForgeError
     if isinstance(exc, GitlabError):
         status = exc.response_code or 0
         retry = _retry_after(headers) if status in (403, 429) else None
         message = exc.error_message if isinstance(exc.error_message, str) else "error"
-        return error_for_status(status, f"gitlab {status}: {message[:200]}", retry)
-    return ForgeUnavailable(f"gitlab: {type(exc).__name__}")
+        error = error_for_status(status, f"gitlab {status}: {message[:200]}", retry)
+    else:
+        error = ForgeUnavailable(f"gitlab: {type(exc).__name__}")
+    record_forge_error("gitlab", error)
+    return error
 
 
 class GitLabForge:
@@ -119,7 +126,7 @@ class GitLabForge:
 
     def __init__(self, client: gitlab.Gitlab, policy: _retry.RetryPolicy | None = None) -> None:
         self._gl = client
-        self._policy = policy or _retry.RetryPolicy()
+        self._policy = dataclasses.replace(policy or _retry.RetryPolicy(), forge="gitlab")
 
     # --- plumbing ------------------------------------------------------------------------------
 

@@ -22,12 +22,10 @@ import prompts
 from graph.deps import Deps
 from graph.evidence import check_evidence, existing_files
 from graph.index.db import Connection, connect
-from graph.runtime.accounting import Ledger
 from graph.runtime.budget import call_budget
-from graph.runtime.loop import Session, invoke_llm_with_tools, state_update
 from graph.runtime.memory import Memory
-from graph.runtime.synthesis import Declared, synthesize
-from graph.runtime.trace import Trace
+from graph.runtime.roles import RoleRun
+from graph.runtime.synthesis import Declared
 from graph.schemas import Analysis, FileScope
 from graph.state import TaskState
 from graph.tools import tools_for
@@ -101,27 +99,20 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     deps, root = runtime.context, _root(state)
     system = prompts.render("analyzer.system", forge_terms=prompts.terms(state["forge"]))
     memory, declared = Memory(), Declared()
-    budget = max(1, deps.settings.llm.task_token_budget - state.get("tokens", 0))
-    ledger = Ledger(token_budget=budget, prices=deps.settings.llm.prices)
-    trace = Trace.open(deps.settings.data_dir, state["task_id"])
+    role = RoleRun.open("analyzer", state, deps)
     seeded = _mentioned(root, state)
-    session = Session(
-        role="analyzer", root=root, system=lambda: system, targets=lambda: seeded, ledger=ledger, trace=trace,
-        max_calls=call_budget(deps.settings.llm, "analyzer", criteria=len(state["criteria"])), memory=memory,
+    role.session(
+        root=root, system=lambda: system, targets=lambda: seeded, memory=memory,
+        max_calls=call_budget(deps.settings.llm, "analyzer", criteria=len(state["criteria"])),
     )
-    model = deps.model_for("analyzer")
     with _index(state) as conn:
         tools = investigation_tools(root, conn, _database(state, deps))
         tools.update(write_scratchpad=memory.scratchpad.tool(), finish_exploration=declared.tool(root))
-        result = await invoke_llm_with_tools(model, tools_for("analyzer", tools), [_task_message(state)], session)
+        result = await role.loop(tools_for("analyzer", tools), [_task_message(state)])
     listed = [*declared.files, *(f"{p} (context only)" for p in declared.context_only)]
-    answer, usage = await synthesize(
-        model, Analysis, role="analyzer", system=system, criteria=state["criteria"], memory=memory,
-        declared=listed, reason=result.reason, ledger=ledger, trace=trace, notice=result.notice,
-    )
-    update = state_update(session, result)
-    update["tokens"] += int(usage["tokens"])
-    update["models"] = list(dict.fromkeys([*update["models"], *usage["models"]]))
+    answer = await role.conclude(Analysis, system=system, criteria=state["criteria"], memory=memory,
+                                 result=result, declared=listed)
+    update = role.update()
     update["analysis"] = _checked(root, answer)
     update["scope"] = FileScope(writable=declared.files, context_only=declared.context_only).model_dump()
     return update

@@ -13,20 +13,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 import prompts
 from graph.deps import Deps
 from graph.nodes.planner import task_text
-from graph.runtime.accounting import Ledger
 from graph.runtime.budget import call_budget
-from graph.runtime.loop import Session, invoke_llm_with_tools, state_update
-from graph.runtime.memory import Memory, handoff_summary
+from graph.runtime.memory import Memory
+from graph.runtime.roles import RoleRun
 from graph.schemas import ArchitectVerdict
 from graph.state import TaskState
-from graph.structured import ask_structured
 from graph.tools import tools_for
 from graph.tools.files import file_tools
 
@@ -48,26 +46,17 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     criteria = state.get("criteria", [])
     system = prompts.render("architect.system", forge_terms=prompts.terms(state["forge"]))
     memory = Memory()
-    session = Session(
-        role="architect", root=root, system=lambda: system, targets=lambda: _targets(plan),
-        max_calls=call_budget(settings.llm, "architect", criteria=len(criteria)), memory=memory,
-        ledger=Ledger(token_budget=max(1, settings.llm.task_token_budget - int(state.get("tokens", 0)))),
-    )
+    role = RoleRun.open("architect", state, runtime.context)
+    role.session(root=root, system=lambda: system, targets=lambda: _targets(plan), memory=memory,
+                 max_calls=call_budget(settings.llm, "architect", criteria=len(criteria)))
     task = HumanMessage("\n\n".join([
         task_text(state, settings.data_dir),
         prompts.boundary("plan", "planner", json.dumps(plan, indent=1)),
         "Investigate what you need, then approve the plan or reject it with one actionable feedback line per "
         "problem.",
     ]))
-    model = runtime.context.model_for("architect")
-    result = await invoke_llm_with_tools(model, _tools(root, memory), [task], session)
-    messages: list[BaseMessage] = [SystemMessage(system), task,
-                                   HumanMessage(handoff_summary(criteria, memory, [], result.reason))]
-    if result.notice:
-        messages.append(HumanMessage(result.notice))
-    verdict, usage = await ask_structured(model, ArchitectVerdict, messages)
-    update = state_update(session, result)
-    update["tokens"] += usage["tokens"]
-    update["models"] = list(dict.fromkeys([*update["models"], *usage["models"]]))
+    result = await role.loop(_tools(root, memory), [task])
+    verdict = await role.conclude(ArchitectVerdict, system=system, criteria=criteria, memory=memory, result=result,
+                                  task=[task])
     feedback = [] if verdict.approved else verdict.feedback
-    return {**update, "architect": verdict.model_dump(), "plan_feedback": feedback}
+    return {**role.update(), "architect": verdict.model_dump(), "plan_feedback": feedback}

@@ -29,9 +29,9 @@ from graph.index.db import Connection, connect
 from graph.index.taskindex import task_index_path
 from graph.nodes import gates
 from graph.nodes.planner import task_text
-from graph.runtime.accounting import Ledger
 from graph.runtime.budget import call_budget
-from graph.runtime.loop import LoopResult, Session, invoke_llm_with_tools, state_update
+from graph.runtime.loop import LoopResult
+from graph.runtime.roles import RoleRun
 from graph.schemas import Plan
 from graph.state import TaskState
 from graph.tools import tools_for
@@ -79,16 +79,16 @@ def _ends(checklist: Checklist, result: LoopResult) -> bool:
     return True
 
 
-def _session(state: TaskState, settings: Settings, checklist: Checklist) -> Session:
+def _session(state: TaskState, runtime: Runtime[Deps], checklist: Checklist) -> RoleRun:
     """One session for the whole checklist: its budget follows the open items, tokens the task's budget."""
     system = prompts.render("coder.system", forge_terms=prompts.terms(state["forge"]))
-    spent = int(state.get("tokens", 0))
-    return Session(
-        role="coder", root=checklist.root, system=lambda: system + "\n\n" + checklist.progress(),
-        targets=checklist.targets, ledger=Ledger(token_budget=max(1, settings.llm.task_token_budget - spent)),
-        max_calls=call_budget(settings.llm, "coder", open_items=len(checklist.plan.open_items)),
+    role = RoleRun.open("coder", state, runtime.context)
+    role.session(
+        root=checklist.root, system=lambda: system + "\n\n" + checklist.progress(), targets=checklist.targets,
+        max_calls=call_budget(runtime.context.settings.llm, "coder", open_items=len(checklist.plan.open_items)),
         finish_tools=FINISH_TOOLS,
     )
+    return role
 
 
 def _read_tools(root: Path, conn: Connection | None) -> dict[str, BaseTool]:
@@ -107,8 +107,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     intro = task_text(state, settings.data_dir)
     if state.get("fix_context"):
         intro += "\n\n" + prompts.boundary("fix_context", "gates and review", state["fix_context"])
-    session = _session(state, settings, checklist)
-    result: LoopResult | None = None
+    role = _session(state, runtime, checklist)
     shown = status.phase_of("coder", state)  # what the status comment shows as the session starts
     try:
         while True:
@@ -116,7 +115,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
             shown = await status.progress(runtime.context.forge, state, checklist.plan.model_dump(), shown)
             step = f"Work on item {item.id}. {item.title}" if item else "No item is open: call `finish`."
             messages = [HumanMessage(intro + "\n\n" + step)]
-            result = await invoke_llm_with_tools(runtime.context.model_for("coder"), tools, messages, session)
+            result = await role.loop(tools, messages)
             if _ends(checklist, result):
                 break
     except (GitError, OSError) as exc:
@@ -124,7 +123,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     finally:
         if conn is not None:
             conn.close()
-    update: dict[str, Any] = state_update(session, result) if result is not None else {}
+    update = role.update()
     update.update({
         "plan": checklist.plan.model_dump(),
         "plan_decisions": checklist.decisions,

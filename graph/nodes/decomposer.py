@@ -15,9 +15,9 @@ import prompts
 from bot.forge import IssueRef, RepoRef
 from graph.deps import Deps
 from graph.discussion import WITHHELD_QUESTION, take_snapshot
+from graph.runtime.roles import RoleRun
 from graph.schemas import Decomposition
 from graph.state import TaskState
-from graph.structured import ask_structured
 
 UNCLEAR_QUESTION = "What should be true when this issue is done? Please describe the expected behaviour."
 
@@ -44,13 +44,13 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     if not (seen["title"] or seen["body"] or seen.get("discussion") or answers):
         # nothing a member wrote: no model call, one question to a member
         return {**snapshot, "criteria": [], "assumptions": [], "questions": [WITHHELD_QUESTION], "may_ask": may_ask}
-    model = runtime.context.model_for("decomposer")
+    role = RoleRun.open("decomposer", state, runtime.context)
     messages = [
         SystemMessage(prompts.render("decomposer.system", forge_terms=prompts.terms(state["forge"]))),
         HumanMessage(prompts.render("decomposer.task", title=seen["title"], body=seen["body"],
                                     discussion=seen.get("discussion", []), answers=answers)),
     ]
-    answer, usage = await ask_structured(model, Decomposition, messages)
+    answer = await role.ask(Decomposition, messages)
     questions = answer.questions or ([] if answer.criteria else [UNCLEAR_QUESTION])
     return {
         **snapshot,
@@ -58,5 +58,5 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         "assumptions": answer.assumptions,
         "questions": questions,
         "may_ask": may_ask,
-        **usage,
+        **role.update(),
     }

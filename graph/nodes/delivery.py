@@ -25,6 +25,7 @@ from graph.nodes.gates import environment_broken
 from graph.nodes.publisher import footer
 from graph.protections import note
 from graph.redact import fence, redact, secrets_of
+from graph.runtime.limits import limits_of
 from graph.schemas import ChecklistItem, GateResult, Plan, Review, final_verdict
 from graph.state import TaskState
 
@@ -64,7 +65,8 @@ def decide(state: TaskState) -> dict[str, Any]:
     if before and set(before) <= set(now):
         return {"failure": "no progress in the last fix round: " + "; ".join(now)}
     if not bounds.left(state, "review"):
-        return {"failure": "fix rounds used up; still: " + "; ".join(now)}
+        rounds = bounds.limit(state, "review")
+        return {"failure": f"the review-rounds budget ({rounds}) is used up; still: " + "; ".join(now)}
     return _fix_round(state, now)
 
 
@@ -82,9 +84,9 @@ def _fix_round(state: TaskState, now: list[str]) -> dict[str, Any]:
 
 async def decide_node(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     update = decide(state)
-    budget = runtime.context.settings.llm.task_token_budget
+    budget = limits_of(state, runtime.context.settings).max_tokens
     if update.get("outcome") == "fix_round" and bounds.tokens_left(state, budget) <= 0:
-        return {"failure": f"the task token budget ({budget}) is spent; still: " + "; ".join(problems(state))}
+        return {"failure": f"the task's token budget ({budget}) is used up; still: " + "; ".join(problems(state))}
     return update
 
 

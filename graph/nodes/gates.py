@@ -15,11 +15,13 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from bot.metrics import record_gate
 from bot.settings import Settings
 from graph.checks import CheckContext, CheckResult, context_for, run_checks, run_lints
 from graph.coder import gitstate
 from graph.deps import Deps
 from graph.repoconfig import RepoConfig, RepoConfigError, load_repo_config
+from graph.runtime.trace import Trace
 from graph.schemas import GateResult
 from graph.state import TaskState
 
@@ -71,11 +73,24 @@ def run_gates(state: TaskState, settings: Settings) -> tuple[list[GateResult], l
 
 async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     gates, results = await asyncio.to_thread(run_gates, state, runtime.context.settings)
+    _count(gates)
+    Trace.open(runtime.context.settings.data_dir, state["task_id"]).event(
+        "gates", results=[f"{g.name} {g.status}" for g in gates])
     failed = [r for r in results if r.status == "failed"]
     output = "\n\n".join(f"{r.name} ({r.reason}):\n{r.output.strip()[-3000:]}" for r in failed)
     # the unified reviewer diffs the task's work from its start, and knows what the last round left open
     return {"gates": [g.model_dump() for g in gates], "fix_context": output, "review_base": state["base"],
             "review_open": state.get("review_problems", [])}
+
+
+def _count(gates: list[GateResult]) -> None:
+    """Each result in `forgebot_gate_results_total`; a lint `.forgebot.yml` named outside the label
+    alphabet is counted as `custom` (repository text never becomes a label as it is)."""
+    for gate in gates:
+        try:
+            record_gate(gate.name, gate.status)
+        except ValueError:
+            record_gate("custom", gate.status)
 
 
 def environment_broken(state: TaskState) -> str:

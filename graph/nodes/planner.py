@@ -21,9 +21,10 @@ from graph.deps import Deps
 from graph.nodes import bounds
 from graph.nodes.contracts import contracts_text
 from graph.planning_context import budget_for, planning_context
+from graph.runtime.roles import RoleRun
 from graph.schemas import AcceptanceCriterion, Plan, plan_problems
 from graph.state import TaskState
-from graph.structured import StructuredOutputError, ask_structured
+from graph.structured import StructuredOutputError
 
 
 class PlanProposal(BaseModel):
@@ -55,14 +56,15 @@ async def propose(
     state: TaskState, runtime: Runtime[Deps], messages: list[BaseMessage], role: str = "planner"
 ) -> dict[str, Any]:
     """One planner call; a plan code rejects comes back as feedback, never reaches the architect."""
+    run = RoleRun.open(role, state, runtime.context)
     try:
-        proposal, usage = await ask_structured(runtime.context.model_for(role), PlanProposal, messages)
+        proposal = await run.ask(PlanProposal, messages)
     except StructuredOutputError as exc:
-        return {"plan": {}, "plan_feedback": [f"the plan did not validate: {exc}"]}
+        return {"plan": {}, "plan_feedback": [f"the plan did not validate: {exc}"], **run.update()}
     problems = validate(proposal, state)
     if problems or proposal.plan is None:
-        return {"plan": {}, "plan_feedback": problems or ["no plan"], **usage}
-    return {"plan": proposal.plan.model_dump(), "new_files": proposal.new_files, "plan_feedback": [], **usage}
+        return {"plan": {}, "plan_feedback": problems or ["no plan"], **run.update()}
+    return {"plan": proposal.plan.model_dump(), "new_files": proposal.new_files, "plan_feedback": [], **run.update()}
 
 
 def _system(state: TaskState) -> SystemMessage:

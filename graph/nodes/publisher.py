@@ -20,14 +20,24 @@ from graph.state import TaskState
 
 
 def footer(state: TaskState) -> str:
-    """Every comment ends with task id, mode, models, tokens, cost and duration."""
+    """Every comment ends with task id, mode, models, tokens, cost and duration.
+
+    Tokens and cost are the task's `usage`: the sum of every role's ledger (the state key's reducer
+    adds them), each call priced by `LLMSettings.prices`; models without a price are named, so a
+    cost that leaves some out says so.
+    """
     seconds = time.time() - state.get("started_at", time.time())
     models = ", ".join(dict.fromkeys(state.get("models", []))) or "none"
-    cost = state.get("usage", {}).get("cost_usd")
+    usage = state.get("usage", {})
+    tokens = int(usage.get("tokens", state.get("tokens", 0)))
+    cost = float(usage.get("cost_usd") or 0.0)
+    unpriced = usage.get("unpriced") or []
     spent = f" · ${cost:.4f}" if cost else ""
+    if unpriced:
+        spent += f" · no price for {', '.join(unpriced)}"
     return (
         f"forgebot · task {state['task_id']} · mode {state['mode']} · model {models} · "
-        f"{state.get('tokens', 0)} tokens{spent} · {seconds:.0f}s"
+        f"{tokens} tokens{spent} · {seconds:.0f}s"
     )
 
 

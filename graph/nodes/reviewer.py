@@ -14,8 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
@@ -23,13 +22,11 @@ import prompts
 from graph.deps import Deps
 from graph.index.db import Connection, connect
 from graph.reviewdiff import DiffLimits, DiffView, collect
-from graph.runtime.accounting import Ledger
 from graph.runtime.budget import call_budget
-from graph.runtime.loop import LoopResult, Session, invoke_llm_with_tools, state_update
-from graph.runtime.memory import Memory, handoff_summary
+from graph.runtime.memory import Memory
+from graph.runtime.roles import RoleRun
 from graph.schemas import GateResult, Review, final_verdict
 from graph.state import TaskState
-from graph.structured import ask_structured
 from graph.tools import tools_for
 from graph.tools.code import graph_tools, search_tools
 from graph.tools.files import file_tools
@@ -62,30 +59,25 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     root = Path(state["workspace"])
     criteria = state.get("criteria") or [GENERAL_CRITERION]
     view = collect(root, state["review_base"], DiffLimits(**state.get("review_limits", {})))
-    model = runtime.context.model_for("reviewer")
     memory = Memory()
-    session = Session(
-        role="reviewer", root=root, system=lambda: _system(state), targets=lambda: view.paths,
-        max_calls=call_budget(settings.llm, "reviewer", criteria=len(criteria)),
-        ledger=Ledger(token_budget=settings.llm.task_token_budget, prices=settings.llm.prices), memory=memory,
-    )
+    role = RoleRun.open("reviewer", state, runtime.context)
+    role.session(root=root, system=lambda: _system(state), targets=lambda: view.paths, memory=memory,
+                 max_calls=call_budget(settings.llm, "reviewer", criteria=len(criteria)))
     task = HumanMessage(_task(state, criteria, view))
     index = state.get("index")
     conn = connect(index, readonly=True) if index and Path(index).is_file() else None
     try:
-        result = await invoke_llm_with_tools(model, _tools(root, conn, memory), [task], session)
+        result = await role.loop(_tools(root, conn, memory), [task])
     finally:
         if conn is not None:
             conn.close()
-    review, usage = await _conclude(model, state, criteria, task, memory, result)
+    review = await role.conclude(Review, system=_system(state), criteria=criteria, memory=memory, result=result,
+                                 task=[task])
     if result.outcome in STOPPED:
         review = _not_approved(review, criteria, result.reason)
     gates = [GateResult.model_validate(g) for g in state.get("gates", [])]
-    update = state_update(session, result)
-    update["tokens"] += usage["tokens"]
-    update["models"] = list(dict.fromkeys([*update["models"], *usage["models"]]))
     return {
-        **update,
+        **role.update(),
         "review": review.model_dump(),
         "verdict": final_verdict(review, gates),
         "review_scope": {"base": view.base, "head": view.head, "files": view.paths,
@@ -114,16 +106,6 @@ def _tools(root: Path, conn: Connection | None, memory: Memory) -> list[BaseTool
         available.update(graph_tools(root, conn))
     available["write_scratchpad"] = memory.scratchpad.tool()
     return tools_for("reviewer", available)
-
-
-async def _conclude(model: BaseChatModel, state: TaskState, criteria: list[dict[str, Any]], task: HumanMessage,
-                    memory: Memory, result: LoopResult) -> tuple[Review, dict[str, Any]]:
-    """One structured answer from the diff, the code-built handoff and the fragment that ended the loop."""
-    handoff = handoff_summary(criteria, memory, [], result.reason)
-    messages: list[BaseMessage] = [SystemMessage(_system(state)), task, HumanMessage(handoff)]
-    if result.notice:
-        messages.append(HumanMessage(result.notice))
-    return await ask_structured(model, Review, messages)
 
 
 def _not_approved(review: Review, criteria: list[dict[str, Any]], reason: str) -> Review:

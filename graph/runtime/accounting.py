@@ -1,7 +1,12 @@
-"""Token and cost accounting per role and per task, with the task's total token budget.
+"""Token and cost accounting per role and per task, with the task's token and cost budgets.
 
 Prices come from `LLMSettings.prices` (USD per million input and output tokens). A model without
 a price is counted at 0 and listed in `unpriced`, so a footer never shows a made-up cost.
+
+`Ledger.record` is the one place a model call is counted: it adds to the role's usage and to the
+process's Prometheus counters (`bot.metrics.record_tokens`). A node returns its ledger's
+`snapshot()` as `usage`; `merge_usage` is that state key's reducer, so the task's usage is the sum
+of every node's, whichever order they ran in — never the last node's alone.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.metrics import record_tokens
 from graph.runtime.budget import Exhausted
 
 
@@ -26,23 +32,34 @@ class RoleUsage:
 
 @dataclass
 class Ledger:
-    """Counts every model call of a task; `exhausted()` says when the task budget is spent."""
+    """Counts the model calls of one node; `exhausted()` says when what the task had left is spent.
+
+    `token_budget` and `cost_budget` are what remained of the task's budgets when the node started
+    (the factory in `graph.runtime.roles` computes them), so a session never starts from the full
+    budget however much earlier roles spent.
+    """
 
     token_budget: int
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     roles: dict[str, RoleUsage] = field(default_factory=dict)
     unpriced: set[str] = field(default_factory=set)
+    cost_budget: float | None = None
+    models: list[str] = field(default_factory=list)  # model names in call order
 
     def record(self, role: str, model: str, input_tokens: int, output_tokens: int) -> RoleUsage:
         usage = self.roles.setdefault(role, RoleUsage())
         usage.calls += 1
         usage.input_tokens += input_tokens
         usage.output_tokens += output_tokens
+        self.models.append(model)
         price = self.prices.get(model)
+        cost = 0.0
         if price is None:
             self.unpriced.add(model)
         else:
-            usage.cost_usd += (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
+            cost = (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
+            usage.cost_usd += cost
+        record_tokens(role, model, input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost)
         return usage
 
     @property
@@ -56,6 +73,9 @@ class Ledger:
     def exhausted(self) -> Exhausted | None:
         if self.tokens >= self.token_budget:
             return Exhausted(kind="tokens", limit=self.token_budget, used=self.tokens)
+        if self.cost_budget is not None and self.cost_usd >= self.cost_budget:
+            # Exhausted counts in integers: the cost budget is reported in micro-dollars
+            return Exhausted(kind="cost", limit=round(self.cost_budget * 1e6), used=round(self.cost_usd * 1e6))
         return None
 
     def snapshot(self) -> dict[str, Any]:
@@ -67,6 +87,30 @@ class Ledger:
             "roles": {r: {"calls": u.calls, "input": u.input_tokens, "output": u.output_tokens,
                           "cost_usd": round(u.cost_usd, 6)} for r, u in self.roles.items()},
         }
+
+
+_ROLE_FIELDS = ("calls", "input", "output")
+
+
+def merge_usage(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    """The `usage` reducer: per-role calls, tokens and cost added, `unpriced` lists merged.
+
+    Totals are recomputed from the roles, so the footer's figures are always the per-role sum.
+    """
+    roles: dict[str, dict[str, Any]] = {}
+    for part in (left or {}, right or {}):
+        for role, usage in (part.get("roles") or {}).items():
+            into = roles.setdefault(role, {"calls": 0, "input": 0, "output": 0, "cost_usd": 0.0})
+            for key in _ROLE_FIELDS:
+                into[key] += int(usage.get(key, 0))
+            into["cost_usd"] = round(into["cost_usd"] + float(usage.get("cost_usd", 0.0)), 6)
+    unpriced = sorted({*(left or {}).get("unpriced", []), *(right or {}).get("unpriced", [])})
+    return {
+        "tokens": sum(r["input"] + r["output"] for r in roles.values()),
+        "cost_usd": round(sum(r["cost_usd"] for r in roles.values()), 6),
+        "unpriced": unpriced,
+        "roles": roles,
+    }
 
 
 def usage_of(message: Any) -> tuple[int, int]:

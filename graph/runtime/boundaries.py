@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
-from langgraph.runtime import Runtime
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime, get_runtime
 
 from bot.settings import LLMSettings
 from graph.deps import Deps
@@ -34,7 +35,7 @@ def _trace(runtime: Runtime[Deps], state: TaskState) -> Trace:
 def traced_node(name: str, run: NodeFn) -> NodeFn:
     async def node(state: TaskState, *, runtime: Runtime[Deps]) -> dict[str, Any]:
         update = await run(state, runtime=runtime)
-        _trace(runtime, state).snapshot(name, {**state, **update})
+        _trace(runtime, state).snapshot(name, {**state, **update}, changed=update)
         return update
 
     node.__name__ = name
@@ -44,20 +45,23 @@ def traced_node(name: str, run: NodeFn) -> NodeFn:
 
 def traced_route(
     source: str, route: Callable[[TaskState], R], explain: Callable[[TaskState, str], str] | None = None,
-    *, data_dir: Callable[[], Any],
 ) -> Callable[[TaskState], R]:
-    """Record `source → target: reason` for every decision of `route` (pure otherwise)."""
+    """Record `source → target: reason` for every decision of `route` (pure otherwise).
+
+    The trace's directory comes from the run's own context (`get_runtime`), as nodes get it.
+    """
 
     def decide(state: TaskState) -> R:
         target = route(state)
         reason = explain(state, target) if explain else (route.__doc__ or route.__name__).strip().splitlines()[0]
-        Trace.open(data_dir(), state["task_id"]).node(source, target, reason)
+        data_dir = get_runtime(Deps).context.settings.data_dir
+        Trace.open(data_dir, state["task_id"]).node(source, target, reason)
         return target
 
     decide.__name__ = route.__name__
     return decide
 
 
-def graph_config(settings: LLMSettings, thread_id: str) -> dict[str, Any]:
+def graph_config(settings: LLMSettings, thread_id: str) -> RunnableConfig:
     """The run config every graph invocation uses: its checkpoint thread and the recursion limit."""
     return {"configurable": {"thread_id": thread_id}, "recursion_limit": settings.recursion_limit}

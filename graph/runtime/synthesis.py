@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel
 
@@ -56,15 +56,31 @@ class Declared:
 async def synthesize(
     model: BaseChatModel, schema: type[T], *, role: str, system: str, criteria: Sequence[dict[str, Any]],
     memory: Memory, declared: Sequence[str], reason: str, ledger: Ledger, trace: Trace | None = None,
-    notice: str = "",
+    notice: str = "", task: Sequence[BaseMessage] = (),
 ) -> tuple[T, dict[str, Any]]:
-    """One structured call from the handoff summary (and the fragment that ended the session, if any)."""
+    """One structured call from the handoff summary (and the fragment that ended the session, if any).
+
+    `task` is what the role must still see to answer (the reviewer's diff, the architect's plan);
+    the tool history never comes along. The call is counted once, in `ledger`.
+    """
     handoff = handoff_summary(criteria, memory, declared, reason)
-    messages = [SystemMessage(system), HumanMessage(handoff)] + ([HumanMessage(notice)] if notice else [])
+    messages = [SystemMessage(system), *task, HumanMessage(handoff)] + ([HumanMessage(notice)] if notice else [])
     answer, usage = await ask_structured(model, schema, messages)
-    name = usage["models"][0]
-    ledger.record(role, name, int(usage["tokens"]), 0)
+    name = record_structured(ledger, role, usage)
     if trace is not None:
         trace.event("synthesis", role=role, model=name, schema=schema.__name__, tokens=usage["tokens"],
                     context_hash=content_hash([system, handoff]), bytes=len(handoff.encode("utf-8")))
     return answer, usage
+
+
+def record_structured(ledger: Ledger, role: str, usage: dict[str, Any]) -> str:
+    """Count one `ask_structured` call in `ledger` (input and output priced apart); the model name.
+
+    A provider that reports only a total has it counted as input tokens.
+    """
+    name = str(usage["models"][0])
+    tokens_in, tokens_out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+    if not tokens_in and not tokens_out:
+        tokens_in = int(usage.get("tokens", 0))
+    ledger.record(role, name, tokens_in, tokens_out)
+    return name

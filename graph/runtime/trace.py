@@ -3,8 +3,8 @@
 Events: `node` (transition with its reason), `model` (sizes, tokens, hash of the supplied context,
 injection metrics), `tool` (call, result size and preview, error), `guard`, `memory`, `budget`,
 `session` (how a tool loop ended), `context` (tokens per part), `snapshot` (state keys at a node
-boundary). `format_trace` turns them into the story of the run. An optional Langfuse exporter
-receives the same events when the `langfuse` package is installed.
+boundary), `synthesis` and `answer` (a structured answer after a loop, or a role's only call).
+`format_trace` turns them into the story of the run.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +44,10 @@ def preview(text: str) -> str:
 
 @dataclass
 class Trace:
-    """Appends events to one task's file; `sinks` (e.g. Langfuse) get each event too."""
+    """Appends events to one task's file."""
 
     path: Path
     task_id: str
-    sinks: list[Callable[[dict[str, Any]], None]] = field(default_factory=list)
     _seq: int = 0
 
     @classmethod
@@ -63,17 +62,16 @@ class Trace:
         record = {"seq": self._seq, "ts": round(time.time(), 3), "task": self.task_id, "kind": kind, **fields}
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(record, default=str, ensure_ascii=False) + "\n")
-        for sink in self.sinks:
-            sink(record)
         return record
 
     def node(self, source: str, target: str, reason: str) -> None:
         self.event("node", source=source, target=target, reason=reason)
 
-    def snapshot(self, node: str, state: Mapping[str, Any]) -> None:
-        """Keys and sizes at a node boundary (sizes, not contents: issue text stays in the forge)."""
+    def snapshot(self, node: str, state: Mapping[str, Any], changed: Iterable[str] = ()) -> None:
+        """Keys and sizes at a node boundary, and the keys the node wrote (sizes, not contents: issue
+        text stays in the forge)."""
         sizes = {k: len(json.dumps(v, default=str)) for k, v in state.items()}
-        self.event("snapshot", node=node, keys=sorted(state), sizes=sizes)
+        self.event("snapshot", node=node, keys=sorted(state), sizes=sizes, changed=sorted(changed))
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:
@@ -87,7 +85,7 @@ def _pick(event: Mapping[str, Any], *keys: str) -> dict[str, Any]:
 
 
 def _args(args: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in args.items())
+    return ", ".join(f"{k}={preview(str(v))}" for k, v in args.items())
 
 
 _FORMATS: dict[str, Callable[[dict[str, Any]], str]] = {
@@ -110,7 +108,16 @@ _FORMATS: dict[str, Callable[[dict[str, Any]], str]] = {
         f"  [{e['role']}] context: {e['tokens']} tokens of {e['budget']} ({_args(e['by_kind'])}); "
         f"omitted {e['omitted']}"
     ),
-    "snapshot": lambda e: f"  state after {e['node']}: {', '.join(e['keys'])}",
+    "snapshot": lambda e: (
+        f"  state after {e['node']}: {len(e['keys'])} keys"
+        + (f", wrote {', '.join(e['changed'])}" if e.get("changed") else "")
+    ),
+    "gates": lambda e: f"  gates: {', '.join(e['results']) or 'none ran'}",
+    "synthesis": lambda e: f"  [{e['role']}] synthesis {e['schema']} by {e['model']}: {e['tokens']} tokens",
+    "answer": lambda e: (
+        f"  [{e['role']}] answer {e['schema']} by {e['model']}: tokens in {e['input_tokens']} "
+        f"out {e['output_tokens']}"
+    ),
 }
 
 
@@ -125,19 +132,3 @@ def format_event(event: dict[str, Any]) -> str:
 def format_trace(events: Iterable[dict[str, Any]]) -> str:
     lines = [f"{e['seq']:>4} {format_event(e)}" for e in events]
     return "\n".join(lines) + "\n"
-
-
-class LangfuseExporter:
-    """Forwards trace events to Langfuse as events of one trace; needs the optional `langfuse` package."""
-
-    def __init__(self, client: Any | None = None) -> None:
-        if client is None:
-            try:
-                from langfuse import Langfuse  # type: ignore[import-not-found, unused-ignore]
-            except ImportError as exc:
-                raise RuntimeError("the Langfuse exporter needs `pip install langfuse`") from exc
-            client = Langfuse()  # reads its own LANGFUSE_* configuration
-        self.client = client
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        self.client.create_event(name=f"{event['kind']}", metadata=event)

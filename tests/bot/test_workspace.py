@@ -74,7 +74,7 @@ async def test_mirror_worktree_commit_push_cleanup(tmp_path: Path) -> None:
     assert sha is not None and await ws.commit(tree, "nothing") is None
     assert git("log", "-1", "--format=%an <%ae>|%cn", cwd=tree) == "forgebot <bot@forgebot.invalid>|forgebot"
 
-    assert await ws.is_clean(tree) and await ws.commits_since(tree, "origin/main") == [sha]
+    assert await ws.is_clean(tree) and git("rev-list", "origin/main..HEAD", cwd=tree) == sha
     (tree / "scratch.txt").write_text("untracked\n")
     assert not await ws.is_clean(tree)
     (tree / "scratch.txt").unlink()
@@ -207,3 +207,17 @@ async def test_disk_bound_removes_finished_tasks_only(tmp_path: Path) -> None:
     with pytest.raises(WorkspaceFull):
         await ws.enforce_bound(active={"active"})
     assert (ws.root / "tasks" / "active" / "blob.bin").exists()
+    assert ws.mirror_path("gitlab-1").exists()  # the active task's mirror stays
+
+
+async def test_disk_bound_removes_idle_mirrors_least_recently_fetched_first(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path)
+    ws = local_workspaces(tmp_path)
+    for key in ("gitlab-old", "gitlab-busy", "gitlab-new"):
+        await ws.mirror(key, str(origin))
+    await ws.worktree("gitlab-busy", "running", "forgebot/running", "origin/main")
+    os.utime(ws.mirror_path("gitlab-old") / "FETCH_HEAD", (1, 1))  # fetched long ago
+    os.utime(ws.mirror_path("gitlab-busy") / "FETCH_HEAD", (2, 2))  # older still than new, but in use
+    ws.settings.max_bytes = ws.usage() - 1  # one idle mirror is enough
+    assert await ws.enforce_bound(active={"running"}) == ["gitlab-old"]
+    assert sorted(p.name for p in (ws.root / "mirrors").iterdir()) == ["gitlab-busy.git", "gitlab-new.git"]

@@ -195,10 +195,12 @@ async def test_console_in_a_real_browser(
         assert [b.get_attribute("data-node") for b in bars] == ["decomposer", "analyzer", "publisher"]
         assert {b.get_attribute("class") for b in bars} == {"bar ok"}
         assert "420" in _text(driver, "#tokens")  # the scripted model's 120 + 300 tokens
-        assert "analyzer" in _text(driver, "#roles")  # TODO(merge wiring-obs): every role, summed
+        roles = _text(driver, "#roles")
+        assert "decomposer" in roles and "analyzer" in roles  # every role's ledger, summed by the usage reducer
         groups = [d.get_attribute("data-node") for d in driver.find_elements(By.CSS_SELECTOR, "#trace details.node")]
         assert "analyzer" in groups, groups  # the analyzer's model calls, grouped under its bar
-        assert "model" in _text(driver, '#trace details[data-node="analyzer"]')
+        analyzer = driver.find_element(By.CSS_SELECTOR, '#trace details[data-node="analyzer"]')
+        assert "model" in str(analyzer.get_attribute("textContent"))  # collapsed: later nodes trace too
         assert OPERATOR not in driver.page_source and GITLAB_SECRET not in driver.page_source
         assert not driver.find_elements(By.CSS_SELECTOR, "nav")  # a link holder sees this task only
         screenshot(driver, "task-page", tmp_path)

@@ -52,7 +52,7 @@ def test_no_progress_and_exhausted_rounds_stop_the_fix_rounds() -> None:
     again = delivery.decide(_state(review_problems=["gate test_runner failed"]))
     assert "no progress" in again["failure"]
     other = delivery.decide(_state(review_problems=["major: something else"], rounds={"review": 2}))
-    assert "fix rounds used up" in other["failure"]
+    assert "review-rounds budget (2) is used up" in other["failure"]
     closed = delivery.decide(_state(review_problems=["gate test_runner failed", "major: x"], rounds={"review": 1}))
     assert closed["outcome"] == "fix_round"  # one problem closed since the last round: progress
 

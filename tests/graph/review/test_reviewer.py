@@ -22,14 +22,15 @@ from tests.graph.runtime.script import call, done, humans
 CRITERIA = [{"id": 1, "text": "Totals count each item twice"}, {"id": 2, "text": "Discounts subtract one"}]
 
 
-def _runtime(model: ScriptedChatModel, **llm: Any) -> Runtime[Deps]:
-    settings = Settings(_env_file=None, llm=LLMSettings(**llm))  # type: ignore[call-arg]
+def _runtime(model: ScriptedChatModel, repo: ChangeRepo, **llm: Any) -> Runtime[Deps]:
+    data_dir = repo.root.parent / "data"  # the trace's home, in the test's own directory
+    settings = Settings(_env_file=None, data_dir=data_dir, llm=LLMSettings(**llm))  # type: ignore[call-arg]
     return Runtime(context=Deps(settings=settings, forge=FakeForge(), model_for=lambda role: model))
 
 
 def _state(repo: ChangeRepo, **extra: Any) -> dict[str, Any]:
-    return {"workspace": str(repo.root), "review_base": repo.base, "criteria": CRITERIA, "title": "Double",
-            "forge": "gitlab", **extra}
+    return {"task_id": "review-1", "workspace": str(repo.root), "review_base": repo.base, "criteria": CRITERIA,
+            "title": "Double", "forge": "gitlab", **extra}
 
 
 async def test_reviewer_sees_the_diff_investigates_and_returns_findings(change_repo: ChangeRepo) -> None:
@@ -38,7 +39,7 @@ async def test_reviewer_sees_the_diff_investigates_and_returns_findings(change_r
     review = Review(verdict="request_changes", summary="One issue.", findings=[finding],
                     verified_criteria=[1, 2])
     model = scripted([call("search_code", pattern="discount("), done(), answer(Review, review)])
-    out = await reviewer.run(_state(change_repo), _runtime(model))  # type: ignore[arg-type]
+    out = await reviewer.run(_state(change_repo), _runtime(model, change_repo))  # type: ignore[arg-type]
     first = model.received[0]
     task = next(h for h in humans(first) if "<diff" in h)
     assert "+            $sum += $item * 2;" in task and "rename to src/Runner.php" in task
@@ -53,7 +54,7 @@ async def test_budget_exhaustion_is_never_an_approval(change_repo: ChangeRepo) -
     approve = Review(verdict="approve", summary="Looks fine.", verified_criteria=[1])
     reads = [call("search_code", pattern=f"p{i}") for i in range(2)]
     model = scripted([*reads, answer(Review, approve)])
-    runtime = _runtime(model, research_base_calls=2, research_calls_per_criterion=0)
+    runtime = _runtime(model, change_repo, research_base_calls=2, research_calls_per_criterion=0)
     out = await reviewer.run(_state(change_repo), runtime)  # type: ignore[arg-type]
     assert out["sessions"][0]["outcome"] == "budget_exhausted"
     assert out["review"]["verdict"] == "incomplete" and out["verdict"] == "incomplete"
@@ -66,14 +67,14 @@ async def test_failed_mandatory_gate_overrides_an_approval(change_repo: ChangeRe
     approve = Review(verdict="approve", summary="Fine.", verified_criteria=[1, 2])
     model = scripted([done(), answer(Review, approve)])
     gates = [{"name": "tests", "status": "failed", "mandatory": True}]
-    out = await reviewer.run(_state(change_repo, gates=gates), _runtime(model))  # type: ignore[arg-type]
+    out = await reviewer.run(_state(change_repo, gates=gates), _runtime(model, change_repo))  # type: ignore[arg-type]
     assert out["review"]["verdict"] == "approve" and out["verdict"] == "request_changes"
 
 
 async def test_no_criteria_reviews_against_the_general_criterion(change_repo: ChangeRepo) -> None:
     claims = Review(verdict="approve", summary="ok", verified_criteria=[])
     model = scripted([call("search_code", pattern="x"), answer(Review, claims)])
-    runtime = _runtime(model, research_base_calls=1, research_calls_per_criterion=0)
+    runtime = _runtime(model, change_repo, research_base_calls=1, research_calls_per_criterion=0)
     out = await reviewer.run(_state(change_repo, criteria=[]), runtime)  # type: ignore[arg-type]
     assert "1. The change introduces no defect" in humans(model.received[0])[0]
     assert out["review"]["verdict"] == "incomplete" and out["review"]["unverified_criteria"] == [1]
@@ -84,7 +85,7 @@ async def test_stopped_inspection_with_every_criterion_verified_still_does_not_a
 ) -> None:
     claims = Review(verdict="approve", summary="ok", verified_criteria=[1, 2])
     model = scripted([call("search_code", pattern="x"), answer(Review, claims)])
-    runtime = _runtime(model, research_base_calls=1, research_calls_per_criterion=0)
+    runtime = _runtime(model, change_repo, research_base_calls=1, research_calls_per_criterion=0)
     out = await reviewer.run(_state(change_repo), runtime)  # type: ignore[arg-type]
     assert out["review"]["verdict"] == "request_changes" and "inspection stopped" in out["review"]["summary"]
 
@@ -106,7 +107,7 @@ async def test_code_graph_and_contract_tools_come_with_an_index(change_repo: Cha
     index = build_base(tmp_path / "data", "shop", change_repo.root, embedder=None)
     review = Review(verdict="approve", summary="ok", verified_criteria=[1, 2])
     model = scripted([call("find_definition", name="Cart::total"), done(), answer(Review, review)])
-    out = await reviewer.run(_state(change_repo, index=str(index)), _runtime(model))  # type: ignore[arg-type]
+    out = await reviewer.run(_state(change_repo, index=str(index)), _runtime(model, change_repo))  # type: ignore[arg-type]
     answer_text = next(str(m.content) for m in model.received[1] if isinstance(m, ToolMessage))
     assert "src/Cart.php" in answer_text  # the definition, from the real index
     assert out["verdict"] == "approve"

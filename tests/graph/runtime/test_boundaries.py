@@ -35,7 +35,7 @@ def _graph(data_dir: Path, route: Any, explain: Any = None) -> Any:
     graph = StateGraph(TaskState, context_schema=Deps)
     graph.add_node("reviewer", traced_node("reviewer", _review))
     graph.add_edge(START, "reviewer")
-    graph.add_conditional_edges("reviewer", traced_route("reviewer", route, explain, data_dir=lambda: data_dir))
+    graph.add_conditional_edges("reviewer", traced_route("reviewer", route, explain))
     return graph.compile()
 
 

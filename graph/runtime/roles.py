@@ -1,0 +1,113 @@
+"""RoleRun: the one set-up every model-using role goes through, tool loop or single answer.
+
+Each role used to build its own session: its own ledger (some without prices, the reviewer from the
+full task budget), its own trace (or none), its own way of adding tokens to the state. Here a node
+opens one `RoleRun` for its role and gets, in one place:
+
+* the role's model (`Deps.model_for`);
+* a ledger priced from `LLMSettings.prices` and bounded by what the task has *left* of its token
+  and cost budgets (`graph.runtime.limits`), so a late role cannot spend the whole budget again;
+* the task's trace, which records every model call, tool call, session end and structured answer;
+* one state update (`update`) whose `tokens`, `models` and `usage` are all this ledger's figures,
+  so the footer's tokens and cost are the per-role sum by construction (`usage` has a reducer).
+
+Tool-loop roles call `session(...)` then `loop(...)` and `conclude(...)` (the code-built handoff
+synthesis); single-answer roles call `ask(...)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel
+
+from graph.deps import Deps
+from graph.runtime.accounting import Ledger
+from graph.runtime.limits import limits_of
+from graph.runtime.loop import LoopResult, Session, invoke_llm_with_tools, state_update
+from graph.runtime.memory import Memory
+from graph.runtime.synthesis import record_structured, synthesize
+from graph.runtime.trace import Trace
+from graph.state import TaskState
+from graph.structured import ask_structured
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass
+class RoleRun:
+    """One role's model use inside one node."""
+
+    role: str
+    model: BaseChatModel
+    ledger: Ledger
+    trace: Trace
+    _session: Session | None = None
+    _result: LoopResult | None = None
+
+    @classmethod
+    def open(cls, role: str, state: TaskState, deps: Deps) -> RoleRun:
+        settings = deps.settings
+        limits = limits_of(state, settings)
+        tokens_left = max(1, limits.max_tokens - int(state.get("tokens", 0)))
+        cost_left = None
+        if limits.max_cost_usd is not None:
+            cost_left = max(0.0, limits.max_cost_usd - float(state.get("usage", {}).get("cost_usd", 0.0)))
+        ledger = Ledger(token_budget=tokens_left, prices=settings.llm.prices, cost_budget=cost_left)
+        return cls(role=role, model=deps.model_for(role), ledger=ledger,
+                   trace=Trace.open(settings.data_dir, state["task_id"]))
+
+    def session(
+        self, *, root: Path, system: Callable[[], str], targets: Callable[[], Sequence[str]], max_calls: int,
+        memory: Memory | None = None, finish_tools: frozenset[str] | None = None,
+    ) -> Session:
+        """The role's tool-loop session, on this run's ledger and trace."""
+        extra: dict[str, Any] = {} if finish_tools is None else {"finish_tools": finish_tools}
+        self._session = Session(role=self.role, root=root, system=system, targets=targets, max_calls=max_calls,
+                                ledger=self.ledger, trace=self.trace, memory=memory, **extra)
+        return self._session
+
+    async def loop(self, tools: Sequence[BaseTool], messages: Sequence[BaseMessage]) -> LoopResult:
+        """One `invoke_llm_with_tools` run of the session (the coder runs several per session)."""
+        if self._session is None:
+            raise RuntimeError(f"{self.role}: open a session before running the tool loop")
+        self._result = await invoke_llm_with_tools(self.model, tools, messages, self._session)
+        return self._result
+
+    async def conclude(
+        self, schema: type[T], *, system: str, criteria: Sequence[dict[str, Any]], memory: Memory,
+        result: LoopResult, declared: Sequence[str] = (), task: Sequence[BaseMessage] = (),
+    ) -> T:
+        """The structured answer after the loop, from the code-built handoff (never the tool history)."""
+        answer, _ = await synthesize(
+            self.model, schema, role=self.role, system=system, criteria=criteria, memory=memory,
+            declared=declared, reason=result.reason, ledger=self.ledger, trace=self.trace, notice=result.notice,
+            task=task,
+        )
+        return answer
+
+    async def ask(self, schema: type[T], messages: list[BaseMessage]) -> T:
+        """A single structured answer (decomposer, planner), counted and traced like a loop's calls."""
+        answer, usage = await ask_structured(self.model, schema, messages)
+        name = record_structured(self.ledger, self.role, usage)
+        self.trace.event("answer", role=self.role, model=name, schema=schema.__name__,
+                         input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0))
+        return answer
+
+    def update(self) -> dict[str, Any]:
+        """The state update for everything this run spent: tokens, models, usage (and the session's record)."""
+        update: dict[str, Any] = {}
+        if self._session is not None and self._result is not None:
+            update = state_update(self._session, self._result)
+        update.update({
+            "tokens": self.ledger.tokens,
+            "models": list(dict.fromkeys(self.ledger.models)),
+            "usage": self.ledger.snapshot(),
+        })
+        return update
