@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 from graph.index.db import connect
+from graph.index.embed import Embedder
 from graph.index.queries import explore
 from graph.runtime.budget import estimate_tokens
 from graph.runtime.context import Assembled, Part, assemble
@@ -56,23 +57,30 @@ def graph_parts(index: Path, root: Path, symbols: list[str]) -> list[Part]:
     return parts
 
 
-def search_parts(index: Path, root: Path, query: str, k: int = 8) -> list[Part]:
-    """Code chunks matching the criteria (lexical and graph legs: no embedder at planning time)."""
+def search_parts(index: Path, root: Path, query: str, embedder: Embedder | None, k: int = 8) -> list[Part]:
+    """Code chunks matching the criteria, by every leg the index serves; a note says which ran."""
     if not query.strip() or not index.exists():
         return []
     conn = connect(index, readonly=True)
     try:
-        answer = semantic_search(conn, root, query, k=k)
+        answer = semantic_search(conn, root, query, embedder=embedder, k=k)
     finally:
         conn.close()
-    return [Part("search", f"search:{h.path}:{h.start_line}-{h.end_line}", h.snippet) for h in answer.hits]
+    hits = [
+        Part("search", f"search:{h.path}:{h.start_line}-{h.end_line} ({'+'.join(h.legs)})", h.snippet)
+        for h in answer.hits
+    ]
+    notes = [f"search legs: {', '.join(answer.legs)}", *answer.notes]
+    return [Part("search", "search notes", "\n".join(notes)), *hits] if hits else []
 
 
 def planning_context(
-    workspace: Path, index: str, base: str, symbols: list[str], query: str, budget_tokens: int
+    workspace: Path, index: str, base: str, symbols: list[str], query: str, budget_tokens: int,
+    embedder: Embedder | None = None,
 ) -> Assembled:
     """Diff first, then graph signatures, then search chunks, within `budget_tokens`."""
     parts = diff_part(workspace, base)
     if index:
-        parts += graph_parts(Path(index), workspace, symbols) + search_parts(Path(index), workspace, query)
+        parts += graph_parts(Path(index), workspace, symbols)
+        parts += search_parts(Path(index), workspace, query, embedder)
     return assemble(parts, budget_tokens)

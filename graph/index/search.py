@@ -229,8 +229,12 @@ def search(
     path_glob: str = "",
     kinds: Sequence[str] = (),
     weights: Weights | None = None,
+    absent: str = "no embedder configured",
 ) -> Answer:
-    """Run every available leg, fuse, filter by path glob and symbol kind, return the top `limit`."""
+    """Run every available leg, fuse, filter by path glob and symbol kind, return the top `limit`.
+
+    `absent` is why there is no embedder, said in the answer's notes when `embedder` is None.
+    """
     if not query.strip():
         raise ValueError("query is empty")
     if limit < 1:
@@ -246,7 +250,7 @@ def search(
         rankings["graph"] = graph_ranking(conn, query, depth)
     meta = read_meta(conn)
     if embedder is None:
-        notes.append("no embedder configured: lexical and graph legs only")
+        notes.append(f"vector leg absent: {absent}; lexical and graph legs only")
     elif (meta.get("model_id"), meta.get("dimension")) != (embedder.model_id, str(embedder.dimension)):
         # Vectors of two models are not comparable; a silent mix would rank at random.
         notes.append(

@@ -25,7 +25,9 @@ from graph.coder.checklist import Checklist
 from graph.coder.gitstate import GitFailed
 from graph.coder.tools import FINISH_TOOLS, coder_tools
 from graph.deps import Deps
+from graph.embedding import embedder_for
 from graph.index.db import Connection, connect
+from graph.index.embed import Embedder
 from graph.index.taskindex import task_index_path
 from graph.nodes import gates
 from graph.nodes.planner import task_text
@@ -91,8 +93,8 @@ def _session(state: TaskState, settings: Settings, checklist: Checklist) -> Sess
     )
 
 
-def _read_tools(root: Path, conn: Connection | None) -> dict[str, BaseTool]:
-    read: dict[str, BaseTool] = search_tools(root, conn)
+def _read_tools(root: Path, conn: Connection | None, embedder: Embedder | None) -> dict[str, BaseTool]:
+    read: dict[str, BaseTool] = search_tools(root, conn, embedder)
     if conn is not None:
         read.update(graph_tools(root, conn))
     return read
@@ -103,7 +105,8 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     settings = runtime.context.settings
     checklist, policy = checklist_for(state, settings.data_dir)
     conn = _index(state, settings.data_dir)
-    tools = tools_for("coder", coder_tools(checklist, policy, _read_tools(checklist.root, conn)))
+    read = _read_tools(checklist.root, conn, embedder_for(settings.embedder))
+    tools = tools_for("coder", coder_tools(checklist, policy, read))
     intro = task_text(state, settings.data_dir)
     if state.get("fix_context"):
         intro += "\n\n" + prompts.boundary("fix_context", "gates and review", state["fix_context"])

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 import prompts
 from bot.settings import Settings
 from graph.deps import Deps
+from graph.embedding import embedder_for
 from graph.nodes import bounds
 from graph.nodes.contracts import contracts_text
 from graph.planning_context import budget_for, planning_context
@@ -81,6 +82,7 @@ def code_context(state: TaskState, settings: Settings, fixed_text: str, role: st
         list(analysis.get("symbols", [])),
         query,
         budget_for(settings.llm.context_window_tokens, fixed_text),
+        embedder_for(settings.embedder),
     )
     record = {
         "tokens": assembled.tokens,

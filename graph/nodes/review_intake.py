@@ -19,8 +19,8 @@ from langgraph.runtime import Runtime
 import prompts
 from bot.forge import ChangeRef, ForgeNotFound, IssueRef, Marker, RepoRef
 from bot.workspace import GitError, Workspaces, repo_key
+from graph.checkout import review_index
 from graph.deps import Deps
-from graph.index.taskindex import build_base
 from graph.nodes.publisher import footer
 from graph.repoconfig import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
 from graph.reviewdiff import DiffError, git_text
@@ -121,7 +121,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         "review_limits": _limits(deps, config), "review_noise": _noise(deps, config),
         "linted": await _linted(deps, workspace, base, config),
         # the code graph of the head under review (read-only for the reviewer; reused per commit)
-        "index": str(await asyncio.to_thread(build_base, deps.settings.data_dir, key, workspace, embedder=None)),
+        "index": await asyncio.to_thread(review_index, deps.settings.data_dir, key, workspace, deps.settings.embedder),
         "review_open": [_line(t.finding) for t in record.open] if record is not None and again else [],
     }
 

@@ -21,7 +21,9 @@ from langgraph.runtime import Runtime
 
 import prompts
 from graph.deps import Deps
+from graph.embedding import embedder_for
 from graph.index.db import Connection, connect
+from graph.index.embed import Embedder
 from graph.reviewdiff import DiffLimits, DiffView, collect
 from graph.runtime.accounting import Ledger
 from graph.runtime.budget import call_budget
@@ -73,7 +75,8 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     index = state.get("index")
     conn = connect(index, readonly=True) if index and Path(index).is_file() else None
     try:
-        result = await invoke_llm_with_tools(model, _tools(root, conn, memory), [task], session)
+        result = await invoke_llm_with_tools(model, _tools(root, conn, memory, embedder_for(settings.embedder)), [task],
+                                              session)
     finally:
         if conn is not None:
             conn.close()
@@ -107,9 +110,9 @@ def _task(state: TaskState, criteria: list[dict[str, Any]], view: DiffView) -> s
     )
 
 
-def _tools(root: Path, conn: Connection | None, memory: Memory) -> list[BaseTool]:
+def _tools(root: Path, conn: Connection | None, memory: Memory, embedder: Embedder | None) -> list[BaseTool]:
     """Files always; search; the code graph and override contracts when the task has an index."""
-    available: dict[str, BaseTool] = {**file_tools(root), **search_tools(root, conn)}
+    available: dict[str, BaseTool] = {**file_tools(root), **search_tools(root, conn, embedder)}
     if conn is not None:
         available.update(graph_tools(root, conn))
     available["write_scratchpad"] = memory.scratchpad.tool()

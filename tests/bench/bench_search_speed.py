@@ -175,7 +175,7 @@ def run_build(work: Path, files: int, rate: float) -> None:
     ):
         taskindex.git(repo, *args)
     started = time.perf_counter()
-    base = taskindex.build_base(work / "data", "bench", repo, embedder=None, workers=2)
+    base = taskindex.build_base(work / "data", "bench", repo, workers=2)
     took = time.perf_counter() - started
     conn = connect(base, readonly=True)
     chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
