@@ -16,6 +16,7 @@ are embedded. Search tools call `state` before each query, so a task picks vecto
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import logging
@@ -86,7 +87,8 @@ def _build_guarded(base: Path, embedder: Embedder, target: Path, done: threading
         build(base, embedder)
     except Exception as exc:  # the boundary of a background thread: record, never crash the worker
         log.warning("vector build for %s failed: %s", base, exc)
-        _failed_path(target).write_text(f"{type(exc).__name__}: {exc}")
+        with contextlib.suppress(OSError):  # the data dir may be gone (a removed workspace)
+            _failed_path(target).write_text(f"{type(exc).__name__}: {exc}")
     finally:
         with _lock:
             _running.pop(target, None)

@@ -1,0 +1,68 @@
+"""Semantic search through the running service: a labelled issue runs as a job on the worker, whose
+analyzer searches the task index by meaning and whose planner gets searched context, both with the
+vector leg (the offline model shipped with the package) or, with the leg off, a note saying so."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import BaseMessage, ToolMessage
+
+from bot.settings import Settings
+from tests.conftest import GITLAB_TOKEN
+from tests.e2e import implement_harness as h
+from tests.fakes.chat import scripted
+from tests.fakes.forge_http import FakeForgeState
+from tests.fakes.samples import sample
+from tests.graph.implement import route
+from tests.intake import deliveries
+
+pytestmark = pytest.mark.php
+
+SAMPLE = sample("gitlab/issue.labels-changed.json")
+
+
+@pytest.fixture
+def served(tmp_path: Path, settings: Settings) -> Iterator[h.Served]:
+    for project in h.served_project(tmp_path / "forge", "oauth2", GITLAB_TOKEN):
+        settings.workspace.git_hosts = (project.url,)
+        yield project
+
+
+def _tool_answers(received: list[list[BaseMessage]]) -> list[str]:
+    return [str(m.content) for m in received[-1] if isinstance(m, ToolMessage)]
+
+
+@pytest.mark.parametrize("kind", ["offline", "off"])
+async def test_agent_search_in_a_task_carries_the_vector_leg(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, kind: str
+) -> None:
+    h.setup(settings, redis_url, "Platform")
+    fake_forge.grant("gitlab", "1", "1", 30)
+    fake_forge.grant("gitlab", "1", "7", 30)
+    h.issue(fake_forge, "gitlab", "1", 23)
+    settings.embedder.kind = kind  # type: ignore[assignment]
+    settings.embedder.wait_seconds = 300  # the fixture's vectors take a second; never race them here
+    roles = h.implement_roles()
+    roles["analyzer"] = scripted([
+        route.call("semantic_search", query="sum of two numbers", k=3),
+        route.call("finish_exploration", files=[route.CALC], context_only=[route.TEST], reason="seen"),
+        route.analysis(),
+    ])
+    delivery = deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")
+    assert await h.post(settings, "gitlab", *delivery) == 202
+    assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("done", "delivered")]
+    (searched,) = _tool_answers(roles["analyzer"].received[:2])
+    planner_context = str(roles["planner"].received[0][-1].content)
+    if kind == "offline":  # found by meaning: no word of the query is in the code
+        assert "src/Calculator.php" in searched and "Calculator::add" in searched
+        assert "legs: lexical, graph, vector" in searched and "vector leg absent" not in searched
+        assert "vector)" in searched  # each hit names the legs that found it
+        assert "search legs: lexical, graph, vector" in planner_context
+    else:
+        assert "legs: lexical, graph\n\nno hits" in searched
+        assert "vector leg absent: no embedder configured" in searched
+        assert "vector leg absent: no embedder configured" in planner_context
