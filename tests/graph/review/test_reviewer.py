@@ -122,6 +122,6 @@ def _bound_tools(repo: ChangeRepo, index: str) -> list[dict[str, Any]]:
 
     conn = connect(index, readonly=True)
     try:
-        return [convert_to_openai_tool(t) for t in reviewer._tools(repo.root, conn, Memory())]
+        return [convert_to_openai_tool(t) for t in reviewer._tools(repo.root, conn, Memory(), None)]
     finally:
         conn.close()
