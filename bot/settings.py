@@ -176,7 +176,7 @@ class EmbedderSettings(BaseModel):
         "while tasks run, so keep a core for them",
     )
     wait_seconds: float = Field(
-        default=20.0, ge=0,
+        default=5.0, ge=0,
         description="seconds a task waits for its base index's vectors before it starts on the lexical and "
         "graph legs (the vector leg joins when the background build ends)",
     )

@@ -20,6 +20,7 @@ from bot.settings import EmbedderSettings, Settings
 from bot.workspace import Workspaces, repo_key
 from graph.embedding import embedder_for
 from graph.index import basevectors
+from graph.index.store import default_workers
 from graph.index.taskindex import build_base, copy_for_task, task_index_path
 from graph.repoconfig import load_repo_config
 
@@ -48,7 +49,7 @@ def index_checkout(
     The base's vectors are started in the background; the task waits for them at most
     `embedding.wait_seconds` (a small repository is done by then), so a large one starts at once.
     """
-    base = build_base(data_dir, key, root)
+    base = build_base(data_dir, key, root, workers=default_workers())
     index = copy_for_task(base, data_dir, task_id)
     embedder = embedder_for(embedding) if embedding is not None else None
     if embedder is not None and embedding is not None:
@@ -64,7 +65,7 @@ def review_index(data_dir: Path, key: str, root: Path, embedding: EmbedderSettin
     A review never writes its index (it is shared per commit), so it reads the vectors file when it
     exists after `embedding.wait_seconds`, else the base on the lexical and graph legs.
     """
-    base = build_base(data_dir, key, root)
+    base = build_base(data_dir, key, root, workers=default_workers())
     embedder = embedder_for(embedding)
     if embedder is not None:
         basevectors.start(base, embedder).wait(embedding.wait_seconds)
