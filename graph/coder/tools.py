@@ -6,9 +6,9 @@ decisions, which the route keeps in state and hands to the reviewer and the chan
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool
 
@@ -19,17 +19,27 @@ from graph.tools.files import file_tools
 from graph.tools.paths import resolve_in_worktree
 
 FINISH_TOOLS = frozenset({"complete_item", "finish", "report_plan_blocker"})
+READS = frozenset({"read_file", "read_file_snippet", "get_file_outline"})
 
 
 def coder_tools(checklist: Checklist, protected: patching.PatchPolicy,
-                read_tools: Mapping[str, BaseTool] | None = None) -> dict[str, BaseTool]:
-    """The coder's tool set: file tools (plus `read_tools`: search, code graph) and the write tools."""
+                read_tools: Mapping[str, BaseTool] | None = None,
+                on_patch: Callable[[list[str]], None] | None = None) -> dict[str, BaseTool]:
+    """The coder's tool set: file tools (plus `read_tools`: search, code graph) and the write tools.
+
+    `on_patch` runs after every accepted patch with its paths (the task index's delta sync, so a
+    search right after a patch finds the new code). Reads are recorded for the progress summary.
+    """
     root = checklist.root
     tools = {**file_tools(root), **(read_tools or {})}
+    for name in READS & set(tools):
+        tools[name] = _recording(tools[name], checklist)
 
     def apply_patch(patch: str) -> str:
         """Apply a unified diff (--- a/path, +++ b/path) to files in the write scope."""
         paths = patching.apply(root, patch, protected)
+        if on_patch is not None:
+            on_patch(list(paths))
         return f"Applied to {', '.join(paths)}. The files' current text is in the system message."
 
     def complete_item(item_id: int, note: str = "", report: str = "", already_done: str = "") -> str:
@@ -71,6 +81,19 @@ def coder_tools(checklist: Checklist, protected: patching.PatchPolicy,
     for fn in (apply_patch, complete_item, finish, update_plan, request_file, report_plan_blocker):
         tools[fn.__name__] = StructuredTool.from_function(fn)
     return tools
+
+
+def _recording(tool: BaseTool, checklist: Checklist) -> BaseTool:
+    """The same tool, noting each path it read successfully in the checklist's files_read."""
+
+    def run(**kwargs: Any) -> Any:
+        result = tool.invoke(kwargs)
+        if isinstance(kwargs.get("path"), str):
+            checklist.files_read.append(kwargs["path"])
+        return result
+
+    return StructuredTool.from_function(func=run, name=tool.name, description=tool.description,
+                                        args_schema=tool.args_schema)
 
 
 def _check_evidence(root: Path, evidence: str) -> None:

@@ -10,6 +10,7 @@ are injected again from disk before every call. The session ends `finished` (fin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,12 @@ from graph.deps import Deps
 from graph.embedding import embedder_for
 from graph.index.db import Connection, connect
 from graph.index.embed import Embedder
-from graph.index.taskindex import task_index_path
+from graph.index.taskindex import sync_task, task_index_path
 from graph.nodes import gates
 from graph.nodes.planner import task_text
 from graph.runtime.accounting import Ledger
 from graph.runtime.budget import call_budget
+from graph.runtime.guard import Cause
 from graph.runtime.loop import LoopResult, Session, invoke_llm_with_tools, state_update
 from graph.schemas import Plan
 from graph.state import TaskState
@@ -73,7 +75,10 @@ def _ends(checklist: Checklist, result: LoopResult) -> bool:
         return True
     if result.outcome == "finished" and result.final is not None and result.final.tool_calls:
         return False  # complete_item closed an item: continue from the progress summary
-    if result.outcome == "looping":
+    if result.verdict is not None and result.verdict.cause == Cause.INFRASTRUCTURE:
+        # the machinery failed (git, disk, the index): no plan amendment can fix that
+        checklist.end, checklist.end_reason = "infrastructure", result.reason
+    elif result.outcome == "looping":
         checklist.end, checklist.end_reason = "looping", result.reason
     else:
         checklist.end = "blocked"
@@ -93,6 +98,18 @@ def _session(state: TaskState, settings: Settings, checklist: Checklist) -> Sess
     )
 
 
+def _syncer(state: TaskState, settings: Settings, embedder: Embedder | None) -> Callable[[list[str]], None] | None:
+    """After each accepted patch, the task index learns the patched files (graph, search, vectors)."""
+    index = task_index_path(settings.data_dir, state["task_id"])
+    if not index.is_file():
+        return None
+
+    def sync(paths: list[str]) -> None:
+        sync_task(index, Path(state["workspace"]), embedder=embedder, changed_paths=paths)
+
+    return sync
+
+
 def _read_tools(root: Path, conn: Connection | None, embedder: Embedder | None) -> dict[str, BaseTool]:
     read: dict[str, BaseTool] = search_tools(root, conn, embedder)
     if conn is not None:
@@ -105,8 +122,9 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     settings = runtime.context.settings
     checklist, policy = checklist_for(state, settings.data_dir)
     conn = _index(state, settings.data_dir)
-    read = _read_tools(checklist.root, conn, embedder_for(settings.embedder))
-    tools = tools_for("coder", coder_tools(checklist, policy, read))
+    embedder = embedder_for(settings.embedder)
+    read = _read_tools(checklist.root, conn, embedder)
+    tools = tools_for("coder", coder_tools(checklist, policy, read, _syncer(state, settings, embedder)))
     intro = task_text(state, settings.data_dir)
     if state.get("fix_context"):
         intro += "\n\n" + prompts.boundary("fix_context", "gates and review", state["fix_context"])

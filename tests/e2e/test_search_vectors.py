@@ -1,6 +1,7 @@
 """Semantic search through the running service: a labelled issue runs as a job on the worker, whose
 analyzer searches the task index by meaning and whose planner gets searched context, both with the
-vector leg (the offline model shipped with the package) or, with the leg off, a note saying so."""
+vector leg (the offline model shipped with the package) or, with the leg off, a note saying so; the
+coder's search right after a patch finds the patched code (index sync after each accepted patch)."""
 
 from __future__ import annotations
 
@@ -51,12 +52,25 @@ async def test_agent_search_in_a_task_carries_the_vector_leg(
         route.call("finish_exploration", files=[route.CALC], context_only=[route.TEST], reason="seen"),
         route.analysis(),
     ])
+    roles["coder"] = scripted([
+        route.patch(route.CALC, route.CALCULATOR, route.MULTIPLY),
+        route.call("semantic_search", query="multiply", k=3),
+        route.call("read_file_snippet", path="phpunit.xml", start_line=1, end_line=3),
+        route.patch(route.TEST, route.CALCULATOR_TEST, route.MULTIPLY_TEST),
+        route.call("complete_item", item_id=1, note="multiply added with a test"),
+        route.call("finish"),
+    ])
     delivery = deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")
     assert await h.post(settings, "gitlab", *delivery) == 202
     assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
     assert await h.task_states(settings) == [("done", "delivered")]
     (searched,) = _tool_answers(roles["analyzer"].received[:2])
     planner_context = str(roles["planner"].received[0][-1].content)
+    # the task index learnt the accepted patch at once: the coder's next search finds the new method
+    after_patch = _tool_answers(roles["coder"].received[:3])[-1]
+    assert "Calculator::multiply" in after_patch and "changed since indexing" not in after_patch
+    # the progress summary that replaces a closed item's history lists the files the coder read
+    assert "Files read so far: phpunit.xml" in str(roles["coder"].received[-1][0].content)
     if kind == "offline":  # found by meaning: no word of the query is in the code
         assert "src/Calculator.php" in searched and "Calculator::add" in searched
         assert "legs: lexical, graph, vector" in searched and "vector leg absent" not in searched
