@@ -25,6 +25,7 @@ from graph.coder import patch as patching
 from graph.coder.checklist import Checklist
 from graph.coder.gitstate import GitFailed
 from graph.coder.tools import FINISH_TOOLS, coder_tools
+from graph.conventions import standards_for
 from graph.deps import Deps
 from graph.embedding import embedder_for
 from graph.index.db import Connection, connect
@@ -89,6 +90,7 @@ def _ends(checklist: Checklist, result: LoopResult) -> bool:
 def _session(state: TaskState, settings: Settings, checklist: Checklist) -> Session:
     """One session for the whole checklist: its budget follows the open items, tokens the task's budget."""
     system = prompts.render("coder.system", forge_terms=prompts.terms(state["forge"]))
+    system += "\n\n" + standards_for(state)
     spent = int(state.get("tokens", 0))
     return Session(
         role="coder", root=checklist.root, system=lambda: system + "\n\n" + checklist.progress(),

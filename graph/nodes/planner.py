@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 import prompts
 from bot.settings import Settings
+from graph.conventions import standards_for
 from graph.deps import Deps
 from graph.embedding import embedder_for
 from graph.nodes import bounds
@@ -67,7 +68,8 @@ async def propose(
 
 
 def _system(state: TaskState) -> SystemMessage:
-    return SystemMessage(prompts.render("planner.system", forge_terms=prompts.terms(state["forge"])))
+    rendered = prompts.render("planner.system", forge_terms=prompts.terms(state["forge"]))
+    return SystemMessage(rendered + "\n\n" + standards_for(state))
 
 
 def code_context(state: TaskState, settings: Settings, fixed_text: str, role: str) -> tuple[str, dict[str, Any]]:

@@ -20,6 +20,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 import prompts
+from graph.conventions import standards_for
 from graph.deps import Deps
 from graph.embedding import embedder_for
 from graph.index.db import Connection, connect
@@ -97,7 +98,8 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
 
 
 def _system(state: TaskState) -> str:
-    return prompts.render("reviewer.system", forge_terms=prompts.terms(state.get("forge", "gitlab")))
+    rendered = prompts.render("reviewer.system", forge_terms=prompts.terms(state.get("forge", "gitlab")))
+    return rendered + "\n\n" + standards_for(state)
 
 
 def _task(state: TaskState, criteria: list[dict[str, Any]], view: DiffView) -> str:

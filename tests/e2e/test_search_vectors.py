@@ -71,6 +71,9 @@ async def test_agent_search_in_a_task_carries_the_vector_leg(
     assert "Calculator::multiply" in after_patch and "changed since indexing" not in after_patch
     # the progress summary that replaces a closed item's history lists the files the coder read
     assert "Files read so far: phpunit.xml" in str(roles["coder"].received[-1][0].content)
+    # the profile's standards reach the system prompts of the roles that plan, write and judge code
+    for role in ("planner", "coder", "reviewer"):
+        assert '<standards origin="standards/php.md">' in str(roles[role].received[0][0].content), role
     if kind == "offline":  # found by meaning: no word of the query is in the code
         assert "src/Calculator.php" in searched and "Calculator::add" in searched
         assert "legs: lexical, graph, vector" in searched and "vector leg absent" not in searched
