@@ -7,13 +7,12 @@ decisions, which the route keeps in state and hands to the reviewer and the chan
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool
 
 from graph.coder import patch as patching
-from graph.coder.checklist import Checklist, ItemRejected
+from graph.coder.checklist import Checklist, ItemRejected, check_evidence
 from graph.schemas import ChecklistItem
 from graph.tools.files import file_tools
 from graph.tools.paths import resolve_in_worktree
@@ -73,7 +72,7 @@ def coder_tools(checklist: Checklist, protected: patching.PatchPolicy,
     def report_plan_blocker(item_id: int, evidence: str, reason: str) -> str:
         """Report that an item rests on a false premise, with path:line evidence from the source."""
         checklist.item(item_id)
-        _check_evidence(root, evidence)
+        check_evidence(root, evidence)
         checklist.decisions.append({"kind": "blocker", "item": item_id, "evidence": evidence, "reason": reason})
         checklist.end, checklist.end_reason = "blocked", f"item {item_id}: {reason} ({evidence})"
         return "Blocker recorded; the session ends and the plan is amended."
@@ -94,17 +93,6 @@ def _recording(tool: BaseTool, checklist: Checklist) -> BaseTool:
 
     return StructuredTool.from_function(func=run, name=tool.name, description=tool.description,
                                         args_schema=tool.args_schema)
-
-
-def _check_evidence(root: Path, evidence: str) -> None:
-    path, _, line = evidence.partition(":")
-    target = resolve_in_worktree(root, path)
-    if not target.is_file():
-        raise ItemRejected(f"evidence {evidence!r}: {path} is not a file")
-    lines = target.read_text(encoding="utf-8", errors="replace").count("\n") + 1
-    number = line.split("-")[0]
-    if not number.isdigit() or not 1 <= int(number) <= lines:
-        raise ItemRejected(f"evidence {evidence!r} must be path:line with a line in 1..{lines}")
 
 
 def _update_plan(checklist: Checklist, action: str, reason: str, item_id: int, title: str,
