@@ -46,6 +46,7 @@ class TaskState(TypedDict, total=False):
     coder: dict[str, Any]  # the last coder session: end, reason, commits, reports
     index_sync: dict[str, Any]  # semantic_sync result: status ok/degraded/skipped and detail
     review_problems: list[str]  # failed gates and blocking findings of the last fix round (progress check)
+    plan_warnings: list[str]  # plan-target checks that only warn (graph/plantargets.py), for the architect
     review_findings: list[list[dict[str, Any]]]  # blocking findings of each review that led to a fix round
     fix_context: str  # failed gates and findings the next coder round must address
     change: dict[str, Any]  # the opened change: number, branch, title

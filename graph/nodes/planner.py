@@ -23,6 +23,7 @@ from graph.embedding import embedder_for
 from graph.nodes import bounds
 from graph.nodes.contracts import contracts_text
 from graph.planning_context import budget_for, planning_context
+from graph.plantargets import check_targets
 from graph.schemas import AcceptanceCriterion, Plan, plan_problems
 from graph.state import TaskState
 from graph.structured import StructuredOutputError, ask_structured
@@ -49,8 +50,18 @@ def task_text(state: TaskState, data_dir: Path) -> str:
 
 
 def validate(proposal: PlanProposal, state: TaskState) -> list[str]:
+    return _checked(proposal, state)[0]
+
+
+def _checked(proposal: PlanProposal, state: TaskState) -> tuple[list[str], list[str]]:
+    """(problems that send the plan back, warnings the architect sees) — all decided by code."""
     criteria = [AcceptanceCriterion.model_validate(c) for c in state.get("criteria", [])]
-    return plan_problems(proposal.plan, criteria, Path(state["workspace"]), proposal.new_files)
+    root = Path(state["workspace"])
+    problems = plan_problems(proposal.plan, criteria, root, proposal.new_files)
+    if proposal.plan is None:
+        return problems, []
+    targets = check_targets(proposal.plan, root, state.get("index", ""), proposal.new_files)
+    return list(dict.fromkeys([*problems, *targets.blocking])), targets.warnings
 
 
 async def propose(
@@ -61,10 +72,11 @@ async def propose(
         proposal, usage = await ask_structured(runtime.context.model_for(role), PlanProposal, messages)
     except StructuredOutputError as exc:
         return {"plan": {}, "plan_feedback": [f"the plan did not validate: {exc}"]}
-    problems = validate(proposal, state)
+    problems, warnings = _checked(proposal, state)
     if problems or proposal.plan is None:
         return {"plan": {}, "plan_feedback": problems or ["no plan"], **usage}
-    return {"plan": proposal.plan.model_dump(), "new_files": proposal.new_files, "plan_feedback": [], **usage}
+    return {"plan": proposal.plan.model_dump(), "new_files": proposal.new_files, "plan_feedback": [],
+            "plan_warnings": warnings, **usage}
 
 
 def _system(state: TaskState) -> SystemMessage:

@@ -197,3 +197,26 @@ async def test_an_infrastructure_failure_in_the_coder_loop_is_reported_not_amend
     issue = IssueRef(repo=RepoRef.model_validate(state["repo"]), number=7)
     (comment,) = forge.comments[issue]
     assert "could not finish this task: the coder stopped: semantic_search failed" in comment
+
+
+async def test_plan_targets_are_checked_against_the_code_graph_before_the_architect(
+    project: Project, settings: Settings
+) -> None:
+    """A plan naming a class that exists nowhere goes back to the planner; a method not there yet
+    only warns, and the architect sees the warning."""
+    indexed = index_checkout(settings.data_dir, "demo", project.root, "task9", EmbedderSettings(kind="off"))
+    wrong = [route.item(1, "Make `Invoice::total` multiply", route.CALC, route.TEST)]
+    right = [route.item(1, "Add `Calculator::multiply` next to `App\\Calculator::add`", route.CALC, route.TEST)]
+    roles = route.models(
+        decomposer=[route.decomposition()], analyzer=[route.analysis()],
+        planner=[route.plan(wrong), route.plan(right)], architect=route.approve_plan(),  # planner_refine: 2nd
+        coder=route.coder_happy(), reviewer=route.review(),
+    )
+    state, _ = await route.run(project, settings, roles, extra={"index": indexed["index"]})
+    assert state["outcome"] == "delivered"
+    refine = str(roles["planner"].received[1][-1].content)
+    assert "item 1 names `Invoice`, which the code graph does not know" in refine
+    architect_task = "\n".join(str(m.content) for m in roles["architect"].received[0])
+    assert "<plan_warnings" in architect_task
+    assert "item 1 names `Calculator::multiply`, which does not exist yet" in architect_task
+    assert "App\\Calculator::add" not in architect_task.split("<plan_warnings")[1]  # it exists: no warning
