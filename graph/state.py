@@ -8,6 +8,14 @@ from typing import Annotated, Any
 from typing_extensions import TypedDict
 
 
+def merge_notes(old: dict[str, list[str]] | None, new: dict[str, list[str]] | None) -> dict[str, list[str]]:
+    """Every role's notes kept, each once, in the order they were written."""
+    merged = {kind: list(texts) for kind, texts in (old or {}).items()}
+    for kind, texts in (new or {}).items():
+        merged[kind] = list(dict.fromkeys([*merged.get(kind, []), *texts]))
+    return merged
+
+
 class TaskState(TypedDict, total=False):
     task_id: str
     mode: str
@@ -28,7 +36,9 @@ class TaskState(TypedDict, total=False):
     models: Annotated[list[str], operator.add]  # model names used, in call order
     # runtime (graph/runtime): memory handed between nodes, budgets, accounting
     scope: dict[str, Any]  # FileScope dump: writable vs context-only paths
-    notes: dict[str, list[str]]  # the investigation scratchpad by kind (fact, path, question)
+    # the scratchpads of analyzer, architect and reviewer by kind (fact, path, question), merged: a later
+    # role's session must not erase what the investigation found (the context engine reads them again)
+    notes: Annotated[dict[str, list[str]], merge_notes]
     read_ranges: list[str]  # "path:start-end" the investigation read
     plan: dict[str, Any]  # Plan dump (checklist items with status)
     plan_decisions: Annotated[list[dict[str, Any]], operator.add]  # update_plan / blockers, with reasons

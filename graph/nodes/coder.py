@@ -32,7 +32,7 @@ from graph.index.db import Connection, connect
 from graph.index.embed import Embedder
 from graph.index.taskindex import sync_task, task_index_path
 from graph.nodes import gates
-from graph.nodes.planner import task_text
+from graph.nodes.planner import code_context, task_text
 from graph.runtime.accounting import Ledger
 from graph.runtime.budget import call_budget
 from graph.runtime.guard import Cause
@@ -128,8 +128,9 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     read = _read_tools(checklist.root, conn, embedder)
     tools = tools_for("coder", coder_tools(checklist, policy, read, _syncer(state, settings, embedder)))
     intro = task_text(state, settings.data_dir)
-    if state.get("fix_context"):
-        intro += "\n\n" + prompts.boundary("fix_context", "gates and review", state["fix_context"])
+    # the context engine: notes, the failed checks' output (budgeted), the diff so far, graph, search
+    context, record = code_context(state, settings, intro, "coder", execution=state.get("fix_context", ""))
+    intro = f"{intro}\n\n{context}".strip()
     session = _session(state, settings, checklist)
     result: LoopResult | None = None
     shown = status.phase_of("coder", state)  # what the status comment shows as the session starts
@@ -149,6 +150,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
             conn.close()
     update: dict[str, Any] = state_update(session, result) if result is not None else {}
     update.update({
+        **record,
         "plan": checklist.plan.model_dump(),
         "plan_decisions": checklist.decisions,
         "coder": {"end": checklist.end, "reason": checklist.end_reason, "commits": checklist.commits,

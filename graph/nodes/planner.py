@@ -22,8 +22,11 @@ from graph.deps import Deps
 from graph.embedding import embedder_for
 from graph.nodes import bounds
 from graph.nodes.contracts import contracts_text
-from graph.planning_context import budget_for, planning_context
+from graph.planning_context import budget_for, notes_part, planning_context
 from graph.plantargets import check_targets
+from graph.runtime.context import execution_part
+from graph.runtime.injection import inject
+from graph.runtime.trace import Trace
 from graph.schemas import AcceptanceCriterion, Plan, plan_problems
 from graph.state import TaskState
 from graph.structured import StructuredOutputError, ask_structured
@@ -81,22 +84,39 @@ async def propose(
 
 def _system(state: TaskState) -> SystemMessage:
     rendered = prompts.render("planner.system", forge_terms=prompts.terms(state["forge"]))
-    return SystemMessage(rendered + "\n\n" + standards_for(state))
+    return SystemMessage("\n\n".join(filter(None, [rendered, standards_for(state), injected_files(state)])))
 
 
-def code_context(state: TaskState, settings: Settings, fixed_text: str, role: str) -> tuple[str, dict[str, Any]]:
+def injected_files(state: TaskState) -> str:
+    """Live injection for the planner roles (seed 000): one snapshot from disk per node invoke, with
+    the tool loops' tiers and limits — the files the analysis names and the scope of the plan so far."""
+    scope = state.get("scope", {})
+    plan_scope = (state.get("plan") or {}).get("scope", {})
+    targets = [*state.get("analysis", {}).get("affected_files", []), *scope.get("writable", []),
+               *plan_scope.get("writable", []), *scope.get("context_only", []), *plan_scope.get("context_only", [])]
+    return inject(Path(state["workspace"]), [t for t in targets if isinstance(t, str)]).render()
+
+
+def code_context(state: TaskState, settings: Settings, fixed_text: str, role: str, *,
+                 execution: str = "", with_diff: bool = True) -> tuple[str, dict[str, Any]]:
     """The code around the analysis, fitted by the context engine; the text and the state update
-    recording its tokens for `role`."""
+    recording its tokens for `role`. Tier 1: the investigation notes, `execution` output (checks'
+    stdout/stderr, cut to its tail) and the task's diff; then graph signatures; then search hits."""
     analysis = state.get("analysis", {})
     query = " ".join(c["text"] for c in state.get("criteria", []))
+    budget = budget_for(settings.llm.context_window_tokens, fixed_text)
+    first = notes_part(state.get("notes", {}))
+    if execution:
+        first.append(execution_part("gates and review", execution, budget // 2))
     assembled = planning_context(
         Path(state["workspace"]),
         state.get("index", ""),
-        state.get("base", ""),
+        state.get("base", "") if with_diff else "",
         list(analysis.get("symbols", [])),
         query,
-        budget_for(settings.llm.context_window_tokens, fixed_text),
+        budget,
         embedder_for(settings.embedder),
+        first=first, role=role, trace=Trace.open(settings.data_dir, state["task_id"]),
     )
     record = {
         "tokens": assembled.tokens,

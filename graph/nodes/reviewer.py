@@ -25,6 +25,7 @@ from graph.deps import Deps
 from graph.embedding import embedder_for
 from graph.index.db import Connection, connect
 from graph.index.embed import Embedder
+from graph.nodes.planner import code_context
 from graph.reviewdiff import DiffLimits, DiffView, collect
 from graph.runtime.accounting import Ledger
 from graph.runtime.budget import call_budget
@@ -72,7 +73,12 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         max_calls=call_budget(settings.llm, "reviewer", criteria=len(criteria)),
         ledger=Ledger(token_budget=settings.llm.task_token_budget, prices=settings.llm.prices), memory=memory,
     )
-    task = HumanMessage(_task(state, criteria, view))
+    text = _task(state, criteria, view)
+    # the context engine: investigation notes and failed checks' output first, then graph and search
+    # (the diff is already in the task, so it is not assembled twice)
+    context, record = code_context(state, settings, text, "reviewer", execution=state.get("fix_context", ""),
+                                   with_diff=False)
+    task = HumanMessage(f"{text}\n\n{context}".strip())
     index = state.get("index")
     conn = connect(index, readonly=True) if index and Path(index).is_file() else None
     try:
@@ -90,6 +96,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     update["models"] = list(dict.fromkeys([*update["models"], *usage["models"]]))
     return {
         **update,
+        **record,
         "review": review.model_dump(),
         "verdict": final_verdict(review, gates),
         "review_scope": {"base": view.base, "head": view.head, "files": view.paths,

@@ -1,7 +1,9 @@
 """Semantic search through the running service: a labelled issue runs as a job on the worker, whose
 analyzer searches the task index by meaning and whose planner gets searched context, both with the
 vector leg (the offline model shipped with the package) or, with the leg off, a note saying so; the
-coder's search right after a patch finds the patched code (index sync after each accepted patch)."""
+coder's search right after a patch finds the patched code (index sync after each accepted patch).
+The same run shows the other context mechanisms on their real path: standards in the planner's,
+coder's and reviewer's prompts, the planner's live injection, the analyzer's notes read again."""
 
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ async def test_agent_search_in_a_task_carries_the_vector_leg(
     roles = h.implement_roles()
     roles["analyzer"] = scripted([
         route.call("semantic_search", query="sum of two numbers", k=3),
+        route.call("write_scratchpad", kind="fact", text="add() at src/Calculator.php:9 returns int"),
         route.call("finish_exploration", files=[route.CALC], context_only=[route.TEST], reason="seen"),
         route.analysis(),
     ])
@@ -71,6 +74,14 @@ async def test_agent_search_in_a_task_carries_the_vector_leg(
     assert "Calculator::multiply" in after_patch and "changed since indexing" not in after_patch
     # the progress summary that replaces a closed item's history lists the files the coder read
     assert "Files read so far: phpunit.xml" in str(roles["coder"].received[-1][0].content)
+    # the analyzer's scratchpad is read again: planner, coder and reviewer get it from the context engine
+    note = '<scratchpad origin="investigation notes">\nfact: add() at src/Calculator.php:9 returns int'
+    assert note in planner_context
+    for role in ("coder", "reviewer"):
+        assert note in "\n".join(str(m.content) for m in roles[role].received[0]), role
+    # the planner gets live injection: the analysis' files, current from disk, in its system message
+    planner_system = str(roles["planner"].received[0][0].content)
+    assert '<file origin="repository" path="src/Calculator.php" tier="full"' in planner_system
     # the profile's standards reach the system prompts of the roles that plan, write and judge code
     for role in ("planner", "coder", "reviewer"):
         assert '<standards origin="standards/php.md">' in str(roles[role].received[0][0].content), role
