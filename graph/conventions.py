@@ -41,14 +41,18 @@ def standards_block(config: RepoConfig, budget_tokens: int = STANDARDS_BUDGET_TO
     return prompts.boundary("standards", f"standards/{name}.md", body)
 
 
-def standards_for(state: Mapping[str, Any]) -> str:
-    """The standards block for a task: `.forgebot.yml` of its base names the profile (defaults when
-    there is no base or the file is unreadable: the gates report that, not the prompt)."""
+def config_for(state: Mapping[str, Any]) -> RepoConfig:
+    """`.forgebot.yml` of the task's base (defaults when there is no base or the file is unreadable:
+    the gates report that, not the prompt)."""
     base = state.get("base") or state.get("review_base") or ""
-    config = RepoConfig()
     if base and state.get("workspace"):
         try:
-            config = load_repo_config(Path(state["workspace"]), base)
+            return load_repo_config(Path(state["workspace"]), base)
         except (RepoConfigError, OSError):
             pass
-    return standards_block(config)
+    return RepoConfig()
+
+
+def standards_for(state: Mapping[str, Any]) -> str:
+    """The standards block for a task, from the profile its `.forgebot.yml` names."""
+    return standards_block(config_for(state))

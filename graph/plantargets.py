@@ -28,8 +28,13 @@ class TargetCheck:
     warnings: list[str] = field(default_factory=list)
 
 
-def check_targets(plan: Plan, root: Path, index: str, new_files: Sequence[str]) -> TargetCheck:
-    """Blocking problems and warnings about what the plan's items name."""
+def check_targets(plan: Plan, root: Path, index: str, new_files: Sequence[str], *, symbols: bool = True
+                  ) -> TargetCheck:
+    """Blocking problems and warnings about what the plan's items name.
+
+    `symbols` is False when the profile has no grammar (`Profile.search_only`): the graph then holds
+    no definitions, and checking names against it would block every plan.
+    """
     found = TargetCheck()
     declared = set(new_files)
     for item in plan.items:
@@ -39,9 +44,10 @@ def check_targets(plan: Plan, root: Path, index: str, new_files: Sequence[str]) 
     for path in plan.scope.context_only:
         if not (root / path).is_file():
             found.blocking.append(f"{path} is context only but does not exist")
-    if not index or not Path(index).is_file():
+    if not index or not Path(index).is_file() or not symbols:
         if any(_symbols(i.title) for i in plan.items):
-            found.warnings.append("symbols named by the plan were not checked: this task has no code index")
+            why = "this task has no code index" if symbols else "the profile's language has no code graph"
+            found.warnings.append(f"symbols named by the plan were not checked: {why}")
         return found
     conn = connect(index, vectors=False, readonly=True)
     try:

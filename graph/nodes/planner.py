@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 import prompts
 from bot.settings import Settings
-from graph.conventions import standards_for
+from graph.conventions import config_for, standards_for
 from graph.deps import Deps
 from graph.embedding import embedder_for
 from graph.nodes import bounds
@@ -63,7 +63,11 @@ def _checked(proposal: PlanProposal, state: TaskState) -> tuple[list[str], list[
     problems = plan_problems(proposal.plan, criteria, root, proposal.new_files)
     if proposal.plan is None:
         return problems, []
-    targets = check_targets(proposal.plan, root, state.get("index", ""), proposal.new_files)
+    try:
+        graph_symbols = not config_for(state).resolve_profile().search_only
+    except ValueError:  # an unknown profile: the gates report it
+        graph_symbols = False
+    targets = check_targets(proposal.plan, root, state.get("index", ""), proposal.new_files, symbols=graph_symbols)
     return list(dict.fromkeys([*problems, *targets.blocking])), targets.warnings
 
 
