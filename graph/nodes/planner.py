@@ -120,7 +120,8 @@ def code_context(state: TaskState, settings: Settings, fixed_text: str, role: st
         query,
         budget,
         embedder_for(settings.embedder),
-        first=first, role=role, trace=Trace.open(settings.data_dir, state["task_id"]),
+        first=first, role=role,
+        trace=Trace.open(settings.data_dir, state["task_id"]) if state.get("task_id") else None,
     )
     record = {
         "tokens": assembled.tokens,
