@@ -8,10 +8,10 @@ order and names what it left out; nothing is fed past the budget.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from bot.gitrunner import Repo, run
 from graph.index.db import connect
 from graph.index.embed import Embedder
 from graph.index.queries import explore
@@ -34,9 +34,7 @@ def diff_part(workspace: Path, base: str) -> list[Part]:
     """The task's own changes so far (amendments plan around what is already applied)."""
     if not base:
         return []
-    done = subprocess.run(
-        ["git", "-C", str(workspace), "diff", "--no-color", base], capture_output=True, text=True, check=False
-    )
+    done = run(["diff", "--no-color", "--no-ext-diff", "--no-textconv", base], Repo.at(workspace))
     return [Part("diff", f"git diff {base[:12]}", done.stdout)] if done.returncode == 0 and done.stdout else []
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from bot.gitrunner import GitTampered
 from graph.deps import Deps
 from graph.embedding import embedder_for
 from graph.index.embed import Embedder
@@ -25,6 +26,8 @@ def sync(state: TaskState, data_dir: Path, embedder: Embedder | None = None) -> 
         return {"status": "skipped", "detail": "this task has no code index"}
     try:
         report = sync_task(index, Path(state["workspace"]), embedder=embedder)
+    except GitTampered:
+        raise  # the worktree's git metadata was replaced: stop the task, never degrade quietly
     except Exception as exc:  # sync_task records its own failures; this catches opening the index
         return {"status": "degraded", "detail": f"sync failed: {type(exc).__name__}: {exc}"}
     if report.freshness.degraded:

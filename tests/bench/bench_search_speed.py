@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -177,7 +178,7 @@ def run_build(work: Path, files: int, vector_seconds: float) -> None:
         ["add", "-A"],
         ["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "x"],
     ):
-        taskindex.git(repo, *args)
+        subprocess.run(["git", "-C", str(repo), *args], check=True)
     # What a task on this repository waits for before its analyzer's first call: the product's own
     # `index_checkout` (graph + lexical base, task copy, the vector build started in the background).
     settings = EmbedderSettings()
