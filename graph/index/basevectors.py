@@ -16,6 +16,7 @@ are embedded. Search tools call `state` before each query, so a task picks vecto
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import hashlib
@@ -38,6 +39,21 @@ _ADOPTED = "vectors_adopted"  # search_meta key: the model whose base vectors th
 
 _lock = threading.Lock()
 _running: dict[Path, threading.Event] = {}
+_threads: list[threading.Thread] = []
+# Set when the process exits: a build stops between batches instead of being killed inside
+# onnxruntime (which aborts the whole process when the interpreter tears down under it).
+_stopping = threading.Event()
+
+
+class Stopped(RuntimeError):
+    """The process is exiting; the partial build is dropped and redone by the next worker."""
+
+
+@atexit.register
+def _stop_builds() -> None:
+    _stopping.set()
+    for thread in list(_threads):
+        thread.join(timeout=60)
 
 
 @dataclass(frozen=True)
@@ -78,6 +94,9 @@ def start(base: Path, embedder: Embedder) -> threading.Event:
         _running[target] = done
     thread = threading.Thread(target=_build_guarded, args=(base, embedder, target, done), daemon=True,
                               name=f"vectors-{base.stem[:12]}")
+    with _lock:
+        _threads[:] = [t for t in _threads if t.is_alive()]
+        _threads.append(thread)
     thread.start()
     return done
 
@@ -85,6 +104,8 @@ def start(base: Path, embedder: Embedder) -> threading.Event:
 def _build_guarded(base: Path, embedder: Embedder, target: Path, done: threading.Event) -> None:
     try:
         build(base, embedder)
+    except Stopped:
+        log.info("vector build for %s stopped: the worker is exiting", base)
     except Exception as exc:  # the boundary of a background thread: record, never crash the worker
         log.warning("vector build for %s failed: %s", base, exc)
         with contextlib.suppress(OSError):  # the data dir may be gone (a removed workspace)
@@ -111,7 +132,9 @@ def build(base: Path, embedder: Embedder) -> Path:
             previous = _previous(base, embedder, target)
             if previous is not None:
                 copy_vectors(conn, previous)
-            search_store.embed_pending(conn, embedder)
+            search_store.embed_pending(conn, embedder, batch_size=32, stop=_stopping.is_set)
+            if _stopping.is_set():
+                raise Stopped("the worker is exiting")
             search_store.write_meta(conn, **{_ADOPTED: embedder.model_id})
             conn.execute("PRAGMA journal_mode=DELETE")
         finally:
