@@ -119,3 +119,38 @@ def test_without_an_embedder_the_tool_says_the_leg_is_off(tmp_path: Path) -> Non
     task = taskindex.copy_for_task(taskindex.build_base(data, "demo", root), data, "t1")
     answer = _semantic(root, task, None, "retry")
     assert answer.startswith("legs: lexical, graph") and "vector leg absent: no embedder configured" in answer
+
+
+def test_a_build_running_at_process_exit_stops_cleanly(tmp_path: Path) -> None:
+    """The worker exits mid-build: the build stops between batches (no abort, no half file, no
+    failure note), and the next worker builds it again."""
+    import subprocess
+    import sys
+
+    root = make_repo(tmp_path / "checkout")
+    script = f"""
+import logging, threading, time
+logging.basicConfig(level=logging.INFO)
+from pathlib import Path
+from graph.index import basevectors, taskindex
+from tests.fakes.embedder import HashingEmbedder
+
+class Slow(HashingEmbedder):
+    def embed(self, texts):
+        time.sleep(0.5)
+        return super().embed(texts)
+
+base = taskindex.build_base(Path({str(tmp_path / "data")!r}), "demo", Path({str(root)!r}))
+basevectors.start(base, Slow(dimension=16))
+time.sleep(0.2)
+print(base)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[3])
+    assert done.returncode == 0, done.stderr
+    assert "stopped: the worker is exiting" in done.stderr  # stopped by the exit hook, not killed
+    base = Path(done.stdout.strip())
+    embedder = HashingEmbedder(dimension=16)
+    assert not basevectors.vectors_path(base, embedder).exists()
+    assert not basevectors.vectors_path(base, embedder).with_suffix(".failed").exists()
+    assert basevectors.build(base, embedder).is_file()  # the next worker builds it
