@@ -49,11 +49,13 @@ class Stopped(RuntimeError):
     """The process is exiting; the partial build is dropped and redone by the next worker."""
 
 
-@atexit.register
 def _stop_builds() -> None:
     _stopping.set()
     for thread in list(_threads):
         thread.join(timeout=60)
+
+
+atexit.register(_stop_builds)
 
 
 @dataclass(frozen=True)
