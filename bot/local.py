@@ -155,7 +155,7 @@ async def run_local(
         state["base"] = head(root)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     if (root / ".git").exists():  # the code graph and search for the analyzer; without git, file tools only
-        state.update(index_checkout(settings.data_dir, f"local-{task_id}", root, task_id))  # type: ignore[typeddict-item]
+        state.update(index_checkout(settings.data_dir, f"local-{task_id}", root, task_id, settings.embedder))  # type: ignore[typeddict-item]
     async with AsyncSqliteSaver.from_conn_string(str(settings.checkpoint_path)) as saver:
         compiled = build_graph().compile(checkpointer=saver)
         config = graph_config(settings.llm, f"local-{task_id}")  # the thread and the recursion limit

@@ -88,6 +88,12 @@ def _one_of(name: str, value: str, allowed: frozenset[str]) -> str:
     return value
 
 
+def safe_label(value: str, fallback: str = "other") -> str:
+    """`value` when it fits the label alphabet, else `fallback`: a model, gate or lint name from
+    configuration, a provider or a repository never fails a task, nor becomes a label as it is."""
+    return value if _LABEL.match(value) else fallback
+
+
 def _label(name: str, value: str) -> str:
     if not _LABEL.match(value):
         raise ValueError(f"{name} {value!r} is not a metric label (letters, digits, _.:/@+-, at most 80)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NestedSecretsSettingsSource,
@@ -150,6 +150,51 @@ class LLMSettings(BaseModel):
         default_factory=dict,
         description='USD per million tokens, e.g. `{"gpt-4o-mini": [0.15, 0.6]}` (input, output); for cost reports',
     )
+
+
+class EmbedderSettings(BaseModel):
+    """The vector leg of code search: the offline model, an OpenAI-compatible endpoint, or none."""
+
+    kind: Literal["offline", "http", "off"] = Field(
+        default="offline",
+        description="`offline`: all-MiniLM-L6-v2 on this machine's CPU; `http`: an OpenAI-compatible "
+        "`POST {base_url}/embeddings`; `off`: lexical and graph legs only",
+    )
+    base_url: str | None = Field(
+        default=None, description="`http` only: the endpoint root, e.g. `https://gateway.example/v1`"
+    )
+    model: str = Field(default="", description="`http` only: the embedding model name the endpoint serves")
+    dimension: int = Field(default=0, ge=0, description="`http` only: the length of that model's vectors")
+    api_key: SecretStr | None = Field(
+        default=None, description="`http` only: sent as a bearer token to `base_url` and nowhere else"
+    )
+    timeout: float = Field(default=60.0, gt=0, description="`http` only: seconds per embedding request")
+    batch_size: int = Field(default=64, ge=1, description="`http` only: texts per embedding request")
+    threads: int = Field(
+        default=1, ge=0,
+        description="`offline` only: CPU threads the model uses (0: all); base indexes embed in the background "
+        "while tasks run, so keep a core for them",
+    )
+    wait_seconds: float = Field(
+        default=5.0, ge=0,
+        description="seconds a task waits for its base index's vectors before it starts on the lexical and "
+        "graph legs (the vector leg joins when the background build ends)",
+    )
+
+    @field_validator("api_key")
+    @classmethod
+    def _blank_key_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
+        return _blank_is_unset(value)
+
+    @model_validator(mode="after")
+    def _http_is_complete(self) -> EmbedderSettings:
+        if self.kind == "http":
+            missing = [name for name in ("base_url", "model", "dimension") if not getattr(self, name)]
+            if missing:
+                raise ValueError(f"embedder kind `http` needs {', '.join(missing)}")
+            if not str(self.base_url).startswith(("http://", "https://")):
+                raise ValueError("embedder base_url must be an http(s) URL")
+        return self
 
 
 class ReviewSettings(BaseModel):
@@ -383,6 +428,7 @@ class Settings(BaseSettings):
     gitlab: GitLabSettings = Field(default_factory=GitLabSettings)
     github: GitHubSettings = Field(default_factory=GitHubSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     triggers: TriggerSettings = Field(default_factory=TriggerSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)

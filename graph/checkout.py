@@ -2,9 +2,10 @@
 
 The analyzer reads the repository through tools; this prepares what they read. The checkout is a
 worktree of the bot's mirror (`bot.workspace`, with the forge's git credentials) at the tip of the
-default branch; the index is a private copy of the base index of that commit (`taskindex`), built
-without the vector leg (no model download at run time), so full-text search and the code graph
-work. `.forgebot.yml` is read from the default branch, never from a change.
+default branch; the index is a private copy of the base index of that commit (`taskindex`): code
+graph and full-text search at once, the vector leg from a background build (`basevectors`) that the
+task waits for only `embedder.wait_seconds`, then picks up whenever it ends. `.forgebot.yml` is read
+from the default branch, never from a change.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from bot.forge import Forge, RepoRef
-from bot.settings import Settings
+from bot.settings import EmbedderSettings, Settings
 from bot.workspace import Workspaces, repo_key
+from graph.embedding import embedder_for
+from graph.index import basevectors
+from graph.index.store import default_workers
 from graph.index.taskindex import build_base, copy_for_task, task_index_path
 from graph.repoconfig import load_repo_config
 
@@ -33,15 +37,39 @@ async def prepare(settings: Settings, forge: Forge, repo: RepoRef, task_id: str)
     await workspaces.mirror(key, repo.clone_url, await forge.git_credentials())
     branch = f"forgebot/read-{task_id}"
     root = await workspaces.worktree(key, task_id, branch, f"origin/{repo.default_branch}")
-    return {**await asyncio.to_thread(index_checkout, settings.data_dir, key, root, task_id), "workspace": str(root)}
+    indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, root, task_id, settings.embedder)
+    return {**indexed, "workspace": str(root)}
 
 
-def index_checkout(data_dir: Path, key: str, root: Path, task_id: str) -> dict[str, Any]:
-    """The task index of the checkout at `root` and the database `.forgebot.yml` names ("" if none)."""
-    base = build_base(data_dir, key, root, embedder=None)
+def index_checkout(
+    data_dir: Path, key: str, root: Path, task_id: str, embedding: EmbedderSettings | None = None
+) -> dict[str, Any]:
+    """The task index of the checkout at `root` and the database `.forgebot.yml` names ("" if none).
+
+    The base's vectors are started in the background; the task waits for them at most
+    `embedding.wait_seconds` (a small repository is done by then), so a large one starts at once.
+    """
+    base = build_base(data_dir, key, root, workers=default_workers())
     index = copy_for_task(base, data_dir, task_id)
+    embedder = embedder_for(embedding) if embedding is not None else None
+    if embedder is not None and embedding is not None:
+        basevectors.start(base, embedder).wait(embedding.wait_seconds)
+        basevectors.state(index, embedder)  # adopt them now when they are there
     config = load_repo_config(root, "HEAD")
     return {"index": str(index), "database": config.database or ""}
+
+
+def review_index(data_dir: Path, key: str, root: Path, embedding: EmbedderSettings) -> str:
+    """The index a review reads: the head's base, with its vectors when they are ready in time.
+
+    A review never writes its index (it is shared per commit), so it reads the vectors file when it
+    exists after `embedding.wait_seconds`, else the base on the lexical and graph legs.
+    """
+    base = build_base(data_dir, key, root, workers=default_workers())
+    embedder = embedder_for(embedding)
+    if embedder is not None:
+        basevectors.start(base, embedder).wait(embedding.wait_seconds)
+    return str(basevectors.ready_path(base, embedder))
 
 
 async def release(settings: Settings, repo: RepoRef, task_id: str) -> None:

@@ -1,4 +1,4 @@
-"""The planner's code context, filled by the context window engine (seed 002) from the task index.
+"""Code context for the planner, coder and reviewer, filled by the context window engine (seed 002).
 
 The analyzer names files and symbols; the planner also needs what surrounds them: the signatures of
 those symbols with their callers and callees (graph memory) and the code chunks that match the
@@ -8,13 +8,16 @@ order and names what it left out; nothing is fed past the budget.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from bot.gitrunner import Repo, run
 from graph.index.db import connect
+from graph.index.embed import Embedder
 from graph.index.queries import explore
 from graph.runtime.budget import estimate_tokens
-from graph.runtime.context import Assembled, Part, assemble
+from graph.runtime.context import Assembled, Part, assemble_traced
+from graph.runtime.trace import Trace
 from graph.tools.search import semantic_search
 
 # share of the model's window the assembled code context may take; the rest is the fixed prompt,
@@ -54,23 +57,38 @@ def graph_parts(index: Path, root: Path, symbols: list[str]) -> list[Part]:
     return parts
 
 
-def search_parts(index: Path, root: Path, query: str, k: int = 8) -> list[Part]:
-    """Code chunks matching the criteria (lexical and graph legs: no embedder at planning time)."""
+def search_parts(index: Path, root: Path, query: str, embedder: Embedder | None, k: int = 8) -> list[Part]:
+    """Code chunks matching the criteria, by every leg the index serves; a note says which ran."""
     if not query.strip() or not index.exists():
         return []
     conn = connect(index, readonly=True)
     try:
-        answer = semantic_search(conn, root, query, k=k)
+        answer = semantic_search(conn, root, query, embedder=embedder, k=k)
     finally:
         conn.close()
-    return [Part("search", f"search:{h.path}:{h.start_line}-{h.end_line}", h.snippet) for h in answer.hits]
+    hits = [
+        Part("search", f"search:{h.path}:{h.start_line}-{h.end_line} ({'+'.join(h.legs)})", h.snippet)
+        for h in answer.hits
+    ]
+    notes = [f"search legs: {', '.join(answer.legs)}", *answer.notes]
+    return [Part("search", "search notes", "\n".join(notes)), *hits] if hits else []
+
+
+def notes_part(notes: dict[str, list[str]]) -> list[Part]:
+    """The investigation's scratchpad (facts, paths, open questions), read again by later roles."""
+    lines = [f"{kind}: {text}" for kind, texts in notes.items() for text in texts]
+    return [Part("scratchpad", "investigation notes", "\n".join(lines))] if lines else []
 
 
 def planning_context(
-    workspace: Path, index: str, base: str, symbols: list[str], query: str, budget_tokens: int
+    workspace: Path, index: str, base: str, symbols: list[str], query: str, budget_tokens: int,
+    embedder: Embedder | None = None, *, first: Sequence[Part] = (), role: str = "planner",
+    trace: Trace | None = None,
 ) -> Assembled:
-    """Diff first, then graph signatures, then search chunks, within `budget_tokens`."""
-    parts = diff_part(workspace, base)
+    """`first` (scratchpad, execution output), the diff, then graph signatures, then search chunks,
+    within `budget_tokens`; the tokens per tier go to the task trace."""
+    parts = [*first, *diff_part(workspace, base)]
     if index:
-        parts += graph_parts(Path(index), workspace, symbols) + search_parts(Path(index), workspace, query)
-    return assemble(parts, budget_tokens)
+        parts += graph_parts(Path(index), workspace, symbols)
+        parts += search_parts(Path(index), workspace, query, embedder)
+    return assemble_traced(parts, budget_tokens, role, trace)

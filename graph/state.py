@@ -10,6 +10,14 @@ from typing_extensions import TypedDict
 from graph.runtime.accounting import merge_usage
 
 
+def merge_notes(old: dict[str, list[str]] | None, new: dict[str, list[str]] | None) -> dict[str, list[str]]:
+    """Every role's notes kept, each once, in the order they were written."""
+    merged = {kind: list(texts) for kind, texts in (old or {}).items()}
+    for kind, texts in (new or {}).items():
+        merged[kind] = list(dict.fromkeys([*merged.get(kind, []), *texts]))
+    return merged
+
+
 class TaskState(TypedDict, total=False):
     task_id: str
     mode: str
@@ -31,7 +39,9 @@ class TaskState(TypedDict, total=False):
     models: Annotated[list[str], operator.add]  # model names used, in call order
     # runtime (graph/runtime): memory handed between nodes, budgets, accounting
     scope: dict[str, Any]  # FileScope dump: writable vs context-only paths
-    notes: dict[str, list[str]]  # the investigation scratchpad by kind (fact, path, question)
+    # the scratchpads of analyzer, architect and reviewer by kind (fact, path, question), merged: a later
+    # role's session must not erase what the investigation found (the context engine reads them again)
+    notes: Annotated[dict[str, list[str]], merge_notes]
     read_ranges: list[str]  # "path:start-end" the investigation read
     plan: dict[str, Any]  # Plan dump (checklist items with status)
     plan_decisions: Annotated[list[dict[str, Any]], operator.add]  # update_plan / blockers, with reasons
@@ -50,6 +60,8 @@ class TaskState(TypedDict, total=False):
     coder: dict[str, Any]  # the last coder session: end, reason, commits, reports
     index_sync: dict[str, Any]  # semantic_sync result: status ok/degraded/skipped and detail
     review_problems: list[str]  # failed gates and blocking findings of the last fix round (progress check)
+    plan_warnings: list[str]  # plan-target checks that only warn (graph/plantargets.py), for the architect
+    review_findings: list[list[dict[str, Any]]]  # blocking findings of each review that led to a fix round
     fix_context: str  # failed gates and findings the next coder round must address
     change: dict[str, Any]  # the opened change: number, branch, title
     failure: str  # why the route stopped without a change (reported on the issue)

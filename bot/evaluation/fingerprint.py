@@ -66,9 +66,14 @@ def config_inputs(settings: Settings) -> dict[str, Any]:
     return cleaned
 
 
+# secret fields that are unset dump as None, which is no SecretStr: dropped by name too
+_SECRET_FIELDS = frozenset({"api_key", "token", "webhook_secret", "private_key"})
+
+
 def _without_secrets(dumped: Any, raw: Any) -> Any:
     if isinstance(dumped, dict) and isinstance(raw, dict):
-        return {k: _without_secrets(v, raw[k]) for k, v in dumped.items() if not isinstance(raw[k], SecretStr)}
+        return {k: _without_secrets(v, raw[k]) for k, v in dumped.items()
+                if not isinstance(raw[k], SecretStr) and not (raw[k] is None and k in _SECRET_FIELDS)}
     return dumped
 
 

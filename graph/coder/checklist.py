@@ -18,6 +18,7 @@ from typing import Any, Literal
 from bot.gitrunner import git
 from graph.coder import gitstate
 from graph.schemas import ChecklistItem, Plan
+from graph.tools.paths import PathRejected, resolve_in_worktree
 
 Lint = Callable[[Sequence[str]], list[str]]  # modified files -> problems (empty: clean)
 SessionEnd = Literal["", "finished", "looping", "blocked", "infrastructure"]
@@ -125,9 +126,7 @@ class Checklist:
             return "committed earlier in this task: " + ", ".join(done)
         if not all(gitstate.exists_at(self.root, self.base, p) for p in item.paths):
             raise ItemRejected("already_done, but the item's files do not exist at the task's base")
-        # Same test as `\S+:\d+`, without its quadratic rescan of long colonless words.
-        if not re.search(r"\S:\d", evidence):
-            raise ItemRejected("already_done needs evidence as path:line in the existing code")
+        check_evidence(self.root, evidence, what="already_done")
         self.decisions.append({"kind": "already_done", "item": item.id, "reason": evidence,
                                "detail": "code predates the task; the reviewer verifies the claim"})
         return f"predates the task: {evidence}"
@@ -205,6 +204,27 @@ class Checklist:
         nxt = self.current()
         lines.append(f"Next item: {nxt.id}. {nxt.title}" if nxt else "No item is open: call `finish`.")
         return "\n".join(lines)
+
+
+def check_evidence(root: Path, evidence: str, what: str = "evidence") -> None:
+    """`path:line` (or `path:start-end`) naming a real line of a real file in the worktree.
+
+    The same check for a plan blocker and an `already_done` claim: a claim about the code must
+    point at the code, and code, not the model, decides whether that place exists.
+    """
+    path, colon, line = evidence.strip().partition(":")
+    if not colon or not path:
+        raise ItemRejected(f"{what} needs evidence as path:line in the existing code, got {evidence[:80]!r}")
+    try:
+        target = resolve_in_worktree(root, path)
+    except PathRejected as exc:
+        raise ItemRejected(f"{what} evidence {evidence[:80]!r}: {exc}") from exc
+    if not target.is_file():
+        raise ItemRejected(f"{what} evidence {evidence[:80]!r}: {path} is not a file")
+    lines = target.read_text(encoding="utf-8", errors="replace").count("\n") + 1
+    number = line.split("-")[0].strip()
+    if not number.isdigit() or not 1 <= int(number) <= lines:
+        raise ItemRejected(f"{what} evidence {evidence[:80]!r} must be path:line with a line in 1..{lines}")
 
 
 def _default_protection() -> Callable[[str], bool]:

@@ -6,30 +6,39 @@ decisions, which the route keeps in state and hands to the reviewer and the chan
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool
 
 from graph.coder import patch as patching
-from graph.coder.checklist import Checklist, ItemRejected
+from graph.coder.checklist import Checklist, ItemRejected, check_evidence
 from graph.schemas import ChecklistItem
 from graph.tools.files import file_tools
 from graph.tools.paths import resolve_in_worktree
 
 FINISH_TOOLS = frozenset({"complete_item", "finish", "report_plan_blocker"})
+READS = frozenset({"read_file", "read_file_snippet", "get_file_outline"})
 
 
 def coder_tools(checklist: Checklist, protected: patching.PatchPolicy,
-                read_tools: Mapping[str, BaseTool] | None = None) -> dict[str, BaseTool]:
-    """The coder's tool set: file tools (plus `read_tools`: search, code graph) and the write tools."""
+                read_tools: Mapping[str, BaseTool] | None = None,
+                on_patch: Callable[[list[str]], None] | None = None) -> dict[str, BaseTool]:
+    """The coder's tool set: file tools (plus `read_tools`: search, code graph) and the write tools.
+
+    `on_patch` runs after every accepted patch with its paths (the task index's delta sync, so a
+    search right after a patch finds the new code). Reads are recorded for the progress summary.
+    """
     root = checklist.root
     tools = {**file_tools(root), **(read_tools or {})}
+    for name in READS & set(tools):
+        tools[name] = _recording(tools[name], checklist)
 
     def apply_patch(patch: str) -> str:
         """Apply a unified diff (--- a/path, +++ b/path) to files in the write scope."""
         paths = patching.apply(root, patch, protected)
+        if on_patch is not None:
+            on_patch(list(paths))
         return f"Applied to {', '.join(paths)}. The files' current text is in the system message."
 
     def complete_item(item_id: int, note: str = "", report: str = "", already_done: str = "") -> str:
@@ -63,7 +72,7 @@ def coder_tools(checklist: Checklist, protected: patching.PatchPolicy,
     def report_plan_blocker(item_id: int, evidence: str, reason: str) -> str:
         """Report that an item rests on a false premise, with path:line evidence from the source."""
         checklist.item(item_id)
-        _check_evidence(root, evidence)
+        check_evidence(root, evidence)
         checklist.decisions.append({"kind": "blocker", "item": item_id, "evidence": evidence, "reason": reason})
         checklist.end, checklist.end_reason = "blocked", f"item {item_id}: {reason} ({evidence})"
         return "Blocker recorded; the session ends and the plan is amended."
@@ -73,15 +82,17 @@ def coder_tools(checklist: Checklist, protected: patching.PatchPolicy,
     return tools
 
 
-def _check_evidence(root: Path, evidence: str) -> None:
-    path, _, line = evidence.partition(":")
-    target = resolve_in_worktree(root, path)
-    if not target.is_file():
-        raise ItemRejected(f"evidence {evidence!r}: {path} is not a file")
-    lines = target.read_text(encoding="utf-8", errors="replace").count("\n") + 1
-    number = line.split("-")[0]
-    if not number.isdigit() or not 1 <= int(number) <= lines:
-        raise ItemRejected(f"evidence {evidence!r} must be path:line with a line in 1..{lines}")
+def _recording(tool: BaseTool, checklist: Checklist) -> BaseTool:
+    """The same tool, noting each path it read successfully in the checklist's files_read."""
+
+    def run(**kwargs: Any) -> Any:
+        result = tool.invoke(kwargs)
+        if isinstance(kwargs.get("path"), str):
+            checklist.files_read.append(kwargs["path"])
+        return result
+
+    return StructuredTool.from_function(func=run, name=tool.name, description=tool.description,
+                                        args_schema=tool.args_schema)
 
 
 def _update_plan(checklist: Checklist, action: str, reason: str, item_id: int, title: str,

@@ -2,7 +2,8 @@
 
 The checkout's index (under the data directory, never inside the checkout) is created on first use
 and brought up to date before answering, so results always describe the files on disk. The vector
-leg uses the offline default model when it is installed; otherwise the answer says it ran without.
+leg uses the configured embedder (`FORGEBOT_EMBEDDER__KIND`, the offline model by default); with
+`--no-embeddings` or `kind=off` the answer says it ran without.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import json
 import sys
 from pathlib import Path
 
+from bot.settings import Settings
+from graph.embedding import embedder_for
 from graph.index import search_store, taskindex
 from graph.index.db import connect
 from graph.index.embed import Embedder
 from graph.index.location import index_path
-from graph.index.minilm import MiniLMEmbedder, ModelFileError, bundled_model_dir
 from graph.index.search import Answer, search
 
 
@@ -31,13 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.set_defaults(handler=run)
 
 
-def default_embedder() -> Embedder | None:
-    """The offline model when its package is installed, else none (search says so in its notes)."""
-    try:
-        bundled_model_dir()
-    except ModelFileError:
+def configured_embedder(args: argparse.Namespace) -> Embedder | None:
+    """The embedder `FORGEBOT_EMBEDDER__*` configures (the offline model by default), or none."""
+    if args.no_embeddings:
         return None
-    return MiniLMEmbedder()
+    settings = getattr(args, "settings", None) or Settings()
+    return embedder_for(settings.embedder)
 
 
 def _queries(args: argparse.Namespace) -> list[str]:
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError, RuntimeError) as exc:
         sys.stderr.write(f"forgebot search: {exc}\n")
         return 2
-    embedder = None if args.no_embeddings else default_embedder()
+    embedder = configured_embedder(args)
     index = index_path(Path(args.data_dir), root)
     if not index.exists():
         hint = "; embedding can take minutes, --no-embeddings skips it" if embedder else ""

@@ -11,7 +11,7 @@ touched.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -198,10 +198,12 @@ def _row_chunk(row: Sequence[object]) -> Chunk:
     )
 
 
-def embed_pending(conn: Connection, embedder: Embedder, *, batch_size: int = 256) -> int:
-    """Embed every chunk that has no vector yet; returns how many were embedded."""
+def embed_pending(
+    conn: Connection, embedder: Embedder, *, batch_size: int = 256, stop: Callable[[], bool] | None = None
+) -> int:
+    """Embed every chunk that has no vector yet (until `stop()` says so); returns how many were embedded."""
     done = 0
-    while True:
+    while stop is None or not stop():
         rows = conn.execute(
             "SELECT id, path, symbol, kind, name, signature, start_line, end_line, snippet FROM chunks "
             "WHERE embedded = 0 ORDER BY id LIMIT ?",
@@ -212,6 +214,7 @@ def embed_pending(conn: Connection, embedder: Embedder, *, batch_size: int = 256
         vectors = embedder.embed([_row_chunk(tuple(row)[1:]).embed_text for row in rows])
         store_vectors(conn, [row[0] for row in rows], vectors)
         done += len(rows)
+    return done
 
 
 def store_vectors(conn: Connection, ids: Iterable[int], vectors: np.ndarray) -> None:

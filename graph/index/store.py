@@ -8,6 +8,7 @@ last rows and is marked stale: a half-typed edit must not erase what the graph k
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -117,12 +118,18 @@ def _batches(paths: list[str], size: int) -> list[list[str]]:
     return [paths[i : i + size] for i in range(0, len(paths), size)]
 
 
+# below this many files, starting parser processes costs more than it saves
+PARALLEL_FROM_FILES = 200
+
+
 def _parse_all(root: Path, paths: list[str], workers: int) -> Iterable[FileRows]:
-    if workers <= 1 or len(paths) < 2 * workers:
+    if workers <= 1 or len(paths) < max(PARALLEL_FROM_FILES, 2 * workers):
         yield from _parse_batch(str(root), paths)
         return
     size = max(8, len(paths) // (workers * 8))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # forkserver, not fork: the worker process has threads (the background vector build, onnxruntime)
+    # and a forked child could inherit a lock one of them held
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
         for batch in pool.map(_parse_batch, [str(root)] * len(paths), _batches(paths, size)):
             yield from batch
 

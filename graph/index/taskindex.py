@@ -19,7 +19,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from bot.gitrunner import GitTampered, git
-from graph.index import search_store, store
+from graph.index import basevectors, search_store, store
 from graph.index.chunks import chunk_file
 from graph.index.db import Connection, connect
 from graph.index.embed import Embedder
@@ -125,8 +125,12 @@ def index_stale_files(conn: Connection) -> list[str]:
     return sorted(r[0] for r in rows if r[2] or known.get(r[0]) != r[1])
 
 
-def build_base(data_dir: Path, repo: str, root: Path, *, embedder: Embedder | None, workers: int = 1) -> Path:
-    """Build (or reuse) the base index of the checkout at `root` for its HEAD commit."""
+def build_base(data_dir: Path, repo: str, root: Path, *, workers: int = 1) -> Path:
+    """Build (or reuse) the base index of the checkout at `root` for its HEAD commit.
+
+    Graph and full-text tables only: a task can start on them at once. The vector leg is built
+    next to it in the background (`basevectors`).
+    """
     commit = head_commit(root)
     target = base_index_path(data_dir, repo, commit)
     if target.is_file():
@@ -136,7 +140,7 @@ def build_base(data_dir: Path, repo: str, root: Path, *, embedder: Embedder | No
     partial.unlink(missing_ok=True)
     conn = connect(partial)
     try:
-        _refresh(conn, root, embedder, workers)
+        _refresh(conn, root, None, workers)
         # One self-contained file: a task copy is then a plain file copy.
         conn.execute("PRAGMA journal_mode=DELETE")
     finally:
@@ -172,6 +176,11 @@ def copy_for_task(base: Path, data_dir: Path, task_id: str) -> Path:
     for suffix in ("-wal", "-shm"):
         Path(f"{target}{suffix}").unlink(missing_ok=True)
     shutil.copyfile(base, target)
+    conn = connect(target)
+    try:  # the task's search tools find the base's vectors through this, once they are built
+        search_store.write_meta(conn, **{basevectors.BASE_KEY: str(base)})
+    finally:
+        conn.close()
     return target
 
 
@@ -208,12 +217,24 @@ def _all_paths(conn: Connection, root: Path) -> list[str]:
 
 
 def _sync(conn: Connection, root: Path, paths: list[str], embedder: Embedder | None) -> SyncReport:
-    search_store.ensure_schema(conn, embedder)
+    task = bool(search_store.read_meta(conn).get(basevectors.BASE_KEY)) if _has_meta(conn) else False
+    # a task index takes its vectors from the base's vectors file (`basevectors.adopt`): embedding
+    # here would embed the whole repository on the task's time
+    search_store.ensure_schema(conn, None if task else embedder)
     store.sync_files(conn, root, paths)
     changed, removed = _index_files(conn, root, paths)
-    embedded = search_store.embed_pending(conn, embedder) if embedder is not None else 0
+    if embedder is None:
+        embedded = 0
+    elif task:
+        embedded = basevectors.adopt(conn, embedder).embedded
+    else:
+        embedded = search_store.embed_pending(conn, embedder)
     search_store.set_freshness(conn, commit=head_commit(root), stale=index_stale_files(conn))
     return SyncReport(tuple(changed), tuple(removed), embedded, read_freshness(conn))
+
+
+def _has_meta(conn: Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_meta'").fetchone() is not None
 
 
 def live_stale_files(conn: Connection, root: Path) -> list[str]:

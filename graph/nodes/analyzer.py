@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 
 import prompts
 from graph.deps import Deps
+from graph.embedding import embedder_for
 from graph.evidence import check_evidence, existing_files
 from graph.index.db import Connection, connect
 from graph.runtime.budget import call_budget
@@ -106,7 +107,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         max_calls=call_budget(deps.settings.llm, "analyzer", criteria=len(state["criteria"])),
     )
     with _index(state) as conn:
-        tools = investigation_tools(root, conn, _database(state, deps))
+        tools = investigation_tools(root, conn, _database(state, deps), embedder_for(deps.settings.embedder))
         tools.update(write_scratchpad=memory.scratchpad.tool(), finish_exploration=declared.tool(root))
         result = await role.loop(tools_for("analyzer", tools), [_task_message(state)])
     listed = [*declared.files, *(f"{p} (context only)" for p in declared.context_only)]

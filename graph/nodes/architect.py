@@ -52,6 +52,8 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     task = HumanMessage("\n\n".join([
         task_text(state, settings.data_dir),
         prompts.boundary("plan", "planner", json.dumps(plan, indent=1)),
+        *([prompts.boundary("plan_warnings", "code graph", "\n".join(state["plan_warnings"]))]
+          if state.get("plan_warnings") else []),
         "Investigate what you need, then approve the plan or reject it with one actionable feedback line per "
         "problem.",
     ]))

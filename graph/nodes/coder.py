@@ -10,6 +10,7 @@ are injected again from disk before every call. The session ends `finished` (fin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,16 @@ from graph import status
 from graph.coder import patch as patching
 from graph.coder.checklist import Checklist
 from graph.coder.tools import FINISH_TOOLS, coder_tools
+from graph.conventions import standards_for
 from graph.deps import Deps
+from graph.embedding import embedder_for
 from graph.index.db import Connection, connect
-from graph.index.taskindex import task_index_path
+from graph.index.embed import Embedder
+from graph.index.taskindex import sync_task, task_index_path
 from graph.nodes import gates
-from graph.nodes.planner import task_text
+from graph.nodes.planner import code_context, task_text
 from graph.runtime.budget import call_budget
+from graph.runtime.guard import Cause
 from graph.runtime.loop import LoopResult
 from graph.runtime.roles import RoleRun
 from graph.schemas import Plan
@@ -71,7 +76,10 @@ def _ends(checklist: Checklist, result: LoopResult) -> bool:
         return True
     if result.outcome == "finished" and result.final is not None and result.final.tool_calls:
         return False  # complete_item closed an item: continue from the progress summary
-    if result.outcome == "looping":
+    if result.verdict is not None and result.verdict.cause == Cause.INFRASTRUCTURE:
+        # the machinery failed (git, disk, the index): no plan amendment can fix that
+        checklist.end, checklist.end_reason = "infrastructure", result.reason
+    elif result.outcome == "looping":
         checklist.end, checklist.end_reason = "looping", result.reason
     else:
         checklist.end = "blocked"
@@ -82,6 +90,7 @@ def _ends(checklist: Checklist, result: LoopResult) -> bool:
 def _session(state: TaskState, runtime: Runtime[Deps], checklist: Checklist) -> RoleRun:
     """One session for the whole checklist: its budget follows the open items, tokens the task's budget."""
     system = prompts.render("coder.system", forge_terms=prompts.terms(state["forge"]))
+    system += "\n\n" + standards_for(state)
     role = RoleRun.open("coder", state, runtime.context)
     role.session(
         root=checklist.root, system=lambda: system + "\n\n" + checklist.progress(), targets=checklist.targets,
@@ -91,8 +100,20 @@ def _session(state: TaskState, runtime: Runtime[Deps], checklist: Checklist) -> 
     return role
 
 
-def _read_tools(root: Path, conn: Connection | None) -> dict[str, BaseTool]:
-    read: dict[str, BaseTool] = search_tools(root, conn)
+def _syncer(state: TaskState, settings: Settings, embedder: Embedder | None) -> Callable[[list[str]], None] | None:
+    """After each accepted patch, the task index learns the patched files (graph, search, vectors)."""
+    index = task_index_path(settings.data_dir, state["task_id"])
+    if not index.is_file():
+        return None
+
+    def sync(paths: list[str]) -> None:
+        sync_task(index, Path(state["workspace"]), embedder=embedder, changed_paths=paths)
+
+    return sync
+
+
+def _read_tools(root: Path, conn: Connection | None, embedder: Embedder | None) -> dict[str, BaseTool]:
+    read: dict[str, BaseTool] = search_tools(root, conn, embedder)
     if conn is not None:
         read.update(graph_tools(root, conn))
     return read
@@ -103,10 +124,13 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     settings = runtime.context.settings
     checklist, policy = checklist_for(state, settings)
     conn = _index(state, settings.data_dir)
-    tools = tools_for("coder", coder_tools(checklist, policy, _read_tools(checklist.root, conn)))
+    embedder = embedder_for(settings.embedder)
+    read = _read_tools(checklist.root, conn, embedder)
+    tools = tools_for("coder", coder_tools(checklist, policy, read, _syncer(state, settings, embedder)))
     intro = task_text(state, settings.data_dir)
-    if state.get("fix_context"):
-        intro += "\n\n" + prompts.boundary("fix_context", "gates and review", state["fix_context"])
+    # the context engine: notes, the failed checks' output (budgeted), the diff so far, graph, search
+    context, record = code_context(state, settings, intro, "coder", execution=state.get("fix_context", ""))
+    intro = f"{intro}\n\n{context}".strip()
     role = _session(state, runtime, checklist)
     shown = status.phase_of("coder", state)  # what the status comment shows as the session starts
     try:
@@ -125,6 +149,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
             conn.close()
     update = role.update()
     update.update({
+        **record,
         "plan": checklist.plan.model_dump(),
         "plan_decisions": checklist.decisions,
         "coder": {"end": checklist.end, "reason": checklist.end_reason, "commits": checklist.commits,

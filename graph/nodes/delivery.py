@@ -2,8 +2,8 @@
 
 `decide` applies `final_verdict` (a reviewer approval never replaces a failed mandatory gate) and
 either approves, starts a fix round (a new checklist item carrying the failed gates and findings),
-or stops: a broken test environment, no progress since the last round (no problem closed), or the
-rounds used up. `deliver` pushes `forgebot/<issue>-<slug>`, finds or opens the change (idempotent)
+or stops: a broken test environment, no progress (`no_progress`: findings judged by identity,
+not wording), or the rounds used up. `deliver` pushes `forgebot/<issue>-<slug>`, finds or opens the change (idempotent)
 with the description of PRODUCT.md and links it from the issue.
 """
 
@@ -20,13 +20,14 @@ from bot.forge import IssueRef, Marker, RepoRef
 from bot.gitrunner import git
 from bot.workspace import Workspaces
 from graph.deps import Deps
+from graph.findings import same_finding, stalled
 from graph.nodes import bounds
 from graph.nodes.gates import environment_broken
 from graph.nodes.publisher import footer
 from graph.protections import note
 from graph.redact import fence, redact, secrets_of
 from graph.runtime.limits import limits_of
-from graph.schemas import ChecklistItem, GateResult, Plan, Review, final_verdict
+from graph.schemas import ChecklistItem, Finding, GateResult, Plan, Review, final_verdict
 from graph.state import TaskState
 
 
@@ -61,13 +62,46 @@ def decide(state: TaskState) -> dict[str, Any]:
     if verdict == "incomplete":
         return {"failure": "the review could not verify criteria " + ", ".join(map(str, review.unverified_criteria))}
     now = problems(state)
-    before = state.get("review_problems", [])
-    if before and set(before) <= set(now):
-        return {"failure": "no progress in the last fix round: " + "; ".join(now)}
+    stuck = no_progress(state)
+    if stuck:
+        return {"failure": stuck}
     if not bounds.left(state, "review"):
         rounds = bounds.limit(state, "review")
         return {"failure": f"the review-rounds budget ({rounds}) is used up; still: " + "; ".join(now)}
-    return _fix_round(state, now)
+    return {**_fix_round(state, now), "review_findings": [*state.get("review_findings", []), _blocking(state)]}
+
+
+def _blocking(state: TaskState) -> list[dict[str, Any]]:
+    return [f for f in state.get("review", {}).get("findings", []) if f["severity"] in ("blocker", "major")]
+
+
+def no_progress(state: TaskState) -> str:
+    """Why the fix rounds stop for lack of progress ("" when there was progress).
+
+    Findings are compared by identity (`findings.same_finding`: file, overlapping lines, criterion
+    or concern), never by wording, which a reviewer rephrases each round. Two dead ends: nothing
+    closed since the last round (every earlier failed gate and finding is back), or one finding
+    raised in each of the last rounds (`findings.stalled`), however many others closed meanwhile.
+    """
+    if not state.get("review_problems"):
+        return ""  # the first review: nothing to compare with
+    history = [[Finding.model_validate(f) for f in past] for past in state.get("review_findings", [])]
+    current = [Finding.model_validate(f) for f in _blocking(state)]
+    failed = {p for p in problems(state) if p.startswith("gate ")}
+    failed_before = {p for p in state.get("review_problems", []) if p.startswith("gate ")}
+    previous = history[-1] if history else []
+    back = stalled([previous, current], patience=1)
+    if failed_before <= failed and all(any(same_finding(f, g) for f in back) for g in previous):
+        return "no progress in the last fix round: " + "; ".join(problems(state))
+    dead = stalled([*history, current], patience=STALL_ROUNDS)
+    if dead:
+        listed = "; ".join(f"{f.severity}: {f.message} ({f.path or '-'}:{f.line or '-'})" for f in dead)
+        return f"no progress on findings raised in each of the last {STALL_ROUNDS + 1} reviews: {listed}"
+    return ""
+
+
+# a finding back after this many fix rounds aimed at it is a dead end for that finding
+STALL_ROUNDS = 2
 
 
 def _fix_round(state: TaskState, now: list[str]) -> dict[str, Any]:

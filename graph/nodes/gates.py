@@ -15,7 +15,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from bot.metrics import record_gate
+from bot.metrics import record_gate, safe_label
 from bot.settings import Settings
 from graph.checks import CheckContext, CheckResult, context_for, run_checks, run_lints
 from graph.coder import gitstate
@@ -87,10 +87,7 @@ def _count(gates: list[GateResult]) -> None:
     """Each result in `forgebot_gate_results_total`; a lint `.forgebot.yml` named outside the label
     alphabet is counted as `custom` (repository text never becomes a label as it is)."""
     for gate in gates:
-        try:
-            record_gate(gate.name, gate.status)
-        except ValueError:
-            record_gate("custom", gate.status)
+        record_gate(safe_label(gate.name, "custom"), gate.status)
 
 
 def environment_broken(state: TaskState) -> str:

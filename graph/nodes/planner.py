@@ -17,11 +17,17 @@ from pydantic import BaseModel, Field
 
 import prompts
 from bot.settings import Settings
+from graph.conventions import config_for, standards_for
 from graph.deps import Deps
+from graph.embedding import embedder_for
 from graph.nodes import bounds
 from graph.nodes.contracts import contracts_text
-from graph.planning_context import budget_for, planning_context
+from graph.planning_context import budget_for, notes_part, planning_context
+from graph.plantargets import check_targets
+from graph.runtime.context import execution_part
+from graph.runtime.injection import inject
 from graph.runtime.roles import RoleRun
+from graph.runtime.trace import Trace
 from graph.schemas import AcceptanceCriterion, Plan, plan_problems
 from graph.state import TaskState
 from graph.structured import StructuredOutputError
@@ -48,8 +54,22 @@ def task_text(state: TaskState, data_dir: Path) -> str:
 
 
 def validate(proposal: PlanProposal, state: TaskState) -> list[str]:
+    return _checked(proposal, state)[0]
+
+
+def _checked(proposal: PlanProposal, state: TaskState) -> tuple[list[str], list[str]]:
+    """(problems that send the plan back, warnings the architect sees) — all decided by code."""
     criteria = [AcceptanceCriterion.model_validate(c) for c in state.get("criteria", [])]
-    return plan_problems(proposal.plan, criteria, Path(state["workspace"]), proposal.new_files)
+    root = Path(state["workspace"])
+    problems = plan_problems(proposal.plan, criteria, root, proposal.new_files)
+    if proposal.plan is None:
+        return problems, []
+    try:
+        graph_symbols = not config_for(state).resolve_profile().search_only
+    except ValueError:  # an unknown profile: the gates report it
+        graph_symbols = False
+    targets = check_targets(proposal.plan, root, state.get("index", ""), proposal.new_files, symbols=graph_symbols)
+    return list(dict.fromkeys([*problems, *targets.blocking])), targets.warnings
 
 
 async def propose(
@@ -61,28 +81,49 @@ async def propose(
         proposal = await run.ask(PlanProposal, messages)
     except StructuredOutputError as exc:
         return {"plan": {}, "plan_feedback": [f"the plan did not validate: {exc}"], **run.update()}
-    problems = validate(proposal, state)
+    problems, warnings = _checked(proposal, state)
     if problems or proposal.plan is None:
         return {"plan": {}, "plan_feedback": problems or ["no plan"], **run.update()}
-    return {"plan": proposal.plan.model_dump(), "new_files": proposal.new_files, "plan_feedback": [], **run.update()}
+    return {"plan": proposal.plan.model_dump(), "new_files": proposal.new_files, "plan_feedback": [],
+            "plan_warnings": warnings, **run.update()}
 
 
 def _system(state: TaskState) -> SystemMessage:
-    return SystemMessage(prompts.render("planner.system", forge_terms=prompts.terms(state["forge"])))
+    rendered = prompts.render("planner.system", forge_terms=prompts.terms(state["forge"]))
+    return SystemMessage("\n\n".join(filter(None, [rendered, standards_for(state), injected_files(state)])))
 
 
-def code_context(state: TaskState, settings: Settings, fixed_text: str, role: str) -> tuple[str, dict[str, Any]]:
+def injected_files(state: TaskState) -> str:
+    """Live injection for the planner roles (seed 000): one snapshot from disk per node invoke, with
+    the tool loops' tiers and limits — the files the analysis names and the scope of the plan so far."""
+    scope = state.get("scope", {})
+    plan_scope = (state.get("plan") or {}).get("scope", {})
+    targets = [*state.get("analysis", {}).get("affected_files", []), *scope.get("writable", []),
+               *plan_scope.get("writable", []), *scope.get("context_only", []), *plan_scope.get("context_only", [])]
+    return inject(Path(state["workspace"]), [t for t in targets if isinstance(t, str)]).render()
+
+
+def code_context(state: TaskState, settings: Settings, fixed_text: str, role: str, *,
+                 execution: str = "", with_diff: bool = True) -> tuple[str, dict[str, Any]]:
     """The code around the analysis, fitted by the context engine; the text and the state update
-    recording its tokens for `role`."""
+    recording its tokens for `role`. Tier 1: the investigation notes, `execution` output (checks'
+    stdout/stderr, cut to its tail) and the task's diff; then graph signatures; then search hits."""
     analysis = state.get("analysis", {})
     query = " ".join(c["text"] for c in state.get("criteria", []))
+    budget = budget_for(settings.llm.context_window_tokens, fixed_text)
+    first = notes_part(state.get("notes", {}))
+    if execution:
+        first.append(execution_part("gates and review", execution, budget // 2))
     assembled = planning_context(
         Path(state["workspace"]),
         state.get("index", ""),
-        state.get("base", ""),
+        state.get("base", "") if with_diff else "",
         list(analysis.get("symbols", [])),
         query,
-        budget_for(settings.llm.context_window_tokens, fixed_text),
+        budget,
+        embedder_for(settings.embedder),
+        first=first, role=role,
+        trace=Trace.open(settings.data_dir, state["task_id"]) if state.get("task_id") else None,
     )
     record = {
         "tokens": assembled.tokens,

@@ -18,9 +18,10 @@ from langgraph.runtime import Runtime
 
 import prompts
 from graph.coder import gitstate
+from graph.conventions import standards_for
 from graph.deps import Deps
 from graph.nodes import bounds
-from graph.nodes.planner import PlanProposal, code_context, propose, task_text, validate
+from graph.nodes.planner import PlanProposal, code_context, injected_files, propose, task_text, validate
 from graph.schemas import ChecklistItem, FileScope, Plan
 from graph.state import TaskState
 
@@ -86,6 +87,7 @@ async def reset(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
 async def _ask(state: TaskState, runtime: Runtime[Deps], text: str) -> dict[str, Any]:
     """One amend call, with the applied diff and the surrounding code fitted by the context engine."""
     system = prompts.render("planner_amend.system", forge_terms=prompts.terms(state["forge"]))
+    system = "\n\n".join(filter(None, [system, standards_for(state), injected_files(state)]))
     context, record = code_context(state, runtime.context.settings, text, "planner_amend")
     message = HumanMessage(f"{text}\n\n{context}".strip())
     update = await propose(state, runtime, [SystemMessage(system), message], role="planner_amend")

@@ -24,9 +24,9 @@ import prompts
 from bot.forge import Change, ChangeRef, ForgeNotFound, IssueRef, Marker, RepoRef
 from bot.gitrunner import GitError, git
 from bot.workspace import Workspaces, repo_key
+from graph.checkout import review_index
 from graph.deps import Deps
 from graph.discussion import is_member
-from graph.index.taskindex import build_base
 from graph.nodes.publisher import footer
 from graph.repoconfig import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
 from graph.reviewlint import linted
@@ -128,7 +128,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         "review_limits": _limits(deps, config), "review_noise": _noise(deps, config),
         "linted": await _linted(deps, workspace, base, config),
         # the code graph of the head under review (read-only for the reviewer; reused per commit)
-        "index": str(await asyncio.to_thread(build_base, deps.settings.data_dir, key, workspace, embedder=None)),
+        "index": await asyncio.to_thread(review_index, deps.settings.data_dir, key, workspace, deps.settings.embedder),
         "review_open": [_line(t.finding) for t in record.open] if record is not None and again else [],
     }
 

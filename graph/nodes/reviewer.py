@@ -19,8 +19,12 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 import prompts
+from graph.conventions import standards_for
 from graph.deps import Deps
+from graph.embedding import embedder_for
 from graph.index.db import Connection, connect
+from graph.index.embed import Embedder
+from graph.nodes.planner import code_context
 from graph.reviewdiff import DiffLimits, DiffView, collect
 from graph.runtime.budget import call_budget
 from graph.runtime.memory import Memory
@@ -63,11 +67,16 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     role = RoleRun.open("reviewer", state, runtime.context)
     role.session(root=root, system=lambda: _system(state), targets=lambda: view.paths, memory=memory,
                  max_calls=call_budget(settings.llm, "reviewer", criteria=len(criteria)))
-    task = HumanMessage(_task(state, criteria, view))
+    text = _task(state, criteria, view)
+    # the context engine: investigation notes and failed checks' output first, then graph and search
+    # (the diff is already in the task, so it is not assembled twice)
+    context, record = code_context(state, settings, text, "reviewer", execution=state.get("fix_context", ""),
+                                   with_diff=False)
+    task = HumanMessage(f"{text}\n\n{context}".strip())
     index = state.get("index")
     conn = connect(index, readonly=True) if index and Path(index).is_file() else None
     try:
-        result = await role.loop(_tools(root, conn, memory), [task])
+        result = await role.loop(_tools(root, conn, memory, embedder_for(settings.embedder)), [task])
     finally:
         if conn is not None:
             conn.close()
@@ -78,6 +87,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     gates = [GateResult.model_validate(g) for g in state.get("gates", [])]
     return {
         **role.update(),
+        **record,
         "review": review.model_dump(),
         "verdict": final_verdict(review, gates),
         "review_scope": {"base": view.base, "head": view.head, "files": view.paths,
@@ -86,7 +96,8 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
 
 
 def _system(state: TaskState) -> str:
-    return prompts.render("reviewer.system", forge_terms=prompts.terms(state.get("forge", "gitlab")))
+    rendered = prompts.render("reviewer.system", forge_terms=prompts.terms(state.get("forge", "gitlab")))
+    return rendered + "\n\n" + standards_for(state)
 
 
 def _task(state: TaskState, criteria: list[dict[str, Any]], view: DiffView) -> str:
@@ -99,9 +110,9 @@ def _task(state: TaskState, criteria: list[dict[str, Any]], view: DiffView) -> s
     )
 
 
-def _tools(root: Path, conn: Connection | None, memory: Memory) -> list[BaseTool]:
+def _tools(root: Path, conn: Connection | None, memory: Memory, embedder: Embedder | None) -> list[BaseTool]:
     """Files always; search; the code graph and override contracts when the task has an index."""
-    available: dict[str, BaseTool] = {**file_tools(root), **search_tools(root, conn)}
+    available: dict[str, BaseTool] = {**file_tools(root), **search_tools(root, conn, embedder)}
     if conn is not None:
         available.update(graph_tools(root, conn))
     available["write_scratchpad"] = memory.scratchpad.tool()

@@ -14,16 +14,18 @@ from langgraph.runtime import Runtime
 
 from bot.gitrunner import GitTampered
 from graph.deps import Deps
+from graph.embedding import embedder_for
+from graph.index.embed import Embedder
 from graph.index.taskindex import sync_task, task_index_path
 from graph.state import TaskState
 
 
-def sync(state: TaskState, data_dir: Path) -> dict[str, Any]:
+def sync(state: TaskState, data_dir: Path, embedder: Embedder | None = None) -> dict[str, Any]:
     index = task_index_path(data_dir, state["task_id"])
     if not index.is_file():
         return {"status": "skipped", "detail": "this task has no code index"}
     try:
-        report = sync_task(index, Path(state["workspace"]), embedder=None)
+        report = sync_task(index, Path(state["workspace"]), embedder=embedder)
     except GitTampered:
         raise  # the worktree's git metadata was replaced: stop the task, never degrade quietly
     except Exception as exc:  # sync_task records its own failures; this catches opening the index
@@ -34,4 +36,5 @@ def sync(state: TaskState, data_dir: Path) -> dict[str, Any]:
 
 
 async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
-    return {"index_sync": await asyncio.to_thread(sync, state, runtime.context.settings.data_dir)}
+    settings = runtime.context.settings
+    return {"index_sync": await asyncio.to_thread(sync, state, settings.data_dir, embedder_for(settings.embedder))}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.metrics import record_tokens
+from bot.metrics import record_tokens, safe_label
 from graph.runtime.budget import Exhausted
 
 
@@ -59,7 +59,7 @@ class Ledger:
         else:
             cost = (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
             usage.cost_usd += cost
-        record_tokens(role, model, input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost)
+        record_tokens(role, safe_label(model), input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost)
         return usage
 
     @property

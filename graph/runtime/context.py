@@ -1,6 +1,7 @@
 """The context window engine (seed 002): fill a role's token budget by priority, never past it.
 
-Parts come in three priority tiers: the active diff and the scratchpad first, then graph
+Parts come in three priority tiers: the active diff, the scratchpad and execution output (checks'
+stdout/stderr, cut to their tail by `execution_part`) first, then graph
 signatures of callers and callees, then search chunks. Each part enters inside a boundary naming
 its origin. A part that does not fit is left out and named in an "omitted" line (which is itself
 counted), so the model knows what it is not seeing; raw query results never go past the budget.
@@ -17,9 +18,10 @@ import prompts
 from graph.runtime.budget import estimate_tokens
 from graph.runtime.trace import Trace
 
-Kind = Literal["diff", "scratchpad", "signature", "search"]
-PRIORITY: dict[str, int] = {"diff": 0, "scratchpad": 0, "signature": 1, "search": 2}
-_TAGS: dict[str, str] = {"diff": "diff", "scratchpad": "scratchpad", "signature": "signature", "search": "search_hit"}
+Kind = Literal["diff", "scratchpad", "execution", "signature", "search"]
+PRIORITY: dict[str, int] = {"diff": 0, "scratchpad": 0, "execution": 0, "signature": 1, "search": 2}
+_TAGS: dict[str, str] = {"diff": "diff", "scratchpad": "scratchpad", "execution": "execution_output",
+                         "signature": "signature", "search": "search_hit"}
 
 
 @dataclass(frozen=True)
@@ -89,3 +91,21 @@ def assemble_traced(parts: Sequence[Part], budget_tokens: int, role: str, trace:
         trace.event("context", role=role, tokens=result.tokens, budget=budget_tokens,
                     by_kind=result.tokens_by_kind(), omitted=len(result.omitted))
     return result
+
+
+def execution_part(origin: str, output: str, budget_tokens: int) -> Part:
+    """Check output as a tier-1 part, cut to the tail that fits `budget_tokens`: a failing test's
+    verdict and trace come last, and a whole log would crowd out everything else."""
+    if estimate_tokens(output) <= budget_tokens:
+        return Part("execution", origin, output)
+    lines = output.splitlines()
+    kept: list[str] = []
+    used = 20  # the cut notice
+    for line in reversed(lines):
+        cost = estimate_tokens(line) + 1
+        if used + cost > budget_tokens:
+            break
+        kept.append(line)
+        used += cost
+    cut = len(lines) - len(kept)
+    return Part("execution", origin, f"[{cut} earlier lines cut for the context budget]\n" + "\n".join(reversed(kept)))

@@ -23,10 +23,13 @@ from graph.tools import search as _search
 
 def render_answer(answer: Answer) -> str:
     """Search hits as `path:start-end symbol` headers over their snippets, then freshness notes."""
-    blocks = [
-        f"{h.path}:{h.start_line}-{h.end_line} {h.symbol or h.kind} (score {h.score:.3f})\n{h.snippet}"
+    blocks = [f"legs: {', '.join(answer.legs)}"] + [
+        f"{h.path}:{h.start_line}-{h.end_line} {h.symbol or h.kind} (score {h.score:.3f}, {'+'.join(h.legs)})"
+        f"\n{h.snippet}"
         for h in answer.hits
-    ] or ["no hits"]
+    ]
+    if not answer.hits:
+        blocks.append("no hits")
     notes = list(answer.notes)
     if answer.freshness.stale_files:
         notes.append("changed since indexing (read them directly): " + ", ".join(answer.freshness.stale_files))
@@ -52,7 +55,8 @@ def search_tools(root: Path, conn: Connection | None, embedder: Embedder | None 
     if conn is not None:
 
         def semantic_search(query: str, k: int = 8, path_glob: str = "") -> str:
-            """Find code by what it does (hybrid full-text and vector search); answers path:lines and snippets."""
+            """Find code by what it does (full-text, code-graph and, when ready, vector search); answers
+            path:lines with snippets, the legs that found each hit, and a note when a leg is absent."""
             return render_answer(_search.semantic_search(conn, root, query, embedder=embedder, k=k,
                                                          path_glob=path_glob))
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from langchain_core.tools import BaseTool, StructuredTool
 
 from graph.index.db import Connection
+from graph.index.embed import Embedder
 from graph.tools.code import graph_tools, search_tools
 from graph.tools.database import ReadOnlyDatabase
 from graph.tools.files import file_tools
@@ -38,10 +39,10 @@ def database_tools(database: ReadOnlyDatabase) -> dict[str, BaseTool]:
 
 
 def investigation_tools(
-    root: Path, conn: Connection | None, database: ReadOnlyDatabase | None = None
+    root: Path, conn: Connection | None, database: ReadOnlyDatabase | None = None, embedder: Embedder | None = None
 ) -> dict[str, BaseTool]:
     """Every read-only tool available for this checkout, by name (graph tools win over file fallbacks)."""
-    tools = {**file_tools(root), **search_tools(root, conn)}
+    tools = {**file_tools(root), **search_tools(root, conn, embedder)}
     if conn is not None:
         tools.update(graph_tools(root, conn))
     if database is not None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bot.gitrunner import GitTimeout, Repo, run
+from graph.index.basevectors import VectorState, index_file, state
 from graph.index.db import Connection
 from graph.index.embed import Embedder
 from graph.index.search import Answer, Weights, search
@@ -52,14 +53,28 @@ def semantic_search(
     kinds: Sequence[str] = (),
     weights: Weights | None = None,
 ) -> Answer:
-    """Hybrid search; the answer's stale files include worktree edits made since the last sync."""
+    """Hybrid search; the answer's stale files include worktree edits made since the last sync.
+
+    The vector leg runs when the index has (or can now adopt) vectors of `embedder`'s model; when it
+    cannot, the answer's notes say why (`basevectors.state`).
+    """
     if path_glob:
         _check_glob(path_glob)
+    leg = vector_leg(conn, embedder)
     answer = search(
-        conn, query, embedder=embedder, limit=k, path_glob=path_glob, kinds=kinds, weights=weights
+        conn, query, embedder=leg.embedder, limit=k, path_glob=path_glob, kinds=kinds, weights=weights,
+        absent=leg.absent,
     )
     stale = tuple(sorted(set(answer.freshness.stale_files) | set(live_stale_files(conn, root))))
     return replace(answer, freshness=replace(answer.freshness, stale_files=stale))
+
+
+def vector_leg(conn: Connection, embedder: Embedder | None) -> VectorState:
+    """Whether this index can serve `embedder`'s vector leg now (adopting base vectors if ready)."""
+    path = index_file(conn)
+    if path is None or embedder is None:  # an in-memory index is whatever its builder made it
+        return VectorState(embedder, "" if embedder else "no embedder configured")
+    return state(path, embedder)
 
 
 def _check_glob(path_glob: str) -> None:

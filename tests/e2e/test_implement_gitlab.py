@@ -93,3 +93,5 @@ async def test_a_red_test_is_reported_once_and_the_work_is_pushed_without_a_merg
     assert "no progress" in report.body and "gate test_runner failed" in report.body
     assert f"kept on branch `{BRANCH}`" in report.body and "purpose=failure" in report.body
     assert served.branch_log(BRANCH)[:2] == ["Fix: gate test_runner failed", "Add multiply with its test"]
+    fix_round = "\n".join(str(m.content) for m in roles["coder"].received[4])
+    assert '<execution_output origin="gates and review">' in fix_round  # PHPUnit's output, budgeted

@@ -94,6 +94,12 @@ def test_already_done_tells_earlier_task_work_from_code_predating_the_task(proje
     checklist = _checklist(project, tmp_path, [_item(1), _item(2)])
     with pytest.raises(ItemRejected, match="path:line"):
         checklist.complete(1, "", already_done="it is there")
+    # checked like a plan blocker's evidence: a real line of a real file inside the worktree
+    for bogus, reason in ((f"{CALC}:999", "a line in 1.."), ("src/Nowhere.php:3", "is not a file"),
+                          ("../outside.php:1", "not allowed"), ("see it:4", "is not a file")):
+        checklist._last_failure = None
+        with pytest.raises(ItemRejected, match=reason):
+            checklist.complete(1, "", already_done=bogus)
     assert "predates the task" in checklist.complete(1, "", already_done=f"{CALC}:9")
     assert checklist.decisions[-1]["kind"] == "already_done"
     _edit(project, "$a + $b", "$b + $a")

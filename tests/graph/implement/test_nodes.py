@@ -51,10 +51,43 @@ def test_an_approval_never_replaces_a_failed_gate() -> None:
 def test_no_progress_and_exhausted_rounds_stop_the_fix_rounds() -> None:
     again = delivery.decide(_state(review_problems=["gate test_runner failed"]))
     assert "no progress" in again["failure"]
-    other = delivery.decide(_state(review_problems=["major: something else"], rounds={"review": 2}))
+    other = delivery.decide(_state(review_problems=["major: something else"], rounds={"review": 2},
+                                   review_findings=[[_finding("something else", line=3)]]))
     assert "review-rounds budget (2) is used up" in other["failure"]
-    closed = delivery.decide(_state(review_problems=["gate test_runner failed", "major: x"], rounds={"review": 1}))
+    closed = delivery.decide(_state(review_problems=["gate test_runner failed", "major: xyz"], rounds={"review": 1},
+                                    review_findings=[[_finding("xyz")]]))
     assert closed["outcome"] == "fix_round"  # one problem closed since the last round: progress
+    assert closed["review_findings"] == [[_finding("xyz")], []]
+
+
+def _finding(message: str, line: int = 12, **extra: Any) -> dict[str, Any]:
+    return {"severity": "major", "message": message, "path": route.CALC, "line": line, "criteria": [1], **extra}
+
+
+def _reviewed(*findings: dict[str, Any]) -> dict[str, Any]:
+    return {**APPROVE, "verdict": "request_changes", "findings": list(findings)}
+
+
+def test_a_reworded_finding_at_the_same_place_is_no_progress() -> None:
+    """Per-finding identity (path, lines, criterion), not wording: the reviewer rephrases each round."""
+    before = _finding("multiply returns the sum of its arguments")
+    again = _finding("multiply adds instead of multiplying", line=13)
+    state = _state(gates=GATES_FAILED[1:], review=_reviewed(again),
+                   review_problems=["major: multiply returns the sum of its arguments"], review_findings=[[before]])
+    assert delivery.decide(state)["failure"].startswith("no progress in the last fix round: major: multiply adds")
+    elsewhere = _state(gates=GATES_FAILED[1:], review=_reviewed(_finding("a new problem", line=40)),
+                       review_problems=["major: multiply returns the sum"], review_findings=[[before]])
+    assert delivery.decide(elsewhere)["outcome"] == "fix_round"  # the old finding closed: progress
+
+
+def test_one_finding_back_in_every_round_is_a_dead_end_though_others_closed() -> None:
+    stuck = _finding("multiply overflows")
+    rounds = [[stuck, _finding("missing test", line=30)],
+              [_finding("overflow unchecked", line=11), _finding("no docblock", line=50)]]
+    state = _state(gates=GATES_FAILED[1:], review=_reviewed(_finding("still overflows", line=12)),
+                   review_problems=["major: overflow unchecked"], review_findings=rounds, rounds={"review": 1})
+    failure = delivery.decide(state)["failure"]
+    assert failure.startswith("no progress on findings raised in each of the last 3 reviews: major: still overflows")
 
 
 def test_a_broken_environment_is_reported_not_sent_for_a_fix() -> None:

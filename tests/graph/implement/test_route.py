@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
 from bot.forge import IssueRef, RepoRef
-from bot.settings import Settings
+from bot.settings import EmbedderSettings, Settings
+from graph.checkout import index_checkout
+from graph.index.taskindex import task_index_path
+from tests.fakes.chat import ScriptedChatModel
 from tests.graph.implement import route
 from tests.graph.implement.conftest import Project, git
 
@@ -157,3 +165,58 @@ async def test_architect_rounds_are_bounded(project: Project, settings: Settings
     assert state["outcome"] == "failed" and state["rounds"]["architect"] == 3
     issue = IssueRef(repo=RepoRef.model_validate(state["repo"]), number=7)
     assert "the plan was rejected" in forge.comments[issue][0]
+
+
+class _BreaksIndexFirst(ScriptedChatModel):
+    """The coder's model; before its first answer the task's index file is destroyed on disk."""
+
+    index: str = ""
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        if not self.received:
+            Path(self.index).write_bytes(b"not a database" * 512)
+        return super()._generate(messages, *args, **kwargs)
+
+
+async def test_an_infrastructure_failure_in_the_coder_loop_is_reported_not_amended(
+    project: Project, settings: Settings
+) -> None:
+    """Seed 000: an infrastructure failure is not disguised as a need to rewrite the plan."""
+    index_checkout(settings.data_dir, "demo", project.root, "task9", EmbedderSettings(kind="off"))
+    roles = route.models(
+        decomposer=[route.decomposition()], analyzer=[route.analysis()],
+        planner=[route.plan(route.ONE_ITEM)], architect=route.approve_plan(),
+    )
+    coder = _BreaksIndexFirst(messages=iter([route.call("semantic_search", query="add")]),
+                              index=str(task_index_path(settings.data_dir, "task9")))
+    roles["coder"] = coder  # no planner_amend script: reaching it would fail the run
+    state, forge = await route.run(project, settings, roles)
+    assert state["coder"]["end"] == "infrastructure"
+    assert "DatabaseError: file is not a database" in state["coder"]["reason"]
+    assert state["outcome"] == "failed" and "amend" not in state.get("rounds", {})
+    issue = IssueRef(repo=RepoRef.model_validate(state["repo"]), number=7)
+    (comment,) = forge.comments[issue]
+    assert "could not finish this task: the coder stopped: semantic_search failed" in comment
+
+
+async def test_plan_targets_are_checked_against_the_code_graph_before_the_architect(
+    project: Project, settings: Settings
+) -> None:
+    """A plan naming a class that exists nowhere goes back to the planner; a method not there yet
+    only warns, and the architect sees the warning."""
+    indexed = index_checkout(settings.data_dir, "demo", project.root, "task9", EmbedderSettings(kind="off"))
+    wrong = [route.item(1, "Make `Invoice::total` multiply", route.CALC, route.TEST)]
+    right = [route.item(1, "Add `Calculator::multiply` next to `App\\Calculator::add`", route.CALC, route.TEST)]
+    roles = route.models(
+        decomposer=[route.decomposition()], analyzer=[route.analysis()],
+        planner=[route.plan(wrong), route.plan(right)], architect=route.approve_plan(),  # planner_refine: 2nd
+        coder=route.coder_happy(), reviewer=route.review(),
+    )
+    state, _ = await route.run(project, settings, roles, extra={"index": indexed["index"]})
+    assert state["outcome"] == "delivered"
+    refine = str(roles["planner"].received[1][-1].content)
+    assert "item 1 names `Invoice`, which the code graph does not know" in refine
+    architect_task = "\n".join(str(m.content) for m in roles["architect"].received[0])
+    assert "<plan_warnings" in architect_task
+    assert "item 1 names `Calculator::multiply`, which does not exist yet" in architect_task
+    assert "App\\Calculator::add" not in architect_task.split("<plan_warnings")[1]  # it exists: no warning

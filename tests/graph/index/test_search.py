@@ -10,7 +10,6 @@ import pytest
 
 from graph.index import search_store
 from graph.index.db import Connection, connect
-from graph.index.embed import HashingEmbedder
 from graph.index.search import (
     Weights,
     graph_ranking,
@@ -21,6 +20,7 @@ from graph.index.search import (
     vector_ranking,
     vector_ranking_for,
 )
+from tests.fakes.embedder import HashingEmbedder
 from tests.graph.index.searchrepo import FILES, index_files
 
 
@@ -106,7 +106,7 @@ def test_filters_by_path_glob_and_kind(conn: Connection) -> None:
 def test_without_embedder_search_is_lexical_and_graph_and_says_so(conn: Connection) -> None:
     answer = search(conn, "shouldRetry status code", limit=3)
     assert answer.legs == ("lexical", "graph")
-    assert answer.notes == ("no embedder configured: lexical and graph legs only",)
+    assert answer.notes == ("vector leg absent: no embedder configured; lexical and graph legs only",)
     assert answer.hits[0].symbol == "App\\Http\\RetryPolicy::shouldRetry"
 
 

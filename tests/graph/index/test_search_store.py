@@ -9,8 +9,8 @@ import pytest
 from graph.index import search_store
 from graph.index.chunks import chunk_file
 from graph.index.db import Connection, connect
-from graph.index.embed import HashingEmbedder
 from graph.index.parse import parse_source
+from tests.fakes.embedder import HashingEmbedder
 from tests.graph.index.searchrepo import FILES, index_files
 
 REPO = "src/User/UserRepository.php"

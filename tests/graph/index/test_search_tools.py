@@ -10,9 +10,9 @@ import pytest
 
 from graph.index import taskindex
 from graph.index.db import connect
-from graph.index.embed import HashingEmbedder
 from graph.index.search_cli import register
 from graph.tools.search import CodeMatch, read_file_snippet, search_code, semantic_search
+from tests.fakes.embedder import HashingEmbedder
 from tests.graph.index.searchrepo import make_repo
 
 REPO = "src/User/UserRepository.php"
@@ -86,7 +86,7 @@ def test_cli_json_single_query(repo: Path, tmp_path: Path, capsys: pytest.Captur
     assert top["symbol"] == "App\\Http\\RetryPolicy::shouldRetry"
     assert {"path", "start_line", "end_line", "symbol", "score"} <= set(top)
     assert record["indexed_commit"] == taskindex.head_commit(repo)
-    assert record["notes"] == ["no embedder configured: lexical and graph legs only"]
+    assert record["notes"] == ["vector leg absent: no embedder configured; lexical and graph legs only"]
     assert not list(repo.rglob("*.db"))  # the index lives under the data directory
 
 

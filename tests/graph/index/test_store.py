@@ -139,7 +139,8 @@ def test_paths_outside_the_checkout_are_rejected(repo: Path, tmp_path: Path) -> 
     assert relative_path(repo, "src/./Model/../multi.php") == "src/multi.php"
 
 
-def test_parallel_build_matches_serial_build(repo: Path, tmp_path: Path) -> None:
+def test_parallel_build_matches_serial_build(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store, "PARALLEL_FROM_FILES", 0)  # the fixture is small: parse it in processes anyway
     serial, parallel = connect(tmp_path / "a.db"), connect(tmp_path / "b.db")
     build(serial, repo, php_files(repo), workers=1)
     build(parallel, repo, php_files(repo), workers=2)

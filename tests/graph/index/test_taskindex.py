@@ -7,10 +7,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from graph.index import search_store, taskindex
+from graph.index import basevectors, search_store, taskindex
 from graph.index.db import connect
-from graph.index.embed import HashingEmbedder, HttpEmbedder
+from graph.index.embed import HttpEmbedder
 from graph.index.search import search
+from tests.fakes.embedder import HashingEmbedder
 from tests.graph.index.searchrepo import commit, make_repo
 
 REPO = "src/User/UserRepository.php"
@@ -33,27 +34,33 @@ def test_base_index_holds_graph_and_search_for_the_head_commit_and_is_reused(
     tmp_path: Path, repo: Path
 ) -> None:
     data = tmp_path / "data"
-    embedder = HashingEmbedder(dimension=16)
-    base = taskindex.build_base(data, "group/demo", repo, embedder=embedder)
+    base = taskindex.build_base(data, "group/demo", repo)
     head = taskindex.head_commit(repo)
     assert base == data / "indexes" / "base" / "group--demo" / f"{head}.db"
     conn = connect(base, readonly=True)
     graph_symbols = {r[0] for r in conn.execute("SELECT fqn FROM symbols")}
     assert "App\\User\\UserRepository::findById" in graph_symbols
     assert "App\\User\\UserRepository::findById" in _symbols(base)
-    answer = search(conn, "find by id", embedder=embedder, limit=1)
+    embedder = HashingEmbedder(dimension=16)
+    answer = search(conn, "find by id", embedder=None, limit=1)  # lexical + graph at once, no model
+    assert answer.legs == ("lexical", "graph") and answer.hits
     assert answer.freshness.indexed_commit == head and answer.freshness.stale_files == ()
     assert "README.md" not in search_store.indexed_files(conn)
     conn.close()
-    calls = len(embedder.calls)
-    assert taskindex.build_base(data, "group/demo", repo, embedder=embedder) == base
-    assert len(embedder.calls) == calls  # reused, not rebuilt
+    stamp = base.stat().st_mtime_ns
+    assert taskindex.build_base(data, "group/demo", repo) == base and base.stat().st_mtime_ns == stamp  # reused
+    vectors = basevectors.build(base, embedder)  # what the worker's background thread runs
+    assert base.stat().st_mtime_ns == stamp  # the base itself is never written again
+    conn = connect(vectors, readonly=True)
+    assert search(conn, "find by id", embedder=embedder, limit=1).legs == ("lexical", "graph", "vector")
+    conn.close()
 
 
 def test_task_copy_is_isolated_from_the_base_and_sync_applies_a_patch(tmp_path: Path, repo: Path) -> None:
     data = tmp_path / "data"
     embedder = HashingEmbedder(dimension=16)
-    base = taskindex.build_base(data, "demo", repo, embedder=embedder)
+    base = taskindex.build_base(data, "demo", repo)
+    basevectors.build(base, embedder)
     task = taskindex.copy_for_task(base, data, "task-1")
     other = taskindex.copy_for_task(base, data, "task-2")
     (repo / REPO).write_text((repo / REPO).read_text().replace("function save(", "function store("))
@@ -65,6 +72,7 @@ def test_task_copy_is_isolated_from_the_base_and_sync_applies_a_patch(tmp_path: 
     embedder.calls.clear()
     report = taskindex.sync_task(task, repo, embedder=embedder)
     assert set(report.changed) == {REPO, "src/Cache.php"} and report.removed == ("src/helpers.php",)
+    # the base's vectors are adopted by chunk hash: only the patch's new chunks are embedded
     assert report.embedded == sum(embedder.calls) and 0 < report.embedded < 8
     assert report.freshness.indexed_commit == head and report.freshness.degraded == ""
     after = _symbols(task)
@@ -76,12 +84,13 @@ def test_task_copy_is_isolated_from_the_base_and_sync_applies_a_patch(tmp_path: 
     conn = connect(task, readonly=True)
     graph = {r[0] for r in conn.execute("SELECT fqn FROM symbols")}
     assert "App\\User\\UserRepository::store" in graph and "App\\format_price" not in graph
+    assert conn.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0] == 0
     conn.close()
 
 
 def test_sync_of_listed_paths_only_and_live_staleness(tmp_path: Path, repo: Path) -> None:
     data = tmp_path / "data"
-    task = taskindex.copy_for_task(taskindex.build_base(data, "demo", repo, embedder=None), data, "t")
+    task = taskindex.copy_for_task(taskindex.build_base(data, "demo", repo), data, "t")
     (repo / REPO).write_text((repo / REPO).read_text().replace("save(", "keep("))
     (repo / "src/Http/RetryPolicy.php").write_text("<?php\nfunction retryLater() {}\n")
     conn = connect(task)
@@ -98,7 +107,7 @@ def test_sync_of_listed_paths_only_and_live_staleness(tmp_path: Path, repo: Path
 
 def test_a_file_that_stops_parsing_keeps_its_chunks_and_is_reported_stale(tmp_path: Path, repo: Path) -> None:
     data = tmp_path / "data"
-    task = taskindex.copy_for_task(taskindex.build_base(data, "demo", repo, embedder=None), data, "t")
+    task = taskindex.copy_for_task(taskindex.build_base(data, "demo", repo), data, "t")
     (repo / REPO).write_text((repo / REPO).read_text().replace("return $this->users[$id]", "return $this->("))
     report = taskindex.sync_task(task, repo, embedder=None)
     assert report.freshness.stale_files == (REPO,)
@@ -107,7 +116,8 @@ def test_a_file_that_stops_parsing_keeps_its_chunks_and_is_reported_stale(tmp_pa
 
 def test_a_failed_sync_is_recorded_as_degraded_search_not_raised(tmp_path: Path, repo: Path) -> None:
     data = tmp_path / "data"
-    base = taskindex.build_base(data, "demo", repo, embedder=HashingEmbedder(dimension=8, model_id="down"))
+    base = taskindex.build_base(data, "demo", repo)
+    basevectors.build(base, HashingEmbedder(dimension=3, model_id="down"))  # the same model id: "down/3"
     task = taskindex.copy_for_task(base, data, "t")
     (repo / REPO).write_text((repo / REPO).read_text().replace("save(", "keep("))
     broken = HttpEmbedder(

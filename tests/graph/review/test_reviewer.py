@@ -104,7 +104,7 @@ def test_size_limits_apply_per_file_before_the_budget(change_repo: ChangeRepo) -
 
 
 async def test_code_graph_and_contract_tools_come_with_an_index(change_repo: ChangeRepo, tmp_path: Path) -> None:
-    index = build_base(tmp_path / "data", "shop", change_repo.root, embedder=None)
+    index = build_base(tmp_path / "data", "shop", change_repo.root)
     review = Review(verdict="approve", summary="ok", verified_criteria=[1, 2])
     model = scripted([call("find_definition", name="Cart::total"), done(), answer(Review, review)])
     out = await reviewer.run(_state(change_repo, index=str(index)), _runtime(model, change_repo))  # type: ignore[arg-type]
@@ -123,6 +123,6 @@ def _bound_tools(repo: ChangeRepo, index: str) -> list[dict[str, Any]]:
 
     conn = connect(index, readonly=True)
     try:
-        return [convert_to_openai_tool(t) for t in reviewer._tools(repo.root, conn, Memory())]
+        return [convert_to_openai_tool(t) for t in reviewer._tools(repo.root, conn, Memory(), None)]
     finally:
         conn.close()

@@ -11,12 +11,12 @@ from langchain_core.messages import HumanMessage
 
 from graph.index import taskindex
 from graph.index.db import Connection, connect
-from graph.index.embed import HashingEmbedder
 from graph.runtime.loop import invoke_llm_with_tools
 from graph.tools import tools_for
 from graph.tools.code import graph_tools, search_tools
 from graph.tools.files import file_tools
 from tests.fakes.chat import scripted
+from tests.fakes.embedder import HashingEmbedder
 from tests.graph.index.searchrepo import make_repo
 from tests.graph.runtime.conftest import make_session
 from tests.graph.runtime.script import call, done, tool_texts

@@ -46,3 +46,17 @@ def test_tokens_per_call_are_traced(tmp_path: Path) -> None:
     assemble_traced([DIFF, SIG, *HITS], 400, "reviewer", trace)
     (event,) = read_trace(trace.path)
     assert event["kind"] == "context" and event["tokens"] <= 400 and set(event["by_kind"]) >= {"diff", "signature"}
+
+
+def test_execution_output_is_a_first_tier_part_cut_to_its_tail() -> None:
+    from graph.runtime.context import execution_part
+
+    log = "\n".join(f"PHPUnit line {n}" for n in range(2000)) + "\nFAILURES! Tests: 3, Assertions: 4, Failures: 1."
+    part = execution_part("gates and review", log, budget_tokens=300)
+    assert part.kind == "execution" and estimate_tokens(part.text) <= 300
+    assert part.text.endswith("Failures: 1.") and part.text.startswith("[")
+    assert "earlier lines cut for the context budget" in part.text
+    short = execution_part("gates", "OK (3 tests)", budget_tokens=300)
+    assert short.text == "OK (3 tests)"
+    assembled = assemble([Part("search", "search:a.php:1-2", "x" * 600), part], 400)
+    assert assembled.included[0] is part  # execution output outranks search hits

@@ -1,0 +1,58 @@
+"""The project standards a role writes or judges code by, as a bounded block of its system prompt.
+
+Seed 000: prompts and standards carry the language's rules; the profile names the document
+(`standards/<name>.md`), `.forgebot.yml` names the profile. The coder, the reviewer and the planner
+roles get it. It competes with the task's code for the context window, so it has its own cap: whole
+`##` sections are kept in order while they fit (`fit_to_budget`), and the ones left out are named.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import prompts
+import standards
+from graph.repoconfig import RepoConfig, RepoConfigError, load_repo_config
+from graph.runtime.budget import estimate_tokens, fit_to_budget
+
+# tokens of the standards block in a system prompt (php.md is ~1,000 by the pessimistic estimate)
+STANDARDS_BUDGET_TOKENS = 1200
+_SECTION = re.compile(r"(?m)^(?=## )")
+
+
+def standards_block(config: RepoConfig, budget_tokens: int = STANDARDS_BUDGET_TOKENS) -> str:
+    """The profile's standards inside a `<standards>` boundary, cut to `budget_tokens` by section."""
+    try:
+        name = config.resolve_profile().standards
+    except (RepoConfigError, ValueError, LookupError):
+        name = RepoConfig().resolve_profile().standards
+    text = standards.load(name)
+    frame = prompts.boundary("standards", f"standards/{name}.md", "")
+    sections = [s.strip() for s in _SECTION.split(text) if s.strip()]
+    room = budget_tokens - estimate_tokens(frame) - 40  # 40: the line naming what was left out
+    fit = fit_to_budget(sections, max(0, room))
+    body = "\n\n".join(fit.kept)
+    if fit.dropped:
+        titles = [s.splitlines()[0].lstrip("# ") for s in sections[len(fit.kept):]]
+        body += f"\n\n(Left out for the prompt budget: {', '.join(titles)}.)"
+    return prompts.boundary("standards", f"standards/{name}.md", body)
+
+
+def config_for(state: Mapping[str, Any]) -> RepoConfig:
+    """`.forgebot.yml` of the task's base (defaults when there is no base or the file is unreadable:
+    the gates report that, not the prompt)."""
+    base = state.get("base") or state.get("review_base") or ""
+    if base and state.get("workspace"):
+        try:
+            return load_repo_config(Path(state["workspace"]), base)
+        except (RepoConfigError, OSError):
+            pass
+    return RepoConfig()
+
+
+def standards_for(state: Mapping[str, Any]) -> str:
+    """The standards block for a task, from the profile its `.forgebot.yml` names."""
+    return standards_block(config_for(state))

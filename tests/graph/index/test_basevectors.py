@@ -1,0 +1,156 @@
+"""The vector leg of a base index: built in the background, adopted by task indexes mid-run, reused
+across commits by chunk hash, failures said instead of raised."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from graph.index import basevectors, taskindex
+from graph.index.db import connect
+from graph.index.embed import Matrix
+from graph.index.search_store import _row_chunk
+from graph.tools.code import search_tools
+from tests.fakes.embedder import HashingEmbedder
+from tests.graph.index.searchrepo import commit, make_repo
+
+REPO = "src/User/UserRepository.php"
+
+
+class GatedEmbedder(HashingEmbedder):
+    """Holds every embed call until the test opens the gate: a build that is 'still running'."""
+
+    def __init__(self) -> None:
+        super().__init__(dimension=16)
+        self.gate = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        assert self.gate.wait(30), "the test never opened the gate"
+        return super().embed(texts)
+
+
+class FailingEmbedder(HashingEmbedder):
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        raise RuntimeError("endpoint down")
+
+
+def _semantic(root: Path, index: Path, embedder: HashingEmbedder | None, query: str) -> str:
+    conn = connect(index, readonly=True)  # as the roles open it
+    try:
+        return str(search_tools(root, conn, embedder)["semantic_search"].invoke({"query": query, "k": 3}))
+    finally:
+        conn.close()
+
+
+def test_a_task_starts_on_lexical_and_graph_legs_and_picks_vectors_up_when_the_build_ends(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "checkout")
+    data = tmp_path / "data"
+    base = taskindex.build_base(data, "demo", root)
+    embedder = GatedEmbedder()
+    done = basevectors.start(base, embedder)
+    assert basevectors.start(base, embedder) is done  # one build per base and model in a process
+    task = taskindex.copy_for_task(base, data, "t1")
+    early = _semantic(root, task, embedder, "find a user by id")
+    assert early.startswith("legs: lexical, graph") and "findById" in early
+    assert "vector leg absent: the repository's vectors are still being built in the background" in early
+    embedder.gate.set()
+    assert done.wait(30)
+    late = _semantic(root, task, embedder, "find a user by id")
+    assert late.startswith("legs: lexical, graph, vector") and "vector leg absent" not in late
+    assert "+vector" in late  # hits say which legs found them
+    conn = connect(task, readonly=True)
+    assert conn.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0] == 0
+    conn.close()
+    assert basevectors.ready_path(base, embedder) == basevectors.vectors_path(base, embedder)
+    assert basevectors.ready_path(base, None) == base
+
+
+def test_chunks_unchanged_since_an_earlier_commit_keep_their_vectors(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "checkout")
+    data = tmp_path / "data"
+    embedder = HashingEmbedder(dimension=16)
+    first = taskindex.build_base(data, "demo", root)
+    basevectors.build(first, embedder)
+    everything = sum(embedder.calls)
+    (root / REPO).write_text((root / REPO).read_text().replace("function save(", "function store("))
+    commit(root, "rename save")
+    second = taskindex.build_base(data, "demo", root)
+    assert second != first
+    embedder.calls.clear()
+    vectors = basevectors.build(second, embedder)
+    assert 0 < sum(embedder.calls) < everything // 2  # only the changed chunks were embedded
+    conn = connect(vectors, readonly=True)
+    kept = conn.execute("SELECT count(*) FROM chunks WHERE embedded = 1").fetchone()[0]
+    total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    conn.close()
+    assert kept == total
+    # a vector copied by hash is the vector the model gives that text: nothing stale was reused
+    reader = connect(vectors, readonly=True)
+    chunk_id, blob = reader.execute(
+        "SELECT c.id, v.embedding FROM chunks c JOIN chunk_vectors v ON v.id = c.id WHERE c.name = 'findById'"
+    ).fetchone()
+    row = reader.execute(
+        "SELECT path, symbol, kind, name, signature, start_line, end_line, snippet FROM chunks WHERE id = ?",
+        (chunk_id,),
+    ).fetchone()
+    reader.close()
+    fresh = embedder.embed([_row_chunk(tuple(row)).embed_text])[0]
+    assert np.allclose(np.frombuffer(blob, dtype=np.float32), fresh)
+
+
+def test_a_failed_build_is_said_by_every_search_and_never_raised(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "checkout")
+    data = tmp_path / "data"
+    base = taskindex.build_base(data, "demo", root)
+    embedder = FailingEmbedder(dimension=16)
+    assert basevectors.start(base, embedder).wait(30)
+    task = taskindex.copy_for_task(base, data, "t1")
+    answer = _semantic(root, task, embedder, "retry")
+    assert "vector leg absent: building the vectors failed (RuntimeError: endpoint down)" in answer
+    assert not basevectors.vectors_path(base, embedder).exists()
+
+
+def test_without_an_embedder_the_tool_says_the_leg_is_off(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "checkout")
+    data = tmp_path / "data"
+    task = taskindex.copy_for_task(taskindex.build_base(data, "demo", root), data, "t1")
+    answer = _semantic(root, task, None, "retry")
+    assert answer.startswith("legs: lexical, graph") and "vector leg absent: no embedder configured" in answer
+
+
+def test_a_build_running_at_process_exit_stops_cleanly(tmp_path: Path) -> None:
+    """The worker exits mid-build: the build stops between batches (no abort, no half file, no
+    failure note), and the next worker builds it again."""
+    import subprocess
+    import sys
+
+    root = make_repo(tmp_path / "checkout")
+    script = f"""
+import logging, threading, time
+logging.basicConfig(level=logging.INFO)
+from pathlib import Path
+from graph.index import basevectors, taskindex
+from tests.fakes.embedder import HashingEmbedder
+
+class Slow(HashingEmbedder):
+    def embed(self, texts):
+        time.sleep(0.5)
+        return super().embed(texts)
+
+base = taskindex.build_base(Path({str(tmp_path / "data")!r}), "demo", Path({str(root)!r}))
+basevectors.start(base, Slow(dimension=16))
+time.sleep(0.2)
+print(base)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[3])
+    assert done.returncode == 0, done.stderr
+    assert "stopped: the worker is exiting" in done.stderr  # stopped by the exit hook, not killed
+    base = Path(done.stdout.strip())
+    embedder = HashingEmbedder(dimension=16)
+    assert not basevectors.vectors_path(base, embedder).exists()
+    assert not basevectors.vectors_path(base, embedder).with_suffix(".failed").exists()
+    assert basevectors.build(base, embedder).is_file()  # the next worker builds it
