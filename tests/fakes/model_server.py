@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -54,6 +55,7 @@ class Reply:
     error_code: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
     usage: tuple[int, int] = (20, 10)
+    delay: float = 0.0  # seconds before answering: longer than the client's timeout = a timeout
 
 
 def text(content: str, **kw: Any) -> Reply:
@@ -314,6 +316,8 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 self._json(404, {"error": f"no route {path}"})
                 return
             reply = server.take(Request(protocol, path, body, {k.lower(): v for k, v in self.headers.items()}))
+            if reply.delay:
+                time.sleep(reply.delay)
             getattr(self, f"_{protocol}")(reply, body)
 
         def _openai(self, reply: Reply, body: dict[str, Any]) -> None:

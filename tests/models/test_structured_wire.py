@@ -113,6 +113,7 @@ async def test_a_refusal_is_reported_as_one(server: ModelServer) -> None:
     assert caught.value.failure.kind == "refusal" and "cannot help" in str(caught.value)
 
 
+@pytest.mark.timeout(300)  # importing the anthropic SDK is slow on a loaded machine
 async def test_anthropic_answers_with_a_tool_use_block(server: ModelServer) -> None:
     server.script(wire.structured("Answer", GOOD))
     answer, usage = await ask_structured(chat_model(llm_settings(server, "anthropic"), "reviewer"), Answer, ASK)
