@@ -142,8 +142,7 @@ class ModelServer:
         self._queue: list[Reply] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._httpd.daemon_threads = True
+        self._httpd = _HTTPServer(self)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property
@@ -291,77 +290,87 @@ def ollama_lines(server: ModelServer, reply: Reply) -> list[dict[str, Any]]:
     return lines
 
 
-def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+    def __init__(self, owner: ModelServer) -> None:
+        self.owner = owner
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    @property
+    def owner(self) -> ModelServer:
+        assert isinstance(self.server, _HTTPServer)
+        return self.server.owner
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            self._json(200, {"object": "list", "data": [{"id": self.owner.model, "object": "model"}]})
+        elif self.path == "/api/tags":
+            self._json(200, {"models": [{"name": self.owner.model, "model": self.owner.model}]})
+        else:
+            self._json(404, {"error": f"no route {self.path}"})
+
+    def do_POST(self) -> None:
+        size = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(size) or b"{}")
+        path = self.path.split("?")[0]
+        protocol = {"/v1/chat/completions": "openai", "/chat/completions": "openai",
+                    "/v1/messages": "anthropic", "/api/chat": "ollama"}.get(path)
+        if protocol is None:
+            self._json(404, {"error": f"no route {path}"})
             return
+        reply = self.owner.take(Request(protocol, path, body, {k.lower(): v for k, v in self.headers.items()}))
+        if reply.delay:
+            time.sleep(reply.delay)
+        getattr(self, f"_{protocol}")(reply, body)
 
-        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-            if self.path.rstrip("/") in ("/v1/models", "/models"):
-                self._json(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
-            elif self.path == "/api/tags":
-                self._json(200, {"models": [{"name": server.model, "model": server.model}]})
-            else:
-                self._json(404, {"error": f"no route {self.path}"})
+    def _openai(self, reply: Reply, body: dict[str, Any]) -> None:
+        if reply.status != 200:
+            self._json(reply.status, _openai_error(reply), reply.headers)
+        elif body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            events = [f"data: {json.dumps(c)}\n\n" for c in openai_chunks(self.owner, reply, include_usage)]
+            self._send(200, "text/event-stream", "".join([*events, "data: [DONE]\n\n"]).encode())
+        else:
+            self._json(200, openai_completion(self.owner, reply))
 
-        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
-            size = int(self.headers.get("Content-Length", 0))
-            body = json.loads(self.rfile.read(size) or b"{}")
-            path = self.path.split("?")[0]
-            protocol = {"/v1/chat/completions": "openai", "/chat/completions": "openai",
-                        "/v1/messages": "anthropic", "/api/chat": "ollama"}.get(path)
-            if protocol is None:
-                self._json(404, {"error": f"no route {path}"})
-                return
-            reply = server.take(Request(protocol, path, body, {k.lower(): v for k, v in self.headers.items()}))
-            if reply.delay:
-                time.sleep(reply.delay)
-            getattr(self, f"_{protocol}")(reply, body)
+    def _anthropic(self, reply: Reply, body: dict[str, Any]) -> None:
+        if reply.status != 200:
+            self._json(reply.status, anthropic_error(reply), reply.headers)
+        else:
+            self._json(200, anthropic_message(self.owner, reply))
 
-        def _openai(self, reply: Reply, body: dict[str, Any]) -> None:
-            if reply.status != 200:
-                self._json(reply.status, _openai_error(reply), reply.headers)
-            elif body.get("stream"):
-                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                events = [f"data: {json.dumps(c)}\n\n" for c in openai_chunks(server, reply, include_usage)]
-                self._send(200, "text/event-stream", "".join([*events, "data: [DONE]\n\n"]).encode())
-            else:
-                self._json(200, openai_completion(server, reply))
+    def _ollama(self, reply: Reply, body: dict[str, Any]) -> None:
+        if reply.status != 200:
+            self._json(reply.status, {"error": reply.error}, reply.headers)
+            return
+        lines = ollama_lines(self.owner, reply)
+        if body.get("stream", True):
+            data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+            self._send(200, "application/x-ndjson", data)
+        else:
+            merged = dict(lines[-1])
+            merged["message"] = {"role": "assistant", "content": reply.text}
+            calls = [m["message"]["tool_calls"] for m in lines if m["message"].get("tool_calls")]
+            if calls:
+                merged["message"]["tool_calls"] = calls[0]
+            self._json(200, merged)
 
-        def _anthropic(self, reply: Reply, body: dict[str, Any]) -> None:
-            if reply.status != 200:
-                self._json(reply.status, anthropic_error(reply), reply.headers)
-            else:
-                self._json(200, anthropic_message(server, reply))
+    def _json(self, status: int, payload: Any, headers: tuple[tuple[str, str], ...] = ()) -> None:
+        self._send(status, "application/json", json.dumps(payload).encode(), headers)
 
-        def _ollama(self, reply: Reply, body: dict[str, Any]) -> None:
-            if reply.status != 200:
-                self._json(reply.status, {"error": reply.error}, reply.headers)
-                return
-            lines = ollama_lines(server, reply)
-            if body.get("stream", True):
-                data = "".join(json.dumps(line) + "\n" for line in lines).encode()
-                self._send(200, "application/x-ndjson", data)
-            else:
-                merged = dict(lines[-1])
-                merged["message"] = {"role": "assistant", "content": reply.text}
-                calls = [m["message"]["tool_calls"] for m in lines if m["message"].get("tool_calls")]
-                if calls:
-                    merged["message"]["tool_calls"] = calls[0]
-                self._json(200, merged)
-
-        def _json(self, status: int, payload: Any, headers: tuple[tuple[str, str], ...] = ()) -> None:
-            self._send(status, "application/json", json.dumps(payload).encode(), headers)
-
-        def _send(self, status: int, kind: str, data: bytes, headers: tuple[tuple[str, str], ...] = ()) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in headers:
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-
-    return Handler
+    def _send(self, status: int, kind: str, data: bytes, headers: tuple[tuple[str, str], ...] = ()) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
