@@ -47,15 +47,15 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
-    from bot.local import LocalRunError, run_local
+    from bot.local import LocalRunError, ModelProblem, one_line, run_local
 
     task = args.task if args.task is not None else Path(args.task_file).read_text(encoding="utf-8")
     from graph.routing import ModeUnavailable
 
     try:
         result = asyncio.run(run_local(args.settings, Path(args.repo), args.mode, task, base=args.base))
-    except (ModeUnavailable, FileNotFoundError, LocalRunError) as exc:
-        sys.stderr.write(f"forgebot run: {exc}\n")
+    except (ModeUnavailable, FileNotFoundError, LocalRunError, ModelProblem) as exc:
+        sys.stderr.write(f"forgebot run: {one_line(exc, args.settings)}\n")
         return 2
     for comment in result.comments:
         sys.stdout.write(comment.rstrip() + "\n")

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from arq import Retry, cron
@@ -47,7 +47,8 @@ from graph import status
 from graph.builder import build_graph
 from graph.checkout import Checkout, prepare, release
 from graph.deps import Deps
-from graph.llm import chat_model
+from graph.llm import ModelCallError, ModelConfigError, chat_model
+from graph.redact import redact, secrets_of
 from graph.resume import run_or_resume
 from graph.routing import CHECKOUT_MODES, ModeUnavailable, check_mode
 from graph.state import TaskState
@@ -220,7 +221,7 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
     except (ForgeRateLimited, ForgeUnavailable) as exc:
         if ctx.get("job_try", 1) >= settings.max_tries:  # arq will not call us again: fail visibly
             await status.conclude(forge, acked, "failed")
-            await _report_failure(forge, original, exc)
+            await _report_failure(forge, original, exc, secrets_of(settings))
             await _finish(inbox, task.task_id, event.delivery_id, "failed", type(exc).__name__)
             raise
         raise _retry(ctx, exc) from exc
@@ -230,7 +231,7 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
         return "gone"
     except Exception as exc:
         await status.conclude(forge, acked, "failed")
-        await _report_failure(forge, original, exc)
+        await _report_failure(forge, original, exc, secrets_of(settings))
         await _finish(inbox, task.task_id, event.delivery_id, "failed", type(exc).__name__)
         raise
     outcome = str(state.get("outcome", "done"))
@@ -291,11 +292,17 @@ async def _say(forge: Forge, event: ForgeEvent, text: str, task_id: str, purpose
         log.exception("note not posted delivery=%s", event.delivery_id)
 
 
-async def _report_failure(forge: Forge, event: ForgeEvent, exc: Exception) -> None:
+async def _report_failure(forge: Forge, event: ForgeEvent, exc: Exception, secrets: Sequence[str] = ()) -> None:
     task = task_id_for(event)
     log.exception("task failed delivery=%s task=%s", event.delivery_id, task)
-    # only our own user-facing errors carry their message; others could hold payload or paths
-    reason = str(exc) if isinstance(exc, ModeUnavailable) else type(exc).__name__
+    # only our own user-facing errors carry their message; others could hold payload or paths. A model
+    # failure names the role, the provider's short reason (redacted: a gateway may echo a key) and the setting.
+    if isinstance(exc, ModeUnavailable):
+        reason = str(exc)
+    elif isinstance(exc, (ModelCallError, ModelConfigError)):
+        reason = redact(str(exc), secrets).rstrip(".")
+    else:
+        reason = type(exc).__name__
     body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task}</sub>"
     try:
         # one failure note per task however often the job is retried: the marker makes it idempotent

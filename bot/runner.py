@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from collections.abc import Iterator
 
 import uvicorn
@@ -44,10 +45,22 @@ def run_web(settings: Settings, host: str, port: int) -> None:
     _server(settings, host, port).run()
 
 
+def check_models(settings: Settings) -> None:
+    """Fail at start-up, in one line, when the model configuration cannot work (not at the first task)."""
+    from graph.llm import ModelConfigError, check_config
+
+    try:
+        check_config(settings.llm)
+    except ModelConfigError as exc:
+        sys.stderr.write(f"forgebot: model configuration: {exc}\n")
+        raise SystemExit(2) from None
+
+
 def run_worker(settings: Settings) -> None:
     from bot.jobs import build_worker
 
     assert settings.redis_url
+    check_models(settings)
     if settings.worker_metrics_port is not None:
         from bot.metrics import start_metrics_server
 
@@ -73,5 +86,6 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
 
 def run_serve(settings: Settings, host: str, port: int) -> None:
     """Receiver and worker in one process, with a private Redis unless one is configured."""
+    check_models(settings)
     with redis_for(settings) as resolved:
         asyncio.run(_serve(resolved, host, port))

@@ -34,7 +34,11 @@ MAX_BACKOFF = 30.0  # seconds; a longer Retry-After is a failure to report, not 
 _REASON_CHARS = 300
 
 
-class ModelConfigError(RuntimeError):
+class ModelProblem(RuntimeError):
+    """A model that cannot be built or called: a configuration or provider problem, reported in one line."""
+
+
+class ModelConfigError(ModelProblem):
     """The configured provider cannot be built (missing package or key)."""
 
 
@@ -54,7 +58,7 @@ _SETTING = {"auth": "API_KEY", "unreachable": "BASE_URL", "not_found": "MODEL", 
 _ROLE_SETTINGS = frozenset({"API_KEY", "BASE_URL", "MODEL", "STRUCTURED_OUTPUT"})
 
 
-class ModelCallError(RuntimeError):
+class ModelCallError(ModelProblem):
     """A model call failed for good: which role, the provider's reason, and the setting to check."""
 
     def __init__(self, role: str, failure: Failure) -> None:
@@ -97,6 +101,15 @@ def resolve(settings: LLMSettings, role: str) -> ResolvedModel:
         temperature=pick("temperature"), timeout=settings.timeout, max_retries=settings.max_retries,
         structured_output=pick("structured_output"),
     )
+
+
+ROLES = ("decomposer", "analyzer", "planner", "architect", "coder", "reviewer")
+
+
+def check_config(settings: LLMSettings) -> None:
+    """Build every role's model once (no network): a `ModelConfigError` before any task starts."""
+    for role in sorted({*ROLES, *settings.roles}):
+        chat_model(settings, role)
 
 
 def chat_model(settings: LLMSettings, role: str) -> BaseChatModel:

@@ -27,7 +27,7 @@ from graph.runtime.accounting import Ledger
 from graph.runtime.budget import call_budget
 from graph.runtime.loop import LoopResult, Session, invoke_llm_with_tools, state_update
 from graph.runtime.memory import Memory, handoff_summary
-from graph.schemas import GateResult, Review, final_verdict
+from graph.schemas import GateResult, Review, final_verdict, settle_verdict
 from graph.state import TaskState
 from graph.structured import ask_structured
 from graph.tools import tools_for
@@ -78,6 +78,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         if conn is not None:
             conn.close()
     review, usage = await _conclude(model, state, criteria, task, memory, result)
+    review = settle_verdict(review, [int(c["id"]) for c in criteria])
     if result.outcome in STOPPED:
         review = _not_approved(review, criteria, result.reason)
     gates = [GateResult.model_validate(g) for g in state.get("gates", [])]
