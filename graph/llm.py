@@ -181,11 +181,13 @@ def classify(exc: BaseException) -> Failure | None:
     if status is None:
         if isinstance(exc, TimeoutError) or "Timeout" in name:
             return Failure("transient", "the model call timed out")
-        if isinstance(exc, ConnectionError) or name in ("APIConnectionError", "ConnectError", "ConnectTimeout",
-                                                        "RemoteProtocolError", "ReadError"):
+        # the SDKs' and LangChain's own wrappers: APIConnectionError, OpenAIConnectionError, httpx.ConnectError
+        if isinstance(exc, ConnectionError) or "Connect" in name or name in ("RemoteProtocolError", "ReadError"):
             return Failure("unreachable", _short(f"cannot reach the model endpoint ({_message(exc)})"))
         return None
     reason = _short(_message(exc)) or f"HTTP {status}"
+    if status in (400, 422, 500) and _FORMAT.search(reason):  # llama-cpp-python answers a 500 for it
+        return Failure("format", f"HTTP {status}: {reason}", status)
     if status == 429 or status >= 500:
         return Failure("transient", f"HTTP {status}: {reason}", status, _retry_after(exc))
     if status in (401, 403):
@@ -194,8 +196,6 @@ def classify(exc: BaseException) -> Failure | None:
         return Failure("not_found", f"HTTP {status}: {reason}", status)
     if _CONTEXT.search(reason):
         return Failure("context", f"HTTP {status}: {reason}", status)
-    if _FORMAT.search(reason):
-        return Failure("format", f"HTTP {status}: {reason}", status)
     return Failure("request", f"HTTP {status}: {reason}", status)
 
 

@@ -98,6 +98,12 @@ def unsupported_json_schema() -> Reply:
     return error(400, LLAMA_CPP_NO_JSON_SCHEMA, error_type="invalid_request_error")
 
 
+def llama_cpp_python_rejects_json_schema() -> Reply:
+    """llama-cpp-python's server: its request model allows only text/json_object, and it answers 500."""
+    return error(500, "1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                 "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}")
+
+
 def context_exceeded() -> Reply:
     return error(400, CONTEXT_LENGTH, error_type="invalid_request_error", code="context_length_exceeded")
 

@@ -46,6 +46,13 @@ async def test_auto_falls_back_when_the_server_rejects_json_schema_and_remembers
     assert server.requests[1].body["tool_choice"]["function"]["name"] == "Answer"
 
 
+async def test_auto_falls_back_on_llama_cpp_pythons_500_without_retrying(server: ModelServer) -> None:
+    server.script(wire.llama_cpp_python_rejects_json_schema(), wire.structured("Answer", GOOD))
+    answer, _ = await ask_structured(chat_model(llm_settings(server), "decomposer"), Answer, ASK)
+    assert answer.count == 3
+    assert [_kind(r) for r in server.requests] == ["json_schema", "function_calling"]
+
+
 async def test_auto_falls_back_when_the_server_ignores_the_schema(server: ModelServer) -> None:
     server.script(wire.text("Sure! The name is ok and the count is 3."), wire.structured("Answer", GOOD))
     answer, _ = await ask_structured(chat_model(llm_settings(server), "architect"), Answer, ASK)
