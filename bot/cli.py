@@ -64,13 +64,14 @@ def _run(args: argparse.Namespace) -> int:
 
 def _registrars() -> list[Callable[[Any], None]]:
     """Subcommands owned by other packages; each module adds its parsers and handlers."""
+    from bot.check import register as check
     from bot.evaluation.cli import register as evaluation
     from bot.tasks_cli import register as tasks
     from graph.index.cli import register as index
     from graph.index.search_cli import register as search
     from graph.trace_cli import register as trace
 
-    return [index, search, trace, evaluation, tasks]
+    return [index, search, trace, evaluation, tasks, check]
 
 
 def build_parser(settings: Settings) -> argparse.ArgumentParser:

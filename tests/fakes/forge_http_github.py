@@ -137,11 +137,17 @@ async def commit(request: Request) -> JSONResponse:
     return JSONResponse({"sha": sha, "url": f"{api}/commits/{sha}"})
 
 
+async def authenticated_user(request: Request) -> JSONResponse:
+    """`GET /user`: the token's own account (forgebot check shows it as the bot identity)."""
+    return JSONResponse(_user(_state(request).bot_user))
+
+
 def routes() -> list[Route]:
     from tests.fakes.forge_http_github_pulls import pull_routes
 
     base = "/github/repos/{owner}/{repo}"
     return [
+        Route("/github/user", authenticated_user, methods=["GET"]),
         Route(base + "/issues/{number:int}", issue, methods=["GET"]),
         Route(base + "/issues/{number:int}/comments", issue_comments, methods=["GET", "POST"]),
         Route(base + "/issues/{number:int}/reactions", reactions, methods=["POST"]),

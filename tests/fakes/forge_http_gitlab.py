@@ -269,10 +269,17 @@ def _position_problem(change: FakeChange, position: dict[str, Any]) -> str:
     return ""
 
 
+async def current_user(request: Request) -> JSONResponse:
+    """`GET /user`: the token's own account (python-gitlab's `auth()`; forgebot check's bot identity)."""
+    name = _state(request).bot_user
+    return JSONResponse({"id": 99, "username": name, "name": name, "state": "active", "bot": True})
+
+
 def routes() -> list[Route]:
     base = "/gitlab/api/v4/projects/{project}"
     noteable = base + "/{noteable:str}/{iid:int}"
     return [
+        Route("/gitlab/api/v4/user", current_user, methods=["GET"]),
         Route(base + "/issues/{iid:int}", issue, methods=["GET"]),
         Route(base + "/merge_requests", merge_requests, methods=["GET", "POST"]),
         Route(base + "/merge_requests/{iid:int}", merge_request, methods=["GET"]),
