@@ -61,6 +61,27 @@ def llama_cpp_like(payloads: dict[str, dict[str, Any]]) -> wire.Responder:
     return respond
 
 
+PAYLOADS = {
+    "Decomposition": {"criteria": [{"id": 1, "text": "The total includes 20% VAT"}],
+                      "assumptions": [], "questions": ["Not a question.", "Which rate applies to food?"]},
+    "Analysis": {"summary": "Cart::total computes the total without tax.", "affected_files": ["Cart.php"]},
+}
+
+
+async def test_a_question_that_asks_nothing_is_not_asked(tmp_path: Path) -> None:
+    from bot.local import run_local
+    from bot.settings import Settings
+    from tests.models.conftest import llm_settings
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    with ModelServer() as server:
+        server.responder = llama_cpp_like(PAYLOADS)
+        settings = Settings(_env_file=None, data_dir=tmp_path / "data", llm=llm_settings(server))  # type: ignore[call-arg]
+        result = await run_local(settings, repo, "analyze", TASK)
+    assert result.state["questions"] == ["Which rate applies to food?"]
+
+
 def test_analyze_runs_to_its_report_on_a_server_without_json_schema(tmp_path: Path) -> None:
     payloads = {
         "Decomposition": {"criteria": [{"id": 1, "text": "The total includes 20% VAT"}],
