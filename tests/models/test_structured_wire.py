@@ -142,3 +142,20 @@ async def test_ollama_native_uses_format_and_falls_back_to_tools(server: ModelSe
 def test_the_learned_method_is_per_endpoint() -> None:
     LEARNED.set("openai http://a/v1 m", "json_mode")
     assert LEARNED.get("openai http://b/v1 m") is None
+
+
+@pytest.mark.parametrize("method", ["json_schema", "function_calling", "json_mode"])
+async def test_each_method_over_ollamas_native_api(server: ModelServer, method: str) -> None:
+    server.script(wire.structured("Answer", GOOD))
+    model = chat_model(llm_settings(server, "ollama", structured_output=method), "planner")
+    answer, _ = await ask_structured(model, Answer, ASK)
+    assert answer == Answer(**GOOD) and [_kind(r) for r in server.requests] == [method]
+
+
+@pytest.mark.timeout(300)  # importing the anthropic SDK is slow on a loaded machine
+async def test_anthropic_json_schema_method(server: ModelServer) -> None:
+    server.script(wire.structured("Answer", GOOD))
+    model = chat_model(llm_settings(server, "anthropic", structured_output="json_schema"), "reviewer")
+    answer, _ = await ask_structured(model, Answer, ASK)
+    assert answer == Answer(**GOOD)
+    assert not server.requests[0].body.get("tools")  # the schema travels as an output format, not a tool
