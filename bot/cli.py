@@ -67,15 +67,15 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
-    from bot.local import LocalRunError, run_local
+    from bot.local import LocalRunError, ModelProblem, one_line, run_local
 
     task = args.task if args.task is not None else Path(args.task_file).read_text(encoding="utf-8")
     from graph.routing import ModeUnavailable
 
     try:
         result = asyncio.run(run_local(args.settings, Path(args.repo), args.mode, task, base=args.base))
-    except (ModeUnavailable, FileNotFoundError, LocalRunError) as exc:
-        sys.stderr.write(f"forgebot run: {exc}\n")
+    except (ModeUnavailable, FileNotFoundError, LocalRunError, ModelProblem) as exc:
+        sys.stderr.write(f"forgebot run: {one_line(exc, args.settings)}\n")
         return 2
     for comment in result.comments:
         sys.stdout.write(comment.rstrip() + "\n")
@@ -84,6 +84,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _registrars() -> list[Callable[[Any], None]]:
     """Subcommands owned by other packages; each module adds its parsers and handlers."""
+    from bot.check import register as check
     from bot.evaluation.cli import register as evaluation
     from bot.hooks_cli import register as hooks
     from bot.tasks_cli import register as tasks
@@ -91,7 +92,7 @@ def _registrars() -> list[Callable[[Any], None]]:
     from graph.index.search_cli import register as search
     from graph.trace_cli import register as trace
 
-    return [index, search, trace, evaluation, tasks, hooks]
+    return [index, search, trace, evaluation, tasks, hooks, check]
 
 
 def build_parser(settings: Settings) -> argparse.ArgumentParser:

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from arq import Retry, cron
@@ -51,8 +51,8 @@ from graph import status
 from graph.builder import build_graph
 from graph.checkout import Checkout, prepare, release
 from graph.deps import Deps
-from graph.llm import chat_model
-from graph.redact import secrets_of
+from graph.llm import ModelCallError, ModelConfigError, chat_model
+from graph.redact import redact, secrets_of
 from graph.resume import run_or_resume
 from graph.routing import CHECKOUT_MODES, ModeUnavailable, check_mode
 from graph.runtime.boundaries import graph_config
@@ -250,7 +250,7 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
     except (ForgeRateLimited, ForgeUnavailable) as exc:
         if ctx.get("job_try", 1) >= settings.max_tries:  # arq will not call us again: fail visibly
             await status.conclude(forge, acked, "failed")
-            await _report_failure(forge, original, exc)
+            await _report_failure(forge, original, exc, secrets_of(settings))
             await _finish(inbox, task.task_id, event.delivery_id, "failed", type(exc).__name__, settings)
             raise
         raise _retry(ctx, exc) from exc
@@ -266,7 +266,7 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
         return "stopped"
     except Exception as exc:
         await status.conclude(forge, acked, "failed")
-        await _report_failure(forge, original, exc)
+        await _report_failure(forge, original, exc, secrets_of(settings))
         await _finish(inbox, task.task_id, event.delivery_id, "failed", type(exc).__name__, settings)
         raise
     outcome = str(state.get("outcome", "done"))
@@ -369,11 +369,19 @@ def _stop_detail(exc: BudgetExceeded | GraphRecursionError) -> str:
     return f"budget: {exc.budget}" if isinstance(exc, BudgetExceeded) else "recursion limit"
 
 
-async def _report_failure(forge: Forge, event: ForgeEvent, exc: Exception) -> None:
+async def _report_failure(forge: Forge, event: ForgeEvent, exc: Exception, secrets: Sequence[str] = ()) -> None:
     task = task_id_for(event)
     log.exception("task failed delivery=%s task=%s", event.delivery_id, task)
-    # only our own user-facing errors carry their message; others could hold payload or paths
-    reason = _stop_reason(exc) or (str(exc) if isinstance(exc, ModeUnavailable | WorkspaceFull) else type(exc).__name__)
+    # only our own user-facing errors carry their message; others could hold payload or paths. A model
+    # failure names the role, the provider's short reason (redacted: a gateway may echo a key) and the setting.
+    if _stop_reason(exc):
+        reason = _stop_reason(exc)
+    elif isinstance(exc, ModeUnavailable | WorkspaceFull):
+        reason = str(exc)
+    elif isinstance(exc, (ModelCallError, ModelConfigError)):
+        reason = redact(str(exc), secrets).rstrip(".")
+    else:
+        reason = type(exc).__name__
     body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task}</sub>"
     try:
         # one failure note per task however often the job is retried: the marker makes it idempotent

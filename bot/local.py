@@ -22,11 +22,14 @@ from bot.forge.models import FileStatus
 from bot.gitrunner import GitError, git
 from bot.jobs import ModelFactory
 from bot.settings import Settings
+
+__all__ = ["LocalRunError", "LocalResult", "ModelProblem", "local_change", "one_line", "run_local"]
 from graph.builder import build_graph
 from graph.checkout import index_checkout
 from graph.coder.gitstate import head
 from graph.deps import Deps
-from graph.llm import chat_model
+from graph.llm import ModelProblem, chat_model, check_config
+from graph.redact import redact, secrets_of
 from graph.reviewdiff import FileDiff, split_files
 from graph.routing import check_mode
 from graph.runtime.boundaries import graph_config
@@ -35,6 +38,11 @@ from graph.state import TaskState
 
 class LocalRunError(ValueError):
     """The checkout cannot serve the requested local run (no branch to review, no base)."""
+
+
+def one_line(exc: BaseException, settings: Settings) -> str:
+    """The error as one line for the terminal, every configured secret redacted."""
+    return " ".join(redact(str(exc), secrets_of(settings)).split())
 
 
 def _git(root: Path, *args: str) -> str:
@@ -136,6 +144,8 @@ async def run_local(
             update={"allowed_protocols": (*settings.workspace.allowed_protocols, "file")}
         )
         settings = settings.model_copy(update={"workspace": workspace})
+    if model_factory is None:
+        check_config(settings.llm)  # a missing key fails here, before any checkout work
     models = model_factory or (lambda role: chat_model(settings.llm, role))
     task_id = hashlib.sha256(f"{root}\0{mode}\0{task}\0{time.time_ns()}".encode()).hexdigest()[:16]
     state = TaskState(

@@ -55,10 +55,22 @@ def run_web(settings: Settings, host: str, port: int) -> None:
     _server(settings, host, port).run()
 
 
+def check_models(settings: Settings) -> None:
+    """Fail at start-up, in one line, when the model configuration cannot work (not at the first task)."""
+    from graph.llm import ModelConfigError, check_config
+
+    try:
+        check_config(settings.llm)
+    except ModelConfigError as exc:
+        sys.stderr.write(f"forgebot: model configuration: {exc}\n")
+        raise SystemExit(2) from None
+
+
 def run_worker(settings: Settings) -> None:
     from bot.jobs import build_worker
 
     assert settings.redis_url
+    check_models(settings)
     if settings.worker_metrics_port is not None:
         from bot.metrics import start_metrics_server
 
@@ -155,5 +167,6 @@ def run_serve(settings: Settings, host: str, port: int) -> int:
     and only then is the private Redis stopped; the exit code is 0. If this process is killed
     outright, the parent-death signal stops the worker and the private Redis with it.
     """
+    check_models(settings)
     with redis_for(settings) as resolved:
         return asyncio.run(_serve(resolved, host, port))

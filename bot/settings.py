@@ -90,6 +90,9 @@ class GitHubSettings(BaseModel):
         return _blank_is_unset(value)
 
 
+StructuredOutput = Literal["auto", "json_schema", "function_calling", "json_mode"]
+
+
 class RoleModel(BaseModel):
     """Per-role overrides of the default model."""
 
@@ -98,6 +101,9 @@ class RoleModel(BaseModel):
     api_key: SecretStr | None = Field(default=None, description="this role's API key; unset: `llm.api_key`")
     temperature: float | None = Field(
         default=None, description="this role's sampling temperature; unset: `llm.temperature`"
+    )
+    structured_output: StructuredOutput | None = Field(
+        default=None, description="this role's structured-output method; unset: `llm.structured_output`"
     )
 
 
@@ -118,7 +124,15 @@ class LLMSettings(BaseModel):
         default=0.0, description="sampling temperature; 0 keeps runs as repeatable as the model allows"
     )
     timeout: float = Field(default=120.0, description="seconds per model call; raise it for slow local models")
-    max_retries: int = Field(default=2, description="retries of a failed model call")
+    max_retries: int = Field(
+        default=2, ge=0, le=10,
+        description="retries of a model call that hit a rate limit (honouring Retry-After), a 5xx or a timeout",
+    )
+    structured_output: StructuredOutput = Field(
+        default="auto",
+        description="how roles ask for structured answers: `json_schema` (response_format), `function_calling` "
+        "(a forced tool call), `json_mode`; `auto` tries them in turn and remembers what the endpoint supports",
+    )
     roles: dict[str, RoleModel] = Field(default_factory=dict, description="per-role overrides, keyed by role name")
     # tool-call budgets: min(max, base + per_criterion × criteria) for analyzer, architect, reviewer
     research_base_calls: int = Field(

@@ -1,24 +1,77 @@
-"""Chat models per role, built from settings through LangChain.
+"""Chat models per role, built from settings through LangChain, and the one place model calls fail.
 
 Providers: `openai` — any OpenAI-compatible endpoint through `base_url` (OpenAI, vLLM, llama.cpp,
 Ollama's /v1, gateways); `anthropic` (langchain-anthropic); `ollama` — Ollama's native API
-(langchain-ollama). Every model gets the configured timeout and retries. A provider whose package
-is missing, or a hosted provider without a key, is a `ModelConfigError` that says what to do.
+(langchain-ollama). A provider whose package is missing, or a hosted provider without a key, is a
+`ModelConfigError` that says what to do.
+
+Every call goes through `invoke`: the SDKs' own retries are off, so one policy covers all three
+providers — a rate limit (429, honouring Retry-After), a 5xx, a timeout or a refused connection is
+retried with bounded backoff; anything else, or a transient failure that outlasts the retries,
+becomes a `ModelCallError` naming the role, the provider's short reason and the setting to check.
+The role, provider, endpoint and structured-output method travel with the model in its LangChain
+`metadata` (key `forgebot`), so the tool loop and `ask_structured` need no extra arguments.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable
 from pydantic import SecretStr
 
 from bot.settings import LLMSettings
 
+FailureKind = Literal["transient", "unreachable", "context", "format", "auth", "not_found", "request", "refusal",
+                      "length", "invalid"]
+MAX_BACKOFF = 30.0  # seconds; a longer Retry-After is a failure to report, not a wait
+_REASON_CHARS = 300
 
-class ModelConfigError(RuntimeError):
+
+class ModelProblem(RuntimeError):
+    """A model that cannot be built or called: a configuration or provider problem, reported in one line."""
+
+
+class ModelConfigError(ModelProblem):
     """The configured provider cannot be built (missing package or key)."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What went wrong with a model call, in the provider-neutral terms the runtime acts on."""
+
+    kind: FailureKind
+    reason: str  # the provider's short message (callers redact before publishing)
+    status: int | None = None
+    retry_after: float | None = None
+
+
+_SETTING = {"auth": "API_KEY", "unreachable": "BASE_URL", "not_found": "MODEL", "format": "STRUCTURED_OUTPUT",
+            "invalid": "STRUCTURED_OUTPUT", "transient": "MAX_RETRIES", "context": "CONTEXT_WINDOW_TOKENS",
+            "length": "MODEL", "refusal": "MODEL", "request": "MODEL"}
+_ROLE_SETTINGS = frozenset({"API_KEY", "BASE_URL", "MODEL", "STRUCTURED_OUTPUT"})
+
+
+class ModelCallError(ModelProblem):
+    """A model call failed for good: which role, the provider's reason, and the setting to check."""
+
+    def __init__(self, role: str, failure: Failure) -> None:
+        self.role = role
+        self.failure = failure
+        super().__init__(f"the {role} model call failed: {failure.reason} (check {self.setting})")
+
+    @property
+    def setting(self) -> str:
+        name = _SETTING[self.failure.kind]
+        if name in _ROLE_SETTINGS and self.role not in ("", "model"):
+            return f"FORGEBOT_LLM__{name} or FORGEBOT_LLM__ROLES__{self.role.upper()}__{name}"
+        return f"FORGEBOT_LLM__{name}"
 
 
 @dataclass(frozen=True)
@@ -32,6 +85,7 @@ class ResolvedModel:
     temperature: float
     timeout: float
     max_retries: int
+    structured_output: str = "auto"
 
 
 def resolve(settings: LLMSettings, role: str) -> ResolvedModel:
@@ -45,16 +99,161 @@ def resolve(settings: LLMSettings, role: str) -> ResolvedModel:
     return ResolvedModel(
         provider=settings.provider, model=pick("model"), base_url=pick("base_url"), api_key=pick("api_key"),
         temperature=pick("temperature"), timeout=settings.timeout, max_retries=settings.max_retries,
+        structured_output=pick("structured_output"),
     )
 
 
+ROLES = ("decomposer", "analyzer", "planner", "architect", "coder", "reviewer")
+
+
+def check_config(settings: LLMSettings) -> None:
+    """Build every role's model once (no network): a `ModelConfigError` before any task starts."""
+    for role in sorted({*ROLES, *settings.roles}):
+        chat_model(settings, role)
+
+
 def chat_model(settings: LLMSettings, role: str) -> BaseChatModel:
-    """Return the chat model for `role`."""
+    """Return the chat model for `role`, carrying its profile (see `profile`)."""
     resolved = resolve(settings, role)
     builder = _BUILDERS.get(resolved.provider)
     if builder is None:
         raise ModelConfigError(f"unknown provider {resolved.provider!r}; use openai, anthropic or ollama")
-    return builder(resolved)
+    model = builder(resolved)
+    endpoint = f"{resolved.provider} {resolved.base_url or 'default'} {resolved.model}"
+    model.metadata = {**(model.metadata or {}), "forgebot": {
+        "role": role, "provider": resolved.provider, "endpoint": endpoint,
+        "structured_output": resolved.structured_output, "max_retries": resolved.max_retries}}
+    return model
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How forgebot calls one model; a model not built by `chat_model` (a test double) gets the defaults."""
+
+    role: str = "model"
+    provider: str = ""
+    endpoint: str = ""
+    structured_output: str = "auto"
+    max_retries: int = 0
+
+
+def profile(model: BaseChatModel) -> Profile:
+    data = (model.metadata or {}).get("forgebot")
+    if not isinstance(data, dict):
+        return Profile()
+    return Profile(role=str(data["role"]), provider=str(data["provider"]), endpoint=str(data["endpoint"]),
+                   structured_output=str(data["structured_output"]), max_retries=int(data["max_retries"]))
+
+
+async def invoke(runnable: Runnable[Any, Any], messages: list[BaseMessage], prof: Profile) -> Any:
+    """`runnable.ainvoke(messages)` with the retry policy; a lasting failure is a `ModelCallError`."""
+    attempt = 0
+    while True:
+        try:
+            return await runnable.ainvoke(messages)
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+            if failure.kind in ("transient", "unreachable") and attempt < prof.max_retries:
+                delay = failure.retry_after if failure.retry_after is not None else 0.5 * 2**attempt
+                if delay <= MAX_BACKOFF:
+                    attempt += 1
+                    await asyncio.sleep(delay)
+                    continue
+            raise ModelCallError(prof.role, failure) from exc
+
+
+_CONTEXT = re.compile(r"context.{0,20}(length|size|window)|maximum context|too many tokens|prompt is too long"
+                      r"|exceed_context|context_length_exceeded", re.I)
+_FORMAT = re.compile(r"response_format|json_schema|json schema|structured output|\bformat\b.{0,40}"
+                     r"(not supported|unsupported)|(not supported|unsupported).{0,40}\bformat\b", re.I)
+
+
+def classify(exc: BaseException) -> Failure | None:
+    """The failure a provider exception stands for; None for exceptions that are not the provider's."""
+    from langchain_core.exceptions import ModelRefusalError
+
+    if isinstance(exc, ModelRefusalError):
+        return Failure("refusal", _short(str(exc) or "the model refused"))
+    name = type(exc).__name__
+    status = _status(exc)
+    if status is None:
+        if isinstance(exc, TimeoutError) or "Timeout" in name:
+            return Failure("transient", "the model call timed out")
+        # the SDKs' and LangChain's own wrappers: APIConnectionError, OpenAIConnectionError, httpx.ConnectError
+        if isinstance(exc, ConnectionError) or "Connect" in name or name in ("RemoteProtocolError", "ReadError"):
+            return Failure("unreachable", _short(f"cannot reach the model endpoint ({_message(exc)})"))
+        return None
+    reason = _short(_message(exc)) or f"HTTP {status}"
+    if status in (400, 422, 500) and _FORMAT.search(reason):  # llama-cpp-python answers a 500 for it
+        return Failure("format", f"HTTP {status}: {reason}", status)
+    if status == 429 or status >= 500:
+        return Failure("transient", f"HTTP {status}: {reason}", status, _retry_after(exc))
+    if status in (401, 403):
+        return Failure("auth", f"HTTP {status}: {reason}", status)
+    if status == 404:
+        return Failure("not_found", f"HTTP {status}: {reason}", status)
+    if _CONTEXT.search(reason):
+        return Failure("context", f"HTTP {status}: {reason}", status)
+    return Failure("request", f"HTTP {status}: {reason}", status)
+
+
+def _status(exc: BaseException) -> int | None:
+    for attr in ("status_code", "status"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int) and not isinstance(value, bool) and 400 <= value < 600:
+            return value
+    response = getattr(exc, "response", None)  # set on any exception by some clients, even a parse error
+    value = getattr(response, "status_code", None)
+    return value if isinstance(value, int) and 400 <= value < 600 else None
+
+
+def _message(exc: BaseException) -> str:
+    """The provider's own message out of the error body, not the SDK's wrapper text."""
+    found = _body_message(getattr(exc, "body", None))
+    if found:
+        return found
+    error = getattr(exc, "error", None)  # ollama.ResponseError
+    if isinstance(error, str) and error:
+        return _body_message(_json_in(error)) or error
+    text = str(exc)
+    return _body_message(_json_in(text)) or text  # "Error code: 400 - {...}" from SDKs that kept no body
+
+
+def _json_in(text: str) -> Any:
+    try:
+        return json.loads(text[text.index("{"):])
+    except ValueError:
+        return None
+
+
+def _body_message(body: Any) -> str:
+    if not isinstance(body, dict):
+        return ""
+    inner = body.get("error", body)
+    if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+        return str(inner["message"])
+    return inner if isinstance(inner, str) else ""
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is not None:
+            try:
+                return max(0.0, float(value) * scale)
+            except ValueError:
+                return None
+    return None
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 1] + "…"
 
 
 def _openai(r: ResolvedModel) -> BaseChatModel:
@@ -69,7 +268,7 @@ def _openai(r: ResolvedModel) -> BaseChatModel:
         api_key=r.api_key if r.api_key is not None else SecretStr("unused"),
         temperature=r.temperature,
         timeout=r.timeout,
-        max_retries=r.max_retries,
+        max_retries=0,  # `invoke` retries, with one policy for every provider
     )
 
 
@@ -82,7 +281,7 @@ def _anthropic(r: ResolvedModel) -> BaseChatModel:
         raise ModelConfigError("provider anthropic needs `pip install langchain-anthropic`") from exc
     options: dict[str, Any] = {
         "model": r.model, "api_key": r.api_key, "temperature": r.temperature,
-        "timeout": r.timeout, "max_retries": r.max_retries,
+        "timeout": r.timeout, "max_retries": 0,
     }
     if r.base_url:
         options["base_url"] = r.base_url
@@ -91,17 +290,15 @@ def _anthropic(r: ResolvedModel) -> BaseChatModel:
 
 def _ollama(r: ResolvedModel) -> BaseChatModel:
     try:
-        import httpx
         from langchain_ollama import ChatOllama
     except ImportError as exc:
         raise ModelConfigError("provider ollama needs `pip install langchain-ollama`") from exc
-    # the ollama client has no retry option; httpx retries failed connections at the transport
     return ChatOllama(
         model=r.model,
         base_url=r.base_url,
         temperature=r.temperature,
-        sync_client_kwargs={"timeout": r.timeout, "transport": httpx.HTTPTransport(retries=r.max_retries)},
-        async_client_kwargs={"timeout": r.timeout, "transport": httpx.AsyncHTTPTransport(retries=r.max_retries)},
+        sync_client_kwargs={"timeout": r.timeout},
+        async_client_kwargs={"timeout": r.timeout},
     )
 
 

@@ -238,6 +238,35 @@ class Review(BaseModel):
         return self
 
 
+BLOCKING: frozenset[str] = frozenset({"blocker", "major"})
+
+
+def settle_verdict(review: Review, criteria_ids: Sequence[int]) -> Review:
+    """The verdict the review's own content supports, whatever the model's word (checked by code).
+
+    Changes are requested only for a blocking finding or a finding on a criterion; an approval needs
+    every criterion verified. Otherwise the verdict follows the content: criteria not shown verified
+    make it `incomplete`, and a request for changes without a reason to block becomes an approval
+    that keeps its (non-blocking) findings.
+    """
+    ids = set(criteria_ids)
+    verified = [i for i in review.verified_criteria if i in ids]
+    unverified = sorted((set(review.unverified_criteria) & ids) | (ids - set(verified)))
+    blocking = any(f.severity in BLOCKING or f.criteria for f in review.findings)
+    verdict = review.verdict
+    if verdict == "request_changes" and not blocking:
+        verdict = "incomplete" if unverified else "approve"
+    elif verdict == "approve" and unverified:
+        verdict = "request_changes" if blocking else "incomplete"
+    if verdict == review.verdict:
+        return review
+    said, says = review.verdict.replace("_", " "), verdict.replace("_", " ")
+    note = f"(forgebot: the answer said {said}; its findings and criteria say {says}.)"
+    return Review(verdict=verdict, summary=f"{review.summary}\n\n{note}", findings=review.findings,
+                  verified_criteria=[i for i in verified if i not in unverified],
+                  unverified_criteria=unverified if verdict == "incomplete" else [])
+
+
 def final_verdict(review: Review, gates: Sequence[GateResult]) -> str:
     """An approval never replaces a failed mandatory gate."""
     failed = [g.name for g in gates if g.mandatory and g.status == "failed"]

@@ -1,41 +1,184 @@
-"""ask_structured(): one model call that must answer with a pydantic schema, with its usage kept."""
+"""ask_structured(): one model answer that must validate against a pydantic schema, on any server.
+
+Servers differ in how they can be held to a schema: OpenAI and recent vLLM honour
+`response_format: json_schema`; llama.cpp's server and its forks (and older vLLM) reject it with a
+400, and some builds accept it but ignore the schema and answer in free text; nearly all support a
+forced tool call (`function_calling`); some only JSON mode. The method is a setting per default and
+per role (`llm.structured_output`). With `auto`, the methods are tried in the provider's order: a
+server that rejects a method, or answers it without a schema-shaped reply, moves on to the next one,
+and the method that worked is remembered per endpoint for the rest of the process.
+
+An answer that is JSON but does not validate gets one repair turn that shows the model its
+validation error. Then the failure is honest: a `StructuredOutputError` naming the role, the schema
+and what was wrong — which the task's failure comment carries.
+"""
 
 from __future__ import annotations
 
+import json
+import threading
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
-from pydantic import BaseModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from pydantic import BaseModel, ValidationError
+
+from graph.llm import Failure, ModelCallError, Profile, invoke, model_name, profile
 
 T = TypeVar("T", bound=BaseModel)
 
+# the order `auto` tries, per provider: the strictest first, JSON mode last (it has no schema)
+AUTO_ORDER = {
+    "openai": ("json_schema", "function_calling", "json_mode"),
+    "ollama": ("json_schema", "function_calling", "json_mode"),
+    "anthropic": ("function_calling", "json_schema"),
+}
+_REPAIR_CHARS = 2000
 
-class StructuredOutputError(RuntimeError):
-    """The model's answer did not validate against the schema."""
+
+class StructuredOutputError(ModelCallError):
+    """The model's answer did not validate against the schema, even after a repair turn."""
+
+    def __init__(self, role: str, schema: str, problem: str) -> None:
+        self.schema = schema
+        super().__init__(role, Failure("invalid", f"its {schema} answer did not validate: {problem}"))
 
 
-def _model_name(model: BaseChatModel) -> str:
-    for attr in ("model_name", "model"):
-        value = getattr(model, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    return type(model).__name__
+class _Learned:
+    """The method that worked per endpoint (process-wide: every task talks to the same servers)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._methods: dict[str, str] = {}
+
+    def get(self, endpoint: str) -> str | None:
+        with self._lock:
+            return self._methods.get(endpoint)
+
+    def set(self, endpoint: str, method: str) -> None:
+        with self._lock:
+            self._methods[endpoint] = method
+
+
+LEARNED = _Learned()
+
+
+def methods_for(prof: Profile) -> list[str | None]:
+    """The methods to try, in order; `[None]` is the model class's own default (test doubles)."""
+    order = AUTO_ORDER.get(prof.provider)
+    if order is None:
+        return [None]
+    if prof.structured_output != "auto":
+        return [prof.structured_output]
+    learned = LEARNED.get(prof.endpoint)
+    return [learned, *[m for m in order if m != learned]] if learned else list(order)
 
 
 async def ask_structured(
     model: BaseChatModel, schema: type[T], messages: list[BaseMessage]
 ) -> tuple[T, dict[str, Any]]:
     """Return the parsed answer and its usage: `tokens`, `input_tokens`, `output_tokens`, `models`."""
-    runnable = model.with_structured_output(schema, include_raw=True)
-    result = await runnable.ainvoke(messages)
-    assert isinstance(result, dict)
-    parsed = result.get("parsed")
-    if not isinstance(parsed, schema):
-        raise StructuredOutputError(f"{schema.__name__}: {result.get('parsing_error')}")
-    raw = result.get("raw")
+    prof = profile(model)
+    methods = methods_for(prof)
+    auto = prof.structured_output == "auto" and len(methods) > 1
+    spent = [0, 0, 0]  # total, input, output tokens over every attempt (a repair turn costs too)
+    index, repaired, sent = 0, False, list(messages)
+    while True:
+        method = methods[index]
+        runnable = model.with_structured_output(schema, include_raw=True, **({"method": method} if method else {}))
+        try:
+            result = await invoke(runnable, sent, prof)
+        except ModelCallError as exc:
+            if auto and exc.failure.kind == "format" and index + 1 < len(methods):
+                index += 1  # the server rejected this method: the next one
+                continue
+            raise
+        except (ValidationError, ValueError) as exc:  # a client that validates while parsing (OpenAI's parse)
+            result = {"raw": None, "parsed": None, "parsing_error": exc, "not_json": _not_json(exc)}
+        raw = result.get("raw")
+        spent = [s + t for s, t in zip(spent, _usage(raw), strict=True)]
+        parsed = result.get("parsed")
+        if isinstance(parsed, schema):
+            if auto and method is not None:
+                LEARNED.set(prof.endpoint, method)
+            return parsed, {"tokens": spent[0], "input_tokens": spent[1], "output_tokens": spent[2],
+                            "models": [model_name(model)]}
+        refused = _refusal(raw)
+        if refused:
+            raise ModelCallError(prof.role, Failure("refusal", f"the model refused: {refused}"))
+        problem = _problem(result.get("parsing_error"), raw)
+        ignored = result.get("not_json") or _ignored(raw, method)
+        if auto and ignored and index + 1 < len(methods):
+            index += 1  # the server took the method but answered without it: the next one
+            continue
+        if repaired:
+            raise StructuredOutputError(prof.role, schema.__name__, problem)
+        repaired = True
+        sent = [*messages, HumanMessage(_repair_text(schema, raw, problem))]
+
+
+def _usage(raw: Any) -> tuple[int, int, int]:
+    """(total, input, output) tokens of one answer."""
     usage = getattr(raw, "usage_metadata", None) or {}
     tokens_in, tokens_out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
-    total = int(usage.get("total_tokens", 0)) or tokens_in + tokens_out
-    return parsed, {"tokens": total, "input_tokens": tokens_in, "output_tokens": tokens_out,
-                    "models": [_model_name(model)]}
+    return int(usage.get("total_tokens", 0)) or tokens_in + tokens_out, tokens_in, tokens_out
+
+
+def _refusal(raw: Any) -> str:
+    if not isinstance(raw, AIMessage):
+        return ""
+    refusal = raw.additional_kwargs.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        return refusal
+    if raw.response_metadata.get("stop_reason") == "refusal":
+        return str(raw.content)[:200] or "refusal"
+    return ""
+
+
+def _answer_text(raw: Any) -> str:
+    if not isinstance(raw, AIMessage):
+        return ""
+    if raw.tool_calls:
+        return json.dumps(raw.tool_calls[0]["args"])
+    if raw.invalid_tool_calls:
+        return str(raw.invalid_tool_calls[0].get("args") or "")
+    return raw.text
+
+
+def _ignored(raw: Any, method: str | None) -> bool:
+    """The answer shows no sign of the method: no tool call for function calling, no JSON for the others."""
+    if not isinstance(raw, AIMessage):
+        return False
+    if method == "function_calling":
+        return not raw.tool_calls and not raw.invalid_tool_calls
+    text = raw.text.strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        return not isinstance(json.loads(text), dict)
+    except ValueError:
+        return True
+
+
+def _not_json(exc: Exception) -> bool:
+    if isinstance(exc, ValidationError):
+        return any(e["type"] == "json_invalid" for e in exc.errors())
+    return True
+
+
+def _problem(error: Any, raw: Any) -> str:
+    if isinstance(error, ValidationError):
+        parts = [f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in error.errors()[:8]]
+        return "; ".join(parts)
+    if error is not None:
+        return " ".join(str(error).split())[:300]
+    return "the answer was empty" if not _answer_text(raw) else "the answer did not match the schema"
+
+
+def _repair_text(schema: type[BaseModel], raw: Any, problem: str) -> str:
+    answer = _answer_text(raw)[:_REPAIR_CHARS] or "(nothing)"
+    return (
+        f"Your previous answer could not be used. It was:\n\n{answer}\n\nThe problem: {problem}\n\n"
+        f"Answer again with one {schema.__name__} object that satisfies this JSON schema:\n"
+        f"{json.dumps(schema.model_json_schema())[:6000]}"
+    )

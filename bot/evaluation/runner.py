@@ -181,7 +181,9 @@ def _why(verification: dict[str, Any]) -> str:
         v = verification
         return f"hidden tests: {v['failures']} failures, {v['errors']} errors of {v['tests']}"
     if verification["kind"] == "findings":
-        return "missed findings: " + ", ".join(verification["missed"])
+        if verification["missed"]:
+            return "missed findings: " + ", ".join(verification["missed"])
+        return f"precision {verification['precision']:.2f}: {verification['unexpected']} unexpected findings"
     missing = [*verification["missing_files"], *verification["missing_symbols"]]
     return "not named: " + ", ".join(missing)
 

@@ -82,11 +82,14 @@ class ExpectedFinding(_Strict):
 
 
 class ExpectedFindings(_Strict):
-    """review: every expected finding must be reported on its file within its lines ± tolerance."""
+    """review: every expected finding must be reported on its file within its lines ± tolerance (recall),
+    and at least `min_precision` of the reported findings must be expected ones (precision), so a
+    reviewer that flags every hunk does not pass."""
 
     kind: Literal["findings"]
     findings: tuple[ExpectedFinding, ...] = Field(min_length=1)
     tolerance: int = Field(default=3, ge=0)
+    min_precision: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
 class ExpectedLocations(_Strict):

@@ -73,6 +73,8 @@ class FindingsMatch:
     missed: list[str]
     unexpected: int
     source: str  # "state" or "comments": where the findings were read from
+    recall: float = 0.0  # expected findings reported / expected findings
+    precision: float = 1.0  # reported findings that were expected / reported findings (distinct locations)
 
 
 def _norm_path(path: str) -> str:
@@ -119,7 +121,8 @@ def reported_findings(state: dict[str, Any], comments: Iterable[str]) -> tuple[l
 
 
 def match_findings(spec: ExpectedFindings, reported: list[ReportedFinding], source: str) -> FindingsMatch:
-    """Each expected finding needs a reported one on its file overlapping its lines ± tolerance."""
+    """Each expected finding needs a reported one on its file overlapping its lines ± tolerance, and
+    the share of reported locations that match an expected one must reach `spec.min_precision`."""
     matched: list[str] = []
     missed: list[str] = []
     used: set[int] = set()
@@ -129,8 +132,14 @@ def match_findings(spec: ExpectedFindings, reported: list[ReportedFinding], sour
         hits = [i for i, r in enumerate(reported) if r.path == exp.path and r.start_line <= hi and r.end_line >= lo]
         (matched if hits else missed).append(label)
         used.update(hits)
-    unexpected = len({(r.path, r.start_line, r.end_line) for i, r in enumerate(reported) if i not in used})
-    return FindingsMatch(passed=not missed, matched=matched, missed=missed, unexpected=unexpected, source=source)
+    distinct = {(r.path, r.start_line, r.end_line) for r in reported}
+    expected = {(r.path, r.start_line, r.end_line) for i, r in enumerate(reported) if i in used}
+    unexpected = len(distinct - expected)
+    precision = len(expected) / len(distinct) if distinct else 1.0
+    recall = len(matched) / len(spec.findings)
+    return FindingsMatch(passed=not missed and precision >= spec.min_precision, matched=matched, missed=missed,
+                         unexpected=unexpected, source=source, recall=round(recall, 3),
+                         precision=round(precision, 3))
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,9 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
                                     discussion=seen.get("discussion", []), answers=answers)),
     ]
     answer = await role.ask(Decomposition, messages)
-    questions = answer.questions or ([] if answer.criteria else [UNCLEAR_QUESTION])
+    # a "question" that asks nothing (a statement, a heading) would block the task on no question at all
+    asked = [q.strip() for q in answer.questions if "?" in q]
+    questions = asked or ([] if answer.criteria else [UNCLEAR_QUESTION])
     return {
         **snapshot,
         "criteria": [c.model_dump() for c in answer.criteria],

@@ -29,7 +29,7 @@ from graph.reviewdiff import DiffLimits, DiffView, collect
 from graph.runtime.budget import call_budget
 from graph.runtime.memory import Memory
 from graph.runtime.roles import RoleRun
-from graph.schemas import GateResult, Review, final_verdict
+from graph.schemas import GateResult, Review, final_verdict, settle_verdict
 from graph.state import TaskState
 from graph.tools import tools_for
 from graph.tools.code import graph_tools, search_tools
@@ -82,6 +82,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
             conn.close()
     review = await role.conclude(Review, system=_system(state), criteria=criteria, memory=memory, result=result,
                                  task=[task])
+    review = settle_verdict(review, [int(c["id"]) for c in criteria])
     if result.outcome in STOPPED:
         review = _not_approved(review, criteria, result.reason)
     gates = [GateResult.model_validate(g) for g in state.get("gates", [])]

@@ -6,10 +6,19 @@ is rebuilt from the role's prompt and a fresh disk snapshot of its target files,
 file changed on disk since are replaced by a stale notice, and the one current "files in context"
 reminder replaces the previous one (the coder, whose system message carries the files, gets none).
 Each tool call passes the role check, the injection check and the loop guard before it runs.
+
+The loop speaks the chat protocol as real servers enforce it: every tool call id gets exactly one
+tool response (also a call that is not run); a call whose arguments are not valid JSON
+(`invalid_tool_calls`) is answered with a tool error the model can act on and counts toward the
+call budget and the loop guard, and a reply whose only calls are malformed never ends the session
+as finished. A reply cut at the output limit, or a request over the context window, is retried once
+with the history pruned to its last call group; a second time the session fails saying so. Rate
+limits, 5xx and timeouts are retried inside `graph.llm.invoke`; a refusal fails the role naming it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,15 +26,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, InvalidToolCall, SystemMessage, ToolMessage
+from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
 import prompts
+from graph.llm import Failure, ModelCallError, Profile, invoke, profile
 from graph.runtime.accounting import Ledger, usage_of
 from graph.runtime.budget import Exhausted
 from graph.runtime.guard import Action, Cause, ToolLoopGuard, Verdict
 from graph.runtime.injection import Injection, InjectionLimits, file_sha, inject
-from graph.runtime.memory import END, Memory
+from graph.runtime.memory import END, Memory, prune
 from graph.runtime.tool_calls import ToolOutcome, read_of, run_tool
 from graph.runtime.trace import Trace, content_hash
 from graph.tools import WRITE_TOOLS, check_role_tools
@@ -94,23 +105,62 @@ async def invoke_llm_with_tools(
     check_role_tools(session.role, [t.name for t in tools])
     by_name = {t.name: t for t in tools}
     bound = model.bind_tools(list(tools))
+    prof = dataclasses.replace(profile(model), role=session.role)
     history = [m for m in messages if not isinstance(m, SystemMessage)]
+    shrunk = False  # the one prune-and-retry a cut answer or an overfull context gets
     while True:
         stop = _exhausted(session, history)
         if stop is not None:
             return stop
         history, injection = _prepare(session, history)
         system = SystemMessage(session.system() + ("\n\n" + injection.render() if injection.files else ""))
-        reply = await bound.ainvoke([system, *history])
-        if not isinstance(reply, AIMessage):
-            raise TypeError(f"model answered with {type(reply).__name__}, not an AI message")
+        try:
+            reply = await _ask(bound, [system, *history], prof)
+        except ModelCallError as exc:
+            if exc.failure.kind != "context":
+                raise
+            history, shrunk = _shrink(session, history, shrunk, exc.failure)
+            continue
         _account(session, model, [system, *history], reply, injection)
+        if _cut(reply) and not reply.tool_calls:
+            failure = Failure("length", "the model's answer was cut at its output token limit")
+            history, shrunk = _shrink(session, history, shrunk, failure)
+            continue
         history.append(reply)
-        if not reply.tool_calls:
+        if not reply.tool_calls and not reply.invalid_tool_calls:
             return _end(session, "finished", history, reply, "the model answered without tools")
         ended = await _run_calls(session, by_name, reply, history, injection)
         if ended is not None:
             return ended
+
+
+async def _ask(bound: Runnable[Any, Any], sent: list[BaseMessage], prof: Profile) -> AIMessage:
+    reply = await invoke(bound, sent, prof)
+    if not isinstance(reply, AIMessage):
+        raise TypeError(f"model answered with {type(reply).__name__}, not an AI message")
+    refused = reply.additional_kwargs.get("refusal") or (
+        str(reply.content)[:200] or "refusal" if reply.response_metadata.get("stop_reason") == "refusal" else "")
+    if refused:
+        raise ModelCallError(prof.role, Failure("refusal", f"the model refused: {refused}"))
+    return reply
+
+
+def _cut(reply: AIMessage) -> bool:
+    """The reply stopped at the output token limit (OpenAI `length`, Anthropic `max_tokens`, Ollama `length`)."""
+    meta = reply.response_metadata
+    return "length" in (meta.get("finish_reason"), meta.get("done_reason")) or meta.get("stop_reason") == "max_tokens"
+
+
+def _shrink(session: Session, history: list[BaseMessage], shrunk: bool,
+            failure: Failure) -> tuple[list[BaseMessage], bool]:
+    """Prune to the last call group for one retry; a second time fails saying so (as does an overfull
+    context with nothing to prune: the same request would overflow again)."""
+    pruned, removed = prune(history, keep_groups=1)
+    if shrunk or (removed == 0 and failure.kind == "context"):
+        why = "even after pruning the conversation" if shrunk else "and there was no tool history to prune"
+        raise ModelCallError(session.role, dataclasses.replace(failure, reason=f"{failure.reason} {why}"))
+    session.event("memory", event="pruned_for_retry", removed_calls=removed, cause=failure.kind)
+    return pruned, True
 
 
 def _exhausted(session: Session, history: list[BaseMessage]) -> LoopResult | None:
@@ -176,6 +226,8 @@ async def _run_calls(
 ) -> LoopResult | None:
     """Answer every tool call of `reply` (each call id gets a response, even when not run)."""
     stop: LoopResult | None = None
+    for bad in reply.invalid_tool_calls:
+        stop = _malformed(session, bad, history) or stop
     for call in reply.tool_calls:
         call_id = call["id"] or ""
         if stop is not None or session.calls >= session.max_calls:
@@ -191,6 +243,25 @@ async def _run_calls(
             stop.verdict = outcome.verdict
         elif outcome.status == "ok" and call["name"] in session.finish_tools:
             stop = _end(session, "finished", history, reply, f"{call['name']} accepted")
+    return stop
+
+
+def _malformed(session: Session, bad: InvalidToolCall, history: list[BaseMessage]) -> LoopResult | None:
+    """A call whose arguments did not parse: a tool error to act on, a call spent, a guard record."""
+    name = bad.get("name") or "unknown"
+    session.calls += 1
+    error = "arguments are not valid JSON"
+    detail = " ".join(str(bad.get("error") or "").split())[:200]
+    text = prompts.render("runtime.malformed_tool_call", tool=name, error=detail or error)
+    history.append(ToolMessage(text, tool_call_id=bad.get("id") or "", name=name, status="error"))
+    verdict = session.guard.record(name, {"malformed": True}, session.disk_state(), error=error)
+    session.event("tool", name=name, args={"raw": str(bad.get("args"))[:200]}, status="malformed",
+                  bytes=len(text.encode()), preview=text[:120])
+    if verdict is None:
+        return None
+    session.event("guard", cause=verdict.cause, action=verdict.action, detail=verdict.detail)
+    stop = _end(session, _BY_ACTION[verdict.action], history, None, verdict.detail)
+    stop.verdict = verdict
     return stop
 
 

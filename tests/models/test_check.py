@@ -1,0 +1,69 @@
+"""`forgebot check` against real services: a private Redis, the store, the fake forges over HTTP, the
+wire-level model server and the offline embedder; every failure is a FAIL line and a non-zero exit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from bot.check import run_checks
+from bot.cli import main
+from bot.settings import Settings
+from tests.fakes import model_server as wire
+from tests.fakes.forge_http import FakeForgeState
+from tests.fakes.model_server import ModelServer
+from tests.fakes.server import ServerThread
+from tests.models.conftest import llm_settings
+
+pytestmark = pytest.mark.timeout(180)
+
+
+async def test_every_line_passes_on_a_working_setup(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, server: ModelServer
+) -> None:
+    server.script(wire.tools(wire.call("echo", word="ready")), wire.unsupported_json_schema(),
+                  wire.structured("CheckAnswer", {"word": "ready"}))
+    configured = settings.model_copy(update={"redis_url": redis_url, "llm": llm_settings(server)})
+    lines = {line.name: line for line in await run_checks(configured)}
+    assert {n: line.status for n, line in lines.items()} == {
+        "redis": "ok", "store": "ok", "gitlab": "ok", "github": "ok", "model": "ok", "embedder": "ok"}
+    assert "@forgebot" in lines["gitlab"].detail and "@forgebot" in lines["github"].detail
+    assert "auto → function_calling" in lines["model"].detail
+    assert server.requests[0].body["tool_choice"]["function"]["name"] == "echo"
+
+
+def test_failures_are_lines_and_a_non_zero_exit(
+    tmp_path: Path, forge_server: ServerThread, fake_forge: FakeForgeState, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_forge.tokens = {"the-real-token"}
+    with ModelServer() as gone:
+        closed = gone.openai_url
+    env = {"FORGEBOT_DATA_DIR": str(tmp_path / "data"), "FORGEBOT_GITLAB__URL": f"{forge_server.url}/gitlab",
+           "FORGEBOT_GITLAB__TOKEN": "glpat-wrong-token-0123456789",
+           "FORGEBOT_GITHUB__API_URL": f"{forge_server.url}/github", "FORGEBOT_GITHUB__TOKEN": "the-real-token",
+           "FORGEBOT_GITHUB__MAX_RETRIES": "0",
+           "FORGEBOT_LLM__BASE_URL": closed, "FORGEBOT_LLM__MAX_RETRIES": "0", "FORGEBOT_LLM__TIMEOUT": "5"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main(["check", "--skip", "embedder"]) == 1
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines()}
+    assert rows["redis"].split()[1] == "skip" and rows["store"].split()[1] == "ok"
+    assert rows["gitlab"].split()[1] == "FAIL" and "FORGEBOT_GITLAB__TOKEN" in rows["gitlab"]
+    assert "glpat-wrong-token" not in out  # redacted, even inside an echoed error
+    assert rows["github"].split()[1] == "FAIL" and "webhook secret NOT set" in rows["github"]
+    assert rows["model"].split()[1] == "FAIL" and "FORGEBOT_LLM__BASE_URL" in rows["model"]
+
+
+def test_a_secret_in_a_provider_error_is_redacted(settings: Settings, server: ModelServer) -> None:
+    import asyncio
+
+    key = "sk-live-secret-key-0123456789abcdef"
+    server.script(wire.error(401, f"Incorrect API key provided: {key}", error_type="invalid_request_error"))
+    configured = settings.model_copy(update={"llm": llm_settings(server, api_key=SecretStr(key))})
+    (line,) = asyncio.run(run_checks(configured, skip=frozenset({"redis", "store", "gitlab", "github", "embedder"})
+                                     ))[4:5]
+    assert line.status == "FAIL" and key not in line.detail and "FORGEBOT_LLM__API_KEY" in line.detail

@@ -1,0 +1,99 @@
+"""`forgebot run` as a user runs it (a subprocess): configuration problems are one line and exit 2,
+and a llama.cpp-like server that rejects `json_schema` still gets the task to its report."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes import model_server as wire
+from tests.fakes.model_server import ModelServer
+
+pytestmark = pytest.mark.timeout(300)  # a fresh interpreter imports LangChain and the SDKs
+TASK = "Add tax to totals\nThe cart total must include 20% VAT."
+
+
+def _run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    repo = tmp_path / "repo"
+    repo.mkdir(exist_ok=True)
+    (repo / "Cart.php").write_text("<?php\nclass Cart { public function total(): int { return 1; } }\n")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")}
+    clean.update({"FORGEBOT_DATA_DIR": str(tmp_path / "data"), **env})
+    return subprocess.run([sys.executable, "-m", "bot", "run", "--repo", str(repo), "--mode", "analyze",
+                           "--task", TASK], env=clean, capture_output=True, text=True, timeout=280)
+
+
+def test_no_model_configured_is_one_line_saying_what_to_set(tmp_path: Path) -> None:
+    done = _run(tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "FORGEBOT_LLM__API_KEY" in done.stderr and "FORGEBOT_LLM__BASE_URL" in done.stderr
+
+
+def test_an_unreachable_endpoint_is_one_line_naming_the_setting(tmp_path: Path) -> None:
+    with ModelServer() as server:
+        url = server.openai_url  # a port that was just free and now is closed again
+    done = _run(tmp_path, FORGEBOT_LLM__BASE_URL=url, FORGEBOT_LLM__MAX_RETRIES="0", FORGEBOT_LOG_LEVEL="ERROR")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    (line,) = [s for s in done.stderr.splitlines() if s.startswith("forgebot run:")]
+    assert "decomposer" in line and "cannot reach" in line and "FORGEBOT_LLM__BASE_URL" in line
+
+
+def llama_cpp_like(payloads: dict[str, dict[str, Any]]) -> wire.Responder:
+    """Rejects json_schema like llama-cpp-python, answers forced calls with the schema's payload."""
+
+    def respond(request: wire.Request) -> wire.Reply:
+        fmt = request.body.get("response_format") or {}
+        if fmt.get("type") == "json_schema":
+            return wire.llama_cpp_python_rejects_json_schema()
+        forced = (request.body.get("tool_choice") or {}) if isinstance(request.body.get("tool_choice"), dict) else {}
+        name = (forced.get("function") or {}).get("name")
+        if name in payloads:
+            return wire.structured(name, payloads[name])
+        return wire.text("I have what I need.")
+
+    return respond
+
+
+PAYLOADS = {
+    "Decomposition": {"criteria": [{"id": 1, "text": "The total includes 20% VAT"}],
+                      "assumptions": [], "questions": ["Not a question.", "Which rate applies to food?"]},
+    "Analysis": {"summary": "Cart::total computes the total without tax.", "affected_files": ["Cart.php"]},
+}
+
+
+async def test_a_question_that_asks_nothing_is_not_asked(tmp_path: Path) -> None:
+    from bot.local import run_local
+    from bot.settings import Settings
+    from tests.models.conftest import llm_settings
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    with ModelServer() as server:
+        server.responder = llama_cpp_like(PAYLOADS)
+        settings = Settings(_env_file=None, data_dir=tmp_path / "data", llm=llm_settings(server))  # type: ignore[call-arg]
+        result = await run_local(settings, repo, "analyze", TASK)
+    assert result.state["questions"] == ["Which rate applies to food?"]
+
+
+def test_analyze_runs_to_its_report_on_a_server_without_json_schema(tmp_path: Path) -> None:
+    payloads = {
+        "Decomposition": {"criteria": [{"id": 1, "text": "The total includes 20% VAT"}],
+                          "assumptions": [], "questions": ["Not a question."]},
+        "Analysis": {"summary": "Cart::total computes the total without tax.", "affected_files": ["Cart.php"]},
+    }
+    with ModelServer() as server:
+        server.responder = llama_cpp_like(payloads)
+        done = _run(tmp_path, FORGEBOT_LLM__BASE_URL=server.openai_url, FORGEBOT_LLM__MODEL="smol")
+        requests = list(server.requests)
+    assert done.returncode == 0, done.stderr
+    assert "Cart::total computes the total without tax." in done.stdout and "forgebot · task" in done.stdout
+    assert "Traceback" not in done.stderr
+    json_schema = [r for r in requests if (r.body.get("response_format") or {}).get("type") == "json_schema"]
+    assert len(json_schema) == 1  # rejected once, remembered for the rest of the run
