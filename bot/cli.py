@@ -59,6 +59,10 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     for comment in result.comments:
         sys.stdout.write(comment.rstrip() + "\n")
+    if result.branch:
+        sys.stdout.write(f"\nBranch {result.branch} in {Path(args.repo).resolve()} holds {result.commits} new "
+                         "commit(s); your checkout, branch and HEAD were not touched.\n\n")
+        sys.stdout.write(result.patch)
     return 0
 
 
@@ -89,7 +93,8 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     text = run.add_mutually_exclusive_group(required=True)
     text.add_argument("--task", help="the task text (first line is the title)")
     text.add_argument("--task-file", help="read the task text from a file")
-    run.add_argument("--base", help="review mode: the branch the checked-out branch is compared with")
+    run.add_argument("--base", help="review: the branch the checked-out branch is compared with; "
+                     "analyze/implement: the commit to start from (default HEAD)")
     run.set_defaults(handler=_run)
     for register in _registrars():
         register(sub)
