@@ -25,10 +25,9 @@ from langchain_core.runnables import RunnableConfig
 from bot import gitrunner
 from bot.checkpoints import open_checkpointer
 from bot.events import Mode
-from bot.forge import Change, ChangeRef, FileChange, Issue, IssueRef, RepoRef
-from bot.forge._text import parse_hunks
+from bot.forge import Change, ChangeRef, Issue, IssueRef, RepoRef
+from bot.forge.diff import parse
 from bot.forge.memory import MemoryForge
-from bot.forge.models import FileStatus
 from bot.gitrunner import GitError, git
 from bot.jobs import ModelFactory
 from bot.settings import Settings
@@ -39,7 +38,6 @@ from graph.coder.gitstate import diff
 from graph.deps import Deps
 from graph.llm import chat_model
 from graph.resume import run_or_resume
-from graph.reviewdiff import FileDiff, split_files
 from graph.routing import check_mode
 from graph.state import TaskState
 
@@ -53,23 +51,6 @@ def _git(root: Path, *args: str) -> str:
         return git(root, *args)
     except GitError as exc:
         raise LocalRunError(str(exc)) from exc
-
-
-def _file_change(part: FileDiff) -> FileChange:
-    """One file of the diff, its status read from the git headers, its hunks parsed as the forges do."""
-    header = part.text.split("\n@@", 1)[0]
-    status: FileStatus = "modified"
-    if "\nnew file mode" in header:
-        status = "added"
-    elif "\ndeleted file mode" in header:
-        status = "deleted"
-    elif part.old_path != part.path:
-        status = "renamed"
-    hunks_at = part.text.find("\n@@")
-    hunks = parse_hunks(part.text[hunks_at + 1 :]) if hunks_at >= 0 else ()
-    return FileChange(old_path=part.old_path, new_path=part.path, status=status, hunks=hunks)
-
-
 
 
 def local_change(ref: ChangeRef, root: Path, title: str, body: str, base: str | None) -> Change:
@@ -95,9 +76,10 @@ def local_change(ref: ChangeRef, root: Path, title: str, body: str, base: str | 
         head_sha=_git(root, "rev-parse", "HEAD").strip(),
         start_sha=start,
         state="opened",
-        files=tuple(
-            _file_change(f) for f in split_files(_git(root, "diff", "-M", "--no-color", f"{merge_base}..HEAD"))
-        ),
+        files=tuple(f.change() for f in parse(_git(
+            root, "diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/",
+            f"{merge_base}..HEAD",
+        ))),
     )
 
 
