@@ -36,6 +36,7 @@ from bot.forge import (
     IssueRef,
     Marker,
     open_forge,
+    where_task_speaks,
 )
 from bot.idempotency import task_forge
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
@@ -283,10 +284,8 @@ async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:
 
 
 def target_of(event: ForgeEvent) -> IssueRef | ChangeRef:
-    """Where notes about the event's task go: the issue, or the change a `/review` came from."""
-    if event.target == "change":
-        return ChangeRef(repo=event.repo, number=event.number)
-    return IssueRef(repo=event.repo, number=event.number)
+    """Where notes about the event's task go (`where_task_speaks`: the change for a `/review`, else the issue)."""
+    return where_task_speaks(event.repo, event.number, target=event.target, mode=event.mode or "")
 
 
 async def _say(forge: Forge, event: ForgeEvent, text: str, task_id: str, purpose: str) -> None:

@@ -37,6 +37,7 @@ from bot.forge.models import (
     Marker,
     Reaction,
     RepoRef,
+    where_task_speaks,
 )
 from bot.forge.protocol import Changes, Conversations, Forge
 from bot.settings import GitHubSettings, Settings
@@ -75,6 +76,7 @@ __all__ = [
     "Reaction",
     "RepoRef",
     "open_forge",
+    "where_task_speaks",
 ]
 
 
