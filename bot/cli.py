@@ -47,6 +47,7 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
+    from bot.gitrunner import GitTampered
     from bot.local import LocalRunError, run_local
 
     task = args.task if args.task is not None else Path(args.task_file).read_text(encoding="utf-8")
@@ -54,7 +55,7 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         result = asyncio.run(run_local(args.settings, Path(args.repo), args.mode, task, base=args.base))
-    except (ModeUnavailable, FileNotFoundError, LocalRunError) as exc:
+    except (ModeUnavailable, FileNotFoundError, LocalRunError, GitTampered) as exc:
         sys.stderr.write(f"forgebot run: {exc}\n")
         return 2
     for comment in result.comments:

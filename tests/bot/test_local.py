@@ -156,3 +156,27 @@ def test_forgebot_run_implement_leaves_the_checkout_alone(tmp_path: Path) -> Non
     assert "+        return $a * $b;" in done.stdout  # the patch
     assert "Opened #" in done.stdout or "delivered" in done.stdout.lower() or branch in done.stdout
     assert not list((tmp_path / "data" / "workspaces" / "tasks").glob("*"))  # the run's worktree is gone
+
+
+def test_forgebot_run_refuses_a_checkout_whose_config_names_a_program(tmp_path: Path) -> None:
+    """The user's repository is read and written only through the hardened runner: a filter is refused."""
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "repo"
+    _branch_with_changes(root)
+    marker = tmp_path / "ran"
+    _git(root, "config", "filter.evil.clean", f"touch {marker}; cat")
+    (root / ".gitattributes").write_text("* filter=evil\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.bot.local_main", "run", "--repo", str(root), "--mode", "implement",
+         "--task", "Anything"],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "FORGEBOT_DATA_DIR": str(tmp_path / "data")},
+    )
+    assert done.returncode == 2 and "filter.evil.clean" in done.stderr and "Traceback" not in done.stderr
+    assert not marker.exists()
+    refs = subprocess.run(["git", "-C", str(root), "for-each-ref", "--format=%(refname)"], capture_output=True,
+                          text=True, check=True).stdout
+    assert "forgebot/" not in refs
