@@ -48,3 +48,25 @@ def test_recount_fixes_counts_and_the_guard_reads_the_recounted_text(tmp_path: P
         patching.apply(root, sneaky, policy)
     miscounted = "--- a/src/A.php\n+++ b/src/A.php\n@@ -1,5 +1,9 @@\n-a\n+b\n"
     assert recount(miscounted).splitlines()[2] == "@@ -1,1 +1,1 @@"
+
+
+def test_a_miscounted_hunk_cannot_smuggle_a_second_file_past_the_guard(tmp_path: Path) -> None:
+    """Too-long counts absorb the next header as hunk lines in every reading: git never writes the CI file."""
+    import subprocess
+
+    root = tmp_path / "r"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "A.php").write_text("a\n")
+    (root / ".gitlab-ci.yml").write_text("x\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    smuggling = ("--- a/src/A.php\n+++ b/src/A.php\n@@ -1,3 +1,3 @@\n-a\n+b\n"
+                 "--- a/.gitlab-ci.yml\n+++ b/.gitlab-ci.yml\n@@ -1 +1 @@\n-x\n+y\n")
+    policy = patching.PatchPolicy(writable=lambda: ["src/A.php"], protected=patching.protection([], []))
+    for text in (smuggling, recount(smuggling)):
+        try:
+            assert patching.patch_paths(text) == ["src/A.php"]
+        except patching.PatchRefused:
+            pass  # a reading the model cannot parse is refused outright
+    with pytest.raises(patching.PatchRefused):
+        patching.apply(root, smuggling, policy)
+    assert (root / ".gitlab-ci.yml").read_text() == "x\n"
