@@ -67,6 +67,7 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
+    from bot.gitrunner import GitTampered
     from bot.local import LocalRunError, ModelProblem, one_line, run_local
 
     task = args.task if args.task is not None else Path(args.task_file).read_text(encoding="utf-8")
@@ -74,11 +75,15 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         result = asyncio.run(run_local(args.settings, Path(args.repo), args.mode, task, base=args.base))
-    except (ModeUnavailable, FileNotFoundError, LocalRunError, ModelProblem) as exc:
+    except (ModeUnavailable, FileNotFoundError, LocalRunError, GitTampered, ModelProblem) as exc:
         sys.stderr.write(f"forgebot run: {one_line(exc, args.settings)}\n")
         return 2
     for comment in result.comments:
         sys.stdout.write(comment.rstrip() + "\n")
+    if result.branch:
+        sys.stdout.write(f"\nBranch {result.branch} in {Path(args.repo).resolve()} holds {result.commits} new "
+                         "commit(s); your checkout, branch and HEAD were not touched.\n\n")
+        sys.stdout.write(result.patch)
     return 0
 
 
@@ -111,7 +116,8 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     text = run.add_mutually_exclusive_group(required=True)
     text.add_argument("--task", help="the task text (first line is the title)")
     text.add_argument("--task-file", help="read the task text from a file")
-    run.add_argument("--base", help="review mode: the branch the checked-out branch is compared with")
+    run.add_argument("--base", help="review: the branch the checked-out branch is compared with; "
+                     "analyze/implement: the commit to start from (default HEAD)")
     run.set_defaults(handler=_run)
     for register in _registrars():
         register(sub)

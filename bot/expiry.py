@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 
 from bot.events import ForgeEvent
-from bot.forge import ChangeRef, Forge, IssueRef, Marker
+from bot.forge import Forge, Marker, where_task_speaks
 from bot.inbox import Inbox
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ async def expire_waiting(inbox: Inbox, forge_for: Callable[[ForgeEvent], Forge],
         body = (f"No answer arrived within {wait_hours:g} hours, so task {task.task_id} has stopped. "
                 f"Trigger it again to start over.\n\n<sub>forgebot · task {task.task_id}</sub>")
         try:
-            target = (IssueRef if event.target == "issue" else ChangeRef)(repo=event.repo, number=event.number)
+            target = where_task_speaks(event.repo, event.number, target=event.target, mode=event.mode or "")
             await forge_for(event).post_comment(target, body, Marker(task=task.task_id, purpose="expired"))
         except Exception:  # a courtesy note; the task is already cancelled in the store
             log.exception("expiry note not posted task=%s", task.task_id)

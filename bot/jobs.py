@@ -35,6 +35,7 @@ from bot.forge import (
     IssueRef,
     Marker,
     open_forge,
+    where_task_speaks,
 )
 from bot.idempotency import task_forge
 from bot.identity import IdentityRefused, resolve
@@ -336,10 +337,8 @@ async def _abort(ctx: dict[str, Any], job_id: str) -> None:
 
 
 def target_of(event: ForgeEvent) -> IssueRef | ChangeRef:
-    """Where notes about the event's task go: the issue, or the change a `/review` came from."""
-    if event.target == "change":
-        return ChangeRef(repo=event.repo, number=event.number)
-    return IssueRef(repo=event.repo, number=event.number)
+    """Where notes about the event's task go (`where_task_speaks`: the change for a `/review`, else the issue)."""
+    return where_task_speaks(event.repo, event.number, target=event.target, mode=event.mode or "")
 
 
 async def _say(forge: Forge, event: ForgeEvent, text: str, task_id: str, purpose: str) -> None:

@@ -36,7 +36,7 @@ from arq.jobs import JobStatus
 
 from bot import arqlayout
 from bot.events import ForgeEvent
-from bot.forge import Forge, IssueRef, Marker
+from bot.forge import Forge, Marker, where_task_speaks
 from bot.inbox import Inbox, TaskRow
 from bot.jobcodec import PLAIN, JobCodec
 from bot.queue import job_handle
@@ -129,7 +129,8 @@ async def post_failure(forge_for: ForgeForEvent, task: TaskRow, reason: str) -> 
     body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task.task_id}</sub>"
     try:
         forge = forge_for(event)
-        await forge.post_comment(IssueRef(repo=event.repo, number=event.number), body, failure_marker(task.task_id))
+        where = where_task_speaks(event.repo, event.number, target=event.target, mode=event.mode or task.mode)
+        await forge.post_comment(where, body, failure_marker(task.task_id))
     except Exception:  # the task is failed in the store either way; the next pass does not retry the note
         log.exception("failure note not posted task=%s", task.task_id)
 

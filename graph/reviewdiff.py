@@ -9,22 +9,14 @@ so one huge lock file cannot push the real changes out of the budget.
 from __future__ import annotations
 
 import fnmatch
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot.forge.diff import DiffError, FilePatch, parse
 from bot.gitrunner import git
 from graph.runtime.budget import estimate_tokens
 
 GENERATED = ("*.lock", "*.min.js", "*.min.css", "*.map", "vendor/*", "node_modules/*")
-_HEADER = re.compile(r"^diff --git a/(.*) b/(.*)$")
-
-
-class DiffError(RuntimeError):
-    """The diff cannot be read (not a diff header, a revision that looks like an option).
-
-    git itself failing raises `bot.gitrunner.GitError`.
-    """
 
 
 @dataclass(frozen=True)
@@ -34,24 +26,13 @@ class DiffLimits:
     generated: tuple[str, ...] = GENERATED
 
 
-@dataclass(frozen=True)
-class FileDiff:
-    path: str  # the new path (the old one for a deletion)
-    old_path: str
-    text: str  # this file's part of the unified diff, headers included
-
-    @property
-    def lines(self) -> int:
-        return self.text.count("\n")
-
-
 @dataclass
 class DiffView:
     """What the reviewer sees and what it does not (with why)."""
 
     base: str
     head: str
-    files: list[FileDiff] = field(default_factory=list)
+    files: list[FilePatch] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
 
     @property
@@ -63,34 +44,6 @@ class DiffView:
         return [f.path for f in self.files]
 
 
-def split_files(diff: str) -> list[FileDiff]:
-    """Cut a `git diff` into per-file parts, resolving renames and deletions to their paths."""
-    parts: list[FileDiff] = []
-    chunk: list[str] = []
-    for line in diff.splitlines(keepends=True):
-        if line.startswith("diff --git ") and chunk:
-            parts.append(_file(chunk))
-            chunk = []
-        chunk.append(line)
-    if chunk:
-        parts.append(_file(chunk))
-    return parts
-
-
-def _file(chunk: list[str]) -> FileDiff:
-    match = _HEADER.match(chunk[0].rstrip("\n"))
-    if match is None:
-        raise DiffError(f"not a diff header: {chunk[0][:80]!r}")
-    old, new = match.group(1), match.group(2)
-    for line in chunk[1:6]:
-        if line.startswith("rename from "):
-            old = line[len("rename from "):].rstrip("\n")
-        elif line.startswith("rename to "):
-            new = line[len("rename to "):].rstrip("\n")
-    deleted = any(line.startswith("deleted file mode") for line in chunk[1:4])
-    return FileDiff(path=old if deleted else new, old_path=old, text="".join(chunk))
-
-
 def collect(root: Path, base: str, limits: DiffLimits | None = None, head: str = "HEAD") -> DiffView:
     """The diff `base..head` of the checkout at `root`, limited per file, then fitted to the budget."""
     limits = limits or DiffLimits()
@@ -99,10 +52,11 @@ def collect(root: Path, base: str, limits: DiffLimits | None = None, head: str =
             raise DiffError(f"revision {revision!r} looks like an option")
     head_sha = git(root, "rev-parse", "--verify", f"{head}^{{commit}}").strip()
     base_sha = git(root, "rev-parse", "--verify", f"{base}^{{commit}}").strip()
-    raw = git(root, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", base_sha, head_sha, "--")
+    raw = git(root, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "-M",
+              base_sha, head_sha, "--")
     view = DiffView(base=base_sha, head=head_sha)
     used = 0
-    for part in split_files(raw):
+    for part in parse(raw):
         reason = _skip_reason(part, limits)
         cost = estimate_tokens(part.text)
         if reason is None and used + cost > limits.budget_tokens:
@@ -115,8 +69,8 @@ def collect(root: Path, base: str, limits: DiffLimits | None = None, head: str =
     return view
 
 
-def _skip_reason(part: FileDiff, limits: DiffLimits) -> str | None:
-    if "\nBinary files " in part.text or "\nGIT binary patch" in part.text:
+def _skip_reason(part: FilePatch, limits: DiffLimits) -> str | None:
+    if part.binary:
         return "binary file"
     if any(fnmatch.fnmatch(part.path, pattern) for pattern in limits.generated):
         return "generated or vendored file"

@@ -20,7 +20,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from bot.forge import ChangeRef, CommentRef, Forge, IssueRef, Marker, RepoRef
+from bot.forge import ChangeRef, CommentRef, Forge, IssueRef, Marker, RepoRef, where_task_speaks
 from bot.forge.models import Reaction
 from graph.deps import Deps
 from graph.nodes.publisher import footer
@@ -68,10 +68,7 @@ def marker(task_id: str) -> Marker:
 
 def target_of(state: TaskState) -> IssueRef | ChangeRef:
     """Where the status comment lives: the change for a review, the issue otherwise."""
-    repo = RepoRef.model_validate(state["repo"])
-    if state.get("mode") == "review":
-        return ChangeRef(repo=repo, number=state["number"])
-    return IssueRef(repo=repo, number=state["number"])
+    return where_task_speaks(RepoRef.model_validate(state["repo"]), state["number"], mode=state.get("mode", ""))
 
 
 def phase_of(node: str, state: TaskState) -> str | None:

@@ -25,14 +25,14 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from bot.forge.diff import parse
+
 _CLASS_METHOD = re.compile(r"\b([A-Z][A-Za-z0-9_]*)::([A-Za-z_]\w*)")
 _WORD = re.compile(r"`([A-Za-z_]\w*)`|\b([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z]+(?:[A-Z][a-z0-9]*)+)\b")
 _DECL = re.compile(r"^\s*(?:(?:abstract|final)\s+)*(class|interface|trait)\s+(\w+)|\bfunction\s+&?(\w+)\s*\(")
 _CRITERIA = re.compile(r"<criteria origin=[^>]*>\n(.*?)</criteria>", re.S)
 _CRITERION = re.compile(r"^(\d+)\. ", re.M)
 _DIFF = re.compile(r"<diff origin=[^>]*>\n(.*?)</diff>", re.S)
-_FILE = re.compile(r"^diff --git a/.* b/(.*)$")
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _ITEM = re.compile(r"Work on item (\d+)\.")
 NO_ITEM = "No item is open: call `finish`."
 REPORT_TITLE = "Report that the change was not made"
@@ -88,20 +88,12 @@ def diff_hunks(messages: Sequence[BaseMessage]) -> list[tuple[str, str, int, int
     """(path, side, start, end) of every hunk of the `<diff>` the reviewer was shown."""
     block = _DIFF.search(_texts(messages))
     hunks: list[tuple[str, str, int, int]] = []
-    path = ""
-    for line in (block.group(1) if block else "").splitlines():
-        header = _FILE.match(line)
-        if header:
-            path = header.group(1)
-            continue
-        m = _HUNK.match(line)
-        if m and path:
-            old_start, old_len = int(m.group(1)), int(m.group(2) or "1")
-            new_start, new_len = int(m.group(3)), int(m.group(4) or "1")
-            if new_len:
-                hunks.append((path, "new", new_start, new_start + new_len - 1))
+    for file in parse(block.group(1)) if block else []:
+        for hunk in file.hunks:
+            if hunk.new_count:
+                hunks.append((file.path, "new", hunk.new_start, hunk.new_start + hunk.new_count - 1))
             else:  # a pure deletion has no new-side line: anchor on the removed ones
-                hunks.append((path, "old", old_start, old_start + max(old_len, 1) - 1))
+                hunks.append((file.path, "old", hunk.old_start, hunk.old_start + max(hunk.old_count, 1) - 1))
     return hunks
 
 

@@ -30,7 +30,7 @@ from bot.evaluation.verification import (
     reported_findings,
     run_hidden_tests,
 )
-from bot.evaluation.workspace import Workspace, WorkspaceError, build_workspace, changed_files
+from bot.evaluation.workspace import Workspace, WorkspaceError, build_workspace, changed_files, take_branch
 from bot.local import LocalResult, run_local
 from bot.settings import Settings
 from graph import routing
@@ -129,6 +129,8 @@ async def run_task(task: Task, taskset_dir: Path, options: RunOptions) -> TaskRe
     except Exception as exc:  # a failed run is a result of the evaluation, not a crash of it
         return _base(task, outcome="error", reason=f"run: {type(exc).__name__}: {str(exc)[:300]}", before=before,
                      duration_s=_since(started), **_usage(recorder, options.prices))
+    if run.branch:
+        take_branch(ws, run.branch)
     verification, passed = _verify(task, ws, run, taskset_dir)
     changed = changed_files(ws)
     bootstrap = task.verify.bootstrap if isinstance(task.verify, HiddenTests) else None

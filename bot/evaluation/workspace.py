@@ -168,6 +168,15 @@ def _find_body(node: tree_sitter.Node, class_name: str, method: str) -> tree_sit
     return None
 
 
+def take_branch(ws: Workspace, branch: str) -> None:
+    """Check out the run's branch in the evaluator's own copy of the package.
+
+    `forgebot run` never touches the checkout it is given; it leaves its commits on a new branch.
+    The evaluator's copy is its own, so it moves there to verify and measure what the bot did.
+    """
+    _git(ws.root, "checkout", "--quiet", "--force", branch, "--")
+
+
 def changed_files(ws: Workspace) -> list[str]:
     """Files changed since the start commit, committed or not, untracked included."""
     _git(ws.root, "add", "-A", "--intent-to-add")

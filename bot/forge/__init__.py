@@ -39,6 +39,7 @@ from bot.forge.models import (
     Marker,
     Reaction,
     RepoRef,
+    where_task_speaks,
 )
 from bot.forge.protocol import Changes, Conversations, Forge
 from bot.settings import GitHubSettings, Settings
@@ -80,6 +81,7 @@ __all__ = [
     "RepoRef",
     "bot_identity",
     "open_forge",
+    "where_task_speaks",
 ]
 
 

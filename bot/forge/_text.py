@@ -1,4 +1,4 @@
-"""Forge-neutral text rules: the hidden bot marker, truncation to a forge's limit, diff hunks.
+"""Forge-neutral text rules: the hidden bot marker, truncation to a forge's limit, inline anchors.
 
 Both adapters and the in-memory fake use these, so a marker written by one is found by all and an
 inline note anchors on the same line whichever forge receives it.
@@ -9,14 +9,13 @@ from __future__ import annotations
 import hashlib
 import re
 
-from bot.forge.models import DiffLine, FileChange, Hunk, InlineNote, LineKind, Marker
+from bot.forge.models import DiffLine, FileChange, InlineNote, Marker
 
 # GitLab notes: 1,000,000 characters (doc/api/notes.md); GitHub comments: 65,536 characters.
 GITLAB_COMMENT_LIMIT = 1_000_000
 GITHUB_COMMENT_LIMIT = 65_536
 _TRUNCATED = "\n\n*… truncated to fit the forge's comment limit.*"
 _SAFE = re.compile(r"[A-Za-z0-9._/@#=+-]+")
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
 def render_marker(marker: Marker) -> str:
@@ -45,38 +44,6 @@ def truncate(body: str, limit: int) -> str:
     if len(body) <= limit:
         return body
     return body[: limit - len(_TRUNCATED)] + _TRUNCATED
-
-
-def parse_hunks(patch: str) -> tuple[Hunk, ...]:
-    """Parse the hunks of one file's unified diff (`@@` headers onward; file headers are skipped)."""
-    hunks: list[Hunk] = []
-    header: tuple[int, int, int, int] | None = None
-    lines: list[DiffLine] = []
-    old = new = 0
-    for raw in patch.splitlines():
-        match = _HUNK.match(raw)
-        if match:
-            if header is not None:
-                hunks.append(Hunk(old_start=header[0], old_count=header[1], new_start=header[2],
-                                  new_count=header[3], lines=tuple(lines)))
-            a, b, c, d = match.groups()
-            header = (int(a), int(b or "1"), int(c), int(d or "1"))
-            old, new, lines = header[0], header[2], []
-        elif header is None or raw.startswith("\\"):
-            continue  # file headers before the first hunk; "\ No newline at end of file"
-        elif raw.startswith("+"):
-            lines.append(DiffLine(kind=LineKind.ADDED, old_pos=old, new_pos=new, text=raw[1:]))
-            new += 1
-        elif raw.startswith("-"):
-            lines.append(DiffLine(kind=LineKind.REMOVED, old_pos=old, new_pos=new, text=raw[1:]))
-            old += 1
-        else:
-            lines.append(DiffLine(kind=LineKind.CONTEXT, old_pos=old, new_pos=new, text=raw[1:]))
-            old, new = old + 1, new + 1
-    if header is not None:
-        hunks.append(Hunk(old_start=header[0], old_count=header[1], new_start=header[2],
-                          new_count=header[3], lines=tuple(lines)))
-    return tuple(hunks)
 
 
 def find_file(files: tuple[FileChange, ...], path: str) -> FileChange | None:

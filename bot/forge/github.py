@@ -22,7 +22,8 @@ from github.PullRequest import ReviewComment
 from pydantic import SecretStr
 
 from bot.forge import _retry
-from bot.forge._text import GITHUB_COMMENT_LIMIT, anchor, has_marker, inline_marker, parse_hunks, with_marker
+from bot.forge._text import GITHUB_COMMENT_LIMIT, anchor, has_marker, inline_marker, with_marker
+from bot.forge.diff import parse_hunks
 from bot.forge.errors import (
     ForgeConflict,
     ForgeError,

@@ -27,9 +27,9 @@ from bot.forge._text import (
     has_marker,
     inline_marker,
     line_code,
-    parse_hunks,
     with_marker,
 )
+from bot.forge.diff import parse_hunks
 from bot.forge.errors import (
     ForgeConflict,
     ForgeError,

@@ -50,6 +50,19 @@ class ChangeRef(_Frozen):
 Target = IssueRef | ChangeRef
 
 
+def where_task_speaks(repo: RepoRef, number: int, *, target: str = "", mode: str = "") -> Target:
+    """Where a task's notes go (acknowledgement, status, busy, cancel, expiry, failure): one rule.
+
+    A task speaks where it was asked: a `/review` (mode `review`, or a trigger on a change) on the
+    change, every other task on its issue. The job, the graph's status comment, the expiry sweep
+    and the reaper all ask this, so a GitLab `/review`'s note lands on merge request !N, never on
+    issue #N.
+    """
+    if target == "change" or mode == "review":
+        return ChangeRef(repo=repo, number=number)
+    return IssueRef(repo=repo, number=number)
+
+
 class CommentRef(_Frozen):
     """A comment the bot can edit, reply to or react to.
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from bot.forge import diff
 from bot.gitrunner import Completed, Repo, run
 
 # Paths a change may not edit unless the repository configuration allows them explicitly.
@@ -22,10 +23,6 @@ DEFAULT_PROTECTED = (
     ".gitlab-ci.yml", ".gitlab-ci/", ".github/", ".githooks/", ".husky/", ".circleci/", "Jenkinsfile",
     ".travis.yml", "azure-pipelines.yml", ".forgebot.yml", ".gitmodules",
 )
-_HEADER = re.compile(r"^(?:--- |\+\+\+ |rename from |rename to |copy from |copy to )(.*)$")
-_QUOTED = r'"(?:[^"\\]|\\.)*"'
-_DIFF_GIT = re.compile(rf"^diff --git ({_QUOTED}|\S+) ({_QUOTED}|\S+)$")
-_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
 _MODE = re.compile(r"^(?:new file mode|new mode|old mode|deleted file mode) (\d+)$")
 
 
@@ -42,76 +39,32 @@ class PatchPolicy:
 
 
 def patch_paths(patch: str) -> list[str]:
-    """Every path a unified diff names (old and new sides), with `a/`/`b/` prefixes removed."""
-    paths: list[str] = []
-    for line in patch.splitlines():
-        if match := _DIFF_GIT.match(line):
-            paths += [_strip(match.group(1)), _strip(match.group(2))]
-        elif line.startswith("diff --git "):
-            raise PatchRefused(f"{line[:200]!r}: unreadable `diff --git` header")
-        elif (match := _HEADER.match(line)) is not None:
-            raw = match.group(1)
-            raw = raw.strip() if raw.startswith('"') else raw.split("\t")[0].strip()
-            if raw != "/dev/null":
-                prefix = line.startswith(("--- ", "+++ "))
-                paths.append(_strip(raw) if prefix else canonical(unquote(raw)))
-    return [p for p in dict.fromkeys(paths) if p]
+    """Every path a unified diff names (old and new sides, renames, copies), canonical, prefixes removed.
+
+    Read through the one diff model (`bot.forge.diff`, strict: an ambiguous `diff --git` line is
+    refused); anything it cannot read is refused, never guessed.
+    """
+    try:
+        files = diff.parse(patch, strict=True)
+    except diff.DiffError as exc:
+        raise PatchRefused(str(exc)) from exc
+    return list(dict.fromkeys(p for file in files for p in file.named))
 
 
 def unquote(raw: str) -> str:
     """git's C-quoted path (`"a/\\056gitlab-ci.yml"`) decoded as git apply reads it; plain paths as is."""
-    if not (len(raw) >= 2 and raw.startswith('"') and raw.endswith('"')):
-        if raw.startswith('"'):
-            raise PatchRefused(f"{raw[:200]!r}: unterminated quoted path")
-        return raw
-    body, out, i = raw[1:-1], bytearray(), 0
-    while i < len(body):
-        char = body[i]
-        if char != "\\":
-            out += char.encode("utf-8")
-            i += 1
-            continue
-        nxt = body[i + 1:i + 2]
-        if nxt in _C_ESCAPES:
-            out.append(_C_ESCAPES[nxt])
-            i += 2
-        elif re.fullmatch(r"[0-3][0-7]{2}", body[i + 1:i + 4]):
-            out.append(int(body[i + 1:i + 4], 8))
-            i += 4
-        else:
-            raise PatchRefused(f"{raw[:200]!r}: invalid escape in a quoted path")
     try:
-        return out.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise PatchRefused(f"{raw[:200]!r}: a quoted path that is not UTF-8") from exc
+        return diff.unquote(raw)
+    except diff.DiffError as exc:
+        raise PatchRefused(str(exc)) from exc
 
 
 def canonical(path: str) -> str:
-    """The one spelling every check compares: no NUL or control characters, no `.` or empty parts.
-
-    `..` is kept so that check_path refuses it by name; a backslash is refused because git and the
-    file tools would read it differently.
-    """
-    bad = next((c for c in path if ord(c) < 0x20 or ord(c) == 0x7F), None)
-    if bad is not None:
-        raise PatchRefused(f"{path!r}: NUL or control character {bad!r} in a path")
-    if "\\" in path:
-        raise PatchRefused(f"{path!r}: backslashes are not allowed in paths")
-    if path.startswith("/"):
-        return path  # refused as absolute by check_path, with that reason
-    return "/".join(part for part in path.split("/") if part not in ("", "."))
-
-
-def _strip(raw: str) -> str:
-    """`a/path` → `path`. git apply strips one component (-p1), so a header without the prefix would
-    write somewhere else than it names: refused rather than guessed."""
-    raw = unquote(raw)
-    canonical(raw)  # control characters are refused before anything else reads the name
-    if raw.startswith("/"):
-        return raw  # refused as absolute by check_path, with that reason
-    if raw[:2] not in ("a/", "b/"):
-        raise PatchRefused(f"{raw!r}: file headers must be `--- a/<path>` and `+++ b/<path>`")
-    return canonical(raw[2:])
+    """The one spelling every check compares (`bot.forge.diff.canonical`); PatchRefused when refused."""
+    try:
+        return diff.canonical(path)
+    except diff.DiffError as exc:
+        raise PatchRefused(str(exc)) from exc
 
 
 def check_path(root: Path, path: str) -> str:
@@ -160,17 +113,27 @@ def check_patch(root: Path, patch: str, policy: PatchPolicy) -> list[str]:
 
 def apply(root: Path, patch: str, policy: PatchPolicy) -> list[str]:
     """Check, then apply `patch` in `root`; returns the paths written. Raises PatchRefused."""
-    paths = check_patch(root, patch, policy)
     text = patch if patch.endswith("\n") else patch + "\n"
-    for extra in ([], ["--recount"]):
-        check = _git_apply(root, text, "--check", *extra)
+    problem = ""
+    # as written, then with its hunk counts recomputed (models miscount): git applies exactly the
+    # text the guard read, never `--recount`, so both read the same hunks and the same headers
+    for candidate in dict.fromkeys([text, diff.recount(text)]):
+        try:
+            paths = check_patch(root, candidate, policy)
+        except PatchRefused as exc:
+            if candidate == text and "not a unified diff" in str(exc):
+                problem = str(exc)
+                continue  # counts that do not fit their lines: the recounted text may read
+            raise
+        check = _git_apply(root, candidate, "--check")
         if check.returncode == 0:
-            done = _git_apply(root, text, *extra)
+            done = _git_apply(root, candidate)
             if done.returncode != 0:
                 raise PatchRefused(f"git apply failed: {done.stderr.strip()[-600:]}")
             _no_symlinks(root, paths)
             return paths
-    raise PatchRefused(f"the patch does not apply to the current text: {check.stderr.strip()[-600:]}")
+        problem = check.stderr.strip()[-600:]
+    raise PatchRefused(f"the patch does not apply to the current text: {problem}")
 
 
 def _git_apply(root: Path, patch: str, *args: str) -> Completed:

@@ -19,12 +19,12 @@ from langgraph.runtime import Runtime
 
 import prompts
 from bot.forge import Capability, ChangeRef, CommentRef, Forge, ForgeError, InlineNote, Marker, RepoRef
-from bot.forge._text import parse_hunks, render_marker
+from bot.forge._text import render_marker
+from bot.forge.diff import parse
 from bot.gitrunner import GitError, git
 from graph.deps import Deps
 from graph.findings import Noise, Reconciled, Tracked, filter_noise, finding_key, reconcile
 from graph.nodes.publisher import footer
-from graph.reviewdiff import split_files
 from graph.reviewstore import ReviewRecord, ReviewStore, change_key
 from graph.schemas import SEVERITY_RANK, Finding, Review
 from graph.state import TaskState
@@ -77,14 +77,15 @@ def _delta(workspace: str, base: str, head: str) -> tuple[dict[str, Any], dict[s
     renames: dict[str, str] = {}
     deleted: list[str] = []
     try:
-        diff = git(Path(workspace), "diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", base, head, "--")
+        diff = git(Path(workspace), "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/",
+                   "--dst-prefix=b/", "-M", base, head, "--")
     except GitError:
         return hunks, renames, deleted
-    for part in split_files(diff):
-        hunks[part.old_path] = parse_hunks(part.text)
+    for part in parse(diff):
+        hunks[part.old_path] = part.hunks
         if part.old_path != part.path:
             renames[part.old_path] = part.path
-        if "\ndeleted file mode" in part.text:
+        if part.status == "deleted":
             deleted.append(part.path)
     return hunks, renames, deleted
 

@@ -108,3 +108,75 @@ async def test_run_local_review_reviews_the_checked_out_branch(tmp_path: Path) -
     assert set(asked) == {"reviewer"}  # the review route never asks for the coder
     text = "\n".join(result.comments)
     assert "Total changed" in text
+
+
+def test_forgebot_run_implement_leaves_the_checkout_alone(tmp_path: Path) -> None:
+    """Local edits, staged and untracked files, the branch and HEAD survive; a new branch holds the work."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.graph.implement import route
+    from tests.graph.implement.conftest import GIT_ENV, make_project, need_php
+
+    need_php()
+    project = make_project(tmp_path)
+    root = project.root
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, env=GIT_ENV,
+                              check=True).stdout
+
+    (root / "README.md").write_text("my notes, not committed\n")  # untracked
+    (root / "scratch").mkdir()
+    (root / "scratch" / "idea.php").write_text("<?php // untracked work\n")
+    edited = route.CALCULATOR.replace("return $a + $b;", "return $b + $a; // my local edit")
+    (root / route.CALC).write_text(edited)  # a modified tracked file
+    (root / "phpunit.xml").write_text((root / "phpunit.xml").read_text() + "<!-- staged -->\n")
+    git("add", "phpunit.xml")  # a staged change
+    before = (git("rev-parse", "HEAD"), git("symbolic-ref", "HEAD"), git("status", "--porcelain", "-uall"),
+              git("diff"), git("diff", "--cached"), git("for-each-ref"))
+    env = {**os.environ, "FORGEBOT_DATA_DIR": str(tmp_path / "data")}
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.bot.local_main", "run", "--repo", str(root), "--mode", "implement",
+         "--task", "Add multiplication\nThe calculator should multiply."],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = (git("rev-parse", "HEAD"), git("symbolic-ref", "HEAD"), git("status", "--porcelain", "-uall"),
+             git("diff"), git("diff", "--cached"))
+    assert after == before[:5]
+    assert (root / route.CALC).read_text() == edited and (root / "README.md").read_text() == "my notes, not committed\n"
+    assert (root / "scratch" / "idea.php").read_text() == "<?php // untracked work\n"
+    (branch,) = [b for b in git("for-each-ref", "--format=%(refname:short)", "refs/heads").split()
+                 if b.startswith("forgebot/run-")]
+    assert git("log", "--format=%s", f"{before[0].strip()}..{branch}").splitlines() == ["Add multiply with its test"]
+    assert "return $a * $b;" in git("show", f"{branch}:{route.CALC}")
+    assert f"Branch {branch} in {root}" in done.stdout
+    assert "+        return $a * $b;" in done.stdout  # the patch
+    assert "Opened #" in done.stdout or "delivered" in done.stdout.lower() or branch in done.stdout
+    assert not list((tmp_path / "data" / "workspaces" / "tasks").glob("*"))  # the run's worktree is gone
+
+
+def test_forgebot_run_refuses_a_checkout_whose_config_names_a_program(tmp_path: Path) -> None:
+    """The user's repository is read and written only through the hardened runner: a filter is refused."""
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "repo"
+    _branch_with_changes(root)
+    marker = tmp_path / "ran"
+    _git(root, "config", "filter.evil.clean", f"touch {marker}; cat")
+    (root / ".gitattributes").write_text("* filter=evil\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.bot.local_main", "run", "--repo", str(root), "--mode", "implement",
+         "--task", "Anything"],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "FORGEBOT_DATA_DIR": str(tmp_path / "data")},
+    )
+    assert done.returncode == 2 and "filter.evil.clean" in done.stderr and "Traceback" not in done.stderr
+    assert not marker.exists()
+    refs = subprocess.run(["git", "-C", str(root), "for-each-ref", "--format=%(refname)"], capture_output=True,
+                          text=True, check=True).stdout
+    assert "forgebot/" not in refs

@@ -13,11 +13,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 
 from bot.app import create_app
+from bot.forge.diff import parse
 from bot.gitrunner import git as git_text
 from bot.jobs import build_worker
 from bot.settings import Settings
 from bot.webhooks import github_signature
-from graph.reviewdiff import split_files
 from tests.fakes.chat import ScriptedChatModel, scripted
 from tests.fakes.forge_http import FakeChange, FakeFile, FakeForgeState
 from tests.fakes.server import serving
@@ -31,11 +31,9 @@ BODY = "Doubles totals.\n\n## Acceptance criteria\n- Totals count each item twic
 def fake_change(repo: ChangeRepo, branch: str = "feature") -> FakeChange:
     """The change as the forge reports it: files and hunks from the real `git diff main...feature`."""
     files = []
-    for part in split_files(git_text(repo.root, "diff", "-M", repo.base, repo.head)):
-        status = ("added" if "\nnew file mode" in part.text else "deleted" if "\ndeleted file mode" in part.text
-                  else "renamed" if part.old_path != part.path else "modified")
-        patch = part.text[part.text.index("@@"):] if "@@" in part.text else ""
-        files.append(FakeFile(old_path=part.old_path, new_path=part.path, status=status, patch=patch))  # type: ignore[arg-type]
+    for part in parse(git_text(repo.root, "diff", "-M", repo.base, repo.head)):
+        patch = part.text[part.text.index("\n@@") + 1:] if "\n@@" in part.text else ""
+        files.append(FakeFile(old_path=part.old_path, new_path=part.path, status=part.status, patch=patch))
     return FakeChange(title="Double totals", body=BODY, source_branch=branch, files=files,
                       base_sha=repo.base, head_sha=repo.head, start_sha=repo.base)
 

@@ -1,8 +1,8 @@
 """Nothing secret and nothing executable in Redis (#17 item 9), against a real Redis and the real
 worker (`bot.jobs.build_worker`), with the real model client failing over HTTP.
 
-* A model call refused with 401 raises the OpenAI client's `AuthenticationError`, which holds the
-  request (its `Authorization: Bearer …` header) and, here, a gateway message echoing that header.
+* A model call refused with 401 raises `ModelCallError` around the OpenAI client's `AuthenticationError`,
+  which holds the request (its `Authorization: Bearer …` header) and, here, a gateway message echoing that header.
   arq used to pickle that exception into the job's result for an hour. After the task fails,
   every value of every Redis key is read back: none holds the token or a pickle stream.
 * Someone with write access to Redis queues a pickled job whose unpickling would create a file:
@@ -89,7 +89,7 @@ async def test_a_model_auth_failure_leaves_no_token_and_no_pickle_in_redis(
     finally:
         await inbox.close()
     assert script.calls, "the model was never called: the attack did not happen"
-    assert task is not None and task.state == "failed" and task.detail.endswith("AuthenticationError"), task
+    assert task is not None and task.state == "failed" and task.detail.endswith("ModelCallError"), task
 
     values = every_value(redis.Redis.from_url(redis_url))
     result_keys = [k for k in values if k.startswith(b"arq:result:")]
@@ -104,7 +104,7 @@ async def test_a_model_auth_failure_leaves_no_token_and_no_pickle_in_redis(
     finally:
         await pool.aclose()
     assert info is not None and info.success is False
-    assert isinstance(info.result, JobFailed) and info.result.kind.endswith("AuthenticationError")
+    assert isinstance(info.result, JobFailed) and info.result.kind.endswith("ModelCallError")
     assert "[REDACTED]" in info.result.message  # the echoed header was there, and was removed
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from bot.forge import AccessLevel, Change, ChangeRef, FileChange, Forge, ForgeUser, IssueRef, RepoRef
 from bot.forge._retry import RetryPolicy, WritePacer
-from bot.forge._text import parse_hunks
+from bot.forge.diff import parse_hunks
 from bot.forge.github import GitHubForge
 from bot.forge.gitlab import GitLabClient, GitLabForge
 from tests.conftest import GITHUB_TOKEN, GITLAB_TOKEN

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.forge.models import FileChange, FileStatus
+from bot.forge.models import FileChange
 
 ENV = ["-c", "user.name=t", "-c", "user.email=t@t.invalid"]
 
@@ -78,20 +78,8 @@ RepoFactory = Callable[[Path], ChangeRepo]
 
 def change_files(repo: ChangeRepo, base: str | None = None) -> tuple[FileChange, ...]:
     """The change's files as a forge reports them: `git diff base..head` parsed into hunks."""
-    from bot.forge._text import parse_hunks
+    from bot.forge.diff import parse
     from bot.gitrunner import git as git_text
-    from graph.reviewdiff import split_files
 
     diff = git_text(repo.root, "diff", "-M", base or repo.base, repo.head)
-    files = []
-    for part in split_files(diff):
-        status: FileStatus = "modified"
-        if "\nnew file mode" in part.text:
-            status = "added"
-        elif "\ndeleted file mode" in part.text:
-            status = "deleted"
-        elif part.old_path != part.path:
-            status = "renamed"
-        files.append(FileChange(old_path=part.old_path, new_path=part.path, status=status,
-                                hunks=parse_hunks(part.text)))
-    return tuple(files)
+    return tuple(part.change() for part in parse(diff))

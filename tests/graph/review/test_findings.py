@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from bot.forge._text import parse_hunks
+from bot.forge.diff import parse
 from bot.gitrunner import git as git_text
 from graph.findings import Tracked, filter_noise, map_line, reconcile, same_finding, stalled
-from graph.reviewdiff import split_files
 from graph.schemas import Finding
 from tests.graph.review.conftest import git, write
 
@@ -45,8 +44,8 @@ def _delta(tmp_path: Path, before: str, after: str) -> list[Any]:
     git(repo, "commit", "-q", "-m", "1")
     write(repo, {"a.php": after})
     git(repo, "commit", "-qam", "2")
-    (part,) = split_files(git_text(repo, "diff", "HEAD~1", "HEAD"))
-    return list(parse_hunks(part.text))
+    (part,) = parse(git_text(repo, "diff", "HEAD~1", "HEAD"))
+    return list(part.hunks)
 
 
 def test_map_line_through_a_real_diff(tmp_path: Path) -> None:

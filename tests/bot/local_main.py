@@ -1,0 +1,30 @@
+"""`forgebot run` as a user runs it, with scripted models in place of the LLM.
+
+`python -m tests.bot.local_main ARGS...` puts the implement route's scripted roles (one pass
+through every role, `tests.graph.implement.route`) where `bot.local` asks for a chat model, then
+runs the real command line with ARGS: settings from the environment, the real checkpointer,
+git and PHP gates.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import bot.local
+from bot.cli import main
+from tests.graph.implement import route
+
+
+def run(argv: list[str]) -> int:
+    roles = route.models(
+        decomposer=[route.decomposition()], analyzer=[route.analysis()],
+        planner=[route.plan(route.ONE_ITEM)], architect=route.approve_plan(),
+        coder=route.coder_happy(), reviewer=route.review(),
+    )
+    setattr(bot.local, "chat_model", lambda _llm, role: roles[role])  # noqa: B010 (a test hook)
+    setattr(bot.local, "check_config", lambda _llm: None)  # noqa: B010 (scripted roles need no endpoint)
+    return main(argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(run(sys.argv[1:]))
