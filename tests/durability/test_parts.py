@@ -178,3 +178,18 @@ async def test_workers_starting_together_migrate_the_postgres_checkpointer_once(
             assert await saver.aget_tuple({"configurable": {"thread_id": "none", "checkpoint_ns": ""}}) is None
     finally:
         drop_schema(url)
+
+
+@pytest.mark.postgres
+async def test_workers_starting_together_create_the_postgres_inbox_tables_once() -> None:
+    from tests.durability.conftest import postgres_schema
+
+    url = postgres_schema()
+    try:
+        inboxes = await asyncio.gather(*(Inbox.open(postgres_url=url) for _ in range(8)))  # no duplicate CREATE
+        try:
+            assert await inboxes[0].tasks() == []
+        finally:
+            await asyncio.gather(*(inbox.close() for inbox in inboxes))
+    finally:
+        drop_schema(url)
