@@ -40,9 +40,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if PHP_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.php)
-    tests = Path(__file__).parent
+    long_first = [Path(__file__).parent / name for name in LONG_FIRST]
     # stable: each module stays together, in its own order (module-scoped fixtures are set up once)
-    items.sort(key=lambda item: not (item.path.is_relative_to(tests) and item.path.relative_to(tests).parts[0] in LONG_FIRST))
+    items.sort(key=lambda item: not any(item.path.is_relative_to(d) for d in long_first))
 
 
 @pytest.fixture(autouse=True)
@@ -50,6 +50,13 @@ def marked_needs(request: pytest.FixtureRequest) -> None:
     """A `php` test skips without PHP on a laptop, and fails under FORGEBOT_REQUIRE_TOOLS=1."""
     if request.node.get_closest_marker("php") is not None:
         need_tools("php")
+
+
+@pytest.fixture
+def php() -> str:
+    """The `php` binary; a test using this fixture (directly or through another) is marked `php`."""
+    need_tools("php")
+    return shutil.which("php") or "php"
 
 
 @pytest.fixture(autouse=True)

@@ -51,6 +51,8 @@ async def test_cancel_stops_a_running_task(cluster: Cluster, fake_forge: FakeFor
     # arq logs "⊘ <job> aborted" once the job's coroutine has ended on the cancellation: from then on
     # it cannot post; an un-aborted run would have gone on to the next node and its report
     await until(lambda: "aborted" in cluster.logs(), "arq to abort the running job")
+    # the /cancel job posts its note after the state change
+    await until(lambda: any(f"Cancelled task {task}" in b for b in _bodies(fake_forge, 3)), "the cancel note")
     bodies = _bodies(fake_forge, 3)
     assert len(bodies) == 1 and bodies[0].startswith(f"Cancelled task {task}"), bodies
     assert (await task_rows(cluster))[task].detail == "cancelled by root"
