@@ -1,6 +1,7 @@
 """create_app(): the Starlette receiver, with its queue opened in the lifespan.
 
-The web process never imports `graph`; it verifies, parses and queues, and that is all.
+The receiver verifies, parses and queues, and that is all; the read-only task console
+(`bot.console`, docs/console.md) is mounted beside it under `/console` when configured.
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import redis.asyncio as aioredis
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from bot.console.pages import routes as console_routes
+from bot.console.records import Records
 from bot.inbox import Inbox, open_inbox
 from bot.metrics import register_collectors
 from bot.queue import ArqQueue, JobQueue
@@ -49,6 +53,18 @@ async def metrics(request: Request) -> Response:
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
 
+async def _console(stack: contextlib.AsyncExitStack, settings: Settings, inbox: Inbox) -> Records:
+    """The console's read access: the task store (shared), the checkpointer and a Redis client."""
+    from bot.checkpoints import open_checkpointer
+
+    saver = await stack.enter_async_context(open_checkpointer(settings))
+    client = None
+    if settings.redis_url:
+        client = aioredis.Redis.from_url(settings.redis_url)
+        stack.push_async_callback(client.aclose)
+    return Records(settings, inbox, saver, client)
+
+
 def create_app(settings: Settings | None = None, queue: JobQueue | None = None) -> Starlette:
     """Build the receiver; `uvicorn --factory bot.app:create_app` calls this with no arguments."""
     resolved = settings or Settings.load()
@@ -69,7 +85,9 @@ def create_app(settings: Settings | None = None, queue: JobQueue | None = None) 
                 stack.push_async_callback(opened.close)
                 await opened.eviction_policy()
                 active = opened
-            yield {"settings": resolved, "queue": active, "inbox": inbox, "registry": registry, "metrics": app_metrics}
+            console = await _console(stack, resolved, inbox) if resolved.console.enabled else None
+            yield {"settings": resolved, "queue": active, "inbox": inbox, "registry": registry, "metrics": app_metrics,
+                   "console": console}
 
     routes = [
         Route("/webhooks/gitlab", gitlab_webhook, methods=["POST"]),
@@ -77,5 +95,6 @@ def create_app(settings: Settings | None = None, queue: JobQueue | None = None) 
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        *console_routes(),
     ]
     return Starlette(routes=routes, lifespan=lifespan)

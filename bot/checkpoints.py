@@ -99,3 +99,11 @@ async def delete_checkpoints(settings: Settings, thread_ids: list[str]) -> int:
         for thread_id in thread_ids:
             await saver.adelete_thread(thread_id)
     return len(thread_ids)
+
+
+async def spent(saver: BaseCheckpointSaver[str], task_id: str) -> tuple[int, float]:
+    """(tokens, cost in USD) of a task from its last checkpoint; (0, 0.0) when it has none."""
+    checkpoint = await saver.aget_tuple({"configurable": {"thread_id": task_id, "checkpoint_ns": ""}})
+    values: dict[str, Any] = checkpoint.checkpoint.get("channel_values", {}) if checkpoint else {}
+    usage = values.get("usage") or {}
+    return int(values.get("tokens") or 0), float(usage.get("cost_usd") or 0.0)

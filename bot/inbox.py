@@ -25,7 +25,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 
 from bot.batching import Batcher
 from bot.events import ForgeEvent
-from bot.inboxsql import SCHEMA, Connection, connect_postgres, connect_sqlite
+from bot.inboxsql import Connection, connect_postgres, connect_sqlite, upgrade
 from bot.settings import Settings
 
 IntakeResult = Literal["accepted", "duplicate", "ignored"]
@@ -70,6 +70,26 @@ class Pending:
     event_json: str
 
 
+@dataclass(frozen=True)
+class TaskFilter:
+    """What the console's task list asks for: each field narrows the list when set."""
+
+    state: str = ""
+    mode: str = ""
+    repo: str = ""  # "<forge>:<project>", the start of the task key
+    offset: int = 0
+    limit: int = 50
+
+
+@dataclass(frozen=True)
+class ListedTask:
+    row: TaskRow
+    created_at: float
+    updated_at: float
+    tokens: int = 0  # what the finished task spent, recorded with its final state (0 until then)
+    cost_usd: float = 0.0
+
+
 _TASK_COLUMNS = "t.task_id, t.task_key, t.state, t.mode, t.delivery_id, t.job_id, t.detail, d.event_json"
 _TASK_FROM = "tasks t JOIN deliveries d ON d.delivery_id = t.delivery_id"
 
@@ -108,7 +128,7 @@ class Inbox:
         finally:
             executor.shutdown()
         inbox = cls(conn, clock)
-        await inbox._run(lambda: conn.script(SCHEMA))
+        await inbox._run(lambda: upgrade(conn))
         return inbox
 
     async def _run(self, fn: Callable[[], T]) -> T:
@@ -266,6 +286,69 @@ class Inbox:
         """task id → (created_at, updated_at) epoch seconds: durations for `forgebot tasks`, ages for retention."""
         rows = await self._run(lambda: self._db.all("SELECT task_id, created_at, updated_at FROM tasks"))
         return {str(r[0]): (float(r[1]), float(r[2])) for r in rows}
+
+    # --- the console (read-only) ----------------------------------------------------------------
+
+    async def task_page(self, query: TaskFilter) -> tuple[list[ListedTask], int]:
+        """One page of tasks, newest first, and how many match in all (for the pager)."""
+        where: list[str] = ["1 = 1"]
+        params: list[Any] = []
+        if query.state:
+            where.append("t.state = ?")
+            params.append(query.state)
+        if query.mode:
+            where.append("t.mode = ?")
+            params.append(query.mode)
+        if query.repo:  # exact key prefix, compared as text: no LIKE wildcards from the query string
+            where.append("substr(t.task_key, 1, ?) = ?")
+            params += [len(query.repo) + 1, query.repo + ":"]
+        clause = " AND ".join(where)
+
+        def page() -> tuple[list[tuple[Any, ...]], int]:
+            total = self._db.one(f"SELECT COUNT(*) FROM tasks t WHERE {clause}", tuple(params))
+            rows = self._db.all(
+                f"SELECT {_TASK_COLUMNS}, t.created_at, t.updated_at, t.tokens, t.cost_usd FROM {_TASK_FROM}"
+                f" WHERE {clause}"
+                " ORDER BY t.created_at DESC, t.task_id LIMIT ? OFFSET ?",
+                (*params, query.limit, query.offset),
+            )
+            return rows, int(total[0]) if total else 0
+
+        rows, total = await self._run(page)
+        listed = [ListedTask(task, float(r[-4]), float(r[-3]), int(r[-2] or 0), float(r[-1] or 0.0))
+                  for r in rows if (task := _task(r[:-4])) is not None]
+        return listed, total
+
+    async def task_repos(self) -> dict[str, str]:
+        """`<forge>:<project>` → an event of that repository (its path is the label), for the filter."""
+
+        def repos() -> dict[str, str]:
+            keys = {":".join(str(r[0]).split(":")[:2]) for r in self._db.all("SELECT DISTINCT task_key FROM tasks")}
+            found: dict[str, str] = {}
+            for key in sorted(keys):
+                row = self._db.one(
+                    f"SELECT d.event_json FROM {_TASK_FROM} WHERE substr(t.task_key, 1, ?) = ? LIMIT 1",
+                    (len(key) + 1, key + ":"),
+                )
+                found[key] = str(row[0]) if row else ""
+            return found
+
+        return await self._run(repos)
+
+    async def listed(self, task_id: str) -> ListedTask | None:
+        """One task as the console lists it."""
+        row = await self._run(lambda: self._db.one(
+            f"SELECT {_TASK_COLUMNS}, t.created_at, t.updated_at, t.tokens, t.cost_usd FROM {_TASK_FROM}"
+            " WHERE t.task_id = ?", (task_id,)))
+        task = _task(row[:-4]) if row else None
+        if row is None or task is None:
+            return None
+        return ListedTask(task, float(row[-4]), float(row[-3]), int(row[-2] or 0), float(row[-1] or 0.0))
+
+    async def spent(self, task_id: str, tokens: int, cost_usd: float) -> None:
+        """Record what a task spent (its final tokens and cost), so listing it needs no checkpoint read."""
+        sql = "UPDATE tasks SET tokens = ?, cost_usd = ? WHERE task_id = ?"
+        await self._run(lambda: self._db.transaction(lambda: self._db.execute(sql, (tokens, cost_usd, task_id))))
 
     # --- the sweeper -----------------------------------------------------------------------------
 

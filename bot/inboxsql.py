@@ -40,11 +40,31 @@ CREATE TABLE IF NOT EXISTS tasks (
     job_id TEXT NOT NULL,
     detail TEXT NOT NULL,
     created_at DOUBLE PRECISION NOT NULL,
-    updated_at DOUBLE PRECISION NOT NULL
+    updated_at DOUBLE PRECISION NOT NULL,
+    tokens BIGINT NOT NULL DEFAULT 0,
+    cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS tasks_key ON tasks (task_key, state);
+CREATE INDEX IF NOT EXISTS tasks_created ON tasks (created_at);
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_one_active ON tasks (task_key) WHERE state IN ('running', 'waiting');
 """
+
+
+# columns added after a store was first created: (table, column, definition), each added once
+ADDED_COLUMNS = (
+    ("tasks", "tokens", "BIGINT NOT NULL DEFAULT 0"),
+    ("tasks", "cost_usd", "DOUBLE PRECISION NOT NULL DEFAULT 0"),
+)
+
+
+def upgrade(conn: Connection) -> None:
+    """Create the tables, then add the columns a store made by an older release lacks."""
+    conn.script(SCHEMA)
+    for table, column, definition in ADDED_COLUMNS:
+        try:
+            conn.one(f"SELECT {column} FROM {table} LIMIT 0")
+        except Exception:  # sqlite3.OperationalError / psycopg UndefinedColumn: an older store
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
 
 class Connection(ABC):

@@ -22,7 +22,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
 from bot.authz import Authorizer
-from bot.checkpoints import open_checkpointer
+from bot.checkpoints import open_checkpointer, spent
+from bot.console.links import task_link
 from bot.events import ForgeEvent
 from bot.expiry import expire_waiting
 from bot.forge import (
@@ -98,6 +99,7 @@ async def execute(
     async def start() -> TaskState:
         state = initial_state(event, task_id)
         state["status_comment_id"] = status_comment
+        state["console_url"] = task_link(settings.console, task_id)
         if event.mode in CHECKOUT_MODES:  # the review route checks out the change's branch itself
             state.update(await checkout(settings, deps.forge, event.repo, task_id))  # type: ignore[typeddict-item]
         elif event.mode == "implement":
@@ -115,9 +117,9 @@ async def execute(
 
 async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent, task_id: str) -> TaskState:
     """The implement route's worktree: the mirror refreshed, a task branch from the default branch."""
+    from bot.gitrunner import git
     from bot.workspace import Workspaces, repo_key
     from graph.checkout import index_checkout
-    from graph.coder.gitstate import git
     from graph.nodes.delivery import branch_name
 
     spaces = Workspaces.for_settings(settings)
@@ -213,6 +215,7 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
     deps = Deps(settings=settings, forge=task_forge(forge, task.task_id), model_for=ctx["model_factory"])
     log.info("task start delivery=%s task=%s mode=%s", event.delivery_id, task.task_id, task.mode)
     acked = initial_state(original, task.task_id)
+    acked["console_url"] = task_link(settings.console, task.task_id)
     trigger = CommentRef(target=target_of(event), id=event.comment_id) if event.comment_id else target_of(event)
     comment_id = await status.acknowledge(forge, acked, trigger, "resuming with your answer" if answer else "started")
     try:
@@ -221,25 +224,30 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
         if ctx.get("job_try", 1) >= settings.max_tries:  # arq will not call us again: fail visibly
             await status.conclude(forge, acked, "failed")
             await _report_failure(forge, original, exc)
-            await _finish(inbox, task.task_id, event.delivery_id, "failed", type(exc).__name__)
+            await _finish(inbox, task.task_id, event.delivery_id, "failed", type(exc).__name__, settings)
             raise
         raise _retry(ctx, exc) from exc
     except ForgeNotFound:
         log.info("task gone delivery=%s: issue or project no longer exists", event.delivery_id)
-        await _finish(inbox, task.task_id, event.delivery_id, "failed", "gone")
+        await _finish(inbox, task.task_id, event.delivery_id, "failed", "gone", settings)
         return "gone"
     except Exception as exc:
         await status.conclude(forge, acked, "failed")
         await _report_failure(forge, original, exc)
-        await _finish(inbox, task.task_id, event.delivery_id, "failed", type(exc).__name__)
+        await _finish(inbox, task.task_id, event.delivery_id, "failed", type(exc).__name__, settings)
         raise
     outcome = str(state.get("outcome", "done"))
     await status.conclude(forge, state, outcome)
-    await _finish(inbox, task.task_id, event.delivery_id, "waiting" if outcome == "need_info" else "done", outcome)
+    final: TaskStatus = "waiting" if outcome == "need_info" else "done"
+    await _finish(inbox, task.task_id, event.delivery_id, final, outcome, settings)
     return outcome
 
 
-async def _finish(inbox: Inbox, task_id: str, delivery_id: str, state: TaskStatus, detail: str) -> None:
+async def _finish(inbox: Inbox, task_id: str, delivery_id: str, state: TaskStatus, detail: str,
+                  settings: Settings | None = None) -> None:
+    if settings is not None:  # what it spent, beside its state: listing tasks then reads no checkpoint
+        async with open_checkpointer(settings) as saver:
+            await inbox.spent(task_id, *await spent(saver, task_id))
     await inbox.set_state(task_id, state, detail, only_from=("running",))  # never over a /cancel
     await inbox.handled(delivery_id)
 

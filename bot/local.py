@@ -20,6 +20,7 @@ from bot.forge import Change, ChangeRef, FileChange, Issue, IssueRef, RepoRef
 from bot.forge._text import parse_hunks
 from bot.forge.memory import MemoryForge
 from bot.forge.models import FileStatus
+from bot.gitrunner import GitError, git
 from bot.jobs import ModelFactory
 from bot.settings import Settings
 from graph.builder import build_graph
@@ -27,7 +28,7 @@ from graph.checkout import index_checkout
 from graph.coder.gitstate import head
 from graph.deps import Deps
 from graph.llm import chat_model
-from graph.reviewdiff import DiffError, FileDiff, git_text, split_files
+from graph.reviewdiff import FileDiff, split_files
 from graph.routing import check_mode
 from graph.state import TaskState
 
@@ -38,8 +39,8 @@ class LocalRunError(ValueError):
 
 def _git(root: Path, *args: str) -> str:
     try:
-        return git_text(root, *args)
-    except DiffError as exc:
+        return git(root, *args)
+    except GitError as exc:
         raise LocalRunError(str(exc)) from exc
 
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -56,13 +58,14 @@ async def lease(redis_url: str, job_id: str, seconds: float) -> AsyncIterator[No
     live worker look dead, or a second worker would run the same task at the same time.
     """
     key, ttl_ms = LEASE_PREFIX + job_id, max(int(seconds * 1000), 100)
+    holder = f"{socket.gethostname()}:{os.getpid()}".encode()  # who holds it: the console's health page shows it
     stop = threading.Event()
     client = redis.Redis.from_url(redis_url)
 
     def beat() -> None:
         while not stop.is_set():
             try:
-                client.psetex(key, ttl_ms, b"1")
+                client.psetex(key, ttl_ms, holder)
             except redis.RedisError:  # Redis briefly away: the next beat tries again
                 log.warning("lease not renewed job=%s", job_id)
             stop.wait(seconds / 3)

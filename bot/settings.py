@@ -264,6 +264,38 @@ class DurabilitySettings(BaseModel):
     )
 
 
+class ConsoleSettings(BaseModel):
+    """The task console (docs/console.md): read-only pages served by `forgebot web` and `serve`.
+
+    Off unless a secret is set: `operator_token` opens the task list and health pages, and every
+    per-task link in a status comment is signed with a key derived from `link_secret` (or, when that
+    is unset, from the operator token), so a link opens one task's page and expires.
+    """
+
+    operator_token: SecretStr | None = Field(
+        default=None, description="opens the console's task list and health pages (secret); unset: they are off"
+    )
+    link_secret: SecretStr | None = Field(
+        default=None,
+        description="signs the per-task links in status comments (secret); unset: derived from `operator_token`",
+    )
+    public_url: str = Field(
+        default="",
+        description="the console's address as users reach it (`https://forgebot.example.com`); unset: no links",
+    )
+    link_hours: float = Field(default=720.0, gt=0, description="hours a per-task link in a status comment stays valid")
+    page_size: int = Field(default=50, ge=1, le=500, description="tasks per page of the console's task list")
+
+    @field_validator("operator_token", "link_secret")
+    @classmethod
+    def _blank_secret_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
+        return _blank_is_unset(value)
+
+    @property
+    def enabled(self) -> bool:
+        return self.operator_token is not None or self.link_secret is not None
+
+
 class Settings(BaseSettings):
     """Process-wide configuration from `FORGEBOT_*` variables (nested with `__`) and secret files."""
 
@@ -340,6 +372,7 @@ class Settings(BaseSettings):
     )
     intake: IntakeSettings = Field(default_factory=IntakeSettings)
     durability: DurabilitySettings = Field(default_factory=DurabilitySettings)
+    console: ConsoleSettings = Field(default_factory=ConsoleSettings)
 
     @property
     def checkpoint_path(self) -> Path:

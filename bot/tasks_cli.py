@@ -12,9 +12,8 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
 
-from bot.checkpoints import open_checkpointer
+from bot.checkpoints import open_checkpointer, spent
 from bot.events import ForgeEvent
 from bot.inbox import TaskRow, open_inbox
 from bot.settings import Settings
@@ -57,16 +56,9 @@ async def collect(settings: Settings, states: list[str] | None = None, limit: in
     rows = [r for r in rows if not states or r.state in states]
     rows = rows[-limit:] if limit > 0 else rows
     async with open_checkpointer(settings) as saver:
-        spent = {r.task_id: await _spent(saver, r.task_id) for r in rows}
+        spending = {r.task_id: await spent(saver, r.task_id) for r in rows}
     now = time.time()
-    return [_line(settings, r, times.get(r.task_id, (now, now)), spent[r.task_id], now) for r in rows]
-
-
-async def _spent(saver: Any, task_id: str) -> tuple[int, float]:
-    checkpoint = await saver.aget_tuple({"configurable": {"thread_id": task_id, "checkpoint_ns": ""}})
-    values: dict[str, Any] = checkpoint.checkpoint.get("channel_values", {}) if checkpoint else {}
-    usage = values.get("usage") or {}
-    return int(values.get("tokens") or 0), float(usage.get("cost_usd") or 0.0)
+    return [_line(settings, r, times.get(r.task_id, (now, now)), spending[r.task_id], now) for r in rows]
 
 
 def _line(

@@ -6,11 +6,10 @@ Layout under `root` (normally `<data_dir>/workspaces`):
     tasks/<task id>/         a worktree of the mirror on the task's own branch
     locks/<repo key>.lock    serialises git on one mirror across worker processes
 
-Every git command runs with a minimal environment (no user or system config, no prompts) and with
-`-c` overrides that beat anything a repository's own config could say: no hooks, no fsmonitor, no
-submodule recursion, only the allowed transports. A token reaches git only for the one command
-that needs it, as an `http.extraHeader` in `GIT_CONFIG_*` variables — never in argv, a remote
-URL or `.git/config`.
+Every git command goes through `bot.gitrunner` (minimal environment, `-c` overrides that beat the
+repository's config, an explicit git dir, the mirror's config and each worktree's `.git` verified
+before every command). A token reaches git only for the one command that needs it, as an
+`http.extraHeader` in `GIT_CONFIG_*` variables — never in argv, a remote URL or `.git/config`.
 """
 
 from __future__ import annotations
@@ -26,15 +25,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from bot import gitrunner
 from bot.forge.models import GitCredentials
+from bot.gitrunner import MIRRORS, TASKS, GitError, GitTampered, Repo
 from bot.settings import Settings, WorkspaceSettings
 
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-
-
-class GitError(Exception):
-    """A git command failed; the message carries the command's verb and stderr, never a token."""
 
 
 class CredentialsRefused(GitError):
@@ -87,12 +84,10 @@ def check_name(value: str, what: str) -> str:
 class Workspaces:
     """Mirrors and task worktrees under one root, bounded to `settings.max_bytes`."""
 
-    def __init__(self, root: Path, settings: WorkspaceSettings, git: str = "git",
-                 origins: frozenset[Origin] = frozenset()) -> None:
+    def __init__(self, root: Path, settings: WorkspaceSettings, origins: frozenset[Origin] = frozenset()) -> None:
         self.root = root
         self.settings = settings
         self.origins = origins  # the only hosts credentials are sent to; empty: none
-        self._git = shutil.which(git) or git
 
     @classmethod
     def for_settings(cls, settings: Settings) -> Workspaces:
@@ -100,10 +95,10 @@ class Workspaces:
         return cls(settings.data_dir / "workspaces", settings.workspace, origins=forge_origins(settings))
 
     def mirror_path(self, key: str) -> Path:
-        return self.root / "mirrors" / f"{check_name(key, 'repository key')}.git"
+        return self.root / MIRRORS / f"{check_name(key, 'repository key')}.git"
 
     def task_path(self, task: str) -> Path:
-        return self.root / "tasks" / check_name(task, "task id")
+        return self.root / TASKS / check_name(task, "task id")
 
     def _credentials_for(self, url: str, auth: GitCredentials | None) -> GitCredentials | None:
         """`auth` if `url` is on a configured forge host; None for a local path; else refuse, sending nothing."""
@@ -121,58 +116,20 @@ class Workspaces:
 
     # --- git plumbing ----------------------------------------------------------------------------
 
-    def _env(self, auth: GitCredentials | None) -> dict[str, str]:
-        home = self.root / "home"
-        home.mkdir(parents=True, exist_ok=True)
-        env = {
-            "PATH": f"{Path(self._git).parent}{os.pathsep}{os.defpath}",  # nothing inherited from the worker
-            "HOME": str(home),
-            "LANG": "C",
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_AUTHOR_NAME": self.settings.author_name,
-            "GIT_AUTHOR_EMAIL": self.settings.author_email,
-            "GIT_COMMITTER_NAME": self.settings.author_name,
-            "GIT_COMMITTER_EMAIL": self.settings.author_email,
-        }
-        if auth is not None:
-            env.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="http.extraHeader", GIT_CONFIG_VALUE_0=auth.header())
-        return env
-
-    def _hardening(self, repo: Path | None) -> list[str]:
-        options = {
-            "core.hooksPath": os.devnull,
-            "core.fsmonitor": "false",
-            "core.untrackedCache": "false",
-            "credential.helper": "",
-            "submodule.recurse": "false",
-            "fetch.recurseSubmodules": "false",
-            "protocol.allow": "never",
-            **{f"protocol.{name}.allow": "always" for name in self.settings.allowed_protocols},
-        }
-        if repo is not None:
-            options["safe.directory"] = str(repo)
-        return [arg for key, value in options.items() for arg in ("-c", f"{key}={value}")]
-
     async def _run(self, args: Sequence[str], cwd: Path | None = None, auth: GitCredentials | None = None) -> str:
-        command = [self._git, *self._hardening(cwd), *args]
-        process = await asyncio.create_subprocess_exec(
-            *command, cwd=cwd, env=self._env(auth), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        """`git <args>` through the hardened runner, on the mirror or worktree at `cwd` (None: no repository)."""
+        identity = {"GIT_AUTHOR_NAME": self.settings.author_name, "GIT_AUTHOR_EMAIL": self.settings.author_email,
+                    "GIT_COMMITTER_NAME": self.settings.author_name, "GIT_COMMITTER_EMAIL": self.settings.author_email}
+        config = {"http.extraHeader": auth.header()} if auth is not None else {}
+        secrets = [auth.token.get_secret_value(), auth.header()] if auth is not None else []
+        repo = Repo.at(cwd) if cwd is not None else None
+        done = await asyncio.to_thread(
+            gitrunner.run, args, repo, env=identity, config=config, protocols=self.settings.allowed_protocols,
+            secrets=secrets, timeout=self.settings.git_timeout,
         )
-        try:
-            out, err = await asyncio.wait_for(process.communicate(), self.settings.git_timeout)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-            raise GitError(f"git {args[0]} timed out after {self.settings.git_timeout:.0f}s") from None
-        if process.returncode != 0:
-            message = err.decode(errors="replace").strip()[-800:]
-            if auth is not None:
-                message = message.replace(auth.token.get_secret_value(), "***")
-            raise GitError(f"git {args[0]} failed ({process.returncode}): {message}")
-        return out.decode(errors="replace")
+        if done.returncode != 0:
+            raise GitError(f"git {args[0]} failed ({done.returncode}): {done.stderr[-800:]}")
+        return done.stdout
 
     @asynccontextmanager
     async def _locked(self, key: str) -> AsyncIterator[None]:
@@ -209,13 +166,14 @@ class Workspaces:
         await self._run(["check-ref-format", "--branch", branch])
         _not_an_option(start, "start revision")
         async with self._locked(key):
-            if (path / ".git").exists():
+            if os.path.lexists(path / ".git"):  # a retry: the runner checks this `.git` is still the bot's
                 current = (await self._run(["symbolic-ref", "--short", "HEAD"], cwd=path)).strip()
                 if current != branch:
                     raise GitError(f"task {task} already works on {current}, not {branch}")
                 return path
             path.parent.mkdir(parents=True, exist_ok=True)
-            await self._run(["worktree", "add", "--quiet", "-B", branch, str(path), start], cwd=mirror)
+            await self._run(["worktree", "add", "--quiet", "--no-track", "-B", branch, str(path), start], cwd=mirror)
+        Repo.at(path).verify()  # the layout the runner relies on from now on (GitTampered if not)
         return path
 
     async def commit(self, worktree: Path, message: str) -> str | None:
@@ -240,12 +198,17 @@ class Workspaces:
         await self._run(["push", "--quiet", "--no-verify", url, refspec], cwd=worktree, auth=auth)
 
     async def cleanup(self, key: str, task: str) -> None:
-        """Remove a finished task's worktree and its local branch bookkeeping."""
+        """Remove a finished task's worktree and its local branch bookkeeping.
+
+        A worktree whose `.git` a check replaced is deleted without asking git about it first;
+        `worktree prune` then forgets its admin dir.
+        """
         path, mirror = self.task_path(task), self.mirror_path(key)
         async with self._locked(key):
             if mirror.exists():
-                if path.exists():
+                if path.exists() and _is_the_bots(path):
                     await self._run(["worktree", "remove", "--force", str(path)], cwd=mirror)
+                shutil.rmtree(path, ignore_errors=True)
                 await self._run(["worktree", "prune"], cwd=mirror)
         shutil.rmtree(path, ignore_errors=True)
 
@@ -278,7 +241,7 @@ class Workspaces:
 
     async def enforce_bound(self, active: set[str]) -> None:
         """Keep under `max_bytes` by removing finished tasks' worktrees, oldest first; else fail loudly."""
-        tasks = self.root / "tasks"
+        tasks = self.root / TASKS
         finished = [p for p in tasks.iterdir() if p.name not in active] if tasks.exists() else []
         removed = False
         for path in sorted(finished, key=lambda p: p.stat().st_mtime):
@@ -288,10 +251,18 @@ class Workspaces:
             shutil.rmtree(path, ignore_errors=True)
             removed = True
         if removed:
-            for mirror in (self.root / "mirrors").glob("*.git"):
+            for mirror in (self.root / MIRRORS).glob("*.git"):
                 await self._run(["worktree", "prune"], cwd=mirror)  # forget the removed worktrees
         if self.usage() > self.settings.max_bytes:
             raise WorkspaceFull(f"workspaces use {self.usage()} bytes, bound {self.settings.max_bytes}")
+
+
+def _is_the_bots(worktree: Path) -> bool:
+    try:
+        Repo.at(worktree).verify()
+    except GitTampered:
+        return False
+    return True
 
 
 def repo_key(forge: str, project: str) -> str:

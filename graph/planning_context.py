@@ -8,9 +8,9 @@ order and names what it left out; nothing is fed past the budget.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
+from bot.gitrunner import Repo, run
 from graph.index.db import connect
 from graph.index.queries import explore
 from graph.runtime.budget import estimate_tokens
@@ -31,9 +31,7 @@ def diff_part(workspace: Path, base: str) -> list[Part]:
     """The task's own changes so far (amendments plan around what is already applied)."""
     if not base:
         return []
-    done = subprocess.run(
-        ["git", "-C", str(workspace), "diff", "--no-color", base], capture_output=True, text=True, check=False
-    )
+    done = run(["diff", "--no-color", "--no-ext-diff", "--no-textconv", base], Repo.at(workspace))
     return [Part("diff", f"git diff {base[:12]}", done.stdout)] if done.returncode == 0 and done.stdout else []
 
 

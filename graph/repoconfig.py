@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import subprocess
 from pathlib import Path
 from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from bot.gitrunner import Repo, run
 from graph.profiles import CommandSpec, Profile, ProfileError, load_profile
 
 CONFIG_PATH = ".forgebot.yml"
@@ -181,9 +181,7 @@ def load_repo_config(repo_dir: Path, default_branch: str) -> RepoConfig:
 
 
 def _git(repo_dir: Path, *args: str) -> str | None:
-    done = subprocess.run(
-        ["git", "-C", str(repo_dir), *args], capture_output=True, text=True, timeout=30, check=False
-    )
+    done = run(args, Repo.at(repo_dir), timeout=30)
     return done.stdout if done.returncode == 0 else None
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot.gitrunner import git
 from graph.runtime.budget import estimate_tokens
 
 GENERATED = ("*.lock", "*.min.js", "*.min.css", "*.map", "vendor/*", "node_modules/*")
@@ -21,7 +21,10 @@ _HEADER = re.compile(r"^diff --git a/(.*) b/(.*)$")
 
 
 class DiffError(RuntimeError):
-    """git could not produce the diff (unknown revision, not a repository)."""
+    """The diff cannot be read (not a diff header, a revision that looks like an option).
+
+    git itself failing raises `bot.gitrunner.GitError`.
+    """
 
 
 @dataclass(frozen=True)
@@ -60,16 +63,6 @@ class DiffView:
         return [f.path for f in self.files]
 
 
-def git_text(root: Path, *args: str) -> str:
-    """Run git read-only in `root`; hooks and configuration of the checkout are not consulted."""
-    command = ["git", "-c", "core.hooksPath=/dev/null", "-c", f"safe.directory={root}", "-C", str(root), *args]
-    done = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False,
-                          env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1", "LANG": "C"})
-    if done.returncode != 0:
-        raise DiffError(f"git {args[0]} failed: {done.stderr.strip()[-400:]}")
-    return done.stdout
-
-
 def split_files(diff: str) -> list[FileDiff]:
     """Cut a `git diff` into per-file parts, resolving renames and deletions to their paths."""
     parts: list[FileDiff] = []
@@ -104,9 +97,9 @@ def collect(root: Path, base: str, limits: DiffLimits | None = None, head: str =
     for revision in (base, head):
         if revision.startswith("-"):
             raise DiffError(f"revision {revision!r} looks like an option")
-    head_sha = git_text(root, "rev-parse", "--verify", f"{head}^{{commit}}").strip()
-    base_sha = git_text(root, "rev-parse", "--verify", f"{base}^{{commit}}").strip()
-    raw = git_text(root, "diff", "--no-color", "--no-ext-diff", "-M", base_sha, head_sha, "--")
+    head_sha = git(root, "rev-parse", "--verify", f"{head}^{{commit}}").strip()
+    base_sha = git(root, "rev-parse", "--verify", f"{base}^{{commit}}").strip()
+    raw = git(root, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", base_sha, head_sha, "--")
     view = DiffView(base=base_sha, head=head_sha)
     used = 0
     for part in split_files(raw):

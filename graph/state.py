@@ -70,3 +70,4 @@ class TaskState(TypedDict, total=False):
     # status comment (graph/status.py)
     status_comment_id: int  # the task's status comment, 0 or absent when none was posted
     status_phase: str  # the phase the status comment shows, so each phase change edits it once
+    console_url: str  # the task's signed console page (bot/console/links.py), "" when the console is off

@@ -99,7 +99,8 @@ def render(state: TaskState, phase: str, *, final: bool = False) -> str:
     items = checklist(state)
     if items:
         parts.append("\n".join(items))
-    parts.append(f"<sub>{footer(state)}</sub>")
+    page = state.get("console_url", "")
+    parts.append(f"<sub>{footer(state)}" + (f" · [task page]({page})" if page else "") + "</sub>")
     return "\n\n".join(parts)
 
 

@@ -1,4 +1,5 @@
-"""run_command(): external tools (git, dpkg-query, php, phpunit) with a clean environment.
+"""run_command(): external tools (dpkg-query, php, phpunit) with a clean environment; git goes through
+`bot.gitrunner`.
 
 Evaluated code and tools never see the evaluator's environment: model keys and forge tokens stay
 in this process. A fixed PATH keeps results independent of the caller's shell.
@@ -10,19 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-CLEAN_ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "LANG": "C.UTF-8",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_AUTHOR_NAME": "forgebot-eval",
-    "GIT_AUTHOR_EMAIL": "eval@forgebot.invalid",
-    "GIT_COMMITTER_NAME": "forgebot-eval",
-    "GIT_COMMITTER_EMAIL": "eval@forgebot.invalid",
-    # fixed dates: the same task set builds the same baseline commit ids
-    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
-    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
-}
+CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 
 class CommandError(RuntimeError):

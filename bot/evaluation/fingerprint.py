@@ -18,6 +18,7 @@ from pydantic import SecretStr
 
 from bot.evaluation.commands import CommandError, run_command
 from bot.evaluation.taskset import HiddenTests, TaskSet
+from bot.gitrunner import GitError, GitTampered, git
 from bot.settings import Settings
 
 CODE_PACKAGES = ("bot", "graph", "prompts", "standards")
@@ -117,10 +118,9 @@ def _version(args: list[str]) -> str:
 
 def git_commit(root: Path) -> str | None:
     try:
-        done = run_command(["git", "rev-parse", "HEAD"], cwd=root, check=False)
-    except CommandError:
+        return git(root, "rev-parse", "HEAD").strip()
+    except (GitError, GitTampered):  # not a checkout, or one whose config the runner will not use
         return None
-    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def fingerprints(

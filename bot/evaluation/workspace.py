@@ -15,12 +15,23 @@ from pathlib import Path
 import tree_sitter
 import tree_sitter_php
 
+from bot import gitrunner
 from bot.evaluation.commands import CommandError, run_command
 from bot.evaluation.taskset import Edit, RemoveBody, Replace, Task
+from bot.gitrunner import GitError, Repo
 
 PHP_ROOT = Path("/usr/share/php")
 BASE_BRANCH = "main"
 CHANGE_BRANCH = "change"
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "forgebot-eval",
+    "GIT_AUTHOR_EMAIL": "eval@forgebot.invalid",
+    "GIT_COMMITTER_NAME": "forgebot-eval",
+    "GIT_COMMITTER_EMAIL": "eval@forgebot.invalid",
+    # fixed dates: the same task set builds the same baseline commit ids
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+}
 
 
 class WorkspaceError(RuntimeError):
@@ -85,7 +96,8 @@ def build_workspace(task: Task, dest: Path, php_root: Path = PHP_ROOT) -> Worksp
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(php_root / rel, target)
-    _git(dest, "init", "-q", "-b", BASE_BRANCH)
+    if gitrunner.run(["init", "-q", "-b", BASE_BRANCH, str(dest)], None).returncode != 0:
+        raise CommandError(f"git init failed in {dest}")
     if task.mode == "review":
         base = _commit(dest, f"{task.package} {task.version} as installed")
         _git(dest, "checkout", "-q", "-b", CHANGE_BRANCH)
@@ -165,12 +177,16 @@ def changed_files(ws: Workspace) -> list[str]:
 
 def file_at(ws: Workspace, commit: str, rel: str) -> str | None:
     """The text of `rel` at `commit`, or None when the file did not exist there."""
-    done = run_command(["git", "show", f"{commit}:{rel}"], cwd=ws.root, check=False)
+    done = gitrunner.run(["show", "--no-textconv", f"{commit}:{rel}"], Repo.at(ws.root))
     return done.stdout if done.returncode == 0 else None
 
 
 def _git(root: Path, *args: str) -> str:
-    return run_command(["git", *args], cwd=root).stdout
+    """git through the product's hardened runner, as the evaluator's fixed identity and dates."""
+    try:
+        return gitrunner.git(root, *args, env=GIT_IDENTITY)
+    except GitError as exc:
+        raise CommandError(str(exc)) from exc
 
 
 def _commit(root: Path, message: str) -> str:

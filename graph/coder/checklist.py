@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from bot.gitrunner import git
 from graph.coder import gitstate
 from graph.schemas import ChecklistItem, Plan
 
@@ -51,7 +52,7 @@ class Checklist:
     def __post_init__(self) -> None:
         # The last commit, not the worktree: edits an earlier (looping) session left on disk belong
         # to the open item and count as its change.
-        self.baseline = gitstate.git(self.root, "rev-parse", "HEAD^{tree}").strip()
+        self.baseline = git(self.root, "rev-parse", "HEAD^{tree}").strip()
 
     # --- scope -------------------------------------------------------------------------------------
 

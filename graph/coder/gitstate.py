@@ -8,26 +8,11 @@ whether or not step commits are on.
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from graph.coder.patch import GIT_ENV
-
-
-class GitFailed(RuntimeError):
-    """A git command on the worktree failed: an infrastructure problem, not the model's."""
-
-
-def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(root), "-c", "core.hooksPath=/dev/null", *args],
-        capture_output=True, text=True, timeout=120, check=False, env={**GIT_ENV, **(env or {})},
-    )
-    if done.returncode != 0:
-        raise GitFailed(f"git {args[0]} failed: {done.stderr.strip()[-400:]}")
-    return done.stdout
+from bot.gitrunner import GitError, git
 
 
 def snapshot(root: Path) -> str:
@@ -44,7 +29,7 @@ def changed_files(root: Path, old: str, new: str) -> list[str]:
 
 
 def diff(root: Path, old: str, new: str) -> str:
-    return git(root, "diff", "--no-renames", old, new)
+    return git(root, "diff", "--no-ext-diff", "--no-textconv", "--no-renames", old, new)
 
 
 def head(root: Path) -> str:
@@ -95,7 +80,7 @@ def commit_all(root: Path, message: str, author: tuple[str, str], guard: Guard |
         if refused is not None:
             refused += dropped
         if staged(root) and any(guard(p) for p in staged(root)):
-            raise GitFailed("refused paths are still staged; not committing")
+            raise GitError("refused paths are still staged; not committing")
     if not git(root, "status", "--porcelain").strip():
         return None
     name, email = author

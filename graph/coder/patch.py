@@ -11,10 +11,11 @@ fit the current text, again before any write.
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+from bot.gitrunner import Completed, Repo, run
 
 # Paths a change may not edit unless the repository configuration allows them explicitly.
 DEFAULT_PROTECTED = (
@@ -26,8 +27,6 @@ _QUOTED = r'"(?:[^"\\]|\\.)*"'
 _DIFF_GIT = re.compile(rf"^diff --git ({_QUOTED}|\S+) ({_QUOTED}|\S+)$")
 _C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
 _MODE = re.compile(r"^(?:new file mode|new mode|old mode|deleted file mode) (\d+)$")
-GIT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_CONFIG_GLOBAL": "/dev/null", "LC_ALL": "C"}
 
 
 class PatchRefused(ValueError):
@@ -174,12 +173,9 @@ def apply(root: Path, patch: str, policy: PatchPolicy) -> list[str]:
     raise PatchRefused(f"the patch does not apply to the current text: {check.stderr.strip()[-600:]}")
 
 
-def _git_apply(root: Path, patch: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _git_apply(root: Path, patch: str, *args: str) -> Completed:
     # No --unsafe-paths: git itself refuses paths outside the tree, a second line behind ours.
-    return subprocess.run(
-        ["git", "-C", str(root), "-c", "core.hooksPath=/dev/null", "apply", "--whitespace=nowarn", *args, "-"],
-        input=patch, capture_output=True, text=True, timeout=60, check=False, env=GIT_ENV,
-    )
+    return run(["apply", "--whitespace=nowarn", *args, "-"], Repo.at(root), input=patch, timeout=60)
 
 
 def _no_symlinks(root: Path, paths: list[str]) -> None:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.gitrunner import GitError, git
 from graph.index.db import Connection, connect
 from graph.index.location import index_path
 from graph.index.queries import callers, impact, index_ready, outline
@@ -50,12 +50,9 @@ BUILDERS: list[Builder] = [graph_builder]
 def list_files(root: Path) -> list[str]:
     """Files of a checkout: git's view (tracked and untracked, not ignored), else a directory walk."""
     try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            capture_output=True, check=True, env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1"},
-        ).stdout
-        names = {name for name in out.decode("utf-8", "replace").split("\0") if name}
-    except (OSError, subprocess.CalledProcessError):
+        out = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        names = {name for name in out.split("\0") if name}
+    except GitError:
         names = {
             p.relative_to(root).as_posix()
             for p in root.rglob("*")

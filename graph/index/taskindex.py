@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 import re
 import shutil
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from bot.gitrunner import GitTampered, git
 from graph.index import search_store, store
 from graph.index.chunks import chunk_file
 from graph.index.db import Connection, connect
@@ -32,15 +32,6 @@ log = logging.getLogger(__name__)
 _COMMIT = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 PATTERNS = ("*.php",)
-# git runs with no inherited environment (no tokens leak into it) and no user or system config (a
-# config file can name programs for git to run).
-GIT_ENV = {
-    "PATH": "/usr/bin:/bin",
-    "HOME": "/nonexistent",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "LC_ALL": "C",
-}
 
 
 @dataclass(frozen=True)
@@ -49,19 +40,6 @@ class SyncReport:
     removed: tuple[str, ...]
     embedded: int
     freshness: Freshness
-
-
-def git(root: Path, *args: str) -> str:
-    result = subprocess.run(
-        ["git", "-C", str(root), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=GIT_ENV,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed: {result.stderr.strip()}")
-    return result.stdout
 
 
 def head_commit(root: Path) -> str:
@@ -213,6 +191,8 @@ def sync_task(
         )
         try:
             return _sync(conn, root, paths, embedder)
+        except GitTampered:
+            raise  # not a broken sync: a security stop for the whole task
         except Exception as exc:  # the boundary: a broken sync must not stop the task
             log.warning("index sync failed for %s: %s", index, exc)
             stale = sorted(set(paths) | set(index_stale_files(conn)))

@@ -18,11 +18,11 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 import prompts
+from bot.gitrunner import GitError
 from bot.settings import Settings
 from graph import status
 from graph.coder import patch as patching
 from graph.coder.checklist import Checklist
-from graph.coder.gitstate import GitFailed
 from graph.coder.tools import FINISH_TOOLS, coder_tools
 from graph.deps import Deps
 from graph.index.db import Connection, connect
@@ -119,7 +119,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
             result = await invoke_llm_with_tools(runtime.context.model_for("coder"), tools, messages, session)
             if _ends(checklist, result):
                 break
-    except (GitFailed, OSError) as exc:
+    except (GitError, OSError) as exc:
         checklist.end, checklist.end_reason = "infrastructure", f"{type(exc).__name__}: {exc}"
     finally:
         if conn is not None:

@@ -17,8 +17,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from bot.forge import IssueRef, Marker, RepoRef
+from bot.gitrunner import git
 from bot.workspace import Workspaces
-from graph.coder import gitstate
 from graph.deps import Deps
 from graph.nodes import bounds
 from graph.nodes.gates import environment_broken
@@ -163,7 +163,7 @@ async def report_failure(state: TaskState, runtime: Runtime[Deps]) -> dict[str, 
         "the route stopped without a result")
     kept = ""
     root = state.get("workspace", "")
-    if root and state.get("base") and gitstate.git(Path(root), "rev-list", f"{state['base']}..HEAD").strip():
+    if root and state.get("base") and git(Path(root), "rev-list", f"{state['base']}..HEAD").strip():
         kept = f"\n\nThe work so far is kept on branch `{await _push(state, runtime)}`."
     reason = redact(reason, secrets_of(runtime.context.settings))  # may quote a gate's detail
     body = f"forgebot could not finish this task: {reason}.{kept}\n\n<sub>{footer(state)}</sub>"

@@ -18,12 +18,12 @@ from langgraph.runtime import Runtime
 
 import prompts
 from bot.forge import ChangeRef, ForgeNotFound, IssueRef, Marker, RepoRef
-from bot.workspace import GitError, Workspaces, repo_key
+from bot.gitrunner import GitError, git
+from bot.workspace import Workspaces, repo_key
 from graph.deps import Deps
 from graph.index.taskindex import build_base
 from graph.nodes.publisher import footer
 from graph.repoconfig import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
-from graph.reviewdiff import DiffError, git_text
 from graph.reviewlint import linted
 from graph.reviewstore import ReviewStore, change_key
 from graph.state import TaskState
@@ -104,8 +104,8 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         return {"outcome": "no_branch", "report_comment_id": comment.id, "workspace": ""}
     workspace = await spaces.worktree(key, state["task_id"], f"forgebot-review/{state['task_id']}",
                                       f"origin/{change.source_branch}")
-    head = git_text(workspace, "rev-parse", "HEAD").strip()
-    base = git_text(workspace, "merge-base", f"origin/{change.target_branch}", "HEAD").strip()
+    head = git(workspace, "rev-parse", "HEAD").strip()
+    base = git(workspace, "merge-base", f"origin/{change.target_branch}", "HEAD").strip()
     record = ReviewStore.in_data_dir(deps.settings.data_dir).load(change_key(state["forge"], repo.project, ref.number))
     if record is not None and record.head == head:
         body = prompts.render("review.up_to_date", head=head[:12], footer=footer(state))
@@ -128,16 +128,16 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
 
 def _has_branch(mirror: Path, branch: str) -> bool:
     try:
-        git_text(mirror, "rev-parse", "--verify", "--quiet", f"refs/remotes/origin/{branch}^{{commit}}")
-    except DiffError:
+        git(mirror, "rev-parse", "--verify", "--quiet", f"refs/remotes/origin/{branch}^{{commit}}")
+    except GitError:
         return False
     return True
 
 
 def _is_ancestor(root: Path, old: str, new: str) -> bool:
     try:
-        git_text(root, "merge-base", "--is-ancestor", old, new)
-    except DiffError:
+        git(root, "merge-base", "--is-ancestor", old, new)
+    except GitError:
         return False  # rewritten history (force push): review the whole change again
     return True
 
@@ -168,7 +168,7 @@ async def _repo_config(spaces: Workspaces, key: str, default_branch: str) -> Rep
 
 
 async def _linted(deps: Deps, workspace: Path, base: str, config: RepoConfig) -> list[tuple[str, int]]:
-    files = git_text(workspace, "diff", "--name-only", "--diff-filter=d", "-M", base, "HEAD", "--").split()
+    files = git(workspace, "diff", "--name-only", "--no-ext-diff", "--diff-filter=d", "-M", base, "HEAD", "--").split()
     if not files:
         return []
     return await asyncio.to_thread(linted, workspace, deps.settings.data_dir, config, files)

@@ -20,10 +20,11 @@ from langgraph.runtime import Runtime
 import prompts
 from bot.forge import Capability, ChangeRef, CommentRef, Forge, ForgeError, InlineNote, Marker, RepoRef
 from bot.forge._text import parse_hunks, render_marker
+from bot.gitrunner import GitError, git
 from graph.deps import Deps
 from graph.findings import Noise, Reconciled, Tracked, filter_noise, finding_key, reconcile
 from graph.nodes.publisher import footer
-from graph.reviewdiff import DiffError, git_text, split_files
+from graph.reviewdiff import split_files
 from graph.reviewstore import ReviewRecord, ReviewStore, change_key
 from graph.schemas import SEVERITY_RANK, Finding, Review
 from graph.state import TaskState
@@ -76,8 +77,8 @@ def _delta(workspace: str, base: str, head: str) -> tuple[dict[str, Any], dict[s
     renames: dict[str, str] = {}
     deleted: list[str] = []
     try:
-        diff = git_text(Path(workspace), "diff", "--no-color", "--no-ext-diff", "-M", base, head, "--")
-    except DiffError:
+        diff = git(Path(workspace), "diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", base, head, "--")
+    except GitError:
         return hunks, renames, deleted
     for part in split_files(diff):
         hunks[part.old_path] = parse_hunks(part.text)

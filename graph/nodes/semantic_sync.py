@@ -12,6 +12,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from bot.gitrunner import GitTampered
 from graph.deps import Deps
 from graph.index.taskindex import sync_task, task_index_path
 from graph.state import TaskState
@@ -23,6 +24,8 @@ def sync(state: TaskState, data_dir: Path) -> dict[str, Any]:
         return {"status": "skipped", "detail": "this task has no code index"}
     try:
         report = sync_task(index, Path(state["workspace"]), embedder=None)
+    except GitTampered:
+        raise  # the worktree's git metadata was replaced: stop the task, never degrade quietly
     except Exception as exc:  # sync_task records its own failures; this catches opening the index
         return {"status": "degraded", "detail": f"sync failed: {type(exc).__name__}: {exc}"}
     if report.freshness.degraded:

@@ -7,16 +7,16 @@ checked by code to lie inside the root. The LangChain wrappers live elsewhere an
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from bot.gitrunner import GitTimeout, Repo, run
 from graph.index.db import Connection
 from graph.index.embed import Embedder
 from graph.index.search import Answer, Weights, search
 from graph.index.store import relative_path
-from graph.index.taskindex import GIT_ENV, live_stale_files
+from graph.index.taskindex import live_stale_files
 
 MAX_SNIPPET_LINES = 400
 # A search pattern comes from the model: a backtracking -P regex over a large checkout must not hold the
@@ -99,16 +99,8 @@ def search_code(
         args.append(f":(glob){path_glob}")
     limit = GREP_TIMEOUT_SECONDS if timeout is None else timeout
     try:
-        result = subprocess.run(
-            ["git", "-C", str(root), *args],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            check=False,
-            env=GIT_ENV,
-            timeout=limit,
-        )
-    except subprocess.TimeoutExpired as exc:
+        result = run(args, Repo.at(root), timeout=limit)
+    except GitTimeout as exc:
         raise ValueError(f"search timed out after {limit:g}s; use a simpler pattern or a narrower path_glob") from exc
     if result.returncode not in (0, 1):  # 1 means no match
         raise RuntimeError(f"git grep failed: {result.stderr.strip()}")

@@ -12,8 +12,9 @@ import pytest
 from pydantic import SecretStr
 
 from bot.forge import GitCredentials
+from bot.gitrunner import GitError, GitTampered
 from bot.settings import WorkspaceSettings
-from bot.workspace import GitError, WorkspaceFull, Workspaces, origin_of, repo_key
+from bot.workspace import WorkspaceFull, Workspaces, origin_of, repo_key
 from tests.fakes.git_http import create_git_server
 from tests.fakes.server import serving
 
@@ -123,16 +124,23 @@ async def test_malicious_hooks_and_fsmonitor_never_run(tmp_path: Path) -> None:
     monitor = tmp_path / "fsmonitor.sh"
     monitor.write_text(script)
     monitor.chmod(0o755)
-    git("config", "core.hooksPath", str(hooks), cwd=mirror)
-    git("config", "core.fsmonitor", str(monitor), cwd=mirror)
 
-    tree = await ws.worktree("gitlab-1", "task1", "forgebot/1-a", "origin/main")
+    tree = await ws.worktree("gitlab-1", "task1", "forgebot/1-a", "origin/main")  # hooks in the default place
     (tree / "x.txt").write_text("x\n")
     await ws.commit(tree, "x")
     await ws.push(tree, str(origin), "forgebot/1-a")
     assert not witness.exists()
 
-    # control: the same repository under plain git runs both, so the assertion above can fail
+    # config naming a program in the bot's own mirror: git does not run at all
+    git("config", "core.hooksPath", str(hooks), cwd=mirror)
+    git("config", "core.fsmonitor", str(monitor), cwd=mirror)
+    with pytest.raises(GitTampered, match="core.fsmonitor"):
+        await ws.commit(tree, "y")
+    with pytest.raises(GitTampered):
+        await ws.mirror("gitlab-1", str(origin))
+    assert not witness.exists()
+
+    # control: the same repository under plain git runs both, so the assertions above can fail
     git("commit", "--quiet", "--allow-empty", "-m", "plain git", cwd=tree)
     git("status", "--porcelain", cwd=tree)
     ran = witness.read_text()

@@ -13,10 +13,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 
 from bot.app import create_app
+from bot.gitrunner import git as git_text
 from bot.jobs import build_worker
 from bot.settings import Settings
 from bot.webhooks import github_signature
-from graph.reviewdiff import git_text, split_files
+from graph.reviewdiff import split_files
 from tests.conftest import GITHUB_SECRET, GITLAB_SECRET
 from tests.fakes.chat import ScriptedChatModel, scripted
 from tests.fakes.forge_http import FakeChange, FakeFile, FakeForgeState

@@ -80,7 +80,7 @@ def test_report_item_needs_a_report_and_no_outstanding_edits(project: Project, t
     _edit(project, "$a + $b", "$b + $a")
     with pytest.raises(ItemRejected, match="no outstanding edits"):
         checklist.complete(1, "", report="add is commutative")
-    gitstate.git(project.root, "checkout", "--", CALC)
+    git(project.root, "checkout", "--", CALC)
     checklist.complete(1, "", report="add is commutative")
     assert checklist.reports == {1: "add is commutative"}
 

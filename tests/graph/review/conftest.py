@@ -79,7 +79,8 @@ RepoFactory = Callable[[Path], ChangeRepo]
 def change_files(repo: ChangeRepo, base: str | None = None) -> tuple[FileChange, ...]:
     """The change's files as a forge reports them: `git diff base..head` parsed into hunks."""
     from bot.forge._text import parse_hunks
-    from graph.reviewdiff import git_text, split_files
+    from bot.gitrunner import git as git_text
+    from graph.reviewdiff import split_files
 
     diff = git_text(repo.root, "diff", "-M", base or repo.base, repo.head)
     files = []

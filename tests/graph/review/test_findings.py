@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from bot.forge._text import parse_hunks
+from bot.gitrunner import git as git_text
 from graph.findings import Tracked, filter_noise, map_line, reconcile, same_finding, stalled
-from graph.reviewdiff import git_text, split_files
+from graph.reviewdiff import split_files
 from graph.schemas import Finding
 from tests.graph.review.conftest import git, write
 
