@@ -137,9 +137,20 @@ class SqliteConnection(Connection):
         return result
 
 
+SCHEMA_LOCK = 0x666F72676569  # pg_advisory_xact_lock key ("forgei"): the inbox's tables are created one at a time
+
+
 class PostgresConnection(Connection):
     def checkpoint(self) -> None:
         return None  # the server checkpoints and vacuums on its own schedule
+
+    def script(self, sql: str) -> None:
+        """Run the schema in one transaction under an advisory lock: `CREATE TABLE IF NOT EXISTS`
+        is not atomic in Postgres, so workers starting together would both try to create a table
+        and the second would fail on the catalog's unique index."""
+        with self._raw.transaction():
+            self._raw.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            super().script(sql)
 
     def transaction(self, fn: Callable[[], T]) -> T:
         with self._raw.transaction():

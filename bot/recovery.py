@@ -154,7 +154,9 @@ async def reaper_loop(ctx: dict[str, Any]) -> None:
     interval = ctx["settings"].durability.reap_interval
     while True:
         try:
-            await reap(ctx)
+            acted = await reap(ctx)
         except Exception:  # Redis or the store briefly away: the next pass tries again
             log.exception("reaper pass failed")
+        else:  # at debug level: a line per pass shows a stuck reaper (and lets tests wait on a pass)
+            log.debug("reaper pass done acted=%d", acted)
         await asyncio.sleep(interval)

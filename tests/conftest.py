@@ -1,4 +1,9 @@
-"""Shared fixtures: clean environment, a real private Redis, the fake forge over HTTP, settings."""
+"""Shared fixtures: clean environment, a real private Redis, the fake forge over HTTP, settings.
+
+Safe under `pytest -n N` (pytest-xdist, as `scripts/test` runs the suite): session fixtures are
+per worker process (each worker its own Redis on its own Unix socket, its own fake forge on a port-0
+socket), Postgres names are random per test, files live in tmp_path.
+"""
 
 from __future__ import annotations
 
@@ -16,11 +21,42 @@ from bot.redisserver import PrivateRedis
 from bot.settings import GitHubSettings, GitLabSettings, IntakeSettings, Settings
 from tests.fakes.forge_http import FakeForgeState, create_fake_forge
 from tests.fakes.server import ServerThread
+from tests.tools import need_tools
 
 GITLAB_SECRET = "gitlab-hook-secret"
 GITHUB_SECRET = "It's a Secret to Everybody"
 GITLAB_TOKEN = "glpat-test-token-do-not-log"
 GITHUB_TOKEN = "ghp_test_token_do_not_log"
+
+
+# A test using one of these fixtures needs PHP: it gets the `php` marker (`-m "not php"` leaves it out).
+PHP_FIXTURES = frozenset({"php", "php_tools", "php_vendor"})
+# Directories of multi-process scenarios that mostly wait (workers, services): started first, so
+# that under xdist their waits overlap the many short tests instead of trailing after them.
+LONG_FIRST = ("durability", "e2e")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if PHP_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.php)
+    long_first = [Path(__file__).parent / name for name in LONG_FIRST]
+    # stable: each module stays together, in its own order (module-scoped fixtures are set up once)
+    items.sort(key=lambda item: not any(item.path.is_relative_to(d) for d in long_first))
+
+
+@pytest.fixture(autouse=True)
+def marked_needs(request: pytest.FixtureRequest) -> None:
+    """A `php` test skips without PHP on a laptop, and fails under FORGEBOT_REQUIRE_TOOLS=1."""
+    if request.node.get_closest_marker("php") is not None:
+        need_tools("php")
+
+
+@pytest.fixture
+def php() -> str:
+    """The `php` binary; a test using this fixture (directly or through another) is marked `php`."""
+    need_tools("php")
+    return shutil.which("php") or "php"
 
 
 @pytest.fixture(autouse=True)

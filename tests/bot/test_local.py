@@ -85,6 +85,7 @@ def test_local_change_describes_the_branch_against_its_base(tmp_path: Path) -> N
     assert ("REMOVED", 6, None) in kinds and ("ADDED", None, 6) in kinds
 
 
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
 async def test_run_local_review_reviews_the_checked_out_branch(tmp_path: Path) -> None:
     from langchain_core.messages import AIMessage
 

@@ -180,6 +180,7 @@ def _choose(driver: Any, select_id: str, visible: str) -> None:
     _submit(driver, "apply")
 
 
+@pytest.mark.timeout(300)  # a web process, two task runs and a browser: past 60 s on a loaded machine (xdist)
 async def test_console_in_a_real_browser(
     settings: Settings, fake_forge: FakeForgeState, origin_url: str, web: str, tmp_path: Path
 ) -> None:

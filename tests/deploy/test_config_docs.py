@@ -18,6 +18,7 @@ from tests.deploy.chart import ROOT
 NOT_SETTINGS = {
     "FORGEBOT_SECRETS_DIR": ROOT / "bot" / "settings.py",
     "FORGEBOT_REQUIRE_TOOLS": ROOT / ".ci" / "run",
+    "FORGEBOT_TEST_WORKERS": ROOT / "scripts" / "test",
 }
 _NAME = re.compile(r"FORGEBOT_[A-Z0-9][A-Z0-9_]*(?:<[A-Z]+>[A-Z0-9_]*)*\*?")
 

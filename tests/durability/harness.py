@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,10 @@ from tests.fakes.forge_http import FakeForgeState, FakeIssue, FakeProject
 ROOT = Path(__file__).resolve().parents[2]
 TERMINAL = ("done", "failed", "cancelled", "waiting")
 PROJECT = "1"
+REAPER_PASS = "bot.recovery reaper pass done"  # bot.recovery's debug line, enabled by worker_main
+# Deadlines of the polls below: upper bounds for a machine under heavy load (a worker process takes
+# seconds to import and start there), never waited out when things go right.
+DEADLINE = 120.0
 
 
 def analyze_event(number: int, delivery: str, trigger: str = "label") -> ForgeEvent:
@@ -157,6 +162,20 @@ class Cluster:
     def logs(self) -> str:
         return "\n".join(p.read_text(errors="replace") for p in sorted(self.workdir.glob("worker-*.log")))
 
+    def ready(self) -> int:
+        """How many live workers are polling the queue: their first reaper pass is done, and the reaper
+        starts at the end of the worker's start-up, right before arq's first poll."""
+        return sum(REAPER_PASS in self.log_path(p).read_text(errors="replace") for p in self.alive())
+
+    def reaped_since(self, since: float, passes: int) -> bool:
+        """Whether every live worker logged `passes` finished reaper passes after `since` (a `time.time()`)."""
+        for proc in self.alive():
+            lines = self.log_path(proc).read_text(errors="replace").splitlines()
+            times = [float(line.split(" ", 1)[0]) for line in lines if REAPER_PASS in line]
+            if sum(t > since for t in times) < passes:
+                return False
+        return True
+
 
 async def submit(cluster: Cluster, events: list[ForgeEvent]) -> list[str]:
     """Record and queue `events` as the receiver would; returns their task ids."""
@@ -181,8 +200,30 @@ async def task_rows(cluster: Cluster) -> dict[str, TaskRow]:
         await inbox.close()
 
 
+async def until(condition: Callable[[], bool], what: str, timeout: float = DEADLINE) -> None:
+    """Poll `condition` until it holds; fail with `what` when the deadline passes first."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting for {what}"
+        await asyncio.sleep(0.1)
+
+
+async def workers_ready(cluster: Cluster, count: int) -> None:
+    """Start workers until `count` are alive and wait until they all poll the queue, so that a test
+    timing work against a running task does not count a worker's start-up instead."""
+    cluster.keep(count)
+    await until(lambda: cluster.ready() >= count, f"{count} workers to start")
+
+
+async def reaper_settled(cluster: Cluster) -> None:
+    """Wait until every live worker's reaper finished two passes from now: the second began after
+    this call, so anything a reaper would (wrongly) post about the current state has been posted."""
+    since = time.time()
+    await until(lambda: cluster.reaped_since(since, passes=2), "two reaper passes in every worker")
+
+
 async def wait_for(
-    cluster: Cluster, task_ids: list[str], states: tuple[str, ...], timeout: float, workers: int = 0
+    cluster: Cluster, task_ids: list[str], states: tuple[str, ...], timeout: float = DEADLINE, workers: int = 0
 ) -> dict[str, str]:
     """Poll the task store until every task is in one of `states` (or the time is up); with
     `workers`, restart killed workers so that many stay alive."""

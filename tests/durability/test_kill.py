@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from graph.routing import ENTRY_NODES
 from tests.durability.harness import Cluster, analyze_event, seed_forge, submit, wait_for
 from tests.durability.script import REPORT_HEADING
@@ -17,6 +19,7 @@ from tests.fakes.forge_http import FakeForgeState
 
 # the nodes of the routes built so far, selected by name; implement/review nodes join when they exist
 PHASES = {"analyze": ["decomposer", "analyzer", "publisher"]}
+pytestmark = pytest.mark.timeout(300)  # worker processes start slowly on a loaded machine; the polls bound each step
 
 
 def _calls(logs: str, task: str, node: str) -> int:
@@ -30,7 +33,7 @@ async def test_sigkill_inside_each_node_ends_done_with_one_report(cluster: Clust
     for event, node in zip(events, nodes, strict=True):
         cluster.arm(event.task_id, node)
     tasks = await submit(cluster, events)
-    states = await wait_for(cluster, tasks, ("done", "failed", "cancelled"), timeout=45, workers=2)
+    states = await wait_for(cluster, tasks, ("done", "failed", "cancelled"), workers=2)
     logs = cluster.logs()
     assert states == dict.fromkeys(tasks, "done"), logs
     assert cluster.armed() == [] and cluster.killed() == len(nodes), logs

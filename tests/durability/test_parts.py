@@ -232,3 +232,18 @@ async def test_the_workers_own_reaper_posts_the_failure_note_on_the_forge(
         await inbox.close()
     bodies = [c.body for c in fake_forge.comments_on("gitlab", "1", 41)]
     assert len(bodies) == 1 and bodies[0].startswith("forgebot could not finish this task"), bodies
+
+
+@pytest.mark.postgres
+async def test_workers_starting_together_create_the_postgres_inbox_tables_once() -> None:
+    from tests.durability.conftest import postgres_schema
+
+    url = postgres_schema()
+    try:
+        inboxes = await asyncio.gather(*(Inbox.open(postgres_url=url) for _ in range(8)))  # no duplicate CREATE
+        try:
+            assert await inboxes[0].tasks() == []
+        finally:
+            await asyncio.gather(*(inbox.close() for inbox in inboxes))
+    finally:
+        drop_schema(url)

@@ -156,6 +156,7 @@ def main(path: str) -> None:
     config = json.loads(Path(path).read_text())
     log_format = f"%(created).3f w{os.getpid()} %(name)s %(message)s"  # the chaos script reads the times
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=log_format)
+    logging.getLogger("bot.recovery").setLevel(logging.DEBUG)  # a line per reaper pass: tests wait on passes
     settings = settings_from(config)
 
     def forge_factory(kind: str) -> Forge:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.settings import Settings
 from graph.schemas import Finding, Review
 from tests.e2e.review_harness import Models, deliver, fake_change, prepare, work
@@ -29,6 +31,7 @@ def _pos(thread: FakeThread) -> dict[str, Any]:
     return dict(thread.comments[0].position or {})
 
 
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
 async def test_review_then_incremental_re_review(settings: Settings, redis_url: str, fake_forge: FakeForgeState,
                                                  tmp_path: Path) -> None:
     repo = make_change_repo(tmp_path / "repo")

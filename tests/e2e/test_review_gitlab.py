@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.settings import Settings
 from graph.schemas import Finding, Review
 from tests.e2e.review_harness import Models, deliver, fake_change, prepare, work
@@ -24,6 +26,7 @@ def _threads(fake_forge: FakeForgeState) -> tuple[list[dict[str, Any]], list[str
     return inline, summaries, threads
 
 
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
 async def test_review_then_incremental_re_review(settings: Settings, redis_url: str, fake_forge: FakeForgeState,
                                                  tmp_path: Path) -> None:
     repo = make_change_repo(tmp_path / "repo")

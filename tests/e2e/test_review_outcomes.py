@@ -23,6 +23,7 @@ def _bodies(fake_forge: FakeForgeState, forge: str) -> list[str]:
     return [c.body for c in fake_forge.comments_on(forge, PROJECT[forge], 1, "change")]
 
 
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
 @pytest.mark.parametrize("forge", ["gitlab", "github"])
 async def test_budget_exhaustion_is_not_approved_and_lists_unverified_criteria(
     settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path, forge: str
@@ -57,6 +58,7 @@ async def test_missing_branch_gets_a_clear_reply(
     assert "source branch `was-deleted` does not exist in the repository" in reply
 
 
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
 async def test_one_refused_anchor_does_not_abort_the_rest(
     settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path
 ) -> None:

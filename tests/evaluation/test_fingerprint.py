@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from pydantic import SecretStr
 
 from bot.evaluation.fingerprint import (
@@ -53,6 +54,7 @@ def test_config_drops_secrets_and_machine_paths() -> None:
     assert inputs["llm"]["roles"]["analyzer"]["model"] == "m2"
 
 
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
 def test_each_part_moves_on_its_own(starter: TaskSet, eval_settings: Settings) -> None:
     base, inputs = fingerprints(eval_settings, starter, STARTER.parent, synthetic=False)
     assert set(base) == {"code", "prompts", "config", "models", "taskset", "checks"}
@@ -70,6 +72,7 @@ def test_each_part_moves_on_its_own(starter: TaskSet, eval_settings: Settings) -
     assert {k for k in base if base[k] != synthetic[k]} == {"models"}
 
 
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
 def test_editing_a_hidden_test_changes_the_checks_only(
     starter: TaskSet, eval_settings: Settings, tmp_path: Path
 ) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from bot.forge import Forge, RepoRef
 from bot.settings import Settings
 from graph.checkout import Checkout, index_checkout
-from tests.graph.conftest import FIXTURES, init_repo
+from tests.repos import FIXTURES, init_repo
 
 
 def php_project(parent: Path) -> Path:

@@ -20,10 +20,14 @@ def free_port() -> int:
 
 class ServerThread:
     def __init__(self, app: Any) -> None:
-        self.port = free_port()
+        # the socket is bound here, on port 0, and handed to uvicorn: no window in which another
+        # test (or xdist worker) could take the port between choosing it and listening on it
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.port = int(self.socket.getsockname()[1])
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
 
     @property
     def url(self) -> str:
@@ -40,6 +44,7 @@ class ServerThread:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+        self.socket.close()
 
 
 @contextlib.contextmanager

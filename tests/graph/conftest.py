@@ -16,39 +16,12 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-REQUIRE_TOOLS = os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1"
+from tests.repos import FIXTURES, git, init_repo
+from tests.tools import REQUIRE_TOOLS, need, need_tools
+
 POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 MARIADB_URL = "mysql://root@127.0.0.1:3306/test"
-
-
-def need(available: bool, what: str) -> None:
-    """Skip the test when `what` is missing, or fail it when tools are required."""
-    if available:
-        return
-    if REQUIRE_TOOLS:
-        pytest.fail(f"{what} is required (FORGEBOT_REQUIRE_TOOLS=1) but not available")
-    pytest.skip(f"{what} not available")
-
-
-def need_tools(*names: str) -> None:
-    """Skip (or fail) unless every executable in `names` is on PATH."""
-    for name in names:
-        need(shutil.which(name) is not None, f"`{name}`")
-
-
-def git(repo: Path, *args: str) -> str:
-    """Run git in `repo` and return its output; a failure fails the test."""
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
-    return done.stdout
-
-
-def init_repo(path: Path) -> Path:
-    """Make `path` a git repository with everything in it committed on `main`."""
-    git(path, "init", "-q", "-b", "main")
-    git(path, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "add", "-A")
-    git(path, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-q", "-m", "initial")
-    return path
+__all__ = ["FIXTURES", "REQUIRE_TOOLS", "git", "init_repo", "need", "need_tools"]  # their homes moved; names kept
 
 
 ProjectFactory = Callable[..., Path]

@@ -126,6 +126,7 @@ def test_nothing_to_lint_and_nothing_to_install_are_not_run(tmp_path: Path) -> N
     )
 
 
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
 def test_a_missing_tool_is_not_run_with_the_reason(project: ProjectFactory, tmp_path: Path) -> None:
     need_tools("php")
     worktree = project("php_project")

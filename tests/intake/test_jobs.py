@@ -14,19 +14,21 @@ from langchain_core.language_models import BaseChatModel
 import bot.jobs
 from bot.authz import Authorizer
 from bot.events import ForgeEvent, parse_gitlab
-from bot.forge import AccessLevel, ForgeUnavailable, IssueRef
+from bot.forge import AccessLevel, ForgeUnavailable, Issue, IssueRef
 from bot.inbox import Inbox
 from bot.jobs import run_task
 from bot.queue import open_pool
 from bot.settings import Settings, TriggerSettings
-from graph.schemas import Decomposition
+from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
 from tests.fakes.chat import answer, scripted
 from tests.fakes.checkout import local_checkout, php_project
 from tests.fakes.forge import FakeForge
+from tests.graph.runtime.script import call
 from tests.intake.payloads import gitlab_note, sample_repo, serve_samples
 
 TRIGGERS = TriggerSettings()
 ROOT = 1  # the note sample's author
+CRITERIA = Decomposition(criteria=[AcceptanceCriterion(id=1, text="The client calls the v2 endpoint")])
 
 
 def blocked_model(role: str) -> BaseChatModel:
@@ -139,30 +141,39 @@ async def test_cancelled_queued_task_never_starts(ctx: dict[str, Any]) -> None:
     assert (await state_of(ctx, task.task_id))[0] == "cancelled"
 
 
-async def test_reply_resumes_the_waiting_task_on_its_own_thread(
-    ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The graph has no need_info interrupt yet; this stands in for it at `execute`, the graph's edge.
-    runs: list[ForgeEvent] = []
-
-    answers: list[Any] = []
-
-    async def execute(settings: Settings, deps: Any, event: ForgeEvent, answer: Any, *_: Any) -> dict[str, Any]:
-        runs.append(event)
-        answers.append(answer)
-        return {"outcome": "need_info" if len(runs) == 1 else "reported"}
-
-    monkeypatch.setattr(bot.jobs, "execute", execute)
-    task = await deliver(ctx, "/implement", 9)
+async def test_reply_resumes_the_waiting_task_on_its_own_thread(ctx: dict[str, Any]) -> None:
+    """Through the real `execute` and checkpointer: the decomposer asks, the task waits, the reply's
+    job resumes the same thread with the answer, and the analysis is reported."""
+    ctx["settings"].questions.max_rounds = 1
+    models = {
+        "decomposer": scripted([answer(Decomposition, Decomposition(questions=["Which endpoint?"])),
+                                answer(Decomposition, CRITERIA)]),
+        "analyzer": scripted([call("finish_exploration", files=["src/Calculator.php"], reason="seen"),
+                              answer(Analysis, Analysis(summary="Use the v2 endpoint in the client."))]),
+    }
+    ctx["model_factory"] = models.__getitem__
+    task = await deliver(ctx, "/analyze", 9)
+    issue = IssueRef(repo=task.repo, number=task.number)  # written by a member: its text reaches the model
+    ctx["forge"].issues[issue] = Issue(ref=issue, title="Client", body="Move the client to the new API.",
+                                       author="root", author_id=ROOT)
     assert await run_task(ctx, task.model_dump_json()) == "need_info"
     assert (await state_of(ctx, task.task_id))[0] == "waiting"
+    (questions,) = comments(ctx, task)
+    assert "Which endpoint?" in questions
+
     reply = await deliver(ctx, "Use the v2 endpoint.", 10)
     assert reply.trigger == "reply"
     assert await run_task(ctx, reply.model_dump_json()) == "reported"
     assert await state_of(ctx, task.task_id) == ("done", "reported")
-    assert runs[1].task_id == task.task_id and runs[1].comment == "Use the v2 endpoint."
-    assert answers == [None, {"author": "root", "body": "Use the v2 endpoint."}]
     assert (await ctx["inbox"].task(task.task_id)).job_id == reply.delivery_id
+    # resumed from the checkpoint, not started again: the question is asked once, the decomposer's
+    # second (and last) call carries the answer, and the analyzer sees it too
+    asked, resumed = models["decomposer"].received
+    assert "Use the v2 endpoint." not in str(asked[-1].content)
+    assert "Use the v2 endpoint." in str(resumed[-1].content)
+    assert "Use the v2 endpoint." in str(models["analyzer"].received[0][-1].content)
+    posted = comments(ctx, task)
+    assert posted[0] == questions and len(posted) == 2 and "### Analysis" in posted[1], posted
 
 
 async def test_forge_outage_on_the_last_try_fails_the_task_visibly(

@@ -33,11 +33,12 @@ class Receiver:
     server: uvicorn.Server
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+def _bound() -> socket.socket:
+    """A loopback socket bound to a free port (port 0), handed to uvicorn: no other test can take the
+    port between choosing and listening."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    return sock
 
 
 @pytest.fixture
@@ -48,17 +49,18 @@ def intake_settings(settings: Settings, redis_url: str) -> Settings:
 
 
 def _serve(settings: Settings) -> Iterator[Receiver]:
-    port = _free_port()
+    sock = _bound()
+    port = sock.getsockname()[1]
     config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    with _run(uvicorn.Server(config)) as receiver:
+    with _run(uvicorn.Server(config), sock) as receiver:
         yield receiver
 
 
 @contextlib.contextmanager
-def _run(server: uvicorn.Server) -> Iterator[Receiver]:
-    """Run a configured receiver on a thread until the caller is done with it."""
+def _run(server: uvicorn.Server, sock: socket.socket) -> Iterator[Receiver]:
+    """Run a configured receiver on a thread, serving `sock`, until the caller is done with it."""
     port = server.config.port
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
@@ -69,6 +71,7 @@ def _run(server: uvicorn.Server) -> Iterator[Receiver]:
     finally:
         server.should_exit = True
         thread.join(10)
+        sock.close()
 
 
 @pytest.fixture
@@ -281,9 +284,10 @@ def test_receiver_server_limits_connections_and_keep_alive(intake_settings: Sett
 
     intake_settings.max_connections = 2  # uvicorn counts the asking connection too
     intake_settings.keep_alive_seconds = 2
-    server = _server(intake_settings, "127.0.0.1", _free_port())
+    sock = _bound()
+    server = _server(intake_settings, "127.0.0.1", sock.getsockname()[1])
     assert (server.config.limit_concurrency, server.config.timeout_keep_alive) == (2, 2)
-    with _run(server) as receiver:
+    with _run(server, sock) as receiver:
         holder = socket.create_connection(("127.0.0.1", receiver.port), timeout=10)  # takes the one slot
         try:
             assert _healthz_becomes(receiver, 503)

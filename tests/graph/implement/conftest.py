@@ -99,7 +99,8 @@ def make_patch(path: str, old: str, new: str) -> str:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Project:
+def project(tmp_path: Path, php: str) -> Project:
+    """The project, on a machine with PHP and PHPUnit (the `php` fixture marks the test `php`)."""
     need_php()
     return make_project(tmp_path)
 

@@ -46,14 +46,3 @@ def indexed(repo: Path, tmp_path: Path) -> Iterator[tuple[Connection, Path]]:
     build(conn, repo, php_files(repo))
     yield conn, repo
     conn.close()
-
-
-@pytest.fixture
-def php() -> str:
-    """The `php` binary; skipped when absent unless FORGEBOT_REQUIRE_TOOLS=1 makes it mandatory."""
-    found = shutil.which("php")
-    if found is None:
-        if os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1":
-            pytest.fail("php is required (FORGEBOT_REQUIRE_TOOLS=1) but not on PATH")
-        pytest.skip("php not installed")
-    return found

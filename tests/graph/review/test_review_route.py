@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from bot.forge import AccessLevel, Change, ChangeRef, RepoRef
@@ -80,6 +81,7 @@ FIRST = Review(verdict="request_changes", summary="Two problems.", verified_crit
 ])
 
 
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
 async def test_first_review_posts_inline_findings_and_summary(change_repo: ChangeRepo, tmp_path: Path) -> None:
     change_repo.commit({"composer.lock": "{}\n"})
     forge = FakeForge(kind="gitlab")
@@ -112,6 +114,7 @@ async def test_missing_branch_gets_a_clear_reply_and_no_review(change_repo: Chan
     assert final["outcome"] == "no_branch"
 
 
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
 async def test_re_review_covers_the_delta_resolves_fixed_and_posts_no_duplicates(
     change_repo: ChangeRepo, tmp_path: Path
 ) -> None:
@@ -147,6 +150,7 @@ async def test_re_review_covers_the_delta_resolves_fixed_and_posts_no_duplicates
     assert final["review_scope"]["base"] != change_repo.base
 
 
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
 async def test_findings_the_profile_linter_reports_are_dropped(change_repo: ChangeRepo, tmp_path: Path) -> None:
     need_tools("php")
     change_repo.commit({"src/Bad.php": "<?php\nfunction bad()\n{\n    return 1 +;\n}\n"})
@@ -163,6 +167,7 @@ async def test_findings_the_profile_linter_reports_are_dropped(change_repo: Chan
     assert "1 findings dropped: the profile's linter reports them already" in summary
 
 
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
 async def test_review_without_new_commits_says_so_and_posts_nothing_else(
     change_repo: ChangeRepo, tmp_path: Path
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from bot.forge import Change, ChangeRef, CommentRef, RepoRef
@@ -46,6 +47,7 @@ async def _review(forge: StatusForge, ref: ChangeRef, trigger: CommentRef, tmp_p
     return dict(result)
 
 
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
 async def test_review_status_reacts_on_the_command_and_edits_one_comment(
     change_repo: ChangeRepo, tmp_path: Path
 ) -> None:
@@ -62,6 +64,7 @@ async def test_review_status_reacts_on_the_command_and_edits_one_comment(
     assert len(forge.status_comments(ref)) == 1 and forge.reactions == [(trigger, Reaction.EYES)]
 
 
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
 async def test_review_status_failure_does_not_stop_the_review(change_repo: ChangeRepo, tmp_path: Path) -> None:
     forge = StatusForge(kind="gitlab", fail_status=True)
     ref, trigger = _seed(forge, change_repo)
