@@ -153,7 +153,7 @@ async def test_reply_resumes_the_waiting_task_on_its_own_thread(ctx: dict[str, A
     }
     ctx["model_factory"] = models.__getitem__
     task = await deliver(ctx, "/analyze", 9)
-    issue = IssueRef(repo=task.repo, number=task.number)  # written by a member: its text reaches the model
+    issue = IssueRef(repo=ctx["repo"], number=task.number)  # the forge's own record; by a member: it reaches the model
     ctx["forge"].issues[issue] = Issue(ref=issue, title="Client", body="Move the client to the new API.",
                                        author="root", author_id=ROOT)
     assert await run_task(ctx, task.model_dump_json()) == "need_info"
