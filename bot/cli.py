@@ -94,10 +94,11 @@ def _registrars() -> list[Callable[[Any], None]]:
     from bot.hooks_cli import register as hooks
     from bot.tasks_cli import register as tasks
     from graph.index.cli import register as index
+    from graph.index.memory_cli import register as memory
     from graph.index.search_cli import register as search
     from graph.trace_cli import register as trace
 
-    return [index, search, trace, evaluation, tasks, hooks, check]
+    return [index, search, memory, trace, evaluation, tasks, hooks, check]
 
 
 def build_parser(settings: Settings) -> argparse.ArgumentParser:

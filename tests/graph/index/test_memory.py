@@ -1,0 +1,167 @@
+"""Project memory on a real git repository with ADRs, docs and commits written for the test: "why" and
+"where decided" questions find the document and the commit, their entry points exist in the code graph,
+and a new commit, an edited document or a removed one updates only what changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.gitrunner import git
+from graph.index import memory, memory_sources, taskindex
+from graph.index.db import connect
+from tests.fakes.embedder import HashingEmbedder
+
+AUTHOR = ["-c", "user.name=Dev", "-c", "user.email=dev@example.invalid"]
+LOCKS = """<?php
+namespace App\\Lock;
+
+class LockManager
+{
+    public function acquire(string $key): bool
+    {
+        return $this->store->add($key, 1, $this->timeoutSeconds());
+    }
+
+    public function release(string $key): void
+    {
+        $this->store->delete($key);
+    }
+
+    public function timeoutSeconds(): int
+    {
+        return %d;
+    }
+}
+"""
+CACHE = """<?php
+namespace App\\Cache;
+
+class CacheStore
+{
+    public function get(string $key): mixed
+    {
+        return $this->items[$key] ?? %s;
+    }
+}
+"""
+ADR = """# ADR 0001: Lock timeouts
+
+## Context
+
+Workers that crash while holding a distributed lock block every other worker until the lock expires.
+
+## Decision
+
+`LockManager::timeoutSeconds` returns 30: long enough for the slowest job step, short enough that a
+crashed worker's lock is freed within a minute.
+"""
+
+
+def _commit(root: Path, message: str) -> str:
+    git(root, "add", "-A")
+    subprocess.run(["git", *AUTHOR, "commit", "-q", "-m", message], cwd=root, check=True)
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    root = tmp_path / "project"
+    (root / "src" / "Lock").mkdir(parents=True)
+    (root / "src" / "Cache").mkdir(parents=True)
+    (root / "docs" / "adr").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    (root / "README.md").write_text("# Demo\n\nA demo project with locks and a cache.\n")
+    (root / "src" / "Lock" / "LockManager.php").write_text(LOCKS % 10)
+    (root / "src" / "Cache" / "CacheStore.php").write_text(CACHE % "null")
+    shas = {"initial": _commit(root, "Initial import")}
+    (root / "src" / "Lock" / "LockManager.php").write_text(LOCKS % 30)
+    (root / "docs" / "adr" / "0001-lock-timeouts.md").write_text(ADR)
+    shas["timeout"] = _commit(root, "Raise the distributed lock timeout to 30 seconds\n\n"
+                                    "Crashed workers held locks for too long; see ADR 0001.")
+    (root / "src" / "Cache" / "CacheStore.php").write_text(CACHE % "$this->load($key)")
+    shas["cache"] = _commit(root, "Load cache misses from the backing store\n\nA miss returned null before.")
+    return root, shas
+
+
+def _indexed(root: Path, tmp_path: Path) -> object:
+    index = tmp_path / "index.db"
+    taskindex.refresh(index, root, embedder=None)
+    return connect(index)
+
+
+def test_why_questions_find_the_decision_and_its_entry_points(project: tuple[Path, dict[str, str]],
+                                                              tmp_path: Path) -> None:
+    root, shas = project
+    conn = _indexed(root, tmp_path)
+    report = memory_sources.refresh(conn, root, embedder=HashingEmbedder())
+    assert report.commits_added == 3 and report.documents == 2
+    hits, notes = memory.search(conn, "why is the lock timeout 30 seconds", embedder=HashingEmbedder(), limit=5)
+    assert notes == []
+    top = {(h.kind, h.source) for h in hits[:3]}
+    assert ("commit", shas["timeout"]) in top
+    assert ("document", "docs/adr/0001-lock-timeouts.md") in top
+    symbols = {s for h in hits[:3] for s in h.symbols}
+    assert "App\\Lock\\LockManager::timeoutSeconds" in symbols
+    graph = {str(r[0]) for r in conn.execute("SELECT fqn FROM symbols")}
+    assert {s for h in hits for s in h.symbols} <= graph  # every entry point exists in the graph
+    (cache,) = [h for h in memory.search(conn, "cache miss", embedder=None, limit=10)[0] if h.kind == "commit"]
+    assert cache.source == shas["cache"] and cache.symbols == ("App\\Cache\\CacheStore::get",)
+
+
+def test_delta_sync_reads_only_what_changed(project: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    root, _ = project
+    conn = _indexed(root, tmp_path)
+    memory_sources.refresh(conn, root, embedder=None)
+    again = memory_sources.refresh(conn, root, embedder=None)
+    assert (again.commits_added, again.sections_added, again.documents_removed) == (0, 0, 0)
+
+    (root / "docs" / "adr" / "0001-lock-timeouts.md").write_text(ADR.replace("30", "45"))
+    (root / "README.md").unlink()
+    new = _commit(root, "Lock timeout 45 s for the slow import job")
+    report = memory_sources.refresh(conn, root, embedder=None)
+    assert report.commits_added == 1 and report.documents_removed == 1
+    assert report.sections_added == 1  # only the ADR's changed section ("Decision") is new
+    assert not [h for h in memory.search(conn, "demo project", embedder=None)[0] if h.source == "README.md"]
+    newest = memory.search(conn, "slow import job", embedder=None, limit=1)[0][0]
+    assert newest.source == new
+
+
+def test_rewritten_history_is_read_again(project: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    root, shas = project
+    conn = _indexed(root, tmp_path)
+    memory_sources.refresh(conn, root, embedder=None)
+    git(root, "reset", "-q", "--hard", shas["initial"])
+    report = memory_sources.refresh(conn, root, embedder=None)
+    assert report.rebuilt_history and report.commits_added == 1
+    assert memory.count(conn) == {"commit": 1, "document": 1}
+
+
+def test_vectors_follow_the_embedding_model(project: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    root, _ = project
+    conn = _indexed(root, tmp_path)
+    first = memory_sources.refresh(conn, root, embedder=HashingEmbedder(32))
+    assert first.embedded > 0
+    assert memory_sources.refresh(conn, root, embedder=HashingEmbedder(32)).embedded == 0
+    assert memory_sources.refresh(conn, root, embedder=HashingEmbedder(48)).embedded == first.embedded
+    hits, notes = memory.search(conn, "lock", embedder=None)
+    assert notes == ["vector leg absent: no embedder configured; lexical memory search only"]
+
+
+def test_forgebot_memory_on_the_command_line(project: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    root, shas = project
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")},
+           "FORGEBOT_DATA_DIR": str(tmp_path / "data")}
+    done = subprocess.run([sys.executable, "-m", "bot", "memory", str(root), "where was the lock timeout decided",
+                           "--json", "--no-embeddings", "-k", "3"], env=env, capture_output=True, text=True, check=True)
+    answer = json.loads(done.stdout)
+    assert {h["source"] for h in answer["hits"]} & {shas["timeout"], "docs/adr/0001-lock-timeouts.md"}
+    assert any("vector leg absent" in n for n in answer["notes"])
+    refused = subprocess.run([sys.executable, "-m", "bot", "memory", str(tmp_path), "x"], env=env,
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and refused.stderr.startswith("forgebot memory:")
