@@ -301,6 +301,8 @@ def _run_isolated(
     argv, enforced, missing = _limited(command, policy, isolated=True)
     (scratch / "stage").mkdir()
     keep = [str(worktree)] + ([] if home.is_relative_to(worktree) else [str(home)])
+    if any(INTERPRETER.is_relative_to(scratch_dir) for scratch_dir in PRIVATE_SCRATCH):
+        keep.append(str(INTERPRETER.parents[1]))  # an interpreter under /tmp: the private /tmp would hide it
     if any(" " in k or "\t" in k or "\n" in k for k in keep):
         return _error(command, "the worktree or HOME path contains whitespace")
     tools = isolation.tools
@@ -322,6 +324,11 @@ def _run_isolated(
     return result
 
 
+# The interpreter that applies the limits inside the sandbox: the real file, not a virtualenv's link
+# (a venv under /tmp would vanish behind the private /tmp; `-I -S` needs no site-packages anyway).
+INTERPRETER = Path(os.path.realpath(sys.executable))
+
+
 def _limited(command: str, policy: SandboxPolicy, isolated: bool) -> tuple[list[str], list[str], dict[str, str]]:
     """The rlimit wrapper around `sh -c command`, what it enforces, and what it cannot."""
     cpu = policy.cpu_seconds or int(policy.timeout_seconds + 0.999)
@@ -331,7 +338,7 @@ def _limited(command: str, policy: SandboxPolicy, isolated: bool) -> tuple[list[
     root = os.getuid() == 0
     processes = policy.max_processes + (0 if isolated or root else _tasks_of(os.getuid()))
     limits = [str(cpu), str(memory), str(processes), str(policy.max_file_bytes)]
-    inner = [sys.executable, "-I", "-S", "-c", _LIMITS, *limits, "/bin/sh", "-c", command]
+    inner = [str(INTERPRETER), "-I", "-S", "-c", _LIMITS, *limits, "/bin/sh", "-c", command]
     enforced = ["timeout", "process_group_kill", "cpu_limit", "clean_environment", "output_cap", "file_size_limit"]
     enforced += ["memory_limit"] if memory else []
     enforced += ["disk_limit"] if policy.disk_bytes else []
