@@ -30,7 +30,7 @@ from bot.redisserver import PrivateRedis
 from bot.settings import SandboxSettings, Settings
 from graph.checks import context_for, run_checks, sandbox_policy
 from graph.repoconfig import RepoConfig, parse_repo_config
-from graph.sandbox import SandboxPolicy, SandboxResult, probe_isolation, run_sandboxed
+from graph.sandbox import INTERPRETER, SandboxPolicy, SandboxResult, probe_isolation, run_sandboxed
 from tests.fakes.forge_http import FakeForgeState
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,14 +70,25 @@ def _run(command: str, settings: Settings, worktree: Path, **update: object) -> 
     return run_sandboxed(command, worktree, policy, WORKER_ENV)
 
 
-def test_a_check_cannot_read_the_configured_secrets_directory(data_dir: Path) -> None:
+@pytest.fixture
+def secrets_outside_tmp() -> Iterator[Path]:
+    """A secrets directory outside /tmp (the private /tmp alone would hide anything under it)."""
+    secrets = Path(tempfile.mkdtemp(prefix=".fb-secrets-", dir=Path.home()))
+    (secrets / "gitlab__token").write_text("glpat-attacks-on-the-check-sandbox")
+    try:
+        yield secrets
+    finally:
+        shutil.rmtree(secrets, ignore_errors=True)
+
+
+def test_a_check_cannot_read_the_configured_secrets_directory(data_dir: Path, secrets_outside_tmp: Path) -> None:
     _isolated()
-    # A directory outside /tmp (the private /tmp alone would hide anything under tmp_path): this one.
-    secrets = Path(__file__).parent
+    secrets = secrets_outside_tmp
+    assert not secrets.is_relative_to("/tmp")
     settings = _settings(data_dir, secrets_dir=secrets)
-    command = f"ls -a {secrets}; cat {secrets}/{Path(__file__).name}; cat code.php"
+    command = f"ls -a {secrets}; cat {secrets}/gitlab__token; cat code.php"
     result = _run(command, settings, _worktree(data_dir))
-    assert "attacks on the check sandbox" not in result.output.lower()
+    assert "attacks-on-the-check-sandbox" not in result.output.lower()
     assert result.output.startswith(".\n..\ncat: ")  # an empty directory where the secrets were
     assert "<?php" in result.output  # the worktree stays reachable
     assert "hidden_paths" in result.enforced
@@ -101,7 +112,7 @@ def test_a_check_cannot_reach_the_redis_socket(data_dir: Path, tmp_path: Path) -
     try:
         settings = _settings(data_dir, redis_url=server.url)
         assert server.socket.resolve() in sandbox_policy(settings, RepoConfig()).hidden_paths
-        probe = (f"{sys.executable} -c 'import socket; s = socket.socket(socket.AF_UNIX); "
+        probe = (f"{INTERPRETER} -c 'import socket; s = socket.socket(socket.AF_UNIX); "
                  f"s.connect(\"{server.socket}\"); s.sendall(b\"PING\\r\\n\"); print(s.recv(64))'")
         result = _run(probe, settings, _worktree(data_dir))
         assert result.status == "failed" and "PONG" not in result.output
@@ -127,7 +138,7 @@ def listener() -> Iterator[socket.socket]:
 
 
 def _connect(port: int) -> str:
-    return f"{sys.executable} -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 3); print(\"IN\")'"
+    return f"{INTERPRETER} -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 3); print(\"IN\")'"
 
 
 def _accepted(server: socket.socket) -> bool:
