@@ -19,6 +19,7 @@ from typing import Literal
 from langchain_core.messages import HumanMessage
 from pydantic import BaseModel
 
+from bot.forge.models import ForgeKind
 from bot.settings import Settings
 from graph.redact import redact, secrets_of
 
@@ -105,52 +106,33 @@ def _webhook(secret: object) -> tuple[Status, str]:
     return "ok", "webhook secret set"
 
 
-async def _gitlab(settings: Settings) -> Line:
-    gl = settings.gitlab
-    if gl.token is None:
-        return Line("gitlab", "skip", "FORGEBOT_GITLAB__TOKEN not set")
-    import gitlab
-
-    def whoami() -> str:
-        client = gitlab.Gitlab(gl.url, private_token=gl.token.get_secret_value() if gl.token else None,
-                               timeout=gl.timeout)
-        client.auth()
-        user = client.user
-        return f"@{user.username} (id {user.id})" if user is not None else "unknown"
+async def _forge(settings: Settings, kind: ForgeKind, where: str, check: str) -> Line:
+    """Ask the forge who the credentials act as (the same question serve and worker ask at start-up)."""
+    from bot.forge import bot_identity
 
     try:
-        who = await asyncio.to_thread(whoami)
+        found = await bot_identity(settings, kind)
     except Exception as exc:
-        return Line("gitlab", "FAIL", f"token rejected or {gl.url} unreachable: {exc} (check FORGEBOT_GITLAB__TOKEN"
-                    " and FORGEBOT_GITLAB__URL)")
-    status, hook = _webhook(gl.webhook_secret)
-    return Line("gitlab", status, f"{gl.url}: token valid, bot {who}; {hook}")
+        return Line(kind, "FAIL", f"credentials rejected or {where} unreachable: {exc} (check {check})")
+    conf = settings.gitlab if kind == "gitlab" else settings.github
+    status, hook = _webhook(conf.webhook_secret)
+    return Line(kind, status, f"{where}: credentials valid, bot @{found.login} (id {found.id}); {hook}")
+
+
+async def _gitlab(settings: Settings) -> Line:
+    if settings.gitlab.token is None:
+        return Line("gitlab", "skip", "FORGEBOT_GITLAB__TOKEN not set")
+    return await _forge(settings, "gitlab", settings.gitlab.url, "FORGEBOT_GITLAB__TOKEN and FORGEBOT_GITLAB__URL")
 
 
 async def _github(settings: Settings) -> Line:
     gh = settings.github
     if gh.token is None and gh.app_id is None:
         return Line("github", "skip", "neither FORGEBOT_GITHUB__TOKEN nor FORGEBOT_GITHUB__APP_ID set")
-    import github
-
-    def whoami() -> str:
-        if gh.token is not None:
-            client = github.Github(auth=github.Auth.Token(gh.token.get_secret_value()), base_url=gh.api_url,
-                                   timeout=int(gh.timeout), retry=0)
-            return f"@{client.get_user().login}"
-        if gh.private_key is None:
-            raise ValueError("FORGEBOT_GITHUB__APP_ID needs FORGEBOT_GITHUB__PRIVATE_KEY")
-        auth = github.Auth.AppAuth(gh.app_id or 0, gh.private_key.get_secret_value())
-        app = github.GithubIntegration(auth=auth, base_url=gh.api_url, timeout=int(gh.timeout)).get_app()
-        return f"app {app.slug}"
-
-    try:
-        who = await asyncio.to_thread(whoami)
-    except Exception as exc:
-        return Line("github", "FAIL", f"credentials rejected or {gh.api_url} unreachable: {exc} (check "
-                    "FORGEBOT_GITHUB__TOKEN or FORGEBOT_GITHUB__APP_ID/PRIVATE_KEY and FORGEBOT_GITHUB__API_URL)")
-    status, hook = _webhook(gh.webhook_secret)
-    return Line("github", status, f"{gh.api_url}: credentials valid, bot {who}; {hook}")
+    if gh.token is None and gh.private_key is None:
+        return Line("github", "FAIL", "FORGEBOT_GITHUB__APP_ID needs FORGEBOT_GITHUB__PRIVATE_KEY")
+    return await _forge(settings, "github", gh.api_url,
+                        "FORGEBOT_GITHUB__TOKEN or FORGEBOT_GITHUB__APP_ID/PRIVATE_KEY and FORGEBOT_GITHUB__API_URL")
 
 
 async def _model(settings: Settings) -> Line:
