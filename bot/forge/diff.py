@@ -64,6 +64,24 @@ def unquote(raw: str) -> str:
         raise DiffError(f"{raw[:200]!r}: a quoted path that is not UTF-8") from exc
 
 
+MAX_PATH_BYTES = 1024  # a repository path longer than this is no real file: refused, never tried
+MAX_NAME_BYTES = 255  # Linux's NAME_MAX: a longer part would fail in the kernel (ENAMETOOLONG)
+
+
+def too_long(path: str) -> str:
+    """Why `path` is too long to be a file name ("" when it is not).
+
+    Refused up front, as the caller's own error: a model's 5,000-character path must be a tool error
+    it can act on, never an OSError that reads as a failure of the bot's machinery.
+    """
+    if len(path.encode()) > MAX_PATH_BYTES:
+        return f"a path of {len(path.encode())} bytes is longer than {MAX_PATH_BYTES}"
+    longest = max((len(part.encode()) for part in path.split("/")), default=0)
+    if longest > MAX_NAME_BYTES:
+        return f"a path part of {longest} bytes is longer than {MAX_NAME_BYTES}"
+    return ""
+
+
 def canonical(path: str) -> str:
     """The one spelling every check compares: no NUL or control characters, no `.` or empty parts.
 
@@ -76,6 +94,8 @@ def canonical(path: str) -> str:
         raise DiffError(f"{path!r}: NUL or control character {bad!r} in a path")
     if "\\" in path:
         raise DiffError(f"{path!r}: backslashes are not allowed in paths")
+    if too_long(path):
+        raise DiffError(f"{path[:80]!r}…: {too_long(path)}")
     if path.startswith("/"):
         return path
     return "/".join(part for part in path.split("/") if part not in ("", "."))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
+from bot.forge.diff import too_long
+
 
 class PathRejected(ValueError):
     """A path argument names something outside the worktree or inside `.git/`."""
@@ -19,6 +21,8 @@ def resolve_in_worktree(root: Path, path: str) -> Path:
         raise PathRejected("path is empty or contains a NUL byte")
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
         raise PathRejected(f"{path!r}: control characters are not allowed in paths")
+    if too_long(path):
+        raise PathRejected(f"{path[:80]!r}…: {too_long(path)}")
     posix = PurePosixPath(path.replace("\\", "/"))
     if posix.is_absolute() or path.startswith("~"):
         raise PathRejected(f"{path!r}: use a path relative to the repository root")
