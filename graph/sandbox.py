@@ -87,11 +87,14 @@ n=0
 for keep in $FORGEBOT_SANDBOX_KEEP; do
   n=$((n+1)); "$mkdir" -p "$keep" && "$mount" --bind "/tmp/.keep$n" "$keep" || fail "restore $keep"
   "$umount" "/tmp/.keep$n" && "$rmdir" "/tmp/.keep$n" || fail "unstage $keep"
+  case " $FORGEBOT_SANDBOX_KEEP_RO " in
+    *" $keep "*) "$mount" -o remount,bind,ro "$keep" || fail "read-only $keep" ;;
+  esac
 done
 cd "$FORGEBOT_SANDBOX_WT" || fail "cd $FORGEBOT_SANDBOX_WT"
 echo ready >&0 || fail "ready"
 exec 0</dev/null
-unset FORGEBOT_SANDBOX_KEEP FORGEBOT_SANDBOX_WT
+unset FORGEBOT_SANDBOX_KEEP FORGEBOT_SANDBOX_KEEP_RO FORGEBOT_SANDBOX_WT
 set +f
 "$setpriv" --no-new-privs --inh-caps=-all --bounding-set=-all -- "$@"
 exit $?
@@ -301,8 +304,12 @@ def _run_isolated(
     argv, enforced, missing = _limited(command, policy, isolated=True)
     (scratch / "stage").mkdir()
     keep = [str(worktree)] + ([] if home.is_relative_to(worktree) else [str(home)])
-    if any(INTERPRETER.is_relative_to(scratch_dir) for scratch_dir in PRIVATE_SCRATCH):
-        keep.append(str(INTERPRETER.parents[1]))  # an interpreter under /tmp: the private /tmp would hide it
+    # the worker's own Python (its prefix, a virtualenv's too) under /tmp would vanish behind the private
+    # /tmp: it is put back read-only, so a check can run it and can never change what the worker runs
+    runtime = {str(p) for p in (INTERPRETER.parents[1], Path(sys.prefix))
+               if any(p.is_relative_to(scratch_dir) for scratch_dir in PRIVATE_SCRATCH)}
+    read_only = sorted(r for r in runtime if not any(Path(r).is_relative_to(k) for k in keep))
+    keep += read_only
     if any(" " in k or "\t" in k or "\n" in k for k in keep):
         return _error(command, "the worktree or HOME path contains whitespace")
     tools = isolation.tools
@@ -315,7 +322,8 @@ def _run_isolated(
     unshare = _unshare_argv(tools["unshare"], network=not policy.network)
     ready_path = scratch / "ready"
     with ready_path.open("w") as ready:
-        setup_env = {**env, "FORGEBOT_SANDBOX_KEEP": " ".join(keep), "FORGEBOT_SANDBOX_WT": str(worktree)}
+        setup_env = {**env, "FORGEBOT_SANDBOX_KEEP": " ".join(keep), "FORGEBOT_SANDBOX_KEEP_RO": " ".join(read_only),
+                     "FORGEBOT_SANDBOX_WT": str(worktree)}
         argv = [*unshare, *setup, *argv]
         result = _execute(command, argv, worktree, setup_env, policy, enforced, missing, ready.fileno())
     if ready_path.read_text() != "ready\n" and result.status != "timed_out":
