@@ -186,6 +186,7 @@ async def run_local(
     repo_ref = RepoRef(forge="local", project=project, path=root.name, clone_url=str(root))
     ref = IssueRef(repo=repo_ref, number=1)
     forge = MemoryForge(kind="local")
+    forge.add_repo(repo_ref)  # the local "forge" answers for its one repository, as a real one would
     forge.issues[ref] = Issue(ref=ref, title=title, body=body)
     targets: list[IssueRef | ChangeRef] = [ref]
     if mode == "review":
