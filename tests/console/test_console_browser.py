@@ -158,17 +158,42 @@ def _submit(driver: Any, button: str) -> None:
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
-    page = driver.find_element(By.TAG_NAME, "main")
-    driver.find_element(By.ID, button).click()
-    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    pages: list[Any] = []
+
+    def clicked(d: Any) -> bool:
+        try:  # a node of a page still being replaced is retried, not a failure
+            page = d.find_element(By.TAG_NAME, "main")
+            d.find_element(By.ID, button).click()
+        except (StaleElementReferenceException, WebDriverException):
+            return False
+        pages.append(page)
+        return True
+
+    WebDriverWait(driver, 20).until(clicked)
+    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(pages[0]))
     WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
 def _log_in(driver: Any, web: str, token: str) -> None:
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     driver.get(f"{web}/console/login")
-    driver.find_element(By.ID, "token").send_keys(token)
+
+    def typed(d: Any) -> bool:
+        """Type into the field of the page as it is now: a node of a page still being replaced is retried."""
+        try:
+            field = d.find_element(By.ID, "token")
+            field.clear()
+            field.send_keys(token)
+            return bool(field.get_attribute("value") == token)
+        except (StaleElementReferenceException, WebDriverException):
+            return False
+
+    WebDriverWait(driver, 20).until(typed)
     _submit(driver, "login")
 
 
