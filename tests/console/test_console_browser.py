@@ -154,11 +154,10 @@ def _rows(driver: Any) -> list[str]:
 
 def _submit(driver: Any, button: str) -> None:
     """Click a form's button and wait until the next page replaced this one (no fixed sleep)."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
-
-    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 
     pages: list[Any] = []
 
