@@ -44,6 +44,10 @@ def _functions(path: Path, rel: str) -> list[tuple[int, str]]:
     return found
 
 
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+
+
 def main(argv: list[str]) -> int:
     root = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[2]
     modules: list[tuple[int, str]] = []
@@ -53,14 +57,14 @@ def main(argv: list[str]) -> int:
             rel = str(path.relative_to(root))
             modules.append((len(path.read_text(encoding="utf-8").splitlines()), rel))
             functions.extend(_functions(path, rel))
-    print(f"modules ({'/, '.join(PACKAGES)}/): {_summary([n for n, _ in modules])}")
-    print(f"functions: {_summary([n for n, _ in functions])}")
-    print(f"largest {LARGEST} modules:")
+    _say(f"modules ({'/, '.join(PACKAGES)}/): {_summary([n for n, _ in modules])}")
+    _say(f"functions: {_summary([n for n, _ in functions])}")
+    _say(f"largest {LARGEST} modules:")
     for lines, where in sorted(modules, reverse=True)[:LARGEST]:
-        print(f"  {lines:5d}  {where}")
-    print(f"largest {LARGEST} functions:")
+        _say(f"  {lines:5d}  {where}")
+    _say(f"largest {LARGEST} functions:")
     for lines, where in sorted(functions, reverse=True)[:LARGEST]:
-        print(f"  {lines:5d}  {where}")
+        _say(f"  {lines:5d}  {where}")
     return 0
 
 
