@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -88,6 +89,47 @@ class ForgeEvent(BaseModel):
         return hashlib.sha256(self.delivery_id.encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class _Item:
+    """The facts every event of a delivery shares, read once per forge: the delivery, the repository
+    the payload claims, who acted and the issue or change acted on. The two kinds of trigger are
+    built here, so each forge's parser says only where the facts are and the events' `state` keys
+    have one home."""
+
+    forge: ForgeKind
+    delivery_id: str
+    repo: RepoRef
+    repo_id: int
+    number: int
+    actor: Actor
+    title: str
+    body: str
+    installation: int | None = None
+
+    def labeled(self, label: str, mode: Mode, updated_at: object) -> ForgeEvent:
+        """A trigger label newly added to an issue, keyed by the label and the issue's update time."""
+        return self._event("issue", ("label", mode), state=f"label:{label}:{updated_at or ''}", label=label)
+
+    def commented(
+        self, target: Target, found: tuple[Trigger, Mode | None], text: str, comment_id: int, *, state: str,
+        discussion_id: str | None = None,
+    ) -> ForgeEvent:
+        """A new comment: a command, a cancel or a reply candidate (`found`, from `_comment_trigger`)."""
+        return self._event(target, found, state=state, comment=text, comment_id=comment_id,
+                           discussion_id=discussion_id)
+
+    def _event(
+        self, target: Target, found: tuple[Trigger, Mode | None], *, state: str, label: str = "",
+        comment: str = "", comment_id: int | None = None, discussion_id: str | None = None,
+    ) -> ForgeEvent:
+        return ForgeEvent(
+            forge=self.forge, delivery_id=self.delivery_id, repo=self.repo, repo_id=self.repo_id, target=target,
+            number=self.number, actor=self.actor, trigger=found[0], mode=found[1], title=self.title,
+            body=self.body, label=label, comment=comment, comment_id=comment_id, discussion_id=discussion_id,
+            state=state, installation=self.installation,
+        )
+
+
 def _label_mode(label: str, triggers: TriggerSettings) -> Mode | None:
     if label == triggers.implement_label:
         return "implement"
@@ -161,21 +203,7 @@ def _gitlab_issue(
         return None
     label, mode = found[0]
     attrs = payload["object_attributes"]
-    return ForgeEvent(
-        forge="gitlab",
-        delivery_id=delivery_id,
-        repo=_gitlab_repo(payload),
-        repo_id=int(payload["project"]["id"]),
-        target="issue",
-        number=int(attrs["iid"]),
-        actor=actor,
-        trigger="label",
-        mode=mode,
-        title=str(attrs.get("title") or ""),
-        body=str(attrs.get("description") or ""),
-        label=label,
-        state=f"label:{label}:{attrs.get('updated_at') or ''}",
-    )
+    return _gitlab_item(payload, delivery_id, attrs, actor).labeled(label, mode, attrs.get("updated_at"))
 
 
 def _gitlab_note(
@@ -200,22 +228,19 @@ def _gitlab_note(
     if found is None:
         return None
     discussion = attrs.get("discussion_id")
-    return ForgeEvent(
-        forge="gitlab",
-        delivery_id=delivery_id,
-        repo=_gitlab_repo(payload),
-        repo_id=int(payload["project"]["id"]),
-        target=target,
-        number=int(item["iid"]),
-        actor=actor,
-        trigger=found[0],
-        mode=found[1],
-        title=str(item.get("title") or ""),
-        body=str(item.get("description") or ""),
-        comment=text,
-        comment_id=int(attrs["id"]),
+    return _gitlab_item(payload, delivery_id, item, actor).commented(
+        target, found, text, int(attrs["id"]), state=f"note:{int(attrs['id'])}",
         discussion_id=str(discussion) if discussion else None,
-        state=f"note:{int(attrs['id'])}",
+    )
+
+
+def _gitlab_item(payload: dict[str, Any], delivery_id: str, item: dict[str, Any], actor: Actor) -> _Item:
+    """What a GitLab event says of its issue or merge request (`item`: object attributes or the
+    note's `issue` / `merge_request` section, which carry the same fields)."""
+    return _Item(
+        forge="gitlab", delivery_id=delivery_id, repo=_gitlab_repo(payload), repo_id=int(payload["project"]["id"]),
+        number=int(item["iid"]), actor=actor, title=str(item.get("title") or ""),
+        body=str(item.get("description") or ""),
     )
 
 
@@ -277,22 +302,7 @@ def _github_labeled(
     actor = _github_actor(payload["sender"], bot_login)
     if mode is None or actor is None:
         return None
-    return ForgeEvent(
-        forge="github",
-        delivery_id=delivery_id,
-        repo=_github_repo(payload),
-        repo_id=int(payload["repository"]["id"]),
-        target="issue",
-        number=int(issue["number"]),
-        actor=actor,
-        trigger="label",
-        mode=mode,
-        title=str(issue.get("title") or ""),
-        body=str(issue.get("body") or ""),
-        label=label,
-        state=f"label:{label}:{issue.get('updated_at') or ''}",
-        installation=_installation(payload),
-    )
+    return _github_item(payload, delivery_id, issue, actor).labeled(label, mode, issue.get("updated_at"))
 
 
 def _github_comment(
@@ -307,20 +317,15 @@ def _github_comment(
     found = _comment_trigger(first_line_command(text, triggers), target)
     if found is None:
         return None
-    return ForgeEvent(
-        forge="github",
-        delivery_id=delivery_id,
-        repo=_github_repo(payload),
-        repo_id=int(payload["repository"]["id"]),
-        target=target,
-        number=int(issue["number"]),
-        actor=actor,
-        trigger=found[0],
-        mode=found[1],
-        title=str(issue.get("title") or ""),
-        body=str(issue.get("body") or ""),
-        comment=text,
-        comment_id=int(comment["id"]),
-        state=f"comment:{int(comment['id'])}",
-        installation=_installation(payload),
+    return _github_item(payload, delivery_id, issue, actor).commented(
+        target, found, text, int(comment["id"]), state=f"comment:{int(comment['id'])}"
+    )
+
+
+def _github_item(payload: dict[str, Any], delivery_id: str, issue: dict[str, Any], actor: Actor) -> _Item:
+    """What a GitHub event says of its issue or pull request (both arrive as `issue`)."""
+    return _Item(
+        forge="github", delivery_id=delivery_id, repo=_github_repo(payload), repo_id=int(payload["repository"]["id"]),
+        number=int(issue["number"]), actor=actor, title=str(issue.get("title") or ""),
+        body=str(issue.get("body") or ""), installation=_installation(payload),
     )
