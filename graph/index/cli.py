@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from bot.gitrunner import GitError, git
 from graph.index.db import Connection, connect
@@ -33,6 +34,14 @@ class IndexJob:
 
 
 Builder = Callable[[Connection, IndexJob], str]  # returns a one-line summary
+
+
+class _Answered(Protocol):
+    @property
+    def status(self) -> IndexStatus: ...
+
+
+_R = TypeVar("_R", bound=_Answered)
 
 
 def graph_builder(conn: Connection, job: IndexJob) -> str:
@@ -121,40 +130,47 @@ def run_symbols(args: argparse.Namespace) -> int:
     return _report_status(status, root)
 
 
-def run_callers(args: argparse.Namespace) -> int:
+def _answer(
+    args: argparse.Namespace, ask: Callable[[Connection, Path], _R], lines: Callable[[_R], Iterable[str]]
+) -> int:
+    """Ask the index one question; print a line per hit (`lines`) and the index's status."""
     root = _root(args)
     conn = _open(args, root)
     if conn is None:
         return _report_status(IndexStatus(state="missing"), root)
-    result = callers(conn, root, args.fqn, limit=args.limit)
-    for site in result.sites:
-        _emit([site.model_dump_json() if args.json else
-               f"{site.path}:{site.line}\t{site.caller or '(file)'}\t{site.certainty}"])
+    result = ask(conn, root)
+    _emit(lines(result))
     return _report_status(result.status, root)
+
+
+def run_callers(args: argparse.Namespace) -> int:
+    return _answer(
+        args,
+        lambda conn, root: callers(conn, root, args.fqn, limit=args.limit),
+        lambda result: (site.model_dump_json() if args.json else
+                        f"{site.path}:{site.line}\t{site.caller or '(file)'}\t{site.certainty}"
+                        for site in result.sites),
+    )
 
 
 def run_impact(args: argparse.Namespace) -> int:
-    root = _root(args)
-    conn = _open(args, root)
-    if conn is None:
-        return _report_status(IndexStatus(state="missing"), root)
-    result = impact(conn, root, args.fqn, depth=args.depth)
-    for node in result.nodes:
-        _emit([node.model_dump_json() if args.json else
-               f"{node.distance}\t{node.relation}\t{node.fqn or '(file)'}\t{node.path}:{node.line}"])
-    return _report_status(result.status, root)
+    return _answer(
+        args,
+        lambda conn, root: impact(conn, root, args.fqn, depth=args.depth),
+        lambda result: (node.model_dump_json() if args.json else
+                        f"{node.distance}\t{node.relation}\t{node.fqn or '(file)'}\t{node.path}:{node.line}"
+                        for node in result.nodes),
+    )
 
 
 def run_outline(args: argparse.Namespace) -> int:
-    root = _root(args)
-    conn = _open(args, root)
-    if conn is None:
-        return _report_status(IndexStatus(state="missing"), root)
-    result = outline(conn, root, relative_path(root, args.file))
-    for hit in result.symbols:
-        _emit([hit.model_dump_json() if args.json else
-               f"{hit.start_line}-{hit.end_line}\t{hit.kind}\t{hit.signature or hit.fqn}"])
-    return _report_status(result.status, root)
+    return _answer(
+        args,
+        lambda conn, root: outline(conn, root, relative_path(root, args.file)),
+        lambda result: (hit.model_dump_json() if args.json else
+                        f"{hit.start_line}-{hit.end_line}\t{hit.kind}\t{hit.signature or hit.fqn}"
+                        for hit in result.symbols),
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
