@@ -59,17 +59,20 @@ class DefinitionResult(_Frozen):
     symbols: list[SymbolHit] = Field(default_factory=list)
 
 
-class CallersResult(_Frozen):
+class _SitesResult(_Frozen):
+    """Call sites found for a query symbol: its callers or its callees."""
+
     query: str
     status: IndexStatus
     sites: list[CallSiteHit] = Field(default_factory=list)
-    truncated: bool = False
 
 
-class CalleesResult(_Frozen):
-    query: str
-    status: IndexStatus
-    sites: list[CallSiteHit] = Field(default_factory=list)
+class CallersResult(_SitesResult):
+    truncated: bool = False  # the limit cut the list
+
+
+class CalleesResult(_SitesResult):
+    pass
 
 
 class ImpactNode(_Frozen):
