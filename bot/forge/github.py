@@ -39,6 +39,7 @@ from bot.forge.models import (
     Capability,
     Change,
     ChangeRef,
+    ChangeRequest,
     Comment,
     CommentRef,
     DiffLine,
@@ -390,30 +391,20 @@ class GitHubForge:
 
         return await self._read(fetch)
 
-    async def open_change(
-        self,
-        repo: RepoRef,
-        source_branch: str,
-        title: str,
-        body: str,
-        *,
-        target_branch: str | None = None,
-        draft: bool = False,
-        closes: IssueRef | None = None,
-    ) -> ChangeRef:
-        if (existing := await self.find_change(repo, source_branch)) is not None:
+    async def open_change(self, repo: RepoRef, request: ChangeRequest) -> ChangeRef:
+        if (existing := await self.find_change(repo, request.source_branch)) is not None:
             return existing
-        text = with_marker(body + (f"\n\nCloses #{closes.number}" if closes else ""), None, GITHUB_COMMENT_LIMIT)
-        base = target_branch or repo.default_branch
+        text = with_marker(request.description, None, GITHUB_COMMENT_LIMIT)
+        base = request.target_branch or repo.default_branch
         try:
             pr = await self._write(
                 lambda: self._repo(repo).create_pull(
-                    base=base, head=source_branch, title=title, body=text, draft=draft
+                    base=base, head=request.source_branch, title=request.title, body=text, draft=request.draft
                 ),
-                lambda: self.find_change(repo, source_branch),
+                lambda: self.find_change(repo, request.source_branch),
             )
         except ForgeConflict:  # 422 "A pull request already exists for owner:branch."
-            if (existing := await self.find_change(repo, source_branch)) is None:
+            if (existing := await self.find_change(repo, request.source_branch)) is None:
                 raise
             return existing
         return pr if isinstance(pr, ChangeRef) else ChangeRef(repo=repo, number=pr.number)

@@ -45,6 +45,7 @@ from bot.forge.models import (
     Capability,
     Change,
     ChangeRef,
+    ChangeRequest,
     Comment,
     CommentRef,
     DiffLine,
@@ -377,32 +378,23 @@ class GitLabForge:
         )
         return ChangeRef(repo=repo, number=int(found[0].iid)) if found else None
 
-    async def open_change(
-        self,
-        repo: RepoRef,
-        source_branch: str,
-        title: str,
-        body: str,
-        *,
-        target_branch: str | None = None,
-        draft: bool = False,
-        closes: IssueRef | None = None,
-    ) -> ChangeRef:
-        if (existing := await self.find_change(repo, source_branch)) is not None:
+    async def open_change(self, repo: RepoRef, request: ChangeRequest) -> ChangeRef:
+        source = request.source_branch
+        if (existing := await self.find_change(repo, source)) is not None:
             return existing
         data = {
-            "source_branch": source_branch,
-            "target_branch": target_branch or repo.default_branch,
-            "title": f"Draft: {title}" if draft else title,
-            "description": with_marker(body + (f"\n\nCloses #{closes.number}" if closes else ""), None, 1_048_576),
+            "source_branch": source,
+            "target_branch": request.target_branch or repo.default_branch,
+            "title": f"Draft: {request.title}" if request.draft else request.title,
+            "description": with_marker(request.description, None, 1_048_576),
             "remove_source_branch": True,
         }
         try:
             mr = await self._write(
-                lambda: self._project(repo).mergerequests.create(data), lambda: self.find_change(repo, source_branch)
+                lambda: self._project(repo).mergerequests.create(data), lambda: self.find_change(repo, source)
             )
         except ForgeConflict:  # 409 "Another open merge request already exists for this source branch"
-            if (existing := await self.find_change(repo, source_branch)) is None:
+            if (existing := await self.find_change(repo, source)) is None:
                 raise
             return existing
         return mr if isinstance(mr, ChangeRef) else ChangeRef(repo=repo, number=int(mr.iid))

@@ -22,6 +22,7 @@ from bot.forge import (
     Capability,
     Change,
     ChangeRef,
+    ChangeRequest,
     Comment,
     CommentRef,
     ForgeConflict,
@@ -221,25 +222,15 @@ class MemoryForge:
         return next((r for r, c in self.changes.items()
                      if r.repo == repo and c.source_branch == source_branch and c.state in ("opened", "open")), None)
 
-    async def open_change(
-        self,
-        repo: RepoRef,
-        source_branch: str,
-        title: str,
-        body: str,
-        *,
-        target_branch: str | None = None,
-        draft: bool = False,
-        closes: IssueRef | None = None,
-    ) -> ChangeRef:
-        if (existing := await self.find_change(repo, source_branch)) is not None:
+    async def open_change(self, repo: RepoRef, request: ChangeRequest) -> ChangeRef:
+        if (existing := await self.find_change(repo, request.source_branch)) is not None:
             return existing
-        if not source_branch:
+        if not request.source_branch:
             raise ForgeConflict("a change needs a source branch")
         numbers = [r.number for r in self.changes if r.repo == repo] + [r.number for r in self.issues if r.repo == repo]
         ref = ChangeRef(repo=repo, number=1 + max(numbers, default=0))
-        text = body + (f"\n\nCloses #{closes.number}" if closes else "")
-        self.changes[ref] = Change(ref=ref, title=title, body=text, author=self.bot_user, source_branch=source_branch,
-                                   target_branch=target_branch or repo.default_branch, base_sha="", head_sha="",
-                                   start_sha="", state="opened", draft=draft)
+        self.changes[ref] = Change(ref=ref, title=request.title, body=request.description, author=self.bot_user,
+                                   source_branch=request.source_branch,
+                                   target_branch=request.target_branch or repo.default_branch, base_sha="",
+                                   head_sha="", start_sha="", state="opened", draft=request.draft)
         return ref

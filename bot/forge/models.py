@@ -167,6 +167,22 @@ class Change(_Frozen):
     author_id: int = 0  # the forge's user id (0: unknown, so never a member)
 
 
+class ChangeRequest(_Frozen):
+    """What the bot asks a forge to open: a change from an already pushed `source_branch`."""
+
+    source_branch: str
+    title: str
+    body: str
+    target_branch: str | None = None  # None: the repository's default branch
+    draft: bool = False
+    closes: IssueRef | None = None
+
+    @property
+    def description(self) -> str:
+        """The body with the closing keyword both forges honour, so merging the change closes `closes`."""
+        return self.body + (f"\n\nCloses #{self.closes.number}" if self.closes else "")
+
+
 Side = Literal["new", "old"]
 
 

@@ -18,6 +18,7 @@ from bot.forge.models import (
     Capability,
     Change,
     ChangeRef,
+    ChangeRequest,
     Comment,
     CommentRef,
     ForgeKind,
@@ -111,18 +112,8 @@ class Changes(Protocol):
         """The open change whose source branch is `source_branch`, if any."""
         ...
 
-    async def open_change(
-        self,
-        repo: RepoRef,
-        source_branch: str,
-        title: str,
-        body: str,
-        *,
-        target_branch: str | None = None,
-        draft: bool = False,
-        closes: IssueRef | None = None,
-    ) -> ChangeRef:
-        """Open a change from a pushed branch, or return the open one from that branch."""
+    async def open_change(self, repo: RepoRef, request: ChangeRequest) -> ChangeRef:
+        """Open the change `request` asks for, or return the open one from its source branch."""
         ...
 
     async def git_credentials(self) -> GitCredentials:

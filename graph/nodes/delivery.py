@@ -16,7 +16,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from bot.forge import IssueRef, Marker, RepoRef
+from bot.forge import ChangeRequest, IssueRef, Marker, RepoRef
 from bot.gitrunner import git
 from bot.workspace import Workspaces
 from graph.deps import Deps
@@ -190,7 +190,9 @@ async def deliver(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     ref = await forge.find_change(repo, branch)
     if ref is None:
         text = description(state, secrets_of(runtime.context.settings))
-        ref = await forge.open_change(repo, branch, state.get("title", branch), text, closes=issue)
+        ref = await forge.open_change(
+            repo, ChangeRequest(source_branch=branch, title=state.get("title", branch), body=text, closes=issue)
+        )
     link = f"Opened {change_reference(repo, ref.number)} from `{branch}` for this issue.\n\n<sub>{footer(state)}</sub>"
     await forge.post_comment(issue, link, marker=Marker(task=state["task_id"], purpose="change-link"))
     return {"change": {"number": ref.number, "branch": branch}, "outcome": "delivered"}

@@ -11,6 +11,7 @@ import pytest
 from bot.forge import (
     AccessLevel,
     Capability,
+    ChangeRequest,
     ForgeNotFound,
     ForgeUnsupported,
     ForgeUser,
@@ -131,10 +132,10 @@ async def test_reply_and_resolve_a_diff_thread(backend: Backend) -> None:
 async def test_open_change_once_per_branch_closing_the_issue(backend: Backend) -> None:
     issue = backend.seed_issue(7)
     assert await backend.forge.find_change(backend.repo, "forgebot/7-file-api") is None
-    opened = await backend.forge.open_change(backend.repo, "forgebot/7-file-api", "File API", "Adds the API.",
-                                             draft=True, closes=issue)
-    again = await backend.forge.open_change(backend.repo, "forgebot/7-file-api", "File API", "Adds the API.",
-                                            draft=True, closes=issue)  # the retried task
+    request = ChangeRequest(source_branch="forgebot/7-file-api", title="File API", body="Adds the API.",
+                            draft=True, closes=issue)
+    opened = await backend.forge.open_change(backend.repo, request)
+    again = await backend.forge.open_change(backend.repo, request)  # the retried task
     assert again == opened and backend.open_changes("forgebot/7-file-api") == 1
     assert await backend.forge.find_change(backend.repo, "forgebot/7-file-api") == opened
     if backend.state is not None:  # the fakes carry no diff for a change they opened themselves

@@ -15,7 +15,16 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pydantic import SecretStr
 
-from bot.forge import ForgeAuthError, ForgeRateLimited, ForgeUnavailable, IssueRef, Marker, RepoRef, open_forge
+from bot.forge import (
+    ChangeRequest,
+    ForgeAuthError,
+    ForgeRateLimited,
+    ForgeUnavailable,
+    IssueRef,
+    Marker,
+    RepoRef,
+    open_forge,
+)
 from bot.forge._retry import WritePacer
 from bot.forge.github import GitHubForge
 from bot.settings import Settings
@@ -93,7 +102,8 @@ async def test_lost_answer_to_open_change_opens_one(http_backend: Backend, http_
     issue = http_backend.seed_issue(3)
     path = "/merge_requests" if http_backend.name == "gitlab" else "/pulls"
     http_state.faults.append(Fault("POST", path, 500, after=True))
-    ref = await http_backend.forge.open_change(http_backend.repo, "forgebot/3-x", "X", "Body", closes=issue)
+    request = ChangeRequest(source_branch="forgebot/3-x", title="X", body="Body", closes=issue)
+    ref = await http_backend.forge.open_change(http_backend.repo, request)
     assert http_backend.open_changes("forgebot/3-x") == 1
     assert await http_backend.forge.find_change(http_backend.repo, "forgebot/3-x") == ref
 
