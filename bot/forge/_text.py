@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 
-from bot.forge.models import DiffLine, FileChange, InlineNote, Marker
+from bot.forge.models import Comment, CommentRef, DiffLine, FileChange, InlineNote, Marker
 
 # GitLab notes: 1,000,000 characters (doc/api/notes.md); GitHub comments: 65,536 characters.
 GITLAB_COMMENT_LIMIT = 1_000_000
@@ -29,6 +30,11 @@ def render_marker(marker: Marker) -> str:
 
 def has_marker(body: str, marker: Marker) -> bool:
     return render_marker(marker) in body
+
+
+def marked(comments: Iterable[Comment], marker: Marker) -> CommentRef | None:
+    """The first of `comments` that carries `marker`: where a write keyed by it already stands."""
+    return next((comment.ref for comment in comments if has_marker(comment.body, marker)), None)
 
 
 def with_marker(body: str, marker: Marker | None, limit: int) -> str:

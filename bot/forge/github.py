@@ -22,7 +22,7 @@ from github.PullRequest import ReviewComment
 from pydantic import SecretStr
 
 from bot.forge import _retry
-from bot.forge._text import GITHUB_COMMENT_LIMIT, anchor, has_marker, inline_marker, with_marker
+from bot.forge._text import GITHUB_COMMENT_LIMIT, anchor, has_marker, inline_marker, marked, with_marker
 from bot.forge.diff import parse_hunks
 from bot.forge.errors import (
     ForgeConflict,
@@ -131,10 +131,7 @@ class GitHubForge:
         return None if marker is None else partial(self._find, target, marker)
 
     async def _find(self, target: IssueRef | ChangeRef, marker: Marker) -> CommentRef | None:
-        for comment in await self.list_comments(target):
-            if has_marker(comment.body, marker):
-                return comment.ref
-        return None
+        return marked(await self.list_comments(target), marker)
 
     # --- conversations -------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from bot.forge._text import (
     has_marker,
     inline_marker,
     line_code,
+    marked,
     with_marker,
 )
 from bot.forge.diff import parse_hunks
@@ -164,10 +165,7 @@ class GitLabForge:
         return None if marker is None else partial(self._find, target, marker)
 
     async def _find(self, target: IssueRef | ChangeRef, marker: Marker) -> CommentRef | None:
-        for comment in await self.list_comments(target):
-            if has_marker(comment.body, marker):
-                return comment.ref
-        return None
+        return marked(await self.list_comments(target), marker)
 
     # --- conversations -------------------------------------------------------------------------
 

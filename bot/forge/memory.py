@@ -43,8 +43,8 @@ from bot.forge._text import (
     GITHUB_COMMENT_LIMIT,
     GITLAB_COMMENT_LIMIT,
     anchor,
-    has_marker,
     inline_marker,
+    marked,
     with_marker,
 )
 
@@ -106,7 +106,7 @@ class MemoryForge:
         return self._add(target, body, author=author, author_id=author_id)
 
     def _find(self, target: Target, marker: Marker) -> CommentRef | None:
-        return next((c.ref for c in self.posted.get(target, []) if has_marker(c.body, marker)), None)
+        return marked(self.posted.get(target, []), marker)
 
     async def get_issue(self, ref: IssueRef) -> Issue:
         if ref not in self.issues:
