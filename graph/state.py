@@ -18,6 +18,11 @@ def merge_notes(old: dict[str, list[str]] | None, new: dict[str, list[str]] | No
     return merged
 
 
+def merge_keys(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
+    """Per-key records (rounds by kind, context tokens by role): a node writes only its own keys."""
+    return {**(old or {}), **(new or {})}
+
+
 class TaskState(TypedDict, total=False):
     task_id: str
     mode: str
@@ -56,12 +61,13 @@ class TaskState(TypedDict, total=False):
     branch: str  # forgebot/<issue>-<slug>
     new_files: list[str]  # files the plan creates (in the write scope without existing yet)
     plan_feedback: list[str]  # code's plan problems or the architect's feedback, for planner_refine
-    rounds: dict[str, int]  # bounded loops used so far: architect, amend, restart, review
+    rounds: Annotated[dict[str, int], merge_keys]  # bounded loops used so far: architect, amend, restart, review
     coder: dict[str, Any]  # the last coder session: end, reason, commits, reports
     index_sync: dict[str, Any]  # semantic_sync result: status ok/degraded/skipped and detail
     review_problems: list[str]  # failed gates and blocking findings of the last fix round (progress check)
     plan_warnings: list[str]  # plan-target checks that only warn (graph/plantargets.py), for the architect
-    review_findings: list[list[dict[str, Any]]]  # blocking findings of each review that led to a fix round
+    # blocking findings of each review that led to a fix round, one list per round
+    review_findings: Annotated[list[list[dict[str, Any]]], operator.add]
     fix_context: str  # failed gates and findings the next coder round must address
     change: dict[str, Any]  # the opened change: number, branch, title
     failure: str  # why the route stopped without a change (reported on the issue)
@@ -79,10 +85,10 @@ class TaskState(TypedDict, total=False):
     discussion: list[dict[str, Any]]  # issue comments by members, snapshotted at the task's start
     withheld: list[str]  # what of the issue text was not used, and why (never the text)
     answers: Annotated[list[dict[str, Any]], operator.add]  # replies to need_info: author, body, questions
-    question_rounds: int  # how many times the task asked and waited
+    question_rounds: Annotated[int, operator.add]  # how many times the task asked and waited
     may_ask: bool  # the decomposer's questions may pause the task (rounds left, someone to answer)
     questions_comment_id: int  # the comment that asked the last questions
-    context_tokens: dict[str, Any]  # per role: tokens the context engine assembled, its budget, by kind
+    context_tokens: Annotated[dict[str, Any], merge_keys]  # per role: tokens the context engine assembled, its budget
     # status comment (graph/status.py)
     status_comment_id: int  # the task's status comment, 0 or absent when none was posted
     status_phase: str  # the phase the status comment shows, so each phase change edits it once

@@ -25,4 +25,4 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     hours = runtime.context.settings.questions.wait_hours
     marker = Marker(task=state["task_id"], purpose=f"questions-{round_}")
     comment = await runtime.context.forge.post_comment(issue_of(state), report_body(state, wait_hours=hours), marker)
-    return {"question_rounds": round_, "questions_comment_id": comment.id, "outcome": "need_info"}
+    return {"question_rounds": 1, "questions_comment_id": comment.id, "outcome": "need_info"}  # added up

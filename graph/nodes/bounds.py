@@ -40,10 +40,8 @@ def left(state: TaskState, kind: str, limits: Limits = LIMITS) -> bool:
 
 
 def spend(state: TaskState, kind: str) -> dict[str, Any]:
-    """The state update counting one more round of `kind`."""
-    rounds = dict(state.get("rounds", {}))
-    rounds[kind] = rounds.get(kind, 0) + 1
-    return {"rounds": rounds}
+    """The state update counting one more round of `kind` (TaskState merges `rounds` by kind)."""
+    return {"rounds": {kind: used(state, kind) + 1}}
 
 
 def tokens_left(state: TaskState, budget: int) -> int:

@@ -68,7 +68,7 @@ def decide(state: TaskState) -> dict[str, Any]:
     if not bounds.left(state, "review"):
         rounds = bounds.limit(state, "review")
         return {"failure": f"the review-rounds budget ({rounds}) is used up; still: " + "; ".join(now)}
-    return {**_fix_round(state, now), "review_findings": [*state.get("review_findings", []), _blocking(state)]}
+    return {**_fix_round(state, now), "review_findings": [_blocking(state)]}  # appended by TaskState
 
 
 def _blocking(state: TaskState) -> list[dict[str, Any]]:

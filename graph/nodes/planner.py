@@ -131,7 +131,7 @@ def code_context(state: TaskState, settings: Settings, fixed_text: str, role: st
         "by_kind": assembled.tokens_by_kind(),
         "omitted": len(assembled.omitted),
     }
-    return assembled.text, {"context_tokens": {**state.get("context_tokens", {}), role: record}}
+    return assembled.text, {"context_tokens": {role: record}}  # TaskState merges it by role
 
 
 async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:

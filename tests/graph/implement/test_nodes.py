@@ -57,7 +57,7 @@ def test_no_progress_and_exhausted_rounds_stop_the_fix_rounds() -> None:
     closed = delivery.decide(_state(review_problems=["gate test_runner failed", "major: xyz"], rounds={"review": 1},
                                     review_findings=[[_finding("xyz")]]))
     assert closed["outcome"] == "fix_round"  # one problem closed since the last round: progress
-    assert closed["review_findings"] == [[_finding("xyz")], []]
+    assert closed["review_findings"] == [[]]  # this round's blocking findings, appended to the earlier ones
 
 
 def _finding(message: str, line: int = 12, **extra: Any) -> dict[str, Any]:

@@ -71,6 +71,8 @@ async def test_failing_test_leads_to_a_fix_round(project: Project, settings: Set
     )
     state, forge = await route.run(project, settings, roles)
     assert state["outcome"] == "delivered" and state["rounds"]["review"] == 1
+    # TaskState's reducers: one list of findings per fix round, context tokens kept for every role
+    assert state["review_findings"] == [[]] and {"planner", "coder", "reviewer"} <= state["context_tokens"].keys()
     fix_prompt = str(roles["coder"].received[4][-1].content)
     assert "testMultiply" in fix_prompt and "gate test_runner failed" in fix_prompt
     _, body = _change(forge)
