@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from typing_extensions import TypedDict
 
@@ -21,6 +21,29 @@ def merge_notes(old: dict[str, list[str]] | None, new: dict[str, list[str]] | No
 def merge_keys(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
     """Per-key records (rounds by kind, context tokens by role): a node writes only its own keys."""
     return {**(old or {}), **(new or {})}
+
+
+class CoderRecord(TypedDict):
+    """The last coder session: how it ended (routing reads `end`), why, and what it committed."""
+
+    end: str  # graph.coder.checklist.SessionEnd
+    reason: str
+    commits: list[str]
+    reports: dict[str, str]  # checklist item id -> the coder's report
+
+
+class IndexSync(TypedDict):
+    """semantic_sync's result: the task index kept up with the coder's edits, or why not."""
+
+    status: Literal["ok", "degraded", "skipped"]
+    detail: str
+
+
+class ChangeRecord(TypedDict):
+    """The change the implement route opened."""
+
+    number: int
+    branch: str
 
 
 class TaskState(TypedDict, total=False):
@@ -62,14 +85,14 @@ class TaskState(TypedDict, total=False):
     new_files: list[str]  # files the plan creates (in the write scope without existing yet)
     plan_feedback: list[str]  # code's plan problems or the architect's feedback, for planner_refine
     rounds: Annotated[dict[str, int], merge_keys]  # bounded loops used so far: architect, amend, restart, review
-    coder: dict[str, Any]  # the last coder session: end, reason, commits, reports
-    index_sync: dict[str, Any]  # semantic_sync result: status ok/degraded/skipped and detail
+    coder: CoderRecord  # the last coder session
+    index_sync: IndexSync  # semantic_sync's result
     review_problems: list[str]  # failed gates and blocking findings of the last fix round (progress check)
     plan_warnings: list[str]  # plan-target checks that only warn (graph/plantargets.py), for the architect
     # blocking findings of each review that led to a fix round, one list per round
     review_findings: Annotated[list[list[dict[str, Any]]], operator.add]
     fix_context: str  # failed gates and findings the next coder round must address
-    change: dict[str, Any]  # the opened change: number, branch, title
+    change: ChangeRecord  # the opened change
     failure: str  # why the route stopped without a change (reported on the issue)
     # review (graph/nodes/reviewer.py, review_intake.py, review_publisher.py)
     review_base: str  # revision the reviewer diffs HEAD of `workspace` against

@@ -38,7 +38,7 @@ from graph.runtime.guard import Cause
 from graph.runtime.loop import LoopResult
 from graph.runtime.roles import RoleRun
 from graph.schemas import Plan
-from graph.state import TaskState
+from graph.state import CoderRecord, TaskState
 from graph.tools import tools_for
 from graph.tools.code import graph_tools, search_tools
 
@@ -152,8 +152,8 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         **record,
         "plan": checklist.plan.model_dump(),
         "plan_decisions": checklist.decisions,
-        "coder": {"end": checklist.end, "reason": checklist.end_reason, "commits": checklist.commits,
-                  "reports": {str(k): v for k, v in checklist.reports.items()}},
+        "coder": CoderRecord(end=checklist.end, reason=checklist.end_reason, commits=checklist.commits,
+                             reports={str(k): v for k, v in checklist.reports.items()}),
     })
     if state.get("status_comment_id") and shown:
         update["status_phase"] = shown

@@ -28,7 +28,7 @@ from graph.protections import note
 from graph.redact import fence, redact, secrets_of
 from graph.runtime.limits import limits_of
 from graph.schemas import ChecklistItem, Finding, GateResult, Plan, Review, final_verdict
-from graph.state import TaskState
+from graph.state import ChangeRecord, TaskState
 
 
 def branch_name(number: int, title: str) -> str:
@@ -195,7 +195,7 @@ async def deliver(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         )
     link = f"Opened {change_reference(repo, ref.number)} from `{branch}` for this issue.\n\n<sub>{footer(state)}</sub>"
     await forge.post_comment(issue, link, marker=Marker(task=state["task_id"], purpose="change-link"))
-    return {"change": {"number": ref.number, "branch": branch}, "outcome": "delivered"}
+    return {"change": ChangeRecord(number=ref.number, branch=branch), "outcome": "delivered"}
 
 
 async def report_failure(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:

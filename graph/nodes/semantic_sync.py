@@ -17,10 +17,10 @@ from graph.deps import Deps
 from graph.embedding import embedder_for
 from graph.index.embed import Embedder
 from graph.index.taskindex import sync_task, task_index_path
-from graph.state import TaskState
+from graph.state import IndexSync, TaskState
 
 
-def sync(state: TaskState, data_dir: Path, embedder: Embedder | None = None) -> dict[str, Any]:
+def sync(state: TaskState, data_dir: Path, embedder: Embedder | None = None) -> IndexSync:
     index = task_index_path(data_dir, state["task_id"])
     if not index.is_file():
         return {"status": "skipped", "detail": "this task has no code index"}
