@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
+
+from pydantic import BaseModel
 
 from bot.gitrunner import GitError, git
 from graph.index.db import Connection, connect
@@ -42,6 +44,7 @@ class _Answered(Protocol):
 
 
 _R = TypeVar("_R", bound=_Answered)
+_H = TypeVar("_H", bound=BaseModel)
 
 
 def graph_builder(conn: Connection, job: IndexJob) -> str:
@@ -131,46 +134,34 @@ def run_symbols(args: argparse.Namespace) -> int:
 
 
 def _answer(
-    args: argparse.Namespace, ask: Callable[[Connection, Path], _R], lines: Callable[[_R], Iterable[str]]
+    args: argparse.Namespace,
+    ask: Callable[[Connection, Path], _R],
+    hits: Callable[[_R], Sequence[_H]],
+    text: Callable[[_H], str],
 ) -> int:
-    """Ask the index one question; print a line per hit (`lines`) and the index's status."""
+    """Ask the index one question; print each hit (as JSON with `--json`, else `text`) and the status."""
     root = _root(args)
     conn = _open(args, root)
     if conn is None:
         return _report_status(IndexStatus(state="missing"), root)
     result = ask(conn, root)
-    _emit(lines(result))
+    _emit(hit.model_dump_json() if args.json else text(hit) for hit in hits(result))
     return _report_status(result.status, root)
 
 
 def run_callers(args: argparse.Namespace) -> int:
-    return _answer(
-        args,
-        lambda conn, root: callers(conn, root, args.fqn, limit=args.limit),
-        lambda result: (site.model_dump_json() if args.json else
-                        f"{site.path}:{site.line}\t{site.caller or '(file)'}\t{site.certainty}"
-                        for site in result.sites),
-    )
+    return _answer(args, lambda conn, root: callers(conn, root, args.fqn, limit=args.limit), lambda r: r.sites,
+                   lambda site: f"{site.path}:{site.line}\t{site.caller or '(file)'}\t{site.certainty}")
 
 
 def run_impact(args: argparse.Namespace) -> int:
-    return _answer(
-        args,
-        lambda conn, root: impact(conn, root, args.fqn, depth=args.depth),
-        lambda result: (node.model_dump_json() if args.json else
-                        f"{node.distance}\t{node.relation}\t{node.fqn or '(file)'}\t{node.path}:{node.line}"
-                        for node in result.nodes),
-    )
+    return _answer(args, lambda conn, root: impact(conn, root, args.fqn, depth=args.depth), lambda r: r.nodes,
+                   lambda node: f"{node.distance}\t{node.relation}\t{node.fqn or '(file)'}\t{node.path}:{node.line}")
 
 
 def run_outline(args: argparse.Namespace) -> int:
-    return _answer(
-        args,
-        lambda conn, root: outline(conn, root, relative_path(root, args.file)),
-        lambda result: (hit.model_dump_json() if args.json else
-                        f"{hit.start_line}-{hit.end_line}\t{hit.kind}\t{hit.signature or hit.fqn}"
-                        for hit in result.symbols),
-    )
+    return _answer(args, lambda conn, root: outline(conn, root, relative_path(root, args.file)), lambda r: r.symbols,
+                   lambda hit: f"{hit.start_line}-{hit.end_line}\t{hit.kind}\t{hit.signature or hit.fqn}")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
