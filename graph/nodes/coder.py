@@ -95,7 +95,7 @@ def _session(state: TaskState, runtime: Runtime[Deps], checklist: Checklist) -> 
     role.session(
         root=checklist.root, system=lambda: system + "\n\n" + checklist.progress(), targets=checklist.targets,
         max_calls=call_budget(runtime.context.settings.llm, "coder", open_items=len(checklist.plan.open_items)),
-        finish_tools=FINISH_TOOLS,
+        finish_tools=FINISH_TOOLS, kept=checklist,
     )
     return role
 
