@@ -3,11 +3,12 @@ at its next model call, never asking the model again for a call that completed.
 
 The worker runs the product's own model client against the scripted model server (HTTP, in this
 process, so it outlives the worker) and clones the fixture project from a git server over HTTP. The
-coder's session is two patches, `complete_item`, then `finish`. The server holds the coder's third
-request (after both patches ran); the test kills the worker while it waits, starts another, and
-counts what the model server received: each completed coder call once, the held one twice (the
-second time from the journal, with both patch results), and the task delivers what an uninterrupted
-run delivers. On SQLite, and on Postgres (checkpointer, journal and task store).
+coder's session is two patches, `complete_item` (its first run ends: the item is committed), then
+`finish` (its second run). The server holds one coder request — the third (both patches ran), or
+the second run's first (the item was closed) — and the test kills the worker while it waits, starts
+another, and counts what the model server received: each completed coder call once, the held one
+twice (the second time rebuilt from the journal: the same request), and the task delivers what an
+uninterrupted run delivers. On SQLite, and on Postgres (checkpointer, journal and task store).
 """
 
 from __future__ import annotations
@@ -45,14 +46,15 @@ CODER = [  # the coder's call by how many tool results its request carries (its 
     wire.call("apply_patch", patch=make_patch(route.TEST, route.CALCULATOR_TEST, route.MULTIPLY_TEST)),
     wire.call("complete_item", item_id=1, note="multiply added with a test"),
 ]
-HELD = 2  # the request carrying both patch results: the worker dies while it waits for the answer
+FINISH = -1  # the coder's second run: no item is open
 
 
 class Script:
     """Answers by what each request is, so a resumed request gets the answer its content asks for."""
 
-    def __init__(self) -> None:
-        self.coder: list[int] = []  # per coder request: the tool results it carried (-1: the `finish` turn)
+    def __init__(self, hold: int) -> None:
+        self.hold = hold  # the coder request the worker dies waiting for (`coder_turn`)
+        self.coder: list[int] = []  # `coder_turn` of each coder request
         self.held, self.release = threading.Event(), threading.Event()
 
     def __call__(self, request: wire.Request) -> wire.Reply:
@@ -65,15 +67,19 @@ class Script:
                                         reason="seen"))
         if "apply_patch" not in tools:
             return wire.text("Inspected.")  # the architect's and the reviewer's inspections
-        results = sum(m.get("role") == "tool" for m in request.messages)
-        if "No item is open" in json.dumps(request.messages[-1]):
-            self.coder.append(-1)
-            return wire.tools(wire.call("finish"))
-        self.coder.append(results)
-        if results == HELD and not self.held.is_set():
+        turn = coder_turn(request)
+        self.coder.append(turn)
+        if turn == self.hold and not self.held.is_set():
             self.held.set()
             self.release.wait(timeout=300)  # the worker is killed meanwhile: nobody reads this answer
-        return wire.tools(CODER[results])
+        return wire.tools(wire.call("finish") if turn == FINISH else CODER[turn])
+
+
+def coder_turn(request: wire.Request) -> int:
+    """Which coder call a request is: the tool results it carries in the first run, FINISH in the second."""
+    if "No item is open" in json.dumps(request.messages[-1]):
+        return FINISH
+    return sum(m.get("role") == "tool" for m in request.messages)
 
 
 def _schema(request: wire.Request) -> str:
@@ -93,9 +99,9 @@ def served(tmp_path: Path, cluster: Cluster) -> Iterator[h.Served]:
     yield from h.served_project(tmp_path / "forge", "oauth2", cluster.config["gitlab_token"])
 
 
-@pytest.fixture
-def model() -> Iterator[tuple[wire.ModelServer, Script]]:
-    script = Script()
+@pytest.fixture(params=[2, FINISH], ids=["after-two-patches", "after-the-item-closed"])
+def model(request: pytest.FixtureRequest) -> Iterator[tuple[wire.ModelServer, Script]]:
+    script = Script(hold=request.param)
     with wire.ModelServer() as server:
         server.responder = script
         yield server, script
@@ -123,7 +129,7 @@ async def test_sigkill_mid_coder_session_resumes_at_the_next_call(
     [task] = await submit(cluster, [implement_event(served)])
     first = cluster.start_worker()
     try:
-        await until(script.held.is_set, "the coder's request after both patches")
+        await until(script.held.is_set, f"the coder's request {script.hold}")
     except AssertionError as exc:
         asked = [(r.tool_names[:3], _schema(r)) for r in server.requests]
         raise AssertionError(f"{exc}; asked {asked}\n{cluster.logs()[-6000:]}") from None
@@ -135,11 +141,10 @@ async def test_sigkill_mid_coder_session_resumes_at_the_next_call(
     assert states == {task: "done"}, logs
     assert cluster.killed() == 1, logs
     # each completed coder call was asked once; the held one twice (killed, then from the journal)
-    assert sorted(script.coder) == [-1, 0, 1, HELD, HELD], (script.coder, logs)
-    coder = [r for r in server.requests if "apply_patch" in r.tool_names]
-    held = [r for r in coder if sum(m.get("role") == "tool" for m in r.messages) == HELD]
-    assert held[0].messages == held[1].messages  # the resumed request is the same, both patch results in it
+    assert sorted(script.coder) == sorted([FINISH, 0, 1, 2, script.hold]), (script.coder, logs)
+    held = [r for r in server.requests if "apply_patch" in r.tool_names and coder_turn(r) == script.hold]
+    assert held[0].messages == held[1].messages  # the resumed request is the same (the patch results in it)
     # what an uninterrupted run delivers (tests/e2e: the same script without the kill)
     branch = h.expected_branch(1, TITLE)
-    assert served.branch_log(branch)[0] == "Add multiply with its test"
+    assert served.branch_log(branch)[:2] == ["Add multiply with its test", "initial"]  # committed once
     assert served.show(branch, route.CALC) == route.MULTIPLY and served.show(branch, route.TEST) == route.MULTIPLY_TEST
