@@ -141,10 +141,10 @@ async def invoke_llm_with_tools(
     if entry is not None:
         session.restore(entry.state)
         if entry.kind == "ended":
-            return _result_of(entry.body, journaling.load_messages(entry.body["messages"]))
+            return _result_of(entry.body, [])  # its history is not kept: what follows a run needs its end
     result = await _run(model, tools, messages, session, entry)
     if session.journal is not None:
-        await session.journal.save_ended(session.snapshot(), _result_doc(result, with_messages=True))
+        await session.journal.save_ended(session.snapshot(), _result_doc(result))
     return result
 
 
@@ -208,11 +208,11 @@ async def _save(session: Session, history: list[BaseMessage], shrunk: bool, stop
                                         stop=_result_doc(stop) if stop is not None else None)
 
 
-def _result_doc(result: LoopResult, *, with_messages: bool = False) -> dict[str, Any]:
+def _result_doc(result: LoopResult) -> dict[str, Any]:
+    """A run's end without its history (which the journal's open run holds while it runs)."""
     verdict, spent = result.verdict, result.exhausted
     return {
         "outcome": result.outcome, "calls": result.calls, "reason": result.reason, "notice": result.notice,
-        "messages": journaling.dump_messages(result.messages) if with_messages else [],
         "final": journaling.dump_messages([result.final] if result.final is not None else []),
         "verdict": [verdict.cause, verdict.action, verdict.detail] if verdict is not None else None,
         "exhausted": [spent.kind, spent.limit, spent.used] if spent is not None else None,
