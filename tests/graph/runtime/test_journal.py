@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import StateGraph
 
-from bot.checkpoints import SqlJournal, open_checkpointer
+from bot.checkpoints import SqlJournal, delete_checkpoints, open_checkpointer
 from bot.settings import Settings
 from graph.deps import Deps
 from graph.resume import run_or_resume
@@ -56,12 +56,12 @@ def model(*replies: AIMessage, lives: int = 1_000) -> DyingModel:
 
 
 def calls(*named: tuple[str, dict[str, Any]]) -> AIMessage:
-    return AIMessage(content="", usage_metadata=USAGE,  # type: ignore[arg-type]
+    return AIMessage(content="", usage_metadata=USAGE,
                      tool_calls=[{"name": n, "args": a, "id": f"c{i}-{n}"} for i, (n, a) in enumerate(named)])
 
 
 def done(text: str = "Small and Large.") -> AIMessage:
-    return AIMessage(content=text, usage_metadata=USAGE)  # type: ignore[arg-type]
+    return AIMessage(content=text, usage_metadata=USAGE)
 
 
 @pytest.fixture
@@ -178,7 +178,7 @@ async def test_the_journal_belongs_to_one_run_of_its_node_and_is_dropped_once_th
         with pytest.raises(RuntimeError):
             await run_or_resume(compiled, config, start, deps)
         assert await journal_store.get("t1", seen[0]) is not None  # kept for the resumed run
-        assert (await run_or_resume(compiled, config, start, deps))["n"] == 1  # the retried job
+        assert dict(await run_or_resume(compiled, config, start, deps))["n"] == 1  # the retried job
         assert seen[1] == seen[0]  # the same node run, so the same journal
         assert await journal_store.get("t1", seen[0]) is None  # the run returned: dropped
         await compiled.ainvoke({"n": 5}, config)  # a later run of the node: a journal of its own
@@ -197,3 +197,18 @@ async def test_the_journal_is_json_and_restores_nothing_else(worktree: Path, sto
     await store.put("task-1", "analyzer:1/analyzer", pickle.dumps({"version": 1}).decode("latin-1"))
     with pytest.raises(ValueError):
         await invoke_llm_with_tools(model(done()), tools(worktree), TASK, session(worktree, store))
+
+
+async def test_retention_drops_a_failed_tasks_journal(tmp_path: Path, worktree: Path) -> None:
+    """A task whose run never returned keeps its journal until retention deletes the thread."""
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data")  # type: ignore[call-arg]
+    async with open_checkpointer(settings) as saver:
+        await saver.setup()  # type: ignore[attr-defined]  # the checkpoint tables (the task's run made them)
+        with pytest.raises(Killed):
+            await invoke_llm_with_tools(model(lives=0), tools(worktree), TASK, session(worktree, SqlJournal(saver)))
+        await SqlJournal(saver).put("other-task", "n:1/coder", "{}")
+    assert await delete_checkpoints(settings, ["task-1"]) == 1
+    async with open_checkpointer(settings) as saver:
+        kept = SqlJournal(saver)
+        assert await kept.get("task-1", "analyzer:1/analyzer") is None
+        assert await kept.get("other-task", "n:1/coder") == "{}"
