@@ -6,6 +6,10 @@ the checkpoints in the same Postgres, so any worker on any machine can resume an
 Checkpoints live in a database other processes can write to, so reading one must never run code:
 the serializer has no pickle fallback and constructs only LangGraph's safe types plus the product's
 own pydantic contracts (`graph.schemas`); anything else is refused when loaded.
+
+The same database holds the tool-loop sessions' journals (`graph.runtime.journal`): `SqlJournal`
+reads and writes them as JSON text through the checkpointer's own connection, so a session resumes
+wherever its task's checkpoints are readable (any worker, with Postgres).
 """
 
 from __future__ import annotations
@@ -43,6 +47,49 @@ def safe_serializer() -> JsonPlusSerializer:
     return JsonPlusSerializer(pickle_fallback=False, allowed_json_modules=None, allowed_msgpack_modules=allowed)
 
 
+JOURNAL_TABLE = "forgebot_session_journal"
+_JOURNAL_DDL = (f"CREATE TABLE IF NOT EXISTS {JOURNAL_TABLE} (thread_id TEXT NOT NULL, scope TEXT NOT NULL, "
+                "doc TEXT NOT NULL, PRIMARY KEY (thread_id, scope))")
+
+
+class SqlJournal:
+    """The sessions' journals in the checkpointer's database: one JSON row per (thread, session scope)."""
+
+    def __init__(self, saver: BaseCheckpointSaver[str]) -> None:
+        self._saver = saver
+
+    async def get(self, thread: str, scope: str) -> str | None:
+        sql = f"SELECT doc FROM {JOURNAL_TABLE} WHERE thread_id = ? AND scope = ?"
+        rows = await self._execute(sql, (thread, scope))
+        return str(rows[0][0]) if rows else None
+
+    async def put(self, thread: str, scope: str, doc: str) -> None:
+        await self._execute(f"INSERT INTO {JOURNAL_TABLE} (thread_id, scope, doc) VALUES (?, ?, ?) "
+                            "ON CONFLICT (thread_id, scope) DO UPDATE SET doc = excluded.doc", (thread, scope, doc))
+
+    async def drop(self, thread: str) -> None:
+        await self._execute(f"DELETE FROM {JOURNAL_TABLE} WHERE thread_id = ?", (thread,))
+
+    async def _execute(self, sql: str, params: tuple[str, ...]) -> list[tuple[Any, ...]]:
+        """One statement on the saver's connection, under the saver's lock (it shares the connection)."""
+        saver = self._saver
+        if isinstance(saver, AsyncSqliteSaver):
+            async with saver.lock:
+                async with saver.conn.execute(sql, params) as cursor:
+                    rows = [tuple(row) for row in await cursor.fetchall()]
+                await saver.conn.commit()
+            return rows
+        import psycopg
+        from psycopg.rows import tuple_row
+
+        conn = getattr(saver, "conn", None)
+        if not isinstance(conn, psycopg.AsyncConnection):
+            raise TypeError(f"no session journal on a {type(saver).__name__}'s connection")
+        async with saver.lock, conn.cursor(row_factory=tuple_row) as cursor:  # type: ignore[attr-defined]
+            await cursor.execute(sql.replace("?", "%s"), params)  # the connection is in autocommit mode
+            return list(await cursor.fetchall()) if cursor.description else []
+
+
 _MIGRATED: set[str] = set()  # URLs this process has brought up to date
 _MIGRATION_LOCK = 0x666F72676562  # pg_advisory_lock key ("forgeb")
 
@@ -65,6 +112,7 @@ async def _migrate(saver: Any, url: str) -> None:
             await asyncio.sleep(0.1)
         try:
             await saver.setup()
+            await conn.execute(_JOURNAL_DDL)
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
     _MIGRATED.add(url)
@@ -90,14 +138,18 @@ async def open_checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpointS
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     # `from_conn_string` takes no serializer, so the connection is opened here
     async with aiosqlite.connect(str(settings.checkpoint_path)) as conn:
+        await conn.execute(_JOURNAL_DDL)
+        await conn.commit()
         yield AsyncSqliteSaver(conn, serde=serde)
 
 
 async def delete_checkpoints(settings: Settings, thread_ids: list[str]) -> int:
     """Drop the checkpoints of finished tasks (retention); returns how many threads were dropped."""
     async with open_checkpointer(settings) as saver:
+        journal = SqlJournal(saver)
         for thread_id in thread_ids:
             await saver.adelete_thread(thread_id)
+            await journal.drop(thread_id)
     return len(thread_ids)
 
 

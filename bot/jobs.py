@@ -12,6 +12,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from arq import Retry, cron
@@ -21,7 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.errors import GraphRecursionError
 
 from bot.authz import Authorizer, Decision
-from bot.checkpoints import open_checkpointer, spent
+from bot.checkpoints import SqlJournal, open_checkpointer, spent
 from bot.console.links import task_link
 from bot.events import ForgeEvent
 from bot.expiry import expire_waiting
@@ -116,7 +117,7 @@ async def execute(
     async with open_checkpointer(settings) as saver:
         compiled = build_graph().compile(checkpointer=saver)
         config = graph_config(settings.llm, task_id)  # the thread and the recursion limit
-        result = await run_or_resume(compiled, config, start, deps, answer)
+        result = await run_or_resume(compiled, config, start, replace(deps, journal=SqlJournal(saver)), answer)
     if result.get("outcome") != "need_info":
         await release(settings, event.repo, task_id)
     return result

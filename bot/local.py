@@ -16,12 +16,12 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
 from bot import gitrunner
-from bot.checkpoints import open_checkpointer
+from bot.checkpoints import SqlJournal, open_checkpointer
 from bot.events import Mode
 from bot.forge import Change, ChangeRef, Issue, IssueRef, RepoRef
 from bot.forge.diff import parse
@@ -221,7 +221,7 @@ async def run_local(
         async with open_checkpointer(settings) as saver:
             compiled = build_graph().compile(checkpointer=saver)
             config = graph_config(settings.llm, f"local-{task_id}")  # the thread and the recursion limit
-            result = await run_or_resume(compiled, config, start, deps)
+            result = await run_or_resume(compiled, config, start, replace(deps, journal=SqlJournal(saver)))
         commits, patch = _deliver(root, work) if work is not None else (0, "")
     finally:
         if work is not None:

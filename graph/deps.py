@@ -9,6 +9,7 @@ from langchain_core.language_models import BaseChatModel
 
 from bot.forge import Forge
 from bot.settings import Settings
+from graph.runtime.journal import JournalStore
 
 
 @dataclass
@@ -16,3 +17,5 @@ class Deps:
     settings: Settings
     forge: Forge
     model_for: Callable[[str], BaseChatModel]  # role name -> chat model
+    # where tool-loop sessions are journaled (the checkpointer's database); None: they are not
+    journal: JournalStore | None = None

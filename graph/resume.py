@@ -4,6 +4,9 @@ One entry point for the job (and `forgebot run`): a thread with no checkpoint st
 initial state; one with pending nodes (a crashed or retried job) continues; one paused in
 `need_info` resumes only with an answer, via `Command(resume=...)`, so the nodes before the pause
 do not run again. A finished thread is returned as it is: a duplicate delivery does nothing.
+
+Once a run returns, every node it ran has its checkpoint, so the thread's session journals
+(`graph.runtime.journal`, kept for a worker that dies inside a node) are dropped.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ async def run_or_resume(
     else:
         payload = None if snapshot.next else await start()  # the checkout is prepared for fresh runs only
     result = await compiled.ainvoke(payload, config, context=deps, durability="sync")
+    if deps.journal is not None:
+        await deps.journal.drop(str(config.get("configurable", {})["thread_id"]))
     return cast(TaskState, result)
 
 

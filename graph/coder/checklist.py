@@ -186,6 +186,28 @@ class Checklist:
         self.end, self.end_reason = "finished", "every item closed, worktree clean"
         return "Finished: every item is closed and the worktree is clean."
 
+    # --- the session journal (graph.runtime.journal) ----------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """What code decided so far, saved with the coder's session after every call."""
+        return {"plan": self.plan.model_dump(mode="json"), "decisions": self.decisions, "reports": self.reports,
+                "commits": self.commits, "files_read": self.files_read, "end": self.end,
+                "end_reason": self.end_reason, "baseline": self.baseline,
+                "last_failure": list(self._last_failure) if self._last_failure else None}
+
+    def restore(self, doc: dict[str, Any]) -> None:
+        """A resumed session's checklist as it was saved (the plan is validated like any plan)."""
+        if doc["end"] not in ("", "finished", "looping", "blocked", "infrastructure"):
+            raise ValueError(f"not a session end: {str(doc['end'])[:40]!r}")
+        self.plan = Plan.model_validate(doc["plan"])
+        self.decisions = [dict(d) for d in doc["decisions"]]
+        self.reports = {int(k): str(v) for k, v in doc["reports"].items()}
+        self.commits = [str(c) for c in doc["commits"]]
+        self.files_read = [str(f) for f in doc["files_read"]]
+        self.end, self.end_reason, self.baseline = doc["end"], str(doc["end_reason"]), str(doc["baseline"])
+        failure = doc["last_failure"]
+        self._last_failure = (int(failure[0]), str(failure[1]), str(failure[2])) if failure else None
+
     # --- progress summary --------------------------------------------------------------------------
 
     def progress(self) -> str:

@@ -6,11 +6,16 @@ progress summary the checklist assembles by code — the closed item's tool hist
 are injected again from disk before every call. The session ends `finished` (finish accepted),
 `looping` (the same complete_item failure on an unchanged diff, or the guard's verdict), `blocked`
 (a plan blocker, the budget, or the model stopping with items open) or `infrastructure`.
+
+The session's journal keeps the checklist and the task text the session began with (`Resumable`):
+a worker that resumes the node after the first one died goes on from the same checklist and sends
+the same first message the first worker would have, not one built from the worktree it left.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,15 +92,31 @@ def _ends(checklist: Checklist, result: LoopResult) -> bool:
     return True
 
 
-def _session(state: TaskState, runtime: Runtime[Deps], checklist: Checklist) -> RoleRun:
+@dataclass
+class Resumable:
+    """What the coder's session journal keeps besides the loop's state: the checklist and the intro."""
+
+    checklist: Checklist
+    intro: str  # the task text and code context the session began with
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"checklist": self.checklist.snapshot(), "intro": self.intro}
+
+    def restore(self, doc: dict[str, Any]) -> None:
+        self.checklist.restore(doc["checklist"])
+        self.intro = str(doc["intro"])
+
+
+def _session(state: TaskState, runtime: Runtime[Deps], kept: Resumable) -> RoleRun:
     """One session for the whole checklist: its budget follows the open items, tokens the task's budget."""
     system = prompts.render("coder.system", forge_terms=prompts.terms(state["forge"]))
     system += "\n\n" + standards_for(state)
+    checklist = kept.checklist
     role = RoleRun.open("coder", state, runtime.context)
     role.session(
         root=checklist.root, system=lambda: system + "\n\n" + checklist.progress(), targets=checklist.targets,
         max_calls=call_budget(runtime.context.settings.llm, "coder", open_items=len(checklist.plan.open_items)),
-        finish_tools=FINISH_TOOLS,
+        finish_tools=FINISH_TOOLS, kept=kept,
     )
     return role
 
@@ -130,15 +151,15 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     intro = task_text(state, settings.data_dir)
     # the context engine: notes, the failed checks' output (budgeted), the diff so far, graph, search
     context, record = code_context(state, settings, intro, "coder", execution=state.get("fix_context", ""))
-    intro = f"{intro}\n\n{context}".strip()
-    role = _session(state, runtime, checklist)
+    kept = Resumable(checklist, f"{intro}\n\n{context}".strip())
+    role = _session(state, runtime, kept)
     shown = status.phase_of("coder", state)  # what the status comment shows as the session starts
     try:
         while True:
             item = checklist.current()
             shown = await status.progress(runtime.context.forge, state, checklist.plan.model_dump(), shown)
             step = f"Work on item {item.id}. {item.title}" if item else "No item is open: call `finish`."
-            messages = [HumanMessage(intro + "\n\n" + step)]
+            messages = [HumanMessage(kept.intro + "\n\n" + step)]  # the journal's intro once restored
             result = await role.loop(tools, messages)
             if _ends(checklist, result):
                 break

@@ -14,6 +14,9 @@ call budget and the loop guard, and a reply whose only calls are malformed never
 as finished. A reply cut at the output limit, or a request over the context window, is retried once
 with the history pruned to its last call group; a second time the session fails saying so. Rate
 limits, 5xx and timeouts are retried inside `graph.llm.invoke`; a refusal fails the role naming it.
+
+With a journal (`graph.runtime.journal`) the session's state and the run's history are saved after
+every model reply and every tool call, so a worker killed mid-session continues at its next call.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, InvalidToolCall, SystemMessage, ToolMessage
@@ -32,10 +35,12 @@ from langchain_core.tools import BaseTool
 
 import prompts
 from graph.llm import Failure, ModelCallError, Profile, invoke, profile
+from graph.runtime import journal as journaling
 from graph.runtime.accounting import Ledger, usage_of
 from graph.runtime.budget import Exhausted
 from graph.runtime.guard import Action, Cause, ToolLoopGuard, Verdict
 from graph.runtime.injection import Injection, InjectionLimits, file_sha, inject
+from graph.runtime.journal import Entry, Kept, SessionJournal
 from graph.runtime.memory import END, Memory, prune
 from graph.runtime.tool_calls import ToolOutcome, read_of, run_tool
 from graph.runtime.trace import Trace, content_hash
@@ -69,9 +74,34 @@ class Session:
     watched: set[str] = field(default_factory=set)
     tokens: int = 0  # this session's model tokens
     models: list[str] = field(default_factory=list)  # model name per call
+    journal: SessionJournal | None = None  # None: the session is not saved between calls
+    kept: Kept | None = None  # the role's own state its tools change, saved with the session
 
     def __post_init__(self) -> None:
         self.guard = ToolLoopGuard(self.role)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything of the session a resumed run needs, as JSON."""
+        return {
+            "calls": self.calls, "epoch": self.epoch, "tokens": self.tokens, "models": list(self.models),
+            "read_shas": {k: list(v) for k, v in self.read_shas.items()}, "watched": sorted(self.watched),
+            "guard": journaling.dump_guard(self.guard), "ledger": journaling.dump_ledger(self.ledger),
+            "memory": journaling.dump_memory(self.memory) if self.memory is not None else None,
+            "kept": self.kept.snapshot() if self.kept is not None else None,
+        }
+
+    def restore(self, doc: dict[str, Any]) -> None:
+        """The state `snapshot` saved; the objects stay the same (the role's tools hold them)."""
+        self.calls, self.epoch, self.tokens = int(doc["calls"]), int(doc["epoch"]), int(doc["tokens"])
+        self.models = [str(m) for m in doc["models"]]
+        self.read_shas = {str(k): (str(p), str(sha)) for k, (p, sha) in doc["read_shas"].items()}
+        self.watched = {str(p) for p in doc["watched"]}
+        journaling.load_guard(self.guard, doc["guard"])
+        journaling.load_ledger(self.ledger, doc["ledger"])
+        if self.memory is not None and doc["memory"] is not None:
+            journaling.load_memory(self.memory, doc["memory"])
+        if self.kept is not None and doc["kept"] is not None:
+            self.kept.restore(doc["kept"])
 
     @property
     def reminder(self) -> bool:
@@ -101,13 +131,37 @@ class LoopResult:
 async def invoke_llm_with_tools(
     model: BaseChatModel, tools: Sequence[BaseTool], messages: Sequence[BaseMessage], session: Session
 ) -> LoopResult:
-    """Run the model with tools until it answers, finishes, exhausts a budget or is stopped."""
+    """Run the model with tools until it answers, finishes, exhausts a budget or is stopped.
+
+    With a journal, a run it recorded as ended returns its result again (no model call) and the run
+    that was open continues at its next unanswered tool call or its next model call.
+    """
     check_role_tools(session.role, [t.name for t in tools])
+    entry = await session.journal.next_run() if session.journal is not None else None
+    if entry is not None:
+        session.restore(entry.state)
+        if entry.kind == "ended":
+            return _result_of(entry.body, [])  # its history is not kept: what follows a run needs its end
+    result = await _run(model, tools, messages, session, entry)
+    if session.journal is not None:
+        await session.journal.save_ended(session.snapshot(), _result_doc(result))
+    return result
+
+
+async def _run(model: BaseChatModel, tools: Sequence[BaseTool], messages: Sequence[BaseMessage], session: Session,
+               entry: Entry | None) -> LoopResult:
     by_name = {t.name: t for t in tools}
     bound = model.bind_tools(list(tools))
     prof = dataclasses.replace(profile(model), role=session.role)
     history = [m for m in messages if not isinstance(m, SystemMessage)]
     shrunk = False  # the one prune-and-retry a cut answer or an overfull context gets
+    if entry is not None:  # continue the journal's open run: first the calls its last reply still has open
+        history, shrunk = journaling.load_messages(entry.body["history"]), bool(entry.body["shrunk"])
+        stop = _result_of(entry.body["stop"], history) if entry.body["stop"] else None
+        injection = inject(session.root, list(session.targets()), session.limits)
+        ended = await _answer(session, by_name, history, injection, shrunk, stop)
+        if ended is not None:
+            return ended
     while True:
         stop = _exhausted(session, history)
         if stop is not None:
@@ -127,11 +181,60 @@ async def invoke_llm_with_tools(
             history, shrunk = _shrink(session, history, shrunk, failure)
             continue
         history.append(reply)
-        if not reply.tool_calls and not reply.invalid_tool_calls:
-            return _end(session, "finished", history, reply, "the model answered without tools")
-        ended = await _run_calls(session, by_name, reply, history, injection)
+        await _save(session, history, shrunk, None)
+        ended = await _answer(session, by_name, history, injection, shrunk)
         if ended is not None:
             return ended
+
+
+async def _answer(session: Session, tools: dict[str, BaseTool], history: list[BaseMessage], inj: Injection,
+                  shrunk: bool, stop: LoopResult | None = None) -> LoopResult | None:
+    """Act on the last reply: no tool asked for ends the session, else its calls not yet answered run."""
+    answered = 0
+    while isinstance(history[-1 - answered], ToolMessage):
+        answered += 1
+    reply = history[-1 - answered]
+    if not isinstance(reply, AIMessage):
+        raise ValueError("a session's history continues from a model reply")
+    if not reply.tool_calls and not reply.invalid_tool_calls:
+        return _end(session, "finished", history, reply, "the model answered without tools")
+    return await _run_calls(session, tools, reply, history, inj, shrunk, stop, answered)
+
+
+async def _save(session: Session, history: list[BaseMessage], shrunk: bool, stop: LoopResult | None) -> None:
+    """After a reply or a tool call: the journal gets the run's history and the session's state."""
+    if session.journal is not None:
+        await session.journal.save_open(session.snapshot(), history, shrunk=shrunk,
+                                        stop=_result_doc(stop) if stop is not None else None)
+
+
+def _result_doc(result: LoopResult) -> dict[str, Any]:
+    """A run's end without its history (which the journal's open run holds while it runs)."""
+    verdict, spent = result.verdict, result.exhausted
+    return {
+        "outcome": result.outcome, "calls": result.calls, "reason": result.reason, "notice": result.notice,
+        "final": journaling.dump_messages([result.final] if result.final is not None else []),
+        "verdict": [verdict.cause, verdict.action, verdict.detail] if verdict is not None else None,
+        "exhausted": [spent.kind, spent.limit, spent.used] if spent is not None else None,
+    }
+
+
+def _result_of(doc: dict[str, Any], messages: list[BaseMessage]) -> LoopResult:
+    """A result the journal recorded; its outcome, verdict and budget are checked, not trusted."""
+    outcome = doc["outcome"]
+    if outcome not in get_args(Outcome):
+        raise ValueError(f"not a session outcome: {str(outcome)[:40]!r}")
+    final = journaling.load_messages(doc["final"])
+    result = LoopResult(outcome=outcome, messages=messages, calls=int(doc["calls"]), reason=str(doc["reason"]),
+                        final=final[0] if final and isinstance(final[0], AIMessage) else None,
+                        notice=str(doc["notice"]))
+    if doc["verdict"] is not None:
+        cause, action, detail = doc["verdict"]
+        result.verdict = Verdict(Cause(cause), Action(action), str(detail))
+    if doc["exhausted"] is not None:
+        kind, limit, used = doc["exhausted"]
+        result.exhausted = Exhausted(kind=str(kind), limit=int(limit), used=int(used))
+    return result
 
 
 async def _ask(bound: Runnable[Any, Any], sent: list[BaseMessage], prof: Profile) -> AIMessage:
@@ -222,13 +325,16 @@ def _account(session: Session, model: BaseChatModel, sent: list[BaseMessage], re
 
 
 async def _run_calls(
-    session: Session, tools: dict[str, BaseTool], reply: AIMessage, history: list[BaseMessage], inj: Injection
+    session: Session, tools: dict[str, BaseTool], reply: AIMessage, history: list[BaseMessage], inj: Injection,
+    shrunk: bool, stop: LoopResult | None = None, answered: int = 0,
 ) -> LoopResult | None:
-    """Answer every tool call of `reply` (each call id gets a response, even when not run)."""
-    stop: LoopResult | None = None
-    for bad in reply.invalid_tool_calls:
+    """Answer every tool call of `reply` (each call id gets a response, even when not run), after the
+    first `answered` (a resumed run's calls that completed before the worker died)."""
+    bad_calls = len(reply.invalid_tool_calls)
+    for bad in reply.invalid_tool_calls[answered:]:
         stop = _malformed(session, bad, history) or stop
-    for call in reply.tool_calls:
+        await _save(session, history, shrunk, stop)
+    for call in reply.tool_calls[max(0, answered - bad_calls):]:
         call_id = call["id"] or ""
         if stop is not None or session.calls >= session.max_calls:
             why = "session ended" if stop is not None else "call budget exhausted"
@@ -243,6 +349,7 @@ async def _run_calls(
             stop.verdict = outcome.verdict
         elif outcome.status == "ok" and call["name"] in session.finish_tools:
             stop = _end(session, "finished", history, reply, f"{call['name']} accepted")
+        await _save(session, history, shrunk, stop)
     return stop
 
 

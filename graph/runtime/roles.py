@@ -9,7 +9,9 @@ opens one `RoleRun` for its role and gets, in one place:
   and cost budgets (`graph.runtime.limits`), so a late role cannot spend the whole budget again;
 * the task's trace, which records every model call, tool call, session end and structured answer;
 * one state update (`update`) whose `tokens`, `models` and `usage` are all this ledger's figures,
-  so the footer's tokens and cost are the per-role sum by construction (`usage` has a reducer).
+  so the footer's tokens and cost are the per-role sum by construction (`usage` has a reducer);
+* the session's journal (`graph.runtime.journal`) when the run has one (`Deps.journal`), so a
+  killed worker's session continues at its last completed call.
 
 Tool-loop roles call `session(...)` then `loop(...)` and `conclude(...)` (the code-built handoff
 synthesis); single-answer roles call `ask(...)`.
@@ -29,6 +31,7 @@ from pydantic import BaseModel
 
 from graph.deps import Deps
 from graph.runtime.accounting import Ledger
+from graph.runtime.journal import Kept, SessionJournal, journal_here
 from graph.runtime.limits import limits_of
 from graph.runtime.loop import LoopResult, Session, invoke_llm_with_tools, state_update
 from graph.runtime.memory import Memory
@@ -48,6 +51,7 @@ class RoleRun:
     model: BaseChatModel
     ledger: Ledger
     trace: Trace
+    journal: SessionJournal | None = None
     _session: Session | None = None
     _result: LoopResult | None = None
 
@@ -61,16 +65,18 @@ class RoleRun:
             cost_left = max(0.0, limits.max_cost_usd - float(state.get("usage", {}).get("cost_usd", 0.0)))
         ledger = Ledger(token_budget=tokens_left, prices=settings.llm.prices, cost_budget=cost_left)
         return cls(role=role, model=deps.model_for(role), ledger=ledger,
-                   trace=Trace.open(settings.data_dir, state["task_id"]))
+                   trace=Trace.open(settings.data_dir, state["task_id"]), journal=journal_here(deps.journal, role))
 
     def session(
         self, *, root: Path, system: Callable[[], str], targets: Callable[[], Sequence[str]], max_calls: int,
-        memory: Memory | None = None, finish_tools: frozenset[str] | None = None,
+        memory: Memory | None = None, finish_tools: frozenset[str] | None = None, kept: Kept | None = None,
     ) -> Session:
-        """The role's tool-loop session, on this run's ledger and trace."""
+        """The role's tool-loop session, on this run's ledger, trace and journal; `kept` is the role's own
+        state its tools change (saved and restored with the session)."""
         extra: dict[str, Any] = {} if finish_tools is None else {"finish_tools": finish_tools}
         self._session = Session(role=self.role, root=root, system=system, targets=targets, max_calls=max_calls,
-                                ledger=self.ledger, trace=self.trace, memory=memory, **extra)
+                                ledger=self.ledger, trace=self.trace, memory=memory, journal=self.journal,
+                                kept=kept, **extra)
         return self._session
 
     async def loop(self, tools: Sequence[BaseTool], messages: Sequence[BaseMessage]) -> LoopResult:

@@ -9,6 +9,10 @@ with scripted models in place of the LLM. Two test hooks, both read from the con
   or forge write that task makes inside that node deletes the file and SIGKILLs this process (after
   the write, so the comment is on the forge but the node's checkpoint is not: the worst moment).
   `node!` stays armed, so every try dies there (a poison job).
+
+With `llm` in the config the worker uses the product's own model clients on those settings (the
+scripted model server over HTTP) instead, and `allowed_protocols` / `git_hosts` let it clone a
+repository the test serves over HTTP (the implement route).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from pydantic import SecretStr
 
 from bot.forge import Forge, ForgeKind, open_forge
 from bot.jobs import build_worker
-from bot.settings import DurabilitySettings, GitHubSettings, GitLabSettings, Settings
+from bot.settings import DurabilitySettings, GitHubSettings, GitLabSettings, LLMSettings, Settings, WorkspaceSettings
 from graph.schemas import Analysis, Decomposition
 from tests.durability.script import ANALYSIS, DECOMPOSITION
 from tests.fakes.chat import ScriptedChatModel, answer
@@ -134,6 +138,11 @@ class KillingForge:
 
 
 def settings_from(config: dict[str, Any]) -> Settings:
+    extra: dict[str, Any] = {}
+    if config.get("llm"):
+        extra["llm"] = LLMSettings.model_validate(config["llm"])
+    if config.get("git_hosts"):
+        extra["workspace"] = WorkspaceSettings(allowed_protocols=("http",), git_hosts=tuple(config["git_hosts"]))
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
         _secrets_dir=None,
@@ -149,6 +158,7 @@ def settings_from(config: dict[str, Any]) -> Settings:
         github=GitHubSettings(
             api_url=f"{config['forge_url']}/github", token=SecretStr("unused"), timeout=5, max_retries=0
         ),
+        **extra,
     )
 
 
@@ -168,7 +178,7 @@ def main(path: str) -> None:
         settings,
         config["redis_url"],
         forge_factory=forge_factory,
-        model_factory=model_factory(config),
+        model_factory=None if config.get("llm") else model_factory(config),  # None: the product's clients
         checkout=local_checkout(project, key=f"local-{os.getpid()}"),
     )
     worker.run()  # arq's own loop and signal handling, as `forgebot worker` runs it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -119,3 +120,21 @@ def test_edits_left_by_an_earlier_session_count_for_the_open_item(project: Proje
     _edit(project, "$a + $b", "$b + $a")  # left on disk by a looping session
     checklist = _checklist(project, tmp_path, [_item(1)])
     assert "changed src/Calculator.php" in checklist.complete(1, "")
+
+
+def test_a_restored_checklist_goes_on_from_its_snapshot(project: Project, tmp_path: Path) -> None:
+    """The session journal's view of the checklist: a restored one (a new worker after a kill, whose
+    checklist was built again at the node's start) decides the next item from where the first stood."""
+    checklist = _checklist(project, tmp_path, [_item(1), _item(2, "report")])
+    _edit(project, "$a + $b", "$b + $a")
+    checklist.complete(1, "swap")
+    with pytest.raises(ItemRejected):
+        checklist.complete(2, "", report="")  # a failure the next identical one would end as looping
+    saved = json.loads(json.dumps(checklist.snapshot()))  # what the journal stores: JSON
+    fresh = _checklist(project, tmp_path, [_item(1), _item(2, "report")])
+    fresh.restore(saved)
+    assert fresh.progress() == checklist.progress() and fresh.commits == checklist.commits
+    assert fresh.baseline == checklist.baseline and fresh.current() is not None and fresh.current().id == 2
+    assert "looping" in fresh.complete(2, "", report="")  # the failure before the kill counts
+    with pytest.raises(ValueError, match="not a session end"):
+        fresh.restore({**saved, "end": "pwned"})
