@@ -18,6 +18,7 @@ from typing import Any
 from bot.forge import Forge, RepoRef
 from bot.settings import EmbedderSettings, Settings
 from bot.workspace import Workspaces, repo_key
+from graph import forge_memory
 from graph.embedding import embedder_for
 from graph.index import basevectors
 from graph.index.store import default_workers
@@ -37,19 +38,25 @@ async def prepare(settings: Settings, forge: Forge, repo: RepoRef, task_id: str)
     await workspaces.mirror(key, repo.clone_url, await forge.git_credentials())
     branch = f"forgebot/read-{task_id}"
     root = await workspaces.worktree(key, task_id, branch, f"origin/{repo.default_branch}")
-    indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, root, task_id, settings.embedder)
+    store = forge_memory.store_path(settings.data_dir, repo)
+    names = [n for n in (settings.github.bot_login,) if n]
+    fetched = await forge_memory.fetch(forge, repo, store, limit=settings.memory.discussions_per_sync, bot_names=names)
+    indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, root, task_id, settings.embedder,
+                                      settings.memory.max_commits)
+    await asyncio.to_thread(forge_memory.remember, store, Path(indexed["index"]), fetched)
     return {**indexed, "workspace": str(root)}
 
 
 def index_checkout(
-    data_dir: Path, key: str, root: Path, task_id: str, embedding: EmbedderSettings | None = None
+    data_dir: Path, key: str, root: Path, task_id: str, embedding: EmbedderSettings | None = None,
+    memory_commits: int = 10_000,
 ) -> dict[str, Any]:
     """The task index of the checkout at `root` and the database `.forgebot.yml` names ("" if none).
 
     The base's vectors are started in the background; the task waits for them at most
     `embedding.wait_seconds` (a small repository is done by then), so a large one starts at once.
     """
-    base = build_base(data_dir, key, root, workers=default_workers())
+    base = build_base(data_dir, key, root, workers=default_workers(), memory_commits=memory_commits)
     index = copy_for_task(base, data_dir, task_id)
     embedder = embedder_for(embedding) if embedding is not None else None
     if embedder is not None and embedding is not None:
