@@ -152,8 +152,8 @@ def build_base(data_dir: Path, repo: str, root: Path, *, workers: int = 1, memor
 
 
 def _newest(target: Path) -> Path | None:
-    """The most recently built other base of the same repository, if any."""
-    others = [p for p in target.parent.glob("*.db") if p != target]
+    """The most recently built other base of the same repository, if any (not a vectors file beside one)."""
+    others = [p for p in target.parent.glob("*.db") if p != target and _COMMIT.match(p.stem)]
     return max(others, key=lambda p: p.stat().st_mtime, default=None)
 
 
