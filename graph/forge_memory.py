@@ -27,7 +27,7 @@ from typing import Literal
 
 from bot.forge import ChangeRef, Closed, Comment, Forge, ForgeError, IssueRef, RepoRef
 from bot.workspace import repo_key
-from graph.discussion import is_member
+from graph.discussion import is_member, is_ours
 from graph.index import memory
 from graph.index.db import Connection, connect
 from graph.index.memory import MemoryItem
@@ -57,10 +57,6 @@ def store_path(data_dir: Path, repo: RepoRef) -> Path:
 
 def _source(ref: IssueRef | ChangeRef) -> str:
     return f"{ref.kind} {ref.number}"
-
-
-def _ours(comment: Comment, bot_names: Sequence[str]) -> bool:
-    return comment.author in bot_names or "<!-- forgebot:" in comment.body
 
 
 def _item(kind: str, source: str, anchor: str, title: str, body: str) -> MemoryItem:
@@ -95,7 +91,7 @@ async def _members_text(
     for comment in comments:
         if comment.system:
             continue
-        if _ours(comment, bot_names):
+        if is_ours(comment, bot_names):
             if ref.kind == "change" and comment.ref.thread:
                 findings.setdefault(comment.ref.thread, []).append(_MARKER.sub("", comment.body).strip())
             continue
