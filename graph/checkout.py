@@ -4,8 +4,10 @@ The analyzer reads the repository through tools; this prepares what they read. T
 worktree of the bot's mirror (`bot.workspace`, with the forge's git credentials) at the tip of the
 default branch; the index is a private copy of the base index of that commit (`taskindex`): code
 graph and full-text search at once, the vector leg from a background build (`basevectors`) that the
-task waits for only `embedder.wait_seconds`, then picks up whenever it ends. `.forgebot.yml` is read
-from the default branch, never from a change.
+task waits for only `embedder.wait_seconds`, then picks up whenever it ends. The index carries the
+project memory (docs/memory.md): the base's documents and history, and the forge's merged changes and
+closed issues read at this task's start (`graph.forge_memory`). `.forgebot.yml` is read from the
+default branch, never from a change.
 """
 
 from __future__ import annotations
@@ -38,13 +40,24 @@ async def prepare(settings: Settings, forge: Forge, repo: RepoRef, task_id: str)
     await workspaces.mirror(key, repo.clone_url, await forge.git_credentials())
     branch = f"forgebot/read-{task_id}"
     root = await workspaces.worktree(key, task_id, branch, f"origin/{repo.default_branch}")
+    return {**await index_with_memory(settings, forge, repo, key, root, task_id), "workspace": str(root)}
+
+
+async def index_with_memory(
+    settings: Settings, forge: Forge, repo: RepoRef, key: str, root: Path, task_id: str
+) -> dict[str, Any]:
+    """`index_checkout`, with the forge's new discussions read first and taken into the task index.
+
+    Every task that gets an index comes through here (analyze and implement alike), so each task
+    start is a memory sync: the base of a new commit, the merged changes and closed issues since.
+    """
     store = forge_memory.store_path(settings.data_dir, repo)
     names = [n for n in (settings.github.bot_login,) if n]
     fetched = await forge_memory.fetch(forge, repo, store, limit=settings.memory.discussions_per_sync, bot_names=names)
     indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, root, task_id, settings.embedder,
                                       settings.memory.max_commits)
     await asyncio.to_thread(forge_memory.remember, store, Path(indexed["index"]), fetched)
-    return {**indexed, "workspace": str(root)}
+    return indexed
 
 
 def index_checkout(
