@@ -13,6 +13,7 @@ default branch, never from a change.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ from graph.index import basevectors
 from graph.index.store import default_workers
 from graph.index.taskindex import build_base, copy_for_task, task_index_path
 from graph.repoconfig import load_repo_config
+
+log = logging.getLogger(__name__)
 
 # how a job gets its checkout: `prepare` in production; tests pass one over a local repository
 Checkout = Callable[[Settings, Forge, RepoRef, str], Awaitable[dict[str, Any]]]
@@ -56,7 +59,10 @@ async def index_with_memory(
     fetched = await forge_memory.fetch(forge, repo, store, limit=settings.memory.discussions_per_sync, bot_names=names)
     indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, root, task_id, settings.embedder,
                                       settings.memory.max_commits)
-    await asyncio.to_thread(forge_memory.remember, store, Path(indexed["index"]), fetched)
+    try:
+        await asyncio.to_thread(forge_memory.remember, store, Path(indexed["index"]), fetched)
+    except Exception as exc:  # the boundary (a locked or broken store): the task goes on with the base's memory
+        log.warning("project memory: discussions not taken into %s: %s", task_id, exc)
     return indexed
 
 

@@ -243,7 +243,10 @@ def refresh(conn: Connection, root: Path, *, embedder: Embedder | None, max_comm
     memory.ensure_schema(conn, embedder)
     report = MemoryReport()
     if previous is not None:
-        report.adopted = memory.adopt(conn, previous)
+        try:
+            report.adopted = memory.adopt(conn, previous)
+        except Exception as exc:  # a broken older index: remember from nothing instead
+            report.notes.append(f"memory of {previous.name} not taken over: {exc}")
     refresh_documents(conn, root, report, extra_dirs)
     refresh_history(conn, root, report, max_commits)
     if embedder is not None:

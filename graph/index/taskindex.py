@@ -142,13 +142,23 @@ def build_base(data_dir: Path, repo: str, root: Path, *, workers: int = 1, memor
     conn = connect(partial)
     try:
         _refresh(conn, root, None, workers)
-        memory_sources.refresh(conn, root, embedder=None, max_commits=memory_commits, previous=_newest(target))
+        _remember(conn, root, memory_commits, _newest(target))
         # One self-contained file: a task copy is then a plain file copy.
         conn.execute("PRAGMA journal_mode=DELETE")
     finally:
         conn.close()
     partial.replace(target)  # readers never see a half-built base
     return target
+
+
+def _remember(conn: Connection, root: Path, max_commits: int, previous: Path | None) -> None:
+    """The base's project memory; a failure leaves the base without it (search_memory says so), not broken."""
+    try:
+        memory_sources.refresh(conn, root, embedder=None, max_commits=max_commits, previous=previous)
+    except GitTampered:
+        raise
+    except Exception as exc:  # the boundary: memory is an aid, the task must still get its index
+        log.warning("project memory not built for %s: %s", root, exc)
 
 
 def _newest(target: Path) -> Path | None:

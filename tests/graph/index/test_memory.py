@@ -187,3 +187,13 @@ def test_a_new_base_starts_from_the_previous_one(project: tuple[Path, dict[str, 
     assert documents == {"docs/adr/0001-lock-timeouts.md"}  # the removed document left the memory
     with connect(first) as conn:  # the older base is untouched
         assert {str(r[0]) for r in conn.execute(commits)} == set(before)
+
+
+def test_a_broken_previous_base_is_not_taken_over(project: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    root, shas = project
+    broken = tmp_path / "data" / "indexes" / "base" / "demo" / f"{'0' * 40}.db"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"not a database" * 100)
+    with connect(taskindex.build_base(tmp_path / "data", "demo", root)) as conn:
+        commits = {str(r[0]) for r in conn.execute("SELECT source FROM memory_items WHERE kind = 'commit'")}
+    assert commits == set(shas.values())  # remembered from nothing
