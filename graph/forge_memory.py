@@ -91,8 +91,8 @@ async def _members_text(
     for comment in comments:
         if comment.system:
             continue
-        if is_ours(comment, bot_names):
-            if ref.kind == "change" and comment.ref.thread:
+        if is_ours(comment, bot_names):  # a finding is a diff note; status and summary comments are not kept
+            if ref.kind == "change" and comment.path and comment.ref.thread:
                 findings.setdefault(comment.ref.thread, []).append(_MARKER.sub("", comment.body).strip())
             continue
         if not await member(comment.author, comment.author_id):

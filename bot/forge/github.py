@@ -171,7 +171,8 @@ class GitHubForge:
                 issues = (i for i in listed if i.pull_request is None)
                 found = [_closed(IssueRef(repo=repo, number=i.number), i) for i in itertools.islice(issues, limit)]
             else:
-                for pull in gh_repo.get_pulls(state="closed", sort="updated", direction="desc"):
+                pulls = gh_repo.get_pulls(state="closed", sort="updated", direction="desc")
+                for pull in itertools.islice(pulls, 4 * limit):  # closed unmerged ones count toward the scan
                     if len(found) >= limit or (start and pull.updated_at and pull.updated_at < start):
                         break
                     if pull.merged_at is not None:
