@@ -65,19 +65,29 @@ def _item(kind: str, source: str, anchor: str, title: str, body: str) -> MemoryI
     return MemoryItem(kind, source, anchor, title, text, (), (), 0.0, digest)
 
 
+class _Members:
+    """Authors' write access, asked of the forge once per author per read; unknown access is no access."""
+
+    def __init__(self, forge: Forge) -> None:
+        self._forge, self._seen = forge, dict[tuple[str, int], bool]()
+
+    async def __call__(self, ref: IssueRef | ChangeRef, author: str, author_id: int) -> bool:
+        if (author, author_id) not in self._seen:
+            try:
+                self._seen[(author, author_id)] = await is_member(self._forge, ref, author, author_id)
+            except ForgeError:  # fail closed
+                self._seen[(author, author_id)] = False
+        return self._seen[(author, author_id)]
+
+
 async def _members_text(
-    forge: Forge, closed: Closed, comments: list[Comment], bot_names: Sequence[str], fetched: Fetched
+    members: _Members, closed: Closed, comments: list[Comment], bot_names: Sequence[str], fetched: Fetched
 ) -> list[MemoryItem]:
     """The discussion item (members' title, description and comments) and the bot's findings with answers."""
-    ref, seen = closed.ref, dict[tuple[str, int], bool]()
+    ref = closed.ref
 
     async def member(author: str, author_id: int) -> bool:
-        if (author, author_id) not in seen:
-            try:
-                seen[(author, author_id)] = await is_member(forge, ref, author, author_id)
-            except ForgeError:  # access unknown: fail closed
-                seen[(author, author_id)] = False
-        return seen[(author, author_id)]
+        return await members(ref, author, author_id)
 
     source, word = _source(ref), "merged change" if ref.kind == "change" else "closed issue"
     lines: list[str] = []
@@ -122,14 +132,14 @@ async def fetch(
     fetched = Fetched()
     if limit <= 0:
         return fetched
-    cursors = _cursors(store)
+    cursors, members = _cursors(store), _Members(forge)
     kinds: tuple[Literal["change", "issue"], ...] = ("change", "issue")
     for kind in kinds:
         try:
             listed = await forge.list_closed(repo, kind, cursors.get(kind, ""), limit)
             for closed in listed:
                 comments = await forge.list_comments(closed.ref)
-                fetched.items += await _members_text(forge, closed, comments, bot_names, fetched)
+                fetched.items += await _members_text(members, closed, comments, bot_names, fetched)
                 fetched.cursors[kind] = max(fetched.cursors.get(kind, ""), closed.updated_at)
         except ForgeError as exc:
             fetched.notes.append(f"{kind} discussions not read: {exc}")
