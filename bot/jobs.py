@@ -127,7 +127,7 @@ async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent,
     """The implement route's worktree: the mirror refreshed, a task branch from the default branch."""
     from bot.gitrunner import git
     from bot.workspace import Workspaces, repo_key
-    from graph.checkout import index_checkout
+    from graph.checkout import index_with_memory
     from graph.nodes.delivery import branch_name
 
     spaces = Workspaces.for_settings(settings)
@@ -137,8 +137,7 @@ async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent,
     path = await spaces.worktree(key, task_id, branch, f"origin/{event.repo.default_branch}")
     # a retried job reuses the worktree: its base is where the branch forked, not HEAD after step commits
     base = git(path, "merge-base", "HEAD", f"origin/{event.repo.default_branch}").strip()
-    indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, path, task_id,
-                                    settings.embedder)
+    indexed = await index_with_memory(settings, forge, event.repo, key, path, task_id)
     return TaskState(
         workspace=str(path), branch=branch, base=base, index=indexed["index"], database=indexed["database"]
     )

@@ -351,6 +351,18 @@ class QuestionSettings(BaseModel):
     )
 
 
+class MemorySettings(BaseModel):
+    """Project memory (docs/memory.md): how much history and forge discussion a repository's memory keeps."""
+
+    max_commits: int = Field(
+        default=10_000, ge=0, description="newest commits of the default branch remembered (message, touched symbols)"
+    )
+    discussions_per_sync: int = Field(
+        default=50, ge=0,
+        description="merged changes and closed issues read from the forge per task start, each; 0: none",
+    )
+
+
 class DurabilitySettings(BaseModel):
     """Crash recovery and retention: worker leases, the reaper, how long finished tasks are kept."""
 
@@ -449,6 +461,7 @@ class Settings(BaseSettings):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     log_level: str = Field(default="INFO", description="Python log level: `DEBUG`, `INFO`, `WARNING`, `ERROR`")
     questions: QuestionSettings = Field(default_factory=QuestionSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
     worker_metrics_port: int | None = Field(
         default=None,
         description="`forgebot worker` serves its task, token, gate and forge metrics on this port (unset: none)",

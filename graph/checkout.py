@@ -4,13 +4,16 @@ The analyzer reads the repository through tools; this prepares what they read. T
 worktree of the bot's mirror (`bot.workspace`, with the forge's git credentials) at the tip of the
 default branch; the index is a private copy of the base index of that commit (`taskindex`): code
 graph and full-text search at once, the vector leg from a background build (`basevectors`) that the
-task waits for only `embedder.wait_seconds`, then picks up whenever it ends. `.forgebot.yml` is read
-from the default branch, never from a change.
+task waits for only `embedder.wait_seconds`, then picks up whenever it ends. The index carries the
+project memory (docs/memory.md): the base's documents and history, and the forge's merged changes and
+closed issues read at this task's start (`graph.forge_memory`). `.forgebot.yml` is read from the
+default branch, never from a change.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -18,11 +21,14 @@ from typing import Any
 from bot.forge import Forge, RepoRef
 from bot.settings import EmbedderSettings, Settings
 from bot.workspace import Workspaces, repo_key
+from graph import forge_memory
 from graph.embedding import embedder_for
 from graph.index import basevectors
 from graph.index.store import default_workers
 from graph.index.taskindex import build_base, copy_for_task, task_index_path
 from graph.repoconfig import load_repo_config
+
+log = logging.getLogger(__name__)
 
 # how a job gets its checkout: `prepare` in production; tests pass one over a local repository
 Checkout = Callable[[Settings, Forge, RepoRef, str], Awaitable[dict[str, Any]]]
@@ -37,19 +43,39 @@ async def prepare(settings: Settings, forge: Forge, repo: RepoRef, task_id: str)
     await workspaces.mirror(key, repo.clone_url, await forge.git_credentials())
     branch = f"forgebot/read-{task_id}"
     root = await workspaces.worktree(key, task_id, branch, f"origin/{repo.default_branch}")
-    indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, root, task_id, settings.embedder)
-    return {**indexed, "workspace": str(root)}
+    return {**await index_with_memory(settings, forge, repo, key, root, task_id), "workspace": str(root)}
+
+
+async def index_with_memory(
+    settings: Settings, forge: Forge, repo: RepoRef, key: str, root: Path, task_id: str
+) -> dict[str, Any]:
+    """`index_checkout`, with the forge's new discussions read first and taken into the task index.
+
+    Every task that gets an index comes through here (analyze and implement alike), so each task
+    start is a memory sync: the base of a new commit, the merged changes and closed issues since.
+    """
+    store = forge_memory.store_path(settings.data_dir, repo)
+    names = [n for n in (settings.github.bot_login,) if n]
+    fetched = await forge_memory.fetch(forge, repo, store, limit=settings.memory.discussions_per_sync, bot_names=names)
+    indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, root, task_id, settings.embedder,
+                                      settings.memory.max_commits)
+    try:
+        await asyncio.to_thread(forge_memory.remember, store, Path(indexed["index"]), fetched)
+    except Exception as exc:  # the boundary (a locked or broken store): the task goes on with the base's memory
+        log.warning("project memory: discussions not taken into %s: %s", task_id, exc)
+    return indexed
 
 
 def index_checkout(
-    data_dir: Path, key: str, root: Path, task_id: str, embedding: EmbedderSettings | None = None
+    data_dir: Path, key: str, root: Path, task_id: str, embedding: EmbedderSettings | None = None,
+    memory_commits: int = 10_000,
 ) -> dict[str, Any]:
     """The task index of the checkout at `root` and the database `.forgebot.yml` names ("" if none).
 
     The base's vectors are started in the background; the task waits for them at most
     `embedding.wait_seconds` (a small repository is done by then), so a large one starts at once.
     """
-    base = build_base(data_dir, key, root, workers=default_workers())
+    base = build_base(data_dir, key, root, workers=default_workers(), memory_commits=memory_commits)
     index = copy_for_task(base, data_dir, task_id)
     embedder = embedder_for(embedding) if embedding is not None else None
     if embedder is not None and embedding is not None:

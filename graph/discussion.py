@@ -54,7 +54,8 @@ async def is_member(forge: Forge, ref: IssueRef | ChangeRef, author: str, author
     return await _Access(forge, ref).member(author, author_id)
 
 
-def _ours(comment: Comment, bot_names: Sequence[str]) -> bool:
+def is_ours(comment: Comment, bot_names: Sequence[str]) -> bool:
+    """A comment the bot wrote (by its login, or carrying its hidden marker)."""
     return comment.author in bot_names or "<!-- forgebot:" in comment.body
 
 
@@ -72,7 +73,7 @@ async def take_snapshot(
         snapshot.title, snapshot.body = "", ""
         snapshot.withheld.append(f"issue title and description: @{issue.author} has no write access")
     for comment in issue.comments:
-        if comment.system or _ours(comment, bot_names):
+        if comment.system or is_ours(comment, bot_names):
             continue
         if await access.member(comment.author, comment.author_id):
             snapshot.discussion.append({"author": comment.author, "body": comment.body})

@@ -18,7 +18,7 @@ from graph.index.queries import explore
 from graph.runtime.budget import estimate_tokens
 from graph.runtime.context import Assembled, Part, assemble_traced
 from graph.runtime.trace import Trace
-from graph.tools.search import semantic_search
+from graph.tools.search import search_memory, semantic_search
 
 # share of the model's window the assembled code context may take; the rest is the fixed prompt,
 # the issue, the analysis and the answer
@@ -44,7 +44,7 @@ def graph_parts(index: Path, root: Path, symbols: list[str]) -> list[Part]:
         return []
     conn = connect(index, vectors=False, readonly=True)
     try:
-        result = explore(conn, root, symbols[:12], per_symbol=8)
+        result = explore(conn, root, symbols[:18], per_symbol=8)
     finally:
         conn.close()
     parts = []
@@ -74,6 +74,27 @@ def search_parts(index: Path, root: Path, query: str, embedder: Embedder | None,
     return [Part("search", "search notes", "\n".join(notes)), *hits] if hits else []
 
 
+MEMORY_HITS = 4
+MEMORY_SYMBOLS = 6
+
+
+def memory_parts(index: Path, query: str, embedder: Embedder | None) -> tuple[list[Part], list[str]]:
+    """Discovery (seed 002's `assemble_context_window`): project-memory hits for the criteria, and the
+    graph symbols they name, whose signatures, callers and callees `graph_parts` then adds."""
+    if not query.strip() or not index.exists():
+        return [], []
+    conn = connect(index, readonly=True)
+    try:
+        hits, _ = search_memory(conn, query, embedder=embedder, k=MEMORY_HITS)
+    finally:
+        conn.close()
+    parts = [Part("memory", f"memory:{h.kind}:{h.source}" + (f" § {h.anchor}" if h.kind == "document" else ""),
+                  "\n".join([h.title, h.snippet, *(["symbols: " + ", ".join(h.symbols)] if h.symbols else [])]))
+             for h in hits]
+    symbols = list(dict.fromkeys(s for h in hits for s in h.symbols))[:MEMORY_SYMBOLS]
+    return parts, symbols
+
+
 def notes_part(notes: dict[str, list[str]]) -> list[Part]:
     """The investigation's scratchpad (facts, paths, open questions), read again by later roles."""
     lines = [f"{kind}: {text}" for kind, texts in notes.items() for text in texts]
@@ -85,10 +106,14 @@ def planning_context(
     embedder: Embedder | None = None, *, first: Sequence[Part] = (), role: str = "planner",
     trace: Trace | None = None,
 ) -> Assembled:
-    """`first` (scratchpad, execution output), the diff, then graph signatures, then search chunks,
-    within `budget_tokens`; the tokens per tier go to the task trace."""
+    """`first` (scratchpad, execution output), the diff, then graph signatures (of the named symbols,
+    then of those project memory led to), then search chunks and memory hits, within `budget_tokens`;
+    the tokens per tier go to the task trace."""
     parts = [*first, *diff_part(workspace, base)]
     if index:
-        parts += graph_parts(Path(index), workspace, symbols)
+        recalled, entry_points = memory_parts(Path(index), query, embedder)
+        named = list(dict.fromkeys([*symbols[:12], *entry_points]))
+        parts += graph_parts(Path(index), workspace, named)
         parts += search_parts(Path(index), workspace, query, embedder)
+        parts += recalled
     return assemble_traced(parts, budget_tokens, role, trace)

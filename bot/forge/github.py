@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import github
 import requests
@@ -40,6 +42,7 @@ from bot.forge.models import (
     Change,
     ChangeRef,
     ChangeRequest,
+    Closed,
     Comment,
     CommentRef,
     DiffLine,
@@ -149,6 +152,32 @@ class GitHubForge:
 
         issue = await self._read(fetch)
         return issue.model_copy(update={"comments": tuple(await self.list_comments(ref))})
+
+    async def list_closed(
+        self, repo: RepoRef, kind: Literal["issue", "change"], since: str, limit: int
+    ) -> list[Closed]:
+        """`GET /repos/{o}/{r}/issues?state=closed&since=` (pull requests left out) or
+        `/pulls?state=closed` (merged ones, read newest first until one is older than `since`)."""
+
+        def fetch() -> list[Closed]:
+            gh_repo = self._repo(repo)
+            start = datetime.fromisoformat(since.replace("Z", "+00:00")) if since else None
+            found: list[Closed] = []
+            if kind == "issue":
+                listed = gh_repo.get_issues(state="closed", sort="updated", direction="desc",
+                                            **({"since": start} if start else {}))
+                issues = (i for i in listed if i.pull_request is None)
+                found = [_closed(IssueRef(repo=repo, number=i.number), i) for i in itertools.islice(issues, limit)]
+            else:
+                pulls = gh_repo.get_pulls(state="closed", sort="updated", direction="desc")
+                for pull in itertools.islice(pulls, 4 * limit):  # closed unmerged ones count toward the scan
+                    if len(found) >= limit or (start and pull.updated_at and pull.updated_at < start):
+                        break
+                    if pull.merged_at is not None:
+                        found.append(_closed(ChangeRef(repo=repo, number=pull.number), pull))
+            return found[::-1]
+
+        return await self._read(fetch)
 
     async def list_comments(self, target: IssueRef | ChangeRef) -> list[Comment]:
         def fetch() -> list[Comment]:
@@ -405,6 +434,13 @@ class GitHubForge:
                 raise
             return existing
         return pr if isinstance(pr, ChangeRef) else ChangeRef(repo=repo, number=pr.number)
+
+
+def _closed(ref: IssueRef | ChangeRef, item: Any) -> Closed:
+    """An issue or pull request of a listing, as the forge-neutral record."""
+    updated = item.updated_at.isoformat().replace("+00:00", "Z") if item.updated_at else ""
+    return Closed(ref=ref, title=item.title or "", body=item.body or "", author=item.user.login,
+                  author_id=int(item.user.id or 0), updated_at=updated)
 
 
 def _review_comment(target: ChangeRef, c: Any) -> Comment:

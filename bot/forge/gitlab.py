@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import gitlab
 import requests
@@ -47,6 +48,7 @@ from bot.forge.models import (
     Change,
     ChangeRef,
     ChangeRequest,
+    Closed,
     Comment,
     CommentRef,
     DiffLine,
@@ -180,6 +182,31 @@ class GitLabForge:
             author_id=int(issue.author.get("id") or 0),
             comments=tuple(await self.list_comments(ref)),
         )
+
+    async def list_closed(
+        self, repo: RepoRef, kind: Literal["issue", "change"], since: str, limit: int
+    ) -> list[Closed]:
+        """`GET /projects/:id/issues?state=closed` or `/merge_requests?state=merged`, newest `limit` updates."""
+
+        def fetch() -> list[Closed]:
+            project = self._project(repo)
+            manager = project.issues if kind == "issue" else project.mergerequests
+            query: dict[str, Any] = {"state": "closed" if kind == "issue" else "merged", "order_by": "updated_at",
+                                     "sort": "desc", "per_page": min(max(limit, 1), 100), "iterator": True}
+            if since:
+                query["updated_after"] = since
+            found = []
+            for item in itertools.islice(manager.list(**query), max(limit, 0)):
+                number = int(item.iid)
+                ref: IssueRef | ChangeRef = (IssueRef(repo=repo, number=number) if kind == "issue"
+                                             else ChangeRef(repo=repo, number=number))
+                author = item.attributes.get("author") or {}
+                found.append(Closed(ref=ref, title=str(item.title or ""), body=str(item.description or ""),
+                                    author=str(author.get("username") or ""), author_id=int(author.get("id") or 0),
+                                    updated_at=str(item.attributes.get("updated_at") or "")))
+            return found[::-1]
+
+        return await self._read(fetch)
 
     async def list_comments(self, target: IssueRef | ChangeRef) -> list[Comment]:
         discussions = await self._read(lambda: self._noteable(target).discussions.list(get_all=True))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pydantic import SecretStr
 
@@ -23,6 +24,7 @@ from bot.forge import (
     Change,
     ChangeRef,
     ChangeRequest,
+    Closed,
     Comment,
     CommentRef,
     ForgeConflict,
@@ -66,6 +68,7 @@ class MemoryForge:
     repos: dict[str, RepoRef] = field(default_factory=dict)
     hooks: dict[str, list[tuple[Hook, str]]] = field(default_factory=dict)  # project → (hook, secret)
     git_token: str = "fake-git-token"
+    closed: list[Closed] = field(default_factory=list)  # merged changes and closed issues, as listed
     # Graph tests post on issues they never seed; strict=True answers unknown targets with 404 like a forge.
     strict: bool = False
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -114,6 +117,13 @@ class MemoryForge:
                 return Issue(ref=ref, title="", body="", comments=tuple(self.posted.get(ref, [])))
             raise ForgeNotFound(f"issue {ref.number}")
         return self.issues[ref].model_copy(update={"comments": tuple(await self.list_comments(ref))})
+
+    async def list_closed(
+        self, repo: RepoRef, kind: Literal["issue", "change"], since: str, limit: int
+    ) -> list[Closed]:
+        found = sorted((c for c in self.closed if c.ref.repo.project == repo.project and c.ref.kind == kind
+                        and c.updated_at >= since), key=lambda c: c.updated_at)
+        return found[-limit:] if limit > 0 else []
 
     async def list_comments(self, target: Target) -> list[Comment]:
         self._exists(target)

@@ -104,6 +104,21 @@ class Issue(_Frozen):
     comments: tuple[Comment, ...] = ()
 
 
+class Closed(_Frozen):
+    """A merged change or a closed issue as the forge lists them: what project memory reads.
+
+    Only the listing: the text in it (title, body) is anybody's until its author's access is asked
+    (`graph.discussion`). `updated_at` is the forge's ISO 8601 time, the cursor of the next read.
+    """
+
+    ref: IssueRef | ChangeRef
+    title: str
+    body: str
+    author: str = ""
+    author_id: int = 0
+    updated_at: str = ""
+
+
 class LineKind(StrEnum):
     ADDED = "added"
     REMOVED = "removed"

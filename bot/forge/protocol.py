@@ -10,7 +10,7 @@ or skips instead of posting again, so a retried task never duplicates what it al
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Literal, Protocol
 
 from bot.forge.models import (
     AccessLevel,
@@ -19,6 +19,7 @@ from bot.forge.models import (
     Change,
     ChangeRef,
     ChangeRequest,
+    Closed,
     Comment,
     CommentRef,
     ForgeKind,
@@ -45,6 +46,13 @@ class Conversations(Protocol):
 
     async def get_issue(self, ref: IssueRef) -> Issue:
         """Read an issue's title, body, labels, author and comments (with their thread ids)."""
+        ...
+
+    async def list_closed(
+        self, repo: RepoRef, kind: Literal["issue", "change"], since: str, limit: int
+    ) -> list[Closed]:
+        """Closed issues (`kind` "issue") or merged changes ("change") updated at or after `since`
+        (ISO 8601; "" for any time): the `limit` most recently updated, returned oldest update first."""
         ...
 
     async def list_comments(self, target: IssueRef | ChangeRef) -> list[Comment]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -96,6 +97,32 @@ def ensure_schema(conn: Connection, embedder: Embedder | None) -> None:
             conn.execute("DELETE FROM memory_vectors")
             conn.execute("UPDATE memory_items SET embedded = 0")
             write_meta(conn, model=model)
+
+
+def present(conn: Connection) -> bool:
+    """Whether this index file has a memory at all (an index built before memory existed has none)."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_items'").fetchone() is not None
+
+
+def adopt(conn: Connection, previous: Path) -> bool:
+    """Start an empty memory from an older index's (the same repository at an earlier commit).
+
+    The delta sync then reads only what changed since that index: documents whose blob changed,
+    commits after its last one. Rows keep their vectors. False when there was nothing to adopt.
+    """
+    if conn.execute("SELECT 1 FROM memory_items LIMIT 1").fetchone() is not None or not previous.is_file():
+        return False
+    conn.execute("ATTACH DATABASE ? AS previous", (f"file:{previous}?mode=ro",))
+    try:
+        if conn.execute("SELECT 1 FROM previous.sqlite_master WHERE name = 'memory_items'").fetchone() is None:
+            return False
+        with conn:
+            for table in ("memory_items", "memory_vectors", "memory_meta"):
+                conn.execute(f"INSERT INTO {table} SELECT * FROM previous.{table}")
+            conn.execute("INSERT INTO memory_fts (rowid, title, body) SELECT id, title, body FROM memory_items")
+        return True
+    finally:
+        conn.execute("DETACH DATABASE previous")
 
 
 def read_meta(conn: Connection) -> dict[str, str]:

@@ -40,6 +40,7 @@ _SEP, _END = "\x1f", "\x1e"
 @dataclass
 class MemoryReport:
     documents: int = 0
+    adopted: bool = False  # started from an older index's memory
     sections_added: int = 0
     documents_removed: int = 0
     commits_added: int = 0
@@ -110,12 +111,12 @@ def _escape(text: str) -> str:
     return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
-def _has_graph(conn: Connection) -> bool:
+def has_graph(conn: Connection) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'symbols'").fetchone() is not None
 
 
 def _doc_items(conn: Connection, path: str, text: str) -> list[MemoryItem]:
-    graph = _has_graph(conn)
+    graph = has_graph(conn)
     items = []
     for heading, body in sections(path, text):
         digest = hashlib.sha256(f"{heading}\n{body}".encode()).hexdigest()[:24]  # unchanged sections keep vectors
@@ -217,7 +218,7 @@ def _touched_symbols(conn: Connection, ranges: dict[str, list[tuple[int, int]]],
 def refresh_history(conn: Connection, root: Path, report: MemoryReport, max_commits: int) -> None:
     """Add the commits since the last indexed one (newest `max_commits` at most) with the symbols they touched."""
     shas = _commits_to_read(conn, root, max_commits, report)
-    graph = _has_graph(conn)
+    graph = has_graph(conn)
     fmt = f"--format={_END}%H{_SEP}%ct{_SEP}%s{_SEP}%b{_SEP}{_SEP}"
     for start in range(0, len(shas), BATCH):
         batch = shas[start:start + BATCH]
@@ -234,10 +235,18 @@ def refresh_history(conn: Connection, root: Path, report: MemoryReport, max_comm
 
 
 def refresh(conn: Connection, root: Path, *, embedder: Embedder | None, max_commits: int = 10_000,
-            extra_dirs: tuple[str, ...] = ()) -> MemoryReport:
-    """Bring the whole memory of the checkout at `root` up to date (documents, history, vectors)."""
+            extra_dirs: tuple[str, ...] = (), previous: Path | None = None) -> MemoryReport:
+    """Bring the whole memory of the checkout at `root` up to date (documents, history, vectors).
+
+    `previous`: an older index of the same repository whose memory an empty one starts from.
+    """
     memory.ensure_schema(conn, embedder)
     report = MemoryReport()
+    if previous is not None:
+        try:
+            report.adopted = memory.adopt(conn, previous)
+        except Exception as exc:  # a broken older index: remember from nothing instead
+            report.notes.append(f"memory of {previous.name} not taken over: {exc}")
     refresh_documents(conn, root, report, extra_dirs)
     refresh_history(conn, root, report, max_commits)
     if embedder is not None:

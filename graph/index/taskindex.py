@@ -19,7 +19,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from bot.gitrunner import GitTampered, git
-from graph.index import basevectors, search_store, store
+from graph.index import basevectors, memory_sources, search_store, store
 from graph.index.chunks import chunk_file
 from graph.index.db import Connection, connect
 from graph.index.embed import Embedder
@@ -125,11 +125,12 @@ def index_stale_files(conn: Connection) -> list[str]:
     return sorted(r[0] for r in rows if r[2] or known.get(r[0]) != r[1])
 
 
-def build_base(data_dir: Path, repo: str, root: Path, *, workers: int = 1) -> Path:
+def build_base(data_dir: Path, repo: str, root: Path, *, workers: int = 1, memory_commits: int = 10_000) -> Path:
     """Build (or reuse) the base index of the checkout at `root` for its HEAD commit.
 
     Graph and full-text tables only: a task can start on them at once. The vector leg is built
-    next to it in the background (`basevectors`).
+    next to it in the background (`basevectors`). The project memory (documents and history) starts
+    from the newest older base of the repository and reads only what changed since (`memory_sources`).
     """
     commit = head_commit(root)
     target = base_index_path(data_dir, repo, commit)
@@ -141,12 +142,29 @@ def build_base(data_dir: Path, repo: str, root: Path, *, workers: int = 1) -> Pa
     conn = connect(partial)
     try:
         _refresh(conn, root, None, workers)
+        _remember(conn, root, memory_commits, _newest(target))
         # One self-contained file: a task copy is then a plain file copy.
         conn.execute("PRAGMA journal_mode=DELETE")
     finally:
         conn.close()
     partial.replace(target)  # readers never see a half-built base
     return target
+
+
+def _remember(conn: Connection, root: Path, max_commits: int, previous: Path | None) -> None:
+    """The base's project memory; a failure leaves the base without it (search_memory says so), not broken."""
+    try:
+        memory_sources.refresh(conn, root, embedder=None, max_commits=max_commits, previous=previous)
+    except GitTampered:
+        raise
+    except Exception as exc:  # the boundary: memory is an aid, the task must still get its index
+        log.warning("project memory not built for %s: %s", root, exc)
+
+
+def _newest(target: Path) -> Path | None:
+    """The most recently built other base of the same repository, if any (not a vectors file beside one)."""
+    others = [p for p in target.parent.glob("*.db") if p != target and _COMMIT.match(p.stem)]
+    return max(others, key=lambda p: p.stat().st_mtime, default=None)
 
 
 def refresh(index: Path, root: Path, *, embedder: Embedder | None, workers: int = 1) -> SyncReport:

@@ -9,9 +9,7 @@ code-built handoff. Every `path:line` the answer cites is checked against the ch
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,6 @@ import prompts
 from graph.deps import Deps
 from graph.embedding import embedder_for
 from graph.evidence import check_evidence, existing_files
-from graph.index.db import Connection, connect
 from graph.runtime.budget import call_budget
 from graph.runtime.memory import Memory
 from graph.runtime.roles import RoleRun
@@ -31,7 +28,7 @@ from graph.schemas import Analysis, FileScope
 from graph.state import TaskState
 from graph.tools import tools_for
 from graph.tools.database import ReadOnlyDatabase
-from graph.tools.investigation import investigation_tools
+from graph.tools.investigation import investigation_tools, open_index
 
 _PATHLIKE = re.compile(r"[\w./-]+\.\w{1,5}")
 _PATH_TOKEN = re.compile(r"[\w./-]+")
@@ -47,19 +44,6 @@ def _root(state: TaskState) -> Path:
     if not state.get("workspace") or not root.is_dir():
         raise NoCheckout(f"no repository checkout for the analyzer (workspace={state.get('workspace')!r})")
     return root
-
-
-@contextlib.contextmanager
-def _index(state: TaskState) -> Iterator[Connection | None]:
-    path = state.get("index") or ""
-    if not path or not Path(path).is_file():
-        yield None
-        return
-    conn = connect(path)
-    try:
-        yield conn
-    finally:
-        conn.close()
 
 
 def _database(state: TaskState, deps: Deps) -> ReadOnlyDatabase | None:
@@ -106,7 +90,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         root=root, system=lambda: system, targets=lambda: seeded, memory=memory,
         max_calls=call_budget(deps.settings.llm, "analyzer", criteria=len(state["criteria"])),
     )
-    with _index(state) as conn:
+    with open_index(state.get("index") or "") as conn:
         tools = investigation_tools(root, conn, _database(state, deps), embedder_for(deps.settings.embedder))
         tools.update(write_scratchpad=memory.scratchpad.tool(), finish_exploration=declared.tool(root))
         result = await role.loop(tools_for("analyzer", tools), [_task_message(state)])

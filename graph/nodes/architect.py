@@ -19,6 +19,9 @@ from langgraph.runtime import Runtime
 
 import prompts
 from graph.deps import Deps
+from graph.embedding import embedder_for
+from graph.index.db import Connection
+from graph.index.embed import Embedder
 from graph.nodes.planner import task_text
 from graph.runtime.budget import call_budget
 from graph.runtime.memory import Memory
@@ -26,7 +29,9 @@ from graph.runtime.roles import RoleRun
 from graph.schemas import ArchitectVerdict
 from graph.state import TaskState
 from graph.tools import tools_for
+from graph.tools.code import search_tools
 from graph.tools.files import file_tools
+from graph.tools.investigation import open_index
 
 
 def _targets(plan: dict[str, Any]) -> list[str]:
@@ -34,8 +39,11 @@ def _targets(plan: dict[str, Any]) -> list[str]:
     return [*scope.get("writable", []), *scope.get("context_only", [])]
 
 
-def _tools(root: Path, memory: Memory) -> list[BaseTool]:
+def _tools(root: Path, memory: Memory, conn: Connection | None, embedder: Embedder | None) -> list[BaseTool]:
+    """Files and the scratchpad; `search_memory` (why things are as they are) when the task has an index."""
     available: dict[str, BaseTool] = {**file_tools(root), "write_scratchpad": memory.scratchpad.tool()}
+    if conn is not None:
+        available["search_memory"] = search_tools(root, conn, embedder)["search_memory"]
     return tools_for("architect", available)
 
 
@@ -57,7 +65,8 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         "Investigate what you need, then approve the plan or reject it with one actionable feedback line per "
         "problem.",
     ]))
-    result = await role.loop(_tools(root, memory), [task])
+    with open_index(state.get("index") or "") as conn:
+        result = await role.loop(_tools(root, memory, conn, embedder_for(settings.embedder)), [task])
     verdict = await role.conclude(ArchitectVerdict, system=system, criteria=criteria, memory=memory, result=result,
                                   task=[task])
     feedback = [] if verdict.approved else verdict.feedback

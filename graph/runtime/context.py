@@ -2,9 +2,11 @@
 
 Parts come in three priority tiers: the active diff, the scratchpad and execution output (checks'
 stdout/stderr, cut to their tail by `execution_part`) first, then graph
-signatures of callers and callees, then search chunks. Each part enters inside a boundary naming
-its origin. A part that does not fit is left out and named in an "omitted" line (which is itself
-counted), so the model knows what it is not seeing; raw query results never go past the budget.
+signatures of callers and callees, then search chunks and project-memory hits (documents, commits,
+discussions: the intent behind the code, whose symbols led to the signatures of the tier above).
+Each part enters inside a boundary naming its origin. A part that does not fit is left out and named
+in an "omitted" line (which is itself counted), so the model knows what it is not seeing; raw query
+results never go past the budget.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ import prompts
 from graph.runtime.budget import estimate_tokens
 from graph.runtime.trace import Trace
 
-Kind = Literal["diff", "scratchpad", "execution", "signature", "search"]
-PRIORITY: dict[str, int] = {"diff": 0, "scratchpad": 0, "execution": 0, "signature": 1, "search": 2}
+Kind = Literal["diff", "scratchpad", "execution", "signature", "search", "memory"]
+PRIORITY: dict[str, int] = {"diff": 0, "scratchpad": 0, "execution": 0, "signature": 1, "search": 2, "memory": 2}
 _TAGS: dict[str, str] = {"diff": "diff", "scratchpad": "scratchpad", "execution": "execution_output",
-                         "signature": "signature", "search": "search_hit"}
+                         "signature": "signature", "search": "search_hit", "memory": "memory_hit"}
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ READ_TOOLS = frozenset({
     "list_database_tables", "get_table_schema", "run_readonly_sql",
 })
 MEMORY_TOOLS = frozenset({"write_scratchpad", "finish_exploration"})
+# project memory (seed 002's second tier): for the roles that decide what to do, not the coder
+RECALL_TOOLS = frozenset({"search_memory"})
 WRITE_TOOLS = frozenset({
     "apply_patch", "write_file", "complete_item", "update_plan", "request_file", "report_plan_blocker", "finish",
 })
@@ -30,9 +32,9 @@ ROLE_GROUPS: dict[str, frozenset[str]] = {
     "tool_loop": INVESTIGATION_ROLES | {"coder"},
 }
 ROLE_TOOLS: dict[str, frozenset[str]] = {
-    "analyzer": READ_TOOLS | MEMORY_TOOLS,
-    "architect": READ_TOOLS | MEMORY_TOOLS,
-    "reviewer": READ_TOOLS | MEMORY_TOOLS,
+    "analyzer": READ_TOOLS | MEMORY_TOOLS | RECALL_TOOLS,
+    "architect": READ_TOOLS | MEMORY_TOOLS | RECALL_TOOLS,
+    "reviewer": READ_TOOLS | MEMORY_TOOLS | RECALL_TOOLS,
     "coder": (READ_TOOLS - {"run_readonly_sql"}) | WRITE_TOOLS,
 }
 
@@ -72,6 +74,6 @@ def tools_for(role: str, available: Mapping[str, BaseTool]) -> list[BaseTool]:
 
 
 __all__ = [
-    "FORBIDDEN_TOOLS", "INVESTIGATION_ROLES", "MEMORY_TOOLS", "READ_TOOLS", "ROLE_GROUPS", "ROLE_TOOLS",
+    "FORBIDDEN_TOOLS", "INVESTIGATION_ROLES", "MEMORY_TOOLS", "READ_TOOLS", "RECALL_TOOLS", "ROLE_GROUPS", "ROLE_TOOLS",
     "WRITE_TOOLS", "ToolNotAllowed", "check_role_tools", "roles_of", "tools_for",
 ]

@@ -17,6 +17,7 @@ from graph.index import queries
 from graph.index.contract import override_contract as _contract
 from graph.index.db import Connection
 from graph.index.embed import Embedder
+from graph.index.memory import MemoryHit
 from graph.index.search import Answer
 from graph.tools import search as _search
 
@@ -38,8 +39,23 @@ def render_answer(answer: Answer) -> str:
     return "\n\n".join(blocks + notes)
 
 
+def render_memory(hits: list[MemoryHit], notes: list[str]) -> str:
+    """Memory hits as `[kind] source § anchor` headers over their snippets, each with its entry points:
+    the fully qualified symbols to hand to find_definition, find_callers or explore next."""
+    blocks = []
+    for h in hits:
+        where = f"{h.source} § {h.anchor}" if h.anchor and h.kind == "document" else h.source
+        lines = [f"[{h.kind}] {where} — {h.title} (score {h.score:.3f}, {'+'.join(h.legs)})", h.snippet]
+        if h.symbols:
+            lines.append("symbols: " + ", ".join(h.symbols))
+        if h.paths and h.kind == "commit":
+            lines.append("files: " + ", ".join(h.paths[:12]))
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks or ["no hits"]) + "".join(f"\n\n{note}" for note in notes)
+
+
 def search_tools(root: Path, conn: Connection | None, embedder: Embedder | None = None) -> dict[str, BaseTool]:
-    """search_code and read_file_snippet always; semantic_search when an index is open."""
+    """search_code and read_file_snippet always; semantic_search and search_memory when an index is open."""
 
     def search_code(pattern: str, regex: bool = False, ignore_case: bool = False, path_glob: str = "") -> str:
         """Exact text (or regex) search over the repository; answers `path:line: text` lines."""
@@ -60,7 +76,13 @@ def search_tools(root: Path, conn: Connection | None, embedder: Embedder | None 
             return render_answer(_search.semantic_search(conn, root, query, embedder=embedder, k=k,
                                                          path_glob=path_glob))
 
-        tools.append(semantic_search)
+        def search_memory(query: str, k: int = 8) -> str:
+            """Search the project's memory: design docs and ADRs, commit messages, merged changes, closed
+            issues and past review findings, for why and where something was decided. Each hit lists
+            the code symbols it concerns (fully qualified): explore them, or find their callers, next."""
+            return render_memory(*_search.search_memory(conn, query, embedder=embedder, k=k))
+
+        tools += [semantic_search, search_memory]
     return {f.__name__: StructuredTool.from_function(f) for f in tools}
 
 

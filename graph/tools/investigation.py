@@ -8,15 +8,30 @@ here by mistake would never reach the model.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from graph.index.db import Connection
+from graph.index.db import Connection, connect
 from graph.index.embed import Embedder
 from graph.tools.code import graph_tools, search_tools
 from graph.tools.database import ReadOnlyDatabase
 from graph.tools.files import file_tools
+
+
+@contextlib.contextmanager
+def open_index(path: str) -> Iterator[Connection | None]:
+    """The task index for a role's tools, open for the role's run; None when the task has none."""
+    if not path or not Path(path).is_file():
+        yield None
+        return
+    conn = connect(path)
+    try:
+        yield conn
+    finally:
+        conn.close()
 
 
 def database_tools(database: ReadOnlyDatabase) -> dict[str, BaseTool]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bot.gitrunner import GitTimeout, Repo, run
+from graph.index import memory
 from graph.index.basevectors import VectorState, index_file, state
 from graph.index.db import Connection
 from graph.index.embed import Embedder
@@ -67,6 +68,18 @@ def semantic_search(
     )
     stale = tuple(sorted(set(answer.freshness.stale_files) | set(live_stale_files(conn, root))))
     return replace(answer, freshness=replace(answer.freshness, stale_files=stale))
+
+
+def search_memory(
+    conn: Connection, query: str, *, embedder: Embedder | None = None, k: int = 8
+) -> tuple[list[memory.MemoryHit], list[str]]:
+    """Project memory (documents, ADRs, commits, merged changes, closed issues, past findings) by
+    meaning; each hit names the graph symbols it concerns. An index without memory says so."""
+    if not query.strip():
+        raise ValueError("query is empty")
+    if not memory.present(conn):
+        return [], ["no project memory in this index (built before memory existed)"]
+    return memory.search(conn, query, embedder=embedder, limit=max(1, min(k, 20)))
 
 
 def vector_leg(conn: Connection, embedder: Embedder | None) -> VectorState:

@@ -51,7 +51,9 @@ def _user(login: str) -> dict[str, Any]:
 def _issue_json(api: str, number: int, issue: FakeIssue | FakeChange) -> dict[str, Any]:
     data: dict[str, Any] = sample("github/issues.labeled.json")["issue"]
     labels = issue.labels if isinstance(issue, FakeIssue) else []
-    data.update(number=number, title=issue.title, body=issue.body, state="open", url=f"{api}/issues/{number}",
+    closed = issue.state in ("closed", "merged")
+    data.update(number=number, title=issue.title, body=issue.body, state="closed" if closed else "open",
+                url=f"{api}/issues/{number}", updated_at=issue.updated_at,
                 labels=[{"id": i, "name": name, "color": "ffffff"} for i, name in enumerate(labels)])
     data["user"] = _user(issue.author)
     return data
@@ -84,6 +86,17 @@ def _found(request: Request) -> tuple[str, str, int, FakeIssue | FakeChange | No
 async def issue(request: Request) -> JSONResponse:
     _, api, number, found = _found(request)
     return _error(404, "Not Found") if found is None else JSONResponse(_issue_json(api, number, found))
+
+
+async def issues(request: Request) -> JSONResponse:
+    """`GET /repos/{o}/{r}/issues?state=closed&since=`: closed issues (this fake lists no pull requests)."""
+    full_name, api = _repo(request)
+    if request.query_params.get("state") != "closed":
+        return _error(422, "the fake lists closed issues only")
+    found = _state(request).closed_items("github", full_name, "issue", request.query_params.get("since", ""))
+    if request.query_params.get("direction", "desc") == "asc":
+        found.reverse()
+    return JSONResponse([_issue_json(api, n, i) for n, i in found])
 
 
 async def issue_comments(request: Request) -> JSONResponse:
@@ -216,6 +229,7 @@ def routes() -> list[Route]:
         Route("/github/app", app, methods=["GET"]),
         Route(base + "/hooks", hooks, methods=["GET", "POST"]),
         Route(base + "/hooks/{hook_id:int}", hooks, methods=["GET", "PATCH"]),
+        Route(base + "/issues", issues, methods=["GET"]),
         Route(base + "/issues/{number:int}", issue, methods=["GET"]),
         Route(base + "/issues/{number:int}/comments", issue_comments, methods=["GET", "POST"]),
         Route(base + "/issues/{number:int}/reactions", reactions, methods=["POST"]),

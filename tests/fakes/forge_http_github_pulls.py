@@ -19,6 +19,7 @@ def _pull_json(api: str, number: int, change: FakeChange) -> dict[str, Any]:
     data = sample("github/api/pulls.create.response.json")
     data.update(number=number, title=change.title, body=change.body, draft=change.draft,
                 state="open" if change.state == "opened" else "closed", url=f"{api}/pulls/{number}",
+                updated_at=change.updated_at, merged_at=change.updated_at if change.state == "merged" else None,
                 issue_url=f"{api}/issues/{number}", html_url=f"https://github.example/pull/{number}",
                 user=_user(change.author))
     owner = api.rsplit("/", 2)[-2]
@@ -45,6 +46,9 @@ async def pulls(request: Request) -> JSONResponse:
         owner = full_name.split("/")[0]
         head = request.query_params.get("head")
         wanted = {"open": "opened", "closed": "closed"}.get(request.query_params.get("state", "open"))
+        if wanted == "closed" and request.query_params.get("sort") == "updated":  # newest update first
+            merged = state.closed_items("github", full_name, "change")
+            return JSONResponse([_pull_json(api, n, c) for n, c in merged if isinstance(c, FakeChange)])
         return JSONResponse([
             _pull_json(api, n, c) for (f, p, n), c in sorted(state.changes.items())
             if (f, p) == ("github", full_name) and (head is None or head == f"{owner}:{c.source_branch}")

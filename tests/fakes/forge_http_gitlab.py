@@ -78,8 +78,27 @@ async def issue(request: Request) -> JSONResponse:
         return _error(404, "404 Issue Not Found")
     return JSONResponse({
         "id": iid + 10_000, "iid": iid, "project_id": int(project), "title": found.title,
-        "description": found.body, "labels": found.labels, "state": "opened", "author": _user(found.author),
+        "description": found.body, "labels": found.labels, "state": found.state, "author": _user(found.author),
+        "updated_at": found.updated_at,
     })
+
+
+def _listed(request: Request, kind: Kind) -> list[tuple[int, Any]]:
+    """`state=closed` issues or `state=merged` merge requests, `updated_after`, `sort` by `updated_at`."""
+    query = request.query_params
+    found = _state(request).closed_items("gitlab", request.path_params["project"], kind,
+                                         query.get("updated_after", ""))
+    return found if query.get("sort", "desc") == "desc" else found[::-1]
+
+
+async def issues(request: Request) -> JSONResponse:
+    if request.query_params.get("state") != "closed":
+        return _error(400, "the fake lists closed issues only")
+    project = request.path_params["project"]
+    return JSONResponse([{"id": n + 10_000, "iid": n, "project_id": int(project), "title": i.title,
+                          "description": i.body, "labels": i.labels, "state": "closed",
+                          "author": _user(i.author), "updated_at": i.updated_at}
+                         for n, i in _listed(request, "issue")])
 
 
 async def notes(request: Request) -> JSONResponse:
@@ -191,6 +210,7 @@ def _mr(project: str, iid: int, change: FakeChange) -> dict[str, Any]:
         "target_branch": change.target_branch, "author": _user(change.author), "sha": change.head_sha,
         "web_url": f"https://gitlab.example.com/p/{project}/-/merge_requests/{iid}",
         "diff_refs": {"base_sha": change.base_sha, "head_sha": change.head_sha, "start_sha": change.start_sha},
+        "updated_at": change.updated_at,
     }
 
 
@@ -205,6 +225,8 @@ async def merge_requests(request: Request) -> JSONResponse:
     state, project = _state(request), request.path_params["project"]
     if request.method == "GET":
         wanted = request.query_params
+        if wanted.get("state") == "merged":
+            return JSONResponse([_mr(project, n, c) for n, c in _listed(request, "change")])
         return JSONResponse([
             _mr(p, n, c) for (f, p, n), c in sorted(state.changes.items())
             if (f, p) == ("gitlab", project) and c.source_branch == wanted.get("source_branch", c.source_branch)
@@ -336,6 +358,7 @@ def routes() -> list[Route]:
         Route("/gitlab/api/v4/user", current_user, methods=["GET"]),
         Route(base + "/hooks", hooks, methods=["GET", "POST"]),
         Route(base + "/hooks/{hook_id:int}", hooks, methods=["PUT"]),
+        Route(base + "/issues", issues, methods=["GET"]),
         Route(base + "/issues/{iid:int}", issue, methods=["GET"]),
         Route(base + "/merge_requests", merge_requests, methods=["GET", "POST"]),
         Route(base + "/merge_requests/{iid:int}", merge_request, methods=["GET"]),

@@ -26,6 +26,8 @@ class FakeIssue:
     labels: list[str] = field(default_factory=list)
     author: str = "alice"
     reactions: list[str] = field(default_factory=list)
+    state: str = "opened"  # "closed": listed by `GET …/issues?state=closed`
+    updated_at: str = "2026-01-01T00:00:00Z"
 
 
 @dataclass
@@ -87,9 +89,10 @@ class FakeChange:
     base_sha: str = "b" * 40
     head_sha: str = "c" * 40
     start_sha: str = "a" * 40
-    state: str = "opened"
+    state: str = "opened"  # "merged": listed by GitLab `state=merged`, GitHub `state=closed` with `merged_at`
     draft: bool = False
     reactions: list[str] = field(default_factory=list)
+    updated_at: str = "2026-01-01T00:00:00Z"
 
 
 @dataclass
@@ -177,6 +180,17 @@ class FakeForgeState:
     def add_change(self, forge: str, project: str, number: int, change: FakeChange) -> None:
         with self.lock:
             self.changes[(forge, project, number)] = change
+
+    def closed_items(
+        self, forge: str, project: str, kind: Kind, since: str = ""
+    ) -> list[tuple[int, FakeIssue | FakeChange]]:
+        """Closed issues or merged changes updated at or after `since`, most recently updated first."""
+        with self.lock:
+            store: dict[Key, FakeIssue] | dict[Key, FakeChange] = self.issues if kind == "issue" else self.changes
+            wanted = "closed" if kind == "issue" else "merged"
+            found = [(n, item) for (f, p, n), item in store.items()
+                     if (f, p) == (forge, project) and item.state == wanted and item.updated_at >= since]
+        return sorted(found, key=lambda pair: (pair[1].updated_at, pair[0]), reverse=True)
 
     def threads_of(self, forge: str, project: str, kind: Kind, number: int) -> list[FakeThread]:
         with self.lock:

@@ -13,9 +13,12 @@ from graph.runtime.budget import estimate_tokens
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "php_project"
 
 
-def _repo(tmp_path: Path) -> tuple[Path, str]:
+def _repo(tmp_path: Path, adr: str = "") -> tuple[Path, str]:
     root = tmp_path / "repo"
     shutil.copytree(FIXTURE, root)
+    if adr:
+        (root / "docs" / "adr").mkdir(parents=True)
+        (root / "docs" / "adr" / "0002-division.md").write_text(adr)
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
         subprocess.run(
             ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
@@ -38,6 +41,27 @@ def test_signatures_and_search_chunks_fill_the_budget_in_priority_order(tmp_path
     assert kinds == sorted(kinds, key=["diff", "scratchpad", "signature", "search"].index)
     assert "App\\Calculator::add" in assembled.text and "// edited" in assembled.text
     assert assembled.tokens <= 4000
+
+
+ADR = """# ADR 0002: Division by zero
+
+## Decision
+
+`Calculator::divide` throws on a zero divisor instead of returning INF: callers must not carry INF into
+invoices, where it printed as an amount.
+"""
+
+
+def test_discovery_goes_from_memory_hits_to_the_graph_around_their_symbols(tmp_path: Path) -> None:
+    root, index = _repo(tmp_path, ADR)
+    assembled = planning_context(root, index, "", [], "why must a zero divisor throw in invoices", 4000)
+    memory = [p for p in assembled.included if p.kind == "memory"]
+    assert memory and memory[0].origin == "memory:document:docs/adr/0002-division.md § Decision"
+    assert "symbols: App\\Calculator::divide" in memory[0].text
+    # the analyzer named no symbol: the divide signature is there because the memory hit led to it
+    signatures = {p.origin: p.text for p in assembled.included if p.kind == "signature"}
+    assert "divide(int $a, int $b)" in signatures["graph:App\\Calculator::divide"]
+    assert '<memory_hit origin="memory:document:docs/adr/0002-division.md' in assembled.text
 
 
 def test_a_small_budget_omits_parts_and_says_so(tmp_path: Path) -> None:

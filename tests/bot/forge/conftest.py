@@ -93,6 +93,21 @@ class Backend:
             self.state.add_change(self.forge_name, self.repo.project, number, seeded)
         return ref
 
+    def close(self, target: IssueRef | ChangeRef, updated_at: str) -> None:
+        """Close an issue or merge a change at `updated_at` (what `list_closed` then lists)."""
+        if self.fake is not None:
+            from bot.forge import Closed
+
+            item = self.fake.issues.get(target) if isinstance(target, IssueRef) else self.fake.changes.get(target)
+            assert item is not None
+            self.fake.closed.append(Closed(ref=target, title=item.title, body=item.body, author=item.author,
+                                           author_id=item.author_id, updated_at=updated_at))
+            return
+        assert self.state is not None
+        key = (self.forge_name, self.repo.project, target.number)
+        found = self.state.issues[key] if isinstance(target, IssueRef) else self.state.changes[key]
+        found.state, found.updated_at = ("closed" if isinstance(target, IssueRef) else "merged"), updated_at
+
     def seed_comment(self, target: IssueRef | ChangeRef, body: str, author: str = "alice") -> None:
         if self.fake is not None:
             self.fake.seed_comment(target, body, author)

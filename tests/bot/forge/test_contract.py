@@ -41,6 +41,23 @@ async def test_unknown_issue_is_not_found(backend: Backend) -> None:
         await backend.forge.get_issue(backend.seed_issue(3).model_copy(update={"number": 999}))
 
 
+async def test_list_closed_reads_closed_issues_and_merged_changes_since_a_time(backend: Backend) -> None:
+    old, new, still_open = backend.seed_issue(3, title="Old"), backend.seed_issue(4, title="New"), backend.seed_issue(6)
+    backend.close(old, "2026-01-02T00:00:00Z")
+    backend.close(new, "2026-01-05T00:00:00Z")
+    merged, _open = backend.seed_change(7), backend.seed_change(8, source_branch="feature/other")
+    backend.close(merged, "2026-01-04T00:00:00Z")
+    issues = await backend.forge.list_closed(backend.repo, "issue", "", 10)
+    assert [(c.ref.number, c.title, c.author) for c in issues] == [(3, "Old", "alice"), (4, "New", "alice")]
+    since = await backend.forge.list_closed(backend.repo, "issue", "2026-01-03T00:00:00Z", 10)
+    assert [c.ref.number for c in since] == [4]
+    assert [c.ref.number for c in await backend.forge.list_closed(backend.repo, "issue", "", 1)] == [4]  # newest
+    (change,) = await backend.forge.list_closed(backend.repo, "change", "", 10)
+    assert (change.ref.kind, change.ref.number, change.title, change.body) == ("change", 7, "File API", "Adds it.")
+    assert change.updated_at.startswith("2026-01-04")
+    assert still_open.number not in [c.ref.number for c in issues]
+
+
 async def test_post_then_edit_comment_in_place(backend: Backend) -> None:
     ref = backend.seed_issue(3)
     comment = await backend.forge.post_comment(ref, "Working on it: phase 1")

@@ -165,3 +165,35 @@ def test_forgebot_memory_on_the_command_line(project: tuple[Path, dict[str, str]
     refused = subprocess.run([sys.executable, "-m", "bot", "memory", str(tmp_path), "x"], env=env,
                              capture_output=True, text=True)
     assert refused.returncode == 2 and refused.stderr.startswith("forgebot memory:")
+
+
+def test_a_new_base_starts_from_the_previous_one(project: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    root, shas = project
+    data = tmp_path / "data"
+    commits = "SELECT source, id FROM memory_items WHERE kind = 'commit'"
+    first = taskindex.build_base(data, "demo", root)
+    with connect(first) as conn:
+        before = {str(r[0]): int(r[1]) for r in conn.execute(commits)}
+    assert set(before) == set(shas.values())
+    (root / "README.md").unlink()
+    new = _commit(root, "Drop the README: the ADRs say it all")
+    second = taskindex.build_base(data, "demo", root)
+    with connect(second) as conn:
+        after = {str(r[0]): int(r[1]) for r in conn.execute(commits)}
+        documents = {str(r[0]) for r in conn.execute("SELECT source FROM memory_items WHERE kind = 'document'")}
+        hit = memory.search(conn, "drop the readme", embedder=None, limit=1)[0][0]
+    assert {k: after[k] for k in before} == before  # adopted rows, not read again
+    assert new in after and hit.source == new
+    assert documents == {"docs/adr/0001-lock-timeouts.md"}  # the removed document left the memory
+    with connect(first) as conn:  # the older base is untouched
+        assert {str(r[0]) for r in conn.execute(commits)} == set(before)
+
+
+def test_a_broken_previous_base_is_not_taken_over(project: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    root, shas = project
+    broken = tmp_path / "data" / "indexes" / "base" / "demo" / f"{'0' * 40}.db"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"not a database" * 100)
+    with connect(taskindex.build_base(tmp_path / "data", "demo", root)) as conn:
+        commits = {str(r[0]) for r in conn.execute("SELECT source FROM memory_items WHERE kind = 'commit'")}
+    assert commits == set(shas.values())  # remembered from nothing

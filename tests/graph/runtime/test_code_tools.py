@@ -62,3 +62,15 @@ async def test_analyzer_uses_search_and_graph_tools(indexed: tuple[Path, Connect
 def test_without_an_index_only_text_tools_are_offered(tmp_path: Path) -> None:
     root = make_repo(tmp_path / "checkout")
     assert set(search_tools(root, None)) == {"search_code", "read_file_snippet"}
+
+
+def test_search_memory_is_for_the_deciding_roles_and_says_when_an_index_has_no_memory(
+    indexed: tuple[Path, Connection, HashingEmbedder],
+) -> None:
+    root, conn, embedder = indexed
+    available = {**search_tools(root, conn, embedder), **graph_tools(root, conn)}
+    for role in ("analyzer", "architect", "reviewer"):
+        assert "search_memory" in {t.name for t in tools_for(role, available)}
+    assert "search_memory" not in {t.name for t in tools_for("coder", available)}
+    answer = available["search_memory"].invoke({"query": "why retry with backoff"})
+    assert answer == "no hits\n\nno project memory in this index (built before memory existed)"
