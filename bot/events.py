@@ -22,7 +22,8 @@ from bot.forge.models import ForgeKind, RepoRef
 from bot.settings import TriggerSettings
 
 __all__ = [
-    "Actor", "ForgeEvent", "ForgeKind", "PayloadError", "RepoRef", "claimed_id", "parse_github", "parse_gitlab",
+    "Actor", "ForgeEvent", "ForgeKind", "PayloadError", "RepoRef", "adds_labels", "claimed_id", "installation_of",
+    "parse_github", "parse_gitlab",
 ]
 Mode = Literal["implement", "analyze", "review"]
 Trigger = Literal["label", "command", "reply", "cancel"]
@@ -255,9 +256,21 @@ def claimed_id(forge: ForgeKind, payload: dict[str, Any]) -> int | None:
     return found if isinstance(found, int) and not isinstance(found, bool) else None
 
 
-def _installation(payload: dict[str, Any]) -> int | None:
+def adds_labels(forge: ForgeKind, headers: Mapping[str, str], payload: dict[str, Any]) -> bool:
+    """Whether the delivery adds labels to an issue: the only deliveries whose trigger depends on the
+    repository's own `.forgebot.yml` (`bot.repolabels`), so the only ones worth asking the forge about."""
+    if forge == "github":
+        return headers.get("x-github-event") == "issues" and payload.get("action") == "labeled"
+    changes = payload.get("changes")
+    return (headers.get("x-gitlab-event") in ("Issue Hook", "Confidential Issue Hook")
+            and isinstance(changes, dict) and bool(changes.get("labels")))
+
+
+def installation_of(payload: dict[str, Any]) -> int | None:
+    """The GitHub App installation a delivery names (its token may act on the repository)."""
     found = payload.get("installation")
-    return int(found["id"]) if isinstance(found, dict) and "id" in found else None
+    found = found.get("id") if isinstance(found, dict) else None
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
 
 
 def _github_actor(user: dict[str, Any], bot_login: str | None) -> Actor | None:
@@ -291,7 +304,7 @@ def _github_labeled(
         body=str(issue.get("body") or ""),
         label=label,
         state=f"label:{label}:{issue.get('updated_at') or ''}",
-        installation=_installation(payload),
+        installation=installation_of(payload),
     )
 
 
@@ -322,5 +335,5 @@ def _github_comment(
         comment=text,
         comment_id=int(comment["id"]),
         state=f"comment:{int(comment['id'])}",
-        installation=_installation(payload),
+        installation=installation_of(payload),
     )
