@@ -34,8 +34,8 @@ from bot.evaluation.verification import (
 from bot.evaluation.workspace import Workspace, WorkspaceError, build_workspace, changed_files, take_branch
 from bot.local import LocalResult, run_local
 from bot.settings import Settings
-from graph.index import basevectors
 from graph import routing
+from graph.index import basevectors
 from graph.llm import chat_model
 
 ModelFactory = Callable[[str], BaseChatModel]
