@@ -262,8 +262,15 @@ def adds_labels(forge: ForgeKind, headers: Mapping[str, str], payload: dict[str,
     if forge == "github":
         return headers.get("x-github-event") == "issues" and payload.get("action") == "labeled"
     changes = payload.get("changes")
-    return (headers.get("x-gitlab-event") in ("Issue Hook", "Confidential Issue Hook")
-            and isinstance(changes, dict) and bool(changes.get("labels")))
+    labels = changes.get("labels") if isinstance(changes, dict) else None
+    if headers.get("x-gitlab-event") not in ("Issue Hook", "Confidential Issue Hook") or not isinstance(labels, dict):
+        return False
+    return len(_titles(labels.get("current")) - _titles(labels.get("previous"))) > 0  # not a removal
+
+
+def _titles(labels: Any) -> set[str]:
+    found = labels if isinstance(labels, list) else []
+    return {str(label.get("title")) for label in found if isinstance(label, dict)}
 
 
 def installation_of(payload: dict[str, Any]) -> int | None:
