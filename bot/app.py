@@ -1,6 +1,7 @@
 """create_app(): the Starlette receiver, with its queue opened in the lifespan.
 
-The receiver verifies, parses and queues, and that is all; the read-only task console
+The receiver verifies, parses and queues, and that is all (a label delivery first learns its
+repository's trigger labels, `bot.repolabels`); the read-only task console
 (`bot.console`, docs/console.md) is mounted beside it under `/console` when configured.
 """
 
@@ -23,6 +24,7 @@ from bot.console.records import Records
 from bot.inbox import Inbox, open_inbox
 from bot.metrics import register_collectors
 from bot.queue import ArqQueue, JobQueue
+from bot.repolabels import RepoLabels
 from bot.settings import Settings
 from bot.webhooks import Metrics, github_webhook, gitlab_webhook
 
@@ -87,7 +89,7 @@ def create_app(settings: Settings | None = None, queue: JobQueue | None = None) 
                 active = opened
             console = await _console(stack, resolved, inbox) if resolved.console.enabled else None
             yield {"settings": resolved, "queue": active, "inbox": inbox, "registry": registry, "metrics": app_metrics,
-                   "console": console}
+                   "console": console, "repo_labels": RepoLabels(resolved)}
 
     routes = [
         Route("/webhooks/gitlab/{project_id:int}", gitlab_webhook, methods=["POST"]),

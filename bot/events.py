@@ -23,7 +23,8 @@ from bot.forge.models import ForgeKind, RepoRef
 from bot.settings import TriggerSettings
 
 __all__ = [
-    "Actor", "ForgeEvent", "ForgeKind", "PayloadError", "RepoRef", "claimed_id", "parse_github", "parse_gitlab",
+    "Actor", "ForgeEvent", "ForgeKind", "PayloadError", "RepoRef", "adds_labels", "claimed_id", "installation_of",
+    "parse_github", "parse_gitlab",
 ]
 Mode = Literal["implement", "analyze", "review"]
 Trigger = Literal["label", "command", "reply", "cancel"]
@@ -280,9 +281,28 @@ def claimed_id(forge: ForgeKind, payload: dict[str, Any]) -> int | None:
     return found if isinstance(found, int) and not isinstance(found, bool) else None
 
 
-def _installation(payload: dict[str, Any]) -> int | None:
+def adds_labels(forge: ForgeKind, headers: Mapping[str, str], payload: dict[str, Any]) -> bool:
+    """Whether the delivery adds labels to an issue: the only deliveries whose trigger depends on the
+    repository's own `.forgebot.yml` (`bot.repolabels`), so the only ones worth asking the forge about."""
+    if forge == "github":
+        return headers.get("x-github-event") == "issues" and payload.get("action") == "labeled"
+    changes = payload.get("changes")
+    labels = changes.get("labels") if isinstance(changes, dict) else None
+    if headers.get("x-gitlab-event") not in ("Issue Hook", "Confidential Issue Hook") or not isinstance(labels, dict):
+        return False
+    return len(_titles(labels.get("current")) - _titles(labels.get("previous"))) > 0  # not a removal
+
+
+def _titles(labels: Any) -> set[str]:
+    found = labels if isinstance(labels, list) else []
+    return {str(label.get("title")) for label in found if isinstance(label, dict)}
+
+
+def installation_of(payload: dict[str, Any]) -> int | None:
+    """The GitHub App installation a delivery names (its token may act on the repository)."""
     found = payload.get("installation")
-    return int(found["id"]) if isinstance(found, dict) and "id" in found else None
+    found = found.get("id") if isinstance(found, dict) else None
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
 
 
 def _github_actor(user: dict[str, Any], bot_login: str | None) -> Actor | None:
@@ -327,5 +347,5 @@ def _github_item(payload: dict[str, Any], delivery_id: str, issue: dict[str, Any
     return _Item(
         forge="github", delivery_id=delivery_id, repo=_github_repo(payload), repo_id=int(payload["repository"]["id"]),
         number=int(issue["number"]), actor=actor, title=str(issue.get("title") or ""),
-        body=str(issue.get("body") or ""), installation=_installation(payload),
+        body=str(issue.get("body") or ""), installation=installation_of(payload),
     )

@@ -319,6 +319,15 @@ class IntakeSettings(BaseModel):
     access_cache_seconds: float = Field(
         default=60.0, description="seconds a user's permission lookup is reused"
     )
+    repo_labels_cache_seconds: float = Field(
+        default=60.0, ge=0,
+        description="seconds a repository's trigger labels (`.forgebot.yml` `labels`) are reused by the receiver",
+    )
+    repo_labels_timeout: float = Field(
+        default=3.0, gt=0, le=8.0,
+        description="seconds the receiver waits for the forge to answer a repository's `.forgebot.yml`; "
+        "after that the server's labels apply",
+    )
     allowed_projects: list[str] = Field(
         default_factory=list, description="GitLab project ids or paths, GitHub owner/name; empty: any"
     )

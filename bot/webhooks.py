@@ -1,4 +1,8 @@
-"""Webhook routes: verify → parse → record in the inbox → enqueue → 202, before any forge call.
+"""Webhook routes: verify → parse → record in the inbox → enqueue → 202.
+
+The one forge call a delivery can cost is for a label added to an issue: which labels trigger is the
+repository's own setting (`.forgebot.yml`), read through the forge's API, cached and bounded in
+time (`bot.repolabels`). Everything else is answered before any forge call.
 
 Fail closed: a forge whose secret is not configured accepts nothing. Secrets are compared in
 constant time. Authentic deliveries that are not triggers get 200 `ignored` (GitLab disables hooks
@@ -28,10 +32,20 @@ from pydantic import SecretStr
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from bot.events import ForgeEvent, ForgeKind, PayloadError, claimed_id, parse_github, parse_gitlab
+from bot.events import (
+    ForgeEvent,
+    ForgeKind,
+    PayloadError,
+    adds_labels,
+    claimed_id,
+    installation_of,
+    parse_github,
+    parse_gitlab,
+)
 from bot.inbox import Inbox
 from bot.queue import JobQueue
-from bot.settings import Settings
+from bot.repolabels import RepoLabels
+from bot.settings import Settings, TriggerSettings
 
 log = logging.getLogger(__name__)
 
@@ -305,11 +319,12 @@ async def _accept(request: Request, forge: ForgeKind) -> Delivery:
     delivery = _delivery_id(forge, headers, event_name, body)
     if _is_stale(forge, payload, settings.intake.max_event_age_hours):
         raise Stale(delivery)
+    triggers = await _triggers(request, forge, payload)
     try:
         if forge == "github":
-            event = parse_github(headers, payload, delivery, settings.triggers, settings.github.bot_login)
+            event = parse_github(headers, payload, delivery, triggers, settings.github.bot_login)
         else:
-            event = parse_gitlab(headers, payload, delivery, settings.triggers, settings.gitlab.bot_user_id)
+            event = parse_gitlab(headers, payload, delivery, triggers, settings.gitlab.bot_user_id)
     except PayloadError as exc:
         raise Rejection(400, "rejected", str(exc)) from exc
     if event is not None and _has_nul(event.model_dump()):
@@ -317,6 +332,17 @@ async def _accept(request: Request, forge: ForgeKind) -> Delivery:
     if event is not None and project_id is not None and event.repo_id != project_id:
         raise Rejection(401, "unauthorized", f"the event is on project {event.repo_id}, the hook is for {project_id}")
     return Delivery(delivery, event_name, event)
+
+
+async def _triggers(request: Request, forge: ForgeKind, payload: dict[str, Any]) -> TriggerSettings:
+    """The labels and commands this delivery is read with: a label delivery gets its repository's
+    labels from `.forgebot.yml` (looked up by the repository id the verified payload names)."""
+    settings: Settings = request.state.settings
+    repo_id = claimed_id(forge, payload)
+    if repo_id is None or not adds_labels(forge, request.headers, payload):
+        return settings.triggers
+    labels: RepoLabels = request.state.repo_labels
+    return await labels.triggers(forge, repo_id, installation_of(payload))
 
 
 async def _enqueue(request: Request, event: ForgeEvent) -> bool:

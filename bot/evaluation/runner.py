@@ -7,6 +7,7 @@ hidden tests already pass before the run is `invalid`: it would measure nothing.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from bot.evaluation.workspace import Workspace, WorkspaceError, build_workspace,
 from bot.local import LocalResult, run_local
 from bot.settings import Settings
 from graph import routing
+from graph.index import basevectors
 from graph.llm import chat_model
 
 ModelFactory = Callable[[str], BaseChatModel]
@@ -129,6 +131,9 @@ async def run_task(task: Task, taskset_dir: Path, options: RunOptions) -> TaskRe
     except Exception as exc:  # a failed run is a result of the evaluation, not a crash of it
         return _base(task, outcome="error", reason=f"run: {type(exc).__name__}: {str(exc)[:300]}", before=before,
                      duration_s=_since(started), **_usage(recorder, options.prices))
+    finally:
+        # the task's background vector build writes under its data dir, which the evaluation removes
+        await asyncio.to_thread(basevectors.stop_under, settings.data_dir)
     if run.branch:
         take_branch(ws, run.branch)
     verification, passed = _verify(task, ws, run, taskset_dir)

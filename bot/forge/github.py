@@ -310,6 +310,24 @@ class GitHubForge:
 
         return await self._read(fetch)
 
+    async def read_file(self, repo: RepoRef, path: str, ref: str, max_bytes: int) -> bytes | None:
+        """`GET /repos/:owner/:name/contents/:path?ref=`; a 404 (no such file or branch) is None."""
+
+        def fetch() -> bytes | None:
+            try:
+                found = self._repo(repo).get_contents(path, ref=ref)
+            except GithubException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+            if isinstance(found, list):
+                raise ForgeError(f"{path} is a directory")
+            if found.size > max_bytes:
+                raise ForgeError(f"{path} is larger than {max_bytes} bytes")
+            return bytes(found.decoded_content)
+
+        return await self._read(fetch)
+
     async def whoami(self) -> BotIdentity:
         """`GET /user` for a token; an App acts as its bot user `<slug>[bot]` (`GET /app`, as the App)."""
 

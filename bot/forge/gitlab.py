@@ -312,6 +312,23 @@ class GitLabForge:
             id=int(attrs["id"]),
         )
 
+    async def read_file(self, repo: RepoRef, path: str, ref: str, max_bytes: int) -> bytes | None:
+        """`GET /projects/:id/repository/files/:path/raw?ref=`; a 404 (no such file or branch) is None."""
+
+        def fetch() -> bytes | None:
+            try:
+                found = self._project(repo).files.raw(file_path=path, ref=ref, streamed=False)
+            except GitlabGetError as exc:
+                if exc.response_code == 404:
+                    return None
+                raise
+            content = bytes(found)
+            if len(content) > max_bytes:
+                raise ForgeError(f"{path} is larger than {max_bytes} bytes")
+            return content
+
+        return await self._read(fetch)
+
     async def whoami(self) -> BotIdentity:
         """`GET /user`: the token's user (a project or group token has its own bot user)."""
 

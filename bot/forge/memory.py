@@ -28,6 +28,7 @@ from bot.forge import (
     Comment,
     CommentRef,
     ForgeConflict,
+    ForgeError,
     ForgeKind,
     ForgeNotFound,
     ForgeUnsupported,
@@ -67,6 +68,7 @@ class MemoryForge:
     # repositories by id as the forge's API reports them; `resolve_repo` knows only these
     repos: dict[str, RepoRef] = field(default_factory=dict)
     hooks: dict[str, list[tuple[Hook, str]]] = field(default_factory=dict)  # project → (hook, secret)
+    files: dict[tuple[str, str, str], bytes] = field(default_factory=dict)  # (project, ref, path) → content
     git_token: str = "fake-git-token"
     closed: list[Closed] = field(default_factory=list)  # merged changes and closed issues, as listed
     # Graph tests post on issues they never seed; strict=True answers unknown targets with 404 like a forge.
@@ -192,6 +194,12 @@ class MemoryForge:
         found = self.repos.get(str(project_id))
         if found is None:
             raise ForgeNotFound(f"project {project_id}")
+        return found
+
+    async def read_file(self, repo: RepoRef, path: str, ref: str, max_bytes: int) -> bytes | None:
+        found = self.files.get((repo.project, ref, path))
+        if found is not None and len(found) > max_bytes:
+            raise ForgeError(f"{path} is larger than {max_bytes} bytes")
         return found
 
     async def whoami(self) -> BotIdentity:

@@ -92,6 +92,13 @@ class Conversations(Protocol):
         """
         ...
 
+    async def read_file(self, repo: RepoRef, path: str, ref: str, max_bytes: int) -> bytes | None:
+        """A file's bytes at `ref` (a branch name), or None when there is no such file.
+
+        A file larger than `max_bytes` raises `ForgeError` unread where the API tells the size first.
+        """
+        ...
+
     async def whoami(self) -> BotIdentity:
         """The user (or App bot) the token acts as."""
         ...

@@ -23,6 +23,7 @@ import hashlib
 import logging
 import shutil
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +40,8 @@ _ADOPTED = "vectors_adopted"  # search_meta key: the model whose base vectors th
 
 _lock = threading.Lock()
 _running: dict[Path, threading.Event] = {}
-_threads: list[threading.Thread] = []
+_cancelled: set[Path] = set()  # vectors files whose build must stop: their directory is going away
+_threads: dict[Path, threading.Thread] = {}
 # Set when the process exits: a build stops between batches instead of being killed inside
 # onnxruntime (which aborts the whole process when the interpreter tears down under it).
 _stopping = threading.Event()
@@ -51,8 +53,23 @@ class Stopped(RuntimeError):
 
 def _stop_builds() -> None:
     _stopping.set()
-    for thread in list(_threads):
+    for thread in list(_threads.values()):
         thread.join(timeout=60)
+
+
+def stop_under(directory: Path, timeout: float = 60.0) -> None:
+    """Stop this process's builds whose files lie under `directory` and wait for them to end.
+
+    Whoever removes a data directory calls this first (the evaluation's per-task workspaces): a
+    build still writing into a removed file fails with "attempt to write a readonly database"
+    (SQLite's SQLITE_READONLY_DBMOVED) and would record a failure for a directory nobody reads.
+    """
+    root = directory.resolve()
+    with _lock:
+        found = {t: th for t, th in _threads.items() if t.resolve().is_relative_to(root)}
+        _cancelled.update(found)
+    for thread in found.values():
+        thread.join(timeout=timeout)
 
 
 atexit.register(_stop_builds)
@@ -97,17 +114,16 @@ def start(base: Path, embedder: Embedder) -> threading.Event:
     thread = threading.Thread(target=_build_guarded, args=(base, embedder, target, done), daemon=True,
                               name=f"vectors-{base.stem[:12]}")
     with _lock:
-        _threads[:] = [t for t in _threads if t.is_alive()]
-        _threads.append(thread)
+        _threads[target] = thread
     thread.start()
     return done
 
 
 def _build_guarded(base: Path, embedder: Embedder, target: Path, done: threading.Event) -> None:
     try:
-        build(base, embedder)
-    except Stopped:
-        log.info("vector build for %s stopped: the worker is exiting", base)
+        build(base, embedder, stop=lambda: _stopping.is_set() or target in _cancelled)
+    except Stopped as stopped:
+        log.info("vector build for %s stopped: %s", base, stopped)
     except Exception as exc:  # the boundary of a background thread: record, never crash the worker
         log.warning("vector build for %s failed: %s", base, exc)
         with contextlib.suppress(OSError):  # the data dir may be gone (a removed workspace)
@@ -115,11 +131,17 @@ def _build_guarded(base: Path, embedder: Embedder, target: Path, done: threading
     finally:
         with _lock:
             _running.pop(target, None)
+            _cancelled.discard(target)
+            if _threads.get(target) is threading.current_thread():
+                del _threads[target]
         done.set()
 
 
-def build(base: Path, embedder: Embedder) -> Path:
-    """Write the vectors file of `base` (blocking); reuse vectors of earlier commits by chunk hash."""
+def build(base: Path, embedder: Embedder, stop: Callable[[], bool] = _stopping.is_set) -> Path:
+    """Write the vectors file of `base` (blocking); reuse vectors of earlier commits by chunk hash.
+
+    `stop` is asked between batches; when it says so the partial file is dropped (`Stopped`).
+    """
     target = vectors_path(base, embedder)
     lock_file = target.with_suffix(".lock")
     with lock_file.open("w") as lock:
@@ -134,9 +156,9 @@ def build(base: Path, embedder: Embedder) -> Path:
             previous = _previous(base, embedder, target)
             if previous is not None:
                 copy_vectors(conn, previous)
-            search_store.embed_pending(conn, embedder, batch_size=32, stop=_stopping.is_set)
-            if _stopping.is_set():
-                raise Stopped("the worker is exiting")
+            search_store.embed_pending(conn, embedder, batch_size=32, stop=stop)
+            if stop():
+                raise Stopped("the worker is exiting or its data directory is being removed")
             search_store.write_meta(conn, **{_ADOPTED: embedder.model_id})
             conn.execute("PRAGMA journal_mode=DELETE")
         finally:

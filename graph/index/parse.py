@@ -75,6 +75,8 @@ class FileRows:
     has_errors: bool
     symbols: list[StoredSymbolRow]
     relations: list[RelationRow]
+    # what a build's `prepare` made of the file in the parser process (a base index: its search rows)
+    prepared: object = None
 
 
 # A symbol row with its attributes as a JSON array, the form the `symbols` table stores.

@@ -8,10 +8,11 @@ last rows and is marked stale: a half-typed edit must not erase what the graph k
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,11 +83,23 @@ def _relative(base: str, path: Path | str) -> str:
     return full[len(base) + 1 :].replace(os.sep, "/")
 
 
-def _parse_batch(root: str, paths: Sequence[str]) -> list[FileRows]:
+# Runs beside the parse, in the parser process: derives more from a file's rows and bytes (the base
+# index's search rows), so that work is spread over the pool too; a module-level function (pickled).
+Prepare = Callable[[FileRows, bytes], object]
+# Runs in the building process inside the build's transaction, for each file written.
+Consume = Callable[[FileRows], None]
+
+
+def _parse_batch(root: str, paths: Sequence[str], prepare: Prepare | None = None) -> list[FileRows]:
     """Worker entry point: parse files under `root` (one parser reused for the batch)."""
     parser = new_parser()
     base = Path(root)
-    return [parse_rows(rel, (base / rel).read_bytes(), parser) for rel in paths]
+    found = []
+    for rel in paths:
+        source = (base / rel).read_bytes()
+        rows = parse_rows(rel, source, parser)
+        found.append(rows if prepare is None else dataclasses.replace(rows, prepared=prepare(rows, source)))
+    return found
 
 
 def write_file(conn: Connection, rows: FileRows, now: float) -> bool:
@@ -122,20 +135,28 @@ def _batches(paths: list[str], size: int) -> list[list[str]]:
 PARALLEL_FROM_FILES = 200
 
 
-def _parse_all(root: Path, paths: list[str], workers: int) -> Iterable[FileRows]:
+def _parse_all(root: Path, paths: list[str], workers: int, prepare: Prepare | None) -> Iterable[FileRows]:
     if workers <= 1 or len(paths) < max(PARALLEL_FROM_FILES, 2 * workers):
-        yield from _parse_batch(str(root), paths)
+        yield from _parse_batch(str(root), paths, prepare)
         return
     size = max(8, len(paths) // (workers * 8))
     # forkserver, not fork: the worker process has threads (the background vector build, onnxruntime)
     # and a forked child could inherit a lock one of them held
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
-        for batch in pool.map(_parse_batch, [str(root)] * len(paths), _batches(paths, size)):
+        batches = _batches(paths, size)
+        for batch in pool.map(_parse_batch, [str(root)] * len(batches), batches, [prepare] * len(batches)):
             yield from batch
 
 
-def build(conn: Connection, root: Path, paths: Iterable[Path | str], *, workers: int = 1) -> SyncReport:
-    """Make the graph hold exactly `paths`: parse changed files, drop files no longer listed."""
+def build(
+    conn: Connection, root: Path, paths: Iterable[Path | str], *, workers: int = 1,
+    prepare: Prepare | None = None, consume: Consume | None = None,
+) -> SyncReport:
+    """Make the graph hold exactly `paths`: parse changed files, drop files no longer listed.
+
+    `prepare` (in the parser processes) and `consume` (here, in the same transaction) let a base
+    index fill its search tables from the same pass over the files.
+    """
     ensure_schema(conn)
     base = os.path.realpath(root)
     listed = {_relative(base, p) for p in paths if os.path.splitext(p)[1] in LANGUAGES}
@@ -153,16 +174,25 @@ def build(conn: Connection, root: Path, paths: Iterable[Path | str], *, workers:
     with conn:
         if not conn.in_transaction:
             conn.execute("BEGIN")  # so that DROP INDEX in a first build rolls back with the rest
+        parsed = _parse_all(root.resolve(), todo, workers, prepare)
+        if consume is not None:
+            parsed = _consumed(parsed, consume)
         if not known:
-            _bulk_load(conn, _parse_all(root.resolve(), todo, workers), now, report)
+            _bulk_load(conn, parsed, now, report)
         else:
             for rel in sorted(set(known) - set(wanted)):
                 _remove(conn, rel)
                 report.removed.append(rel)
-            for rows in _parse_all(root.resolve(), todo, workers):
+            for rows in parsed:
                 _record(conn, rows, now, report)
         _stamp(conn, root, now)
     return report
+
+
+def _consumed(parsed: Iterable[FileRows], consume: Consume) -> Iterator[FileRows]:
+    for rows in parsed:
+        consume(rows)
+        yield rows
 
 
 def _bulk_load(conn: Connection, batches: Iterable[FileRows], now: float, report: SyncReport) -> None:

@@ -16,6 +16,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import partial
 from pathlib import Path
 
 from bot.gitrunner import GitTampered, git
@@ -24,7 +25,7 @@ from graph.index.chunks import chunk_file
 from graph.index.db import Connection, connect
 from graph.index.embed import Embedder
 from graph.index.model import Symbol
-from graph.index.parse import content_hash
+from graph.index.parse import FileRows, content_hash
 from graph.index.search import Freshness, read_freshness
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,25 @@ def graph_symbols(conn: Connection, path: str) -> list[Symbol]:
     ]
 
 
+def _search_rows(rows: FileRows, source: bytes) -> list[search_store.ChunkRow] | None:
+    """In a parser process: the search rows of a freshly parsed file, cut along the symbols the
+    graph stores for it (as `graph_symbols` reads them back); None for a file that did not parse."""
+    if rows.has_errors:
+        return None  # the graph marks it stale; `_index_files` leaves stale files out too
+    symbols = [
+        Symbol(kind=r[1], fqn=r[2], name=r[3], path=rows.path, start_line=r[5], end_line=r[6],  # type: ignore[arg-type]
+               start_byte=r[7], end_byte=r[8], signature=r[9], docblock=r[10], parent_fqn=r[4])
+        for r in sorted(rows.symbols, key=lambda r: r[7])
+    ]
+    chunks = chunk_file(rows.path, source.decode(errors="replace"), symbols)
+    return [search_store.chunk_row(chunk) for chunk in chunks]
+
+
+def _add_search_rows(conn: Connection, rows: FileRows) -> None:
+    if isinstance(rows.prepared, list):
+        search_store.add_file(conn, rows.path, rows.content_hash, rows.prepared)
+
+
 def _index_files(conn: Connection, root: Path, paths: Sequence[str]) -> tuple[list[str], list[str]]:
     """Bring the search tables of `paths` in line with the graph's rows; return (changed, removed).
 
@@ -99,6 +119,17 @@ def _index_files(conn: Connection, root: Path, paths: Sequence[str]) -> tuple[li
     known = search_store.indexed_files(conn)
     changed: list[str] = []
     removed: list[str] = []
+    with conn:  # one transaction for all files, not a commit per file
+        if not conn.in_transaction:
+            conn.execute("BEGIN")
+        _index_each(conn, root, paths, graph_files, known, changed, removed)
+    return changed, removed
+
+
+def _index_each(
+    conn: Connection, root: Path, paths: Sequence[str], graph_files: dict[str, tuple[str, int]],
+    known: dict[str, str], changed: list[str], removed: list[str],
+) -> None:
     for path in paths:
         entry = graph_files.get(path)
         if entry is None:
@@ -115,7 +146,6 @@ def _index_files(conn: Connection, root: Path, paths: Sequence[str]) -> tuple[li
         chunks = chunk_file(path, source.decode(errors="replace"), graph_symbols(conn, path))
         search_store.replace_file(conn, path, digest, chunks)
         changed.append(path)
-    return changed, removed
 
 
 def index_stale_files(conn: Connection) -> list[str]:
@@ -141,6 +171,11 @@ def build_base(data_dir: Path, repo: str, root: Path, *, workers: int = 1, memor
     partial.unlink(missing_ok=True)
     conn = connect(partial)
     try:
+        # a throw-away file until the rename below: a crash loses nothing a rebuild does not redo,
+        # so no fsync and no write-ahead log (the WAL doubled every page written)
+        conn.execute("PRAGMA journal_mode=MEMORY")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("PRAGMA cache_size=-65536")
         _refresh(conn, root, None, workers)
         _remember(conn, root, memory_commits, _newest(target))
         # One self-contained file: a task copy is then a plain file copy.
@@ -180,7 +215,10 @@ def refresh(index: Path, root: Path, *, embedder: Embedder | None, workers: int 
 def _refresh(conn: Connection, root: Path, embedder: Embedder | None, workers: int) -> SyncReport:
     search_store.ensure_schema(conn, embedder)
     paths = source_files(root)
-    store.build(conn, root, paths, workers=workers)
+    if search_store.indexed_files(conn):
+        store.build(conn, root, paths, workers=workers)
+    else:  # a first build: the search rows come from the same pass, chunked in the parser processes
+        store.build(conn, root, paths, workers=workers, prepare=_search_rows, consume=partial(_add_search_rows, conn))
     changed, removed = _index_files(conn, root, _all_paths(conn, root))
     embedded = search_store.embed_pending(conn, embedder) if embedder is not None else 0
     search_store.set_freshness(conn, commit=head_commit(root), stale=index_stale_files(conn))

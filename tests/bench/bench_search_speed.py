@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -182,16 +183,17 @@ def run_build(work: Path, files: int, vector_seconds: float) -> None:
     # What a task on this repository waits for before its analyzer's first call: the product's own
     # `index_checkout` (graph + lexical base, task copy, the vector build started in the background).
     settings = EmbedderSettings()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     checkout.index_checkout(work / "data", "bench", repo, "t1", settings)
-    took = time.perf_counter() - started
+    took, took_cpu = time.perf_counter() - started, time.process_time() - cpu
     base = taskindex.base_index_path(work / "data", "bench", taskindex.head_commit(repo))
     conn = connect(base, readonly=True)
     chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     conn.close()
     size = base.stat().st_size / 1e6
     sys.stdout.write(
-        f"task start on {files:,} files: {took:.0f}s until investigation starts (graph + lexical base: "
+        f"task start on {files:,} files: {took:.0f}s until investigation starts, {took_cpu:.0f} CPU-seconds in "
+        f"this process, parser processes not counted (load average {os.getloadavg()[0]:.1f}; graph + lexical base: "
         f"{chunks:,} chunks, {size:.0f} MB; waited at most {settings.wait_seconds:g}s for vectors)\n"
     )
     embedder = embedder_for(settings)

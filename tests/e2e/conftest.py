@@ -34,7 +34,7 @@ def origin_url(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) -
     subprocess.run(["git", "-C", str(served / "app.git"), "branch", "master", "main"], check=True)
     with serving(create_git_server(served, None)) as server:
         settings.workspace.git_hosts = (server.url,)  # the test git server is not the fake API's port
-        serve_samples(fake_forge, settings, clone_url=f"{server.url}/app.git")
+        serve_samples(fake_forge, settings, clone_url=f"{server.url}/app.git", git_dir=str(served / "app.git"))
         yield f"{server.url}/app.git"
 
 

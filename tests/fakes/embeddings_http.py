@@ -7,6 +7,7 @@ with its headers.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ from tests.fakes.embedder import HashingEmbedder
 class EmbeddingsState:
     dimension: int = 16
     redirect_to: str = ""
+    delay: float = 0.0  # seconds each answer takes: a slow endpoint keeps a build running
     requests: list[tuple[str, dict[str, str], Any]] = field(default_factory=list)
 
 
@@ -30,6 +32,7 @@ def create_embeddings_app(state: EmbeddingsState) -> Starlette:
 
     async def embeddings(request: Request) -> Response:
         body = await request.json()
+        await asyncio.sleep(state.delay)
         state.requests.append((request.url.path, dict(request.headers), body))
         rows = hasher.embed(list(body["input"]))
         return JSONResponse({"data": [{"index": i, "embedding": row.tolist()} for i, row in enumerate(rows)]})

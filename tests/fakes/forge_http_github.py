@@ -7,6 +7,8 @@ follows the URLs it is given. Review comments are checked the way GitHub checks 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -177,6 +179,20 @@ async def repository(request: Request) -> JSONResponse:
     return JSONResponse(_repo_json(request, found))
 
 
+async def contents(request: Request) -> JSONResponse:
+    """`GET /repos/:owner/:name/contents/:path?ref=`: a file as GitHub describes it (base64), or 404."""
+    full_name, api = _repo(request)
+    found = _state(request).project("github", full_name)
+    path = request.path_params["path"]
+    content = found.file(request.query_params.get("ref", found.default_branch), path) if found else None
+    if content is None:
+        return _error(404, "Not Found")
+    sha = hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
+    return JSONResponse({"type": "file", "encoding": "base64", "size": len(content), "name": path.rsplit("/", 1)[-1],
+                         "path": path, "content": base64.b64encode(content).decode(), "sha": sha,
+                         "url": f"{api}/contents/{path}"})
+
+
 async def current_user(request: Request) -> JSONResponse:
     state = _state(request)
     return JSONResponse({**_user(state.bot_user), "id": state.bot_user_id})
@@ -239,6 +255,7 @@ def routes() -> list[Route]:
         Route(base + "/pulls/comments/{id:int}/reactions", reactions, methods=["POST"]),
         Route(base + "/collaborators/{user}/permission", permission, methods=["GET"]),
         Route(base + "/commits/{sha}", commit, methods=["GET"]),
+        Route(base + "/contents/{path:path}", contents, methods=["GET"]),
         Route("/github/app/installations/{installation:int}/access_tokens", access_token, methods=["POST"]),
         *pull_routes(),
     ]

@@ -12,7 +12,7 @@ import hashlib
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.fakes.forge_state import (
@@ -316,6 +316,14 @@ async def project(request: Request) -> JSONResponse:
     return JSONResponse(_project_json(request, found))
 
 
+async def raw_file(request: Request) -> Response:
+    """`GET /projects/:id/repository/files/:path/raw?ref=`: the bytes, or 404 like GitLab."""
+    found = _state(request).project("gitlab", request.path_params["project"])
+    content = found.file(request.query_params.get("ref", found.default_branch), request.path_params["path"]) \
+        if found else None
+    return _error(404, "404 File Not Found") if content is None else Response(content, media_type="text/plain")
+
+
 async def current_user(request: Request) -> JSONResponse:
     state = _state(request)
     return JSONResponse({"id": state.bot_user_id, "username": state.bot_user, "name": state.bot_user,
@@ -360,6 +368,7 @@ def routes() -> list[Route]:
         Route(base + "/hooks/{hook_id:int}", hooks, methods=["PUT"]),
         Route(base + "/issues", issues, methods=["GET"]),
         Route(base + "/issues/{iid:int}", issue, methods=["GET"]),
+        Route(base + "/repository/files/{path:path}/raw", raw_file, methods=["GET"]),
         Route(base + "/merge_requests", merge_requests, methods=["GET", "POST"]),
         Route(base + "/merge_requests/{iid:int}", merge_request, methods=["GET"]),
         Route(base + "/merge_requests/{iid:int}/versions", versions, methods=["GET"]),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
+import subprocess
 import threading
 from dataclasses import dataclass, field
 from typing import Literal
@@ -104,6 +105,14 @@ class FakeProject:
     clone_url: str = ""  # "": on the fake forge's own host, as a real forge answers
     default_branch: str = "main"
     web_url: str = ""
+    git_dir: str = ""  # a local repository whose files the file API serves ("": no files)
+
+    def file(self, ref: str, path: str) -> bytes | None:
+        """`path` at `ref` in `git_dir`, as the forge's file API reads it; None: no such file."""
+        if not self.git_dir or ref.startswith("-") or path.startswith("-"):
+            return None
+        done = subprocess.run(["git", "--git-dir", self.git_dir, "show", f"{ref}:{path}"], capture_output=True)
+        return done.stdout if done.returncode == 0 else None
 
 
 @dataclass

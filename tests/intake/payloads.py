@@ -51,12 +51,14 @@ def sample_repo(settings: Settings, forge: str = "gitlab", project_id: int = 5, 
 
 
 def serve_samples(
-    state: FakeForgeState, settings: Settings, clone_url: str = "", default_branch: str = "master"
+    state: FakeForgeState, settings: Settings, clone_url: str = "", default_branch: str = "master", git_dir: str = ""
 ) -> None:
-    """Make the fake HTTP forge answer for every sample repository (all cloning from `clone_url`)."""
+    """Make the fake HTTP forge answer for every sample repository (all cloning from `clone_url`,
+    the file API reading the local repository `git_dir`)."""
     for (forge, project_id), path in SAMPLE_PROJECTS.items():
         url = clone_url or f"{forge_host(settings, forge)}/{path}.git"
-        state.add_project(forge, FakeProject(id=project_id, path=path, clone_url=url, default_branch=default_branch))
+        state.add_project(forge, FakeProject(id=project_id, path=path, clone_url=url, default_branch=default_branch,
+                                             git_dir=git_dir))
 
 
 def gitlab_note(text: str, on: str = "issue", **attrs: Any) -> dict[str, Any]:

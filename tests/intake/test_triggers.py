@@ -241,3 +241,17 @@ def test_configured_command_words() -> None:
     assert first_line_command("/build", words) == "implement"
     assert first_line_command("/look", words) == "review"
     assert first_line_command("/implement", words) is None
+
+
+def test_only_deliveries_adding_a_label_ask_for_the_repository_labels() -> None:
+    from bot.events import adds_labels
+
+    issue = {"x-gitlab-event": "Issue Hook"}
+    added = sample("gitlab/issue.labels-changed.json")
+    removed = sample("gitlab/issue.labels-changed.json")
+    removed["changes"]["labels"] = {"previous": added["changes"]["labels"]["current"], "current": []}
+    assert adds_labels("gitlab", issue, added)
+    assert not adds_labels("gitlab", issue, removed)
+    assert not adds_labels("gitlab", NOTE, gitlab_note("/implement"))
+    assert adds_labels("github", {"x-github-event": "issues"}, sample("github/issues.labeled.json"))
+    assert not adds_labels("github", {"x-github-event": "issues"}, sample("github/issues.unlabeled.json"))

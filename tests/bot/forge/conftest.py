@@ -6,8 +6,10 @@ truth (what a user would see on the forge), so the suite asserts on outcomes, no
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import github
 import pytest
@@ -146,6 +148,22 @@ class Backend:
             self.state.add_project(self.forge_name, FakeProject(id=repo_id if self.forge_name == "github" else
                                                                 int(self.repo.project), path=self.repo.path,
                                                                 clone_url=clone_url, default_branch="trunk"))
+
+    def seed_file(self, repo_id: int, path: str, content: bytes, work: Path) -> None:
+        """`path` holding `content` on the default branch (`trunk`) of the repository `seed_repo` made."""
+        if self.fake is not None:
+            self.fake.files[(self.repo.project, "trunk", path)] = content
+            return
+        assert self.state is not None
+        checkout = work / "checkout"
+        subprocess.run(["git", "init", "-q", "-b", "trunk", str(checkout)], check=True)
+        (checkout / path).write_bytes(content)
+        git = ["git", "-C", str(checkout), "-c", "user.name=dev", "-c", "user.email=dev@example.com"]
+        subprocess.run([*git, "add", path], check=True)
+        subprocess.run([*git, "commit", "-qm", "file"], check=True)
+        project = self.state.project(self.forge_name, str(repo_id))
+        assert project is not None
+        project.git_dir = str(checkout / ".git")
 
     def grant(self, user: ForgeUser, level: AccessLevel) -> None:
         if self.fake is not None:

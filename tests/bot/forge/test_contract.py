@@ -6,12 +6,15 @@ rejects diff positions the real forges reject, so anchoring mistakes fail here.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bot.forge import (
     AccessLevel,
     Capability,
     ChangeRequest,
+    ForgeError,
     ForgeNotFound,
     ForgeUnsupported,
     ForgeUser,
@@ -225,6 +228,19 @@ async def test_resolve_repo_answers_the_forges_own_record(backend: Backend) -> N
     assert (found.default_branch, found.clone_url) == ("trunk", "https://forge.example/group/app.git")
     with pytest.raises(ForgeNotFound):
         await backend.forge.resolve_repo(999_999)
+
+
+async def test_read_file_answers_a_files_bytes_at_a_branch(backend: Backend, tmp_path: Path) -> None:
+    """The receiver reads `.forgebot.yml` this way: a file at the default branch, None when absent,
+    an error when larger than asked for (never read whole)."""
+    repo_id = 1 if backend.forge_name == "gitlab" else 4711
+    backend.seed_repo(repo_id, "https://forge.example/group/app.git")
+    backend.seed_file(repo_id, ".forgebot.yml", b"labels:\n  implement: ai:do\n", tmp_path)
+    repo = await backend.forge.resolve_repo(repo_id)
+    assert await backend.forge.read_file(repo, ".forgebot.yml", "trunk", 1024) == b"labels:\n  implement: ai:do\n"
+    assert await backend.forge.read_file(repo, "absent.yml", "trunk", 1024) is None
+    with pytest.raises(ForgeError):
+        await backend.forge.read_file(repo, ".forgebot.yml", "trunk", 8)
 
 
 async def test_whoami_names_the_tokens_user(backend: Backend) -> None:

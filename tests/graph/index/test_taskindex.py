@@ -158,3 +158,33 @@ def test_live_staleness_sees_commits_made_after_the_indexed_one(tmp_path: Path, 
     conn = connect(index)
     assert taskindex.live_stale_files(conn, repo) == []
     conn.close()
+
+
+def _search_rows(index: Path) -> tuple[list[tuple[object, ...]], dict[str, list[tuple[object, ...]]]]:
+    conn = connect(index, readonly=True)
+    try:
+        rows = sorted(tuple(r) for r in conn.execute(
+            "SELECT path, chunk_hash, symbol, kind, name, signature, start_line, end_line, snippet FROM chunks"))
+        hits = {term: sorted(tuple(r) for r in conn.execute(
+            "SELECT c.path, c.symbol, c.start_line FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+            "WHERE chunks_fts MATCH ?", (term,))) for term in ("find", "findById", "user", "repository", "id")}
+        return rows, hits
+    finally:
+        conn.close()
+
+
+def test_a_first_build_writes_the_search_rows_a_file_by_file_sync_writes(tmp_path: Path, repo: Path) -> None:
+    """The base's search rows are cut in the parser processes, beside the parse; they must be the
+    ones the per-file path (`sync_task`) writes, or vectors stop matching across commits."""
+    from graph.index import store
+
+    base = taskindex.build_base(tmp_path / "data", "group/demo", repo)
+    by_file = tmp_path / "by-file.db"
+    conn = connect(by_file)
+    search_store.ensure_schema(conn, None)
+    store.build(conn, repo, taskindex.source_files(repo))  # the graph alone
+    conn.close()
+    taskindex.sync_task(by_file, repo, embedder=None)  # then the search rows, one file at a time
+    rows, hits = _search_rows(base)
+    assert rows and all(hits.values())
+    assert (rows, hits) == _search_rows(by_file)
