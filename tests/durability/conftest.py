@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.durability.harness import Cluster, drop_schema, fresh_schema
+from tests.durability.harness import Cluster, drop_schema, fresh_schema, stop_forkserver
 from tests.fakes.server import ServerThread
 
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -24,6 +24,13 @@ def postgres_schema() -> str:
         if os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1":
             raise
         pytest.skip(f"no PostgreSQL server: {type(exc).__name__}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def forkserver() -> Iterator[None]:
+    """At the end of the session the workers' forkserver is reaped (under xdist too)."""
+    yield
+    stop_forkserver()
 
 
 # the Postgres runs repeat the SQLite scenarios process for process: `slow`, so `-m "not slow"` stays quick

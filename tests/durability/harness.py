@@ -2,17 +2,24 @@
 
 Shared by `tests/durability/` and `tests/chaos/chaos_workers.py`: tasks are recorded in the inbox
 and queued exactly as the receiver does it (`Inbox.record` + `ArqQueue.enqueue`), workers are
-`tests.durability.worker_main` subprocesses, and kills are real signals.
+`tests.durability.worker_main` processes, and kills are real signals.
+
+Workers are forked by a multiprocessing forkserver that imported `tests.durability.worker_main` (and
+so langchain, langgraph and the whole worker) once: a fresh interpreter spends seconds of CPU on those
+imports, and these scenarios start dozens of workers. Each worker is still its own process, with its
+own pid, event loop, signal handlers and exit status.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
+import multiprocessing
+import multiprocessing.forkserver
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -33,6 +40,63 @@ REAPER_PASS = "bot.recovery reaper pass done"  # bot.recovery's debug line, enab
 # Deadlines of the polls below: upper bounds for a machine under heavy load (a worker process takes
 # seconds to import and start there), never waited out when things go right.
 DEADLINE = 120.0
+WORKER_MODULE = "tests.durability.worker_main"
+_FORKS = multiprocessing.get_context("forkserver")
+# before the forkserver starts (collection imports this module before any test runs)
+_FORKS.set_forkserver_preload([WORKER_MODULE])
+
+
+def stop_forkserver() -> None:
+    """Stop and reap the forkserver, so that its CPU time and its workers' count in this process's
+    children (`scripts/test` reports that figure); multiprocessing itself leaves it running to exit."""
+    multiprocessing.forkserver._forkserver._stop()  # type: ignore[attr-defined]
+
+
+atexit.register(stop_forkserver)
+
+
+def _run_worker(config_path: str, log_path: str) -> None:
+    """A forked worker's body: stdout and stderr to its log, no FORGEBOT_* variable, then the worker."""
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    os.chdir(ROOT)
+    for name in [n for n in os.environ if n.startswith("FORGEBOT_")]:
+        del os.environ[name]
+    from tests.durability.worker_main import main
+
+    main(config_path)
+
+
+class WorkerProcess:
+    """One forked worker, with the parts of `subprocess.Popen` the scenarios use (exit status, signals)."""
+
+    def __init__(self, config_path: Path, log_path: Path) -> None:
+        log_path.touch()  # the scenarios read logs as soon as a worker is started
+        self._process = _FORKS.Process(target=_run_worker, args=(str(config_path), str(log_path)), daemon=False)
+        self._process.start()
+        self.pid = self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.exitcode
+
+    def poll(self) -> int | None:
+        return self._process.exitcode
+
+    def send_signal(self, signum: int) -> None:
+        if self._process.exitcode is None:
+            os.kill(self._process.pid or 0, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> int:
+        self._process.join(timeout)
+        if self._process.exitcode is None:
+            raise subprocess.TimeoutExpired(WORKER_MODULE, timeout or 0)
+        return self._process.exitcode
 
 
 def analyze_event(number: int, delivery: str, trigger: str = "label") -> ForgeEvent:
@@ -87,7 +151,7 @@ class Cluster:
 
     workdir: Path
     config: dict[str, Any]
-    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    procs: list[WorkerProcess] = field(default_factory=list)
 
     @classmethod
     def create(cls, workdir: Path, redis_url: str, forge_url: str, **overrides: Any) -> Cluster:
@@ -116,16 +180,11 @@ class Cluster:
     def settings(self) -> Any:
         return settings_from(self.config)
 
-    def log_path(self, proc: subprocess.Popen[bytes]) -> Path:
+    def log_path(self, proc: WorkerProcess) -> Path:
         return self.workdir / f"worker-{self.procs.index(proc)}.log"
 
-    def start_worker(self) -> subprocess.Popen[bytes]:
-        log = (self.workdir / f"worker-{len(self.procs)}.log").open("wb")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.durability.worker_main", str(self.workdir / "worker.json")],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
-        )
+    def start_worker(self) -> WorkerProcess:
+        proc = WorkerProcess(self.workdir / "worker.json", self.workdir / f"worker-{len(self.procs)}.log")
         self.procs.append(proc)
         return proc
 
@@ -146,7 +205,7 @@ class Cluster:
     def killed(self) -> int:
         return sum(p.returncode == -signal.SIGKILL for p in self.procs if p.poll() is not None)
 
-    def alive(self) -> list[subprocess.Popen[bytes]]:
+    def alive(self) -> list[WorkerProcess]:
         return [p for p in self.procs if p.poll() is None]
 
     def stop(self) -> None:
