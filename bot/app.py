@@ -22,11 +22,11 @@ from starlette.routing import Route
 from bot.console.pages import routes as console_routes
 from bot.console.records import Records
 from bot.inbox import Inbox, open_inbox
-from bot.metrics import register_collectors
 from bot.queue import ArqQueue, JobQueue
 from bot.repolabels import RepoLabels
-from bot.settings import Settings
 from bot.webhooks import Metrics, github_webhook, gitlab_webhook
+from foundation.metrics import register_collectors
+from foundation.settings import Settings
 
 
 async def healthz(request: Request) -> JSONResponse:

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.events import ForgeEvent
-from bot.forge import AccessLevel, Forge, ForgeUser
-from bot.settings import Settings
+from foundation.forge import AccessLevel, Forge, ForgeUser
+from foundation.settings import Settings
 
 REQUIRED = AccessLevel.DEVELOPER
 

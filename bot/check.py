@@ -19,8 +19,8 @@ from typing import Literal
 from langchain_core.messages import HumanMessage
 from pydantic import BaseModel
 
-from bot.forge.models import ForgeKind
-from bot.settings import Settings
+from foundation.forge.models import ForgeKind
+from foundation.settings import Settings
 from graph.redact import redact, secrets_of
 
 Status = Literal["ok", "FAIL", "skip"]
@@ -108,7 +108,7 @@ def _webhook(secret: object) -> tuple[Status, str]:
 
 async def _forge(settings: Settings, kind: ForgeKind, where: str, check: str) -> Line:
     """Ask the forge who the credentials act as (the same question serve and worker ask at start-up)."""
-    from bot.forge import bot_identity
+    from foundation.forge import bot_identity
 
     try:
         found = await bot_identity(settings, kind)
@@ -163,7 +163,7 @@ async def _model(settings: Settings) -> Line:
 
 
 async def _embedder(settings: Settings) -> Line:
-    from graph.embedding import embedder_for
+    from project.embedding import embedder_for
 
     try:
         embedder = await asyncio.to_thread(embedder_for, settings.embedder)

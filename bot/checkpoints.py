@@ -27,7 +27,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from pydantic import BaseModel
 
-from bot.settings import Settings
+from foundation.settings import Settings
 
 
 def _product_types() -> set[tuple[str, str]]:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bot.settings import Settings
+from foundation.settings import Settings
 
 
 def _add_server_args(parser: argparse.ArgumentParser, settings: Settings) -> None:
@@ -20,8 +20,8 @@ def _know_thyself(settings: Settings, command: str) -> bool:
     """Ask the forge who the bot is before serving (its own events must never trigger it)."""
     import asyncio
 
-    from bot.forge import ForgeError
     from bot.identity import learn_bot_identity
+    from foundation.forge import ForgeError
 
     try:
         asyncio.run(learn_bot_identity(settings))
@@ -67,8 +67,8 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
-    from bot.gitrunner import GitTampered
     from bot.local import LocalRunError, ModelProblem, one_line, run_local
+    from foundation.gitrunner import GitTampered
 
     task = args.task if args.task is not None else Path(args.task_file).read_text(encoding="utf-8")
     from graph.routing import ModeUnavailable
@@ -93,10 +93,10 @@ def _registrars() -> list[Callable[[Any], None]]:
     from bot.evaluation.cli import register as evaluation
     from bot.hooks_cli import register as hooks
     from bot.tasks_cli import register as tasks
-    from graph.index.cli import register as index
-    from graph.index.memory_cli import register as memory
-    from graph.index.search_cli import register as search
-    from graph.trace_cli import register as trace
+    from bot.trace_cli import register as trace
+    from project.index.cli import register as index
+    from project.index.memory_cli import register as memory
+    from project.index.search_cli import register as search
 
     return [index, search, memory, trace, evaluation, tasks, hooks, check]
 

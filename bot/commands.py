@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from bot.settings import TriggerSettings
+from foundation.settings import TriggerSettings
 
 Command = Literal["implement", "analyze", "review", "cancel"]
 

@@ -19,8 +19,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from bot.commands import Command, first_line_command
-from bot.forge.models import ForgeKind, RepoRef
-from bot.settings import TriggerSettings
+from foundation.forge.models import ForgeKind, RepoRef
+from foundation.settings import TriggerSettings
 
 __all__ = [
     "Actor", "ForgeEvent", "ForgeKind", "PayloadError", "RepoRef", "adds_labels", "claimed_id", "installation_of",

@@ -11,8 +11,8 @@ import logging
 from collections.abc import Callable
 
 from bot.events import ForgeEvent
-from bot.forge import Forge, Marker, where_task_speaks
 from bot.inbox import Inbox
+from foundation.forge import Forge, Marker, where_task_speaks
 
 log = logging.getLogger(__name__)
 

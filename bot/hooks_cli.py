@@ -15,9 +15,9 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 
-from bot.forge import ForgeError, ForgeKind, open_forge
-from bot.settings import Settings
 from bot.webhooks import project_secret
+from foundation.forge import ForgeError, ForgeKind, open_forge
+from foundation.settings import Settings
 
 
 @dataclass(frozen=True)

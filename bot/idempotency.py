@@ -18,8 +18,8 @@ from typing import Any, cast
 
 from langgraph.config import get_config
 
-from bot.forge import CommentRef, Forge, Marker
-from bot.forge.models import Target
+from foundation.forge import CommentRef, Forge, Marker
+from foundation.forge.models import Target
 
 
 class TaskForge:

@@ -5,7 +5,7 @@ path or branch into it. The worker therefore takes only the repository's numeric
 event and asks the forge at the configured base URL for everything else (`Forge.resolve_repo`).
 The answer must agree with the path the payload claimed (else the payload names one project and
 the id another: refused), and its clone URL must point at the configured forge's own host, so the
-bot's git credentials never leave it (`bot.workspace` checks again before git runs).
+bot's git credentials never leave it (`foundation.workspace` checks again before git runs).
 
 The bot's own user is likewise asked of the forge at start-up (`learn_bot_identity`), so its own
 comments never trigger it even when no bot id or login is configured.
@@ -17,9 +17,9 @@ import logging
 from typing import Literal
 
 from bot.events import ForgeEvent
-from bot.forge import Forge, RepoRef, bot_identity
-from bot.settings import Settings
-from bot.workspace import forge_origins, origin_of
+from foundation.forge import Forge, RepoRef, bot_identity
+from foundation.settings import Settings
+from foundation.workspace import forge_origins, origin_of
 
 log = logging.getLogger(__name__)
 ForgeKind = Literal["gitlab", "github"]

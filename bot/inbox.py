@@ -26,7 +26,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 from bot.batching import Batcher
 from bot.events import ForgeEvent
 from bot.inboxsql import Connection, connect_postgres, connect_sqlite, upgrade
-from bot.settings import Settings
+from foundation.settings import Settings
 
 IntakeResult = Literal["accepted", "duplicate", "ignored"]
 TaskStatus = Literal["queued", "running", "waiting", "done", "failed", "cancelled"]

@@ -26,7 +26,15 @@ from bot.checkpoints import SqlJournal, open_checkpointer, spent
 from bot.console.links import task_link
 from bot.events import ForgeEvent
 from bot.expiry import expire_waiting
-from bot.forge import (
+from bot.idempotency import task_forge
+from bot.identity import IdentityRefused, resolve
+from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
+from bot.jobcodec import PLAIN, JobCodec, JobFailed
+from bot.queue import RUN_TASK, eviction_policy, job_handle
+from bot.recovery import failure_marker, lease, reaper_loop
+from bot.retention import cleanup
+from bot.sweeper import sweep
+from foundation.forge import (
     ChangeRef,
     CommentRef,
     Forge,
@@ -38,17 +46,9 @@ from bot.forge import (
     open_forge,
     where_task_speaks,
 )
-from bot.idempotency import task_forge
-from bot.identity import IdentityRefused, resolve
-from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
-from bot.jobcodec import PLAIN, JobCodec, JobFailed
-from bot.metrics import MODES, record_task
-from bot.queue import RUN_TASK, eviction_policy, job_handle
-from bot.recovery import failure_marker, lease, reaper_loop
-from bot.retention import cleanup
-from bot.settings import Settings
-from bot.sweeper import sweep
-from bot.workspace import WorkspaceFull, Workspaces
+from foundation.metrics import MODES, record_task
+from foundation.settings import Settings
+from foundation.workspace import WorkspaceFull, Workspaces
 from graph import status
 from graph.builder import build_graph
 from graph.checkout import Checkout, prepare, release
@@ -125,8 +125,8 @@ async def execute(
 
 async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent, task_id: str) -> TaskState:
     """The implement route's worktree: the mirror refreshed, a task branch from the default branch."""
-    from bot.gitrunner import git
-    from bot.workspace import Workspaces, repo_key
+    from foundation.gitrunner import git
+    from foundation.workspace import Workspaces, repo_key
     from graph.checkout import index_with_memory
     from graph.nodes.delivery import branch_name
 

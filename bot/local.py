@@ -20,18 +20,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
-from bot import gitrunner
 from bot.checkpoints import SqlJournal, open_checkpointer
 from bot.events import Mode
-from bot.forge import Change, ChangeRef, Issue, IssueRef, RepoRef
-from bot.forge.diff import parse
-from bot.forge.memory import MemoryForge
-from bot.gitrunner import GitError, git
 from bot.jobs import ModelFactory
-from bot.settings import Settings
+from foundation import gitrunner
+from foundation.forge import Change, ChangeRef, Issue, IssueRef, RepoRef
+from foundation.forge.diff import parse
+from foundation.forge.memory import MemoryForge
+from foundation.gitrunner import GitError, git
+from foundation.settings import Settings
 
 __all__ = ["LocalRunError", "LocalResult", "ModelProblem", "local_change", "one_line", "run_local"]
-from bot.workspace import Workspaces, repo_key
+from foundation.workspace import Workspaces, repo_key
 from graph.builder import build_graph
 from graph.checkout import index_checkout, release
 from graph.coder.gitstate import diff

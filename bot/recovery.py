@@ -1,6 +1,6 @@
 """Crash recovery: worker leases, and the reaper that frees a dead worker's job and ends orphaned tasks.
 
-arq marks a job taken with an in-progress key (`bot.arqlayout`), which expires `job_timeout + 10 s` after the
+arq marks a job taken with an in-progress key (`foundation.arqlayout`), which expires `job_timeout + 10 s` after the
 start. A worker killed with SIGKILL leaves that key behind, so on its own arq re-runs the job only
 after a full job timeout (an hour by default), and a job whose tries are used up is finalized
 without ever calling our code, leaving its task `running` forever and the issue locked by the
@@ -34,12 +34,12 @@ import redis
 from arq.connections import ArqRedis
 from arq.jobs import JobStatus
 
-from bot import arqlayout
 from bot.events import ForgeEvent
-from bot.forge import Forge, Marker, where_task_speaks
 from bot.inbox import Inbox, TaskRow
 from bot.jobcodec import PLAIN, JobCodec
 from bot.queue import job_handle
+from foundation import arqlayout
+from foundation.forge import Forge, Marker, where_task_speaks
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ A label delivery's mode is decided in the receiver, so the receiver must know th
 labels before it answers; deciding later would turn every unrelated label in every repository into
 a task row and a job. The payload is not trusted for this: the receiver asks the forge at the
 configured base URL for the repository by the numeric id the (verified) payload names, and for
-`.forgebot.yml` on the default branch the forge reports, validated by `graph.repoconfig`.
+`.forgebot.yml` on the default branch the forge reports, validated by `project.repoconfig`.
 
 Only label deliveries ask, each repository's answer is reused for `repo_labels_cache_seconds`, a
 burst for one repository waits on a single lookup, and the lookup is bounded by
@@ -23,9 +23,9 @@ import asyncio
 import logging
 import time
 
-from bot.forge import ForgeError, ForgeKind, open_forge
-from bot.settings import Settings, TriggerSettings
-from graph.repoconfig import CONFIG_PATH, MAX_CONFIG_BYTES, RepoConfigError, parse_repo_config
+from foundation.forge import ForgeError, ForgeKind, open_forge
+from foundation.settings import Settings, TriggerSettings
+from project.repoconfig import CONFIG_PATH, MAX_CONFIG_BYTES, RepoConfigError, parse_repo_config
 
 log = logging.getLogger(__name__)
 _MAX_REPOS = 10_000  # cached repositories; past this, expired answers are dropped, then the oldest

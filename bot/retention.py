@@ -15,8 +15,8 @@ from typing import Any
 from bot.checkpoints import delete_checkpoints
 from bot.events import ForgeEvent
 from bot.inbox import Inbox
-from bot.settings import Settings
-from bot.workspace import Workspaces, repo_key
+from foundation.settings import Settings
+from foundation.workspace import Workspaces, repo_key
 
 log = logging.getLogger(__name__)
 

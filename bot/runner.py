@@ -22,7 +22,7 @@ import uvicorn
 from bot.app import create_app
 from bot.children import die_with_parent
 from bot.redisserver import private_redis
-from bot.settings import Settings
+from foundation.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def run_worker(settings: Settings) -> None:
     assert settings.redis_url
     check_models(settings)
     if settings.worker_metrics_port is not None:
-        from bot.metrics import start_metrics_server
+        from foundation.metrics import start_metrics_server
 
         start_metrics_server(settings.worker_metrics_port, redis_url=settings.redis_url)
     build_worker(settings, settings.redis_url).run()

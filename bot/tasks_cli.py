@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from bot.checkpoints import open_checkpointer, spent
 from bot.events import ForgeEvent
 from bot.inbox import TaskRow, open_inbox
-from bot.settings import Settings
+from foundation.settings import Settings
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from bot.events import (
 from bot.inbox import Inbox
 from bot.queue import JobQueue
 from bot.repolabels import RepoLabels
-from bot.settings import Settings, TriggerSettings
+from foundation.settings import Settings, TriggerSettings
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The task's repository: a read-only checkout of the default branch and its code index.
 
 The analyzer reads the repository through tools; this prepares what they read. The checkout is a
-worktree of the bot's mirror (`bot.workspace`, with the forge's git credentials) at the tip of the
+worktree of the bot's mirror (`foundation.workspace`, with the forge's git credentials) at the tip of the
 default branch; the index is a private copy of the base index of that commit (`taskindex`): code
 graph and full-text search at once, the vector leg from a background build (`basevectors`) that the
 task waits for only `embedder.wait_seconds`, then picks up whenever it ends. The index carries the
@@ -18,15 +18,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from bot.forge import Forge, RepoRef
-from bot.settings import EmbedderSettings, Settings
-from bot.workspace import Workspaces, repo_key
+from foundation.forge import Forge, RepoRef
+from foundation.settings import EmbedderSettings, Settings
+from foundation.workspace import Workspaces, repo_key
 from graph import forge_memory
-from graph.embedding import embedder_for
-from graph.index import basevectors
-from graph.index.store import default_workers
-from graph.index.taskindex import build_base, copy_for_task, task_index_path
-from graph.repoconfig import load_repo_config
+from project.embedding import embedder_for
+from project.index import basevectors
+from project.index.store import default_workers
+from project.index.taskindex import build_base, copy_for_task, task_index_path
+from project.repoconfig import load_repo_config
 
 log = logging.getLogger(__name__)
 

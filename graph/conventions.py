@@ -15,8 +15,8 @@ from typing import Any
 
 import prompts
 import standards
-from graph.repoconfig import RepoConfig, RepoConfigError, load_repo_config
 from graph.runtime.budget import estimate_tokens, fit_to_budget
+from project.repoconfig import RepoConfig, RepoConfigError, load_repo_config
 
 # tokens of the standards block in a system prompt (php.md is ~1,000 by the pessimistic estimate)
 STANDARDS_BUDGET_TOKENS = 1200

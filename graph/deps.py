@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 
-from bot.forge import Forge
-from bot.settings import Settings
+from foundation.forge import Forge
+from foundation.settings import Settings
 from graph.runtime.journal import JournalStore
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.forge import AccessLevel, ChangeRef, Comment, Forge, ForgeUser, IssueRef
+from foundation.forge import AccessLevel, ChangeRef, Comment, Forge, ForgeUser, IssueRef
 
 REQUIRED = AccessLevel.DEVELOPER
 WITHHELD_QUESTION = (

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from bot.forge.models import Hunk, LineKind
+from foundation.forge.models import Hunk, LineKind
 from graph.schemas import SEVERITY_RANK, Finding
 
 SLACK = 3  # lines apart that still count as the same place (a rewording often moves the anchor)

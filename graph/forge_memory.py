@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from bot.forge import ChangeRef, Closed, Comment, Forge, ForgeError, IssueRef, RepoRef
-from bot.workspace import repo_key
+from foundation.forge import ChangeRef, Closed, Comment, Forge, ForgeError, IssueRef, RepoRef
+from foundation.workspace import repo_key
 from graph.discussion import is_member, is_ours
-from graph.index import memory
-from graph.index.db import Connection, connect
-from graph.index.memory import MemoryItem
-from graph.index.memory_sources import has_graph, named_symbols
+from project.index import memory
+from project.index.db import Connection, connect
+from project.index.memory import MemoryItem
+from project.index.memory_sources import has_graph, named_symbols
 
 log = logging.getLogger(__name__)
 

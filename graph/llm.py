@@ -26,7 +26,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from pydantic import SecretStr
 
-from bot.settings import LLMSettings
+from foundation.settings import LLMSettings
 
 FailureKind = Literal["transient", "unreachable", "context", "format", "auth", "not_found", "request", "refusal",
                       "length", "invalid"]

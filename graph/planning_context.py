@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from bot.gitrunner import Repo, run
-from graph.index.db import connect
-from graph.index.embed import Embedder
-from graph.index.queries import explore
+from foundation.gitrunner import Repo, run
 from graph.runtime.budget import estimate_tokens
 from graph.runtime.context import Assembled, Part, assemble_traced
 from graph.runtime.trace import Trace
 from graph.tools.search import search_memory, semantic_search
+from project.index.db import connect
+from project.index.embed import Embedder
+from project.index.queries import explore
 
 # share of the model's window the assembled code context may take; the rest is the fixed prompt,
 # the issue, the analysis and the answer

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graph.index.db import Connection, connect
 from graph.schemas import Plan
+from project.index.db import Connection, connect
 
 _TICKED = re.compile(r"`([^`\s]{1,200})`")
 _SYMBOL = re.compile(r"^\\?([A-Za-z_][A-Za-z0-9_]*(?:\\[A-Za-z_][A-Za-z0-9_]*)*)(?:::([A-Za-z_][A-Za-z0-9_]*)\(?\)?)?$")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from graph.sandbox import PROTECTIONS
 from graph.schemas import GateResult
+from project.sandbox import PROTECTIONS
 
 ALLOW_SETTING = "FORGEBOT_SANDBOX__ALLOW_UNISOLATED=true"
 

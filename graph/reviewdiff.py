@@ -12,8 +12,8 @@ import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.forge.diff import DiffError, FilePatch, parse
-from bot.gitrunner import git
+from foundation.forge.diff import DiffError, FilePatch, parse
+from foundation.gitrunner import git
 from graph.runtime.budget import estimate_tokens
 
 GENERATED = ("*.lock", "*.min.js", "*.min.css", "*.map", "vendor/*", "node_modules/*")

@@ -12,9 +12,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from bot.settings import Settings
-from graph.checks import CheckContext, run_lints, sandbox_policy
-from graph.repoconfig import RepoConfig
+from foundation.settings import Settings
+from project.checks import CheckContext, run_lints, sandbox_policy
+from project.repoconfig import RepoConfig
 
 # `path:line:col: …` (phpcs --report=emacs, most linters) and `… in path on line N` (php -l).
 _COLON = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+)(?::\d+)?:", re.MULTILINE)

@@ -20,8 +20,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from bot.forge import ChangeRef, CommentRef, Forge, IssueRef, Marker, RepoRef, where_task_speaks
-from bot.forge.models import Reaction
+from foundation.forge import ChangeRef, CommentRef, Forge, IssueRef, Marker, RepoRef, where_task_speaks
+from foundation.forge.models import Reaction
 from graph.deps import Deps
 from graph.nodes.publisher import footer
 from graph.protections import note

@@ -18,7 +18,7 @@ import redis
 from pydantic import SecretStr
 
 from bot.redisserver import PrivateRedis
-from bot.settings import GitHubSettings, GitLabSettings, IntakeSettings, Settings
+from foundation.settings import GitHubSettings, GitLabSettings, IntakeSettings, Settings
 from tests.fakes.forge_http import FakeForgeState, create_fake_forge
 from tests.fakes.server import ServerThread
 from tests.tools import need_tools

@@ -15,7 +15,7 @@ import hmac
 import time
 from urllib.parse import quote
 
-from bot.settings import ConsoleSettings
+from foundation.settings import ConsoleSettings
 
 SESSION_COOKIE = "forgebot_console"
 SESSION_SECONDS = 12 * 3600

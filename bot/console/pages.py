@@ -26,7 +26,7 @@ from starlette.routing import BaseRoute, Route
 from bot.console import links
 from bot.console.records import Records
 from bot.inbox import TaskFilter
-from bot.settings import Settings
+from foundation.settings import Settings
 
 HERE = Path(__file__).parent
 STATES = ("queued", "running", "waiting", "done", "failed", "cancelled")

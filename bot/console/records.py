@@ -22,8 +22,8 @@ from bot.console import timeline
 from bot.events import ForgeEvent
 from bot.inbox import Inbox, ListedTask, TaskFilter
 from bot.recovery import LEASE_PREFIX
-from bot.settings import Settings
 from bot.tasks_cli import link
+from foundation.settings import Settings
 from graph.redact import redact, secrets_of
 from graph.runtime.trace import read_trace, trace_path
 

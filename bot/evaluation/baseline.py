@@ -25,7 +25,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from bot.forge.diff import parse
+from foundation.forge.diff import parse
 
 _CLASS_METHOD = re.compile(r"\b([A-Z][A-Za-z0-9_]*)::([A-Za-z_]\w*)")
 _WORD = re.compile(r"`([A-Za-z_]\w*)`|\b([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z]+(?:[A-Z][a-z0-9]*)+)\b")

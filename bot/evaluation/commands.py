@@ -1,5 +1,5 @@
 """run_command(): external tools (dpkg-query, php, phpunit) with a clean environment; git goes through
-`bot.gitrunner`.
+`foundation.gitrunner`.
 
 Evaluated code and tools never see the evaluator's environment: model keys and forge tokens stay
 in this process. A fixed PATH keeps results independent of the caller's shell.

@@ -18,10 +18,10 @@ from pydantic import SecretStr
 
 from bot.evaluation.commands import CommandError, run_command
 from bot.evaluation.taskset import HiddenTests, TaskSet
-from bot.gitrunner import GitError, GitTampered, git
-from bot.settings import Settings
+from foundation.gitrunner import GitError, GitTampered, git
+from foundation.settings import Settings
 
-CODE_PACKAGES = ("bot", "graph", "prompts", "standards")
+CODE_PACKAGES = ("bot", "graph", "project", "foundation", "prompts", "standards")
 # settings that change where or how the process listens, never what a task run does
 _NOT_BEHAVIOUR = {"data_dir", "redis_url", "host", "port", "log_level", "gitlab", "github", "max_body_bytes"}
 # the harness's own checks: a change here changes what "passed" means

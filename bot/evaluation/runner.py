@@ -33,10 +33,10 @@ from bot.evaluation.verification import (
 )
 from bot.evaluation.workspace import Workspace, WorkspaceError, build_workspace, changed_files, take_branch
 from bot.local import LocalResult, run_local
-from bot.settings import Settings
+from foundation.settings import Settings
 from graph import routing
-from graph.index import basevectors
 from graph.llm import chat_model
+from project.index import basevectors
 
 ModelFactory = Callable[[str], BaseChatModel]
 # (task, workspace) -> role -> chat model

@@ -15,10 +15,10 @@ from pathlib import Path
 import tree_sitter
 import tree_sitter_php
 
-from bot import gitrunner
 from bot.evaluation.commands import CommandError, run_command
 from bot.evaluation.taskset import Edit, RemoveBody, Replace, Task
-from bot.gitrunner import GitError, Repo
+from foundation import gitrunner
+from foundation.gitrunner import GitError, Repo
 
 PHP_ROOT = Path("/usr/share/php")
 BASE_BRANCH = "main"

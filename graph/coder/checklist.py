@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from bot.gitrunner import git
+from foundation.gitrunner import git
 from graph.coder import gitstate
 from graph.schemas import ChecklistItem, Plan
 from graph.tools.paths import PathRejected, resolve_in_worktree

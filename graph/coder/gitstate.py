@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.gitrunner import GitError, git
+from foundation.gitrunner import GitError, git
 
 
 def snapshot(root: Path) -> str:

@@ -15,8 +15,8 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from bot.forge import diff
-from bot.gitrunner import Completed, Repo, run
+from foundation.forge import diff
+from foundation.gitrunner import Completed, Repo, run
 
 # Paths a change may not edit unless the repository configuration allows them explicitly.
 DEFAULT_PROTECTED = (
@@ -41,7 +41,7 @@ class PatchPolicy:
 def patch_paths(patch: str) -> list[str]:
     """Every path a unified diff names (old and new sides, renames, copies), canonical, prefixes removed.
 
-    Read through the one diff model (`bot.forge.diff`, strict: an ambiguous `diff --git` line is
+    Read through the one diff model (`foundation.forge.diff`, strict: an ambiguous `diff --git` line is
     refused); anything it cannot read is refused, never guessed.
     """
     try:
@@ -60,7 +60,7 @@ def unquote(raw: str) -> str:
 
 
 def canonical(path: str) -> str:
-    """The one spelling every check compares (`bot.forge.diff.canonical`); PatchRefused when refused."""
+    """The one spelling every check compares (`foundation.forge.diff.canonical`); PatchRefused when refused."""
     try:
         return diff.canonical(path)
     except diff.DiffError as exc:

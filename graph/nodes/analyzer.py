@@ -18,7 +18,6 @@ from langgraph.runtime import Runtime
 
 import prompts
 from graph.deps import Deps
-from graph.embedding import embedder_for
 from graph.evidence import check_evidence, existing_files
 from graph.runtime.budget import call_budget
 from graph.runtime.memory import Memory
@@ -29,6 +28,7 @@ from graph.state import TaskState
 from graph.tools import tools_for
 from graph.tools.database import ReadOnlyDatabase
 from graph.tools.investigation import investigation_tools, open_index
+from project.embedding import embedder_for
 
 _PATHLIKE = re.compile(r"[\w./-]+\.\w{1,5}")
 _PATH_TOKEN = re.compile(r"[\w./-]+")

@@ -19,9 +19,6 @@ from langgraph.runtime import Runtime
 
 import prompts
 from graph.deps import Deps
-from graph.embedding import embedder_for
-from graph.index.db import Connection
-from graph.index.embed import Embedder
 from graph.nodes.planner import task_text
 from graph.runtime.budget import call_budget
 from graph.runtime.memory import Memory
@@ -32,6 +29,9 @@ from graph.tools import tools_for
 from graph.tools.code import search_tools
 from graph.tools.files import file_tools
 from graph.tools.investigation import open_index
+from project.embedding import embedder_for
+from project.index.db import Connection
+from project.index.embed import Embedder
 
 
 def _targets(plan: dict[str, Any]) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from bot.forge import Marker
+from foundation.forge import Marker
 from graph.deps import Deps
 from graph.nodes.publisher import issue_of, report_body
 from graph.state import TaskState

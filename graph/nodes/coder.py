@@ -24,18 +24,14 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 import prompts
-from bot.gitrunner import GitError
-from bot.settings import Settings
+from foundation.gitrunner import GitError
+from foundation.settings import Settings
 from graph import status
 from graph.coder import patch as patching
 from graph.coder.checklist import Checklist
 from graph.coder.tools import FINISH_TOOLS, coder_tools
 from graph.conventions import standards_for
 from graph.deps import Deps
-from graph.embedding import embedder_for
-from graph.index.db import Connection, connect
-from graph.index.embed import Embedder
-from graph.index.taskindex import sync_task, task_index_path
 from graph.nodes import gates
 from graph.nodes.planner import code_context, task_text
 from graph.runtime.budget import call_budget
@@ -46,6 +42,10 @@ from graph.schemas import Plan
 from graph.state import CoderRecord, TaskState
 from graph.tools import tools_for
 from graph.tools.code import graph_tools, search_tools
+from project.embedding import embedder_for
+from project.index.db import Connection, connect
+from project.index.embed import Embedder
+from project.index.taskindex import sync_task, task_index_path
 
 
 def checklist_for(state: TaskState, settings: Settings, *, step_commits: bool = True

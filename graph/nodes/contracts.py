@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graph.index.contract import override_contract
-from graph.index.db import connect
-from graph.index.taskindex import task_index_path
 from graph.state import TaskState
+from project.index.contract import override_contract
+from project.index.db import connect
+from project.index.taskindex import task_index_path
 
 NOT_CHECKED = "Override contracts were not checked: this task has no code index."
 

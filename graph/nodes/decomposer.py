@@ -12,7 +12,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 import prompts
-from bot.forge import IssueRef, RepoRef
+from foundation.forge import IssueRef, RepoRef
 from graph.deps import Deps
 from graph.discussion import WITHHELD_QUESTION, take_snapshot
 from graph.runtime.roles import RoleRun

@@ -16,9 +16,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from bot.forge import ChangeRequest, IssueRef, Marker, RepoRef
-from bot.gitrunner import git
-from bot.workspace import Workspaces
+from foundation.forge import ChangeRequest, IssueRef, Marker, RepoRef
+from foundation.gitrunner import git
+from foundation.workspace import Workspaces
 from graph.deps import Deps
 from graph.findings import same_finding, stalled
 from graph.nodes import bounds

@@ -15,15 +15,15 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from bot.metrics import record_gate, safe_label
-from bot.settings import Settings
-from graph.checks import CheckContext, CheckResult, context_for, run_checks, run_lints
+from foundation.metrics import record_gate, safe_label
+from foundation.settings import Settings
 from graph.coder import gitstate
 from graph.deps import Deps
-from graph.repoconfig import RepoConfig, RepoConfigError, load_repo_config
 from graph.runtime.trace import Trace
 from graph.schemas import GateResult
 from graph.state import TaskState
+from project.checks import CheckContext, CheckResult, context_for, run_checks, run_lints
+from project.repoconfig import RepoConfig, RepoConfigError, load_repo_config
 
 # The only variables a check sees from us: no token, no key, nothing from the worker's environment.
 CHECK_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}

@@ -16,10 +16,9 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 import prompts
-from bot.settings import Settings
+from foundation.settings import Settings
 from graph.conventions import config_for, standards_for
 from graph.deps import Deps
-from graph.embedding import embedder_for
 from graph.nodes import bounds
 from graph.nodes.contracts import contracts_text
 from graph.planning_context import budget_for, notes_part, planning_context
@@ -31,6 +30,7 @@ from graph.runtime.trace import Trace
 from graph.schemas import AcceptanceCriterion, Plan, plan_problems
 from graph.state import TaskState
 from graph.structured import StructuredOutputError
+from project.embedding import embedder_for
 
 
 class PlanProposal(BaseModel):

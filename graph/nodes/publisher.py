@@ -14,7 +14,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 import prompts
-from bot.forge import IssueRef, Marker, RepoRef
+from foundation.forge import IssueRef, Marker, RepoRef
 from graph.deps import Deps
 from graph.state import TaskState
 

@@ -21,17 +21,17 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 import prompts
-from bot.forge import Change, ChangeRef, ForgeNotFound, IssueRef, Marker, RepoRef
-from bot.gitrunner import GitError, git
-from bot.workspace import Workspaces, repo_key
+from foundation.forge import Change, ChangeRef, ForgeNotFound, IssueRef, Marker, RepoRef
+from foundation.gitrunner import GitError, git
+from foundation.workspace import Workspaces, repo_key
 from graph.checkout import review_index
 from graph.deps import Deps
 from graph.discussion import is_member
 from graph.nodes.publisher import footer
-from graph.repoconfig import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
 from graph.reviewlint import linted
 from graph.reviewstore import ReviewStore, change_key
 from graph.state import TaskState
+from project.repoconfig import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
 
 _CLOSES = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?|implement[sd]?)(?:\s*:)?\s+#(\d+)", re.IGNORECASE)
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(\S.{2,})$")

@@ -18,10 +18,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 import prompts
-from bot.forge import Capability, ChangeRef, CommentRef, Forge, ForgeError, InlineNote, Marker, RepoRef
-from bot.forge._text import render_marker
-from bot.forge.diff import parse
-from bot.gitrunner import GitError, git
+from foundation.forge import Capability, ChangeRef, CommentRef, Forge, ForgeError, InlineNote, Marker, RepoRef
+from foundation.forge._text import render_marker
+from foundation.forge.diff import parse
+from foundation.gitrunner import GitError, git
 from graph.deps import Deps
 from graph.findings import Noise, Reconciled, Tracked, filter_noise, finding_key, reconcile
 from graph.nodes.publisher import footer

@@ -21,9 +21,6 @@ from langgraph.runtime import Runtime
 import prompts
 from graph.conventions import standards_for
 from graph.deps import Deps
-from graph.embedding import embedder_for
-from graph.index.db import Connection, connect
-from graph.index.embed import Embedder
 from graph.nodes.planner import code_context
 from graph.reviewdiff import DiffLimits, DiffView, collect
 from graph.runtime.budget import call_budget
@@ -34,6 +31,9 @@ from graph.state import TaskState
 from graph.tools import tools_for
 from graph.tools.code import graph_tools, search_tools
 from graph.tools.files import file_tools
+from project.embedding import embedder_for
+from project.index.db import Connection, connect
+from project.index.embed import Embedder
 
 # A review always checks something: with no stated criteria, the change is checked for this one.
 GENERAL_CRITERION = {"id": 1, "text": "The change introduces no defect, security problem or architecture violation"}

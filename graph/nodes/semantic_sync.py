@@ -12,12 +12,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from bot.gitrunner import GitTampered
+from foundation.gitrunner import GitTampered
 from graph.deps import Deps
-from graph.embedding import embedder_for
-from graph.index.embed import Embedder
-from graph.index.taskindex import sync_task, task_index_path
 from graph.state import IndexSync, TaskState
+from project.embedding import embedder_for
+from project.index.embed import Embedder
+from project.index.taskindex import sync_task, task_index_path
 
 
 def sync(state: TaskState, data_dir: Path, embedder: Embedder | None = None) -> IndexSync:

@@ -4,7 +4,7 @@ Prices come from `LLMSettings.prices` (USD per million input and output tokens).
 a price is counted at 0 and listed in `unpriced`, so a footer never shows a made-up cost.
 
 `Ledger.record` is the one place a model call is counted: it adds to the role's usage and to the
-process's Prometheus counters (`bot.metrics.record_tokens`). A node returns its ledger's
+process's Prometheus counters (`foundation.metrics.record_tokens`). A node returns its ledger's
 `snapshot()` as `usage`; `merge_usage` is that state key's reducer, so the task's usage is the sum
 of every node's, whichever order they ran in — never the last node's alone.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.metrics import record_tokens, safe_label
+from foundation.metrics import record_tokens, safe_label
 from graph.runtime.budget import Exhausted
 
 

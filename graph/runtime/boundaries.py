@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime, get_runtime
 
-from bot.settings import LLMSettings
+from foundation.settings import LLMSettings
 from graph.deps import Deps
 from graph.runtime.trace import Trace
 from graph.state import TaskState

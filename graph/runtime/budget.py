@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.settings import LLMSettings
+from foundation.settings import LLMSettings
 
 RESEARCH_ROLES = frozenset({"analyzer", "architect", "reviewer"})
 

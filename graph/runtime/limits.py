@@ -20,12 +20,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
-from bot.gitrunner import GitError
-from bot.settings import Settings
+from foundation.gitrunner import GitError
+from foundation.settings import Settings
 from graph.deps import Deps
-from graph.repoconfig import RepoConfig, RepoConfigError, load_repo_config
 from graph.runtime.boundaries import NodeFn
 from graph.state import TaskState
+from project.repoconfig import RepoConfig, RepoConfigError, load_repo_config
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The code index as agent tools: search by meaning and text, line ranges, and the PHP code graph.
 
-Thin LangChain adapters over `graph.tools.search` (issue 6) and `graph.index.queries` /
-`graph.index.contract` (issue 5): each returns text the model can read — hits as `path:line`
+Thin LangChain adapters over `graph.tools.search` (issue 6) and `project.index.queries` /
+`project.index.contract` (issue 5): each returns text the model can read — hits as `path:line`
 lines, graph answers as compact JSON that includes the index status, so a missing or stale index
 is said rather than hidden. Paths are validated by the functions they wrap and again by the loop.
 """
@@ -13,13 +13,13 @@ from pathlib import Path
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from graph.index import queries
-from graph.index.contract import override_contract as _contract
-from graph.index.db import Connection
-from graph.index.embed import Embedder
-from graph.index.memory import MemoryHit
-from graph.index.search import Answer
 from graph.tools import search as _search
+from project.index import queries
+from project.index.contract import override_contract as _contract
+from project.index.db import Connection
+from project.index.embed import Embedder
+from project.index.memory import MemoryHit
+from project.index.search import Answer
 
 
 def render_answer(answer: Answer) -> str:

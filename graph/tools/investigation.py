@@ -14,11 +14,11 @@ from pathlib import Path
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from graph.index.db import Connection, connect
-from graph.index.embed import Embedder
 from graph.tools.code import graph_tools, search_tools
 from graph.tools.database import ReadOnlyDatabase
 from graph.tools.files import file_tools
+from project.index.db import Connection, connect
+from project.index.embed import Embedder
 
 
 @contextlib.contextmanager

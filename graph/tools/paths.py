@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from bot.forge.diff import too_long
+from foundation.forge.diff import too_long
 
 
 class PathRejected(ValueError):

@@ -11,14 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bot.gitrunner import GitTimeout, Repo, run
-from graph.index import memory
-from graph.index.basevectors import VectorState, index_file, state
-from graph.index.db import Connection
-from graph.index.embed import Embedder
-from graph.index.search import Answer, Weights, search
-from graph.index.store import relative_path
-from graph.index.taskindex import live_stale_files
+from foundation.gitrunner import GitTimeout, Repo, run
+from project.index import memory
+from project.index.basevectors import VectorState, index_file, state
+from project.index.db import Connection
+from project.index.embed import Embedder
+from project.index.search import Answer, Weights, search
+from project.index.store import relative_path
+from project.index.taskindex import live_stale_files
 
 MAX_SNIPPET_LINES = 400
 # A search pattern comes from the model: a backtracking -P regex over a large checkout must not hold the

@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from graph.index.cli import register
-from graph.index.db import connect
-from graph.index.location import index_path
+from project.index.cli import register
+from project.index.db import connect
+from project.index.location import index_path
 
 HERE = Path(__file__).resolve().parent
 def say(text: str) -> None:

@@ -27,9 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from graph.index.db import connect
-from graph.index.parse import new_parser
-from graph.index.store import build, sync_files
+from project.index.db import connect
+from project.index.parse import new_parser
+from project.index.store import build, sync_files
 
 
 def say(text: str) -> None:

@@ -25,7 +25,7 @@ from bot.app import create_app
 from bot.checkpoints import open_checkpointer
 from bot.console import links
 from bot.inbox import Inbox
-from bot.settings import ConsoleSettings, Settings
+from foundation.settings import ConsoleSettings, Settings
 from graph.runtime.trace import Trace
 from tests.console.store import add_task, event
 from tests.fakes.server import serving

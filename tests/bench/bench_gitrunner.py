@@ -1,4 +1,4 @@
-"""Cost of the hardened git runner: plain `git` against `bot.gitrunner` on a bot task worktree.
+"""Cost of the hardened git runner: plain `git` against `foundation.gitrunner` on a bot task worktree.
 
 Run from the repository root: PYTHONPATH=. .venv/bin/python tests/bench/bench_gitrunner.py
 Prints the median wall time of `git rev-parse HEAD` and `git status --porcelain` each way, and of
@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.gitrunner import git
-from bot.settings import WorkspaceSettings
-from bot.workspace import Workspaces
+from foundation.gitrunner import git
+from foundation.settings import WorkspaceSettings
+from foundation.workspace import Workspaces
 
 ROUNDS = 30
 FILES = 2000

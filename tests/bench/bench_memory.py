@@ -27,13 +27,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from bot.forge import AccessLevel, ChangeRef, Closed, RepoRef
-from bot.forge.memory import MemoryForge
-from bot.settings import EmbedderSettings
+from foundation.forge import AccessLevel, ChangeRef, Closed, RepoRef
+from foundation.forge.memory import MemoryForge
+from foundation.settings import EmbedderSettings
 from graph import forge_memory
-from graph.embedding import embedder_for
-from graph.index import memory, memory_sources, taskindex
-from graph.index.db import connect
+from project.embedding import embedder_for
+from project.index import memory, memory_sources, taskindex
+from project.index.db import connect
 
 
 def _strip_subjects(conn: object) -> list[tuple[str, str, tuple[str, ...]]]:

@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import graph.sandbox
-from graph.sandbox import SandboxPolicy, probe_isolation, run_sandboxed
+import project.sandbox
+from project.sandbox import SandboxPolicy, probe_isolation, run_sandboxed
 
 ROUNDS = 20
 FILES = 5000
@@ -50,7 +50,7 @@ def _measure(worktree: Path, bare: float, label: str) -> list[str]:
     if probe_isolation().available:
         isolated = _median(lambda: run_sandboxed("true", worktree, SandboxPolicy(), ENV))
         lines.append(f"{label}: namespaces (full)    {isolated * 1000:7.1f} ms  {isolated / bare:5.1f}x")
-        meter_type = getattr(graph.sandbox, "DiskMeter", None)
+        meter_type = getattr(project.sandbox, "DiskMeter", None)
         if meter_type is not None:  # this version measures disk growth: the product shares one meter per run
             meter = meter_type()
             shared = _median(lambda: run_sandboxed("true", worktree, SandboxPolicy(), ENV, meter=meter))

@@ -29,12 +29,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from graph.index import search_store
-from graph.index.chunks import chunk_file
-from graph.index.db import connect
-from graph.index.minilm import MiniLMEmbedder
-from graph.index.parse import parse_source
-from graph.index.search import Weights, search
+from project.index import search_store
+from project.index.chunks import chunk_file
+from project.index.db import connect
+from project.index.minilm import MiniLMEmbedder
+from project.index.parse import parse_source
+from project.index.search import Weights, search
 
 # Laravel components, 2,432 chunks: all of Illuminate (10.7k chunks) takes ~15 min to embed on 2 cores.
 DEFAULT_CORPUS = [

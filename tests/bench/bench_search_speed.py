@@ -30,15 +30,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bot.settings import EmbedderSettings
+from foundation.settings import EmbedderSettings
 from graph import checkout
-from graph.embedding import embedder_for
-from graph.index import basevectors, search_store, taskindex
-from graph.index.chunks import Chunk, chunk_file
-from graph.index.db import connect
-from graph.index.minilm import MiniLMEmbedder
-from graph.index.parse import parse_source
-from graph.index.search import Weights, search
+from project.embedding import embedder_for
+from project.index import basevectors, search_store, taskindex
+from project.index.chunks import Chunk, chunk_file
+from project.index.db import connect
+from project.index.minilm import MiniLMEmbedder
+from project.index.parse import parse_source
+from project.index.search import Weights, search
 
 CORPUS = Path("/usr/share/php")
 DIM = 384

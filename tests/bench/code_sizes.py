@@ -1,4 +1,4 @@
-"""Print module and function size figures for bot/ and graph/.
+"""Print module and function size figures for the product packages (bot/, graph/, project/, foundation/).
 
 Why: issue 23 ("one home per concern") asks for small modules and small functions; these
 figures show whether a clean-up moved them, before and after. Sizes come from `ast`, so
@@ -17,7 +17,7 @@ import statistics
 import sys
 from pathlib import Path
 
-PACKAGES = ("bot", "graph")
+PACKAGES = ("bot", "graph", "project", "foundation")
 LARGEST = 10
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.events import PayloadError, parse_github, parse_gitlab
-from bot.settings import TriggerSettings
+from foundation.settings import TriggerSettings
 from tests.fakes.samples import sample
 
 GITLAB_HEADERS = {"x-gitlab-event": "Issue Hook"}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.gitrunner import GitError, GitTampered, GitTimeout, Repo, environment, git, run
+from foundation.gitrunner import GitError, GitTampered, GitTimeout, Repo, environment, git, run
 
 PLAIN = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
          "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.invalid", "GIT_COMMITTER_NAME": "a",

@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from bot.local import run_local
-from bot.settings import Settings
+from foundation.settings import Settings
 from graph.routing import ModeUnavailable
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
 from tests.fakes.chat import ScriptedChatModel, answer, scripted
@@ -69,8 +69,8 @@ def _branch_with_changes(root: Path) -> None:
 
 
 def test_local_change_describes_the_branch_against_its_base(tmp_path: Path) -> None:
-    from bot.forge import ChangeRef, RepoRef
     from bot.local import local_change
+    from foundation.forge import ChangeRef, RepoRef
 
     root = tmp_path / "repo"
     _branch_with_changes(root)

@@ -15,11 +15,11 @@ from starlette.testclient import TestClient
 
 from bot import metrics
 from bot.app import create_app
-from bot.arqlayout import in_progress_key
-from bot.forge.errors import ForgeAuthError, ForgeRateLimited, error_for_status
-from bot.metrics import QueueCollector, TaskMetrics, read_queue
 from bot.queue import open_pool
-from bot.settings import Settings
+from foundation.arqlayout import in_progress_key
+from foundation.forge.errors import ForgeAuthError, ForgeRateLimited, error_for_status
+from foundation.metrics import QueueCollector, TaskMetrics, read_queue
+from foundation.settings import Settings
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import redis
 from starlette.testclient import TestClient
 
 from bot.app import create_app
-from bot.settings import Settings
 from bot.webhooks import github_signature
+from foundation.settings import Settings
 from tests.fakes.samples import sample_bytes
 from tests.intake.deliveries import path, project_of, secret
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot.forge import GitCredentials
-from bot.gitrunner import GitError, GitTampered
-from bot.settings import WorkspaceSettings
-from bot.workspace import WorkspaceFull, Workspaces, origin_of, repo_key
+from foundation.forge import GitCredentials
+from foundation.gitrunner import GitError, GitTampered
+from foundation.settings import WorkspaceSettings
+from foundation.workspace import WorkspaceFull, Workspaces, origin_of, repo_key
 from tests.fakes.git_http import create_git_server
 from tests.fakes.server import serving
 

@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from bot.app import create_app
 from bot.console import links
 from bot.inbox import Inbox
-from bot.settings import ConsoleSettings, Settings
+from foundation.settings import ConsoleSettings, Settings
 from tests.conftest import GITLAB_TOKEN
 from tests.console.store import add_task, event
 from tests.fakes.server import ServerThread, serving

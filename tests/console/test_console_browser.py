@@ -23,8 +23,8 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
 from bot.jobs import build_worker
-from bot.settings import Settings
 from bot.webhooks import github_signature
+from foundation.settings import Settings
 from tests.conftest import GITHUB_SECRET, GITLAB_SECRET
 from tests.console.browser import browser, need_browser, screenshot
 from tests.e2e.conftest import allow_http_git, pointed_at

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import SecretStr
 
 from bot.console import links
-from bot.settings import ConsoleSettings
+from foundation.settings import ConsoleSettings
 
 LINKED = ConsoleSettings(link_secret=SecretStr("link-secret"), public_url="https://bot.example/")
 

@@ -157,7 +157,7 @@ def test_worker_grace_follows_the_job_timeout() -> None:
 
 def test_web_and_worker_run_the_same_image_with_commands_the_cli_accepts() -> None:
     from bot.cli import build_parser
-    from bot.settings import Settings
+    from foundation.settings import Settings
 
     parser = build_parser(Settings(_env_file=None, _secrets_dir=None))  # type: ignore[call-arg]
     for name in ("deployment-web.yaml", "deployment-worker.yaml"):

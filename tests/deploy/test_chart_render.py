@@ -11,7 +11,7 @@ import yaml
 
 from bot import configdoc
 from bot.cli import build_parser
-from bot.settings import Settings
+from foundation.settings import Settings
 from tests.deploy import chart, helmchart
 
 VARIANTS = helmchart.ci_values()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.cli import build_parser
-from bot.settings import Settings
+from foundation.settings import Settings
 from tests.deploy import chart
 from tests.deploy.chart import ROOT
 

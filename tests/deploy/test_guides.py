@@ -13,9 +13,9 @@ from prometheus_client import CollectorRegistry
 
 from bot import configdoc
 from bot.cli import build_parser
-from bot.metrics import QueueCollector, QueueSnapshot, TaskMetrics
-from bot.settings import Settings
 from bot.webhooks import Metrics
+from foundation.metrics import QueueCollector, QueueSnapshot, TaskMetrics
+from foundation.settings import Settings
 from tests.deploy import chart
 from tests.deploy.chart import ROOT
 

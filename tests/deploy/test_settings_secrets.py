@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import Settings
+from foundation.settings import Settings
 
 
 def _write(directory: Path, name: str, value: str) -> None:

@@ -1,6 +1,6 @@
-"""The contract between `bot.arqlayout` and arq: real arq workers on a real Redis.
+"""The contract between `foundation.arqlayout` and arq: real arq workers on a real Redis.
 
-`bot.arqlayout` is the only code that knows arq's keys beyond its public API (the reaper frees a
+`foundation.arqlayout` is the only code that knows arq's keys beyond its public API (the reaper frees a
 dead worker's job with it, the metrics count running jobs with it). If an arq release moves the
 in-progress key, changes its lifetime or stops re-running a job whose key is gone, this fails.
 """
@@ -18,9 +18,9 @@ from arq.connections import ArqRedis, RedisSettings
 from arq.jobs import JobStatus
 from arq.worker import Worker, func
 
-from bot import arqlayout
 from bot.jobcodec import PLAIN
 from bot.queue import job_handle, open_pool
+from foundation import arqlayout
 
 JOB_TIMEOUT = 60
 

@@ -21,16 +21,16 @@ from typing_extensions import TypedDict
 
 from bot.checkpoints import open_checkpointer, safe_serializer
 from bot.cli import build_parser
-from bot.forge import IssueRef, RepoRef
-from bot.forge.memory import MemoryForge
 from bot.idempotency import task_forge
 from bot.inbox import Inbox, open_inbox
 from bot.jobs import build_worker
 from bot.queue import open_pool
 from bot.recovery import LEASE_PREFIX, fail_orphans, lease, reap, release_abandoned
 from bot.retention import clean
-from bot.settings import Settings
 from bot.tasks_cli import collect, render, run
+from foundation.forge import IssueRef, RepoRef
+from foundation.forge.memory import MemoryForge
+from foundation.settings import Settings
 from graph.runtime.trace import trace_path
 from graph.schemas import Analysis
 from tests.durability.harness import analyze_event, drop_schema, seed_forge

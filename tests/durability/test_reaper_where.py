@@ -12,11 +12,11 @@ from typing import Any
 from arq.connections import ArqRedis
 
 from bot.events import Actor, ForgeEvent
-from bot.forge import RepoRef, open_forge
 from bot.inbox import Inbox
 from bot.queue import open_pool
 from bot.recovery import reap
-from bot.settings import Settings
+from foundation.forge import RepoRef, open_forge
+from foundation.settings import Settings
 from tests.fakes.forge_http import FakeChange, FakeForgeState, FakeIssue
 
 

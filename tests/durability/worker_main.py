@@ -33,9 +33,16 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.config import get_config
 from pydantic import SecretStr
 
-from bot.forge import Forge, ForgeKind, open_forge
 from bot.jobs import build_worker
-from bot.settings import DurabilitySettings, GitHubSettings, GitLabSettings, LLMSettings, Settings, WorkspaceSettings
+from foundation.forge import Forge, ForgeKind, open_forge
+from foundation.settings import (
+    DurabilitySettings,
+    GitHubSettings,
+    GitLabSettings,
+    LLMSettings,
+    Settings,
+    WorkspaceSettings,
+)
 from graph.schemas import Analysis, Decomposition
 from tests.durability.script import ANALYSIS, DECOMPOSITION
 from tests.fakes.chat import ScriptedChatModel, answer

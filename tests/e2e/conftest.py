@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.settings import Settings
+from foundation.settings import Settings
 from tests.fakes.forge_http import FakeForgeState
 from tests.fakes.git_http import create_git_server
 from tests.fakes.server import serving

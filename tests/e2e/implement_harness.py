@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.settings import Settings
+from foundation.settings import Settings
 from graph.nodes.delivery import branch_name
 from tests.e2e.conftest import allow_http_git, pointed_at, post, task_states, work
 from tests.fakes.chat import ScriptedChatModel

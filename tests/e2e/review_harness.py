@@ -13,11 +13,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 
 from bot.app import create_app
-from bot.forge.diff import parse
-from bot.gitrunner import git as git_text
 from bot.jobs import build_worker
-from bot.settings import Settings
 from bot.webhooks import github_signature
+from foundation.forge.diff import parse
+from foundation.gitrunner import git as git_text
+from foundation.settings import Settings
 from tests.fakes.chat import ScriptedChatModel, scripted
 from tests.fakes.forge_http import FakeChange, FakeFile, FakeForgeState
 from tests.fakes.server import serving

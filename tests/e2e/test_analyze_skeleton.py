@@ -14,8 +14,8 @@ from langchain_core.messages import AIMessage
 
 from bot.app import create_app
 from bot.jobs import build_worker
-from bot.settings import Settings
 from bot.webhooks import github_signature
+from foundation.settings import Settings
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
 from tests.e2e.conftest import allow_http_git, pointed_at
 from tests.fakes.chat import answer, scripted

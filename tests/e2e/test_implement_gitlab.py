@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import Settings
+from foundation.settings import Settings
 from tests.conftest import GITLAB_TOKEN
 from tests.e2e import implement_harness as h
 from tests.fakes.forge_http import FakeForgeState, Fault

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot.forge.models import GitCredentials
-from bot.settings import Settings
-from bot.workspace import Workspaces, repo_key
+from foundation.forge.models import GitCredentials
+from foundation.settings import Settings
+from foundation.workspace import Workspaces, repo_key
 from tests.conftest import GITLAB_TOKEN
 from tests.e2e import implement_harness as h
 from tests.fakes.chat import ScriptedChatModel

@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 
 from bot.inbox import Inbox
-from bot.settings import Settings
 from bot.webhooks import github_signature
-from graph.index.db import connect
+from foundation.settings import Settings
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
+from project.index.db import connect
 from tests.e2e.conftest import allow_http_git, pointed_at, post, work
 from tests.fakes.chat import answer, scripted
 from tests.fakes.forge_http import FakeChange, FakeForgeState, FakeIssue

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from bot.settings import Settings
+from foundation.settings import Settings
 from tests.e2e.conftest import NeedInfoScript, allow_http_git, pointed_at, post, task_states, work
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
 from tests.fakes.samples import sample

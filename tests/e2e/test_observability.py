@@ -27,8 +27,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bot.app import create_app
 from bot.inbox import Inbox
-from bot.metrics import start_metrics_server
-from bot.settings import Settings
+from foundation.metrics import start_metrics_server
+from foundation.settings import Settings
 from tests.conftest import GITLAB_TOKEN
 from tests.e2e import implement_harness as h
 from tests.fakes.chat import scripted

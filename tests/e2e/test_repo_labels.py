@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.settings import Settings
+from foundation.settings import Settings
 from tests.e2e.conftest import NeedInfoScript, allow_http_git, pointed_at, post, task_states, work
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
 from tests.fakes.samples import sample

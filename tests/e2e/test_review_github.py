@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.settings import Settings
+from foundation.settings import Settings
 from graph.schemas import Finding, Review
 from tests.e2e.review_harness import Models, deliver, fake_change, prepare, work
 from tests.fakes.chat import answer

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import Settings
+from foundation.settings import Settings
 from graph.schemas import Review
 from tests.e2e.review_harness import Models, deliver, fake_change, prepare, work
 from tests.fakes.chat import answer

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from bot.settings import Settings
+from foundation.settings import Settings
 from tests.conftest import GITLAB_TOKEN
 from tests.e2e import implement_harness as h
 from tests.fakes.chat import scripted

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 
 from bot.app import create_app
-from bot.settings import Settings
+from foundation.settings import Settings
 from tests.e2e.conftest import allow_http_git, pointed_at
 from tests.e2e.test_analyze_skeleton import _models, _run_worker
 from tests.fakes.forge_http import FakeForgeState, FakeIssue

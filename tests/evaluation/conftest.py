@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.evaluation.taskset import TaskSet, load_taskset
-from bot.settings import Settings
+from foundation.settings import Settings
 
 # read at import: the suite's autouse fixture clears FORGEBOT_* before each test runs
 REQUIRE_TOOLS = os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1"

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from bot.evaluation.cli import register
-from bot.settings import LLMSettings, Settings
+from foundation.settings import LLMSettings, Settings
 from tests.fakes.server import serving
 
 pytestmark = [pytest.mark.php, pytest.mark.usefixtures("php_tools")]

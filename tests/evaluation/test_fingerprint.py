@@ -17,7 +17,7 @@ from bot.evaluation.fingerprint import (
     prompts_fingerprint,
 )
 from bot.evaluation.taskset import TaskSet
-from bot.settings import LLMSettings, RoleModel, Settings
+from foundation.settings import LLMSettings, RoleModel, Settings
 from tests.evaluation.conftest import STARTER
 
 

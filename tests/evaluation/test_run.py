@@ -19,7 +19,7 @@ from bot.evaluation.runner import Prices, RunOptions, guard_events, run_task
 from bot.evaluation.taskset import ExpectedFindings, Task, TaskSet
 from bot.evaluation.usage import UsageRecorder
 from bot.evaluation.workspace import Workspace
-from bot.settings import Settings
+from foundation.settings import Settings
 from graph.routing import ModeUnavailable
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
 from tests.evaluation.conftest import STARTER

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from bot.evaluation.cli import register
-from bot.settings import EmbedderSettings, Settings
+from foundation.settings import EmbedderSettings, Settings
 from tests.evaluation.test_run import ANALYZE
 from tests.fakes.embeddings_http import EmbeddingsState, create_embeddings_app
 from tests.fakes.server import serving
@@ -34,7 +34,7 @@ def test_eval_ends_its_tasks_vector_builds_before_removing_their_workspaces(
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["eval", str(taskset), "--scripted", "--out", str(tmp_path / "out")])
-    with serving(create_embeddings_app(state)) as server, caplog.at_level(logging.INFO, "graph.index.basevectors"):
+    with serving(create_embeddings_app(state)) as server, caplog.at_level(logging.INFO, "project.index.basevectors"):
         eval_settings.embedder = EmbedderSettings(kind="http", base_url=f"{server.url}/v1", model="slow",
                                                   dimension=16, wait_seconds=0)
         args.settings, args.data_dir = eval_settings, eval_settings.data_dir
@@ -42,6 +42,6 @@ def test_eval_ends_its_tasks_vector_builds_before_removing_their_workspaces(
         assert args.handler(args) == 0
         assert _builds() == []  # stopped and joined before the temporary workspace went away
     assert state.requests  # the build had started
-    messages = [r.getMessage() for r in caplog.records if r.name == "graph.index.basevectors"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "project.index.basevectors"]
     assert not [m for m in messages if "failed" in m], messages
     assert [m for m in messages if "stopped" in m]

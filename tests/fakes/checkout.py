@@ -6,8 +6,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from bot.forge import Forge, RepoRef
-from bot.settings import Settings
+from foundation.forge import Forge, RepoRef
+from foundation.settings import Settings
 from graph.checkout import Checkout, index_checkout
 from tests.repos import FIXTURES, init_repo
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from graph.index.embed import Matrix, normalise
+from project.index.embed import Matrix, normalise
 
 _WORD = re.compile(r"[a-z0-9]+")
 

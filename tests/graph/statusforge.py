@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from bot.forge import ChangeRef, CommentRef, ForgeUnavailable, IssueRef, Marker
-from bot.forge.models import Reaction
+from foundation.forge import ChangeRef, CommentRef, ForgeUnavailable, IssueRef, Marker
+from foundation.forge.models import Reaction
 from graph import status
 from graph.state import TaskState
 from tests.fakes.forge import FakeForge

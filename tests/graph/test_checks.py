@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import Settings
-from graph.checks import CheckContext, CheckReport, context_for, matching_files, run_checks
-from graph.profiles import Profile, load_profile
-from graph.repoconfig import parse_repo_config
-from graph.sandbox import SandboxPolicy
+from foundation.settings import Settings
+from project.checks import CheckContext, CheckReport, context_for, matching_files, run_checks
+from project.profiles import Profile, load_profile
+from project.repoconfig import parse_repo_config
+from project.sandbox import SandboxPolicy
 from tests.graph.conftest import FIXTURES, ProjectFactory, need, need_tools
 
 SECRET_ENV = {"FORGEBOT_GITLAB__TOKEN": "glpat-checks-leak", "OPENAI_API_KEY": "sk-checks-leak"}

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from graph.checks import CheckContext, run_checks
-from graph.classify import classify
-from graph.profiles import load_profile
-from graph.sandbox import SandboxPolicy
+from project.checks import CheckContext, run_checks
+from project.classify import classify
+from project.profiles import load_profile
+from project.sandbox import SandboxPolicy
 from tests.graph.conftest import FIXTURES, ProjectFactory, need_tools
 
 SAVED = FIXTURES / "phpunit_output"

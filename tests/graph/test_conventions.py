@@ -6,8 +6,8 @@ import pytest
 
 import standards
 from graph.conventions import STANDARDS_BUDGET_TOKENS, standards_block
-from graph.repoconfig import RepoConfig
 from graph.runtime.budget import estimate_tokens
+from project.repoconfig import RepoConfig
 
 
 @pytest.mark.parametrize("profile", ["php", "python"])

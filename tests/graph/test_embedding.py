@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from bot.settings import EmbedderSettings, Settings
-from graph.embedding import embedder_for
-from graph.index.embed import EmbeddingError, HttpEmbedder
-from graph.index.minilm import MiniLMEmbedder
+from foundation.settings import EmbedderSettings, Settings
+from project.embedding import embedder_for
+from project.index.embed import EmbeddingError, HttpEmbedder
+from project.index.minilm import MiniLMEmbedder
 from tests.fakes.embeddings_http import EmbeddingsState, create_embeddings_app
 from tests.fakes.server import serving
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.forge import AccessLevel, ChangeRef, Closed, InlineNote, IssueRef, RepoRef
-from bot.forge.memory import MemoryForge
+from foundation.forge import AccessLevel, ChangeRef, Closed, InlineNote, IssueRef, RepoRef
+from foundation.forge.memory import MemoryForge
 from graph import forge_memory
-from graph.index import memory
-from graph.index.db import connect
 from graph.tools.code import render_memory
 from graph.tools.search import search_memory
+from project.index import memory
+from project.index.db import connect
 from tests.graph.index.test_memory import project  # noqa: F401 (fixture)
 
 REPO = RepoRef(forge="github", project="acme/app", path="acme/app")
@@ -53,7 +53,7 @@ def _forge() -> MemoryForge:
 
 
 def _index(tmp_path: Path, root: Path) -> Path:
-    from graph.index import taskindex
+    from project.index import taskindex
 
     return taskindex.build_base(tmp_path / "data", "demo", root)
 
@@ -108,7 +108,7 @@ async def test_discussions_are_read_incrementally_and_reach_each_task_index(
 async def test_a_forge_error_leaves_memory_as_it_was(tmp_path: Path) -> None:
     class Down(MemoryForge):
         async def list_closed(self, *args: object, **kwargs: object) -> list[Closed]:
-            from bot.forge import ForgeUnavailable
+            from foundation.forge import ForgeUnavailable
 
             raise ForgeUnavailable("github: down")
 

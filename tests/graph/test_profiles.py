@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 import standards
-from graph.profiles import CommandSpec, Profile, ProfileError, available_profiles, load_profile
+from project.profiles import CommandSpec, Profile, ProfileError, available_profiles, load_profile
 
 
 def test_every_shipped_profile_loads_and_has_its_standards() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.repoconfig import (
+from project.repoconfig import (
     MAX_CONFIG_BYTES,
     RepoConfig,
     RepoConfigError,

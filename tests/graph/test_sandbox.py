@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.sandbox import SandboxPolicy, build_environment, probe_isolation, run_sandboxed
+from project.sandbox import SandboxPolicy, build_environment, probe_isolation, run_sandboxed
 
 SECRETS = {
     "FORGEBOT_GITLAB__TOKEN": "glpat-sandbox-leak",

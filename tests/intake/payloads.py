@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from bot.forge import RepoRef
-from bot.settings import Settings
+from foundation.forge import RepoRef
+from foundation.settings import Settings
 from tests.fakes.forge_state import FakeForgeState, FakeProject
 from tests.fakes.samples import sample
 

@@ -7,8 +7,8 @@ import pytest
 
 from bot.authz import Authorizer
 from bot.events import ForgeEvent, parse_github, parse_gitlab
-from bot.forge import AccessLevel, ForgeUser, RepoRef, open_forge
-from bot.settings import Settings, TriggerSettings
+from foundation.forge import AccessLevel, ForgeUser, RepoRef, open_forge
+from foundation.settings import Settings, TriggerSettings
 from tests.fakes.forge import FakeForge
 from tests.fakes.forge_http import FakeForgeState
 from tests.intake.payloads import GITHUB_BOT, GITLAB_BOT_ID, github_comment, gitlab_note

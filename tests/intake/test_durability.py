@@ -14,11 +14,11 @@ import pytest
 import redis
 
 from bot.app import create_app
-from bot.forge import AccessLevel
 from bot.inbox import Inbox
 from bot.jobs import build_worker
 from bot.redisserver import PrivateRedis
-from bot.settings import Settings
+from foundation.forge import AccessLevel
+from foundation.settings import Settings
 from tests.fakes.checkout import local_checkout, php_project
 from tests.fakes.forge import FakeForge
 from tests.fakes.samples import sample

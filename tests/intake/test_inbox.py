@@ -11,7 +11,7 @@ import pytest
 
 from bot.events import ForgeEvent, parse_github, parse_gitlab
 from bot.inbox import CHECKPOINT_EVERY, Inbox
-from bot.settings import TriggerSettings
+from foundation.settings import TriggerSettings
 from tests.fakes.samples import sample
 from tests.intake.payloads import github_comment, gitlab_note
 

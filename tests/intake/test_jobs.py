@@ -14,11 +14,11 @@ from langchain_core.language_models import BaseChatModel
 import bot.jobs
 from bot.authz import Authorizer
 from bot.events import ForgeEvent, parse_gitlab
-from bot.forge import AccessLevel, ForgeUnavailable, Issue, IssueRef
 from bot.inbox import Inbox
 from bot.jobs import run_task
 from bot.queue import open_pool
-from bot.settings import Settings, TriggerSettings
+from foundation.forge import AccessLevel, ForgeUnavailable, Issue, IssueRef
+from foundation.settings import Settings, TriggerSettings
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
 from tests.fakes.chat import answer, scripted
 from tests.fakes.checkout import local_checkout, php_project

@@ -16,8 +16,8 @@ from prometheus_client import CollectorRegistry
 from bot.app import create_app
 from bot.events import PayloadError, parse_github, parse_gitlab
 from bot.inbox import Inbox
-from bot.settings import Settings, TriggerSettings
 from bot.webhooks import Metrics
+from foundation.settings import Settings, TriggerSettings
 from tests.intake import deliveries
 from tests.intake.payloads import github_comment, gitlab_note
 

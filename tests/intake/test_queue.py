@@ -9,7 +9,7 @@ from arq.jobs import JobStatus
 
 from bot.events import parse_gitlab
 from bot.queue import RUN_TASK, ArqQueue, job_handle
-from bot.settings import TriggerSettings
+from foundation.settings import TriggerSettings
 from tests.intake.payloads import gitlab_note
 
 

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 
 from bot.app import create_app
 from bot.inbox import Inbox
-from bot.settings import Settings, TriggerSettings
+from foundation.settings import Settings, TriggerSettings
 from tests.conftest import GITHUB_SECRET, GITHUB_TOKEN, GITLAB_SECRET, GITLAB_TOKEN
 from tests.fakes.samples import sample, sample_bytes
 from tests.intake import deliveries

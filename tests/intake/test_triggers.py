@@ -6,7 +6,7 @@ import pytest
 
 from bot.commands import first_line_command
 from bot.events import ForgeEvent, PayloadError, parse_github, parse_gitlab
-from bot.settings import TriggerSettings
+from foundation.settings import TriggerSettings
 from tests.fakes.samples import sample
 from tests.intake.payloads import GITHUB_BOT, GITLAB_BOT_ID, github_comment, gitlab_note
 

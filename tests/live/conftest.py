@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import LLMSettings
+from foundation.settings import LLMSettings
 from tests.e2e.conftest import origin_url  # noqa: F401 - the PHP fixture repository, for the serve test
 from tests.live.llama import LlamaServer, LlamaUnavailable
 

@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from bot.local import ModelProblem, one_line, run_local
-from bot.settings import Settings
+from foundation.settings import Settings
 from tests.live.conftest import live_llm, php_checkout
 from tests.live.llama import LlamaServer
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import Settings
+from foundation.settings import Settings
 from graph.llm import chat_model
 from tests.e2e.conftest import allow_http_git, post, task_states, work
 from tests.fakes.forge_http import FakeForgeState, FakeIssue

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from pydantic import SecretStr
 
-from bot.settings import LLMSettings
+from foundation.settings import LLMSettings
 from tests.fakes.model_server import ModelServer
 
 

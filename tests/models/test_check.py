@@ -10,7 +10,7 @@ from pydantic import SecretStr
 
 from bot.check import run_checks
 from bot.cli import main
-from bot.settings import Settings
+from foundation.settings import Settings
 from tests.fakes import model_server as wire
 from tests.fakes.forge_http import FakeForgeState
 from tests.fakes.model_server import ModelServer

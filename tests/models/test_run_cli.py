@@ -70,7 +70,7 @@ PAYLOADS = {
 
 async def test_a_question_that_asks_nothing_is_not_asked(tmp_path: Path) -> None:
     from bot.local import run_local
-    from bot.settings import Settings
+    from foundation.settings import Settings
     from tests.models.conftest import llm_settings
 
     repo = tmp_path / "repo"

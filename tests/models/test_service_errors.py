@@ -7,7 +7,7 @@ import pytest
 from pydantic import SecretStr
 
 from bot.cli import main
-from bot.settings import Settings
+from foundation.settings import Settings
 from graph.llm import chat_model
 from tests.e2e.conftest import allow_http_git, origin_url, post, task_states, work  # noqa: F401 - fixture
 from tests.e2e.test_need_info_gitlab import _label

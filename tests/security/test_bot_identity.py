@@ -19,9 +19,9 @@ from bot.app import create_app
 from bot.authz import Authorizer
 from bot.cli import main
 from bot.events import parse_github, parse_gitlab
-from bot.forge import AccessLevel
 from bot.identity import learn_bot_identity
-from bot.settings import Settings, TriggerSettings
+from foundation.forge import AccessLevel
+from foundation.settings import Settings, TriggerSettings
 from tests.conftest import GITHUB_SECRET, GITHUB_TOKEN, GITLAB_SECRET, GITLAB_TOKEN
 from tests.fakes.forge import FakeForge
 from tests.fakes.forge_http import FakeForgeState

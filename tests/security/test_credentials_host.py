@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot.forge import GitCredentials
-from bot.settings import Settings, WorkspaceSettings
-from bot.workspace import CredentialsRefused, Workspaces, forge_origins
+from foundation.forge import GitCredentials
+from foundation.settings import Settings, WorkspaceSettings
+from foundation.workspace import CredentialsRefused, Workspaces, forge_origins
 
 TOKEN = "glpat-secret-token-123"
 AUTH = GitCredentials(username="oauth2", token=SecretStr(TOKEN))

@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from bot.app import create_app
-from bot.settings import Settings
+from foundation.settings import Settings
 from tests.fakes.server import serving
 from tests.intake import deliveries
 from tests.intake.conftest import _fresh_schema, postgres_database  # noqa: F401  (fixture)

@@ -1,7 +1,7 @@
 """A project check must not make the bot's next git command run a program outside the sandbox.
 
-Each attack is a real check process (`graph.sandbox.run_sandboxed`, isolation OFF, so the runner
-alone has to hold) in a real task worktree made by `bot.workspace` from a real mirror. After it,
+Each attack is a real check process (`project.sandbox.run_sandboxed`, isolation OFF, so the runner
+alone has to hold) in a real task worktree made by `foundation.workspace` from a real mirror. After it,
 every git call the bot makes on that worktree — coder commit and snapshot, patch apply, planning
 context, review diff, `.forgebot.yml` read, code search, index listing, workspace commit and push —
 either runs without running the attacker's program or, where the git metadata was tampered
@@ -19,18 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from bot.gitrunner import GitError, GitTampered, Repo
-from bot.settings import Settings, WorkspaceSettings
-from bot.workspace import Workspaces
+from foundation.gitrunner import GitError, GitTampered, Repo
+from foundation.settings import Settings, WorkspaceSettings
+from foundation.workspace import Workspaces
 from graph.coder import gitstate
 from graph.coder.patch import PatchPolicy, apply
-from graph.index.cli import list_files
-from graph.index.taskindex import source_files
 from graph.planning_context import diff_part
-from graph.repoconfig import load_repo_config
 from graph.reviewdiff import collect
-from graph.sandbox import SandboxPolicy, run_sandboxed
 from graph.tools.search import search_code
+from project.index.cli import list_files
+from project.index.taskindex import source_files
+from project.repoconfig import load_repo_config
+from project.sandbox import SandboxPolicy, run_sandboxed
 from tests.conftest import GITLAB_TOKEN
 from tests.e2e import implement_harness as h
 from tests.fakes.forge_http import FakeForgeState

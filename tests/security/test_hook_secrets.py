@@ -25,8 +25,8 @@ from pydantic import SecretStr
 from bot.app import create_app
 from bot.cli import main
 from bot.inbox import Inbox
-from bot.settings import Settings
 from bot.webhooks import github_signature, project_secret
+from foundation.settings import Settings
 from tests.conftest import GITHUB_SECRET, GITHUB_TOKEN, GITLAB_SECRET, GITLAB_TOKEN
 from tests.fakes.forge_http import FakeForgeState
 from tests.fakes.server import ServerThread, serving

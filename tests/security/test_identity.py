@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import redis
 
-from bot.settings import Settings
+from foundation.settings import Settings
 from tests.conftest import GITHUB_TOKEN, GITLAB_TOKEN
 from tests.e2e.conftest import post, task_states, work
 from tests.e2e.test_analyze_skeleton import _models

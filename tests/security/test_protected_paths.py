@@ -13,8 +13,6 @@ from typing import Any, cast
 
 import pytest
 
-from graph.checks import CheckResult
-from graph.classify import classify
 from graph.coder import patch as patching
 from graph.coder.checklist import Checklist
 from graph.coder.tools import coder_tools
@@ -24,6 +22,8 @@ from graph.redact import redact
 from graph.schemas import Plan
 from graph.state import TaskState
 from graph.tools.paths import PathRejected, resolve_in_worktree
+from project.checks import CheckResult
+from project.classify import classify
 
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
        "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.invalid",
@@ -140,7 +140,7 @@ def test_a_failing_checks_token_never_reaches_the_description() -> None:
 
 
 def test_the_configured_secrets_are_what_deliver_redacts() -> None:
-    from bot.settings import Settings
+    from foundation.settings import Settings
     from graph.redact import secrets_of
 
     settings = Settings(_env_file=None, _secrets_dir=None,  # type: ignore[call-arg]

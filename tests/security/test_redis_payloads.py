@@ -20,12 +20,12 @@ from typing import Any
 import redis
 from pydantic import SecretStr
 
-from bot.arqlayout import QUEUE
 from bot.inbox import open_inbox
 from bot.jobcodec import JobFailed
 from bot.jobs import build_worker
 from bot.queue import ArqQueue, job_handle, open_pool
-from bot.settings import Settings
+from foundation.arqlayout import QUEUE
+from foundation.settings import Settings
 from tests.durability.harness import analyze_event, seed_forge
 from tests.fakes.checkout import local_checkout, php_project
 from tests.fakes.forge_http import FakeForgeState

@@ -21,9 +21,9 @@ from collections.abc import Callable
 
 import pytest
 
-from graph.classify import _pytest_summaries, classify
 from graph.nodes.analyzer import _PATHLIKE, pathlike
 from graph.nodes.review_intake import closed_issues, heading_title, list_items
+from project.classify import _pytest_summaries, classify
 
 OLD_HEADING = re.compile(r"^\s*(?:#{1,6}\s+|\*\*)(.+?)(?:\*\*)?\s*:?\s*$")
 OLD_SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+|no tests ran)(?:, \d+ \w+)* in [\d.]+s.*?)\s*=*$", re.M)

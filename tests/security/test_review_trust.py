@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.forge import AccessLevel, Change, ChangeRef, Issue, IssueRef
+from foundation.forge import AccessLevel, Change, ChangeRef, Issue, IssueRef
 from graph.schemas import Review
 from tests.fakes.chat import answer, scripted
 from tests.fakes.forge import FakeForge

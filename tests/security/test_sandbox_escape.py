@@ -1,6 +1,6 @@
 """Attacks on the check sandbox from a repository's own check commands, with real processes.
 
-Each test runs a check the way the product does — the policy `graph.checks.sandbox_policy` builds
+Each test runs a check the way the product does — the policy `project.checks.sandbox_policy` builds
 from the settings — and shows the attack refused: the secrets directory, the data directory and the
 Redis socket are empty or absent, the worker's environment is not there, a local listener receives
 no connection, host /tmp stays untouched, a fork bomb stops at the process limit, a huge file at the
@@ -27,10 +27,10 @@ from pathlib import Path
 import pytest
 
 from bot.redisserver import PrivateRedis
-from bot.settings import SandboxSettings, Settings
-from graph.checks import context_for, run_checks, sandbox_policy
-from graph.repoconfig import RepoConfig, parse_repo_config
-from graph.sandbox import INTERPRETER, SandboxPolicy, SandboxResult, probe_isolation, run_sandboxed
+from foundation.settings import SandboxSettings, Settings
+from project.checks import context_for, run_checks, sandbox_policy
+from project.repoconfig import RepoConfig, parse_repo_config
+from project.sandbox import INTERPRETER, SandboxPolicy, SandboxResult, probe_isolation, run_sandboxed
 from tests.fakes.forge_http import FakeForgeState
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -216,7 +216,7 @@ _BOMB = """
 import json, os, sys
 sys.path[:0] = sys.argv[1].split(":")
 from pathlib import Path
-from graph.sandbox import SandboxPolicy, run_sandboxed
+from project.sandbox import SandboxPolicy, run_sandboxed
 counter = "import os, time\\nn = 0\\ntry:\\n    while True:\\n        if os.fork() == 0:\\n" \\
     "            time.sleep(20)\\n            os._exit(0)\\n        n += 1\\nexcept OSError as e:\\n" \\
     "    print('forks', n, e.strerror)\\n"
@@ -285,9 +285,9 @@ def test_running_as_root_says_the_process_limit_does_not_hold(data_dir: Path) ->
 _NO_NAMESPACES = """
 import json, sys
 from pathlib import Path
-from bot.settings import SandboxSettings, Settings
-from graph.checks import context_for, run_checks
-from graph.repoconfig import parse_repo_config
+from foundation.settings import SandboxSettings, Settings
+from project.checks import context_for, run_checks
+from project.repoconfig import parse_repo_config
 data, allow = Path(sys.argv[1]), sys.argv[2] == "allow"
 settings = Settings(_env_file=None, _secrets_dir=None, data_dir=data,
                     sandbox=SandboxSettings(allow_unisolated=allow))

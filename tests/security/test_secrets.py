@@ -21,7 +21,7 @@ from pydantic import SecretStr
 
 from bot.app import create_app
 from bot.inbox import Inbox
-from bot.settings import GitHubSettings, GitLabSettings, Settings
+from foundation.settings import GitHubSettings, GitLabSettings, Settings
 from tests.intake import deliveries
 from tests.intake.payloads import github_comment, gitlab_note
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import github
 import pytest
 
-from bot.forge import AccessLevel, Change, ChangeRef, FileChange, Forge, ForgeUser, IssueRef, RepoRef
-from bot.forge._retry import RetryPolicy, WritePacer
-from bot.forge.diff import parse_hunks
-from bot.forge.github import GitHubForge
-from bot.forge.gitlab import GitLabClient, GitLabForge
+from foundation.forge import AccessLevel, Change, ChangeRef, FileChange, Forge, ForgeUser, IssueRef, RepoRef
+from foundation.forge._retry import RetryPolicy, WritePacer
+from foundation.forge.diff import parse_hunks
+from foundation.forge.github import GitHubForge
+from foundation.forge.gitlab import GitLabClient, GitLabForge
 from tests.conftest import GITHUB_TOKEN, GITLAB_TOKEN
 from tests.fakes.forge import FakeForge
 from tests.fakes.forge_http import FakeChange, FakeFile, FakeForgeState, FakeIssue, FakeProject
@@ -71,7 +71,7 @@ class Backend:
                    labels: tuple[str, ...] = ("backend",), author: str = "alice") -> IssueRef:
         ref = IssueRef(repo=self.repo, number=number)
         if self.fake is not None:
-            from bot.forge import Issue
+            from foundation.forge import Issue
 
             self.fake.issues[ref] = Issue(ref=ref, title=title, body=body, labels=labels, author=author)
         else:
@@ -98,7 +98,7 @@ class Backend:
     def close(self, target: IssueRef | ChangeRef, updated_at: str) -> None:
         """Close an issue or merge a change at `updated_at` (what `list_closed` then lists)."""
         if self.fake is not None:
-            from bot.forge import Closed
+            from foundation.forge import Closed
 
             item = self.fake.issues.get(target) if isinstance(target, IssueRef) else self.fake.changes.get(target)
             assert item is not None

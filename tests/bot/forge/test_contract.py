@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.forge import (
+from foundation.forge import (
     AccessLevel,
     Capability,
     ChangeRequest,
@@ -23,7 +23,7 @@ from bot.forge import (
     Marker,
     Reaction,
 )
-from bot.forge._text import render_marker
+from foundation.forge._text import render_marker
 from tests.bot.forge.conftest import Backend
 
 STATUS = Marker(task="t-42", purpose="status")

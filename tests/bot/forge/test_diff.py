@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.forge.diff import DiffError, parse, recount
+from foundation.forge.diff import DiffError, parse, recount
 from graph.coder import patch as patching
 
 QUOTED = (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.forge._retry import RetryPolicy, WritePacer, read
-from bot.forge.errors import (
+from foundation.forge._retry import RetryPolicy, WritePacer, read
+from foundation.forge.errors import (
     ForgeAuthError,
     ForgeConflict,
     ForgeError,

@@ -6,9 +6,9 @@ import hashlib
 
 import pytest
 
-from bot.forge import FileChange, InlineNote, LineKind, Marker
-from bot.forge._text import anchor, has_marker, line_code, render_marker, truncate, with_marker
-from bot.forge.diff import parse_hunks
+from foundation.forge import FileChange, InlineNote, LineKind, Marker
+from foundation.forge._text import anchor, has_marker, line_code, render_marker, truncate, with_marker
+from foundation.forge.diff import parse_hunks
 
 
 def test_marker_is_a_hidden_comment_and_rejects_what_would_break_it() -> None:

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pydantic import SecretStr
 
-from bot.forge import (
+from foundation.forge import (
     ChangeRequest,
     ForgeAuthError,
     ForgeRateLimited,
@@ -25,9 +25,9 @@ from bot.forge import (
     RepoRef,
     open_forge,
 )
-from bot.forge._retry import WritePacer
-from bot.forge.github import GitHubForge
-from bot.settings import Settings
+from foundation.forge._retry import WritePacer
+from foundation.forge.github import GitHubForge
+from foundation.settings import Settings
 from tests.bot.forge.conftest import GITHUB_REPO, GITLAB_REPO, Backend, github_backend, gitlab_backend, recording_policy
 from tests.conftest import GITHUB_TOKEN, GITLAB_TOKEN
 from tests.fakes.forge_http import FakeForgeState, FakeIssue, Fault

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import Settings, WorkspaceSettings
+from foundation.settings import Settings, WorkspaceSettings
 
 REQUIRE_TOOLS = os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1"
 GIT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",

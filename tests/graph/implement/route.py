@@ -9,8 +9,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
-from bot.forge import AccessLevel, Issue, IssueRef, RepoRef
-from bot.settings import Settings
+from foundation.forge import AccessLevel, Issue, IssueRef, RepoRef
+from foundation.settings import Settings
 from graph.builder import build_graph
 from graph.deps import Deps
 from graph.nodes.planner import PlanProposal

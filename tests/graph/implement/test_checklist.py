@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import Settings
-from graph.checks import run_lints
+from foundation.settings import Settings
 from graph.coder import gitstate
 from graph.coder.checklist import Checklist, ItemRejected
 from graph.nodes import gates
 from graph.schemas import Plan
+from project.checks import run_lints
 from tests.graph.implement.conftest import CALCULATOR, Project, git
 
 CALC = "src/Calculator.php"

@@ -8,16 +8,16 @@ from typing import Any, cast
 
 import pytest
 
-from bot.settings import Settings
+from foundation.settings import Settings
 from graph.coder import gitstate
 from graph.coder import patch as patching
 from graph.coder.checklist import Checklist, ItemRejected
 from graph.coder.tools import coder_tools
 from graph.deps import Deps
-from graph.index.taskindex import task_index_path
 from graph.nodes import delivery, planner_amend, semantic_sync
 from graph.schemas import FileScope, Plan
 from graph.state import TaskState
+from project.index.taskindex import task_index_path
 from tests.fakes.chat import scripted
 from tests.fakes.forge import FakeForge
 from tests.graph.implement import route

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.settings import EmbedderSettings
+from foundation.settings import EmbedderSettings
 from graph.checkout import index_checkout
 from graph.plantargets import check_targets
-from graph.profiles import load_profile
 from graph.schemas import Plan
+from project.profiles import load_profile
 from tests.graph.implement import route
 from tests.graph.implement.conftest import Project
 

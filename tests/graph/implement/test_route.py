@@ -7,10 +7,10 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from bot.forge import IssueRef, RepoRef
-from bot.settings import EmbedderSettings, Settings
+from foundation.forge import IssueRef, RepoRef
+from foundation.settings import EmbedderSettings, Settings
 from graph.checkout import index_checkout
-from graph.index.taskindex import task_index_path
+from project.index.taskindex import task_index_path
 from tests.fakes.chat import ScriptedChatModel
 from tests.graph.implement import route
 from tests.graph.implement.conftest import Project, git

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from bot.forge import IssueRef, RepoRef
-from bot.forge.models import Reaction
-from bot.settings import Settings
+from foundation.forge import IssueRef, RepoRef
+from foundation.forge.models import Reaction
+from foundation.settings import Settings
 from graph import status
 from graph.state import TaskState
 from tests.graph.implement import route

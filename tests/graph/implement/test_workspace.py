@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.events import Actor, ForgeEvent
-from bot.forge import RepoRef
 from bot.jobs import prepare_workspace
-from bot.settings import Settings
+from foundation.forge import RepoRef
+from foundation.settings import Settings
 from tests.fakes.forge import FakeForge
 from tests.graph.implement.conftest import Project, git
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from graph.index.db import Connection, connect
-from graph.index.store import build
+from project.index.db import Connection, connect
+from project.index.store import build
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "php_graph"
 

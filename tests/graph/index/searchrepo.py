@@ -5,11 +5,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from graph.index import search_store
-from graph.index.chunks import chunk_file
-from graph.index.db import Connection
-from graph.index.embed import Embedder
-from graph.index.parse import parse_source
+from project.index import search_store
+from project.index.chunks import chunk_file
+from project.index.db import Connection
+from project.index.embed import Embedder
+from project.index.parse import parse_source
 
 FILES = {
     "src/Http/RetryPolicy.php": """<?php

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from graph.index import basevectors, taskindex
-from graph.index.db import connect
-from graph.index.embed import Matrix
-from graph.index.search_store import _row_chunk
 from graph.tools.code import search_tools
+from project.index import basevectors, taskindex
+from project.index.db import connect
+from project.index.embed import Matrix
+from project.index.search_store import _row_chunk
 from tests.fakes.embedder import HashingEmbedder
 from tests.graph.index.searchrepo import commit, make_repo
 
@@ -132,7 +132,7 @@ def test_a_build_running_at_process_exit_stops_cleanly(tmp_path: Path) -> None:
 import logging, threading, time
 logging.basicConfig(level=logging.INFO)
 from pathlib import Path
-from graph.index import basevectors, taskindex
+from project.index import basevectors, taskindex
 from tests.fakes.embedder import HashingEmbedder
 
 class Slow(HashingEmbedder):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from graph.index.chunks import Chunk, chunk_file, lexical_terms, split_identifiers, strip_docblocks, words
-from graph.index.parse import parse_source
+from project.index.chunks import Chunk, chunk_file, lexical_terms, split_identifiers, strip_docblocks, words
+from project.index.parse import parse_source
 from tests.graph.index.searchrepo import FILES
 
 

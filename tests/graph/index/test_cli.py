@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from graph.index.cli import BUILDERS, IndexJob, list_files, register
-from graph.index.db import Connection
+from project.index.cli import BUILDERS, IndexJob, list_files, register
+from project.index.db import Connection
 
 Capture = pytest.CaptureFixture[str]
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from graph.index.contract import override_contract
-from graph.index.db import Connection, connect
-from graph.index.store import sync_files
+from project.index.contract import override_contract
+from project.index.db import Connection, connect
+from project.index.store import sync_files
 
 MODEL = "Acme\\Geometry\\Model"
 

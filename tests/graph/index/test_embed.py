@@ -9,8 +9,8 @@ import httpx
 import numpy as np
 import pytest
 
-from graph.index.embed import EmbeddingError, HttpEmbedder
-from graph.index.minilm import MiniLMEmbedder, ModelFileError, bundled_files
+from project.index.embed import EmbeddingError, HttpEmbedder
+from project.index.minilm import MiniLMEmbedder, ModelFileError, bundled_files
 from tests.fakes.embedder import HashingEmbedder
 
 

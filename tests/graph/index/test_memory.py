@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.gitrunner import git
-from graph.index import memory, memory_sources, taskindex
-from graph.index.db import connect
+from foundation.gitrunner import git
+from project.index import memory, memory_sources, taskindex
+from project.index.db import connect
 from tests.fakes.embedder import HashingEmbedder
 
 AUTHOR = ["-c", "user.name=Dev", "-c", "user.email=dev@example.invalid"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graph.index.names import NameTable
+from project.index.names import NameTable
 
 
 def _table() -> NameTable:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from graph.index.model import ParsedFile, Relation
-from graph.index.parse import content_hash, parse_source
+from project.index.model import ParsedFile, Relation
+from project.index.parse import content_hash, parse_source
 from tests.graph.index.conftest import FIXTURES
 
 SRC = FIXTURES / "src"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graph.index.db import Connection, connect
-from graph.index.queries import callees, callers, definition, explore, impact, outline
+from project.index.db import Connection, connect
+from project.index.queries import callees, callers, definition, explore, impact, outline
 
 CIRCLE = "Acme\\Geometry\\Model\\Circle"
 CLOCK = "Acme\\Geometry\\Support\\Clock"

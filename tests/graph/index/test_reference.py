@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.index.db import Connection
+from project.index.db import Connection
 from tests.graph.index.conftest import FIXTURES, php_files
 
 pytestmark = pytest.mark.php

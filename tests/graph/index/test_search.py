@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graph.index import search_store
-from graph.index.db import Connection, connect
-from graph.index.search import (
+from project.index import search_store
+from project.index.db import Connection, connect
+from project.index.search import (
     Weights,
     graph_ranking,
     lexical_ranking,

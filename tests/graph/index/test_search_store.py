@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from graph.index import search_store
-from graph.index.chunks import chunk_file
-from graph.index.db import Connection, connect
-from graph.index.parse import parse_source
+from project.index import search_store
+from project.index.chunks import chunk_file
+from project.index.db import Connection, connect
+from project.index.parse import parse_source
 from tests.fakes.embedder import HashingEmbedder
 from tests.graph.index.searchrepo import FILES, index_files
 

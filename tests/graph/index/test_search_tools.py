@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from graph.index import taskindex
-from graph.index.db import connect
-from graph.index.search_cli import register
 from graph.tools.search import CodeMatch, read_file_snippet, search_code, semantic_search
+from project.index import taskindex
+from project.index.db import connect
+from project.index.search_cli import register
 from tests.fakes.embedder import HashingEmbedder
 from tests.graph.index.searchrepo import make_repo
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from graph.index import store
-from graph.index.db import Connection, connect
-from graph.index.parse import FileRows, parse_rows
-from graph.index.store import build, relative_path, sync_files, write_file
+from project.index import store
+from project.index.db import Connection, connect
+from project.index.parse import FileRows, parse_rows
+from project.index.store import build, relative_path, sync_files, write_file
 from tests.graph.index.conftest import php_files
 
 CIRCLE = "src/Model/Circle.php"

@@ -7,10 +7,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from graph.index import basevectors, search_store, taskindex
-from graph.index.db import connect
-from graph.index.embed import HttpEmbedder
-from graph.index.search import search
+from project.index import basevectors, search_store, taskindex
+from project.index.db import connect
+from project.index.embed import HttpEmbedder
+from project.index.search import search
 from tests.fakes.embedder import HashingEmbedder
 from tests.graph.index.searchrepo import commit, make_repo
 
@@ -176,7 +176,7 @@ def _search_rows(index: Path) -> tuple[list[tuple[object, ...]], dict[str, list[
 def test_a_first_build_writes_the_search_rows_a_file_by_file_sync_writes(tmp_path: Path, repo: Path) -> None:
     """The base's search rows are cut in the parser processes, beside the parse; they must be the
     ones the per-file path (`sync_task`) writes, or vectors stop matching across commits."""
-    from graph.index import store
+    from project.index import store
 
     base = taskindex.build_base(tmp_path / "data", "group/demo", repo)
     by_file = tmp_path / "by-file.db"

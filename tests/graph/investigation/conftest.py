@@ -11,8 +11,8 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.memory import InMemorySaver
 
-from bot.forge import AccessLevel, Issue, IssueRef, RepoRef
-from bot.settings import Settings
+from foundation.forge import AccessLevel, Issue, IssueRef, RepoRef
+from foundation.settings import Settings
 from graph.builder import build_graph
 from graph.checkout import index_checkout
 from graph.deps import Deps

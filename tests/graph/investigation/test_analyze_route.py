@@ -6,7 +6,7 @@ from pathlib import Path
 
 from langchain_core.messages import ToolMessage
 
-from bot.settings import Settings
+from foundation.settings import Settings
 from graph import routing
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
 from tests.fakes.chat import answer, scripted

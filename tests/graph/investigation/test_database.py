@@ -8,7 +8,7 @@ from pathlib import Path
 from langchain_core.messages import ToolMessage
 from pydantic import SecretStr
 
-from bot.settings import Settings
+from foundation.settings import Settings
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
 from tests.fakes.chat import answer, scripted
 from tests.fakes.forge import FakeForge

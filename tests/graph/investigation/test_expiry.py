@@ -6,9 +6,9 @@ from pathlib import Path
 
 from bot.events import parse_gitlab
 from bot.expiry import expire_waiting
-from bot.forge import IssueRef
 from bot.inbox import Inbox
-from bot.settings import TriggerSettings
+from foundation.forge import IssueRef
+from foundation.settings import TriggerSettings
 from tests.fakes.forge import FakeForge
 from tests.intake.payloads import gitlab_note
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.forge import Comment
-from bot.settings import Settings
+from foundation.forge import Comment
+from foundation.settings import Settings
 from graph.nodes.need_info import BadAnswer
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
 from tests.fakes.chat import answer, scripted

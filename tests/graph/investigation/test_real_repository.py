@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bot.settings import Settings
+from foundation.settings import Settings
 from graph.evidence import line_count
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
 from tests.fakes.chat import answer, scripted

@@ -7,9 +7,9 @@ from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 
-from bot.forge import AccessLevel, Issue
-from bot.forge.models import Reaction
-from bot.settings import Settings
+from foundation.forge import AccessLevel, Issue
+from foundation.forge.models import Reaction
+from foundation.settings import Settings
 from graph import status
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
 from graph.state import TaskState

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.forge.models import FileChange
+from foundation.forge.models import FileChange
 
 ENV = ["-c", "user.name=t", "-c", "user.email=t@t.invalid"]
 
@@ -78,8 +78,8 @@ RepoFactory = Callable[[Path], ChangeRepo]
 
 def change_files(repo: ChangeRepo, base: str | None = None) -> tuple[FileChange, ...]:
     """The change's files as a forge reports them: `git diff base..head` parsed into hunks."""
-    from bot.forge.diff import parse
-    from bot.gitrunner import git as git_text
+    from foundation.forge.diff import parse
+    from foundation.gitrunner import git as git_text
 
     diff = git_text(repo.root, "diff", "-M", base or repo.base, repo.head)
     return tuple(part.change() for part in parse(diff))

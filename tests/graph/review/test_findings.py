@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from bot.forge.diff import parse
-from bot.gitrunner import git as git_text
+from foundation.forge.diff import parse
+from foundation.gitrunner import git as git_text
 from graph.findings import Tracked, filter_noise, map_line, reconcile, same_finding, stalled
 from graph.schemas import Finding
 from tests.graph.review.conftest import git, write

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from bot.forge import AccessLevel, Change, ChangeRef, RepoRef
-from bot.settings import Settings, WorkspaceSettings
+from foundation.forge import AccessLevel, Change, ChangeRef, RepoRef
+from foundation.settings import Settings, WorkspaceSettings
 from graph.builder import build_graph
 from graph.deps import Deps
 from graph.schemas import Finding, Review

@@ -8,12 +8,12 @@ from typing import Any
 from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.runtime import Runtime
 
-from bot.settings import LLMSettings, Settings
+from foundation.settings import LLMSettings, Settings
 from graph.deps import Deps
-from graph.index.taskindex import build_base
 from graph.nodes import reviewer
 from graph.reviewdiff import DiffLimits, collect
 from graph.schemas import Finding, Review
+from project.index.taskindex import build_base
 from tests.fakes.chat import ScriptedChatModel, answer, scripted
 from tests.fakes.forge import FakeForge
 from tests.graph.review.conftest import ChangeRepo
@@ -118,8 +118,8 @@ async def test_code_graph_and_contract_tools_come_with_an_index(change_repo: Cha
 def _bound_tools(repo: ChangeRepo, index: str) -> list[dict[str, Any]]:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
-    from graph.index.db import connect
     from graph.runtime.memory import Memory
+    from project.index.db import connect
 
     conn = connect(index, readonly=True)
     try:

@@ -8,9 +8,9 @@ from typing import Any, cast
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from bot.forge import Change, ChangeRef, CommentRef, RepoRef
-from bot.forge.models import Reaction
-from bot.settings import Settings, WorkspaceSettings
+from foundation.forge import Change, ChangeRef, CommentRef, RepoRef
+from foundation.forge.models import Reaction
+from foundation.settings import Settings, WorkspaceSettings
 from graph import status
 from graph.builder import build_graph
 from graph.deps import Deps

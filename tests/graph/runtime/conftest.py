@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from langchain_core.tools import BaseTool, StructuredTool
 
-from bot.settings import LLMSettings
+from foundation.settings import LLMSettings
 from graph.runtime.accounting import Ledger
 from graph.runtime.injection import InjectionLimits
 from graph.runtime.loop import Session

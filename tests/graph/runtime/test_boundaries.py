@@ -10,7 +10,7 @@ from langgraph.errors import GraphRecursionError
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
-from bot.settings import LLMSettings, Settings
+from foundation.settings import LLMSettings, Settings
 from graph.deps import Deps
 from graph.runtime.boundaries import graph_config, traced_node, traced_route
 from graph.runtime.trace import format_trace, read_trace, trace_path

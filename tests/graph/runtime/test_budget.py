@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from bot.settings import LLMSettings
+from foundation.settings import LLMSettings
 from graph.runtime.accounting import Ledger
 from graph.runtime.budget import call_budget, estimate_tokens, fit_to_budget
 from graph.runtime.loop import invoke_llm_with_tools

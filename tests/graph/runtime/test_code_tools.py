@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from graph.index import taskindex
-from graph.index.db import Connection, connect
 from graph.runtime.loop import invoke_llm_with_tools
 from graph.tools import tools_for
 from graph.tools.code import graph_tools, search_tools
 from graph.tools.files import file_tools
+from project.index import taskindex
+from project.index.db import Connection, connect
 from tests.fakes.chat import scripted
 from tests.fakes.embedder import HashingEmbedder
 from tests.graph.index.searchrepo import make_repo

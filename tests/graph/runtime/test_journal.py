@@ -22,7 +22,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import StateGraph
 
 from bot.checkpoints import SqlJournal, delete_checkpoints, open_checkpointer
-from bot.settings import Settings
+from foundation.settings import Settings
 from graph.deps import Deps
 from graph.resume import run_or_resume
 from graph.runtime.journal import SessionJournal, journal_here, load_messages

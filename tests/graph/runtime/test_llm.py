@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr
 
-from bot.settings import LLMSettings, RoleModel
+from foundation.settings import LLMSettings, RoleModel
 from graph.llm import ModelConfigError, chat_model, model_name, profile, resolve
 
 

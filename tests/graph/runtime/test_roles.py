@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from bot.settings import LLMSettings, Settings
+from foundation.settings import LLMSettings, Settings
 from graph.deps import Deps
-from graph.repoconfig import parse_repo_config
 from graph.runtime.accounting import Ledger, merge_usage
 from graph.runtime.limits import BudgetExceeded, check, limits_of, resolve
 from graph.runtime.roles import RoleRun
 from graph.state import TaskState
+from project.repoconfig import parse_repo_config
 from tests.fakes.chat import scripted
 from tests.fakes.forge import FakeForge
 

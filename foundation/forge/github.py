@@ -1,0 +1,506 @@
+"""GitHubForge: the Forge protocol over PyGithub.
+
+Pull requests are issues, so conversation comments go through the issues API for both. Issue
+comments are flat: a reply is a new comment quoting and linking the one it answers; diff comments
+thread (`…/comments/{id}/replies`) and resolve through GraphQL (REST has no endpoint for it).
+Inline notes are posted as one review with `line`/`side` (`position` is being retired). Writes are
+spaced by a `WritePacer` because GitHub's secondary rate limits punish bursts of content creation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from functools import partial
+from typing import Any, Literal, TypeVar
+
+import github
+import requests
+from github import GithubException
+from github.PullRequest import ReviewComment
+from pydantic import SecretStr
+
+from foundation.forge import _retry
+from foundation.forge._text import GITHUB_COMMENT_LIMIT, anchor, has_marker, inline_marker, marked, with_marker
+from foundation.forge.diff import parse_hunks
+from foundation.forge.errors import (
+    ForgeConflict,
+    ForgeError,
+    ForgeNotFound,
+    ForgeUnavailable,
+    ForgeUnsupported,
+    error_for_status,
+)
+from foundation.forge.errors import retry_after_from as _retry_after
+from foundation.forge.models import (
+    AccessLevel,
+    BotIdentity,
+    Capability,
+    Change,
+    ChangeRef,
+    ChangeRequest,
+    Closed,
+    Comment,
+    CommentRef,
+    DiffLine,
+    FileChange,
+    FileStatus,
+    ForgeKind,
+    ForgeUser,
+    GitCredentials,
+    Hook,
+    InlineNote,
+    Issue,
+    IssueRef,
+    LineKind,
+    Marker,
+    Reaction,
+    RepoRef,
+)
+from foundation.metrics import record_forge_error
+
+T = TypeVar("T")
+L = TypeVar("L")
+Finder = Callable[[], Awaitable[CommentRef | None]]
+_REACTIONS = {Reaction.EYES: "eyes", Reaction.THUMBS_UP: "+1", Reaction.ROCKET: "rocket",
+              Reaction.CONFUSED: "confused"}
+_STATUS: dict[str, FileStatus] = {"added": "added", "removed": "deleted", "renamed": "renamed"}
+_THREADS = (
+    "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, name: $name) {"
+    " pullRequest(number: $number) { reviewThreads(first: 100) {"
+    " nodes { id isResolved comments(first: 1) { nodes { databaseId } } } } } } }"
+)
+
+
+def _mapped(exc: Exception) -> ForgeError:
+    """The ForgeError for a failed call, counted in `forgebot_forge_api_errors_total`."""
+    error: ForgeError
+    if isinstance(exc, GithubException):
+        status = exc.status
+        retry = _retry_after(exc.headers or {}) if status in (403, 429) else None
+        if retry is None and status == 403 and "secondary rate limit" in str(exc.data).lower():
+            retry = 60.0  # GitHub: "wait at least one minute" when no retry-after is sent
+        error = error_for_status(status, f"github {status}", retry)
+    else:
+        error = ForgeUnavailable(f"github: {type(exc).__name__}")
+    record_forge_error("github", error)
+    return error
+
+
+class GitHubForge:
+    """GitHub or GitHub Enterprise reached through an injected `github.Github` client."""
+
+    kind: ForgeKind = "github"
+    capabilities = frozenset({Capability.RESOLVE_THREADS, Capability.MULTILINE_INLINE, Capability.DRAFT_CHANGES})
+
+    def __init__(
+        self,
+        client: github.Github,
+        policy: _retry.RetryPolicy | None = None,
+        pacer: _retry.WritePacer | None = None,
+        app: github.Auth.AppAuth | None = None,
+    ) -> None:
+        self._gh = client
+        self._app = app  # the App's own credentials (JWT), for what only the App may ask
+        self._policy = dataclasses.replace(policy or _retry.RetryPolicy(), forge="github")
+        self._pacer = pacer or _retry.WritePacer(interval=1.0)
+
+    # --- plumbing ------------------------------------------------------------------------------
+
+    async def _call(self, fn: Callable[[], T]) -> T:
+        try:
+            return await asyncio.to_thread(fn)
+        except (GithubException, requests.RequestException) as exc:
+            raise _mapped(exc) from None
+
+    async def _read(self, fn: Callable[[], T]) -> T:
+        return await _retry.read(self._policy, lambda: self._call(fn))
+
+    async def _write(self, fn: Callable[[], T], landed: Callable[[], Awaitable[L | None]] | None) -> T | L:
+        async def paced() -> T:
+            await self._pacer.wait()
+            return await self._call(fn)
+
+        return await _retry.write(self._policy, paced, landed)
+
+    def _repo(self, repo: RepoRef) -> Any:
+        return self._gh.get_repo(repo.project)
+
+    def _finder(self, target: IssueRef | ChangeRef, marker: Marker | None) -> Finder | None:
+        """How a write keyed by `marker` is found if its answer was lost; None: it cannot be."""
+        return None if marker is None else partial(self._find, target, marker)
+
+    async def _find(self, target: IssueRef | ChangeRef, marker: Marker) -> CommentRef | None:
+        return marked(await self.list_comments(target), marker)
+
+    # --- conversations -------------------------------------------------------------------------
+
+    async def get_issue(self, ref: IssueRef) -> Issue:
+        def fetch() -> Issue:
+            issue = self._repo(ref.repo).get_issue(ref.number)
+            return Issue(
+                ref=ref,
+                title=issue.title,
+                body=issue.body or "",
+                labels=tuple(label.name for label in issue.labels),
+                author=issue.user.login,
+                author_id=int(issue.user.id or 0),
+            )
+
+        issue = await self._read(fetch)
+        return issue.model_copy(update={"comments": tuple(await self.list_comments(ref))})
+
+    async def list_closed(
+        self, repo: RepoRef, kind: Literal["issue", "change"], since: str, limit: int
+    ) -> list[Closed]:
+        """`GET /repos/{o}/{r}/issues?state=closed&since=` (pull requests left out) or
+        `/pulls?state=closed` (merged ones, read newest first until one is older than `since`)."""
+
+        def fetch() -> list[Closed]:
+            gh_repo = self._repo(repo)
+            start = datetime.fromisoformat(since.replace("Z", "+00:00")) if since else None
+            found: list[Closed] = []
+            if kind == "issue":
+                listed = gh_repo.get_issues(state="closed", sort="updated", direction="desc",
+                                            **({"since": start} if start else {}))
+                issues = (i for i in listed if i.pull_request is None)
+                found = [_closed(IssueRef(repo=repo, number=i.number), i) for i in itertools.islice(issues, limit)]
+            else:
+                pulls = gh_repo.get_pulls(state="closed", sort="updated", direction="desc")
+                for pull in itertools.islice(pulls, 4 * limit):  # closed unmerged ones count toward the scan
+                    if len(found) >= limit or (start and pull.updated_at and pull.updated_at < start):
+                        break
+                    if pull.merged_at is not None:
+                        found.append(_closed(ChangeRef(repo=repo, number=pull.number), pull))
+            return found[::-1]
+
+        return await self._read(fetch)
+
+    async def list_comments(self, target: IssueRef | ChangeRef) -> list[Comment]:
+        def fetch() -> list[Comment]:
+            repo = self._repo(target.repo)
+            comments = [
+                Comment(ref=CommentRef(target=target, id=c.id, url=c.html_url or ""), author=c.user.login,
+                        author_id=int(c.user.id or 0), body=c.body or "")
+                for c in repo.get_issue(target.number).get_comments()
+            ]
+            if isinstance(target, ChangeRef):
+                comments += [_review_comment(target, c) for c in repo.get_pull(target.number).get_review_comments()]
+            return comments
+
+        return await self._read(fetch)
+
+    async def post_comment(
+        self, target: IssueRef | ChangeRef, body: str, marker: Marker | None = None
+    ) -> CommentRef:
+        if marker is not None and (found := await self._find(target, marker)) is not None:
+            await self.edit_comment(found, body, marker)
+            return found
+        text = with_marker(body, marker, GITHUB_COMMENT_LIMIT)
+
+        def create() -> CommentRef:
+            created = self._repo(target.repo).get_issue(target.number).create_comment(text)
+            return CommentRef(target=target, id=created.id, url=created.html_url or "")
+
+        return await self._write(create, self._finder(target, marker))
+
+    def _comment_object(self, comment: CommentRef) -> Any:
+        repo = self._repo(comment.target.repo)
+        if comment.review:
+            return repo.get_pull(comment.target.number).get_review_comment(comment.id)
+        return repo.get_issue(comment.target.number).get_comment(comment.id)
+
+    async def edit_comment(self, comment: CommentRef, body: str, marker: Marker | None = None) -> None:
+        text = with_marker(body, marker, GITHUB_COMMENT_LIMIT)
+
+        async def paced() -> None:
+            await self._pacer.wait()
+            await self._call(lambda: self._comment_object(comment).edit(text))
+
+        await _retry.read(self._policy, paced)  # the same edit twice is harmless
+
+    async def reply(self, comment: CommentRef, body: str, marker: Marker | None = None) -> CommentRef:
+        target = comment.target
+        if marker is not None and (found := await self._find(target, marker)) is not None:
+            return found
+        if not comment.review:  # conversation comments are flat: quote and link instead
+            quoted = await self._read(partial(self._quote, comment))
+            return await self.post_comment(target, f"{quoted} {body}", marker)
+        text = with_marker(body, marker, GITHUB_COMMENT_LIMIT)
+        top = int(comment.thread or comment.id)  # replies to replies are not supported
+
+        def create() -> CommentRef:
+            created = self._repo(target.repo).get_pull(target.number).create_review_comment_reply(top, text)
+            return CommentRef(target=target, id=created.id, thread=str(top), review=True, url=created.html_url or "")
+
+        return await self._write(create, self._finder(target, marker))
+
+    def _quote(self, comment: CommentRef) -> str:
+        """The first lines of `comment` as a Markdown quote, then a link to it (runs in the SDK thread)."""
+        original = self._comment_object(comment)
+        quoted = "\n".join(f"> {line}" for line in (original.body or "").splitlines()[:3])
+        return f"{quoted}\n\n[@{original.user.login}]({original.html_url or ''})"
+
+    async def resolve_thread(self, comment: CommentRef) -> None:
+        """Resolve the diff thread holding `comment` (GraphQL `resolveReviewThread`)."""
+        if not comment.review:
+            raise ForgeUnsupported("GitHub conversation comments are flat: only diff threads resolve")
+        owner, name = comment.target.repo.project.split("/", 1)
+        top = int(comment.thread or comment.id)
+
+        def resolve() -> None:
+            requester = self._gh.requester
+            variables = {"owner": owner, "name": name, "number": comment.target.number}
+            _, data = requester.graphql_query(_THREADS, variables)
+            threads = data["data"]["repository"]["pullRequest"]["reviewThreads"]["nodes"]
+            for thread in threads:
+                if any(c["databaseId"] == top for c in thread["comments"]["nodes"]):
+                    if not thread["isResolved"]:
+                        requester.graphql_named_mutation("resolveReviewThread", {"threadId": thread["id"]},
+                                                         "thread { isResolved }")
+                    return
+            raise ForgeNotFound(f"no review thread holds comment {top}")
+
+        await self._read(resolve)
+
+    async def add_reaction(self, target: IssueRef | ChangeRef | CommentRef, reaction: Reaction) -> None:
+        def create() -> None:
+            if isinstance(target, CommentRef):
+                owner = self._comment_object(target)
+            else:
+                owner = self._repo(target.repo).get_issue(target.number)
+            owner.create_reaction(_REACTIONS[reaction])  # 200 when it already exists
+
+        await self._write(create, None)
+
+    async def user_access(self, repo: RepoRef, user: ForgeUser) -> AccessLevel:
+        """The collaborator's role (`role_name` distinguishes triage and maintain); 404 → none."""
+
+        def fetch() -> AccessLevel:
+            try:
+                role = self._repo(repo).get_collaborator_role_name(user.username)
+            except GithubException as exc:
+                if exc.status == 404:
+                    return AccessLevel.NONE
+                raise
+            return _GITHUB_ROLES.get(role, AccessLevel.NONE)
+
+        return await self._read(fetch)
+
+    # --- identity and hooks ----------------------------------------------------------------------
+
+    async def resolve_repo(self, project_id: int | str) -> RepoRef:
+        """`GET /repositories/:id` (or `/repos/:owner/:name`) at the configured API root."""
+
+        def fetch() -> RepoRef:
+            key = int(project_id) if str(project_id).isdigit() else str(project_id)
+            repo = self._gh.get_repo(key)  # the client is lazy: reading an attribute fetches it
+            return RepoRef(
+                forge="github",
+                project=str(repo.full_name),
+                path=str(repo.full_name),
+                default_branch=str(repo.default_branch or ""),
+                clone_url=str(repo.clone_url or ""),
+                web_url=str(repo.html_url or ""),
+                id=int(repo.id),
+            )
+
+        return await self._read(fetch)
+
+    async def read_file(self, repo: RepoRef, path: str, ref: str, max_bytes: int) -> bytes | None:
+        """`GET /repos/:owner/:name/contents/:path?ref=`; a 404 (no such file or branch) is None."""
+
+        def fetch() -> bytes | None:
+            try:
+                found = self._repo(repo).get_contents(path, ref=ref)
+            except GithubException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+            if isinstance(found, list):
+                raise ForgeError(f"{path} is a directory")
+            if found.size > max_bytes:
+                raise ForgeError(f"{path} is larger than {max_bytes} bytes")
+            return bytes(found.decoded_content)
+
+        return await self._read(fetch)
+
+    async def whoami(self) -> BotIdentity:
+        """`GET /user` for a token; an App acts as its bot user `<slug>[bot]` (`GET /app`, as the App)."""
+
+        def fetch() -> BotIdentity:
+            if self._app is not None:
+                integration = github.GithubIntegration(auth=self._app, base_url=self._gh.requester.base_url,
+                                                       retry=None)
+                return BotIdentity(login=f"{integration.get_app().slug}[bot]")
+            user = self._gh.get_user()
+            return BotIdentity(id=int(user.id), login=str(user.login))
+
+        return await self._read(fetch)
+
+    async def list_hooks(self, repo: RepoRef) -> list[Hook]:
+        def fetch() -> list[Hook]:
+            return [Hook(id=h.id, url=str(h.config.get("url", ""))) for h in self._repo(repo).get_hooks()]
+
+        return await self._read(fetch)
+
+    async def save_hook(self, repo: RepoRef, url: str, secret: str, hook_id: int | None = None) -> Hook:
+        config = {"url": url, "content_type": "json", "secret": secret, "insecure_ssl": "0"}
+        events = ["issues", "issue_comment"]
+
+        def save() -> Hook:
+            found = self._repo(repo)
+            if hook_id is None:
+                hook = found.create_hook("web", config, events, active=True)
+            else:
+                hook = found.get_hook(hook_id)
+                hook.edit("web", config, events, active=True)
+            return Hook(id=hook.id, url=url)
+
+        return await self._write(save, None)
+
+    # --- changes -------------------------------------------------------------------------------
+
+    async def get_change(self, ref: ChangeRef) -> Change:
+        def fetch() -> Change:
+            pr = self._repo(ref.repo).get_pull(ref.number)
+            return Change(
+                ref=ref,
+                title=pr.title,
+                body=pr.body or "",
+                author=pr.user.login,
+                author_id=int(pr.user.id or 0),
+                source_branch=pr.head.ref,
+                target_branch=pr.base.ref,
+                base_sha=pr.base.sha,
+                head_sha=pr.head.sha,
+                start_sha=pr.base.sha,
+                state=pr.state,
+                draft=bool(pr.draft),
+                url=pr.html_url or "",
+                files=tuple(_file(f) for f in pr.get_files()),
+            )
+
+        return await self._read(fetch)
+
+    async def post_inline(self, ref: ChangeRef, notes: Sequence[InlineNote], task: str) -> list[InlineNote]:
+        change = await self.get_change(ref)
+        bodies = [c.body for c in await self.list_comments(ref)]
+        unanchored: list[InlineNote] = []
+        comments: list[ReviewComment] = []
+        markers: list[Marker] = []
+        for note in notes:
+            marker = inline_marker(task, note)
+            located = anchor(change.files, note)
+            if located is None:
+                unanchored.append(note)
+            elif not any(has_marker(body, marker) for body in bodies):
+                comments.append(_review_item(with_marker(note.body, marker, GITHUB_COMMENT_LIMIT), *located))
+                markers.append(marker)
+        if comments:
+
+            def create() -> None:
+                repo = self._repo(ref.repo)
+                pr = repo.get_pull(ref.number)
+                summary = f"{len(comments)} comment(s) on the diff"
+                pr.create_review(commit=repo.get_commit(change.head_sha), body=summary, event="COMMENT",
+                                 comments=comments)
+
+            # a review posts all its comments or none, so the first note's marker tells if it landed
+            await self._write(create, self._finder(ref, markers[0]))
+        return unanchored
+
+    async def git_credentials(self) -> GitCredentials:
+        """The token the API uses (for an App, the installation token, refreshed when near expiry)."""
+
+        def current() -> str:
+            auth = self._gh.requester.auth
+            token = getattr(auth, "token", None)  # Auth.Token and Auth.AppInstallationAuth both have one
+            if not isinstance(token, str):
+                raise ForgeUnsupported(f"{type(auth).__name__} gives git no token")
+            return token
+
+        return GitCredentials(username="x-access-token", token=SecretStr(await self._read(current)))
+
+    async def find_change(self, repo: RepoRef, source_branch: str) -> ChangeRef | None:
+        owner = repo.project.split("/", 1)[0]
+
+        def fetch() -> ChangeRef | None:
+            for pr in self._repo(repo).get_pulls(state="open", head=f"{owner}:{source_branch}"):
+                return ChangeRef(repo=repo, number=pr.number)
+            return None
+
+        return await self._read(fetch)
+
+    async def open_change(self, repo: RepoRef, request: ChangeRequest) -> ChangeRef:
+        if (existing := await self.find_change(repo, request.source_branch)) is not None:
+            return existing
+        text = with_marker(request.description, None, GITHUB_COMMENT_LIMIT)
+        base = request.target_branch or repo.default_branch
+        try:
+            pr = await self._write(
+                lambda: self._repo(repo).create_pull(
+                    base=base, head=request.source_branch, title=request.title, body=text, draft=request.draft
+                ),
+                lambda: self.find_change(repo, request.source_branch),
+            )
+        except ForgeConflict:  # 422 "A pull request already exists for owner:branch."
+            if (existing := await self.find_change(repo, request.source_branch)) is None:
+                raise
+            return existing
+        return pr if isinstance(pr, ChangeRef) else ChangeRef(repo=repo, number=pr.number)
+
+
+def _closed(ref: IssueRef | ChangeRef, item: Any) -> Closed:
+    """An issue or pull request of a listing, as the forge-neutral record."""
+    updated = item.updated_at.isoformat().replace("+00:00", "Z") if item.updated_at else ""
+    return Closed(ref=ref, title=item.title or "", body=item.body or "", author=item.user.login,
+                  author_id=int(item.user.id or 0), updated_at=updated)
+
+
+def _review_comment(target: ChangeRef, c: Any) -> Comment:
+    top = c.in_reply_to_id or c.id
+    return Comment(
+        ref=CommentRef(target=target, id=c.id, thread=str(top), review=True, url=c.html_url or ""),
+        author=c.user.login,
+        author_id=int(c.user.id or 0),
+        body=c.body or "",
+        path=c.path or "",
+        line=c.line or c.original_line,
+    )
+
+
+def _file(f: Any) -> FileChange:
+    return FileChange(
+        old_path=f.previous_filename or f.filename,
+        new_path=f.filename,
+        status=_STATUS.get(f.status, "modified"),
+        hunks=parse_hunks(f.patch or ""),
+    )
+
+
+def _side(line: DiffLine) -> tuple[int, str]:
+    """LEFT is the old file (removed lines); RIGHT the new one (added and context lines)."""
+    if line.kind is LineKind.REMOVED:
+        return line.old_pos, "LEFT"
+    return line.new_pos, "RIGHT"
+
+
+def _review_item(body: str, file: FileChange, first: DiffLine, last: DiffLine) -> ReviewComment:
+    number, side = _side(last)
+    item: ReviewComment = {"path": file.new_path, "body": body, "line": number, "side": side}
+    if first != last:
+        item["start_line"], item["start_side"] = _side(first)
+    return item
+
+
+_GITHUB_ROLES = {
+    "read": AccessLevel.REPORTER,
+    "triage": AccessLevel.TRIAGE,
+    "write": AccessLevel.DEVELOPER,
+    "maintain": AccessLevel.MAINTAINER,
+    "admin": AccessLevel.OWNER,
+}

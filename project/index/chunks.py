@@ -1,0 +1,189 @@
+"""Search chunks cut along the code graph's symbols, and the text each search leg sees.
+
+One chunk per method or function body; one per class-like header (its lines with member bodies
+collapsed to their signature line, so properties, constants and the method list stay); one per run of
+top-level leftovers that holds code. Each chunk keeps path, line range and symbol so a hit can be
+checked against source, and a content hash of what gets embedded so unchanged chunks keep their
+vectors.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from project.index.model import Symbol
+
+_CLASS_LIKE = frozenset({"class", "interface", "trait", "enum"})
+_BODIES = frozenset({"method", "function"})
+_DOC_COMMENT = re.compile(r"/\*\*.*?\*/", re.DOTALL)
+_IDENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)")  # a group: `split` keeps identifiers at odd positions
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# PHP's magic methods say what they do by convention, not by name; docblocks describe them in these
+# words ("Create a new ... instance"), so the name side of a chunk carries them too.
+_MAGIC = {
+    "__construct": "construct constructor create new instance",
+    "__destruct": "destruct destructor destroy",
+    "__invoke": "invoke call handle",
+    "__tostring": "to string convert",
+    "__get": "get dynamic property",
+    "__set": "set dynamic property",
+    "__isset": "isset dynamic property exists",
+    "__unset": "unset dynamic property remove",
+    "__call": "call dynamic method",
+    "__callstatic": "call static dynamic method",
+    "__clone": "clone copy",
+    "__serialize": "serialize",
+    "__unserialize": "unserialize restore",
+}
+_BOILERPLATE = re.compile(r"^\s*(<\?php|\?>|namespace\b|use\b|declare\b|//|#|/?\*|\*/|[{}]?\s*$)")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One searchable piece of a file."""
+
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str  # fqn of the symbol, or "" for top-level leftovers
+    kind: str  # the symbol kind, or "file" for leftovers
+    name: str
+    text: str  # the source lines (the snippet shown to the agent)
+    signature: str = ""
+
+    @property
+    def embed_text(self) -> str:
+        """What the vector leg embeds: a plain-words header, then code with identifiers split.
+
+        A sentence encoder's vocabulary is English; `getUserName` becomes one unknown word piece
+        soup, `get User Name` three words it knows.
+        """
+        owner = self.symbol.rsplit("::", 1)[0].rsplit("\\", 1)[-1] if "::" in self.symbol else ""
+        header = f"{self.kind} {name_words(self.name)}"
+        if owner:
+            header += f" of {words(owner)}"
+        return f"{header}\n{split_identifiers(self.text)}"
+
+    @property
+    def content_hash(self) -> str:
+        return hashlib.sha256(f"{self.path}\0{self.symbol}\0{self.embed_text}".encode()).hexdigest()
+
+
+def words(identifier: str) -> str:
+    """`getHTTPResponse_code` -> `get HTTP Response code`."""
+    return " ".join(_CAMEL.findall(identifier))
+
+
+def name_words(name: str) -> str:
+    """The words a symbol's name stands for, magic methods spelled out."""
+    return _MAGIC.get(name.lower(), words(name))
+
+
+def split_identifiers(text: str) -> str:
+    """Replace every identifier by its camelCase/snake_case parts."""
+    return _each_identifier(text, _split_one)
+
+
+def lexical_terms(text: str) -> str:
+    """Identifiers kept whole and followed by their parts, so both `findById` and `find` match."""
+    return _each_identifier(text, _expand_one)
+
+
+def _each_identifier(text: str, replace: Callable[[str], str]) -> str:
+    """`text` with every identifier replaced by `replace(identifier)`.
+
+    A base index runs this over every line of a repository twice (millions of identifiers for
+    10,000 files), so it splits once and looks identifiers up in a cache instead of calling a regex
+    per match: the same few thousand names make up most of any code base.
+    """
+    pieces = _IDENT.split(text)
+    pieces[1::2] = map(replace, pieces[1::2])
+    return "".join(pieces)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _split_one(identifier: str) -> str:
+    return words(identifier) or identifier
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _expand_one(identifier: str) -> str:
+    parts = _CAMEL.findall(identifier)
+    return identifier if len(parts) <= 1 else f"{identifier} {' '.join(parts)}"
+
+
+def strip_docblocks(source: str) -> str:
+    """Blank out `/** ... */` comments, keeping line numbers (used to test search without them)."""
+    return _DOC_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), source)
+
+
+def chunk_file(path: str, source: str, symbols: Sequence[Symbol], *, docblocks: bool = True) -> list[Chunk]:
+    """Cut `source` (the file at `path`) into chunks along `symbols`."""
+    text = source if docblocks else strip_docblocks(source)
+    lines = text.splitlines()
+    members = [s for s in symbols if s.kind in _BODIES]
+    chunks = [_body_chunk(path, lines, s, docblocks) for s in members]
+    for owner in (s for s in symbols if s.kind in _CLASS_LIKE):
+        inner = [m for m in members if owner.start_line <= m.start_line and m.end_line <= owner.end_line]
+        chunks.append(_header_chunk(path, lines, owner, inner))
+    covered = [(s.start_line, s.end_line) for s in symbols if s.kind in _CLASS_LIKE | _BODIES]
+    chunks.extend(_leftover_chunks(path, lines, covered))
+    chunks.sort(key=lambda c: (c.start_line, c.end_line))
+    return chunks
+
+
+def _slice(lines: list[str], start: int, end: int) -> str:
+    return "\n".join(lines[start - 1 : end])
+
+
+def _body_chunk(path: str, lines: list[str], symbol: Symbol, docblocks: bool) -> Chunk:
+    text = _slice(lines, symbol.start_line, symbol.end_line)
+    if docblocks and symbol.docblock and symbol.docblock.strip() not in text:
+        text = f"{symbol.docblock.strip()}\n{text}"
+    return Chunk(
+        path, symbol.start_line, symbol.end_line, symbol.fqn, symbol.kind, symbol.name, text, symbol.signature
+    )
+
+
+def _header_chunk(path: str, lines: list[str], owner: Symbol, members: list[Symbol]) -> Chunk:
+    """The class-like's own lines; each member body shrinks to its first line."""
+    hidden: set[int] = set()
+    for member in members:
+        hidden.update(range(member.start_line + 1, member.end_line + 1))
+    kept = [
+        lines[n - 1]
+        for n in range(owner.start_line, min(owner.end_line, len(lines)) + 1)
+        if n not in hidden and lines[n - 1].strip()
+    ]
+    return Chunk(
+        path,
+        owner.start_line,
+        owner.end_line,
+        owner.fqn,
+        owner.kind,
+        owner.name,
+        "\n".join(kept),
+        owner.signature,
+    )
+
+
+def _leftover_chunks(path: str, lines: list[str], covered: list[tuple[int, int]]) -> list[Chunk]:
+    """Runs of lines outside every class-like and function that hold real code."""
+    inside = {n for start, end in covered for n in range(start, end + 1)}
+    chunks: list[Chunk] = []
+    run: list[int] = []
+    for number in [*range(1, len(lines) + 1), 0]:  # 0 is a sentinel that closes the last run
+        if number and number not in inside:
+            run.append(number)
+            continue
+        code = [n for n in run if not _BOILERPLATE.match(lines[n - 1])]
+        if code:
+            start, end = code[0], code[-1]
+            name = path.rsplit("/", 1)[-1]
+            chunks.append(Chunk(path, start, end, "", "file", name, _slice(lines, start, end)))
+        run = []
+    return chunks

@@ -1,0 +1,193 @@
+"""`forgebot index | symbols | callers | impact | outline`: the code graph on the command line.
+
+`register()` adds the subcommands to the product's parser; `bot/cli.py` sets `args.data_dir` before
+calling a handler. `index` runs every builder in `BUILDERS` over one file list, so the search index
+adds its own builder beside the graph's instead of a second walk of the checkout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from foundation.gitrunner import GitError, git
+from project.index.db import Connection, connect
+from project.index.location import index_path
+from project.index.queries import callers, impact, index_ready, outline
+from project.index.results import IndexStatus
+from project.index.store import build, default_workers, relative_path
+
+
+@dataclass(frozen=True)
+class IndexJob:
+    """What one `forgebot index` run asks every builder to do."""
+
+    root: Path
+    files: list[str]  # repository-relative, forward slashes
+    embeddings: bool
+    workers: int
+
+
+Builder = Callable[[Connection, IndexJob], str]  # returns a one-line summary
+
+
+class _Answered(Protocol):
+    @property
+    def status(self) -> IndexStatus: ...
+
+
+_R = TypeVar("_R", bound=_Answered)
+_H = TypeVar("_H", bound=BaseModel)
+
+
+def graph_builder(conn: Connection, job: IndexJob) -> str:
+    report = build(conn, job.root, job.files, workers=job.workers)
+    return (
+        f"graph: {len(report.parsed)} parsed, {len(report.unchanged)} unchanged, "
+        f"{len(report.removed)} removed, {len(report.stale)} stale; "
+        f"{report.symbols} symbols, {report.relations} relations"
+    )
+
+
+BUILDERS: list[Builder] = [graph_builder]
+
+
+def list_files(root: Path) -> list[str]:
+    """Files of a checkout: git's view (tracked and untracked, not ignored), else a directory walk."""
+    try:
+        out = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        names = {name for name in out.split("\0") if name}
+    except GitError:
+        names = {
+            p.relative_to(root).as_posix()
+            for p in root.rglob("*")
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+        }
+    base = root.resolve()
+    # a symlink may point outside the checkout; its target is not ours to index
+    return sorted(name for name in names if (base / name).resolve().is_relative_to(base))
+
+
+def _root(args: argparse.Namespace) -> Path:
+    root = Path(args.path).resolve()
+    if not root.is_dir():
+        raise SystemExit(f"forgebot: {args.path}: not a directory")
+    return root
+
+
+def _open(args: argparse.Namespace, root: Path) -> Connection | None:
+    db = index_path(Path(args.data_dir), root)
+    return connect(db, readonly=True) if db.is_file() else None
+
+
+def _emit(lines: Iterable[str]) -> None:
+    for line in lines:
+        sys.stdout.write(line + "\n")
+
+
+def _report_status(status: IndexStatus, root: Path) -> int:
+    if status.state == "missing":
+        sys.stderr.write(f"forgebot: no code index for {root}: run `forgebot index {root}` first; "
+                         "check not performed\n")
+        return 2
+    if status.state == "stale":
+        sys.stderr.write(f"forgebot: index is stale for {len(status.stale_paths)} file(s): "
+                         f"{', '.join(status.stale_paths[:10])}\n")
+    return 0
+
+
+def run_index(args: argparse.Namespace) -> int:
+    root = _root(args)
+    db = index_path(Path(args.data_dir), root)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    job = IndexJob(root, list_files(root), embeddings=not args.no_embeddings, workers=args.workers)
+    conn = connect(db)
+    try:
+        _emit(builder(conn, job) for builder in BUILDERS)
+    finally:
+        conn.close()
+    return 0
+
+
+def run_symbols(args: argparse.Namespace) -> int:
+    root = _root(args)
+    conn = _open(args, root)
+    if conn is None or not index_ready(conn):
+        return _report_status(IndexStatus(state="missing"), root)
+    rows = conn.execute(
+        "SELECT kind, fqn, path, start_line, end_line FROM symbols WHERE kind != 'namespace' "
+        "ORDER BY path, start_line, start_byte"
+    )
+    for kind, fqn, path, start, end in rows:
+        record = {"kind": kind, "fqn": fqn, "path": path, "start_line": start, "end_line": end}
+        sys.stdout.write((json.dumps(record) if args.json else f"{path}:{start}-{end}\t{kind}\t{fqn}") + "\n")
+    stale = [row[0] for row in conn.execute("SELECT path FROM files WHERE stale = 1 ORDER BY path")]
+    status = IndexStatus(state="stale", stale_paths=stale) if stale else IndexStatus(state="ok")
+    return _report_status(status, root)
+
+
+def _answer(
+    args: argparse.Namespace,
+    ask: Callable[[Connection, Path], _R],
+    hits: Callable[[_R], Sequence[_H]],
+    text: Callable[[_H], str],
+) -> int:
+    """Ask the index one question; print each hit (as JSON with `--json`, else `text`) and the status."""
+    root = _root(args)
+    conn = _open(args, root)
+    if conn is None:
+        return _report_status(IndexStatus(state="missing"), root)
+    result = ask(conn, root)
+    _emit(hit.model_dump_json() if args.json else text(hit) for hit in hits(result))
+    return _report_status(result.status, root)
+
+
+def run_callers(args: argparse.Namespace) -> int:
+    return _answer(args, lambda conn, root: callers(conn, root, args.fqn, limit=args.limit), lambda r: r.sites,
+                   lambda site: f"{site.path}:{site.line}\t{site.caller or '(file)'}\t{site.certainty}")
+
+
+def run_impact(args: argparse.Namespace) -> int:
+    return _answer(args, lambda conn, root: impact(conn, root, args.fqn, depth=args.depth), lambda r: r.nodes,
+                   lambda node: f"{node.distance}\t{node.relation}\t{node.fqn or '(file)'}\t{node.path}:{node.line}")
+
+
+def run_outline(args: argparse.Namespace) -> int:
+    return _answer(args, lambda conn, root: outline(conn, root, relative_path(root, args.file)), lambda r: r.symbols,
+                   lambda hit: f"{hit.start_line}-{hit.end_line}\t{hit.kind}\t{hit.signature or hit.fqn}")
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the code-graph subcommands to the `forgebot` parser."""
+    index = sub.add_parser("index", help="build or refresh the code index of a checkout")
+    index.add_argument("path")
+    index.add_argument("--no-embeddings", action="store_true", help="skip the vector leg of search")
+    index.add_argument("--workers", type=int, default=default_workers(), help="parser processes")
+    index.set_defaults(handler=run_index)
+    symbols = sub.add_parser("symbols", help="every definition: kind, fqn, path, start_line, end_line")
+    symbols.add_argument("path")
+    symbols.add_argument("--json", action="store_true")
+    symbols.set_defaults(handler=run_symbols)
+    for name, handler, text in (
+        ("callers", run_callers, "call sites of a symbol"),
+        ("impact", run_impact, "symbols that depend on a symbol, up to --depth hops"),
+    ):
+        command = sub.add_parser(name, help=text)
+        command.add_argument("path")
+        command.add_argument("fqn")
+        command.add_argument("--json", action="store_true")
+        command.add_argument("--limit", type=int, default=200)
+        command.add_argument("--depth", type=int, default=2)
+        command.set_defaults(handler=handler)
+    outline_cmd = sub.add_parser("outline", help="definitions of one file with their signatures")
+    outline_cmd.add_argument("path")
+    outline_cmd.add_argument("file", help="file path, relative to PATH")
+    outline_cmd.add_argument("--json", action="store_true")
+    outline_cmd.set_defaults(handler=run_outline)

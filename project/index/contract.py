@@ -1,0 +1,153 @@
+"""Override contract: how control leaves the ancestor implementation of a method.
+
+An override that drops one of the parent's exits (a `null` return, a documented throw, the call to
+`parent::`) silently changes behaviour for every caller; the planner and the reviewer state these
+exits so the override handles each. The ancestor's body is re-read from the checkout and parsed, but
+only when its content still matches the indexed hash; otherwise the answer is marked stale and no
+exits are invented.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import tree_sitter
+
+from project.index.db import Connection
+from project.index.hierarchy import overridden, split_member
+from project.index.parse import content_hash, new_parser
+from project.index.queries import find_symbols, index_ready
+from project.index.results import MISSING, ContractResult, Exit, IndexStatus, SymbolHit
+
+# Nested functions and classes have their own exits; they are not exits of the method.
+_OPAQUE = frozenset({"anonymous_function", "arrow_function", "anonymous_class", "function_definition"})
+_THROWS = re.compile(r"@throws\s+([^\s*]+)")
+
+
+def override_contract(conn: Connection, root: Path, method_fqn: str) -> ContractResult:
+    """The exits of the nearest ancestor implementation `method_fqn` overrides (or would)."""
+    if not index_ready(conn):
+        return ContractResult(method=method_fqn, status=MISSING)
+    fqn = method_fqn.strip().lstrip("\\")
+    owner, name = split_member(fqn)
+    if not name:
+        raise ValueError(f"{method_fqn!r} is not a method (expected Class::method)")
+    ancestors = [_one(conn, ancestor) for ancestor, _ in overridden(conn, fqn)]
+    declared = [hit for hit in ancestors if hit is not None and not _has_body(conn, hit)]
+    implemented = next((hit for hit in ancestors if hit is not None and _has_body(conn, hit)), None)
+    if implemented is None:
+        note = "no ancestor implementation in the index" if not declared else ""
+        return ContractResult(
+            method=fqn, status=IndexStatus(state="ok", note=note), declared_by=declared,
+            documented_throws=_documented(conn, declared),
+        )
+    source = _indexed_source(conn, root, implemented.path)
+    if source is None:
+        status = IndexStatus(state="stale", stale_paths=[implemented.path], note="ancestor file changed")
+        return ContractResult(method=fqn, status=status, ancestor=implemented, declared_by=declared)
+    node = _method_node(source, conn, implemented)
+    exits = _exits(node, source, name) if node is not None else []
+    return ContractResult(
+        method=fqn, status=IndexStatus(state="ok"), ancestor=implemented, declared_by=declared,
+        return_type=_return_type(node, source) if node is not None else "", exits=exits,
+        documented_throws=_documented(conn, [implemented, *declared]),
+    )
+
+
+def _one(conn: Connection, fqn: str) -> SymbolHit | None:
+    hits = [hit for hit in find_symbols(conn, fqn, limit=1) if hit.kind == "method"]
+    return hits[0] if hits else None
+
+
+def _has_body(conn: Connection, hit: SymbolHit) -> bool:
+    """Abstract and interface methods end in `;`: their signature is the whole declaration."""
+    row = conn.execute(
+        "SELECT signature FROM symbols WHERE fqn = ? AND kind = 'method'", (hit.fqn,)
+    ).fetchone()
+    return row is not None and not str(row[0]).rstrip().endswith(";")
+
+
+def _documented(conn: Connection, hits: list[SymbolHit]) -> list[str]:
+    found: list[str] = []
+    for hit in hits:
+        row = conn.execute(
+            "SELECT docblock FROM symbols WHERE fqn = ? AND kind = 'method'", (hit.fqn,)
+        ).fetchone()
+        if row is not None:
+            found.extend(t for t in _THROWS.findall(str(row[0])) if t not in found)
+    return found
+
+
+def _indexed_source(conn: Connection, root: Path, path: str) -> bytes | None:
+    row = conn.execute("SELECT content_hash, stale FROM files WHERE path = ?", (path,)).fetchone()
+    full = root / path
+    if row is None or row[1] or not full.is_file():
+        return None
+    source = full.read_bytes()
+    return source if content_hash(source) == row[0] else None
+
+
+def _method_node(source: bytes, conn: Connection, hit: SymbolHit) -> tree_sitter.Node | None:
+    row = conn.execute(
+        "SELECT start_byte, end_byte FROM symbols WHERE fqn = ? AND kind = 'method'", (hit.fqn,)
+    ).fetchone()
+    tree = new_parser().parse(source)
+    node: tree_sitter.Node | None = tree.root_node.descendant_for_byte_range(int(row[0]), int(row[1]))
+    while node is not None and node.type != "method_declaration":
+        node = node.parent
+    return node
+
+
+def _return_type(node: tree_sitter.Node, source: bytes) -> str:
+    found = node.child_by_field_name("return_type")
+    return source[found.start_byte : found.end_byte].decode("utf-8", "replace") if found else ""
+
+
+def _exits(method: tree_sitter.Node, source: bytes, name: str) -> list[Exit]:
+    body = method.child_by_field_name("body")
+    if body is None:
+        return []
+    exits: list[Exit] = []
+    stack = list(reversed(body.named_children))
+    while stack:
+        node = stack.pop()
+        if node.type in _OPAQUE:
+            continue
+        found = _exit(node, source, name)
+        if found is not None:
+            exits.append(found)
+        stack.extend(reversed(node.named_children))
+    if _falls_through(body):
+        end = body.end_point[0] + 1
+        exits.append(Exit(kind="implicit_return", line=end, text="end of body may be reached"))
+    return exits
+
+
+def _falls_through(body: tree_sitter.Node) -> bool:
+    """Whether the last statement lets control reach the closing brace (then the method returns null)."""
+    if not body.named_children:
+        return True
+    last = body.named_children[-1]
+    if last.type == "return_statement":
+        return False
+    return not (last.type == "expression_statement" and last.named_children[:1]
+                and last.named_children[0].type == "throw_expression")
+
+
+def _exit(node: tree_sitter.Node, source: bytes, name: str) -> Exit | None:
+    text = " ".join(source[node.start_byte : node.end_byte].decode("utf-8", "replace").split())[:200]
+    line = node.start_point[0] + 1
+    if node.type == "return_statement":
+        return Exit(kind="return_value" if node.named_children else "return_void", line=line, text=text)
+    if node.type == "throw_expression":
+        return Exit(kind="throw", line=line, text=text)
+    if node.type in ("yield_expression",):
+        return Exit(kind="yield", line=line, text=text)
+    if node.type == "scoped_call_expression":
+        scope = node.child_by_field_name("scope")
+        called = node.child_by_field_name("name")
+        if scope is not None and called is not None and scope.text == b"parent":
+            if (called.text or b"").decode().lower() == name.lower():
+                return Exit(kind="parent_call", line=line, text=text)
+    return None

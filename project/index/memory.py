@@ -1,0 +1,249 @@
+"""Project memory (seed 002, Tier 2): the memory of intent, kept in the repository's index beside the code.
+
+Design documents and ADRs say *why*, commit messages say *when and what for*; a question like "where
+was the lock timeout decided" is answered from them, and each answer carries the **entry points**
+into the code graph — the symbols a document names or a commit touched — so the agent can go on to
+callers and callees. Items are searched like code chunks: BM25 over FTS5 and cosine over the
+configured embedder's vectors, fused with weighted reciprocal rank fusion.
+
+Tables (in the index file, next to the graph's and search's):
+    memory_items    one row per document section or commit: kind, source, title, body, symbols, hash
+    memory_fts      contentless FTS5 over title and body
+    memory_vectors  float32 vectors (exact cosine: a repository's memory is thousands of rows, not millions)
+    memory_meta     the last commit indexed, the embedding model
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from project.index.db import Connection
+from project.index.embed import Embedder
+from project.index.search import query_terms
+
+Kind = str  # "document" | "commit"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS memory_items (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    source TEXT NOT NULL,
+    anchor TEXT NOT NULL,
+    title TEXT NOT NULL,
+    body TEXT NOT NULL,
+    symbols TEXT NOT NULL,
+    paths TEXT NOT NULL,
+    ts REAL NOT NULL,
+    content_hash TEXT NOT NULL,
+    embedded INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS memory_by_source ON memory_items (kind, source);
+CREATE TABLE IF NOT EXISTS memory_vectors (id INTEGER PRIMARY KEY, embedding BLOB NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5 (
+    title, body, tokenize = 'porter unicode61', content = '', contentless_delete = 1
+);
+"""
+SNIPPET_CHARS = 400
+RRF_K = 5
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """One thing to remember: a document section or a commit, with the symbols it concerns."""
+
+    kind: Kind
+    source: str  # document path, or commit sha
+    anchor: str  # the section heading, or "" for a commit
+    title: str
+    body: str
+    symbols: tuple[str, ...]  # fully qualified names in the code graph: the entry points
+    paths: tuple[str, ...]  # files it concerns (a commit's touched files, a document's own path)
+    ts: float  # commit time; 0 for documents
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    kind: Kind
+    source: str
+    anchor: str
+    title: str
+    snippet: str
+    symbols: tuple[str, ...]
+    paths: tuple[str, ...]
+    score: float
+    legs: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "source": self.source, "anchor": self.anchor, "title": self.title,
+                "snippet": self.snippet, "symbols": list(self.symbols), "paths": list(self.paths),
+                "score": round(self.score, 6), "legs": list(self.legs)}
+
+
+def ensure_schema(conn: Connection, embedder: Embedder | None) -> None:
+    """Create the tables; a different embedding model than the stored vectors' drops them."""
+    conn.executescript(_SCHEMA)
+    if embedder is None:
+        return
+    model = f"{embedder.model_id}:{embedder.dimension}"
+    if read_meta(conn).get("model") != model:
+        with conn:
+            conn.execute("DELETE FROM memory_vectors")
+            conn.execute("UPDATE memory_items SET embedded = 0")
+            write_meta(conn, model=model)
+
+
+def present(conn: Connection) -> bool:
+    """Whether this index file has a memory at all (an index built before memory existed has none)."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_items'").fetchone() is not None
+
+
+def adopt(conn: Connection, previous: Path) -> bool:
+    """Start an empty memory from an older index's (the same repository at an earlier commit).
+
+    The delta sync then reads only what changed since that index: documents whose blob changed,
+    commits after its last one. Rows keep their vectors. False when there was nothing to adopt.
+    """
+    if conn.execute("SELECT 1 FROM memory_items LIMIT 1").fetchone() is not None or not previous.is_file():
+        return False
+    conn.execute("ATTACH DATABASE ? AS previous", (f"file:{previous}?mode=ro",))
+    try:
+        if conn.execute("SELECT 1 FROM previous.sqlite_master WHERE name = 'memory_items'").fetchone() is None:
+            return False
+        with conn:
+            for table in ("memory_items", "memory_vectors", "memory_meta"):
+                conn.execute(f"INSERT INTO {table} SELECT * FROM previous.{table}")
+            conn.execute("INSERT INTO memory_fts (rowid, title, body) SELECT id, title, body FROM memory_items")
+        return True
+    finally:
+        conn.execute("DETACH DATABASE previous")
+
+
+def read_meta(conn: Connection) -> dict[str, str]:
+    return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM memory_meta")}
+
+
+def write_meta(conn: Connection, **values: str) -> None:
+    conn.executemany("INSERT INTO memory_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
+                     "SET value = excluded.value", list(values.items()))
+
+
+def hashes(conn: Connection, kind: Kind) -> dict[tuple[str, str], str]:
+    """(source, anchor) → content hash of every stored item of `kind`."""
+    rows = conn.execute("SELECT source, anchor, content_hash FROM memory_items WHERE kind = ?", (kind,))
+    return {(str(r[0]), str(r[1])): str(r[2]) for r in rows}
+
+
+def replace_source(conn: Connection, kind: Kind, source: str, items: Sequence[MemoryItem]) -> int:
+    """Replace every item of one document (or commit) with `items`; unchanged sections keep their vectors."""
+    old = {(str(r[1]), str(r[2])): int(r[0]) for r in conn.execute(
+        "SELECT id, anchor, content_hash FROM memory_items WHERE kind = ? AND source = ?", (kind, source))}
+    keep = {(item.anchor, item.content_hash) for item in items}
+    _delete(conn, [row_id for key, row_id in old.items() if key not in keep])
+    added = 0
+    for item in items:
+        if (item.anchor, item.content_hash) in old:
+            continue
+        cursor = conn.execute(
+            "INSERT INTO memory_items (kind, source, anchor, title, body, symbols, paths, ts, content_hash)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (item.kind, item.source, item.anchor, item.title, item.body, json.dumps(list(item.symbols)),
+             json.dumps(list(item.paths)), item.ts, item.content_hash))
+        conn.execute("INSERT INTO memory_fts (rowid, title, body) VALUES (?, ?, ?)",
+                     (cursor.lastrowid, item.title, item.body))
+        added += 1
+    return added
+
+
+def remove_sources(conn: Connection, kind: Kind, sources: Iterable[str]) -> int:
+    ids: list[int] = []
+    for source in sources:
+        ids += [int(r[0]) for r in conn.execute(
+            "SELECT id FROM memory_items WHERE kind = ? AND source = ?", (kind, source))]
+    _delete(conn, ids)
+    return len(ids)
+
+
+def _delete(conn: Connection, ids: list[int]) -> None:
+    for row_id in ids:
+        conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (row_id,))
+        conn.execute("DELETE FROM memory_vectors WHERE id = ?", (row_id,))
+        conn.execute("DELETE FROM memory_items WHERE id = ?", (row_id,))
+
+
+def embed_pending(conn: Connection, embedder: Embedder, *, batch_size: int = 64) -> int:
+    """Embed the items without a vector (new or changed ones); returns how many."""
+    done = 0
+    while True:
+        rows = conn.execute("SELECT id, title, body FROM memory_items WHERE embedded = 0 LIMIT ?",
+                            (batch_size,)).fetchall()
+        if not rows:
+            return done
+        vectors = embedder.embed([f"{r[1]}\n{r[2]}"[:2000] for r in rows])
+        with conn:
+            for row, vector in zip(rows, vectors, strict=True):
+                conn.execute("INSERT OR REPLACE INTO memory_vectors (id, embedding) VALUES (?, ?)",
+                             (int(row[0]), np.asarray(vector, dtype=np.float32).tobytes()))
+                conn.execute("UPDATE memory_items SET embedded = 1 WHERE id = ?", (int(row[0]),))
+        done += len(rows)
+
+
+def count(conn: Connection) -> dict[str, int]:
+    return {str(k): int(n) for k, n in conn.execute("SELECT kind, count(*) FROM memory_items GROUP BY kind")}
+
+
+def _lexical(conn: Connection, query: str, limit: int) -> list[int]:
+    terms = query_terms(query)
+    if not terms:
+        return []
+    match = " OR ".join(f'"{t}"' for t in terms)
+    rows = conn.execute("SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY bm25(memory_fts, 2.0, 1.0)"
+                        " LIMIT ?", (match, limit))
+    return [int(r[0]) for r in rows]
+
+
+def _vector(conn: Connection, embedder: Embedder, query: str, limit: int) -> list[int]:
+    rows = conn.execute("SELECT id, embedding FROM memory_vectors").fetchall()
+    if not rows:
+        return []
+    ids = np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=len(rows))
+    matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    scores = matrix @ np.asarray(embedder.embed([query])[0], dtype=np.float32)
+    top = np.argsort(-scores)[:limit]
+    return [int(ids[i]) for i in top]
+
+
+def search(conn: Connection, query: str, *, embedder: Embedder | None, limit: int = 10,
+           kinds: Sequence[Kind] = ()) -> tuple[list[MemoryHit], list[str]]:
+    """Hybrid memory search: hits (best first) and notes (e.g. which leg was absent)."""
+    notes: list[str] = []
+    depth = max(limit * 5, 50)
+    rankings = {"lexical": _lexical(conn, query, depth)}
+    if embedder is None:
+        notes.append("vector leg absent: no embedder configured; lexical memory search only")
+    else:
+        rankings["vector"] = _vector(conn, embedder, query, depth)
+        if not rankings["vector"] and count(conn):
+            notes.append("vector leg absent: memory not embedded yet")
+    fused: dict[int, tuple[float, tuple[str, ...]]] = {}
+    for leg, ids in rankings.items():
+        for rank, row_id in enumerate(ids, start=1):
+            score, legs = fused.get(row_id, (0.0, ()))
+            fused[row_id] = (score + 1.0 / (RRF_K + rank), (*legs, leg))
+    hits: list[MemoryHit] = []
+    for row_id, (score, legs) in sorted(fused.items(), key=lambda item: -item[1][0]):
+        row = conn.execute("SELECT kind, source, anchor, title, body, symbols, paths FROM memory_items WHERE id = ?",
+                           (row_id,)).fetchone()
+        if row is None or (kinds and str(row[0]) not in kinds):
+            continue
+        hits.append(MemoryHit(str(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4])[:SNIPPET_CHARS],
+                              tuple(json.loads(row[5])), tuple(json.loads(row[6])), score, legs))
+        if len(hits) >= limit:
+            break
+    return hits, notes

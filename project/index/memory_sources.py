@@ -1,0 +1,254 @@
+"""Where project memory comes from: the repository's documents and its default branch's history.
+
+Both are read with the hardened git runner from the checkout the index describes, and both are
+incremental: a document is re-read only when its blob changed (removed documents leave the memory),
+and history is read from the last indexed commit to HEAD (a rewritten history is read again whole).
+Symbols are resolved against the code graph already in the same index file, so every item carries
+entry points that exist there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from foundation.gitrunner import GitError, git
+from project.index import memory
+from project.index.db import Connection
+from project.index.embed import Embedder
+from project.index.memory import MemoryItem
+
+DOC_DIRS = ("docs/", "doc/", "adr/", "docs/adr/", "doc/adr/", "doc/decisions/", "decisions/", "architecture/")
+DOC_NAMES = re.compile(r"(?i)^(readme|changelog|history|changes|contributing|upgrad(e|ing)|security|architecture)\b")
+DOC_SUFFIXES = (".md", ".markdown", ".rst", ".adoc", ".txt")
+SKIP_DIRS = ("vendor/", "node_modules/", ".git/", "tests/fixtures/")
+MAX_DOC_BYTES = 512 * 1024
+SECTION_CHARS = 3000
+MAX_SYMBOLS = 12
+BATCH = 300  # commits per `git show`
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+])\1{2,}\s*$")
+_CANDIDATE = re.compile(r"`([^`\n]{2,120})`|([A-Za-z_\\][A-Za-z0-9_\\]*(?:::[A-Za-z_][A-Za-z0-9_]*)?)\s*\(?")
+_DECLARED = re.compile(r"\b(?:function|class|interface|trait|enum)\s+([A-Za-z_][A-Za-z0-9_]*)")
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+_SEP, _END = "\x1f", "\x1e"
+
+
+@dataclass
+class MemoryReport:
+    documents: int = 0
+    adopted: bool = False  # started from an older index's memory
+    sections_added: int = 0
+    documents_removed: int = 0
+    commits_added: int = 0
+    rebuilt_history: bool = False
+    embedded: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def is_document(path: str, extra_dirs: tuple[str, ...] = ()) -> bool:
+    if path.startswith(SKIP_DIRS) or "/vendor/" in path:
+        return False
+    name = PurePosixPath(path).name
+    if DOC_NAMES.match(name):
+        return True
+    in_docs = path.startswith(DOC_DIRS + extra_dirs)
+    return name.lower().endswith(DOC_SUFFIXES[:4]) or (in_docs and name.lower().endswith(DOC_SUFFIXES))
+
+
+def sections(path: str, text: str) -> list[tuple[str, str]]:
+    """(heading, text) pieces of a Markdown or reStructuredText document, each at most SECTION_CHARS."""
+    lines = text.splitlines()
+    found: list[tuple[str, list[str]]] = [(PurePosixPath(path).name, [])]
+    for index, line in enumerate(lines):
+        atx = _HEADING.match(line)
+        setext = index + 1 < len(lines) and line.strip() and _RST_UNDERLINE.match(lines[index + 1])
+        if atx:
+            found.append((atx.group(2), []))
+        elif setext:
+            found.append((line.strip(), []))
+        elif not (_RST_UNDERLINE.match(line) and index and found[-1][0] == lines[index - 1].strip()):
+            found[-1][1].append(line)
+    out: list[tuple[str, str]] = []
+    seen: dict[str, int] = {}
+    for heading, body in found:
+        content = "\n".join(body).strip()
+        if not content:
+            continue
+        for start in range(0, len(content), SECTION_CHARS):
+            name = heading if heading not in seen else f"{heading} ({seen[heading] + 1})"
+            seen[heading] = seen.get(heading, 0) + 1
+            out.append((name, content[start:start + SECTION_CHARS]))
+    return out
+
+
+def named_symbols(conn: Connection, text: str) -> tuple[str, ...]:
+    """Graph symbols a text names: `Class::method`, namespaced names, code spans, identifiers that are symbols."""
+    names: dict[str, None] = {}
+    for match in _CANDIDATE.finditer(text):
+        raw = (match.group(1) or match.group(2) or "").strip().rstrip("()")
+        if len(raw) >= 3:
+            names[raw] = None
+    found: dict[str, None] = {}
+    for name in names:
+        last = re.split(r"::|\\|->", name)[-1]
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", last) or len(last) < 3:
+            continue
+        rows = conn.execute("SELECT fqn FROM symbols WHERE fqn = ? OR fqn LIKE ? ESCAPE '!' OR name = ? LIMIT 4",
+                            (name.lstrip("\\"), "%" + _escape(name.replace("->", "::")), last)).fetchall()
+        if 0 < len(rows) <= 3:  # a name shared by many symbols ("get", "run") points nowhere in particular
+            for row in rows:
+                found[str(row[0])] = None
+        if len(found) >= MAX_SYMBOLS:
+            break
+    return tuple(found)[:MAX_SYMBOLS]
+
+
+def _escape(text: str) -> str:
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+def has_graph(conn: Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'symbols'").fetchone() is not None
+
+
+def _doc_items(conn: Connection, path: str, text: str) -> list[MemoryItem]:
+    graph = has_graph(conn)
+    items = []
+    for heading, body in sections(path, text):
+        digest = hashlib.sha256(f"{heading}\n{body}".encode()).hexdigest()[:24]  # unchanged sections keep vectors
+        symbols = named_symbols(conn, f"{heading}\n{body}") if graph else ()
+        items.append(MemoryItem("document", path, heading, f"{path} — {heading}", body, symbols, (path,), 0.0,
+                                digest))
+    return items
+
+
+def _tracked_documents(root: Path, extra_dirs: tuple[str, ...]) -> dict[str, str]:
+    """path → blob id of every tracked document at HEAD."""
+    out = git(root, "ls-tree", "-r", "-z", "HEAD")
+    found: dict[str, str] = {}
+    for entry in filter(None, out.split("\0")):
+        meta, _, path = entry.partition("\t")
+        mode, kind, blob = meta.split()
+        if kind == "blob" and mode != "120000" and is_document(path, extra_dirs):
+            found[path] = blob
+    return found
+
+
+def refresh_documents(conn: Connection, root: Path, report: MemoryReport, extra_dirs: tuple[str, ...] = ()) -> None:
+    """Bring document sections in line with HEAD: changed blobs re-read, removed documents dropped."""
+    current = _tracked_documents(root, extra_dirs)
+    stored = memory.read_meta(conn).get("documents", "")
+    known = dict(line.split(" ", 1)[::-1] for line in stored.splitlines() if " " in line)  # path -> blob
+    removed = [path for path in known if path not in current]
+    with conn:
+        report.documents_removed = len(removed)
+        memory.remove_sources(conn, "document", removed)
+        for path, blob in current.items():
+            if known.get(path) == blob:
+                continue
+            text = git(root, "cat-file", "blob", blob)
+            if len(text) > MAX_DOC_BYTES or "\0" in text[:1024]:
+                report.notes.append(f"{path}: not a readable document (binary or over {MAX_DOC_BYTES} bytes)")
+                continue
+            report.sections_added += memory.replace_source(conn, "document", path, _doc_items(conn, path, text))
+        memory.write_meta(conn, documents="\n".join(f"{blob} {path}" for path, blob in sorted(current.items())))
+    report.documents = len(current)
+
+
+def _commits_to_read(conn: Connection, root: Path, max_commits: int, report: MemoryReport) -> list[str]:
+    head = git(root, "rev-parse", "HEAD").strip()
+    last = memory.read_meta(conn).get("last_commit", "")
+    if last == head:
+        return []
+    span = "HEAD"
+    if last:
+        try:
+            git(root, "merge-base", "--is-ancestor", last, head)
+            span = f"{last}..HEAD"
+        except GitError:  # history rewritten (or the commit is gone): read it again whole
+            report.rebuilt_history = True
+            with conn:
+                rows = conn.execute("SELECT DISTINCT source FROM memory_items WHERE kind = 'commit'")
+                commits = [str(r[0]) for r in rows]
+                memory.remove_sources(conn, "commit", commits)
+    shas = git(root, "rev-list", f"--max-count={max_commits}", span).split()
+    return list(reversed(shas))
+
+
+def _parse_show(output: str) -> Iterator[tuple[str, float, str, str, dict[str, list[tuple[int, int]]], set[str]]]:
+    """(sha, time, subject, body, {path: [(start, end)] changed at that commit}, declared names) per commit."""
+    for record in filter(None, output.split(_END)):
+        parts = record.lstrip("\n").split(_SEP, 4)
+        if len(parts) < 5:
+            continue
+        sha, when, subject, body, diff = parts[0], float(parts[1] or 0), parts[2], parts[3], parts[4]
+        ranges: dict[str, list[tuple[int, int]]] = {}
+        declared: set[str] = set()
+        path = ""
+        for line in diff.splitlines():
+            if line.startswith("+++ "):
+                target = line[4:]
+                path = target[2:] if target.startswith("b/") else ""
+                continue
+            hunk = _HUNK.match(line)
+            if hunk and path:
+                start, length = int(hunk.group(1)), int(hunk.group(2) or 1)
+                ranges.setdefault(path, []).append((start, start + max(length, 1) - 1))
+            elif line[:1] in "+-" and not line.startswith(("+++", "---")):
+                declared.update(_DECLARED.findall(line))
+        yield sha, when, subject, body.strip(), ranges, declared
+
+
+def _touched_symbols(conn: Connection, ranges: dict[str, list[tuple[int, int]]], declared: set[str]) -> tuple[str, ...]:
+    found: dict[str, None] = {}
+    for path, spans in ranges.items():
+        rows = conn.execute("SELECT fqn, name, kind, start_line, end_line FROM symbols WHERE path = ?",
+                            (path,)).fetchall()
+        members = [r for r in rows if str(r[2]) not in ("class", "interface", "trait", "enum", "namespace")] or rows
+        for fqn, name, _kind, start, end in members:
+            if name in declared or any(s <= int(end) and int(start) <= e for s, e in spans):
+                found[str(fqn)] = None
+    return tuple(found)[:MAX_SYMBOLS]
+
+
+def refresh_history(conn: Connection, root: Path, report: MemoryReport, max_commits: int) -> None:
+    """Add the commits since the last indexed one (newest `max_commits` at most) with the symbols they touched."""
+    shas = _commits_to_read(conn, root, max_commits, report)
+    graph = has_graph(conn)
+    fmt = f"--format={_END}%H{_SEP}%ct{_SEP}%s{_SEP}%b{_SEP}{_SEP}"
+    for start in range(0, len(shas), BATCH):
+        batch = shas[start:start + BATCH]
+        output = git(root, "show", "--no-color", "-U0", "--diff-merges=first-parent", fmt, *batch)
+        with conn:
+            for sha, when, subject, body, ranges, declared in _parse_show(output):
+                symbols = _touched_symbols(conn, ranges, declared) if graph else ()
+                paths = tuple(sorted(ranges))
+                item = MemoryItem("commit", sha, "", subject, body or subject, symbols, paths, when, sha)
+                report.commits_added += memory.replace_source(conn, "commit", sha, [item])
+    if shas or not memory.read_meta(conn).get("last_commit"):
+        with conn:
+            memory.write_meta(conn, last_commit=git(root, "rev-parse", "HEAD").strip())
+
+
+def refresh(conn: Connection, root: Path, *, embedder: Embedder | None, max_commits: int = 10_000,
+            extra_dirs: tuple[str, ...] = (), previous: Path | None = None) -> MemoryReport:
+    """Bring the whole memory of the checkout at `root` up to date (documents, history, vectors).
+
+    `previous`: an older index of the same repository whose memory an empty one starts from.
+    """
+    memory.ensure_schema(conn, embedder)
+    report = MemoryReport()
+    if previous is not None:
+        try:
+            report.adopted = memory.adopt(conn, previous)
+        except Exception as exc:  # a broken older index: remember from nothing instead
+            report.notes.append(f"memory of {previous.name} not taken over: {exc}")
+    refresh_documents(conn, root, report, extra_dirs)
+    refresh_history(conn, root, report, max_commits)
+    if embedder is not None:
+        report.embedded = memory.embed_pending(conn, embedder)
+    return report

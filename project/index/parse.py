@@ -1,0 +1,155 @@
+"""tree-sitter-php → `ParsedFile`: definitions, imports, inheritance and call sites of one file.
+
+One tree-sitter query (run in C) picks the interesting nodes; a single sweep in source order keeps a
+stack of enclosing namespace, class and function so every node knows its context without walking
+the whole tree in Python. Call sites are resolved after the sweep, when every property type and
+local variable type of their class and function is known (`receivers.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import cast
+
+import tree_sitter
+import tree_sitter_php
+
+from project.index import definitions
+from project.index.definitions import Context, Extraction
+from project.index.model import ParsedFile, Relation, RelationKind, Symbol, SymbolKind
+from project.index.names import NameTable
+from project.index.receivers import CallSite, RelationRow, resolve_call
+
+_QUERY = """
+(namespace_definition) @namespace
+(namespace_use_declaration) @import
+(class_declaration) @class
+(interface_declaration) @interface
+(trait_declaration) @trait
+(enum_declaration) @enum
+(anonymous_class) @anonymous
+(method_declaration) @method
+(function_definition) @function
+(property_declaration) @property
+(property_promotion_parameter) @promoted
+(const_declaration) @const
+(enum_case) @case
+(use_declaration) @trait_use
+(simple_parameter type: (_)) @param
+(assignment_expression left: (variable_name) right: (object_creation_expression)) @assign
+(member_call_expression) @call
+(nullsafe_member_call_expression) @call
+(scoped_call_expression) @call
+(function_call_expression) @call
+(object_creation_expression) @call
+"""
+_HUGE = 1 << 62
+
+
+@lru_cache(maxsize=1)
+def _language() -> tuple[tree_sitter.Language, tree_sitter.Query]:
+    language = tree_sitter.Language(tree_sitter_php.language_php())
+    return language, tree_sitter.Query(language, _QUERY)
+
+
+def new_parser() -> tree_sitter.Parser:
+    """A parser for PHP files (`<?php` tags and inline HTML)."""
+    return tree_sitter.Parser(_language()[0])
+
+
+def content_hash(source: bytes) -> str:
+    """Git's blob id of the content: the key git itself gives the file."""
+    return hashlib.sha1(b"blob %d\0" % len(source) + source, usedforsecurity=False).hexdigest()
+
+
+@dataclass(frozen=True)
+class FileRows:
+    """One file's extraction as table rows: what the store writes and a worker process sends back."""
+
+    path: str
+    content_hash: str
+    language: str
+    has_errors: bool
+    symbols: list[StoredSymbolRow]
+    relations: list[RelationRow]
+    # what a build's `prepare` made of the file in the parser process (a base index: its search rows)
+    prepared: object = None
+
+
+# A symbol row with its attributes as a JSON array, the form the `symbols` table stores.
+StoredSymbolRow = tuple[str, str, str, str, str, int, int, int, int, str, str, str]
+
+
+def extract(path: str, source: bytes, parser: tree_sitter.Parser | None = None) -> tuple[Extraction, bool]:
+    """Sweep one file's captured nodes; return the extraction and whether the file has syntax errors."""
+    tree = (parser or new_parser()).parse(source)
+    captures = tree_sitter.QueryCursor(_language()[1]).captures(tree.root_node)
+    items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
+    items.sort(key=lambda item: (item[0], item[1]))
+    ex = Extraction(path, source)
+    _sweep(ex, items)
+    text = ex.text
+    for site in ex.calls:
+        relation = resolve_call(site, text)
+        if relation is not None:
+            ex.relations.append(relation)
+    return ex, tree.root_node.has_error
+
+
+def parse_rows(path: str, source: bytes, parser: tree_sitter.Parser | None = None) -> FileRows:
+    """Extract one file straight to table rows (the build path: no record objects)."""
+    ex, has_errors = extract(path, source, parser)
+    symbols = [(*row[:11], json.dumps(row[11]) if row[11] else "[]") for row in ex.symbols]
+    return FileRows(path, content_hash(source), "php", has_errors, symbols, ex.relations)
+
+
+def parse_source(path: str, source: bytes, parser: tree_sitter.Parser | None = None) -> ParsedFile:
+    """Extract everything the graph needs from one PHP file's bytes; `path` is repo-relative."""
+    ex, has_errors = extract(path, source, parser)
+    symbols = tuple(
+        Symbol(kind=cast(SymbolKind, kind), fqn=fqn, name=name, path=p, start_line=sl, end_line=el,
+               start_byte=sb, end_byte=eb, signature=sig, docblock=doc, attributes=attrs, parent_fqn=parent)
+        for p, kind, fqn, name, parent, sl, el, sb, eb, sig, doc, attrs in ex.symbols
+    )
+    relations = tuple(
+        Relation(cast(RelationKind, kind), source_fqn, name, target, p, line, fallback_fqn=fallback)
+        for p, kind, source_fqn, name, target, fallback, line in ex.relations
+    )
+    imports: dict[str, str] = {}
+    for table in ex.tables:
+        imports.update(table.imports())
+    return ParsedFile(
+        path=path,
+        content_hash=content_hash(source),
+        language="php",
+        symbols=symbols,
+        relations=relations,
+        has_errors=has_errors,
+        namespace=next((t.namespace for t in ex.tables if t.namespace), ""),
+        imports=imports,
+    )
+
+
+def _sweep(ex: Extraction, items: list[tuple[int, int, str, tree_sitter.Node]]) -> None:
+    """Visit captured nodes in source order with a stack of (end byte, context)."""
+    root = NameTable()
+    ex.tables.append(root)
+    stack: list[tuple[int, Context]] = [(_HUGE, Context(root))]
+    handlers = definitions.HANDLERS
+    for start, _, capture, node in items:
+        while stack[-1][0] <= start:
+            stack.pop()
+        ctx = stack[-1][1]
+        if capture == "call":
+            ex.calls.append(CallSite(node, ctx.names, ctx.cls, ctx.func, ex.path))
+            continue
+        inner = handlers[capture](ex, node, ctx)
+        if inner is None:
+            continue
+        if capture == "namespace" and node.child_by_field_name("body") is None:
+            stack[:] = [(_HUGE, inner)]  # `namespace X;` lasts until the next namespace statement
+        else:
+            stack.append((node.end_byte, inner))

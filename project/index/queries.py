@@ -1,0 +1,248 @@
+"""Code-graph queries: definition, callers, callees, impact, outline and batched explore.
+
+Plain typed functions over an index connection and the checkout root, so the agent's tool layer and
+the CLI wrap the same code. Each answer states whether the index was there and fresh for the files
+the answer rests on (`results.IndexStatus`); without an index it answers `missing`, never "none".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from project.index.db import Connection
+from project.index.hierarchy import descendants, split_member
+from project.index.parse import content_hash
+from project.index.results import (
+    MISSING,
+    CalleesResult,
+    CallersResult,
+    CallSiteHit,
+    DefinitionResult,
+    ExploreItem,
+    ExploreResult,
+    ImpactNode,
+    ImpactResult,
+    IndexStatus,
+    OutlineResult,
+    SymbolHit,
+)
+
+_SYMBOL_COLUMNS = "kind, fqn, path, start_line, end_line, signature, parent_fqn"
+_SITE_COLUMNS = "path, line, source_fqn, target_name, target_fqn"
+
+
+def index_ready(conn: Connection) -> bool:
+    """True when a graph build has completed into this database."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
+        return False
+    return conn.execute("SELECT 1 FROM meta WHERE key = 'graph.built_at'").fetchone() is not None
+
+
+def freshness(conn: Connection, root: Path, paths: Iterable[str]) -> IndexStatus:
+    """Compare the files an answer rests on with the checkout: changed, deleted or broken is stale."""
+    stale: list[str] = []
+    for path in sorted(set(paths)):
+        row = conn.execute("SELECT content_hash, stale FROM files WHERE path = ?", (path,)).fetchone()
+        full = root / path
+        if row is None or row[1] or not full.is_file() or content_hash(full.read_bytes()) != row[0]:
+            stale.append(path)
+    if stale:
+        return IndexStatus(state="stale", stale_paths=stale, note="these files changed since indexing")
+    return IndexStatus(state="ok")
+
+
+def _repo(conn: Connection) -> str:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'graph.repo'").fetchone()
+    return str(row[0]) if row is not None else ""
+
+
+def _hit(row: tuple[object, ...], repo: str) -> SymbolHit:
+    kind, fqn, path, start, end, signature, parent = row
+    return SymbolHit(
+        kind=str(kind), fqn=str(fqn), path=str(path), start_line=int(str(start)), end_line=int(str(end)),
+        signature=str(signature), parent_fqn=str(parent), global_id=f"{repo}::{path}::{fqn}",
+    )
+
+
+def find_symbols(conn: Connection, name: str, limit: int = 50) -> list[SymbolHit]:
+    """Exact fqn first; otherwise by short name, narrowed by a `Class::member` owner if given."""
+    wanted = name.strip().lstrip("\\")
+    repo = _repo(conn)
+    rows = conn.execute(
+        f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE fqn = ? AND kind != 'namespace' LIMIT ?",
+        (wanted, limit),
+    ).fetchall()
+    if not rows:
+        owner, member = split_member(wanted)
+        short = (member or owner).rsplit("\\", 1)[-1]
+        rows = conn.execute(
+            f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE name = ? AND kind != 'namespace' "
+        "ORDER BY fqn LIMIT ?",
+            (short.lstrip("$"), limit * 4),
+        ).fetchall()
+        if member:
+            suffix = owner.lower().rsplit("\\", 1)[-1]
+            rows = [r for r in rows if str(r[6]).lower().rsplit("\\", 1)[-1] == suffix]
+        rows = rows[:limit]
+    return [_hit(tuple(r), repo) for r in rows]
+
+
+def definition(conn: Connection, root: Path, name: str) -> DefinitionResult:
+    if not index_ready(conn):
+        return DefinitionResult(query=name, status=MISSING)
+    hits = find_symbols(conn, name)
+    return DefinitionResult(query=name, status=freshness(conn, root, (h.path for h in hits)), symbols=hits)
+
+
+def _sites(rows: Iterable[tuple[object, ...]], certainty: str) -> list[CallSiteHit]:
+    return [
+        CallSiteHit(path=str(p), line=int(str(ln)), caller=str(src), target_name=str(name),
+                    target_fqn=str(target), certainty="resolved" if certainty == "resolved" else "by_name")
+        for p, ln, src, name, target in rows
+    ]
+
+
+def call_sites(conn: Connection, fqn: str, limit: int = 200) -> tuple[list[CallSiteHit], bool]:
+    """Sites calling `fqn` (resolved through subclasses too) plus unresolved sites with its name."""
+    target = fqn.strip().lstrip("\\")
+    if "::" not in target and conn.execute(
+        "SELECT 1 FROM symbols WHERE fqn = ? AND kind IN ('class', 'enum') LIMIT 1", (target,)
+    ).fetchone():
+        target += "::__construct"  # the callers of a class are the sites that instantiate it
+    owner, member = split_member(target)
+    if member:
+        owners = [owner, *descendants(conn, owner)]
+        name = member
+    else:
+        owners, name = [], target.rsplit("\\", 1)[-1]
+    exact = [f"{o}::{member}" for o in owners] if member else [target]
+    marks = ",".join("?" * len(exact))
+    rows = conn.execute(
+        f"SELECT {_SITE_COLUMNS} FROM relations WHERE kind = 'calls' AND (target_fqn IN ({marks}) "
+        "OR (fallback_fqn = ? AND NOT EXISTS (SELECT 1 FROM symbols s WHERE s.fqn = relations.target_fqn "
+        "AND s.kind = 'function'))) ORDER BY path, line LIMIT ?",
+        (*exact, target if not member else "\0", limit + 1),
+    ).fetchall()
+    resolved = _sites(rows, "resolved")
+    loose = conn.execute(
+        f"SELECT {_SITE_COLUMNS} FROM relations WHERE kind = 'calls' AND target_name = ? AND target_fqn = '' "
+        "ORDER BY path, line LIMIT ?",
+        (name, limit + 1),
+    ).fetchall()
+    sites = resolved + _sites(loose, "by_name")
+    return sites[:limit], len(sites) > limit
+
+
+def callers(conn: Connection, root: Path, fqn: str, limit: int = 200) -> CallersResult:
+    if not index_ready(conn):
+        return CallersResult(query=fqn, status=MISSING)
+    sites, truncated = call_sites(conn, fqn, limit)
+    status = freshness(conn, root, (s.path for s in sites))
+    return CallersResult(query=fqn, status=status, sites=sites, truncated=truncated)
+
+
+def callee_sites(conn: Connection, fqn: str) -> list[CallSiteHit]:
+    """Calls made from the body of `fqn`; resolved targets first."""
+    rows = conn.execute(
+        f"SELECT {_SITE_COLUMNS} FROM relations WHERE kind = 'calls' AND source_fqn = ? ORDER BY path, line",
+        (fqn.strip().lstrip("\\"),),
+    ).fetchall()
+    return _sites([r for r in rows if r[4]], "resolved") + _sites([r for r in rows if not r[4]], "by_name")
+
+
+def callees(conn: Connection, root: Path, fqn: str) -> CalleesResult:
+    if not index_ready(conn):
+        return CalleesResult(query=fqn, status=MISSING)
+    sites = callee_sites(conn, fqn)
+    return CalleesResult(query=fqn, status=freshness(conn, root, {s.path for s in sites}), sites=sites)
+
+
+def outline(conn: Connection, root: Path, path: str) -> OutlineResult:
+    """A file's definitions in source order, with signatures: a map of a file too large to read."""
+    if not index_ready(conn):
+        return OutlineResult(path=path, status=MISSING)
+    repo = _repo(conn)
+    rows = conn.execute(
+        f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE path = ? ORDER BY start_line, start_byte", (path,)
+    ).fetchall()
+    hits = [_hit(tuple(r), repo) for r in rows]
+    return OutlineResult(path=path, status=freshness(conn, root, [path]), symbols=hits)
+
+
+def impact(conn: Connection, root: Path, fqn: str, depth: int = 2, limit: int = 300) -> ImpactResult:
+    """Reverse k-hop: who calls, extends, implements or uses `fqn`, then who depends on those."""
+    if not index_ready(conn):
+        return ImpactResult(query=fqn, depth=depth, status=MISSING)
+    seen: dict[str, ImpactNode] = {}
+    frontier = [fqn.strip().lstrip("\\")]
+    for distance in range(1, max(1, depth) + 1):
+        following: list[str] = []
+        for current in frontier:
+            for node in _dependents(conn, current, distance, limit):
+                key = node.fqn.lower() or f"{node.path}:{node.line}"
+                if key not in seen and len(seen) < limit:
+                    seen[key] = node
+                    if node.fqn and node.certainty == "resolved":  # name-only guesses are not expanded
+                        following.append(node.fqn)
+        frontier = following
+    nodes = list(seen.values())
+    status = freshness(conn, root, {n.path for n in nodes})
+    return ImpactResult(query=fqn, depth=depth, status=status, nodes=nodes, truncated=len(seen) >= limit)
+
+
+def _dependents(conn: Connection, fqn: str, distance: int, limit: int) -> list[ImpactNode]:
+    sites, _ = call_sites(conn, fqn, limit)
+    nodes = [
+        ImpactNode(fqn=s.caller, distance=distance, relation="calls", path=s.path, line=s.line,
+                   certainty=s.certainty)
+        for s in sites
+    ]
+    owner, member = split_member(fqn)
+    if member:
+        nodes.extend(_overriders(conn, owner, member, distance))
+    else:
+        rows = conn.execute(
+            "SELECT kind, source_fqn, path, line FROM relations WHERE target_fqn = ? "
+            "AND kind IN ('extends', 'implements', 'uses_trait') ORDER BY path, line",
+            (fqn,),
+        ).fetchall()
+        nodes.extend(
+            ImpactNode(fqn=str(src), distance=distance, relation=kind, path=str(p), line=int(ln),
+                       certainty="resolved")
+            for kind, src, p, ln in rows
+        )
+    return nodes
+
+
+def _overriders(conn: Connection, owner: str, member: str, distance: int) -> list[ImpactNode]:
+    """Methods of subclasses (and trait users) that override `owner::member`: they share its contract."""
+    found: list[ImpactNode] = []
+    for subclass in descendants(conn, owner):
+        row = conn.execute(
+            "SELECT fqn, path, start_line FROM symbols WHERE fqn = ? AND kind = 'method'",
+            (f"{subclass}::{member}",),
+        ).fetchone()
+        if row is not None:
+            fqn, path, line = str(row[0]), str(row[1]), int(row[2])
+            found.append(ImpactNode(fqn=fqn, distance=distance, relation="overrides", path=path, line=line,
+                                    certainty="resolved"))
+    return found
+
+
+def explore(conn: Connection, root: Path, names: list[str], per_symbol: int = 20) -> ExploreResult:
+    """Several symbols in one call: definitions, callers and callees of each, one freshness check."""
+    if not index_ready(conn):
+        return ExploreResult(status=MISSING)
+    items: list[ExploreItem] = []
+    paths: set[str] = set()
+    for name in names:
+        hits = find_symbols(conn, name, limit=5)
+        target = hits[0].fqn if len(hits) == 1 else name
+        sites, truncated = call_sites(conn, target, per_symbol)
+        outgoing = callee_sites(conn, target)[:per_symbol] if hits else []
+        paths.update(h.path for h in hits)
+        paths.update(s.path for s in sites)
+        items.append(ExploreItem(query=name, definitions=hits, callers=sites, callees=outgoing,
+                                 callers_truncated=truncated))
+    return ExploreResult(status=freshness(conn, root, paths), items=items)

@@ -1,0 +1,301 @@
+"""Hybrid search: FTS5 (BM25), sqlite-vec and symbol-name legs merged by weighted RRF.
+
+Each leg ranks chunks on its own; a chunk's fused score is the sum over legs of
+`weight / (k + rank)`. The symbol leg ("graph") matches query identifiers against the definitions
+the code graph produced; it and the lexical leg need no model, so with no embedder the answer says
+the vector leg was off instead of pretending. Every answer carries the index's freshness.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from project.index.chunks import words
+from project.index.db import Connection
+from project.index.embed import Embedder
+from project.index.search_store import read_meta
+
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+_STOPWORDS = frozenset(
+    "a an and any are as at be by can could do does each for from given has have if in into is it its "
+    "may might must no not of on or should that the their them there these they this those to was "
+    "were when where whether which who will with".split()
+)
+
+
+# BM25 weight of the name (symbol and owner words), path and body columns; tuned on the quality bench.
+BM25_COLUMNS = (4.0, 1.5, 1.0)
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Weighted RRF parameters; a weight of 0 turns a leg off."""
+
+    # Tuned on the Laravel corpus alone and reported on Symfony, never tuned on (docs/search.md).
+    lexical: float = 1.0
+    vector: float = 0.75
+    graph: float = 0.3
+    k: int = 5  # small k favours the top of each list
+    candidates: int = 100  # how deep the lexical and graph legs rank before fusion
+    # The vector leg ranks less deep: vec0's scan cost grows with its k (at 100k chunks, k = 400 cost
+    # ~10x k = 10), while the quality bench scored the same MRR with 20 as with 100.
+    vector_candidates: int = 20
+
+    def __post_init__(self) -> None:
+        if (
+            min(self.lexical, self.vector, self.graph, self.k) < 0
+            or min(self.candidates, self.vector_candidates) < 1
+        ):
+            raise ValueError("weights must be >= 0, k >= 0 and candidates >= 1")
+
+
+@dataclass(frozen=True)
+class Freshness:
+    indexed_commit: str = ""
+    stale_files: tuple[str, ...] = ()
+    degraded: str = ""  # why search may be incomplete (a failed sync), "" when healthy
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str
+    kind: str
+    snippet: str
+    score: float
+    legs: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "symbol": self.symbol,
+            "kind": self.kind,
+            "score": round(self.score, 6),
+            "legs": list(self.legs),
+            "snippet": self.snippet,
+        }
+
+
+@dataclass(frozen=True)
+class Answer:
+    query: str
+    hits: tuple[Hit, ...]
+    legs: tuple[str, ...]  # the legs that ran
+    freshness: Freshness
+    notes: tuple[str, ...] = field(default=())
+
+
+def query_terms(query: str, *, stopwords: bool = False) -> list[str]:
+    """Lower-cased terms of a query: identifiers and their parts; stopwords dropped unless asked for."""
+    terms: list[str] = []
+    for token in _TOKEN.findall(query):
+        for part in dict.fromkeys([token, *words(token).split()]):
+            low = part.lower()
+            if (stopwords or low not in _STOPWORDS) and (len(low) > 1 or low.isdigit()) and low not in terms:
+                terms.append(low)
+    return terms
+
+
+def rrf(rankings: dict[str, list[int]], weights: Weights) -> dict[int, tuple[float, tuple[str, ...]]]:
+    """Weighted reciprocal rank fusion: chunk id -> (score, legs that ranked it)."""
+    fused: dict[int, tuple[float, tuple[str, ...]]] = {}
+    for leg, ids in rankings.items():
+        weight = float(getattr(weights, leg))
+        for rank, chunk_id in enumerate(ids, start=1):
+            score, legs = fused.get(chunk_id, (0.0, ()))
+            fused[chunk_id] = (score + weight / (weights.k + rank), (*legs, leg))
+    return fused
+
+
+def lexical_ranking(conn: Connection, query: str, limit: int, *, budget: int = 2000) -> list[int]:
+    """BM25 over the FTS5 table, on the query's rarer terms.
+
+    Ranking costs FTS5 a few microseconds per matching row, so a query word found in most chunks
+    ("get", "value") would make latency grow with the index. Terms are taken rarest first while
+    their chunks add up to at most `budget` (they carry most of BM25's weight anyway); if even the
+    rarest term is that common, all terms must match (AND) instead of any (OR), and only the first
+    `budget` matches are ranked.
+    """
+    terms = query_terms(query)
+    if not terms:
+        return []
+    frequency = {term: _capped_count(conn, term, budget) for term in terms}
+    rare: list[str] = []
+    postings = 0
+    for term in sorted(terms, key=lambda t: frequency[t]):
+        if frequency[term] >= budget or (rare and postings + frequency[term] > budget):
+            break
+        rare.append(term)
+        postings += frequency[term]
+    if rare:
+        match = " OR ".join(f'"{t}"' for t in rare)
+    else:
+        match = " AND ".join(f'"{t}"' for t in terms)
+    # The inner LIMIT caps the rows BM25 scores: an AND of common words can still match thousands.
+    rows = conn.execute(
+        "SELECT rowid FROM (SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS score FROM chunks_fts "
+        "WHERE chunks_fts MATCH ? LIMIT ?) ORDER BY score LIMIT ?",
+        (*BM25_COLUMNS, match, budget, limit),
+    )
+    return [row[0] for row in rows]
+
+
+def _capped_count(conn: Connection, term: str, cap: int) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
+        (f'"{term}"', cap),
+    ).fetchone()
+    return int(row[0])
+
+
+def vector_ranking(conn: Connection, embedder: Embedder, query: str, limit: int) -> list[int]:
+    vector = np.asarray(embedder.embed([query])[0], dtype=np.float32)
+    return vector_ranking_for(conn, vector, limit)
+
+
+def vector_ranking_for(conn: Connection, vector: np.ndarray, limit: int, *, oversample: int = 2) -> list[int]:
+    """Coarse Hamming scan of the sign bits in vec0, then exact cosine over those candidates."""
+    query = np.asarray(vector, dtype=np.float32)
+    coarse = conn.execute(
+        "SELECT rowid FROM chunks_vec WHERE embedding MATCH vec_bit(?) AND k = ? ORDER BY distance",
+        (np.packbits(query > 0).tobytes(), limit * oversample),
+    ).fetchall()
+    ids = [row[0] for row in coarse]
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT id, embedding FROM chunk_vectors WHERE id IN ({marks})", ids).fetchall()
+    matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
+    scores = matrix @ query
+    order = np.argsort(-scores, kind="stable")[:limit]
+    return [int(rows[i][0]) for i in order]
+
+
+def graph_ranking(conn: Connection, query: str, limit: int) -> list[int]:
+    """Definitions named by the query: a literal identifier, or a run of adjacent words.
+
+    `findById` in the query, or the words "find by id", reach `findById`; longer runs rank first. A
+    single plain word ("get", "count") is not taken as a name: in a sentence it is far more often
+    just a word, and would pull in every method of that name.
+    """
+    names: dict[str, int] = {}
+    for token in _TOKEN.findall(query):
+        if len(words(token).split()) > 1 or "_" in token:
+            names[token.lower()] = 9  # a literal identifier beats assembled words
+    plain = [w.lower() for token in _TOKEN.findall(query) for w in words(token).split()]
+    content = [w for w in plain if w not in _STOPWORDS]
+    for sequence in (plain, content):
+        for size in (4, 3, 2):
+            for start in range(len(sequence) - size + 1):
+                names.setdefault("".join(sequence[start : start + size]), size)
+    if not names:
+        return []
+    marks = ",".join("?" * len(names))
+    rows = conn.execute(
+        f"SELECT id, lower(name) FROM chunks WHERE name COLLATE NOCASE IN ({marks}) LIMIT ?",
+        (*names, limit * 4),
+    ).fetchall()
+    rows.sort(key=lambda row: -names.get(row[1], 0))
+    return [row[0] for row in rows[:limit]]
+
+
+def read_freshness(conn: Connection) -> Freshness:
+    return _freshness(read_meta(conn))
+
+
+def _freshness(meta: dict[str, str]) -> Freshness:
+    return Freshness(
+        indexed_commit=meta.get("indexed_commit", ""),
+        stale_files=tuple(json.loads(meta.get("stale_files", "[]"))),
+        degraded=meta.get("degraded", ""),
+    )
+
+
+def search(
+    conn: Connection,
+    query: str,
+    *,
+    embedder: Embedder | None = None,
+    limit: int = 10,
+    path_glob: str = "",
+    kinds: Sequence[str] = (),
+    weights: Weights | None = None,
+    absent: str = "no embedder configured",
+) -> Answer:
+    """Run every available leg, fuse, filter by path glob and symbol kind, return the top `limit`.
+
+    `absent` is why there is no embedder, said in the answer's notes when `embedder` is None.
+    """
+    if not query.strip():
+        raise ValueError("query is empty")
+    if limit < 1:
+        raise ValueError("limit must be >= 1")
+    weights = weights or Weights()
+    widen = 4 if path_glob or kinds else 1  # filters apply after fusion: look deeper
+    depth = weights.candidates * widen
+    rankings: dict[str, list[int]] = {}
+    notes: list[str] = []
+    if weights.lexical:
+        rankings["lexical"] = lexical_ranking(conn, query, depth)
+    if weights.graph:
+        rankings["graph"] = graph_ranking(conn, query, depth)
+    meta = read_meta(conn)
+    if embedder is None:
+        notes.append(f"vector leg absent: {absent}; lexical and graph legs only")
+    elif (meta.get("model_id"), meta.get("dimension")) != (embedder.model_id, str(embedder.dimension)):
+        # Vectors of two models are not comparable; a silent mix would rank at random.
+        notes.append(
+            f"vector leg off: the index holds vectors of {meta.get('model_id') or 'no model'}, "
+            f"not {embedder.model_id}; lexical and graph legs only"
+        )
+    elif weights.vector:
+        rankings["vector"] = vector_ranking(conn, embedder, query, weights.vector_candidates * widen)
+    fused = rrf(rankings, weights)
+    hits = _hits(conn, fused, path_glob, set(kinds), limit)
+    freshness = _freshness(meta)
+    if freshness.degraded:
+        notes.append(f"degraded search: {freshness.degraded}")
+    return Answer(query, tuple(hits), tuple(rankings), freshness, tuple(notes))
+
+
+def _hits(
+    conn: Connection,
+    fused: dict[int, tuple[float, tuple[str, ...]]],
+    path_glob: str,
+    kinds: set[str],
+    limit: int,
+) -> list[Hit]:
+    order = sorted(fused, key=lambda chunk_id: (-fused[chunk_id][0], chunk_id))
+    hits: list[Hit] = []
+    for start in range(0, len(order), 200):
+        ids = order[start : start + 200]
+        marks = ",".join("?" * len(ids))
+        rows = {
+            row[0]: row
+            for row in conn.execute(
+                "SELECT id, path, start_line, end_line, symbol, kind, snippet FROM chunks "
+                f"WHERE id IN ({marks})",
+                ids,
+            )
+        }
+        for chunk_id in ids:
+            row = rows.get(chunk_id)
+            if row is None or (kinds and row[5] not in kinds):
+                continue
+            if path_glob and not fnmatch.fnmatchcase(row[1], path_glob):
+                continue
+            score, legs = fused[chunk_id]
+            hits.append(Hit(row[1], row[2], row[3], row[4], row[5], row[6], score, legs))
+            if len(hits) == limit:
+                return hits
+    return hits

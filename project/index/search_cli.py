@@ -1,0 +1,99 @@
+"""`forgebot search PATH QUERY [--json] [-k N] [--batch FILE]`: hybrid search of a checkout from a shell.
+
+The checkout's index (under the data directory, never inside the checkout) is created on first use
+and brought up to date before answering, so results always describe the files on disk. The vector
+leg uses the configured embedder (`FORGEBOT_EMBEDDER__KIND`, the offline model by default); with
+`--no-embeddings` or `kind=off` the answer says it ran without.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from foundation.settings import Settings
+from project.embedding import embedder_for
+from project.index import search_store, taskindex
+from project.index.db import connect
+from project.index.embed import Embedder
+from project.index.location import index_path
+from project.index.search import Answer, search
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("search", help="hybrid (full-text, vector, symbol) search of a checkout")
+    parser.add_argument("path", type=Path, help="the checkout (a git worktree)")
+    parser.add_argument("query", nargs="?", default=None, help="what to look for")
+    parser.add_argument("--json", action="store_true", help="one JSON object per query")
+    parser.add_argument("-k", type=int, default=10, help="hits per query (default 10)")
+    parser.add_argument("--batch", type=Path, help="run one query per line of FILE")
+    parser.add_argument("--no-embeddings", action="store_true", help="lexical and symbol legs only")
+    parser.set_defaults(handler=run)
+
+
+def configured_embedder(args: argparse.Namespace) -> Embedder | None:
+    """The embedder `FORGEBOT_EMBEDDER__*` configures (the offline model by default), or none."""
+    if args.no_embeddings:
+        return None
+    settings = getattr(args, "settings", None) or Settings()
+    return embedder_for(settings.embedder)
+
+
+def _queries(args: argparse.Namespace) -> list[str]:
+    if (args.query is None) == (args.batch is None):
+        raise ValueError("give either QUERY or --batch FILE")
+    if args.batch is None:
+        return [str(args.query)]
+    lines = Path(args.batch).read_text().splitlines()
+    return [line.strip() for line in lines if line.strip()]
+
+
+def _render(answer: Answer, as_json: bool, with_freshness: bool) -> str:
+    hits = [{key: value for key, value in hit.as_dict().items() if key != "snippet"} for hit in answer.hits]
+    if as_json:
+        record: dict[str, object] = {"query": answer.query, "hits": hits}
+        if with_freshness:
+            record["legs"] = list(answer.legs)
+            record["indexed_commit"] = answer.freshness.indexed_commit
+            record["stale_files"] = list(answer.freshness.stale_files)
+            record["notes"] = list(answer.notes)
+        return json.dumps(record)
+    lines = [f"# {answer.query}"] if not with_freshness else []
+    lines += [
+        f"{h['path']}:{h['start_line']}-{h['end_line']}  {h['symbol'] or '-'}  {h['score']:.4f}" for h in hits
+    ]
+    if with_freshness:
+        lines += [f"# {note}" for note in answer.notes]
+        if answer.freshness.stale_files:
+            lines.append(f"# stale: {', '.join(answer.freshness.stale_files)}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        queries = _queries(args)
+        if args.k < 1:
+            raise ValueError("-k must be at least 1")
+        root = Path(args.path).resolve()
+        taskindex.head_commit(root)  # fails clearly when PATH is not a git checkout
+    except (ValueError, OSError, RuntimeError) as exc:
+        sys.stderr.write(f"forgebot search: {exc}\n")
+        return 2
+    embedder = configured_embedder(args)
+    index = index_path(Path(args.data_dir), root)
+    if not index.exists():
+        hint = "; embedding can take minutes, --no-embeddings skips it" if embedder else ""
+        sys.stderr.write(f"forgebot search: building the index of {root} (first run{hint})\n")
+    taskindex.refresh(index, root, embedder=embedder)
+    conn = connect(index, readonly=True)
+    search_store.tune_reader(conn)
+    try:
+        single = args.batch is None
+        for query in queries:
+            answer = search(conn, query, embedder=embedder, limit=args.k)
+            sys.stdout.write(_render(answer, args.json, with_freshness=single) + "\n")
+    finally:
+        conn.close()
+    return 0

@@ -1,0 +1,263 @@
+"""The code graph's tables in the index database, and the two ways to fill them: build and sync.
+
+Both take an explicit list of files (never a walk of the repository); a file's content hash (git's
+blob id) decides whether it is parsed again. A file's rows are replaced in one transaction, so a
+reader sees either the old or the new version of it. A file that no longer parses cleanly keeps its
+last rows and is marked stale: a half-typed edit must not erase what the graph knew about the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from project.index.db import Connection
+from project.index.parse import FileRows, content_hash, new_parser, parse_rows
+
+SCHEMA_VERSION = "1"
+LANGUAGES = {".php": "php"}
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, content_hash TEXT NOT NULL, language TEXT NOT NULL,
+    stale INTEGER NOT NULL DEFAULT 0, indexed_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS symbols (
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL, kind TEXT NOT NULL, fqn TEXT NOT NULL COLLATE NOCASE,
+    name TEXT NOT NULL COLLATE NOCASE, parent_fqn TEXT NOT NULL COLLATE NOCASE,
+    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, start_byte INTEGER NOT NULL,
+    end_byte INTEGER NOT NULL, signature TEXT NOT NULL, docblock TEXT NOT NULL, attributes TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS relations (
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL, kind TEXT NOT NULL,
+    source_fqn TEXT NOT NULL COLLATE NOCASE, target_name TEXT NOT NULL COLLATE NOCASE,
+    target_fqn TEXT NOT NULL COLLATE NOCASE, fallback_fqn TEXT NOT NULL COLLATE NOCASE, line INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS symbols_path ON symbols(path);
+CREATE INDEX IF NOT EXISTS symbols_fqn ON symbols(fqn);
+CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
+CREATE INDEX IF NOT EXISTS relations_path ON relations(path);
+CREATE INDEX IF NOT EXISTS relations_target_name ON relations(target_name);
+CREATE INDEX IF NOT EXISTS relations_target_fqn ON relations(target_fqn);
+CREATE INDEX IF NOT EXISTS relations_fallback ON relations(fallback_fqn) WHERE fallback_fqn != '';
+CREATE INDEX IF NOT EXISTS relations_source ON relations(source_fqn);
+"""
+
+@dataclass
+class SyncReport:
+    """What a build or sync did, by repository-relative path."""
+
+    parsed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+    symbols: int = 0
+    relations: int = 0
+
+
+def ensure_schema(conn: Connection) -> None:
+    conn.executescript(_SCHEMA)
+    with conn:
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('graph.schema', ?)", (SCHEMA_VERSION,))
+
+
+def relative_path(root: Path | str, path: Path | str) -> str:
+    """Validate that `path` names a file inside `root` and return it relative, with forward slashes.
+
+    Symlinks are resolved first, so a link pointing out of the checkout is rejected too.
+    """
+    return _relative(os.path.realpath(root), path)
+
+
+def _relative(base: str, path: Path | str) -> str:
+    full = os.path.realpath(os.path.join(base, os.fspath(path)))
+    if not full.startswith(base + os.sep):
+        raise ValueError(f"path {str(path)!r} is outside the repository {base!r}")
+    return full[len(base) + 1 :].replace(os.sep, "/")
+
+
+# Runs beside the parse, in the parser process: derives more from a file's rows and bytes (the base
+# index's search rows), so that work is spread over the pool too; a module-level function (pickled).
+Prepare = Callable[[FileRows, bytes], object]
+# Runs in the building process inside the build's transaction, for each file written.
+Consume = Callable[[FileRows], None]
+
+
+def _parse_batch(root: str, paths: Sequence[str], prepare: Prepare | None = None) -> list[FileRows]:
+    """Worker entry point: parse files under `root` (one parser reused for the batch)."""
+    parser = new_parser()
+    base = Path(root)
+    found = []
+    for rel in paths:
+        source = (base / rel).read_bytes()
+        rows = parse_rows(rel, source, parser)
+        found.append(rows if prepare is None else dataclasses.replace(rows, prepared=prepare(rows, source)))
+    return found
+
+
+def write_file(conn: Connection, rows: FileRows, now: float) -> bool:
+    """Replace one file's rows (call inside a transaction); False if its last good rows were kept."""
+    previous = conn.execute("SELECT 1 FROM symbols WHERE path = ? LIMIT 1", (rows.path,)).fetchone()
+    if rows.has_errors and previous is not None:
+        conn.execute(
+            "UPDATE files SET content_hash = ?, stale = 1, indexed_at = ? WHERE path = ?",
+            (rows.content_hash, now, rows.path),
+        )
+        return False
+    conn.execute("DELETE FROM symbols WHERE path = ?", (rows.path,))
+    conn.execute("DELETE FROM relations WHERE path = ?", (rows.path,))
+    conn.executemany("INSERT INTO symbols VALUES (NULL,?,?,?,?,?,?,?,?,?,?,?,?)", rows.symbols)
+    conn.executemany("INSERT INTO relations VALUES (NULL,?,?,?,?,?,?,?)", rows.relations)
+    conn.execute(
+        "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)",
+        (rows.path, rows.content_hash, rows.language, int(rows.has_errors), now),
+    )
+    return True
+
+
+def _remove(conn: Connection, path: str) -> None:
+    for table in ("symbols", "relations", "files"):
+        conn.execute(f"DELETE FROM {table} WHERE path = ?", (path,))
+
+
+def _batches(paths: list[str], size: int) -> list[list[str]]:
+    return [paths[i : i + size] for i in range(0, len(paths), size)]
+
+
+# below this many files, starting parser processes costs more than it saves
+PARALLEL_FROM_FILES = 200
+
+
+def _parse_all(root: Path, paths: list[str], workers: int, prepare: Prepare | None) -> Iterable[FileRows]:
+    if workers <= 1 or len(paths) < max(PARALLEL_FROM_FILES, 2 * workers):
+        yield from _parse_batch(str(root), paths, prepare)
+        return
+    size = max(8, len(paths) // (workers * 8))
+    # forkserver, not fork: the worker process has threads (the background vector build, onnxruntime)
+    # and a forked child could inherit a lock one of them held
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
+        batches = _batches(paths, size)
+        for batch in pool.map(_parse_batch, [str(root)] * len(batches), batches, [prepare] * len(batches)):
+            yield from batch
+
+
+def build(
+    conn: Connection, root: Path, paths: Iterable[Path | str], *, workers: int = 1,
+    prepare: Prepare | None = None, consume: Consume | None = None,
+) -> SyncReport:
+    """Make the graph hold exactly `paths`: parse changed files, drop files no longer listed.
+
+    `prepare` (in the parser processes) and `consume` (here, in the same transaction) let a base
+    index fill its search tables from the same pass over the files.
+    """
+    ensure_schema(conn)
+    base = os.path.realpath(root)
+    listed = {_relative(base, p) for p in paths if os.path.splitext(p)[1] in LANGUAGES}
+    wanted = sorted(rel for rel in listed if (root / rel).is_file())  # git lists deleted tracked files
+    known = {row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, content_hash, stale FROM files")}
+    report = SyncReport()
+    todo: list[str] = []
+    for rel in wanted:
+        stored = known.get(rel)
+        if stored is not None and not stored[1] and stored[0] == content_hash((root / rel).read_bytes()):
+            report.unchanged.append(rel)
+        else:
+            todo.append(rel)
+    now = time.time()
+    with conn:
+        if not conn.in_transaction:
+            conn.execute("BEGIN")  # so that DROP INDEX in a first build rolls back with the rest
+        parsed = _parse_all(root.resolve(), todo, workers, prepare)
+        if consume is not None:
+            parsed = _consumed(parsed, consume)
+        if not known:
+            _bulk_load(conn, parsed, now, report)
+        else:
+            for rel in sorted(set(known) - set(wanted)):
+                _remove(conn, rel)
+                report.removed.append(rel)
+            for rows in parsed:
+                _record(conn, rows, now, report)
+        _stamp(conn, root, now)
+    return report
+
+
+def _consumed(parsed: Iterable[FileRows], consume: Consume) -> Iterator[FileRows]:
+    for rows in parsed:
+        consume(rows)
+        yield rows
+
+
+def _bulk_load(conn: Connection, batches: Iterable[FileRows], now: float, report: SyncReport) -> None:
+    """First build into empty tables: insert without indexes, then index once (about 2x faster)."""
+    indexes = [line for line in _SCHEMA.splitlines() if line.startswith("CREATE INDEX")]
+    for statement in indexes:
+        conn.execute(f"DROP INDEX IF EXISTS {statement.split()[5]}")
+    for rows in batches:
+        conn.executemany("INSERT INTO symbols VALUES (NULL,?,?,?,?,?,?,?,?,?,?,?,?)", rows.symbols)
+        conn.executemany("INSERT INTO relations VALUES (NULL,?,?,?,?,?,?,?)", rows.relations)
+        conn.execute(
+            "INSERT INTO files VALUES (?, ?, ?, ?, ?)",
+            (rows.path, rows.content_hash, rows.language, int(rows.has_errors), now),
+        )
+        report.symbols += len(rows.symbols)
+        report.relations += len(rows.relations)
+        (report.stale if rows.has_errors else report.parsed).append(rows.path)
+    for statement in indexes:
+        conn.execute(statement)
+
+
+def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> SyncReport:
+    """Bring the listed files up to date: re-parse those whose content changed, drop deleted ones."""
+    ensure_schema_once(conn)
+    report = SyncReport()
+    parser = new_parser()
+    base = os.path.realpath(root)
+    for rel in sorted({_relative(base, p) for p in changed}):
+        if os.path.splitext(rel)[1] not in LANGUAGES:
+            continue  # not a language the graph holds
+        full = root / rel
+        if not full.is_file():
+            with conn:
+                _remove(conn, rel)
+            report.removed.append(rel)
+            continue
+        source = full.read_bytes()
+        digest = content_hash(source)
+        stored = conn.execute("SELECT content_hash, stale FROM files WHERE path = ?", (rel,)).fetchone()
+        if stored is not None and stored[0] == digest:
+            (report.stale if stored[1] else report.unchanged).append(rel)
+            continue
+        rows = parse_rows(rel, source, parser)
+        with conn:
+            _record(conn, rows, time.time(), report)
+    return report
+
+
+def _record(conn: Connection, rows: FileRows, now: float, report: SyncReport) -> None:
+    if write_file(conn, rows, now):
+        report.symbols += len(rows.symbols)
+        report.relations += len(rows.relations)
+    (report.stale if rows.has_errors else report.parsed).append(rows.path)
+
+
+def ensure_schema_once(conn: Connection) -> None:
+    """Create the schema unless it exists: sync runs per edit and must stay cheap."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'relations'").fetchone() is None:
+        ensure_schema(conn)
+
+
+def _stamp(conn: Connection, root: Path, now: float) -> None:
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('graph.built_at', ?)", (str(now),))
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('graph.repo', ?)", (root.resolve().name,))
+
+
+def default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))

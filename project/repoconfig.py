@@ -1,0 +1,209 @@
+"""`.forgebot.yml`: the per-repository configuration, read from the default branch only.
+
+The file is read with `git show <default branch>:.forgebot.yml`, never from the working tree or the
+change's branch: a change under review must not be able to switch off its own checks. An invalid
+file raises `RepoConfigError`, whose message names the field and is posted as the task's comment;
+the task stops rather than guessing.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from foundation.gitrunner import Repo, run
+from project.profiles import CommandSpec, Profile, ProfileError, load_profile
+
+CONFIG_PATH = ".forgebot.yml"
+MAX_CONFIG_BYTES = 64 * 1024
+_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
+
+
+class RepoConfigError(ValueError):
+    """`.forgebot.yml` cannot be used; `str(error)` is a Markdown message fit for a comment."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Commands(_Strict):
+    """Overrides of the profile's commands: a string replaces, `false` disables, absent keeps."""
+
+    install: str | Literal[False] | None = None
+    test: str | Literal[False] | None = None
+    smoke: str | Literal[False] | None = None
+    lint: dict[str, str | Literal[False]] | Literal[False] | None = Field(
+        default=None, description="by lint name: a command replaces or adds, false drops one"
+    )
+    timeout_seconds: int = Field(default=600, gt=0, le=7200)
+    memory_mb: int = Field(default=2048, ge=64, le=65536)
+
+    @field_validator("install", "test", "smoke")
+    @classmethod
+    def _not_blank(cls, value: str | Literal[False] | None) -> str | Literal[False] | None:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("an empty command; use false to disable it")
+        return value
+
+
+class Labels(_Strict):
+    """Issue labels that trigger the bot in this repository (None: the server's setting)."""
+
+    implement: str | None = Field(default=None, min_length=1, max_length=255)
+    analyze: str | None = Field(default=None, min_length=1, max_length=255)
+
+
+class Budgets(_Strict):
+    """Limits on one task in this repository (None: the server's default)."""
+
+    max_tokens: int | None = Field(default=None, gt=0)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_minutes: int | None = Field(default=None, gt=0, le=24 * 60)
+    max_review_rounds: int | None = Field(default=None, ge=0, le=20)
+
+
+class Review(_Strict):
+    """Review noise control for this repository (None: the server's setting)."""
+
+    severity_threshold: Literal["blocker", "major", "minor", "info"] | None = None
+    max_findings: int | None = Field(default=None, ge=1, le=100)
+    max_file_lines: int | None = Field(default=None, ge=10)
+
+
+class RepoConfig(_Strict):
+    """The validated content of `.forgebot.yml`; an absent file gives these defaults."""
+
+    profile: str = "php"
+    commands: Commands = Field(default_factory=Commands)
+    labels: Labels = Field(default_factory=Labels)
+    budgets: Budgets = Field(default_factory=Budgets)
+    review: Review = Field(default_factory=Review)
+    protected_paths: tuple[str, ...] = Field(
+        default=(), description="fnmatch patterns the coder may not edit; `*` crosses directories"
+    )
+    allow_protected: tuple[str, ...] = Field(
+        default=(), description="patterns of normally protected paths (CI config, hooks) the coder may edit"
+    )
+    database: str | None = Field(
+        default=None, description="name of a connection configured on the server, never its URL"
+    )
+
+    @field_validator("protected_paths", "allow_protected")
+    @classmethod
+    def _relative_patterns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            if not pattern or pattern.startswith("/") or ".." in pattern.split("/"):
+                raise ValueError(f"{pattern!r} must be a relative path pattern")
+        return value
+
+    def is_protected(self, path: str) -> bool:
+        """Whether a repository-relative path matches a protected pattern (`dir/` covers its tree)."""
+        clean = path.removeprefix("./")
+        for pattern in self.protected_paths:
+            if pattern.endswith("/") and clean.startswith(pattern):
+                return True
+            if fnmatch.fnmatchcase(clean, pattern):
+                return True
+        return False
+
+    def resolve_profile(self) -> Profile:
+        """The profile named by `profile` with `commands` applied."""
+        return apply_overrides(load_profile(self.profile), self.commands)
+
+
+def apply_overrides(profile: Profile, commands: Commands) -> Profile:
+    """Return `profile` with the repository's command overrides applied."""
+    update: dict[str, object] = {}
+    for key in ("install", "test", "smoke"):
+        value = getattr(commands, key)
+        if value is False:
+            update[key] = None
+        elif isinstance(value, str):
+            update[key] = CommandSpec(name=key, run=value, network=key == "install")
+    if commands.lint is False:
+        update["lint"] = ()
+    elif commands.lint:
+        kept = [spec for spec in profile.lint if spec.name not in commands.lint]
+        added = [CommandSpec(name=n, run=r) for n, r in commands.lint.items() if isinstance(r, str)]
+        update["lint"] = (*kept, *added)
+    return profile.model_copy(update=update)
+
+
+def parse_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
+    """Validate the text of a `.forgebot.yml`; `source` names it in error messages."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise RepoConfigError(f"`{source}` is not valid YAML: {exc}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise RepoConfigError(f"`{source}` must be a mapping of settings, not {type(data).__name__}")
+    try:
+        config = RepoConfig.model_validate(data)
+    except ValidationError as exc:
+        raise RepoConfigError(_describe(exc, source)) from exc
+    try:
+        config.resolve_profile()
+    except ProfileError as exc:
+        raise RepoConfigError(f"`{source}` is invalid:\n- `profile`: {exc}") from exc
+    return config
+
+
+def load_repo_config(repo_dir: Path, default_branch: str) -> RepoConfig:
+    """Read `.forgebot.yml` from `default_branch` of the repository at `repo_dir`.
+
+    The working tree and any other branch are ignored. A missing file gives the defaults; a missing
+    branch or an invalid file raises RepoConfigError.
+    """
+    if not _REF.match(default_branch) or ".." in default_branch:
+        raise RepoConfigError(f"invalid default branch name {default_branch!r}")
+    if _git(repo_dir, "rev-parse", "--verify", "--quiet", f"{default_branch}^{{commit}}") is None:
+        raise RepoConfigError(f"default branch `{default_branch}` not found in the repository")
+    listing = _git(repo_dir, "ls-tree", "-l", default_branch, "--", CONFIG_PATH)
+    if not listing:
+        return RepoConfig()
+    fields = listing.split()
+    if fields[1] != "blob":
+        raise RepoConfigError(f"`{CONFIG_PATH}` on `{default_branch}` is not a file")
+    if int(fields[3]) > MAX_CONFIG_BYTES:
+        raise RepoConfigError(f"`{CONFIG_PATH}` is larger than {MAX_CONFIG_BYTES} bytes")
+    text = _git(repo_dir, "show", f"{default_branch}:{CONFIG_PATH}")
+    if text is None:
+        raise RepoConfigError(f"`{CONFIG_PATH}` on `{default_branch}` could not be read")
+    return parse_repo_config(text, f"{CONFIG_PATH}` on `{default_branch}")
+
+
+def _git(repo_dir: Path, *args: str) -> str | None:
+    done = run(args, Repo.at(repo_dir), timeout=30)
+    return done.stdout if done.returncode == 0 else None
+
+
+def _describe(exc: ValidationError, source: str) -> str:
+    """One line per field, with union-member tags dropped and the most specific field kept."""
+    messages: dict[str, list[str]] = {}
+    inputs: dict[str, str] = {}
+    for error in exc.errors():
+        parts = [str(p) for p in error["loc"] if not (isinstance(p, str) and _is_type_tag(p))]
+        field = ".".join(parts) or "(top level)"
+        message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
+        if isinstance(error.get("input"), str | int | float | bool) and error["type"] != "extra_forbidden":
+            inputs[field] = f" (got {error['input']!r})"
+        if message not in messages.setdefault(field, []):
+            messages[field].append(message)
+    lines = [f"`{source}` is invalid:"]
+    for field, texts in messages.items():
+        if not any(other.startswith(field + ".") for other in messages):
+            lines.append(f"- `{field}`: {' or '.join(texts)}{inputs.get(field, '')}")
+    return "\n".join(lines)
+
+
+def _is_type_tag(part: str) -> bool:
+    # pydantic names the member of a union it tried: `str`, `literal[False]`, `dict[str,...]`.
+    return part in {"str", "int", "float", "bool"} or "[" in part
