@@ -79,7 +79,11 @@ def search_memory(
         raise ValueError("query is empty")
     if not memory.present(conn):
         return [], ["no project memory in this index (built before memory existed)"]
-    return memory.search(conn, query, embedder=embedder, limit=max(1, min(k, 20)))
+    leg = vector_leg(conn, embedder)  # adopts the base's vectors (code and memory) once they are built
+    hits, notes = memory.search(conn, query, embedder=leg.embedder, limit=max(1, min(k, 20)))
+    if leg.embedder is None and embedder is not None:
+        notes = [f"vector leg absent: {leg.absent}; lexical memory search only"]
+    return hits, notes
 
 
 def vector_leg(conn: Connection, embedder: Embedder | None) -> VectorState:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from project.index import search_store
+from project.index import memory, search_store
 from project.index.db import Connection, connect
 from project.index.embed import Embedder
 
@@ -157,6 +157,7 @@ def build(base: Path, embedder: Embedder, stop: Callable[[], bool] = _stopping.i
             if previous is not None:
                 copy_vectors(conn, previous)
             search_store.embed_pending(conn, embedder, batch_size=32, stop=stop)
+            _memory_vectors(conn, embedder, previous, stop)
             if stop():
                 raise Stopped("the worker is exiting or its data directory is being removed")
             search_store.write_meta(conn, **{_ADOPTED: embedder.model_id})
@@ -166,6 +167,18 @@ def build(base: Path, embedder: Embedder, stop: Callable[[], bool] = _stopping.i
         partial.replace(target)
         _failed_path(target).unlink(missing_ok=True)
     return target
+
+
+def _memory_vectors(conn: Connection, embedder: Embedder, source: Path | None,
+                    stop: Callable[[], bool] | None = None) -> None:
+    """The project memory's vector leg, beside the code's: vectors `source` holds for the same item
+    text are copied, the rest embedded (a base's history once, a task's own discussions when adopted)."""
+    if not memory.present(conn):
+        return
+    memory.ensure_schema(conn, embedder)
+    if source is not None:
+        memory.copy_vectors(conn, source)
+    memory.embed_pending(conn, embedder, stop=stop)
 
 
 def _previous(base: Path, embedder: Embedder, target: Path) -> Path | None:
@@ -211,6 +224,7 @@ def adopt(conn: Connection, embedder: Embedder) -> VectorState:
     """Bring the vector leg into a task index (`conn` writable); say why not when it cannot."""
     meta = search_store.read_meta(conn)
     if meta.get(_ADOPTED) == embedder.model_id and meta.get("model_id") == embedder.model_id:
+        _memory_vectors(conn, embedder, None)  # discussions the task remembered after adopting
         return VectorState(embedder, embedded=search_store.embed_pending(conn, embedder))  # the task's own
     base = meta.get(BASE_KEY, "")
     if not base:
@@ -223,6 +237,7 @@ def adopt(conn: Connection, embedder: Embedder) -> VectorState:
         return VectorState(None, "the repository's vectors are still being built in the background")
     search_store.ensure_schema(conn, embedder)
     copy_vectors(conn, target)
+    _memory_vectors(conn, embedder, target)
     embedded = search_store.embed_pending(conn, embedder)
     search_store.write_meta(conn, **{_ADOPTED: embedder.model_id})
     return VectorState(embedder, embedded=embedded)

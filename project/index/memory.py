@@ -16,13 +16,13 @@ Tables (in the index file, next to the graph's and search's):
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from project.index.db import Connection
+from project.index.db import Connection, connect
 from project.index.embed import Embedder
 from project.index.search import query_terms
 
@@ -177,10 +177,12 @@ def _delete(conn: Connection, ids: list[int]) -> None:
         conn.execute("DELETE FROM memory_items WHERE id = ?", (row_id,))
 
 
-def embed_pending(conn: Connection, embedder: Embedder, *, batch_size: int = 64) -> int:
-    """Embed the items without a vector (new or changed ones); returns how many."""
+def embed_pending(
+    conn: Connection, embedder: Embedder, *, batch_size: int = 64, stop: Callable[[], bool] | None = None
+) -> int:
+    """Embed the items without a vector (new or changed ones), until `stop()` says so; returns how many."""
     done = 0
-    while True:
+    while stop is None or not stop():
         rows = conn.execute("SELECT id, title, body FROM memory_items WHERE embedded = 0 LIMIT ?",
                             (batch_size,)).fetchall()
         if not rows:
@@ -192,6 +194,35 @@ def embed_pending(conn: Connection, embedder: Embedder, *, batch_size: int = 64)
                              (int(row[0]), np.asarray(vector, dtype=np.float32).tobytes()))
                 conn.execute("UPDATE memory_items SET embedded = 1 WHERE id = ?", (int(row[0]),))
         done += len(rows)
+    return done
+
+
+def copy_vectors(conn: Connection, source: Path) -> int:
+    """Give every item without a vector the vector `source` (an index of the same model) holds for the
+    same content: a base's background vectors reach the task indexes copied from it, and an earlier
+    commit's reach the next base, so only new or changed items are embedded."""
+    reader = connect(source, readonly=True)
+    try:
+        if not present(reader):
+            return 0
+        wanted: dict[str, list[int]] = {}
+        for row_id, digest in conn.execute("SELECT id, content_hash FROM memory_items WHERE embedded = 0"):
+            wanted.setdefault(str(digest), []).append(int(row_id))
+        if not wanted:
+            return 0
+        found: list[tuple[int, bytes]] = []
+        cursor = reader.execute("SELECT i.content_hash, v.embedding FROM memory_items i "
+                                "JOIN memory_vectors v ON v.id = i.id")
+        for digest, blob in cursor:
+            for row_id in wanted.pop(str(digest), []):
+                found.append((row_id, bytes(blob)))
+    finally:
+        reader.close()
+    with conn:
+        for row_id, blob in found:
+            conn.execute("INSERT OR REPLACE INTO memory_vectors (id, embedding) VALUES (?, ?)", (row_id, blob))
+            conn.execute("UPDATE memory_items SET embedded = 1 WHERE id = ?", (row_id,))
+    return len(found)
 
 
 def count(conn: Connection) -> dict[str, int]:

@@ -154,3 +154,62 @@ print(base)
     assert not basevectors.vectors_path(base, embedder).exists()
     assert not basevectors.vectors_path(base, embedder).with_suffix(".failed").exists()
     assert basevectors.build(base, embedder).is_file()  # the next worker builds it
+
+
+def _memory(root: Path, index: Path, embedder: HashingEmbedder | None, query: str) -> str:
+    conn = connect(index, readonly=True)
+    try:
+        return str(search_tools(root, conn, embedder)["search_memory"].invoke({"query": query, "k": 3}))
+    finally:
+        conn.close()
+
+
+def _memory_rows(index: Path) -> tuple[int, int]:
+    conn = connect(index, readonly=True)
+    try:
+        items = conn.execute("SELECT count(*) FROM memory_items").fetchone()[0]
+        return items, conn.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_project_memory_gets_its_vector_leg_from_the_same_background_build(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "checkout")
+    (root / "docs").mkdir()
+    (root / "docs" / "adr-001-user-cache.md").write_text(
+        "# ADR 1: users are cached\n\nLookups by id dominate the traffic, so the repository keeps users in a cache.\n"
+    )
+    commit(root, "ADR: users are cached")
+    data = tmp_path / "data"
+    base = taskindex.build_base(data, "demo", root)
+    embedder = GatedEmbedder()
+    done = basevectors.start(base, embedder)
+    task = taskindex.copy_for_task(base, data, "t1")
+    early = _memory(root, task, embedder, "why are users kept in a cache")
+    assert "adr-001-user-cache.md" in early
+    assert "vector leg absent: the repository's vectors are still being built in the background" in early
+    embedder.gate.set()
+    assert done.wait(30)
+    items, vectors = _memory_rows(basevectors.vectors_path(base, embedder))
+    assert items > 0 and vectors == items  # the base's whole memory embedded beside its code
+    late = _memory(root, task, embedder, "why are users kept in a cache")
+    assert "vector leg absent" not in late and "vector)" in late  # hits name the legs that found them
+    assert _memory_rows(task) == (items, items)  # the task took the base's memory vectors
+
+
+def test_memory_items_unchanged_since_an_earlier_commit_keep_their_vectors(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "checkout")
+    data = tmp_path / "data"
+    embedder = HashingEmbedder(dimension=16)
+    first = taskindex.build_base(data, "demo", root)
+    basevectors.build(first, embedder)
+    items_before, _ = _memory_rows(first)
+    (root / "NOTES.md").write_text("# Notes\n\nOne new section.\n")
+    commit(root, "add notes")
+    second = taskindex.build_base(data, "demo", root)
+    embedder.calls.clear()
+    basevectors.build(second, embedder)
+    items, vectors = _memory_rows(basevectors.vectors_path(second, embedder))
+    assert items > items_before and vectors == items
+    chunks_new = 0  # the commit touched no PHP file: no code chunk is new
+    assert sum(embedder.calls) == chunks_new + (items - items_before)
