@@ -13,7 +13,7 @@ import redis
 from prometheus_client import CollectorRegistry, generate_latest
 from starlette.testclient import TestClient
 
-from bot import metrics
+from foundation import metrics
 from bot.app import create_app
 from bot.queue import open_pool
 from foundation.arqlayout import in_progress_key

@@ -16,7 +16,7 @@ from tests.deploy.chart import ROOT
 
 # FORGEBOT_ names that are not settings, with the file that reads each one.
 NOT_SETTINGS = {
-    "FORGEBOT_SECRETS_DIR": ROOT / "bot" / "settings.py",
+    "FORGEBOT_SECRETS_DIR": ROOT / "foundation" / "settings.py",
     "FORGEBOT_REQUIRE_TOOLS": ROOT / ".ci" / "run",
     "FORGEBOT_TEST_WORKERS": ROOT / "scripts" / "test",
 }
