@@ -13,9 +13,9 @@ import redis
 from prometheus_client import CollectorRegistry, generate_latest
 from starlette.testclient import TestClient
 
-from foundation import metrics
 from bot.app import create_app
 from bot.queue import open_pool
+from foundation import metrics
 from foundation.arqlayout import in_progress_key
 from foundation.forge.errors import ForgeAuthError, ForgeRateLimited, error_for_status
 from foundation.metrics import QueueCollector, TaskMetrics, read_queue
