@@ -18,7 +18,7 @@ import redis
 from pydantic import SecretStr
 
 from bot.redisserver import PrivateRedis
-from foundation.settings import GitHubSettings, GitLabSettings, IntakeSettings, Settings
+from foundation.settings import EmbedderSettings, GitHubSettings, GitLabSettings, IntakeSettings, Settings
 from tests.fakes.forge_http import FakeForgeState, create_fake_forge
 from tests.fakes.server import ServerThread
 from tests.tools import need_tools
@@ -40,9 +40,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if PHP_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.php)
-    long_first = [Path(__file__).parent / name for name in LONG_FIRST]
-    # stable: each module stays together, in its own order (module-scoped fixtures are set up once)
-    items.sort(key=lambda item: not any(item.path.is_relative_to(d) for d in long_first))
+    long_dirs = [Path(__file__).parent / name for name in LONG_FIRST]
+    long = [item for item in items if any(item.path.is_relative_to(d) for d in long_dirs)]
+    short = [item for item in items if not any(item.path.is_relative_to(d) for d in long_dirs)]
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    items[:] = spread_first(long, short, workers)
+
+
+def spread_first(long: list[pytest.Item], short: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """The long scenarios dealt round-robin to the start of each worker's first batch.
+
+    pytest-xdist's `load` scheduler hands each worker a first batch of *consecutive* items (a
+    quarter of its share), then feeds whoever is idle. Long scenarios merely put first would all
+    land in worker 0's batch and run one after another there (measured: that worker 257 s, the
+    others 118 s); dealt out, their waits overlap on every worker. Every worker computes the same
+    order (xdist requires identical collections).
+    """
+    if workers <= 1:
+        return long + short
+    total = len(long) + len(short)
+    batch = max(total // workers // 4, 2)  # xdist.scheduler.load's first batch per worker
+    dealt = [long[index::workers] for index in range(workers)]
+    order: list[pytest.Item] = []
+    rest = iter(short)
+    for share in dealt:
+        order.extend(share[:batch])
+        order.extend(item for _, item in zip(range(batch - len(share[:batch])), rest, strict=False))
+    order.extend(item for share in dealt for item in share[batch:])
+    order.extend(rest)
+    return order
 
 
 @pytest.fixture(autouse=True)
@@ -123,4 +149,8 @@ def settings(tmp_path: Path, forge_server: ServerThread) -> Settings:
         # the shared forge samples date from 2015-2019: the replay guard (on by default) is turned
         # off here and proved on its own in tests/security/test_secrets.py
         intake=IntakeSettings(max_event_age_hours=0),
+        # lexical and graph legs only: the offline model costs each task ~0.4 CPU-s and a wait for its
+        # vectors; the tests of the vector leg turn it on by name (tests/e2e/test_search_vectors.py,
+        # test_memory_service.py, tests/graph/index/test_basevectors.py)
+        embedder=EmbedderSettings(kind="off"),
     )

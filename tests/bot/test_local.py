@@ -137,7 +137,7 @@ def test_forgebot_run_implement_leaves_the_checkout_alone(tmp_path: Path) -> Non
     git("add", "phpunit.xml")  # a staged change
     before = (git("rev-parse", "HEAD"), git("symbolic-ref", "HEAD"), git("status", "--porcelain", "-uall"),
               git("diff"), git("diff", "--cached"), git("for-each-ref"))
-    env = {**os.environ, "FORGEBOT_DATA_DIR": str(tmp_path / "data")}
+    env = {**os.environ, "FORGEBOT_DATA_DIR": str(tmp_path / "data"), "FORGEBOT_EMBEDDER__KIND": "off"}
     done = subprocess.run(
         [sys.executable, "-m", "tests.bot.local_main", "run", "--repo", str(root), "--mode", "implement",
          "--task", "Add multiplication\nThe calculator should multiply."],
@@ -174,7 +174,7 @@ def test_forgebot_run_refuses_a_checkout_whose_config_names_a_program(tmp_path: 
         [sys.executable, "-m", "tests.bot.local_main", "run", "--repo", str(root), "--mode", "implement",
          "--task", "Anything"],
         cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300,
-        env={**os.environ, "FORGEBOT_DATA_DIR": str(tmp_path / "data")},
+        env={**os.environ, "FORGEBOT_DATA_DIR": str(tmp_path / "data"), "FORGEBOT_EMBEDDER__KIND": "off"},
     )
     assert done.returncode == 2 and "filter.evil.clean" in done.stderr and "Traceback" not in done.stderr
     assert not marker.exists()

@@ -37,6 +37,7 @@ from bot.jobs import build_worker
 from foundation.forge import Forge, ForgeKind, open_forge
 from foundation.settings import (
     DurabilitySettings,
+    EmbedderSettings,
     GitHubSettings,
     GitLabSettings,
     LLMSettings,
@@ -165,6 +166,7 @@ def settings_from(config: dict[str, Any]) -> Settings:
         github=GitHubSettings(
             api_url=f"{config['forge_url']}/github", token=SecretStr("unused"), timeout=5, max_retries=0
         ),
+        embedder=EmbedderSettings(kind="off"),  # durability is under test, not the vector leg
         **extra,
     )
 

@@ -161,6 +161,7 @@ def serve(
         "FORGEBOT_LLM__MAX_RETRIES": "0",
         "FORGEBOT_QUESTIONS__MAX_ROUNDS": "0",
         "FORGEBOT_INTAKE__MAX_EVENT_AGE_HOURS": "0",  # the forge samples are years old
+        "FORGEBOT_EMBEDDER__KIND": "off",  # the process model is under test, not the vector leg
         "FORGEBOT_TRIGGERS__ANALYZE_LABEL": "Platform",  # the GitLab sample adds "Platform"
         "FORGEBOT_WORKSPACE__ALLOWED_PROTOCOLS": '["http"]',
         "FORGEBOT_WORKSPACE__GIT_HOSTS": json.dumps([git_host]),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.evaluation.taskset import TaskSet, load_taskset
-from foundation.settings import Settings
+from foundation.settings import EmbedderSettings, Settings
 
 # read at import: the suite's autouse fixture clears FORGEBOT_* before each test runs
 REQUIRE_TOOLS = os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1"
@@ -37,4 +37,7 @@ def starter() -> TaskSet:
 
 @pytest.fixture
 def eval_settings(tmp_path: Path) -> Settings:
-    return Settings(_env_file=None, _secrets_dir=None, data_dir=tmp_path / "data")  # type: ignore[call-arg]
+    """The harness on the lexical and graph legs: the offline model would embed the task's project in
+    every test (~4 CPU-s each); test_vector_builds.py names its embedder."""
+    return Settings(_env_file=None, _secrets_dir=None, data_dir=tmp_path / "data",  # type: ignore[call-arg]
+                    embedder=EmbedderSettings(kind="off"))

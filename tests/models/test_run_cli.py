@@ -23,7 +23,8 @@ def _run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     repo.mkdir(exist_ok=True)
     (repo / "Cart.php").write_text("<?php\nclass Cart { public function total(): int { return 1; } }\n")
     clean = {k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")}
-    clean.update({"FORGEBOT_DATA_DIR": str(tmp_path / "data"), **env})
+    # lexical and graph legs only: the model's wire is under test here, not the vector leg
+    clean.update({"FORGEBOT_DATA_DIR": str(tmp_path / "data"), "FORGEBOT_EMBEDDER__KIND": "off", **env})
     return subprocess.run([sys.executable, "-m", "bot", "run", "--repo", str(repo), "--mode", "analyze",
                            "--task", TASK], env=clean, capture_output=True, text=True, timeout=280)
 
