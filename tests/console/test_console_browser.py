@@ -156,7 +156,6 @@ def _submit(driver: Any, button: str) -> None:
     """Click a form's button and wait until the next page replaced this one (no fixed sleep)."""
     from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     pages: list[Any] = []
@@ -170,8 +169,20 @@ def _submit(driver: Any, button: str) -> None:
         pages.append(page)
         return True
 
+    def replaced(d: Any) -> bool:
+        """The old page's node is gone: stale to Selenium, or, as Chromium also says it, detached."""
+        try:
+            pages[0].is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as exc:
+            if "does not belong to the document" in str(exc):
+                return True
+            raise
+        return False
+
     WebDriverWait(driver, 20).until(clicked)
-    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(pages[0]))
+    WebDriverWait(driver, 20).until(replaced)
     WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
