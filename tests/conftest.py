@@ -31,42 +31,46 @@ GITHUB_TOKEN = "ghp_test_token_do_not_log"
 
 # A test using one of these fixtures needs PHP: it gets the `php` marker (`-m "not php"` leaves it out).
 PHP_FIXTURES = frozenset({"php", "php_tools", "php_vendor"})
-# Directories of multi-process scenarios that mostly wait (workers, services): started first, so
-# that under xdist their waits overlap the many short tests instead of trailing after them.
-LONG_FIRST = ("durability", "e2e")
+# Multi-process scenarios that mostly wait (workers, services): started first, so that under xdist
+# their waits overlap the many short tests instead of trailing after them. The durability scenarios
+# stay together in one worker (each kills and restarts worker clusters: run side by side with one
+# another on 2 cores, a cluster once took over 120 s to start); the service scenarios are dealt out.
+TOGETHER_FIRST = "durability"
+DEALT_FIRST = "e2e"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if PHP_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.php)
-    long_dirs = [Path(__file__).parent / name for name in LONG_FIRST]
-    long = [item for item in items if any(item.path.is_relative_to(d) for d in long_dirs)]
-    short = [item for item in items if not any(item.path.is_relative_to(d) for d in long_dirs)]
+    here = Path(__file__).parent
+    together = [item for item in items if item.path.is_relative_to(here / TOGETHER_FIRST)]
+    dealt = [item for item in items if item.path.is_relative_to(here / DEALT_FIRST)]
+    short = [item for item in items if item not in together and item not in dealt]
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    items[:] = spread_first(long, short, workers)
+    items[:] = spread_first(together, dealt, short, workers)
 
 
-def spread_first(long: list[pytest.Item], short: list[pytest.Item], workers: int) -> list[pytest.Item]:
-    """The long scenarios dealt round-robin to the start of each worker's first batch.
+def spread_first(
+    together: list[pytest.Item], dealt: list[pytest.Item], short: list[pytest.Item], workers: int
+) -> list[pytest.Item]:
+    """`together` at the start of worker 0's first batch, `dealt` round-robin to the others' starts.
 
     pytest-xdist's `load` scheduler hands each worker a first batch of *consecutive* items (a
     quarter of its share), then feeds whoever is idle. Long scenarios merely put first would all
     land in worker 0's batch and run one after another there (measured: that worker 257 s, the
-    others 118 s); dealt out, their waits overlap on every worker. Every worker computes the same
-    order (xdist requires identical collections).
+    others 118 s). Every worker computes the same order (xdist requires identical collections).
     """
     if workers <= 1:
-        return long + short
-    total = len(long) + len(short)
-    batch = max(total // workers // 4, 2)  # xdist.scheduler.load's first batch per worker
-    dealt = [long[index::workers] for index in range(workers)]
+        return together + dealt + short
+    batch = max((len(together) + len(dealt) + len(short)) // workers // 4, 2)  # xdist.scheduler.load's
+    shares = [together] + [dealt[index :: workers - 1] for index in range(workers - 1)]
     order: list[pytest.Item] = []
     rest = iter(short)
-    for share in dealt:
+    for share in shares:
         order.extend(share[:batch])
         order.extend(item for _, item in zip(range(batch - len(share[:batch])), rest, strict=False))
-    order.extend(item for share in dealt for item in share[batch:])
+    order.extend(item for share in shares for item in share[batch:])
     order.extend(rest)
     return order
 
