@@ -44,9 +44,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if PHP_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.php)
     here = Path(__file__).parent
-    together = [item for item in items if item.path.is_relative_to(here / TOGETHER_FIRST)]
-    dealt = [item for item in items if item.path.is_relative_to(here / DEALT_FIRST)]
-    short = [item for item in items if item not in together and item not in dealt]
+    together: list[pytest.Item] = []
+    dealt: list[pytest.Item] = []
+    short: list[pytest.Item] = []
+    for item in items:
+        if item.path.is_relative_to(here / TOGETHER_FIRST):
+            together.append(item)
+        else:
+            (dealt if item.path.is_relative_to(here / DEALT_FIRST) else short).append(item)
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     items[:] = spread_first(together, dealt, short, workers)
 
@@ -63,7 +68,8 @@ def spread_first(
     """
     if workers <= 1:
         return together + dealt + short
-    batch = max((len(together) + len(dealt) + len(short)) // workers // 4, 2)  # xdist.scheduler.load's
+    # the first batch per worker, as xdist.scheduler.load computes it
+    batch = max((len(together) + len(dealt) + len(short)) // workers // 4, 2)
     shares = [together] + [dealt[index :: workers - 1] for index in range(workers - 1)]
     order: list[pytest.Item] = []
     rest = iter(short)
@@ -154,7 +160,7 @@ def settings(tmp_path: Path, forge_server: ServerThread) -> Settings:
         # off here and proved on its own in tests/security/test_secrets.py
         intake=IntakeSettings(max_event_age_hours=0),
         # lexical and graph legs only: the offline model costs each task ~0.4 CPU-s and a wait for its
-        # vectors; the tests of the vector leg turn it on by name (tests/e2e/test_search_vectors.py,
-        # test_memory_service.py, tests/graph/index/test_basevectors.py)
+        # vectors; the tests of the vector leg name their embedder (tests/e2e/test_search_vectors.py,
+        # tests/graph/index/test_basevectors.py, tests/evaluation/test_vector_builds.py)
         embedder=EmbedderSettings(kind="off"),
     )
