@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from foundation.sqlitewal import enable_wal
+
 T = TypeVar("T")
 
 SCHEMA = """
@@ -163,7 +165,7 @@ def connect_sqlite(path: Path, sync: Literal["normal", "full"] = "normal") -> Co
     (batched by the inbox's group commit), surviving a power cut too."""
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
-    raw.execute("PRAGMA journal_mode=WAL")
+    enable_wal(raw)  # the receiver and workers may open a fresh file at the same moment
     # no checkpoint inside a commit: copying the WAL back (and its sync) would stall the event
     # loop for tens of ms every few hundred deliveries; the inbox checkpoints on a thread instead
     raw.execute("PRAGMA wal_autocheckpoint=0")

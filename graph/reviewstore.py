@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from foundation.sqlitewal import enable_wal
 from graph.findings import Tracked
 
 _SCHEMA = """
@@ -57,7 +58,7 @@ class ReviewStore:
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=10)
-        conn.execute("PRAGMA journal_mode=WAL")
+        enable_wal(conn)  # workers open the one file side by side
         return conn
 
     def load(self, change: str) -> ReviewRecord | None:

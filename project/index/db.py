@@ -14,6 +14,8 @@ from typing import Any
 import sqlean
 import sqlite_vec
 
+from foundation.sqlitewal import enable_wal
+
 Connection = Any  # sqlean.Connection, untyped upstream
 
 
@@ -30,7 +32,7 @@ def connect(path: Path | str, *, vectors: bool = True, readonly: bool = False) -
         sqlite_vec.load(conn)
         conn.enable_load_extension(False)
     if target != ":memory:" and not readonly:
-        conn.execute("PRAGMA journal_mode=WAL")
+        enable_wal(conn)
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA synchronous=NORMAL")
     return conn

@@ -271,7 +271,14 @@ async def workers_ready(cluster: Cluster, count: int) -> None:
     """Start workers until `count` are alive and wait until they all poll the queue, so that a test
     timing work against a running task does not count a worker's start-up instead."""
     cluster.keep(count)
-    await until(lambda: cluster.ready() >= count, f"{count} workers to start")
+    starting = cluster.alive()
+
+    def ready() -> bool:
+        dead = [p.returncode for p in starting if p.poll() is not None]
+        assert not dead, f"a worker exited while starting ({dead}):\n{cluster.logs()[-4000:]}"  # not a 120 s wait
+        return cluster.ready() >= count
+
+    await until(ready, f"{count} workers to start")
 
 
 async def reaper_settled(cluster: Cluster) -> None:
