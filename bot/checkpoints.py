@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sqlite3
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
+from pathlib import Path
 from typing import Any
 
 import aiosqlite
@@ -28,6 +30,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from pydantic import BaseModel
 
 from foundation.settings import Settings
+from foundation.sqlitewal import enable_wal
 
 
 def _product_types() -> set[tuple[str, str]]:
@@ -136,11 +139,18 @@ async def open_checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpointS
             yield saver
         return
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # WAL before LangGraph's own switch in `setup()`, which workers starting together would race
+    await asyncio.to_thread(_wal_mode, settings.checkpoint_path)
     # `from_conn_string` takes no serializer, so the connection is opened here
     async with aiosqlite.connect(str(settings.checkpoint_path)) as conn:
         await conn.execute(_JOURNAL_DDL)
         await conn.commit()
         yield AsyncSqliteSaver(conn, serde=serde)
+
+
+def _wal_mode(path: Path) -> None:
+    with closing(sqlite3.connect(path, timeout=10.0)) as conn:
+        enable_wal(conn)
 
 
 async def delete_checkpoints(settings: Settings, thread_ids: list[str]) -> int:
