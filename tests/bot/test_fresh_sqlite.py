@@ -2,11 +2,10 @@
 
 `forgebot serve` starts its receiver and its worker together, and a deployment starts several
 workers together, all on an empty data directory: the inbox, the review store, the index and the
-checkpoints are
-then opened side by side while none of the files is in WAL mode yet. SQLite refuses the switch to
-one of two racing connections without waiting (found as a worker that died at start-up with
-"database is locked" in a durability scenario; 4 to 7 rounds in 100 failed here before the
-fix). Threads race here like processes do: SQLite's locks are per connection.
+checkpoints are then opened side by side while none of the files is in WAL mode yet. SQLite
+refuses the switch to one of two racing connections without waiting (found as a worker that died at
+start-up with "database is locked" in a durability scenario; 4 to 7 rounds in 100 failed here
+before the fix). Threads race here like processes do: SQLite's locks are per connection.
 """
 
 from __future__ import annotations
