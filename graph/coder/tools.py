@@ -15,6 +15,7 @@ from graph.coder import patch as patching
 from graph.coder.checklist import Checklist, ItemRejected, check_evidence
 from graph.schemas import ChecklistItem
 from graph.tools.files import file_tools
+from graph.tools.functiontool import function_tool
 from graph.tools.paths import resolve_in_worktree
 
 FINISH_TOOLS = frozenset({"complete_item", "finish", "report_plan_blocker"})
@@ -78,7 +79,7 @@ def coder_tools(checklist: Checklist, protected: patching.PatchPolicy,
         return "Blocker recorded; the session ends and the plan is amended."
 
     for fn in (apply_patch, complete_item, finish, update_plan, request_file, report_plan_blocker):
-        tools[fn.__name__] = StructuredTool.from_function(fn)
+        tools[fn.__name__] = function_tool(fn)
     return tools
 
 

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 
 import prompts
+from graph.tools.functiontool import function_tool
 
 NoteKind = Literal["fact", "path", "question"]
 TOMBSTONE = "forgebot:tombstone"
@@ -44,7 +45,7 @@ class Scratchpad:
             """Save a fact, a path (with lines) or an open question; notes survive pruning of old tool calls."""
             return self.write(kind, text)
 
-        return StructuredTool.from_function(write_scratchpad)
+        return function_tool(write_scratchpad)
 
     def as_dict(self) -> dict[str, list[str]]:
         return {k: [t for kind, t in self.notes if kind == k] for k in ("fact", "path", "question")}

@@ -15,13 +15,14 @@ from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
 from graph.runtime.accounting import Ledger
 from graph.runtime.memory import Memory, handoff_summary
 from graph.runtime.trace import Trace, content_hash
 from graph.structured import ask_structured
+from graph.tools.functiontool import function_tool
 from graph.tools.paths import relative
 
 T = TypeVar("T", bound=BaseModel)
@@ -50,7 +51,7 @@ class Declared:
             self.files, self.context_only = list(dict.fromkeys(writable)), list(dict.fromkeys(context))
             return f"investigation finished: {reason}"
 
-        return StructuredTool.from_function(finish_exploration)
+        return function_tool(finish_exploration)
 
 
 async def synthesize(

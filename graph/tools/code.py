@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 
 from graph.tools import search as _search
+from graph.tools.functiontool import function_tool
 from project.index import queries
 from project.index.contract import override_contract as _contract
 from project.index.db import Connection
@@ -83,7 +84,7 @@ def search_tools(root: Path, conn: Connection | None, embedder: Embedder | None 
             return render_memory(*_search.search_memory(conn, query, embedder=embedder, k=k))
 
         tools += [semantic_search, search_memory]
-    return {f.__name__: StructuredTool.from_function(f) for f in tools}
+    return {f.__name__: function_tool(f) for f in tools}
 
 
 def graph_tools(root: Path, conn: Connection) -> dict[str, BaseTool]:
@@ -118,4 +119,4 @@ def graph_tools(root: Path, conn: Connection) -> dict[str, BaseTool]:
         return _contract(conn, root, method_fqn).model_dump_json()
 
     funcs = (find_definition, find_callers, find_callees, impact, get_file_outline, explore, override_contract)
-    return {f.__name__: StructuredTool.from_function(f) for f in funcs}
+    return {f.__name__: function_tool(f) for f in funcs}

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 
+from graph.tools.functiontool import function_tool
 from graph.tools.paths import PathRejected, resolve_in_worktree
 
 MAX_READ_LINES = 400
@@ -66,7 +67,7 @@ def file_tools(root: Path) -> dict[str, BaseTool]:
         return list_dir(root, directory)
 
     return {
-        f.__name__: StructuredTool.from_function(f)
+        f.__name__: function_tool(f)
         for f in (read_file, get_file_outline, list_files)
     }
 

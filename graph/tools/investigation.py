@@ -12,11 +12,12 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 
 from graph.tools.code import graph_tools, search_tools
 from graph.tools.database import ReadOnlyDatabase
 from graph.tools.files import file_tools
+from graph.tools.functiontool import function_tool
 from project.index.db import Connection, connect
 from project.index.embed import Embedder
 
@@ -50,7 +51,7 @@ def database_tools(database: ReadOnlyDatabase) -> dict[str, BaseTool]:
         return database.run_readonly_sql(sql).model_dump_json()
 
     funcs = (list_database_tables, get_table_schema, run_readonly_sql)
-    return {f.__name__: StructuredTool.from_function(f) for f in funcs}
+    return {f.__name__: function_tool(f) for f in funcs}
 
 
 def investigation_tools(
