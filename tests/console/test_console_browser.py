@@ -41,15 +41,16 @@ LINK = re.compile(r"\[task page\]\((http://[^)\s]+)\)")
 
 def _wait_ready(url: str, process: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError("forgebot web exited (its log is printed below)")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
+    with httpx.Client(timeout=1) as http:  # one client: each `httpx.get` would load the CA bundle again
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError("forgebot web exited (its log is printed below)")
+            try:
+                if http.get(f"{url}/readyz").status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
     raise RuntimeError("forgebot web did not become ready")
 
 

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from bot.evaluation.cli import register
-from foundation.settings import LLMSettings, Settings
+from foundation.settings import EmbedderSettings, LLMSettings, Settings
 from tests.fakes.server import serving
 
 pytestmark = [pytest.mark.php, pytest.mark.usefixtures("php_tools")]
@@ -75,6 +75,7 @@ def test_eval_with_an_openai_compatible_endpoint(tmp_path: Path, capsys: pytest.
             data_dir=tmp_path / "data",
             llm=LLMSettings(base_url=f"{server.url}/v1", model="eval-model-7b", api_key=SecretStr("k-secret-123"),
                             max_retries=0, timeout=10),
+            embedder=EmbedderSettings(kind="off"),  # the model endpoint is under test, not the vector leg
         )
         parser = argparse.ArgumentParser()
         register(parser.add_subparsers(dest="command", required=True))

@@ -299,8 +299,9 @@ def test_receiver_server_limits_connections_and_keep_alive(intake_settings: Sett
 def _healthz_becomes(receiver: Receiver, status: int) -> bool:
     """Wait on the condition (not a fixed sleep): the receiver's /healthz answers `status` within 5 s."""
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if httpx.get(f"{receiver.url}/healthz").status_code == status:
-            return True
-        time.sleep(0.05)
+    with httpx.Client() as http:  # one client: each `httpx.get` would load the CA bundle again
+        while time.monotonic() < deadline:
+            if http.get(f"{receiver.url}/healthz").status_code == status:
+                return True
+            time.sleep(0.05)
     return False
