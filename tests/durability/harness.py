@@ -42,8 +42,10 @@ REAPER_PASS = "bot.recovery reaper pass done"  # bot.recovery's debug line, enab
 DEADLINE = 120.0
 WORKER_MODULE = "tests.durability.worker_main"
 _FORKS = multiprocessing.get_context("forkserver")
-# before the forkserver starts (collection imports this module before any test runs)
-_FORKS.set_forkserver_preload([WORKER_MODULE])
+# before the forkserver starts (collection imports this module before any test runs); with the
+# modules the worker imports only when its first task opens a model client or the forge (measured:
+# ~1 CPU-s per forked worker, most of it langchain_openai)
+_FORKS.set_forkserver_preload([WORKER_MODULE, "langchain_openai", "gitlab.v4.objects", "foundation.forge.gitlab"])
 
 
 def stop_forkserver() -> None:
