@@ -304,7 +304,7 @@ def _retry(ctx: dict[str, Any], exc: ForgeRateLimited | ForgeUnavailable) -> Ret
     """arq's deferred retry; the task stays running so the next try carries on."""
     if isinstance(exc, ForgeRateLimited):
         return Retry(defer=exc.retry_after)
-    return Retry(defer=min(60, 5 * ctx.get("job_try", 1)))
+    return Retry(defer=min(60, ctx["settings"].durability.retry_seconds * ctx.get("job_try", 1)))
 
 
 async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:

@@ -379,6 +379,11 @@ class DurabilitySettings(BaseModel):
         default=30.0, gt=0, description="a running job's lease; a worker silent this long is presumed dead"
     )
     reap_interval: int = Field(default=10, ge=1, description="seconds between reaper passes in each worker")
+    retry_seconds: float = Field(
+        default=5.0, gt=0, le=60,
+        description="a job whose forge was unavailable is tried again after this many seconds times its try "
+        "number (at most 60)",
+    )
     retention_days: float = Field(
         default=14.0, gt=0, description="finished tasks' checkpoints, traces and workspaces are kept this long"
     )

@@ -57,13 +57,13 @@ async def test_label_opens_a_pull_request_with_gate_statuses(
     assert list((settings.data_dir / "workspaces" / "tasks").iterdir()) == []
 
 
-@pytest.mark.slow  # arq defers the retried job by 5 s
 @pytest.mark.parametrize("lost", ["/issues/1/comments", "/pulls"], ids=["link-comment", "open-change"])
 async def test_a_retried_job_opens_no_second_pull_request_and_no_second_link(
     settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, lost: str
 ) -> None:
     """A write lands but its answer is lost: arq retries the job, which resumes at delivery."""
     _setup(settings, redis_url, fake_forge)
+    settings.durability.retry_seconds = 0.2  # arq defers the retry by this (5 s by default)
     skip = 0 if "pull" in lost or "merge_requests" in lost else 1  # the status comment is the issue's first post
     fake_forge.faults.append(Fault("POST", lost, 503, after=True, skip=skip))
     roles = h.implement_roles()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from arq.worker import Retry
 from langchain_core.language_models import BaseChatModel
 
 import bot.jobs
@@ -191,6 +192,23 @@ async def test_forge_outage_on_the_last_try_fails_the_task_visibly(
     assert f"task {task.task_id}" in comments(ctx, task)[0]
     assert status_of(ctx, task) == "**Status: failed**"
     assert await ctx["inbox"].unhandled(grace=-1) == []
+
+
+async def test_a_forge_outage_before_the_last_try_defers_the_job_by_the_configured_back_off(
+    ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def execute(settings: Settings, deps: Any, event: ForgeEvent, answer: Any, *_: Any) -> dict[str, Any]:
+        raise ForgeUnavailable("502 from the forge")
+
+    monkeypatch.setattr(bot.jobs, "execute", execute)
+    ctx["settings"].durability.retry_seconds = 7.0
+    task = await deliver(ctx, "/analyze", 14)
+    ctx["job_try"] = 2
+    with pytest.raises(Retry) as deferred:
+        await run_task(ctx, task.model_dump_json())
+    assert deferred.value.defer_score == 14_000  # ms: 7 s times the try number
+    assert await state_of(ctx, task.task_id) == ("running", "")  # the next try carries on
+    assert comments(ctx, task) == []
 
 
 async def test_a_retried_job_carries_on_with_its_own_running_task(ctx: dict[str, Any]) -> None:
