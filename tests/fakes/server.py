@@ -21,8 +21,11 @@ def free_port() -> int:
 class ServerThread:
     def __init__(self, app: Any) -> None:
         # the socket is bound here, on port 0, and handed to uvicorn: no window in which another
-        # test (or xdist worker) could take the port between choosing it and listening on it
-        self.socket = socket.socket()
+        # test (or xdist worker) could take the port between choosing it and listening on it. Its
+        # protocol is named: asyncio turns Nagle off only on sockets whose `proto` is TCP, and with
+        # Nagle on, every response's body waited for the client's delayed ACK of its headers (40 ms
+        # a request, measured; a task makes dozens of forge requests)
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.socket.bind(("127.0.0.1", 0))
         self.port = int(self.socket.getsockname()[1])
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")

@@ -36,7 +36,7 @@ class Receiver:
 def _bound() -> socket.socket:
     """A loopback socket bound to a free port (port 0), handed to uvicorn: no other test can take the
     port between choosing and listening."""
-    sock = socket.socket()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP: asyncio then turns Nagle off
     sock.bind(("127.0.0.1", 0))
     return sock
 
