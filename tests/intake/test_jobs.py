@@ -177,13 +177,18 @@ async def test_reply_resumes_the_waiting_task_on_its_own_thread(ctx: dict[str, A
     assert posted[0] == questions and len(posted) == 2 and "### Analysis" in posted[1], posted
 
 
-async def test_forge_outage_on_the_last_try_fails_the_task_visibly(
-    ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def forge_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The task's run meets a forge outage (a 502)."""
+
     async def execute(settings: Settings, deps: Any, event: ForgeEvent, answer: Any, *_: Any) -> dict[str, Any]:
         raise ForgeUnavailable("502 from the forge")
 
     monkeypatch.setattr(bot.jobs, "execute", execute)
+
+
+@pytest.mark.usefixtures("forge_down")
+async def test_forge_outage_on_the_last_try_fails_the_task_visibly(ctx: dict[str, Any]) -> None:
     task = await deliver(ctx, "/analyze", 11)
     ctx["job_try"] = ctx["settings"].max_tries
     with pytest.raises(ForgeUnavailable):
@@ -194,13 +199,10 @@ async def test_forge_outage_on_the_last_try_fails_the_task_visibly(
     assert await ctx["inbox"].unhandled(grace=-1) == []
 
 
+@pytest.mark.usefixtures("forge_down")
 async def test_a_forge_outage_before_the_last_try_defers_the_job_by_the_configured_back_off(
-    ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    ctx: dict[str, Any],
 ) -> None:
-    async def execute(settings: Settings, deps: Any, event: ForgeEvent, answer: Any, *_: Any) -> dict[str, Any]:
-        raise ForgeUnavailable("502 from the forge")
-
-    monkeypatch.setattr(bot.jobs, "execute", execute)
     ctx["settings"].durability.retry_seconds = 7.0
     task = await deliver(ctx, "/analyze", 14)
     ctx["job_try"] = 2
