@@ -5,8 +5,9 @@ connections race to make that switch (a worker and the receiver of `forgebot ser
 starting on a fresh data directory), SQLite answers one of them "database is locked" at once,
 without calling its busy handler: waiting could deadlock, so the connection's `timeout` does not
 apply. Measured before this module: 2 to 7 in 100 rounds of four threads opening a fresh file
-failed (`tests/bot/test_fresh_sqlite.py`), and a worker that lost the race died at start-up. Once one switch commits, the mode is
-stored in the file and every later open is a read, so retrying for a short while always ends.
+failed (`tests/bot/test_fresh_sqlite.py`), and a worker that lost the race died at start-up. Once
+one switch commits, the mode is stored in the file and every later open is a read, so retrying for
+a short while always ends.
 """
 
 from __future__ import annotations
