@@ -14,14 +14,15 @@ import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from langchain_core.messages import HumanMessage
 from pydantic import BaseModel
 
 from foundation.forge.models import ForgeKind
-from foundation.settings import Settings
 from graph.redact import redact, secrets_of
+
+if TYPE_CHECKING:
+    from foundation.settings import Settings
 
 Status = Literal["ok", "FAIL", "skip"]
 
@@ -136,6 +137,7 @@ async def _github(settings: Settings) -> Line:
 
 
 async def _model(settings: Settings) -> Line:
+    from langchain_core.messages import HumanMessage
     from langchain_core.tools import StructuredTool
 
     from graph.llm import ModelProblem, chat_model, invoke, profile

@@ -1,19 +1,47 @@
-"""The `forgebot` command line."""
+"""The `forgebot` command line.
+
+Parsing needs nothing but argparse: `forgebot --help` lists every command from a table without
+importing it, and a command's module (with the agent, the SDKs and the index it may load) is
+imported only when the command is named. Settings are read after parsing, so help always works
+and a refused variable is reported in one line whatever the command.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from foundation.settings import Settings
+if TYPE_CHECKING:
+    from foundation.settings import Settings
+
+# Every command of another module: the module whose `register(sub)` adds its parser, and the line
+# `forgebot --help` shows. Listing a command needs no import; only the named command's module is
+# imported (a test checks that each module registers exactly these names with these help lines).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("bot.run_cli", "one task on a local checkout, no forge needed"),
+    "index": ("project.index.cli", "build or refresh the code index of a checkout"),
+    "symbols": ("project.index.cli", "every definition: kind, fqn, path, start_line, end_line"),
+    "callers": ("project.index.cli", "call sites of a symbol"),
+    "impact": ("project.index.cli", "symbols that depend on a symbol, up to --depth hops"),
+    "outline": ("project.index.cli", "definitions of one file with their signatures"),
+    "search": ("project.index.search_cli", "hybrid (full-text, vector, symbol) search of a checkout"),
+    "memory": ("project.index.memory_cli", "search a checkout's documents and history (why and where decided)"),
+    "trace": ("bot.trace_cli", "print one task's trace"),
+    "eval": ("bot.evaluation.cli",
+             "run a task set and write a fingerprinted report; `eval compare A B` compares two reports"),
+    "tasks": ("bot.tasks_cli", "list tasks: state, mode, duration, tokens, cost, link"),
+    "hooks": ("bot.hooks_cli", "each allowed project's webhook URL and secret (--register: save them)"),
+    "check": ("bot.check", "verify Redis, the store, the forges, the model and the embedder"),
+}
 
 
-def _add_server_args(parser: argparse.ArgumentParser, settings: Settings) -> None:
-    parser.add_argument("--host", default=settings.host)
-    parser.add_argument("--port", type=int, default=settings.port)
+def _add_server_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", help="listen address (default: FORGEBOT_HOST, else 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="listen port (default: FORGEBOT_PORT, else 8080)")
 
 
 def _know_thyself(settings: Settings, command: str) -> bool:
@@ -36,7 +64,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     if not _know_thyself(args.settings, "serve"):
         return 2
-    return run_serve(args.settings, args.host, args.port)
+    return run_serve(args.settings, args.host or args.settings.host, args.port or args.settings.port)
 
 
 def _web(args: argparse.Namespace) -> int:
@@ -47,7 +75,7 @@ def _web(args: argparse.Namespace) -> int:
         return 2
     if not _know_thyself(args.settings, "web"):
         return 2
-    run_web(args.settings, args.host, args.port)
+    run_web(args.settings, args.host or args.settings.host, args.port or args.settings.port)
     return 0
 
 
@@ -63,76 +91,65 @@ def _worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
-    import asyncio
-    from pathlib import Path
-
-    from bot.local import LocalRunError, ModelProblem, one_line, run_local
-    from foundation.gitrunner import GitTampered
-
-    task = args.task if args.task is not None else Path(args.task_file).read_text(encoding="utf-8")
-    from graph.routing import ModeUnavailable
-
-    try:
-        result = asyncio.run(run_local(args.settings, Path(args.repo), args.mode, task, base=args.base))
-    except (ModeUnavailable, FileNotFoundError, LocalRunError, GitTampered, ModelProblem) as exc:
-        sys.stderr.write(f"forgebot run: {one_line(exc, args.settings)}\n")
-        return 2
-    for comment in result.comments:
-        sys.stdout.write(comment.rstrip() + "\n")
-    if result.branch:
-        sys.stdout.write(f"\nBranch {result.branch} in {Path(args.repo).resolve()} holds {result.commits} new "
-                         "commit(s); your checkout, branch and HEAD were not touched.\n\n")
-        sys.stdout.write(result.patch)
-    return 0
+def _chosen(argv: Sequence[str]) -> str | None:
+    """The command argv names (the top level has no option that takes a value)."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
-def _registrars() -> list[Callable[[Any], None]]:
-    """Subcommands owned by other packages; each module adds its parsers and handlers."""
-    from bot.check import register as check
-    from bot.evaluation.cli import register as evaluation
-    from bot.hooks_cli import register as hooks
-    from bot.tasks_cli import register as tasks
-    from bot.trace_cli import register as trace
-    from project.index.cli import register as index
-    from project.index.memory_cli import register as memory
-    from project.index.search_cli import register as search
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line; given `argv`, only the module of the command it names is imported.
 
-    return [index, search, memory, trace, evaluation, tasks, hooks, check]
-
-
-def build_parser(settings: Settings) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="forgebot", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    Without `argv` every command's module registers its parser (tests parse any command line).
+    """
+    parser = argparse.ArgumentParser(prog="forgebot", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = sub.add_parser("serve", help="receiver and worker process, with a private Redis unless configured")
-    _add_server_args(serve, settings)
+    _add_server_args(serve)
     serve.set_defaults(handler=_serve)
     web = sub.add_parser("web", help="the webhook receiver only")
-    _add_server_args(web, settings)
+    _add_server_args(web)
     web.set_defaults(handler=_web)
     sub.add_parser("worker", help="the worker only").set_defaults(handler=_worker)
-    run = sub.add_parser("run", help="one task on a local checkout, no forge needed")
-    run.add_argument("--repo", required=True, help="path of the checkout")
-    run.add_argument("--mode", required=True, choices=["analyze", "implement", "review"])
-    text = run.add_mutually_exclusive_group(required=True)
-    text.add_argument("--task", help="the task text (first line is the title)")
-    text.add_argument("--task-file", help="read the task text from a file")
-    run.add_argument("--base", help="review: the branch the checked-out branch is compared with; "
-                     "analyze/implement: the commit to start from (default HEAD)")
-    run.set_defaults(handler=_run)
-    for register in _registrars():
-        register(sub)
+    modules = dict.fromkeys(module for module, _ in COMMANDS.values())
+    chosen = _chosen(argv) if argv is not None else None
+    if argv is None:
+        wanted = set(modules)
+    else:
+        wanted = {COMMANDS[chosen][0]} if chosen in COMMANDS else set()
+    for module in modules:
+        if module in wanted:
+            importlib.import_module(module).register(sub)
+    for name, (module, text) in COMMANDS.items():
+        if module not in wanted:  # listed in the overview only: naming it loads its real parser
+            sub.add_parser(name, help=text, add_help=False)
     return parser
 
 
+def _load_settings() -> Settings | None:
+    """The settings, or None after one line per refused variable; unknown variables are named."""
+    from foundation.settings import ConfigError, Settings
+
+    for line in Settings.unknown_variables():
+        sys.stderr.write(f"forgebot: {line}\n")
+    try:
+        return Settings.load()
+    except ConfigError as exc:
+        for line in exc.lines:
+            sys.stderr.write(f"forgebot: {line}\n")
+        return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    settings = Settings.load()
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(words).parse_args(words)  # `--help` ends here, before any setting is read
+    settings = _load_settings()
+    if settings is None:
+        return 2
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     from bot.logredact import install
     from graph.redact import secrets_of
 
     install(secrets_of(settings))
-    args = build_parser(settings).parse_args(argv)
     args.settings = settings
     args.data_dir = settings.data_dir
     return int(args.handler(args))

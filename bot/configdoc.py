@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import types
 import typing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from foundation.settings import Settings
+from foundation.variables import dict_value, model_of, strip_optional
 
 PREFIX = "FORGEBOT_"
 DELIMITER = "__"
@@ -37,6 +37,10 @@ by `FORGEBOT_SECRETS_DIR`, named like the variable without the prefix, in lower 
 (`gitlab__token`); the Helm chart mounts its Secret that way. A variable wins over a file. Values
 marked *secret* are never logged. `<ROLE>` stands for a role name (`decomposer`, `analyzer`,
 `planner`, `architect`, `coder`, `reviewer`, ...).
+
+Every command checks each `FORGEBOT_*` variable against its setting before it starts: a value the
+setting refuses stops it with one line per variable naming what it accepts (exit 2), and a name no
+setting reads is reported with the likely intended one (the command goes on).
 """
 
 
@@ -51,26 +55,8 @@ class Row:
     description: str
 
 
-def _model_of(annotation: Any) -> type[BaseModel] | None:
-    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
-
-
-def _dict_value(annotation: Any) -> Any | None:
-    if typing.get_origin(annotation) is dict:
-        return typing.get_args(annotation)[1]
-    return None
-
-
-def _strip_optional(annotation: Any) -> Any:
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return annotation
-
-
 def _type_name(annotation: Any) -> str:
-    inner = _strip_optional(annotation)
+    inner = strip_optional(annotation)
     if typing.get_origin(inner) is typing.Literal:
         return " \\| ".join(f"`{v}`" for v in typing.get_args(inner))
     if inner is SecretStr:
@@ -107,14 +93,14 @@ def rows(model: type[BaseModel] = Settings, prefix: str = PREFIX) -> Iterator[tu
     section = prefix.removeprefix(PREFIX).rstrip("_").lower() or "server"
     for name, field in model.model_fields.items():
         env = f"{prefix}{name.upper()}"
-        nested = _model_of(field.annotation)
-        values = _dict_value(field.annotation)
+        nested = model_of(field.annotation)
+        values = dict_value(field.annotation)
         if nested is not None:
             yield from rows(nested, env + DELIMITER)
-        elif values is not None and _model_of(values) is not None:
-            yield from rows(_model_of(values), f"{env}{DELIMITER}<{name.upper().removesuffix('S')}>{DELIMITER}")  # type: ignore[arg-type]
+        elif values is not None and model_of(values) is not None:
+            yield from rows(model_of(values), f"{env}{DELIMITER}<{name.upper().removesuffix('S')}>{DELIMITER}")  # type: ignore[arg-type]
         else:
-            secret = _strip_optional(field.annotation) is SecretStr
+            secret = strip_optional(field.annotation) is SecretStr
             row = Row(env, _type_name(field.annotation), _default(field), secret, field.description or "")
             yield section, row
 
@@ -127,7 +113,7 @@ def _section_title(section: str, model: type[BaseModel]) -> str:
         if node is None or part.startswith("<"):
             break
         annotation = node.model_fields[part].annotation if part in node.model_fields else None
-        node = _model_of(annotation) or _model_of(_dict_value(annotation))
+        node = model_of(annotation) or model_of(dict_value(annotation))
     doc = (node.__doc__ or "").strip().splitlines()[0] if node is not None and node.__doc__ else ""
     return f"## `{section}`" + (f": {doc}" if doc else "")
 
@@ -157,14 +143,14 @@ def resolve_env_name(name: str, model: type[BaseModel] = Settings) -> FieldInfo:
         field = node.model_fields.get(parts[index])
         if field is None:
             raise KeyError(name)
-        nested = _model_of(field.annotation)
-        values = _dict_value(field.annotation)
+        nested = model_of(field.annotation)
+        values = dict_value(field.annotation)
         if index == len(parts) - 1 and nested is None:
             return field
         if nested is not None:
             node, index = nested, index + 1
-        elif values is not None and _model_of(values) is not None and index + 2 < len(parts):
-            node, index = _model_of(values), index + 2  # type: ignore[assignment]  # skip the dict key
+        elif values is not None and model_of(values) is not None and index + 2 < len(parts):
+            node, index = model_of(values), index + 2  # type: ignore[assignment]  # skip the dict key
         else:
             raise KeyError(name)
     raise KeyError(name)

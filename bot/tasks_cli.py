@@ -13,7 +13,6 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-from bot.checkpoints import open_checkpointer, spent
 from bot.events import ForgeEvent
 from bot.inbox import TaskRow, open_inbox
 from foundation.settings import Settings
@@ -55,6 +54,8 @@ async def collect(settings: Settings, states: list[str] | None = None, limit: in
         await inbox.close()
     rows = [r for r in rows if not states or r.state in states]
     rows = rows[-limit:] if limit > 0 else rows
+    from bot.checkpoints import open_checkpointer, spent  # the graph's store: only when listing
+
     async with open_checkpointer(settings) as saver:
         spending = {r.task_id: await spent(saver, r.task_id) for r in rows}
     now = time.time()

@@ -473,7 +473,9 @@ class Settings(BaseSettings):
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
-    log_level: str = Field(default="INFO", description="Python log level: `DEBUG`, `INFO`, `WARNING`, `ERROR`")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
+        default="INFO", description="Python log level of the service's log lines"
+    )
     questions: QuestionSettings = Field(default_factory=QuestionSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     worker_metrics_port: int | None = Field(
@@ -519,14 +521,39 @@ class Settings(BaseSettings):
         """Build from the environment; `FORGEBOT_SECRETS_DIR` names a directory of secret files.
 
         Environment variables win over files, so one value can be overridden without editing the
-        mounted Secret.
+        mounted Secret. Raises `ConfigError` with one line per refused variable or secret file.
         """
         import os
 
+        from pydantic import ValidationError
+
+        from foundation import variables
+
         secrets_dir = os.environ.get("FORGEBOT_SECRETS_DIR")
-        if secrets_dir:
-            if not Path(secrets_dir).is_dir():
-                # pydantic-settings only warns; a mistyped mount path must not start a bot without its tokens
-                raise ValueError(f"FORGEBOT_SECRETS_DIR={secrets_dir} is not a directory")
-            return cls(_secrets_dir=secrets_dir)  # type: ignore[call-arg]
-        return cls()
+        refused = variables.invalid(cls, os.environ)
+        if secrets_dir and not Path(secrets_dir).is_dir():
+            # pydantic-settings only warns; a mistyped mount path must not start a bot without its tokens
+            refused.append(f"FORGEBOT_SECRETS_DIR={secrets_dir} is not a directory")
+        if refused:
+            raise ConfigError(refused)
+        try:
+            return cls(_secrets_dir=secrets_dir) if secrets_dir else cls()  # type: ignore[call-arg]
+        except ValidationError as exc:
+            raise ConfigError(variables.explain(exc, os.environ, Path(secrets_dir) if secrets_dir else None)) from None
+
+    @classmethod
+    def unknown_variables(cls) -> list[str]:
+        """One line per `FORGEBOT_*` variable that no setting reads (a misspelt name does nothing)."""
+        import os
+
+        from foundation import variables
+
+        return variables.unknown(cls, os.environ)
+
+
+class ConfigError(ValueError):
+    """Variables or secret files the settings refuse, one line each (no traceback for an operator)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines

@@ -157,9 +157,8 @@ def test_worker_grace_follows_the_job_timeout() -> None:
 
 def test_web_and_worker_run_the_same_image_with_commands_the_cli_accepts() -> None:
     from bot.cli import build_parser
-    from foundation.settings import Settings
 
-    parser = build_parser(Settings(_env_file=None, _secrets_dir=None))  # type: ignore[call-arg]
+    parser = build_parser()
     for name in ("deployment-web.yaml", "deployment-worker.yaml"):
         container = _pod_spec(name)["containers"][0]
         text = (chart.TEMPLATES / name).read_text(encoding="utf-8")

@@ -77,7 +77,7 @@ def test_pods_are_locked_down_and_mounts_match_volumes(variant: Path) -> None:
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda p: p.name)
 def test_web_and_worker_run_cli_commands_with_settings_the_model_knows(variant: Path) -> None:
     objects = _render(_variant(variant))
-    parser = build_parser(Settings(_env_file=None, _secrets_dir=None))  # type: ignore[call-arg]
+    parser = build_parser()
     for component in ("web", "worker"):
         container = objects[f"Deployment/forgebot-{component}"]["spec"]["template"]["spec"]["containers"][0]
         parser.parse_args(container["args"])

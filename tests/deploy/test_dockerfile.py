@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.cli import build_parser
-from foundation.settings import Settings
 from tests.deploy import chart
 from tests.deploy.chart import ROOT
 
@@ -76,7 +75,7 @@ def test_entrypoint_and_default_command_are_what_the_cli_accepts() -> None:
     entry = json.loads(_args(_final(), "ENTRYPOINT")[-1])
     cmd = json.loads(_args(_final(), "CMD")[-1])
     assert entry[-1] == "forgebot"
-    parser = build_parser(Settings(_env_file=None, _secrets_dir=None))  # type: ignore[call-arg]
+    parser = build_parser()
     parser.parse_args(cmd)
     parser.parse_args(["web", "--host", "0.0.0.0", "--port", "8080"])  # what the chart runs
 

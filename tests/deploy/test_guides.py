@@ -15,7 +15,6 @@ from bot import configdoc
 from bot.cli import build_parser
 from bot.webhooks import Metrics
 from foundation.metrics import QueueCollector, QueueSnapshot, TaskMetrics
-from foundation.settings import Settings
 from tests.deploy import chart
 from tests.deploy.chart import ROOT
 
@@ -55,7 +54,7 @@ def _forgebot_invocations() -> Iterator[tuple[Path, list[str]]]:
 
 
 def test_every_forgebot_command_in_the_guides_is_accepted_by_the_cli() -> None:
-    parser = build_parser(Settings(_env_file=None, _secrets_dir=None))  # type: ignore[call-arg]
+    parser = build_parser()
     seen = 0
     for path, argv in _forgebot_invocations():
         seen += 1

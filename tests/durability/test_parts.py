@@ -153,7 +153,7 @@ async def test_retention_drops_checkpoints_and_traces_of_old_finished_tasks_only
     table = render(lines)
     assert table.splitlines()[0].split()[:6] == ["TASK", "STATE", "MODE", "TIME", "TOKENS", "COST"]
     assert "(finished)" in table.splitlines()[2]  # a failed task shows why
-    args = build_parser(settings).parse_args(["tasks", "--state", "failed", "--json"])
+    args = build_parser().parse_args(["tasks", "--state", "failed", "--json"])
     assert args.handler is run and args.state == ["failed"]
 
 
