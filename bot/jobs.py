@@ -60,6 +60,7 @@ from graph.routing import CHECKOUT_MODES, ModeUnavailable, check_mode
 from graph.runtime.boundaries import graph_config
 from graph.runtime.limits import BudgetExceeded
 from graph.state import TaskState
+from project.repoconfig import RepoConfigError
 
 log = logging.getLogger(__name__)
 
@@ -375,7 +376,7 @@ async def _report_failure(forge: Forge, event: ForgeEvent, exc: Exception, secre
     # failure names the role, the provider's short reason (redacted: a gateway may echo a key) and the setting.
     if _stop_reason(exc):
         reason = _stop_reason(exc)
-    elif isinstance(exc, ModeUnavailable | WorkspaceFull):
+    elif isinstance(exc, ModeUnavailable | WorkspaceFull | RepoConfigError):
         reason = str(exc)
     elif isinstance(exc, (ModelCallError, ModelConfigError)):
         reason = redact(str(exc), secrets).rstrip(".")

@@ -6,6 +6,7 @@ down; tests construct `Settings(...)` directly with `_env_file=None, _secrets_di
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -297,6 +298,40 @@ class SandboxSettings(BaseModel):
     )
 
 
+_PROJECT_KEY = re.compile(r"^(gitlab|github|local):\S+$")
+
+
+class DatabaseConnection(BaseModel):
+    """A database the analyzer may query read-only, and the projects whose `.forgebot.yml` may name it.
+
+    A repository's configuration is untrusted: without the binding, any repository could name
+    another project's connection and read its data. A connection lists no project by default, so
+    a plain URL (the earlier form of this setting) serves nobody until an operator says whom.
+    """
+
+    url: SecretStr = Field(description="postgresql://, mysql://, mariadb:// or sqlite:///path")
+    projects: tuple[str, ...] = Field(
+        default=(),
+        description="who may use it: `gitlab:<project id or path>`, `github:<repository id or owner/name>`, "
+        "`local:<checkout path>` (`forgebot run`); empty: no project",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _url_alone(cls, value: object) -> object:
+        return {"url": value} if isinstance(value, str | SecretStr) else value
+
+    @field_validator("projects")
+    @classmethod
+    def _forge_named(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # a bare `42` would be GitLab project 42 and GitHub repository 42 at once
+        for entry in value:
+            if not _PROJECT_KEY.match(entry):
+                raise ValueError(f"{entry!r}: name the forge, e.g. `gitlab:42`, `github:owner/name`")
+        # forge paths are case-insensitive; a checkout path is not
+        return tuple(entry if entry.startswith("local:") else entry.lower() for entry in value)
+
+
 class IntakeSettings(BaseModel):
     """The webhook intake: durable inbox, sweeper, authorization cache and allow-list."""
 
@@ -482,9 +517,10 @@ class Settings(BaseSettings):
         default=None,
         description="`forgebot worker` serves its task, token, gate and forge metrics on this port (unset: none)",
     )
-    databases: dict[str, SecretStr] = Field(
+    databases: dict[str, DatabaseConnection] = Field(
         default_factory=dict,
-        description="name → connection URL for the read-only database tools; `.forgebot.yml` names one",
+        description='name → `{"url": …, "projects": [...]}` for the read-only database tools; a repository\'s '
+        "`.forgebot.yml` names one, and only the listed projects may",
     )
 
     @classmethod

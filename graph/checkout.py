@@ -22,6 +22,7 @@ from foundation.forge import Forge, RepoRef
 from foundation.settings import EmbedderSettings, Settings
 from foundation.workspace import Workspaces, repo_key
 from graph import forge_memory
+from graph.tools.database import connection_for
 from project.embedding import embedder_for
 from project.index import basevectors
 from project.index.store import default_workers
@@ -59,6 +60,8 @@ async def index_with_memory(
     fetched = await forge_memory.fetch(forge, repo, store, limit=settings.memory.discussions_per_sync, bot_names=names)
     indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, root, task_id, settings.embedder,
                                       settings.memory.max_commits)
+    if indexed["database"]:  # refused before any role runs: the failure comment says why
+        connection_for(settings, repo, indexed["database"])
     try:
         await asyncio.to_thread(forge_memory.remember, store, Path(indexed["index"]), fetched)
     except Exception as exc:  # the boundary (a locked or broken store): the task goes on with the base's memory

@@ -91,7 +91,8 @@ class RepoConfig(_Strict):
         default=(), description="patterns of normally protected paths (CI config, hooks) the coder may edit"
     )
     database: str | None = Field(
-        default=None, description="name of a connection configured on the server, never its URL"
+        default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description="name of a connection the server binds to this project, never its URL",
     )
 
     @field_validator("protected_paths", "allow_protected")

@@ -17,6 +17,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
 import prompts
+from foundation.forge import RepoRef
 from graph.deps import Deps
 from graph.evidence import check_evidence, existing_files
 from graph.runtime.budget import call_budget
@@ -26,7 +27,7 @@ from graph.runtime.synthesis import Declared
 from graph.schemas import Analysis, FileScope
 from graph.state import TaskState
 from graph.tools import tools_for
-from graph.tools.database import ReadOnlyDatabase
+from graph.tools.database import ReadOnlyDatabase, connection_for
 from graph.tools.investigation import investigation_tools, open_index
 from project.embedding import embedder_for
 
@@ -47,8 +48,11 @@ def _root(state: TaskState) -> Path:
 
 
 def _database(state: TaskState, deps: Deps) -> ReadOnlyDatabase | None:
-    url = deps.settings.databases.get(state.get("database") or "")
-    return ReadOnlyDatabase(url.get_secret_value()) if url is not None else None
+    """The connection `.forgebot.yml` names, if the server binds it to this repository (else refused)."""
+    name = state.get("database") or ""
+    if not name:
+        return None
+    return ReadOnlyDatabase(connection_for(deps.settings, RepoRef.model_validate(state["repo"]), name))
 
 
 def _mentioned(root: Path, state: TaskState) -> list[str]:

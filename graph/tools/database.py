@@ -1,7 +1,8 @@
 """Read-only database tools for investigation roles: list tables, a table's schema, read-only SQL.
 
-Used when a repository's `.forgebot.yml` names a connection the server configures (the URL and its
-credentials live in the server's settings, never in the repository). Postgres, MariaDB/MySQL and
+Used when a repository's `.forgebot.yml` names a connection the server configures for that project
+(the URL and its credentials live in the server's settings, never in the repository; `connection_for`
+refuses a connection not bound to the project). Postgres, MariaDB/MySQL and
 SQLite. Every query runs in a read-only transaction (SQLite: a read-only open, `query_only` and an
 authorizer) after the statement check in `sql_statement`, with a row limit and a time limit.
 Messages never contain the URL.
@@ -18,13 +19,42 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from foundation.forge import RepoRef
+from foundation.settings import Settings
 from graph.tools import database_backends
 from graph.tools.database_backends import DatabaseError
 from graph.tools.sql_statement import Dialect, StatementRefused, check_statement
+from project.repoconfig import RepoConfigError
 
 Cell = str | int | float | bool | None
 MAX_TABLES_LISTED = 50
-__all__ = ["Column", "DatabaseError", "QueryResult", "ReadOnlyDatabase", "TableSchema"]
+__all__ = ["Column", "DatabaseError", "DatabaseRefused", "QueryResult", "ReadOnlyDatabase", "TableSchema",
+           "connection_for"]
+
+
+class DatabaseRefused(RepoConfigError):
+    """`.forgebot.yml` names a connection this project may not use; the message is fit for its comment."""
+
+
+def connection_for(settings: Settings, repo: RepoRef, name: str) -> str:
+    """The URL of the connection `name` when the server binds it to `repo`; DatabaseRefused otherwise.
+
+    `repo` is the repository as the forge resolved it, never a payload's names. A name the server
+    does not know gets the same answer as one bound elsewhere, so a repository cannot learn which
+    connections other projects have.
+    """
+    connection = settings.databases.get(name)
+    keys = {f"{repo.forge}:{repo.project.lower()}", f"{repo.forge}:{repo.path.lower()}"}
+    keys |= {f"{repo.forge}:{repo.id}"} if repo.id else set()
+    keys |= {f"local:{repo.clone_url}"} if repo.forge == "local" else set()
+    if connection is None or not keys & set(connection.projects):
+        where = repo.clone_url if repo.forge == "local" else repo.path
+        raise DatabaseRefused(
+            f"`.forgebot.yml` names the database connection `{name}`, which this server does not provide to "
+            f"{repo.forge} project {where}. An operator binds a connection to projects in `FORGEBOT_DATABASES` "
+            f"(`projects`, e.g. `{repo.forge}:{where}`); otherwise remove `database:` from `.forgebot.yml`."
+        )
+    return connection.url.get_secret_value()
 
 
 class Column(BaseModel):

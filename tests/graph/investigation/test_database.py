@@ -1,15 +1,17 @@
-"""The analyzer gets the read-only database tools only when `.forgebot.yml` names a configured connection."""
+"""The analyzer gets the read-only database tools only when `.forgebot.yml` names a connection the
+server binds to the repository; any other name stops the task with the reason."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
+import pytest
 from langchain_core.messages import ToolMessage
-from pydantic import SecretStr
 
-from foundation.settings import Settings
+from foundation.settings import DatabaseConnection, Settings
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
+from graph.tools.database import DatabaseRefused
 from tests.fakes.chat import answer, scripted
 from tests.fakes.forge import FakeForge
 from tests.graph.conftest import git
@@ -35,7 +37,7 @@ def _name_database(checkout: Path, name: str) -> None:
 async def test_named_and_configured_connection_gives_the_database_tools(
     checkout: Path, settings: Settings, forge: FakeForge, tmp_path: Path
 ) -> None:
-    settings.databases["app"] = SecretStr(_database(tmp_path))
+    settings.databases["app"] = DatabaseConnection(url=_database(tmp_path), projects=("gitlab:group/app",))
     _name_database(checkout, "app")
     analyzer = scripted([call("get_table_schema", table="orders"),
                          call("finish_exploration", files=["src/Calculator.php"], reason="schema read"),
@@ -48,14 +50,18 @@ async def test_named_and_configured_connection_gives_the_database_tools(
     assert "total_cents" in str(schema.content) and str(tmp_path) not in str(schema.content)
 
 
-async def test_a_connection_the_server_does_not_configure_gives_no_database_tools(
-    checkout: Path, settings: Settings, forge: FakeForge
+@pytest.mark.parametrize("bound", [None, ("gitlab:group/other", "github:group/app", "gitlab:2")],
+                         ids=["not-configured", "bound-elsewhere"])
+async def test_a_connection_not_bound_to_the_repository_stops_the_analyzer_before_any_query(
+    checkout: Path, settings: Settings, forge: FakeForge, tmp_path: Path, bound: tuple[str, ...] | None
 ) -> None:
+    if bound is not None:
+        settings.databases["app"] = DatabaseConnection(url=_database(tmp_path), projects=bound)
     _name_database(checkout, "app")
-    analyzer = scripted([call("list_database_tables"),
-                         call("finish_exploration", files=["src/Calculator.php"], reason="no database"),
-                         answer(Analysis, Analysis(summary="no database"))])
+    analyzer = scripted([call("list_database_tables"), answer(Analysis, Analysis(summary="read it"))])
     models = {"decomposer": scripted([answer(Decomposition, CRITERIA)]), "analyzer": analyzer}
-    await Runner(settings, forge, models.__getitem__, task_state(checkout, settings)).run()
-    (refused,) = [m for m in analyzer.received[1] if isinstance(m, ToolMessage)]
-    assert "list_database_tables" in str(refused.content) and "total" not in str(refused.content)
+    with pytest.raises(DatabaseRefused) as refused:
+        await Runner(settings, forge, models.__getitem__, task_state(checkout, settings)).run()
+    assert "names the database connection `app`, which this server does not provide to gitlab project group/app" \
+        in str(refused.value)
+    assert analyzer.received == []  # no model call, so no tool call: the refusal comes first
