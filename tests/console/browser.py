@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.tools import need
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -23,11 +23,7 @@ SHOTS = os.environ.get("SCREENSHOTS_DIR", "")  # e.g. docs/console: where the do
 
 
 def need_browser() -> None:
-    if Path(CHROMIUM).exists() and Path(DRIVER).exists():
-        return
-    if os.environ.get("FORGEBOT_REQUIRE_TOOLS"):
-        pytest.fail("chromium and chromium-driver are required (installed by .ci/run)")
-    pytest.skip("chromium / chromium-driver not installed")
+    need(Path(CHROMIUM).exists() and Path(DRIVER).exists(), "chromium and chromium-driver (installed by .ci/run)")
 
 
 @contextlib.contextmanager

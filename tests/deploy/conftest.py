@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.tools import need
 
 
 @pytest.fixture
@@ -18,10 +19,8 @@ def require_tool() -> Callable[[str], str]:
     def find(name: str) -> str:
         # tools installed by pip into the running venv are next to its python, maybe not on PATH
         found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
-        if found:
-            return found
-        if os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1":
-            pytest.fail(f"{name} is required (FORGEBOT_REQUIRE_TOOLS=1) but not installed")
-        pytest.skip(f"{name} not installed")
+        need(found is not None, name)
+        assert found is not None
+        return found
 
     return find

@@ -10,6 +10,7 @@ import pytest
 
 from tests.durability.harness import Cluster, drop_schema, fresh_schema, stop_forkserver
 from tests.fakes.server import ServerThread
+from tests.tools import need
 
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -21,9 +22,8 @@ def postgres_schema() -> str:
     try:
         return fresh_schema(POSTGRES_URL)
     except psycopg.OperationalError as exc:
-        if os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1":
-            raise
-        pytest.skip(f"no PostgreSQL server: {type(exc).__name__}")
+        need(False, f"a PostgreSQL server ({type(exc).__name__})")
+        raise
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -10,9 +9,8 @@ import pytest
 
 from bot.evaluation.taskset import TaskSet, load_taskset
 from foundation.settings import EmbedderSettings, Settings
+from tests.tools import need
 
-# read at import: the suite's autouse fixture clears FORGEBOT_* before each test runs
-REQUIRE_TOOLS = os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1"
 STARTER = Path(__file__).resolve().parents[2] / "evals" / "php-starter.toml"
 TOOLS = ("php", "phpunit", "dpkg-query", "git")
 
@@ -23,11 +21,7 @@ def php_tools() -> None:
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if not Path("/usr/share/php/Doctrine/Inflector").is_dir():
         missing.append("php-doctrine-inflector")
-    if missing:
-        message = f"needs {', '.join(missing)}"
-        if REQUIRE_TOOLS:
-            pytest.fail(message + " (FORGEBOT_REQUIRE_TOOLS=1)")
-        pytest.skip(message)
+    need(not missing, ", ".join(missing))
 
 
 @pytest.fixture

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from tests.repos import FIXTURES, git, init_repo
-from tests.tools import REQUIRE_TOOLS, need, need_tools
+from tests.tools import REQUIRE_TOOLS, need, need_tools, port_open
 
 POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
-MARIADB_URL = "mysql://root@127.0.0.1:3306/test"
+# another server for a run: TEST_MARIADB_URL (tests/deploy/test_required_tools.py points it at a closed port)
+MARIADB_URL = os.environ.get("TEST_MARIADB_URL", "mysql://root@127.0.0.1:3306/test")
 __all__ = ["FIXTURES", "REQUIRE_TOOLS", "git", "init_repo", "need", "need_tools"]  # their homes moved; names kept
 
 
@@ -65,12 +66,6 @@ def project(tmp_path: Path, request: pytest.FixtureRequest) -> ProjectFactory:
     return make
 
 
-def _port_open(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A throw-away database on the test Postgres server, so no other suite's tables show up."""
@@ -78,7 +73,7 @@ def postgres_url() -> Iterator[str]:
 
     import psycopg
 
-    need(_port_open(5432), "PostgreSQL at 127.0.0.1:5432")
+    need(port_open(5432), "PostgreSQL at 127.0.0.1:5432")
     name = f"forgebot_dbtools_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")
@@ -92,6 +87,7 @@ def postgres_url() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def mariadb_url() -> str:
     """The test MariaDB/MySQL server (root without password, database `test`)."""
-    if not _port_open(3306):  # "MariaDB where available": never required
-        pytest.skip("MariaDB at 127.0.0.1:3306 not available")
+    where = urlsplit(MARIADB_URL)
+    host, port = where.hostname or "127.0.0.1", where.port or 3306
+    need(port_open(port, host), f"MariaDB at {host}:{port} (started by .ci/run)")
     return MARIADB_URL

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from project.sandbox import SandboxPolicy, build_environment, probe_isolation, run_sandboxed
+from project.sandbox import SandboxPolicy, build_environment, run_sandboxed
+from tests.tools import need_namespaces
 
 SECRETS = {
     "FORGEBOT_GITLAB__TOKEN": "glpat-sandbox-leak",
@@ -19,10 +20,6 @@ SECRETS = {
     "AWS_SECRET_ACCESS_KEY": "aws-leak",
 }
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/root", **SECRETS}
-
-
-def _isolated() -> bool:
-    return probe_isolation().available
 
 
 def _processes_with(marker: str) -> list[str]:
@@ -158,8 +155,7 @@ def listener() -> Iterator[int]:
 
 
 def test_isolated_checks_have_no_network(worktree: Path, listener: int) -> None:
-    if not _isolated():
-        pytest.skip(f"namespaces unavailable here: {probe_isolation().reason}")
+    need_namespaces()
     probe = f"{sys.executable} -c 'import socket; socket.create_connection((\"127.0.0.1\", {listener}), 2)'"
     open_result = run_sandboxed(probe, worktree, SandboxPolicy(isolate=False, allow_unisolated=True), BASE_ENV)
     assert open_result.status == "passed"  # the listener is reachable from outside the sandbox
@@ -169,8 +165,7 @@ def test_isolated_checks_have_no_network(worktree: Path, listener: int) -> None:
 
 
 def test_isolated_checks_cannot_see_the_data_directory(tmp_path: Path) -> None:
-    if not _isolated():
-        pytest.skip(f"namespaces unavailable here: {probe_isolation().reason}")
+    need_namespaces()
     data = tmp_path / "data"
     (data / "worktrees" / "task-1").mkdir(parents=True)
     (data / "tasks.sqlite").write_text("secret task store\n")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.inbox import Inbox
+from tests.tools import need
 
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
@@ -22,9 +23,8 @@ def postgres_database() -> Iterator[str]:
     try:
         admin = psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=3)
     except psycopg.OperationalError as exc:
-        if os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1":
-            raise
-        pytest.skip(f"no PostgreSQL server: {type(exc).__name__}")
+        need(False, f"a PostgreSQL server ({type(exc).__name__})")
+        raise
     name = f"forgebot_intake_{uuid.uuid4().hex[:12]}"
     admin.execute(f"CREATE DATABASE {name}")
     base, _, _ = POSTGRES_URL.rpartition("/")

@@ -6,7 +6,6 @@ FORGEBOT_REQUIRE_TOOLS=1 (.ci/run) a missing build is a failure, not a skip.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 from foundation.settings import LLMSettings
 from tests.e2e.conftest import origin_url  # noqa: F401 - the PHP fixture repository, for the serve test
 from tests.live.llama import LlamaServer, LlamaUnavailable
+from tests.tools import need
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -31,9 +31,8 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     try:
         server = LlamaServer(tmp_path_factory.mktemp("llama") / "server.log")
     except LlamaUnavailable as exc:
-        if os.environ.get("FORGEBOT_REQUIRE_TOOLS"):
-            pytest.fail(f"live lane needs: {exc}")
-        pytest.skip(f"live lane needs: {exc}")
+        need(False, f"the live lane's llama.cpp server ({exc})")
+        raise
     yield server
     server.stop()
 

@@ -8,8 +8,11 @@ shows the growth and 8n is worse still:
 - pytest summary `^=*\\s*((?:\\d+ \\w+|no tests ran)(?:, \\d+ \\w+)* in [\\d.]+s.*?)\\s*=*$` on
   "1 passed in 1s" + spaces + "x" and on a run of newlines: quadratic, 55x and 65x for 8n.
 - closes `\\s*:?\\s+#` on "closes" + spaces: 55x for 8n; `[\\w./-]+\\.\\w{1,5}` on a dotless word: 61x;
-  checklist evidence `\\S+:\\d+` on a colonless word: 59x.
-Each fixed function is also compared with its old pattern on random short inputs: same results.
+  checklist evidence `\\S+:\\d+` on a colonless word: 59x (now `check_evidence`, no regex).
+- the pytest classifier read a test's traceback section again for every FAILED line naming it:
+  quadratic in FAILED lines (83x for 8n; 14 s at 160 KB).
+Every case calls the product's own function, never a copy of its pattern. Each fixed function is
+also compared with its old pattern on random short inputs: same results.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ import random
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from graph.coder.checklist import ItemRejected, check_evidence
 from graph.nodes.analyzer import _PATHLIKE, pathlike
 from graph.nodes.review_intake import closed_issues, heading_title, list_items
 from project.classify import _pytest_summaries, classify
@@ -49,8 +54,18 @@ def _assert_linear(function: Callable[[str], object], make: Callable[[int], str]
     assert large_time / small_time < RATIO, (small_time, large_time)
 
 
-def _evidence_ok(text: str) -> bool:
-    return re.search(r"\S:\d", text) is not None  # graph/coder/checklist.py's already_done evidence test
+def _evidence(text: str) -> bool:
+    """The coder's `path:line` evidence check (a plan blocker, an `already_done` claim), as the tool runs it."""
+    try:
+        check_evidence(Path(__file__).parent, text)
+    except ItemRejected:
+        return False
+    return True
+
+
+def _failed_lines(n: int) -> str:
+    """One test's traceback section and many FAILED lines naming it (pytest prints one per failure)."""
+    return "___ test_x ___\n" + "E   boom\n" * (n // 18) + "FAILED t.py::test_x\n" * (n // 40)
 
 
 ADVERSARIAL: list[tuple[str, Callable[[str], object], Callable[[int], str], int]] = [
@@ -63,7 +78,9 @@ ADVERSARIAL: list[tuple[str, Callable[[str], object], Callable[[int], str], int]
     ("summary classify", lambda s: classify("pytest", s, 1), lambda n: "= 1 passed in 1s" + " " * n + "x", 20_000),
     ("closes", closed_issues, lambda n: "closes" + " " * n + "x", 20_000),
     ("pathlike", pathlike, lambda n: "a" * n, 20_000),
-    ("evidence", _evidence_ok, lambda n: "a" * n, 20_000),
+    ("evidence", _evidence, lambda n: "a" * n, 20_000),
+    ("evidence colon", _evidence, lambda n: "a" * n + ":1", 20_000),
+    ("classify FAILED lines", lambda s: classify("pytest", s, 1), _failed_lines, 20_000),
 ]
 
 
@@ -94,11 +111,21 @@ def test_summary_matches_the_old_pattern() -> None:
         "2 failed, 10 passed, 1 skipped in 3.21s", "no tests ran in 0.01s"]
 
 
-def test_closes_and_paths_and_evidence_match_the_old_patterns() -> None:
+def test_closes_and_paths_match_the_old_patterns() -> None:
     for text in _strings("closes fix:# 12\n", 5_000, 30):
         assert closed_issues(text) == list(dict.fromkeys(int(n) for n in OLD_CLOSES.findall(text))), repr(text)
     for text in _strings("ab1./-_ x", 20_000, 30):
         assert pathlike(text) == _PATHLIKE.findall(text), repr(text)
-        assert _evidence_ok(text) == (re.search(r"\S+:\d+", text) is not None)
-    for text in _strings("a1: ", 5_000, 12):
-        assert _evidence_ok(text) == (re.search(r"\S+:\d+", text) is not None), repr(text)
+
+
+def test_evidence_names_an_existing_line() -> None:
+    here = Path(__file__).name
+    lines = Path(__file__).read_text(encoding="utf-8").count("\n") + 1
+    assert _evidence(f"{here}:1") and _evidence(f"{here}:{lines}") and _evidence(f"{here}:2-3")
+    for bad in (here, f"{here}:0", f"{here}:{lines + 1}", f"{here}:x", "missing.py:1", ":1", "../x.py:1"):
+        assert not _evidence(bad), bad
+
+
+def test_many_failed_lines_keep_their_traceback_detail() -> None:
+    result = classify("pytest", _failed_lines(400), 1)
+    assert len(result.failures) == 10 and {f.message for f in result.failures} == {"boom"}

@@ -32,6 +32,7 @@ from project.checks import context_for, run_checks, sandbox_policy
 from project.repoconfig import RepoConfig, parse_repo_config
 from project.sandbox import INTERPRETER, SandboxPolicy, SandboxResult, probe_isolation, run_sandboxed
 from tests.fakes.forge_http import FakeForgeState
+from tests.tools import need, need_namespaces
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "glpat-escape-0123456789abcdef"
@@ -41,8 +42,7 @@ UNPRIVILEGED = 10001  # the chart's uid
 
 
 def _isolated() -> None:
-    if not probe_isolation().available:
-        pytest.skip(f"namespaces unavailable here: {probe_isolation().reason}")
+    need_namespaces()
 
 
 def _settings(data_dir: Path, **fields: object) -> Settings:
@@ -242,19 +242,19 @@ def shared_worktree() -> Iterator[Path]:
 
 def test_a_fork_bomb_stops_at_the_process_limit(shared_worktree: Path) -> None:
     setpriv, system_python = shutil.which("setpriv"), Path("/usr/bin/python3")
-    if os.getuid() != 0 or setpriv is None or not system_python.is_file():
-        pytest.skip("needs root, setpriv and /usr/bin/python3 to become the chart's unprivileged uid")
+    need(os.getuid() == 0 and setpriv is not None and system_python.is_file(),
+         "root, setpriv and /usr/bin/python3 (to become the chart's unprivileged uid)")
+    assert setpriv is not None
     site = next(Path(sys.prefix, "lib").glob("python3*/site-packages"))
     as_worker = [setpriv, f"--reuid={UNPRIVILEGED}", f"--regid={UNPRIVILEGED}", "--clear-groups"]
     done = subprocess.run([*as_worker, str(system_python), "-I", "-c", _BOMB, f"{ROOT}:{site}", str(shared_worktree)],
                           capture_output=True, text=True, timeout=120, check=False, cwd="/")
-    if done.returncode != 0 and "ModuleNotFoundError" in done.stderr:
-        pytest.skip(f"/usr/bin/python3 cannot load this venv: {done.stderr.strip().splitlines()[-1]}")
+    need(done.returncode == 0 or "ModuleNotFoundError" not in done.stderr,
+         f"a /usr/bin/python3 that loads this venv ({done.stderr.strip().splitlines()[-1:]})")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
     counter, bomb = report["counter"], report["bomb"]
-    if "pid_limit" not in counter["enforced"]:
-        pytest.skip(f"namespaces unavailable for uid {UNPRIVILEGED}: {counter['output']}")
+    need("pid_limit" in counter["enforced"], f"user namespaces for uid {UNPRIVILEGED} ({counter['output']})")
     forks = int(counter["output"].split()[1])
     assert 20 <= forks < 40 and "Resource temporarily unavailable" in counter["output"]
     # killed at the timeout, or the shell itself could not fork `sleep` any more: either way it ended
@@ -274,8 +274,7 @@ def _none_left(uid: int, within: float) -> bool:
 
 
 def test_running_as_root_says_the_process_limit_does_not_hold(data_dir: Path) -> None:
-    if os.getuid() != 0:
-        pytest.skip("only meaningful when the worker runs as root")
+    need(os.getuid() == 0, "a root worker (the non-root side is the fork bomb test's)")
     result = _run("true", _settings(data_dir, sandbox=SandboxSettings(allow_unisolated=True)), _worktree(data_dir))
     assert "root" in result.not_enforced["pid_limit"] and "pid_limit" not in result.enforced
 

@@ -1,14 +1,11 @@
 """A small PHP project with PHPUnit tests as a real git repository: a bare origin and a task worktree.
 
-PHP and PHPUnit are skipped when absent, unless FORGEBOT_REQUIRE_TOOLS=1 (read at import time, before
-the autouse fixture clears FORGEBOT_* variables), in which case their absence fails the test.
+PHP and PHPUnit are skipped when absent, or fail the test under FORGEBOT_REQUIRE_TOOLS=1 (`tests.tools`).
 """
 
 from __future__ import annotations
 
 import difflib
-import os
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from foundation.settings import Settings, WorkspaceSettings
+from tests.tools import need_tools
 
-REQUIRE_TOOLS = os.environ.get("FORGEBOT_REQUIRE_TOOLS") == "1"
 GIT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
            "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.invalid",
            "GIT_COMMITTER_NAME": "dev", "GIT_COMMITTER_EMAIL": "dev@example.invalid"}
@@ -68,11 +65,7 @@ FORGEBOT_YML = "profile: php\ncommands:\n  lint:\n    phpcs: false\n  timeout_se
 
 
 def need_php() -> None:
-    if shutil.which("php") and shutil.which("phpunit"):
-        return
-    if REQUIRE_TOOLS:
-        pytest.fail("php and phpunit are required (FORGEBOT_REQUIRE_TOOLS=1)")
-    pytest.skip("php or phpunit not installed")
+    need_tools("php", "phpunit")
 
 
 def git(root: Path, *args: str) -> str:

@@ -10,6 +10,7 @@ import pytest
 
 from project.index.db import Connection
 from tests.graph.index.conftest import FIXTURES, php_files
+from tests.tools import need
 
 pytestmark = pytest.mark.php
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "php_parser_symbols.php"
@@ -23,8 +24,7 @@ def test_fixtures_pass_php_lint(php: str) -> None:
 
 
 def test_definitions_and_call_sites_match_php_parser(php: str, indexed: tuple[Connection, Path]) -> None:
-    if not PHP_PARSER.is_file():
-        pytest.skip("Debian php-parser not installed")
+    need(PHP_PARSER.is_file(), "Debian's php-parser")
     conn, repo = indexed
     out = subprocess.run(
         [php, str(SCRIPT), str(repo)],

@@ -35,8 +35,6 @@ def test_hosted_providers_need_a_key() -> None:
 
 @pytest.mark.slow  # importing the anthropic SDK takes seconds
 def test_anthropic_and_ollama_native() -> None:
-    pytest.importorskip("langchain_anthropic")
-    pytest.importorskip("langchain_ollama")
     claude = chat_model(LLMSettings(provider="anthropic", model="claude-x", api_key=SecretStr("k"), timeout=7), "r")
     assert model_name(claude) == "claude-x" and getattr(claude, "default_request_timeout", None) == 7
     local = chat_model(LLMSettings(provider="ollama", model="llama3", base_url="http://ollama:11434"), "r")
