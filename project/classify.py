@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel
@@ -187,33 +188,54 @@ def _pytest_summaries(output: str) -> list[str]:
     return found
 
 
-def _pytest_sections(output: str) -> dict[str, str]:
-    """Traceback sections by header title (`test_name`, `Class.test`, `ERROR collecting path`)."""
+@dataclass(frozen=True)
+class _Section:
+    """What a traceback section says: its last `E   ` line and its last `path.py:line` location."""
+
+    raised: str | None
+    location: str | None
+
+
+def _pytest_sections(output: str) -> dict[str, _Section]:
+    """Traceback sections by header title (`test_name`, `Class.test`, `ERROR collecting path`).
+
+    Each section is read once here: the summary's FAILED lines may all name the same test, and
+    reading its section again per line made the classification quadratic in the output's size.
+    """
     headers = list(_PYTEST_HEADER.finditer(output))
-    sections: dict[str, str] = {}
+    sections: dict[str, _Section] = {}
     for index, header in enumerate(headers):
-        if header.group(1):
+        if header.group(1) and header.group(1) not in sections:
             end = headers[index + 1].start() if index + 1 < len(headers) else len(output)
-            sections.setdefault(header.group(1), output[header.end() : end])
+            sections[header.group(1)] = _read_section(output[header.end() : end])
     return sections
 
 
-def _pytest_failure(status: str, test: str, message: str, sections: dict[str, str]) -> TestFailure:
+def _read_section(section: str) -> _Section:
+    raised = [line[4:].strip() for line in section.splitlines() if line.startswith("E   ")]
+    locations = list(_PYTEST_LOCATION.finditer(section))
+    location = f"{locations[-1].group(1)}:{locations[-1].group(2)}" if locations else None
+    return _Section(raised[-1] if raised else None, location)
+
+
+_NO_SECTION = _Section(None, None)
+
+
+def _pytest_failure(status: str, test: str, message: str, sections: dict[str, _Section]) -> TestFailure:
     path, _, name = test.partition("::")
     if name:
         title = name.replace("::", ".")
     else:
         title = f"ERROR collecting {path}"
-    section = sections.get(title) or sections.get(f"ERROR at setup of {name.split('::')[-1]}", "")
-    raised = [line[4:].strip() for line in section.splitlines() if line.startswith("E   ")]
+    section = sections.get(title, _NO_SECTION)
+    if section == _NO_SECTION:  # a failure in a fixture has its section under the setup title
+        section = sections.get(f"ERROR at setup of {name.split('::')[-1]}", _NO_SECTION)
     # The short summary clips long messages with "..."; the section's `E   ` line has it whole.
-    detail = raised[-1] if raised and (not message or message.endswith("...")) else message or "error"
+    detail = section.raised if section.raised and (not message or message.endswith("...")) else message or "error"
     kind: FailureKind = "error"
     if status == "FAILED" and _is_assertion(detail):
         kind = "assertion"
-    locations = list(_PYTEST_LOCATION.finditer(section))
-    location = f"{locations[-1].group(1)}:{locations[-1].group(2)}" if locations else None
-    return TestFailure(test=test, kind=_kind(kind, detail), message=_clip(detail), location=location)
+    return TestFailure(test=test, kind=_kind(kind, detail), message=_clip(detail), location=section.location)
 
 
 def _is_assertion(message: str) -> bool:
