@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -22,6 +23,7 @@ from foundation.forge.models import ForgeKind
 from graph.redact import redact, secrets_of
 
 if TYPE_CHECKING:
+    from foundation.forge import BotIdentity
     from foundation.settings import Settings
 
 Status = Literal["ok", "FAIL", "skip"]
@@ -107,14 +109,58 @@ def _webhook(secret: object) -> tuple[Status, str]:
     return "ok", "webhook secret set"
 
 
-async def _forge(settings: Settings, kind: ForgeKind, where: str, check: str) -> Line:
+_STATUS = re.compile(r"^\w+ (\d{3})\b")  # the adapters' "gitlab 502: ..." for an HTTP answer
+
+
+def _not_found(kind: ForgeKind, where: str) -> str:
+    """A 404 for "who am I" is a wrong address, not a wrong token: say which one is right."""
+    base = where.rstrip("/")
+    if kind == "gitlab" and base.endswith("/api/v4"):
+        return (f"{where} answered 404: FORGEBOT_GITLAB__URL is the instance's address without the API path; "
+                f"drop /api/v4 ({base.removesuffix('/api/v4')})")
+    if kind == "gitlab":
+        return (f"{base}/api/v4/user answered 404: FORGEBOT_GITLAB__URL must be the GitLab instance's address "
+                "(https://gitlab.example.com)")
+    return (f"{base}/user answered 404: FORGEBOT_GITHUB__API_URL must be the REST API root "
+            "(https://api.github.com; GitHub Enterprise: https://HOST/api/v3)")
+
+
+def _unreachable(kind: ForgeKind, where: str, exc: Exception) -> str:
+    url = "FORGEBOT_GITLAB__URL" if kind == "gitlab" else "FORGEBOT_GITHUB__API_URL"
+    status = _STATUS.match(str(exc))
+    if status:
+        return f"{where} answered HTTP {status.group(1)}: the forge is up but failing; try again later"
+    why = str(exc).partition(": ")[2] or str(exc)
+    return f"cannot connect to {where} ({why}): check {url} and that this machine reaches it"
+
+
+def _pinned(settings: Settings, kind: ForgeKind, found: BotIdentity) -> str | None:
+    """A pinned bot id or login that is not the token's user: the bot would not know its own comments."""
+    if kind == "gitlab" and settings.gitlab.bot_user_id not in (None, found.id):
+        pinned = f"FORGEBOT_GITLAB__BOT_USER_ID={settings.gitlab.bot_user_id}"
+    elif kind == "github" and settings.github.bot_login and settings.github.bot_login.lower() != found.login.lower():
+        pinned = f"FORGEBOT_GITHUB__BOT_LOGIN={settings.github.bot_login}"
+    else:
+        return None
+    return (f"{pinned}, but the token acts as @{found.login} (id {found.id}): the bot would take its own comments "
+            "for someone else's; unset it (the bot asks the forge) or pin the token's user")
+
+
+async def _forge(settings: Settings, kind: ForgeKind, where: str, token: str) -> Line:
     """Ask the forge who the credentials act as (the same question serve and worker ask at start-up)."""
-    from foundation.forge import bot_identity
+    from foundation.forge import ForgeAuthError, ForgeNotFound, ForgeUnavailable, bot_identity
 
     try:
         found = await bot_identity(settings, kind)
-    except Exception as exc:
-        return Line(kind, "FAIL", f"credentials rejected or {where} unreachable: {exc} (check {check})")
+    except ForgeAuthError as exc:
+        return Line(kind, "FAIL", f"{where} refused the credentials ({exc}): check {token}")
+    except ForgeNotFound:
+        return Line(kind, "FAIL", _not_found(kind, where))
+    except ForgeUnavailable as exc:
+        return Line(kind, "FAIL", _unreachable(kind, where, exc))
+    mismatch = _pinned(settings, kind, found)
+    if mismatch:
+        return Line(kind, "FAIL", mismatch)
     conf = settings.gitlab if kind == "gitlab" else settings.github
     status, hook = _webhook(conf.webhook_secret)
     return Line(kind, status, f"{where}: credentials valid, bot @{found.login} (id {found.id}); {hook}")
@@ -123,7 +169,7 @@ async def _forge(settings: Settings, kind: ForgeKind, where: str, check: str) ->
 async def _gitlab(settings: Settings) -> Line:
     if settings.gitlab.token is None:
         return Line("gitlab", "skip", "FORGEBOT_GITLAB__TOKEN not set")
-    return await _forge(settings, "gitlab", settings.gitlab.url, "FORGEBOT_GITLAB__TOKEN and FORGEBOT_GITLAB__URL")
+    return await _forge(settings, "gitlab", settings.gitlab.url, "FORGEBOT_GITLAB__TOKEN")
 
 
 async def _github(settings: Settings) -> Line:
@@ -132,8 +178,9 @@ async def _github(settings: Settings) -> Line:
         return Line("github", "skip", "neither FORGEBOT_GITHUB__TOKEN nor FORGEBOT_GITHUB__APP_ID set")
     if gh.token is None and gh.private_key is None:
         return Line("github", "FAIL", "FORGEBOT_GITHUB__APP_ID needs FORGEBOT_GITHUB__PRIVATE_KEY")
-    return await _forge(settings, "github", gh.api_url,
-                        "FORGEBOT_GITHUB__TOKEN or FORGEBOT_GITHUB__APP_ID/PRIVATE_KEY and FORGEBOT_GITHUB__API_URL")
+    app = gh.app_id is not None and gh.private_key is not None
+    token = "FORGEBOT_GITHUB__APP_ID and FORGEBOT_GITHUB__PRIVATE_KEY" if app else "FORGEBOT_GITHUB__TOKEN"
+    return await _forge(settings, "github", gh.api_url, token)
 
 
 async def _model(settings: Settings) -> Line:

@@ -1,0 +1,72 @@
+"""`forgebot check` on a bad first day: a forge that cannot be reached, a token it refuses, a GitLab
+URL with the API path in it, a wrong GitHub API root and a pinned bot id that is not the token's
+user are five different lines, each naming the one setting to fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import GITHUB_TOKEN, GITLAB_TOKEN
+from tests.fakes.forge_http import FakeForgeState
+from tests.fakes.server import ServerThread, free_port
+from tests.firstday.cli import Typed, forgebot
+
+pytestmark = pytest.mark.timeout(300)
+ONLY_FORGES = ["--skip", "redis", "--skip", "store", "--skip", "model", "--skip", "embedder"]
+
+
+def _check(tmp_path: Path, **env: str) -> Typed:
+    return forgebot("check", *ONLY_FORGES, cwd=tmp_path, FORGEBOT_DATA_DIR=str(tmp_path / "data"),
+                    FORGEBOT_GITLAB__MAX_RETRIES="0", FORGEBOT_GITHUB__MAX_RETRIES="0", **env)
+
+
+def _row(seen: Typed, name: str) -> tuple[str, str]:
+    (line,) = [line for line in seen.out if line.split()[:1] == [name]]
+    _, status, detail = line.split(None, 2)
+    return status, detail
+
+
+def test_each_forge_failure_names_its_own_cause(
+    tmp_path: Path, forge_server: ServerThread, fake_forge: FakeForgeState
+) -> None:
+    fake_forge.tokens = {GITLAB_TOKEN, GITHUB_TOKEN}
+    closed = f"http://127.0.0.1:{free_port()}"
+    unreachable = _check(tmp_path, FORGEBOT_GITLAB__URL=closed, FORGEBOT_GITLAB__TOKEN=GITLAB_TOKEN,
+                         FORGEBOT_GITHUB__API_URL=f"{forge_server.url}/github/nowhere",
+                         FORGEBOT_GITHUB__TOKEN=GITHUB_TOKEN)
+    assert unreachable.code == 1 and "Traceback" not in unreachable.text
+    assert _row(unreachable, "gitlab") == (
+        "FAIL", f"cannot connect to {closed} (ConnectionError): check FORGEBOT_GITLAB__URL and that this machine "
+                "reaches it")
+    assert _row(unreachable, "github") == (
+        "FAIL", f"{forge_server.url}/github/nowhere/user answered 404: FORGEBOT_GITHUB__API_URL must be the REST API "
+                "root (https://api.github.com; GitHub Enterprise: https://HOST/api/v3)")
+
+    refused = _check(tmp_path, FORGEBOT_GITLAB__URL=f"{forge_server.url}/gitlab",
+                     FORGEBOT_GITLAB__TOKEN="glpat-not-the-token-0123456789")
+    status, detail = _row(refused, "gitlab")
+    assert status == "FAIL" and detail.startswith(f"{forge_server.url}/gitlab refused the credentials (gitlab 401")
+    assert detail.endswith("check FORGEBOT_GITLAB__TOKEN") and "glpat-not-the-token" not in refused.text
+
+    api_path = _check(tmp_path, FORGEBOT_GITLAB__URL=f"{forge_server.url}/gitlab/api/v4",
+                      FORGEBOT_GITLAB__TOKEN=GITLAB_TOKEN)
+    assert _row(api_path, "gitlab") == (
+        "FAIL", f"{forge_server.url}/gitlab/api/v4 answered 404: FORGEBOT_GITLAB__URL is the instance's address "
+                f"without the API path; drop /api/v4 ({forge_server.url}/gitlab)")
+
+
+def test_a_pinned_bot_that_is_not_the_tokens_user_fails(
+    tmp_path: Path, forge_server: ServerThread, fake_forge: FakeForgeState
+) -> None:
+    seen = _check(tmp_path, FORGEBOT_GITLAB__URL=f"{forge_server.url}/gitlab", FORGEBOT_GITLAB__TOKEN=GITLAB_TOKEN,
+                  FORGEBOT_GITLAB__WEBHOOK_SECRET="s", FORGEBOT_GITLAB__BOT_USER_ID="7",
+                  FORGEBOT_GITHUB__API_URL=f"{forge_server.url}/github", FORGEBOT_GITHUB__TOKEN=GITHUB_TOKEN,
+                  FORGEBOT_GITHUB__WEBHOOK_SECRET="s", FORGEBOT_GITHUB__BOT_LOGIN="FORGEBOT")
+    assert seen.code == 1
+    assert _row(seen, "gitlab") == (
+        "FAIL", "FORGEBOT_GITLAB__BOT_USER_ID=7, but the token acts as @forgebot (id 4242): the bot would take its "
+                "own comments for someone else's; unset it (the bot asks the forge) or pin the token's user")
+    status, detail = _row(seen, "github")  # logins compare without case, as GitHub's do
+    assert status == "ok" and "bot @forgebot (id 4242)" in detail
