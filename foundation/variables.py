@@ -52,6 +52,15 @@ def is_json(annotation: Any) -> bool:
     return model_of(inner) is not None or typing.get_origin(inner) in (dict, list, tuple, set, frozenset)
 
 
+def holds_secret(annotation: Any) -> bool:
+    """Whether a value of this type may carry a secret anywhere inside (never echo it back)."""
+    inner = strip_optional(annotation)
+    nested = model_of(inner)
+    if nested is not None:
+        return any(holds_secret(field.annotation) for field in nested.model_fields.values())
+    return inner is SecretStr or any(holds_secret(arg) for arg in typing.get_args(inner))
+
+
 @dataclass(frozen=True)
 class Slot:
     """Where one variable lands: the type its value must have."""
@@ -61,8 +70,7 @@ class Slot:
 
     @property
     def secret(self) -> bool:
-        inner = strip_optional(self.annotation)
-        return inner is SecretStr or (dict_value(inner) is not None and strip_optional(dict_value(inner)) is SecretStr)
+        return holds_secret(self.annotation)
 
     def adapter(self) -> TypeAdapter[Any]:
         annotation: Any = Annotated[(self.annotation, *self.metadata)] if self.metadata else self.annotation

@@ -57,4 +57,4 @@ def test_a_value_the_model_refuses_is_refused_by_name(name: str, value: str, mon
     with pytest.raises(ConfigError) as raised:
         Settings.load()
     (line,) = raised.value.lines
-    assert line.startswith(f"{name}='") and " is not valid: " in line
+    assert line.startswith(f"{name}=") and " is not valid: " in line
