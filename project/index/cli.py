@@ -1,41 +1,32 @@
 """`forgebot index | symbols | callers | impact | outline`: the code graph on the command line.
 
 `register()` adds the subcommands to the product's parser; `bot/cli.py` sets `args.data_dir` before
-calling a handler. `index` runs every builder in `BUILDERS` over one file list, so the search index
-adds its own builder beside the graph's instead of a second walk of the checkout.
+calling a handler. `index` builds what a task's base index holds, in one pass over the files: the
+code graph, the search tables (the same index `forgebot search` answers from) and, in a git
+checkout, the project memory; then the vectors unless `--no-embeddings`. `--timings` prints where
+the time went, phase by phase.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from foundation.gitrunner import GitError, git
+from foundation.gitrunner import GitError, GitTampered, git
 from project.index.db import Connection, connect
 from project.index.location import index_path
 from project.index.queries import callers, impact, index_ready, outline
 from project.index.results import IndexStatus
-from project.index.store import build, default_workers, relative_path
-
-
-@dataclass(frozen=True)
-class IndexJob:
-    """What one `forgebot index` run asks every builder to do."""
-
-    root: Path
-    files: list[str]  # repository-relative, forward slashes
-    embeddings: bool
-    workers: int
-
-
-Builder = Callable[[Connection, IndexJob], str]  # returns a one-line summary
+from project.index.store import default_workers, relative_path
+from project.index.timings import Timings, process_age
 
 
 class _Answered(Protocol):
@@ -47,32 +38,31 @@ _R = TypeVar("_R", bound=_Answered)
 _H = TypeVar("_H", bound=BaseModel)
 
 
-def graph_builder(conn: Connection, job: IndexJob) -> str:
-    report = build(conn, job.root, job.files, workers=job.workers)
-    return (
-        f"graph: {len(report.parsed)} parsed, {len(report.unchanged)} unchanged, "
-        f"{len(report.removed)} removed, {len(report.stale)} stale; "
-        f"{report.symbols} symbols, {report.relations} relations"
-    )
-
-
-BUILDERS: list[Builder] = [graph_builder]
-
-
 def list_files(root: Path) -> list[str]:
-    """Files of a checkout: git's view (tracked and untracked, not ignored), else a directory walk."""
+    """Files of a checkout: git's view (tracked and untracked, not ignored), else a directory walk.
+
+    Neither descends into a symlinked directory; a symlinked file is kept only when it points
+    inside the checkout (its target outside is not ours to index).
+    """
     try:
         out = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
         names = {name for name in out.split("\0") if name}
+    except GitTampered:
+        raise
     except GitError:
-        names = {
-            p.relative_to(root).as_posix()
-            for p in root.rglob("*")
-            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
-        }
-    base = root.resolve()
-    # a symlink may point outside the checkout; its target is not ours to index
-    return sorted(name for name in names if (base / name).resolve().is_relative_to(base))
+        names = set(_walk(root))
+    base = str(root.resolve())
+    return sorted(name for name in names if not os.path.islink(os.path.join(base, name))
+                  or Path(os.path.realpath(os.path.join(base, name))).is_relative_to(base))
+
+
+def _walk(root: Path) -> Iterable[str]:
+    """Files under `root`, hidden files and directories left out (os.walk follows no directory link)."""
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        relative = os.path.relpath(directory, root)
+        prefix = "" if relative == "." else relative.replace(os.sep, "/") + "/"
+        yield from (prefix + name for name in files if not name.startswith("."))
 
 
 def _root(args: argparse.Namespace) -> Path:
@@ -104,16 +94,54 @@ def _report_status(status: IndexStatus, root: Path) -> int:
 
 
 def run_index(args: argparse.Namespace) -> int:
+    from project.embedding import embedder_for  # onnxruntime and the settings load only when indexing
+    from project.index import taskindex
+
+    timings = Timings()
+    timings.add("start", time.process_time(), process_age())  # interpreter start, imports, arguments
     root = _root(args)
     db = index_path(Path(args.data_dir), root)
-    db.parent.mkdir(parents=True, exist_ok=True)
-    job = IndexJob(root, list_files(root), embeddings=not args.no_embeddings, workers=args.workers)
+    with timings.phase("file walk"):
+        files = list_files(root)
+    embedder = None
+    if not args.no_embeddings:
+        from foundation.settings import Settings
+
+        embedder = embedder_for((getattr(args, "settings", None) or Settings()).embedder)
+    report = taskindex.refresh(db, root, embedder=embedder, workers=args.workers, files=files, timings=timings)
     conn = connect(db)
     try:
-        _emit(builder(conn, job) for builder in BUILDERS)
+        counts = [conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                  for table in ("symbols", "relations", "chunks")]
+        with timings.phase("memory"):
+            remembered = _remember(conn, root)
     finally:
         conn.close()
+    graph = report.graph
+    assert graph is not None  # a refresh always builds the graph
+    _emit([
+        f"graph: {len(graph.parsed)} parsed, {len(graph.unchanged)} unchanged, {len(graph.removed)} removed, "
+        f"{len(graph.stale)} stale; {counts[0]} symbols, {counts[1]} relations",
+        f"search: {counts[2]} chunks, {report.embedded} embedded"
+        + ("" if embedder else " (no vector leg: --no-embeddings or FORGEBOT_EMBEDDER__KIND=off)"),
+        remembered,
+    ])
+    if args.timings:
+        _emit(timings.table(total_wall=process_age(), total_cpu=time.process_time() + timings.cpu_elsewhere))
     return 0
+
+
+def _remember(conn: Connection, root: Path) -> str:
+    """Project memory for a git checkout (documents and history); a plain directory has none."""
+    from project.index.memory_sources import refresh
+
+    try:
+        report = refresh(conn, root, embedder=None)
+    except GitTampered:
+        raise
+    except GitError as exc:
+        return f"memory: none ({str(exc).splitlines()[0] if str(exc) else 'not a git checkout'})"
+    return f"memory: {report.documents} documents, {report.commits_added} commits added"
 
 
 def run_symbols(args: argparse.Namespace) -> int:
@@ -170,6 +198,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     index.add_argument("path")
     index.add_argument("--no-embeddings", action="store_true", help="skip the vector leg of search")
     index.add_argument("--workers", type=int, default=default_workers(), help="parser processes")
+    index.add_argument("--timings", action="store_true",
+                       help="print the CPU and wall time of each build phase (file walk, parse, ...)")
     index.set_defaults(handler=run_index)
     symbols = sub.add_parser("symbols", help="every definition: kind, fqn, path, start_line, end_line")
     symbols.add_argument("path")

@@ -84,8 +84,12 @@ StoredSymbolRow = tuple[str, str, str, str, str, int, int, int, int, str, str, s
 
 
 def extract(path: str, source: bytes, parser: tree_sitter.Parser | None = None) -> tuple[Extraction, bool]:
-    """Sweep one file's captured nodes; return the extraction and whether the file has syntax errors."""
-    tree = (parser or new_parser()).parse(source)
+    """Parse and sweep one file; return the extraction and whether the file has syntax errors."""
+    return extract_tree(path, source, (parser or new_parser()).parse(source))
+
+
+def extract_tree(path: str, source: bytes, tree: tree_sitter.Tree) -> tuple[Extraction, bool]:
+    """Sweep the captured nodes of a parsed file (`tree` is `source` parsed)."""
     captures = tree_sitter.QueryCursor(_language()[1]).captures(tree.root_node)
     items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
     items.sort(key=lambda item: (item[0], item[1]))
@@ -101,9 +105,14 @@ def extract(path: str, source: bytes, parser: tree_sitter.Parser | None = None) 
 
 def parse_rows(path: str, source: bytes, parser: tree_sitter.Parser | None = None) -> FileRows:
     """Extract one file straight to table rows (the build path: no record objects)."""
-    ex, has_errors = extract(path, source, parser)
+    return tree_rows(path, source, (parser or new_parser()).parse(source))
+
+
+def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = "") -> FileRows:
+    """The table rows of a parsed file; `digest` is its `content_hash` when the caller has it."""
+    ex, has_errors = extract_tree(path, source, tree)
     symbols = [(*row[:11], json.dumps(row[11]) if row[11] else "[]") for row in ex.symbols]
-    return FileRows(path, content_hash(source), "php", has_errors, symbols, ex.relations)
+    return FileRows(path, digest or content_hash(source), "php", has_errors, symbols, ex.relations)
 
 
 def parse_source(path: str, source: bytes, parser: tree_sitter.Parser | None = None) -> ParsedFile:

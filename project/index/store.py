@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from project.index.db import Connection
-from project.index.parse import FileRows, content_hash, new_parser, parse_rows
+from project.index.extractors import Parsers, extractor_for
+from project.index.parse import FileRows, content_hash
+from project.index.timings import Timings, peak_rss_mb
 
 SCHEMA_VERSION = "1"
-LANGUAGES = {".php": "php"}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -83,23 +84,65 @@ def _relative(base: str, path: Path | str) -> str:
     return full[len(base) + 1 :].replace(os.sep, "/")
 
 
+class _Resolver:
+    """`_relative` for a whole file list: a directory's real path is resolved once, not once per file.
+
+    Resolving every path of a 10,000-file checkout cost more than a second of a build; a symlinked
+    file (or one reached through a symlinked directory) is still resolved and checked in full.
+    """
+
+    def __init__(self, base: str) -> None:
+        self._base = base
+        self._dirs: dict[str, bool] = {}  # directory as listed -> it resolves to itself under base
+
+    def relative(self, path: Path | str) -> str:
+        text = os.fspath(path)
+        head = os.path.dirname(text)
+        if os.path.isabs(text) or ".." in text.split(os.sep) or not self._plain_dir(head):
+            return _relative(self._base, text)
+        if os.path.islink(os.path.join(self._base, text)):
+            return _relative(self._base, text)
+        return text.replace(os.sep, "/")
+
+    def _plain_dir(self, head: str) -> bool:
+        plain = self._dirs.get(head)
+        if plain is None:
+            full = os.path.join(self._base, head) if head else self._base
+            plain = self._dirs[head] = os.path.realpath(full) == os.path.normpath(full)
+        return plain
+
+
 # Runs beside the parse, in the parser process: derives more from a file's rows and bytes (the base
 # index's search rows), so that work is spread over the pool too; a module-level function (pickled).
-Prepare = Callable[[FileRows, bytes], object]
+# It records its own phases in the Timings it is given.
+Prepare = Callable[[FileRows, bytes, Timings], object]
 # Runs in the building process inside the build's transaction, for each file written.
 Consume = Callable[[FileRows], None]
 
 
-def _parse_batch(root: str, paths: Sequence[str], prepare: Prepare | None = None) -> list[FileRows]:
-    """Worker entry point: parse files under `root` (one parser reused for the batch)."""
-    parser = new_parser()
-    base = Path(root)
+def _parse_batch(
+    root: str, paths: Sequence[str], prepare: Prepare | None = None
+) -> tuple[list[FileRows], Timings]:
+    """Worker entry point: read, parse and extract files under `root`, timing each phase."""
+    parsers = Parsers()
+    timings = Timings()
     found = []
     for rel in paths:
-        source = (base / rel).read_bytes()
-        rows = parse_rows(rel, source, parser)
-        found.append(rows if prepare is None else dataclasses.replace(rows, prepared=prepare(rows, source)))
-    return found
+        extractor = extractor_for(rel)
+        if extractor is None:
+            continue
+        with timings.phase("read and hash"):
+            with open(os.path.join(root, rel), "rb") as file:
+                source = file.read()
+            digest = content_hash(source)
+        with timings.phase("parse"):
+            tree = parsers.get(extractor).parse(source)
+        with timings.phase("extract"):
+            rows = extractor.rows(rel, source, tree, digest)
+        del tree
+        found.append(rows if prepare is None else dataclasses.replace(rows, prepared=prepare(rows, source, timings)))
+    timings.peak_mb_elsewhere = peak_rss_mb()
+    return found, timings
 
 
 def write_file(conn: Connection, rows: FileRows, now: float) -> bool:
@@ -135,32 +178,56 @@ def _batches(paths: list[str], size: int) -> list[list[str]]:
 PARALLEL_FROM_FILES = 200
 
 
-def _parse_all(root: Path, paths: list[str], workers: int, prepare: Prepare | None) -> Iterable[FileRows]:
-    if workers <= 1 or len(paths) < max(PARALLEL_FROM_FILES, 2 * workers):
-        yield from _parse_batch(str(root), paths, prepare)
+def _keep_source(rows: FileRows, source: bytes, timings: Timings) -> bytes:
+    """In a parser process, when the building process prepares: send the bytes it needs along."""
+    return source
+
+
+def _parse_all(
+    root: Path, paths: list[str], workers: int, prepare: Prepare | None, timings: Timings
+) -> Iterable[FileRows]:
+    """Every file's rows, in order; `prepare` applied to each.
+
+    With `workers` parser processes, this process is left the writes and `prepare` (chunking and
+    full-text terms): they run here while the parser processes read, parse and extract the next
+    files, so even one parser process overlaps the two halves of the work on two cores.
+    """
+    if workers < 1 or len(paths) < max(PARALLEL_FROM_FILES, 2 * workers):
+        found, spent = _parse_batch(str(root), paths, prepare)
+        timings.merge(spent)
+        yield from found
         return
     size = max(8, len(paths) // (workers * 8))
     # forkserver, not fork: the worker process has threads (the background vector build, onnxruntime)
     # and a forked child could inherit a lock one of them held
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
         batches = _batches(paths, size)
-        for batch in pool.map(_parse_batch, [str(root)] * len(batches), batches, [prepare] * len(batches)):
-            yield from batch
+        keep = [_keep_source if prepare else None] * len(batches)
+        for batch, spent in pool.map(_parse_batch, [str(root)] * len(batches), batches, keep):
+            timings.merge(spent, elsewhere=True)
+            for rows in batch:
+                if prepare is not None and isinstance(rows.prepared, bytes):
+                    rows = dataclasses.replace(rows, prepared=prepare(rows, rows.prepared, timings))
+                yield rows
 
 
 def build(
     conn: Connection, root: Path, paths: Iterable[Path | str], *, workers: int = 1,
-    prepare: Prepare | None = None, consume: Consume | None = None,
+    prepare: Prepare | None = None, consume: Consume | None = None, timings: Timings | None = None,
 ) -> SyncReport:
     """Make the graph hold exactly `paths`: parse changed files, drop files no longer listed.
 
     `prepare` (in the parser processes) and `consume` (here, in the same transaction) let a base
-    index fill its search tables from the same pass over the files.
+    index fill its search tables from the same pass over the files. `timings` collects each phase's
+    time, the parser processes' included.
     """
+    timings = timings if timings is not None else Timings()
     ensure_schema(conn)
-    base = os.path.realpath(root)
-    listed = {_relative(base, p) for p in paths if os.path.splitext(p)[1] in LANGUAGES}
-    wanted = sorted(rel for rel in listed if (root / rel).is_file())  # git lists deleted tracked files
+    with timings.phase("file walk"):
+        resolver = _Resolver(os.path.realpath(root))
+        listed = {resolver.relative(p) for p in paths if extractor_for(os.fspath(p)) is not None}
+        # git lists deleted tracked files
+        wanted = sorted(rel for rel in listed if os.path.isfile(os.path.join(root, rel)))
     known = {row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, content_hash, stale FROM files")}
     report = SyncReport()
     todo: list[str] = []
@@ -174,17 +241,18 @@ def build(
     with conn:
         if not conn.in_transaction:
             conn.execute("BEGIN")  # so that DROP INDEX in a first build rolls back with the rest
-        parsed = _parse_all(root.resolve(), todo, workers, prepare)
+        parsed = _parse_all(root.resolve(), todo, workers, prepare, timings)
         if consume is not None:
             parsed = _consumed(parsed, consume)
         if not known:
-            _bulk_load(conn, parsed, now, report)
+            _bulk_load(conn, parsed, now, report, timings)
         else:
             for rel in sorted(set(known) - set(wanted)):
                 _remove(conn, rel)
                 report.removed.append(rel)
             for rows in parsed:
-                _record(conn, rows, now, report)
+                with timings.phase("graph writes"):
+                    _record(conn, rows, now, report)
         _stamp(conn, root, now)
     return report
 
@@ -195,33 +263,38 @@ def _consumed(parsed: Iterable[FileRows], consume: Consume) -> Iterator[FileRows
         yield rows
 
 
-def _bulk_load(conn: Connection, batches: Iterable[FileRows], now: float, report: SyncReport) -> None:
+def _bulk_load(
+    conn: Connection, batches: Iterable[FileRows], now: float, report: SyncReport, timings: Timings
+) -> None:
     """First build into empty tables: insert without indexes, then index once (about 2x faster)."""
     indexes = [line for line in _SCHEMA.splitlines() if line.startswith("CREATE INDEX")]
     for statement in indexes:
         conn.execute(f"DROP INDEX IF EXISTS {statement.split()[5]}")
     for rows in batches:
-        conn.executemany("INSERT INTO symbols VALUES (NULL,?,?,?,?,?,?,?,?,?,?,?,?)", rows.symbols)
-        conn.executemany("INSERT INTO relations VALUES (NULL,?,?,?,?,?,?,?)", rows.relations)
-        conn.execute(
-            "INSERT INTO files VALUES (?, ?, ?, ?, ?)",
-            (rows.path, rows.content_hash, rows.language, int(rows.has_errors), now),
-        )
+        with timings.phase("graph writes"):
+            conn.executemany("INSERT INTO symbols VALUES (NULL,?,?,?,?,?,?,?,?,?,?,?,?)", rows.symbols)
+            conn.executemany("INSERT INTO relations VALUES (NULL,?,?,?,?,?,?,?)", rows.relations)
+            conn.execute(
+                "INSERT INTO files VALUES (?, ?, ?, ?, ?)",
+                (rows.path, rows.content_hash, rows.language, int(rows.has_errors), now),
+            )
         report.symbols += len(rows.symbols)
         report.relations += len(rows.relations)
         (report.stale if rows.has_errors else report.parsed).append(rows.path)
-    for statement in indexes:
-        conn.execute(statement)
+    with timings.phase("indexes"):
+        for statement in indexes:
+            conn.execute(statement)
 
 
 def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> SyncReport:
     """Bring the listed files up to date: re-parse those whose content changed, drop deleted ones."""
     ensure_schema_once(conn)
     report = SyncReport()
-    parser = new_parser()
+    parsers = Parsers()
     base = os.path.realpath(root)
     for rel in sorted({_relative(base, p) for p in changed}):
-        if os.path.splitext(rel)[1] not in LANGUAGES:
+        extractor = extractor_for(rel)
+        if extractor is None:
             continue  # not a language the graph holds
         full = root / rel
         if not full.is_file():
@@ -235,7 +308,7 @@ def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> S
         if stored is not None and stored[0] == digest:
             (report.stale if stored[1] else report.unchanged).append(rel)
             continue
-        rows = parse_rows(rel, source, parser)
+        rows = extractor.rows(rel, source, parsers.get(extractor).parse(source), digest)
         with conn:
             _record(conn, rows, time.time(), report)
     return report

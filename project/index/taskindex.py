@@ -19,7 +19,7 @@ from fnmatch import fnmatchcase
 from functools import partial
 from pathlib import Path
 
-from foundation.gitrunner import GitTampered, git
+from foundation.gitrunner import GitError, GitTampered, git
 from project.index import basevectors, memory_sources, search_store, store
 from project.index.chunks import chunk_file
 from project.index.db import Connection, connect
@@ -27,6 +27,7 @@ from project.index.embed import Embedder
 from project.index.model import Symbol
 from project.index.parse import FileRows, content_hash
 from project.index.search import Freshness, read_freshness
+from project.index.timings import Timings
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,7 @@ class SyncReport:
     removed: tuple[str, ...]
     embedded: int
     freshness: Freshness
+    graph: store.SyncReport | None = None  # what the graph's build did (a refresh)
 
 
 def head_commit(root: Path) -> str:
@@ -90,23 +92,26 @@ def graph_symbols(conn: Connection, path: str) -> list[Symbol]:
     ]
 
 
-def _search_rows(rows: FileRows, source: bytes) -> list[search_store.ChunkRow] | None:
+def _search_rows(rows: FileRows, source: bytes, timings: Timings) -> list[search_store.ChunkRow] | None:
     """In a parser process: the search rows of a freshly parsed file, cut along the symbols the
     graph stores for it (as `graph_symbols` reads them back); None for a file that did not parse."""
     if rows.has_errors:
         return None  # the graph marks it stale; `_index_files` leaves stale files out too
-    symbols = [
-        Symbol(kind=r[1], fqn=r[2], name=r[3], path=rows.path, start_line=r[5], end_line=r[6],  # type: ignore[arg-type]
-               start_byte=r[7], end_byte=r[8], signature=r[9], docblock=r[10], parent_fqn=r[4])
-        for r in sorted(rows.symbols, key=lambda r: r[7])
-    ]
-    chunks = chunk_file(rows.path, source.decode(errors="replace"), symbols)
-    return [search_store.chunk_row(chunk) for chunk in chunks]
+    with timings.phase("chunking"):
+        symbols = [
+            Symbol(kind=r[1], fqn=r[2], name=r[3], path=rows.path, start_line=r[5], end_line=r[6],  # type: ignore[arg-type]
+                   start_byte=r[7], end_byte=r[8], signature=r[9], docblock=r[10], parent_fqn=r[4])
+            for r in sorted(rows.symbols, key=lambda r: r[7])
+        ]
+        chunks = chunk_file(rows.path, source.decode(errors="replace"), symbols)
+    with timings.phase("FTS terms"):
+        return [search_store.chunk_row(chunk) for chunk in chunks]
 
 
-def _add_search_rows(conn: Connection, rows: FileRows) -> None:
+def _add_search_rows(conn: Connection, timings: Timings, rows: FileRows) -> None:
     if isinstance(rows.prepared, list):
-        search_store.add_file(conn, rows.path, rows.content_hash, rows.prepared)
+        with timings.phase("search writes"):
+            search_store.add_file(conn, rows.path, rows.content_hash, rows.prepared)
 
 
 def _index_files(conn: Connection, root: Path, paths: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -202,27 +207,53 @@ def _newest(target: Path) -> Path | None:
     return max(others, key=lambda p: p.stat().st_mtime, default=None)
 
 
-def refresh(index: Path, root: Path, *, embedder: Embedder | None, workers: int = 1) -> SyncReport:
-    """Create or bring up to date the index of a checkout (the `forgebot search`/`index` path)."""
+def refresh(
+    index: Path, root: Path, *, embedder: Embedder | None, workers: int = 1,
+    files: Sequence[str] | None = None, timings: Timings | None = None,
+) -> SyncReport:
+    """Create or bring up to date the index of a checkout (the `forgebot search`/`index` path).
+
+    `files` are the checkout's files when the caller listed them (a directory that is not a git
+    checkout); by default git lists them. With an `embedder`, every chunk without a vector is
+    embedded before this returns.
+    """
     index.parent.mkdir(parents=True, exist_ok=True)
     conn = connect(index)
     try:
-        return _refresh(conn, root, embedder, workers)
+        return _refresh(conn, root, embedder, workers, files=files, timings=timings)
     finally:
         conn.close()
 
 
-def _refresh(conn: Connection, root: Path, embedder: Embedder | None, workers: int) -> SyncReport:
+def _refresh(
+    conn: Connection, root: Path, embedder: Embedder | None, workers: int, *,
+    files: Sequence[str] | None = None, timings: Timings | None = None,
+) -> SyncReport:
+    timings = timings if timings is not None else Timings()
     search_store.ensure_schema(conn, embedder)
-    paths = source_files(root)
+    with timings.phase("file walk"):
+        paths = source_files(root) if files is None else sorted(files)
     if search_store.indexed_files(conn):
-        store.build(conn, root, paths, workers=workers)
-    else:  # a first build: the search rows come from the same pass, chunked in the parser processes
-        store.build(conn, root, paths, workers=workers, prepare=_search_rows, consume=partial(_add_search_rows, conn))
-    changed, removed = _index_files(conn, root, _all_paths(conn, root))
-    embedded = search_store.embed_pending(conn, embedder) if embedder is not None else 0
-    search_store.set_freshness(conn, commit=head_commit(root), stale=index_stale_files(conn))
-    return SyncReport(tuple(changed), tuple(removed), embedded, read_freshness(conn))
+        graph = store.build(conn, root, paths, workers=workers, timings=timings)
+    else:  # a first build: the search rows come from the same pass over the files
+        graph = store.build(conn, root, paths, workers=workers, prepare=_search_rows,
+                            consume=partial(_add_search_rows, conn, timings), timings=timings)
+    with timings.phase("search writes"):
+        changed, removed = _index_files(conn, root, sorted(set(paths) | set(search_store.indexed_files(conn))))
+    embedded = 0
+    if embedder is not None:
+        with timings.phase("vectors"):
+            embedded = search_store.embed_pending(conn, embedder)
+    search_store.set_freshness(conn, commit=_commit_or_none(root), stale=index_stale_files(conn))
+    return SyncReport(tuple(changed), tuple(removed), embedded, read_freshness(conn), graph)
+
+
+def _commit_or_none(root: Path) -> str:
+    """HEAD's commit, or "" for a directory that is not a git checkout (`forgebot index` takes both)."""
+    try:
+        return head_commit(root)
+    except GitError:
+        return ""
 
 
 def copy_for_task(base: Path, data_dir: Path, task_id: str) -> Path:

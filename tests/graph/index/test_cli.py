@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from project.index.cli import BUILDERS, IndexJob, list_files, register
-from project.index.db import Connection
+from project.index.cli import list_files, register
+from project.index.db import connect
 
 Capture = pytest.CaptureFixture[str]
 
@@ -105,19 +105,24 @@ def test_list_files_uses_git_and_honours_ignores(repo: Path) -> None:
     assert "untracked.php" in files and "ignored.php" not in files and "src/multi.php" in files
 
 
-def test_builders_share_one_file_list(repo: Path, tmp_path: Path) -> None:
-    seen: list[IndexJob] = []
-
-    def spy(conn: Connection, job: IndexJob) -> str:
-        seen.append(job)
-        return "spy: ok"
-
-    BUILDERS.append(spy)
-    try:
-        assert _run(tmp_path / "data", "index", str(repo), "--no-embeddings", "--workers", "1") == 0
+def test_index_builds_what_search_answers_from_and_times_each_phase(
+    repo: Path, tmp_path: Path, capsys: Capture
+) -> None:
+    data = tmp_path / "data"
+    assert _run(data, "index", str(repo), "--no-embeddings", "--workers", "1", "--timings") == 0
+    out = capsys.readouterr().out
+    assert "graph: 7 parsed, 0 unchanged" in out and "search: " in out and "memory: " in out
+    table = {line.split()[0]: line.split()[1:] for line in out.splitlines()[3:] if line and line[0].isalpha()}
+    for phase in ("start", "file", "read", "parse", "extract", "chunking", "FTS", "graph", "search", "total"):
+        assert phase in table, out
+    assert float(table["total"][0]) > 0 and float(table["total"][0]) >= float(table["parse"][0])
+    index = next(data.rglob("index.db"))
+    conn = connect(index, readonly=True)
+    try:  # the search tables are there: `forgebot search` finds nothing left to chunk
+        assert conn.execute("SELECT count(*) FROM chunks WHERE path = 'src/Model/Circle.php'").fetchone()[0] > 1
+        assert conn.execute("SELECT count(*) FROM search_files").fetchone()[0] == 7
     finally:
-        BUILDERS.remove(spy)
-    assert seen[0].embeddings is False and "src/Model/Circle.php" in seen[0].files
+        conn.close()
 
 
 def test_index_survives_deleted_tracked_files_and_escaping_symlinks(repo: Path, tmp_path: Path) -> None:

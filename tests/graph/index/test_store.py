@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from project.index import store
 from project.index.db import Connection, connect
+from project.index.extractors import extractor_for
 from project.index.parse import FileRows, parse_rows
 from project.index.store import build, relative_path, sync_files, write_file
 from tests.graph.index.conftest import php_files
@@ -102,16 +104,17 @@ def test_sync_ignores_files_of_other_languages(indexed: tuple[Connection, Path])
 def test_failed_first_build_rolls_back_completely(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = parse_rows
+    real = extractor_for("x.php")
+    assert real is not None
     seen: list[str] = []
 
-    def failing(path: str, source: bytes, parser: object = None) -> FileRows:
+    def failing(path: str, source: bytes, tree: object, digest: str) -> FileRows:
         seen.append(path)
         if len(seen) == 3:
             raise OSError("disk went away")
-        return real(path, source)
+        return parse_rows(path, source)
 
-    monkeypatch.setattr(store, "parse_rows", failing)
+    monkeypatch.setattr(store, "extractor_for", lambda path: dataclasses.replace(real, rows=failing))
     conn = connect(tmp_path / "fresh.db")
     with pytest.raises(OSError, match="disk went away"):
         build(conn, repo, php_files(repo))
