@@ -2,13 +2,16 @@
 
 The checkout's index (under the data directory, never inside the checkout) is created on first use
 and brought up to date before answering, so results always describe the files on disk. The vector
-leg uses the configured embedder (`FORGEBOT_EMBEDDER__KIND`, the offline model by default); with
-`--no-embeddings` or `kind=off` the answer says it ran without.
+leg uses the configured embedder (`FORGEBOT_EMBEDDER__KIND`, the offline model by default) once the
+index holds its vectors: embedding a repository takes minutes to hours, so a search never builds
+them unless `--embed` asks (`forgebot index PATH` builds them too). Until then the answer comes at
+once from the lexical and graph legs and says why the vector leg is absent.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -16,7 +19,7 @@ from pathlib import Path
 from foundation.settings import Settings
 from project.embedding import embedder_for
 from project.index import search_store, taskindex
-from project.index.db import connect
+from project.index.db import Connection, connect
 from project.index.embed import Embedder
 from project.index.location import index_path
 from project.index.search import Answer, search
@@ -30,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("-k", type=int, default=10, help="hits per query (default 10)")
     parser.add_argument("--batch", type=Path, help="run one query per line of FILE")
     parser.add_argument("--no-embeddings", action="store_true", help="lexical and symbol legs only")
+    parser.add_argument("--embed", action="store_true",
+                        help="embed the chunks that have no vector yet before answering (can take minutes)")
     parser.set_defaults(handler=run)
 
 
@@ -84,16 +89,46 @@ def run(args: argparse.Namespace) -> int:
     embedder = configured_embedder(args)
     index = index_path(Path(args.data_dir), root)
     if not index.exists():
-        hint = "; embedding can take minutes, --no-embeddings skips it" if embedder else ""
+        hint = "; embedding can take minutes" if embedder and args.embed else ""
         sys.stderr.write(f"forgebot search: building the index of {root} (first run{hint})\n")
-    taskindex.refresh(index, root, embedder=embedder)
+    taskindex.refresh(index, root, embedder=embedder if args.embed else None)
     conn = connect(index, readonly=True)
     search_store.tune_reader(conn)
     try:
+        leg, note = vector_leg(conn, embedder)
         single = args.batch is None
+        if not single and note:
+            sys.stderr.write(f"forgebot search: {note}\n")
         for query in queries:
-            answer = search(conn, query, embedder=embedder, limit=args.k)
+            answer = search(conn, query, embedder=leg, limit=args.k, absent=note)
+            if leg is not None and note:
+                answer = dataclasses.replace(answer, notes=(*answer.notes, note))
             sys.stdout.write(_render(answer, args.json, with_freshness=single) + "\n")
     finally:
         conn.close()
     return 0
+
+
+# Below this share of chunks without a vector, the vector leg runs (the rest are files changed since
+# the vectors were built, and the lexical leg still finds them); above it, the leg would rank only
+# what happened to be embedded first.
+MOST_EMBEDDED = 0.95
+
+
+def vector_leg(conn: Connection, embedder: Embedder | None) -> tuple[Embedder | None, str]:
+    """The embedder when the index holds its vectors for (nearly) every chunk, else None; and a note.
+
+    The note says why the leg is absent, or how many chunks it cannot see yet; "" when none.
+    """
+    if embedder is None:
+        return None, "no embedder configured"
+    meta = search_store.read_meta(conn)
+    total, pending = conn.execute("SELECT count(*), count(*) FILTER (WHERE embedded = 0) FROM chunks").fetchone()
+    build = "`forgebot index PATH` or `forgebot search --embed` builds them"
+    if (meta.get("model_id"), meta.get("dimension")) != (embedder.model_id, str(embedder.dimension)):
+        return None, f"the index holds no vectors of {embedder.model_id} yet ({build})"
+    if total and total - pending < MOST_EMBEDDED * total:
+        return None, f"vectors are being built or out of date: {total - pending} of {total} chunks embedded ({build})"
+    if pending:
+        return embedder, f"{pending} of {total} chunks changed since their vectors were built ({build})"
+    return embedder, ""

@@ -11,6 +11,7 @@ import pytest
 from graph.tools.search import CodeMatch, read_file_snippet, search_code, semantic_search
 from project.index import taskindex
 from project.index.db import connect
+from project.index import search_cli
 from project.index.search_cli import register
 from tests.fakes.embedder import HashingEmbedder
 from tests.graph.index.searchrepo import make_repo
@@ -116,3 +117,47 @@ def test_cli_text_output_and_bad_input(
 def test_search_code_reads_paths_with_colons(repo: Path) -> None:
     (repo / "src/odd:name.php").write_text("<?php\n\n$x = 'needle:42';\n")
     assert search_code(repo, "needle:42") == [CodeMatch("src/odd:name.php", 3, "$x = 'needle:42';")]
+
+
+def test_cli_answers_at_once_while_the_index_has_no_vectors_and_says_so(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Embedding a repository takes minutes: neither a query nor a batch waits for it unless asked."""
+    embedder = HashingEmbedder(dimension=16)
+    monkeypatch.setattr(search_cli, "configured_embedder", lambda args: embedder)
+    batch = tmp_path / "queries.txt"
+    batch.write_text("format price\nfind user by id\n")
+    assert _cli(tmp_path / "data", str(repo), "--batch", str(batch), "--json") == 0
+    out = capsys.readouterr()
+    assert embedder.calls == []  # nothing embedded, not even the queries
+    assert [json.loads(line)["hits"][0]["symbol"] for line in out.out.splitlines()] == [
+        "App\\format_price", "App\\User\\UserRepository::findById"]
+    assert "no vectors of hashing-v1/16 yet" in out.err and "--embed" in out.err
+    assert _cli(tmp_path / "data", str(repo), "find user by id", "--json") == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["legs"] == ["lexical", "graph"] and embedder.calls == []
+    assert "vector leg absent: the index holds no vectors of hashing-v1/16 yet" in record["notes"][0]
+    # asked for: the vectors are built, and from then on every search has the vector leg
+    assert _cli(tmp_path / "data", str(repo), "find user by id", "--json", "--embed") == 0
+    assert sum(embedder.calls) > 5
+    record = json.loads(capsys.readouterr().out)
+    assert record["legs"] == ["lexical", "graph", "vector"] and record["notes"] == []
+
+
+def test_cli_vector_leg_with_a_few_changed_chunks_and_without_most(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = HashingEmbedder(dimension=16)
+    monkeypatch.setattr(search_cli, "configured_embedder", lambda args: embedder)
+    assert _cli(tmp_path / "data", str(repo), "x", "--embed") == 0
+    capsys.readouterr()
+    index = next((tmp_path / "data").rglob("index.db"))
+    conn = connect(index)
+    total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    with conn:  # as a concurrent `forgebot index` leaves it mid-way: most chunks not embedded yet
+        conn.execute("UPDATE chunks SET embedded = 0 WHERE id > 2")
+    conn.close()
+    assert _cli(tmp_path / "data", str(repo), "find user by id", "--json") == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["legs"] == ["lexical", "graph"]
+    assert f"2 of {total} chunks embedded" in record["notes"][0]
