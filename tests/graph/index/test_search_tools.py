@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from graph.tools.search import CodeMatch, read_file_snippet, search_code, semantic_search
-from project.index import taskindex
+from project.index import search_cli, taskindex
 from project.index.db import connect
-from project.index import search_cli
 from project.index.search_cli import register
 from tests.fakes.embedder import HashingEmbedder
 from tests.graph.index.searchrepo import make_repo
