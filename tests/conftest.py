@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import redis
@@ -21,12 +22,14 @@ from bot.redisserver import PrivateRedis
 from foundation.settings import EmbedderSettings, GitHubSettings, GitLabSettings, IntakeSettings, Settings
 from tests.fakes.forge_http import FakeForgeState, create_fake_forge
 from tests.fakes.server import ServerThread
-from tests.tools import need_tools
+from tests.tools import need, need_tools, port_open
 
 GITLAB_SECRET = "gitlab-hook-secret"
 GITHUB_SECRET = "It's a Secret to Everybody"
 GITLAB_TOKEN = "glpat-test-token-do-not-log"
 GITHUB_TOKEN = "ghp_test_token_do_not_log"
+# another server for a run: TEST_MARIADB_URL (tests/deploy/test_required_tools.py points it at a closed port)
+MARIADB_URL = os.environ.get("TEST_MARIADB_URL", "mysql://root@127.0.0.1:3306/test")
 
 
 # A test using one of these fixtures needs PHP: it gets the `php` marker (`-m "not php"` leaves it out).
@@ -101,6 +104,15 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("FORGEBOT_"):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="session")
+def mariadb_url() -> str:
+    """The test MariaDB/MySQL server (root without password, database `test`)."""
+    where = urlsplit(MARIADB_URL)
+    host, port = where.hostname or "127.0.0.1", where.port or 3306
+    need(port_open(port, host), f"MariaDB at {host}:{port} (started by .ci/run)")
+    return MARIADB_URL
 
 
 @pytest.fixture(scope="session")

@@ -2,8 +2,8 @@
 
 A read-only transaction is the first guard, but not a sufficient one: MySQL and MariaDB commit
 implicitly before DDL, so `CREATE TABLE` escapes a `START TRANSACTION READ ONLY`, and
-`SELECT ... INTO OUTFILE` writes a server file. So the text is checked first: comments and quoted
-text removed, exactly one statement, starting with SELECT, WITH, EXPLAIN or SHOW, with no keyword
+`SELECT ... INTO OUTFILE` writes a server file. So the text is checked first: comments (as the server
+reads them: MySQL's `/*! */` is code, and refused) and quoted text removed, exactly one statement, starting with SELECT, WITH, EXPLAIN or SHOW, with no keyword
 or function that writes, locks or reaches outside the database. The connection should still use a
 database role that can only read; these checks are defence in depth, not a substitute.
 """
@@ -34,6 +34,9 @@ _FORBIDDEN_FUNCTIONS = frozenset(
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
 MAX_SQL_CHARS = 20_000
+# MySQL and MariaDB run the text of `/*! ... */` (any server, or from a version on), MariaDB that of
+# `/*M! ... */`, and MySQL reads optimizer hints from `/*+ ... */`: code, not comments.
+_EXECUTED = ("/*!", "/*M!", "/*m!", "/*+")
 
 
 class StatementRefused(ValueError):
@@ -73,8 +76,8 @@ def strip_literals(sql: str, dialect: Dialect) -> str:
 
     Handles quoted text with doubled quotes, backslash escapes where the dialect has them (MySQL
     strings, Postgres E'...'), Postgres $tag$ bodies, -- and # line comments and /* */ block
-    comments. Getting escapes wrong would let text hide a second statement, so unterminated text
-    is refused.
+    comments, each as the dialect's server reads it. Getting this wrong would let text the server
+    runs pass as a comment, so unterminated text is refused and so are MySQL's executed comments.
     """
     out: list[str] = []
     i, n = 0, len(sql)
@@ -86,12 +89,14 @@ def strip_literals(sql: str, dialect: Dialect) -> str:
             end = _skip_quoted(sql, i, ch, backslash)
             out.append(ch + " " * (end - i - 2) + ch)
             i = end
-        elif sql.startswith("--", i) or (ch == "#" and dialect == "mysql"):
+        elif _line_comment(sql, i, dialect):
             end = sql.find("\n", i)
             end = n if end < 0 else end
             out.append(" " * (end - i))
             i = end
         elif sql.startswith("/*", i):
+            if dialect == "mysql" and sql.startswith(_EXECUTED, i):
+                raise StatementRefused("comments the server executes (/*!, /*M!, /*+) are not allowed")
             end = sql.find("*/", i + 2)
             if end < 0:
                 raise StatementRefused("unterminated comment")
@@ -108,6 +113,16 @@ def strip_literals(sql: str, dialect: Dialect) -> str:
             out.append(ch)
             i += 1
     return "".join(out)
+
+
+def _line_comment(sql: str, i: int, dialect: Dialect) -> bool:
+    """Whether a line comment starts at `i`: `--` (MySQL: only before whitespace, else it is two
+    minus signs, `1--1`), or MySQL's `#`."""
+    if sql[i] == "#":
+        return dialect == "mysql"
+    if not sql.startswith("--", i):
+        return False
+    return dialect != "mysql" or i + 2 == len(sql) or sql[i + 2] == " " or ord(sql[i + 2]) < 32
 
 
 def _skip_quoted(sql: str, start: int, quote: str, backslash: bool) -> int:

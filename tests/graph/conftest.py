@@ -12,7 +12,6 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -20,8 +19,6 @@ from tests.repos import FIXTURES, git, init_repo
 from tests.tools import REQUIRE_TOOLS, need, need_tools, port_open
 
 POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
-# another server for a run: TEST_MARIADB_URL (tests/deploy/test_required_tools.py points it at a closed port)
-MARIADB_URL = os.environ.get("TEST_MARIADB_URL", "mysql://root@127.0.0.1:3306/test")
 __all__ = ["FIXTURES", "REQUIRE_TOOLS", "git", "init_repo", "need", "need_tools"]  # their homes moved; names kept
 
 
@@ -83,11 +80,3 @@ def postgres_url() -> Iterator[str]:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
-
-@pytest.fixture(scope="session")
-def mariadb_url() -> str:
-    """The test MariaDB/MySQL server (root without password, database `test`)."""
-    where = urlsplit(MARIADB_URL)
-    host, port = where.hostname or "127.0.0.1", where.port or 3306
-    need(port_open(port, host), f"MariaDB at {host}:{port} (started by .ci/run)")
-    return MARIADB_URL

@@ -222,6 +222,9 @@ def test_a_missing_sqlite_file_and_an_unknown_scheme_are_clear_errors(tmp_path: 
         # As MySQL reads it: one string literal, so nothing follows the SELECT.
         ("mysql", "SELECT 'a\\'; DROP TABLE x; -- '", "SELECT 'a\\'; DROP TABLE x; -- '"),
         ("sqlite", "select \"update\", 'delete' from t /* ; */", "select \"update\", 'delete' from t"),
+        ("mysql", "select 1 /* plain */ from t", "select 1 /* plain */ from t"),
+        ("mysql", "select 1 --\tnote\nfrom t", "select 1 --\tnote\nfrom t"),
+        ("postgres", "select 1--x\nfrom t", "select 1--x\nfrom t"),  # a comment in Postgres
     ],
 )
 def test_read_only_statements_pass_the_check(dialect: Any, sql: str, expected: str) -> None:
@@ -246,6 +249,13 @@ def test_read_only_statements_pass_the_check(dialect: Any, sql: str, expected: s
         ("postgres", "select 'unterminated", "unterminated"),
         ("postgres", "select 1 /* open", "unterminated"),
         ("postgres", "select 1" + " " * 20_000, "longer than"),
+        # MySQL and MariaDB run what is inside /*! */ and /*M! */: code, not comments
+        ("mysql", "SELECT 1 /*!50000 INTO OUTFILE '/tmp/x' */ FROM DUAL", "the server executes"),
+        ("mysql", "SELECT 1 /*M! FOR UPDATE */ FROM t", "the server executes"),
+        ("mysql", "SELECT 1 /*!; DROP TABLE t */ FROM t", "the server executes"),
+        ("mysql", "SELECT /*+ SET_VAR(sort_buffer_size = 1) */ 1 FROM t", "the server executes"),
+        # without a space after it, MySQL's `--` is two minus signs and what follows is code
+        ("mysql", "SELECT 1--1 INTO OUTFILE '/tmp/x'\n FROM DUAL", "INTO"),
     ],
 )
 def test_other_statements_are_refused(dialect: Any, sql: str, reason: str) -> None:
