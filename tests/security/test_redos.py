@@ -29,6 +29,7 @@ from graph.coder.checklist import ItemRejected, check_evidence
 from graph.nodes.analyzer import _PATHLIKE, pathlike
 from graph.nodes.review_intake import closed_issues, heading_title, list_items
 from project.classify import _pytest_summaries, classify
+from prompts import neutralise
 
 OLD_HEADING = re.compile(r"^\s*(?:#{1,6}\s+|\*\*)(.+?)(?:\*\*)?\s*:?\s*$")
 OLD_SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+|no tests ran)(?:, \d+ \w+)* in [\d.]+s.*?)\s*=*$", re.M)
@@ -81,6 +82,8 @@ ADVERSARIAL: list[tuple[str, Callable[[str], object], Callable[[int], str], int]
     ("evidence", _evidence, lambda n: "a" * n, 20_000),
     ("evidence colon", _evidence, lambda n: "a" * n + ":1", 20_000),
     ("classify FAILED lines", lambda s: classify("pytest", s, 1), _failed_lines, 20_000),
+    ("fence invisibles", neutralise, lambda n: "<" + "\u200b" * n + "a", 20_000),
+    ("fence many", neutralise, lambda n: "<\u200b/ a <b c " * (n // 12), 20_000),
 ]
 
 

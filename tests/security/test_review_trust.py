@@ -58,7 +58,7 @@ async def test_a_non_members_description_is_not_review_criteria(change_repo: Cha
     assert final["withheld"] == ["the description: @mallory has no write access, so it states no criteria"]
     prompt = _prompt(models)
     assert INJECTED not in prompt and "Runner keeps working" not in prompt
-    assert "<title>Double totals</title>" in prompt  # the title stays, inside the change's data boundary
+    assert '<change origin="merge request">\nTitle: Double totals\n</change>' in prompt  # inside its data boundary
     (summary,) = [c.body for c in forge.posted[ref] if not c.path]
     assert INJECTED not in summary
 
