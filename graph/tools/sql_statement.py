@@ -2,10 +2,11 @@
 
 A read-only transaction is the first guard, but not a sufficient one: MySQL and MariaDB commit
 implicitly before DDL, so `CREATE TABLE` escapes a `START TRANSACTION READ ONLY`, and
-`SELECT ... INTO OUTFILE` writes a server file. So the text is checked first: comments (as the server
-reads them: MySQL's `/*! */` is code, and refused) and quoted text removed, exactly one statement, starting with SELECT, WITH, EXPLAIN or SHOW, with no keyword
-or function that writes, locks or reaches outside the database. The connection should still use a
-database role that can only read; these checks are defence in depth, not a substitute.
+`SELECT ... INTO OUTFILE` writes a server file. So the text is checked first: comments (as the
+server reads them: MySQL's `/*! */` is code, and refused) and quoted text removed, exactly one
+statement, starting with SELECT, WITH, EXPLAIN or SHOW, with no keyword or function that writes,
+locks or reaches outside the database. The connection should still use a database role that can
+only read; these checks are defence in depth, not a substitute.
 """
 
 from __future__ import annotations
