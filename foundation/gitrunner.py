@@ -313,6 +313,35 @@ def run(
     The repository is verified first (GitTampered). A timeout or output past `max_output` kills
     the command and raises GitError; a non-zero exit is returned, for the caller to judge.
     """
+    done = run_bytes(args, repo, input=None if input is None else input.encode(), env=env, config=config,
+                     protocols=protocols, secrets=secrets, timeout=timeout, max_output=max_output)
+    return Completed(done.returncode, done.stdout.decode(errors="replace"), done.stderr)
+
+
+@dataclass(frozen=True)
+class CompletedBytes:
+    """A command's exit status, its stdout as git wrote it (blob contents, `-z` listings) and its stderr."""
+
+    returncode: int
+    stdout: bytes
+    stderr: str
+
+
+def run_bytes(
+    args: Sequence[str],
+    repo: Repo | None,
+    *,
+    input: bytes | None = None,
+    env: Mapping[str, str] = {},
+    config: Mapping[str, str] = {},
+    protocols: Iterable[str] = (),
+    secrets: Iterable[str] = (),
+    timeout: float = DEFAULT_TIMEOUT,
+    max_output: int = MAX_OUTPUT,
+) -> CompletedBytes:
+    """`run` with stdin and stdout as bytes: for blob contents, whose byte offsets must survive, and for
+    callers that keep what a failed command printed before it died (a history read stopped by one
+    unreadable object keeps the commits before it)."""
     if repo is not None:
         repo.verify()
         if args and args[0] in _DESCENDING and repo.work_tree is not None:
@@ -323,7 +352,7 @@ def run(
     secret_list = [s for s in secrets if s]
     with tempfile.TemporaryFile() as stdin:
         if input is not None:
-            stdin.write(input.encode())
+            stdin.write(input)
             stdin.seek(0)
         proc = subprocess.Popen(
             command, cwd=where, env=environment(config, env), stdin=stdin, stdout=subprocess.PIPE,
@@ -333,8 +362,8 @@ def run(
     verb = args[0] if args else "git"
     if problem:
         raise (GitTimeout if problem.startswith("timed out") else GitError)(f"git {verb} {problem}")
-    return Completed(proc.returncode, out.decode(errors="replace"),
-                     _redact(err.decode(errors="replace").strip()[-_KEEP_STDERR:], secret_list))
+    return CompletedBytes(proc.returncode, out, _redact(err.decode(errors="replace").strip()[-_KEEP_STDERR:],
+                                                        secret_list))
 
 
 def _no_planted_repositories(repo: Repo, env: Mapping[str, str]) -> None:

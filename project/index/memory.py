@@ -8,9 +8,12 @@ configured embedder's vectors, fused with weighted reciprocal rank fusion.
 
 Tables (in the index file, next to the graph's and search's):
     memory_items    one row per document section or commit: kind, source, title, body, symbols, hash
+                    (a commit's symbols are named as at that commit: `entrypoints.at_head` says today's)
     memory_fts      contentless FTS5 over title and body
     memory_vectors  float32 vectors (exact cosine: a repository's memory is thousands of rows, not millions)
-    memory_meta     the last commit indexed, the embedding model
+    memory_meta     the last commit indexed, the embedding model, what history could not read
+    memory_touches, memory_moves, memory_links, memory_skipped: what each commit touched, renamed,
+                    belongs to and could not be read (`memory_history`)
 """
 
 from __future__ import annotations
@@ -24,10 +27,31 @@ import numpy as np
 
 from project.index.db import Connection, connect
 from project.index.embed import Embedder
+from project.index.entrypoints import EntryPoint, at_head
 from project.index.search import query_terms
 
 Kind = str  # "document" | "commit"
 
+HISTORY_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memory_touches (
+    commit_sha TEXT NOT NULL, fqn TEXT NOT NULL, kind TEXT NOT NULL, path TEXT NOT NULL, lines INTEGER NOT NULL,
+    change TEXT NOT NULL, old_start INTEGER, old_end INTEGER, new_start INTEGER, new_end INTEGER,
+    words TEXT NOT NULL, ts REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memory_touches_fqn ON memory_touches (fqn);
+CREATE INDEX IF NOT EXISTS memory_touches_commit ON memory_touches (commit_sha);
+CREATE TABLE IF NOT EXISTS memory_moves (commit_sha TEXT NOT NULL, old_fqn TEXT NOT NULL, new_fqn TEXT NOT NULL,
+                                         ts REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS memory_moves_old ON memory_moves (old_fqn);
+CREATE INDEX IF NOT EXISTS memory_moves_new ON memory_moves (new_fqn);
+CREATE TABLE IF NOT EXISTS memory_links (commit_sha TEXT NOT NULL, ref TEXT NOT NULL, via TEXT NOT NULL,
+                                         PRIMARY KEY (commit_sha, ref, via));
+CREATE TABLE IF NOT EXISTS memory_skipped (commit_sha TEXT NOT NULL, reason TEXT NOT NULL, whole INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS memory_skipped_commit ON memory_skipped (commit_sha);
+"""
+HISTORY_TABLES = ("memory_touches", "memory_moves", "memory_links", "memory_skipped")
+# bumped when what history stores changes meaning: an older memory's commits are then read again
+HISTORY_FORMAT = "2"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS memory_items (
@@ -48,7 +72,7 @@ CREATE TABLE IF NOT EXISTS memory_vectors (id INTEGER PRIMARY KEY, embedding BLO
 CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5 (
     title, body, tokenize = 'porter unicode61', content = '', contentless_delete = 1
 );
-"""
+""" + HISTORY_SCHEMA
 SNIPPET_CHARS = 400
 RRF_K = 5
 
@@ -79,16 +103,20 @@ class MemoryHit:
     paths: tuple[str, ...]
     score: float
     legs: tuple[str, ...]
+    # a commit's entry points as it named them, and today's names: kept, moved or gone
+    entry_points: tuple[EntryPoint, ...] = ()
 
     def as_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "source": self.source, "anchor": self.anchor, "title": self.title,
                 "snippet": self.snippet, "symbols": list(self.symbols), "paths": list(self.paths),
-                "score": round(self.score, 6), "legs": list(self.legs)}
+                "score": round(self.score, 6), "legs": list(self.legs),
+                "entry_points": [e.as_dict() for e in self.entry_points]}
 
 
 def ensure_schema(conn: Connection, embedder: Embedder | None) -> None:
     """Create the tables; a different embedding model than the stored vectors' drops them."""
     conn.executescript(_SCHEMA)
+    _history_format(conn)
     if embedder is None:
         return
     model = f"{embedder.model_id}:{embedder.dimension}"
@@ -97,6 +125,19 @@ def ensure_schema(conn: Connection, embedder: Embedder | None) -> None:
             conn.execute("DELETE FROM memory_vectors")
             conn.execute("UPDATE memory_items SET embedded = 0")
             write_meta(conn, model=model)
+
+
+def _history_format(conn: Connection) -> None:
+    """Commits remembered by an older format (entry points read off HEAD's line numbers) are read again."""
+    if read_meta(conn).get("history_format") == HISTORY_FORMAT:
+        return
+    with conn:
+        commits = [str(r[0]) for r in conn.execute("SELECT source FROM memory_items WHERE kind = 'commit'")]
+        remove_sources(conn, "commit", commits)
+        for table in HISTORY_TABLES:
+            conn.execute(f"DELETE FROM {table}")
+        conn.execute("DELETE FROM memory_meta WHERE key = 'last_commit'")
+        write_meta(conn, history_format=HISTORY_FORMAT)
 
 
 def present(conn: Connection) -> bool:
@@ -116,13 +157,17 @@ def adopt(conn: Connection, previous: Path) -> bool:
     try:
         if conn.execute("SELECT 1 FROM previous.sqlite_master WHERE name = 'memory_items'").fetchone() is None:
             return False
+        tables = [t for t in ("memory_items", "memory_vectors", "memory_meta", *HISTORY_TABLES) if conn.execute(
+            "SELECT 1 FROM previous.sqlite_master WHERE name = ?", (t,)).fetchone() is not None]
         with conn:
-            for table in ("memory_items", "memory_vectors", "memory_meta"):
+            conn.execute("DELETE FROM memory_meta")
+            for table in tables:
                 conn.execute(f"INSERT INTO {table} SELECT * FROM previous.{table}")
             conn.execute("INSERT INTO memory_fts (rowid, title, body) SELECT id, title, body FROM memory_items")
-        return True
     finally:
         conn.execute("DETACH DATABASE previous")
+    _history_format(conn)
+    return True
 
 
 def read_meta(conn: Connection) -> dict[str, str]:
@@ -159,6 +204,21 @@ def replace_source(conn: Connection, kind: Kind, source: str, items: Sequence[Me
                      (cursor.lastrowid, item.title, item.body))
         added += 1
     return added
+
+
+def add_items(conn: Connection, items: Sequence[MemoryItem]) -> int:
+    """Store items known to be new (a batch of commits never remembered) in two statements, not three per item."""
+    if not items:
+        return 0
+    last = conn.execute("SELECT coalesce(max(id), 0) FROM memory_items").fetchone()[0]
+    conn.executemany(
+        "INSERT INTO memory_items (kind, source, anchor, title, body, symbols, paths, ts, content_hash)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(i.kind, i.source, i.anchor, i.title, i.body, json.dumps(list(i.symbols)), json.dumps(list(i.paths)), i.ts,
+          i.content_hash) for i in items])
+    conn.execute("INSERT INTO memory_fts (rowid, title, body) SELECT id, title, body FROM memory_items WHERE id > ?",
+                 (last,))
+    return len(items)
 
 
 def remove_sources(conn: Connection, kind: Kind, sources: Iterable[str]) -> int:
@@ -254,6 +314,9 @@ def search(conn: Connection, query: str, *, embedder: Embedder | None, limit: in
            kinds: Sequence[Kind] = ()) -> tuple[list[MemoryHit], list[str]]:
     """Hybrid memory search: hits (best first) and notes (e.g. which leg was absent)."""
     notes: list[str] = []
+    skipped = read_meta(conn).get("history_skipped", "")
+    if skipped:  # what history could not read is said with every answer it is missing from
+        notes.append(skipped)
     depth = max(limit * 5, 50)
     rankings = {"lexical": _lexical(conn, query, depth)}
     if embedder is None:
@@ -269,12 +332,24 @@ def search(conn: Connection, query: str, *, embedder: Embedder | None, limit: in
             fused[row_id] = (score + 1.0 / (RRF_K + rank), (*legs, leg))
     hits: list[MemoryHit] = []
     for row_id, (score, legs) in sorted(fused.items(), key=lambda item: -item[1][0]):
-        row = conn.execute("SELECT kind, source, anchor, title, body, symbols, paths FROM memory_items WHERE id = ?",
-                           (row_id,)).fetchone()
-        if row is None or (kinds and str(row[0]) not in kinds):
+        hit = _hit(conn, row_id, score, legs)
+        if hit is None or (kinds and hit.kind not in kinds):
             continue
-        hits.append(MemoryHit(str(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4])[:SNIPPET_CHARS],
-                              tuple(json.loads(row[5])), tuple(json.loads(row[6])), score, legs))
+        hits.append(hit)
         if len(hits) >= limit:
             break
     return hits, notes
+
+
+def _hit(conn: Connection, row_id: int, score: float, legs: tuple[str, ...]) -> MemoryHit | None:
+    row = conn.execute("SELECT kind, source, anchor, title, body, symbols, paths, ts FROM memory_items WHERE id = ?",
+                       (row_id,)).fetchone()
+    if row is None:
+        return None
+    symbols: tuple[str, ...] = tuple(json.loads(row[5]))
+    entry_points: tuple[EntryPoint, ...] = ()
+    if row[0] == "commit":  # named as at the commit: today's names (and which are gone) are looked up now
+        entry_points = tuple(at_head(conn, symbols, float(row[7])))
+        symbols = tuple(dict.fromkeys(e.head for e in entry_points if e.status != "gone"))
+    return MemoryHit(str(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4])[:SNIPPET_CHARS], symbols,
+                     tuple(json.loads(row[6])), score, legs, entry_points)

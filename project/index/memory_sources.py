@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from foundation.gitrunner import GitError, git
-from project.index import memory
+from project.index import memory, memory_history
 from project.index.db import Connection
 from project.index.embed import Embedder
 from project.index.memory import MemoryItem
+from project.index.memory_history import HistoryReport
 
 DOC_DIRS = ("docs/", "doc/", "adr/", "docs/adr/", "doc/adr/", "doc/decisions/", "decisions/", "architecture/")
 DOC_NAMES = re.compile(r"(?i)^(readme|changelog|history|changes|contributing|upgrad(e|ing)|security|architecture)\b")
@@ -28,13 +28,9 @@ SKIP_DIRS = ("vendor/", "node_modules/", ".git/", "tests/fixtures/")
 MAX_DOC_BYTES = 512 * 1024
 SECTION_CHARS = 3000
 MAX_SYMBOLS = 12
-BATCH = 300  # commits per `git show`
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+])\1{2,}\s*$")
 _CANDIDATE = re.compile(r"`([^`\n]{2,120})`|([A-Za-z_\\][A-Za-z0-9_\\]*(?:::[A-Za-z_][A-Za-z0-9_]*)?)\s*\(?")
-_DECLARED = re.compile(r"\b(?:function|class|interface|trait|enum)\s+([A-Za-z_][A-Za-z0-9_]*)")
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
-_SEP, _END = "\x1f", "\x1e"
 
 
 @dataclass
@@ -44,9 +40,10 @@ class MemoryReport:
     sections_added: int = 0
     documents_removed: int = 0
     commits_added: int = 0
-    rebuilt_history: bool = False
+    rebuilt_history: bool = False  # remembered commits left the history (rewritten, or past the window)
     embedded: int = 0
     notes: list[str] = field(default_factory=list)
+    history: HistoryReport = field(default_factory=HistoryReport)
 
 
 def is_document(path: str, extra_dirs: tuple[str, ...] = ()) -> bool:
@@ -159,81 +156,6 @@ def refresh_documents(conn: Connection, root: Path, report: MemoryReport, extra_
     report.documents = len(current)
 
 
-def _commits_to_read(conn: Connection, root: Path, max_commits: int, report: MemoryReport) -> list[str]:
-    head = git(root, "rev-parse", "HEAD").strip()
-    last = memory.read_meta(conn).get("last_commit", "")
-    if last == head:
-        return []
-    span = "HEAD"
-    if last:
-        try:
-            git(root, "merge-base", "--is-ancestor", last, head)
-            span = f"{last}..HEAD"
-        except GitError:  # history rewritten (or the commit is gone): read it again whole
-            report.rebuilt_history = True
-            with conn:
-                rows = conn.execute("SELECT DISTINCT source FROM memory_items WHERE kind = 'commit'")
-                commits = [str(r[0]) for r in rows]
-                memory.remove_sources(conn, "commit", commits)
-    shas = git(root, "rev-list", f"--max-count={max_commits}", span).split()
-    return list(reversed(shas))
-
-
-def _parse_show(output: str) -> Iterator[tuple[str, float, str, str, dict[str, list[tuple[int, int]]], set[str]]]:
-    """(sha, time, subject, body, {path: [(start, end)] changed at that commit}, declared names) per commit."""
-    for record in filter(None, output.split(_END)):
-        parts = record.lstrip("\n").split(_SEP, 4)
-        if len(parts) < 5:
-            continue
-        sha, when, subject, body, diff = parts[0], float(parts[1] or 0), parts[2], parts[3], parts[4]
-        ranges: dict[str, list[tuple[int, int]]] = {}
-        declared: set[str] = set()
-        path = ""
-        for line in diff.splitlines():
-            if line.startswith("+++ "):
-                target = line[4:]
-                path = target[2:] if target.startswith("b/") else ""
-                continue
-            hunk = _HUNK.match(line)
-            if hunk and path:
-                start, length = int(hunk.group(1)), int(hunk.group(2) or 1)
-                ranges.setdefault(path, []).append((start, start + max(length, 1) - 1))
-            elif line[:1] in "+-" and not line.startswith(("+++", "---")):
-                declared.update(_DECLARED.findall(line))
-        yield sha, when, subject, body.strip(), ranges, declared
-
-
-def _touched_symbols(conn: Connection, ranges: dict[str, list[tuple[int, int]]], declared: set[str]) -> tuple[str, ...]:
-    found: dict[str, None] = {}
-    for path, spans in ranges.items():
-        rows = conn.execute("SELECT fqn, name, kind, start_line, end_line FROM symbols WHERE path = ?",
-                            (path,)).fetchall()
-        members = [r for r in rows if str(r[2]) not in ("class", "interface", "trait", "enum", "namespace")] or rows
-        for fqn, name, _kind, start, end in members:
-            if name in declared or any(s <= int(end) and int(start) <= e for s, e in spans):
-                found[str(fqn)] = None
-    return tuple(found)[:MAX_SYMBOLS]
-
-
-def refresh_history(conn: Connection, root: Path, report: MemoryReport, max_commits: int) -> None:
-    """Add the commits since the last indexed one (newest `max_commits` at most) with the symbols they touched."""
-    shas = _commits_to_read(conn, root, max_commits, report)
-    graph = has_graph(conn)
-    fmt = f"--format={_END}%H{_SEP}%ct{_SEP}%s{_SEP}%b{_SEP}{_SEP}"
-    for start in range(0, len(shas), BATCH):
-        batch = shas[start:start + BATCH]
-        output = git(root, "show", "--no-color", "-U0", "--diff-merges=first-parent", fmt, *batch)
-        with conn:
-            for sha, when, subject, body, ranges, declared in _parse_show(output):
-                symbols = _touched_symbols(conn, ranges, declared) if graph else ()
-                paths = tuple(sorted(ranges))
-                item = MemoryItem("commit", sha, "", subject, body or subject, symbols, paths, when, sha)
-                report.commits_added += memory.replace_source(conn, "commit", sha, [item])
-    if shas or not memory.read_meta(conn).get("last_commit"):
-        with conn:
-            memory.write_meta(conn, last_commit=git(root, "rev-parse", "HEAD").strip())
-
-
 def refresh(conn: Connection, root: Path, *, embedder: Embedder | None, max_commits: int = 10_000,
             extra_dirs: tuple[str, ...] = (), previous: Path | None = None) -> MemoryReport:
     """Bring the whole memory of the checkout at `root` up to date (documents, history, vectors).
@@ -247,8 +169,16 @@ def refresh(conn: Connection, root: Path, *, embedder: Embedder | None, max_comm
             report.adopted = memory.adopt(conn, previous)
         except Exception as exc:  # a broken older index: remember from nothing instead
             report.notes.append(f"memory of {previous.name} not taken over: {exc}")
-    refresh_documents(conn, root, report, extra_dirs)
-    refresh_history(conn, root, report, max_commits)
+        if report.adopted:
+            memory.ensure_schema(conn, embedder)  # the older index's vectors may be of another model
+    try:
+        refresh_documents(conn, root, report, extra_dirs)
+    except GitError as exc:  # a damaged tree at HEAD: the history is still worth remembering
+        report.notes.append(f"documents not read: {exc}")
+    report.history = memory_history.refresh(conn, root, max_commits)
+    report.commits_added = report.history.commits_added
+    report.rebuilt_history = report.history.dropped > 0
+    report.notes += report.history.notes
     if embedder is not None:
         report.embedded = memory.embed_pending(conn, embedder)
     return report

@@ -132,14 +132,21 @@ def test_delta_sync_reads_only_what_changed(project: tuple[Path, dict[str, str]]
     assert newest.source == new
 
 
-def test_rewritten_history_is_read_again(project: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+def test_rewritten_history_drops_what_left_it(project: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     root, shas = project
     conn = _indexed(root, tmp_path)
     memory_sources.refresh(conn, root, embedder=None)
     git(root, "reset", "-q", "--hard", shas["initial"])
+    (root / "NOTES.md").write_text("# Notes\n\nRewritten.\n")
+    rewritten = _commit(root, "Start over from the initial import")
     report = memory_sources.refresh(conn, root, embedder=None)
-    assert report.rebuilt_history and report.commits_added == 1
-    assert memory.count(conn) == {"commit": 1, "document": 1}
+    assert report.rebuilt_history and report.history.dropped == 2
+    assert report.commits_added == 1  # the commit still in history is kept, not read again
+    assert {h.source for h in memory.search(conn, "lock timeout cache", embedder=None)[0] if h.kind == "commit"} <= \
+        {shas["initial"], rewritten}
+    assert memory.count(conn) == {"commit": 2, "document": 2}
+    assert conn.execute("SELECT count(*) FROM memory_touches WHERE commit_sha IN (?, ?)",
+                        (shas["timeout"], shas["cache"])).fetchone()[0] == 0
 
 
 def test_vectors_follow_the_embedding_model(project: tuple[Path, dict[str, str]], tmp_path: Path) -> None:

@@ -1,0 +1,247 @@
+"""The history part of project memory: every commit with its exact entry points, read so it always finishes.
+
+Commits are read from git (`history`) in batches, oldest first, while the previous batch's files are
+parsed (`entrypoints`): git runs in a second thread, so the two cores both work. Each batch is stored
+in one transaction, so the commits already stored are the cursor: an interrupted build (a killed
+worker, a Ctrl-C) starts again where it stopped, and a commit is never read twice. What could not be
+read is recorded with its reason (`memory_skipped`) and said in the memory's notes: "2 commits read
+without their diff (object 1a2b3c unreadable)" instead of no memory at all.
+
+Tables (beside `memory_items`, in the same index file):
+    memory_touches  what each commit touched: name and kind at that commit, its file, changed lines,
+                    its line spans before and after, the identifiers on its added lines
+    memory_moves    a declaration renamed or moved by a commit: old name → new name, and when
+    memory_links    merge requests and issues a commit belongs to, from its message or the merge that
+                    brought it in ("Merge pull request #12", "See merge request group/app!12")
+    memory_skipped  commits, or parts of them, that git could not read, with the reason
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from foundation.gitrunner import git
+from project.index import history, memory
+from project.index.db import Connection
+from project.index.declarations import READERS
+from project.index.entrypoints import MAX_SYMBOLS, Move, Touch, Touches
+from project.index.history import Commit, Unread
+from project.index.memory import MemoryItem
+
+MAX_PATHS = 100
+_CHANGE_REF = re.compile(r"Merge pull request #(\d+)|See merge request \S*!(\d+)|\(#(\d+)\)\s*$|(?<![\w/])!(\d+)\b")
+_ISSUE_REF = re.compile(r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)")
+_ANY_REF = re.compile(r"(?<![\w&/])#(\d+)\b")
+
+
+@dataclass
+class HistoryReport:
+    commits_added: int = 0
+    dropped: int = 0  # stored commits no longer in the remembered history (rewritten, or past the window)
+    unread: int = 0  # commits whose object git could not read
+    partial: int = 0  # commits read without some of their diff
+    reasons: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def refresh(conn: Connection, root: Path, max_commits: int) -> HistoryReport:
+    """Remember the commits of HEAD's newest `max_commits` that are not remembered yet."""
+    report = HistoryReport()
+    head = git(root, "rev-parse", "HEAD").strip()
+    if memory.read_meta(conn).get("last_commit") == head:
+        return report
+    shas, parents, note = history.listing(root, max_commits)
+    if note:
+        report.notes.append(note)
+    stored = _remembered(conn)
+    _drop(conn, stored - set(shas), report)
+    todo = [sha for sha in shas if sha not in stored]
+    patterns = tuple(READERS)
+    touches = Touches()
+    for batch, contents in _prefetched(root, todo, patterns):
+        with conn:
+            items = [_store(conn, commit, touches, contents, report) for commit in batch]
+            report.commits_added += memory.add_items(conn, [item for item in items if item is not None])
+    with conn:
+        _link_merges(conn, [sha for sha in todo if len(parents.get(sha, ())) > 1], parents, shas[-1:])
+        memory.write_meta(conn, last_commit=head, history_skipped=_summary(conn))
+    skipped = _summary(conn)
+    if skipped:
+        report.notes.append(skipped)
+    return report
+
+
+def _remembered(conn: Connection) -> set[str]:
+    stored = {str(r[0]) for r in conn.execute("SELECT source FROM memory_items WHERE kind = 'commit'")}
+    return stored | {str(r[0]) for r in conn.execute("SELECT commit_sha FROM memory_skipped WHERE whole = 1")}
+
+
+def _drop(conn: Connection, shas: set[str], report: HistoryReport) -> None:
+    if not shas:
+        return
+    report.dropped = len(shas)
+    with conn:
+        memory.remove_sources(conn, "commit", shas)
+        for table in ("memory_touches", "memory_moves", "memory_links", "memory_skipped"):
+            conn.executemany(f"DELETE FROM {table} WHERE commit_sha = ?", [(sha,) for sha in shas])
+
+
+def _prefetched(root: Path, todo: Sequence[str], patterns: Sequence[str]
+                ) -> Iterator[tuple[list[Commit | Unread], dict[str, bytes | None]]]:
+    """Batches with their blobs' contents, read by a second thread one batch ahead of the parsing."""
+    ahead: queue.Queue[object] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for batch in history.read(root, todo, patterns):
+                changes = [change for c in batch if isinstance(c, Commit) for change in c.changes]
+                blobs = [b for change in changes for b in (change.old_blob, change.new_blob) if b]
+                item: object = (batch, history.blobs(root, blobs))
+                while not stop.is_set():
+                    try:
+                        ahead.put(item, timeout=0.5)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+        except BaseException as exc:  # handed to the consumer, which raises it
+            ahead.put(exc)
+        ahead.put(None)
+
+    reader = threading.Thread(target=read, name="memory-history", daemon=True)
+    reader.start()
+    try:
+        while (item := ahead.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item  # type: ignore[misc]
+    finally:
+        stop.set()
+        reader.join(timeout=5)
+
+
+def _store(conn: Connection, commit: Commit | Unread, touches: Touches, contents: dict[str, bytes | None],
+           report: HistoryReport) -> MemoryItem | None:
+    """Store what the commit touched, moved, links to and could not read; return its item to add."""
+    if isinstance(commit, Unread):
+        report.unread += 1
+        _skip(conn, commit.sha, commit.reason, whole=True, report=report)
+        return None
+    found, moves = touches.of(commit, contents)
+    conn.executemany(
+        "INSERT INTO memory_touches (commit_sha, fqn, kind, path, lines, change, old_start, old_end, new_start,"
+        " new_end, words, ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [_touch_row(commit, t) for t in found])
+    conn.executemany("INSERT INTO memory_moves (commit_sha, old_fqn, new_fqn, ts) VALUES (?, ?, ?, ?)",
+                     [(commit.sha, m.old_fqn, m.new_fqn, commit.time) for m in _unique(moves)])
+    conn.executemany("INSERT OR IGNORE INTO memory_links (commit_sha, ref, via) VALUES (?, ?, '')",
+                     [(commit.sha, ref) for ref in refs(f"{commit.subject}\n\n{commit.body}")])
+    if commit.skipped:
+        report.partial += 1
+        for reason in commit.skipped:
+            _skip(conn, commit.sha, reason, whole=False, report=report)
+    return MemoryItem("commit", commit.sha, "", commit.subject, commit.body or commit.subject,
+                      tuple(t.fqn for t in found[:MAX_SYMBOLS]), commit.paths[:MAX_PATHS], commit.time, commit.sha)
+
+
+def _touch_row(commit: Commit, t: Touch) -> tuple[object, ...]:
+    old = t.old_span or (None, None)
+    new = t.new_span or (None, None)
+    return (commit.sha, t.fqn, t.kind, t.path, t.lines, t.change, old[0], old[1], new[0], new[1], t.words, commit.time)
+
+
+def _unique(moves: list[Move]) -> list[Move]:
+    return list(dict.fromkeys(moves))
+
+
+def _skip(conn: Connection, sha: str, reason: str, *, whole: bool, report: HistoryReport) -> None:
+    conn.execute("INSERT INTO memory_skipped (commit_sha, reason, whole) VALUES (?, ?, ?)", (sha, reason, int(whole)))
+    kind = _reason_kind(reason)
+    report.reasons[kind] = report.reasons.get(kind, 0) + 1
+
+
+def _reason_kind(reason: str) -> str:
+    """A reason without the path or object it names, to count alike ones together."""
+    text = reason.split(": ", 1)[1] if ": " in reason and not reason.startswith(("diff", "files")) else reason
+    return re.sub(r"\b[0-9a-f]{7,40}\b", "…", re.sub(r"\d+(\.\d+)? MiB", "N MiB", text))
+
+
+def _summary(conn: Connection) -> str:
+    """"history: 3 commits unreadable (commit object unreadable); 2 read without part of their diff (…)"."""
+    rows = conn.execute("SELECT commit_sha, reason, whole FROM memory_skipped").fetchall()
+    if not rows:
+        return ""
+    whole = {str(r[0]) for r in rows if r[2]}
+    partial = {str(r[0]) for r in rows if not r[2]} - whole
+    kinds: dict[str, int] = {}
+    for row in rows:
+        kinds[_reason_kind(str(row[1]))] = kinds.get(_reason_kind(str(row[1])), 0) + 1
+    top = "; ".join(f"{reason}: {n}" for reason, n in sorted(kinds.items(), key=lambda kv: -kv[1])[:4])
+    parts = []
+    if whole:
+        parts.append(f"{len(whole)} commit{'s' * (len(whole) != 1)} skipped (unreadable)")
+    if partial:
+        parts.append(f"{len(partial)} commit{'s' * (len(partial) != 1)} remembered without part of their diff")
+    return f"history: {', '.join(parts)} ({top})"
+
+
+def refs(message: str) -> list[str]:
+    """Merge requests and issues a commit message names: "change 12", "issue 7", or "#9" (either)."""
+    found: dict[str, None] = {}
+    for match in _CHANGE_REF.finditer(message):
+        found[f"change {next(g for g in match.groups() if g)}"] = None
+    for match in _ISSUE_REF.finditer(message):
+        found.setdefault(f"issue {match.group(1)}", None)
+    for match in _ANY_REF.finditer(message):
+        if f"change {match.group(1)}" not in found and f"issue {match.group(1)}" not in found:
+            found[f"#{match.group(1)}"] = None
+    return list(found)
+
+
+def _link_merges(conn: Connection, merges: Sequence[str], parents: dict[str, tuple[str, ...]],
+                 head: Sequence[str]) -> None:
+    """The commits a merge of a change brought in belong to that change too."""
+    if not merges or not head:
+        return
+    brought = _brought(parents, head[0])
+    for merge in merges:
+        row = conn.execute("SELECT title, body FROM memory_items WHERE kind = 'commit' AND source = ?",
+                           (merge,)).fetchone()
+        if row is None:
+            continue
+        changes = [r for r in refs(f"{row[0]}\n\n{row[1]}") if r.startswith("change ")]
+        conn.executemany("INSERT OR IGNORE INTO memory_links (commit_sha, ref, via) VALUES (?, ?, ?)",
+                         [(sha, ref, merge) for sha in brought.get(merge, ()) for ref in changes[:1]])
+
+
+def _brought(parents: dict[str, tuple[str, ...]], head: str) -> dict[str, list[str]]:
+    """For each merge on HEAD's first-parent line, the commits it brought in (not reachable before it)."""
+    wanted = parents.keys()
+    mainline: list[str] = []
+    sha = head
+    while sha in wanted:
+        mainline.append(sha)
+        first = parents.get(sha, ())
+        sha = first[0] if first else ""
+    seen: set[str] = set(mainline)
+    brought: dict[str, list[str]] = {}
+    for merge in reversed(mainline):
+        frontier = [p for p in parents.get(merge, ())[1:] if p in wanted and p not in seen]
+        found: list[str] = []
+        while frontier:
+            sha = frontier.pop()
+            if sha in seen or sha not in wanted:
+                continue
+            seen.add(sha)
+            found.append(sha)
+            frontier += parents.get(sha, ())
+        if found:
+            brought[merge] = found
+    return brought
