@@ -21,6 +21,8 @@ async def expire_waiting(inbox: Inbox, forge_for: Callable[[ForgeEvent], Forge],
     """Cancel every task waiting longer than `wait_hours` and comment on its issue; returns how many."""
     expired = 0
     for task in await inbox.waiting_longer_than(wait_hours * 3600):
+        if task.task_key.startswith("local:"):
+            continue  # a `forgebot run` waits for `--answer` on the user's terminal, not in a thread
         reason = f"expired: no answer within {wait_hours:g} hours"
         if not await inbox.set_state(task.task_id, "cancelled", reason, only_from=("waiting",)):
             continue  # answered or cancelled meanwhile

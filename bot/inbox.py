@@ -271,6 +271,46 @@ class Inbox:
             return None
         return await self.task(task_id) if claimed else None
 
+    @property
+    def integrity_errors(self) -> tuple[type[Exception], ...]:
+        """What a write that breaks a uniqueness rule (one active task per item) raises."""
+        return self._db.integrity_errors
+
+    async def record_run(self, event: ForgeEvent, job_id: str) -> TaskRow:
+        """Record a task this process runs itself (`forgebot run`), running under `job_id`.
+
+        Its delivery is written as handled, so the sweeper never queues it for a worker; the task
+        is listed like any other. Raises one of `integrity_errors` when the item has an active task.
+        """
+        now = self._clock()
+
+        def write() -> None:
+            self._db.execute(
+                "INSERT INTO deliveries (delivery_id, forge, event_name, received_at, result, task_id, event_json,"
+                " handled_at) VALUES (?, ?, 'run', ?, 'accepted', ?, ?, ?)",
+                (event.delivery_id, event.forge, now, event.task_id, event.model_dump_json(), now),
+            )
+            self._db.execute(
+                "INSERT INTO tasks (task_id, task_key, state, mode, delivery_id, job_id, detail, created_at,"
+                " updated_at) VALUES (?, ?, 'running', ?, ?, ?, '', ?, ?)",
+                (event.task_id, event.task_key, event.mode or "", event.delivery_id, job_id, now, now),
+            )
+
+        await self._run(lambda: self._db.transaction(write))
+        found = await self.task(event.task_id)
+        assert found is not None  # written above, in this transaction
+        return found
+
+    async def keyed(self, prefix: str, states: tuple[TaskStatus, ...] = ()) -> list[TaskRow]:
+        """Tasks whose key starts with `prefix` (one repository's: `<forge>:<project>:`), newest first."""
+        where, params = "substr(t.task_key, 1, ?) = ?", [len(prefix), prefix]
+        if states:
+            where += f" AND t.state IN ({', '.join('?' for _ in states)})"
+            params += list(states)
+        rows = await self._run(lambda: self._db.all(
+            f"SELECT {_TASK_COLUMNS} FROM {_TASK_FROM} WHERE {where} ORDER BY t.created_at DESC", tuple(params)))
+        return [row for row in map(_task, rows) if row is not None]
+
     async def set_state(
         self, task_id: str, state: TaskStatus, detail: str = "", only_from: tuple[TaskStatus, ...] = ()
     ) -> bool:

@@ -3,49 +3,67 @@
 The run never touches the user's checkout: like a worker it mirrors the repository into the data
 dir (git's `file` transport, allowed for this run only) and works in a worktree of that mirror on
 a new `forgebot/run-...` branch started from HEAD (or `--base`). The user's branch, HEAD, index,
-edits and untracked files stay as they were; a FULL_RESET resets the bot's worktree, not theirs.
-Commits come back as a new branch in the user's repository (a ref fetched from the mirror, never
-a checkout), alongside a printed summary and the patch.
+edits and untracked files stay as they were (their status is read without taking the index lock);
+edits not committed are therefore not part of the run, and the run says which. Commits come back
+as a new branch in the user's repository (a ref fetched from the mirror, never a checkout),
+alongside the change's description and the patch.
 
 The graph runs exactly as in the worker: the configured checkpointer with the safe serializer,
-`run_or_resume`, and an in-memory forge that keeps what the bot would have written.
+`run_or_resume` on a thread named by the task id, and an in-memory forge that keeps what the bot
+would have written. The task is recorded in the task store like a worker's (already handled, so
+no sweeper queues it and no reaper claims it), so `forgebot tasks`, `forgebot trace` and the
+console show it; a run that asked questions waits there, with its worktree, until `--answer`
+resumes it. Before any checkout work the model endpoints are asked one tiny question, so a model
+that is down is reported in seconds rather than after the index is built.
 """
 
 from __future__ import annotations
 
+import getpass
 import hashlib
+import os
 import re
 import time
+import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
-from bot.checkpoints import SqlJournal, open_checkpointer
-from bot.events import Mode
+from langchain_core.messages import HumanMessage
+
+from bot.checkpoints import SqlJournal, open_checkpointer, spent
+from bot.events import Actor, ForgeEvent, Mode
+from bot.inbox import Inbox, TaskRow, TaskStatus, open_inbox
 from bot.jobs import ModelFactory
 from foundation import gitrunner
-from foundation.forge import Change, ChangeRef, Issue, IssueRef, RepoRef
+from foundation.forge import Change, ChangeRef, Comment, Issue, IssueRef, RepoRef
 from foundation.forge.diff import parse
 from foundation.forge.memory import MemoryForge
 from foundation.gitrunner import GitError, git
-from foundation.settings import Settings
-
-__all__ = ["LocalRunError", "LocalResult", "ModelProblem", "local_change", "one_line", "run_local"]
+from foundation.settings import LLMSettings, Settings
 from foundation.workspace import Workspaces, repo_key
 from graph.builder import build_graph
 from graph.checkout import index_checkout, release
 from graph.coder.gitstate import diff
 from graph.deps import Deps
-from graph.llm import ModelProblem, chat_model, check_config
+from graph.llm import ROLES, ModelCallError, ModelProblem, chat_model, check_config, invoke, profile, resolve
 from graph.redact import redact, secrets_of
 from graph.resume import run_or_resume
 from graph.routing import check_mode
 from graph.runtime.boundaries import graph_config
 from graph.state import TaskState
 
+__all__ = ["LocalResult", "LocalRunError", "ModelProblem", "answer_local", "checkout_root", "local_change", "one_line",
+           "probe_models", "run_local", "uncommitted"]
+
+# how each mode's run ends when it reached its goal (anything else, but waiting for answers, did not)
+GOALS = frozenset({"reported", "delivered", "approve", "request_changes", "up_to_date"})
+LISTED = 5  # uncommitted paths named before "and N more"
+
 
 class LocalRunError(ValueError):
-    """The checkout cannot serve the requested local run (no branch to review, no base)."""
+    """The checkout cannot serve the requested local run (not a repository, no branch to review)."""
 
 
 def one_line(exc: BaseException, settings: Settings) -> str:
@@ -58,6 +76,69 @@ def _git(root: Path, *args: str) -> str:
         return git(root, *args)
     except GitError as exc:
         raise LocalRunError(str(exc)) from exc
+
+
+def checkout_root(repo: Path) -> Path:
+    """The top directory of the git checkout at `repo`, with a commit to start from; a clear error otherwise."""
+    root = repo.resolve()
+    if not root.is_dir():
+        raise FileNotFoundError(f"no such checkout: {repo}")
+    if not (root / ".git").exists():
+        parent = next((p for p in root.parents if (p / ".git").exists()), None)
+        if parent is not None:
+            raise LocalRunError(f"{root} is inside the git repository {parent}: pass --repo {parent}")
+        raise LocalRunError(f"{root} is not a git repository: forgebot run works on a git checkout and its "
+                            "commits (`git init && git add -A && git commit -m start` makes one)")
+    try:
+        git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    except GitError:
+        raise LocalRunError(f"{root} has no commit yet: commit the work forgebot should start from") from None
+    return root
+
+
+def uncommitted(root: Path) -> list[str]:
+    """The checkout's uncommitted changes as `git status --short` lines (its index lock is not taken)."""
+    out = git(root, "status", "--porcelain", env={"GIT_OPTIONAL_LOCKS": "0"})
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def not_included(changes: list[str], start: str) -> str:
+    """The notice for uncommitted changes: the run works on commits only."""
+    shown = ", ".join(line.strip() for line in changes[:LISTED])
+    more = f" and {len(changes) - LISTED} more" if len(changes) > LISTED else ""
+    return (f"{len(changes)} uncommitted change(s) are not included (the run works on {start}): "
+            f"{shown}{more}")
+
+
+async def probe_models(llm: LLMSettings) -> None:
+    """One tiny call to each distinct model endpoint the roles use; a `ModelProblem` names the setting.
+
+    Building the index of a large repository takes minutes; a model that is down, refuses the key
+    or does not exist must be said before that, in the words a task's failure would use.
+    """
+    seen: set[tuple[str, str | None, str, str | None]] = set()
+    for role in sorted({*ROLES, *llm.roles}):
+        found = resolve(llm, role)
+        key = (found.provider, found.base_url, found.model, found.api_key.get_secret_value() if found.api_key else None)
+        if key in seen:
+            continue
+        seen.add(key)
+        own = found != resolve(llm, "")  # a role's own endpoint: its settings are the ones to check
+        model = chat_model(llm, role if own else "")
+        try:
+            await invoke(_capped(model), [HumanMessage("Reply with the word: ok")], profile(model))
+        except ModelCallError as exc:
+            whose = f"the {role} role's model" if own else "the model"
+            raise ModelProblem(f"{whose} failed a first test call, so nothing was started: {exc.failure.reason} "
+                               f"(check {exc.setting})") from None
+
+
+def _capped(model: Any) -> Any:
+    """The model with a small output cap, by whichever field its provider names it with."""
+    for name in ("max_tokens", "num_predict"):
+        if name in type(model).model_fields:
+            return model.model_copy(update={name: 16})
+    return model
 
 
 def local_change(ref: ChangeRef, root: Path, title: str, body: str, base: str | None) -> Change:
@@ -94,10 +175,19 @@ def local_change(ref: ChangeRef, root: Path, title: str, body: str, base: str | 
 class LocalResult:
     task_id: str
     state: dict[str, Any]
-    comments: list[str]
+    comments: list[str]  # what the bot wrote on the "issue", and the description of the change it opened
     branch: str = ""  # the new branch in the user's repository holding the bot's commits ("" when none)
     commits: int = 0
     patch: str = ""  # the bot's change as a unified diff against where it started
+    error: Exception | None = None  # what ended the run before its graph did (recorded as the task's failure)
+
+    @property
+    def outcome(self) -> str:
+        return str(self.state.get("outcome") or "")
+
+    @property
+    def reached_goal(self) -> bool:
+        return self.error is None and self.outcome in GOALS
 
 
 @dataclass(frozen=True)
@@ -120,6 +210,17 @@ def run_branch(task_id: str, title: str) -> str:
     """The bot's branch for one run: new every run, so it never replaces one of the user's."""
     slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40].strip("-") or "change"
     return f"forgebot/run-{task_id[:8]}-{slug}"
+
+
+def _project(root: Path) -> str:
+    return hashlib.sha256(str(root).encode()).hexdigest()[:16]
+
+
+def _with_file_protocol(settings: Settings) -> Settings:
+    """The settings of a local run: git may fetch from the user's repository (`file`), for this run only."""
+    workspace = settings.workspace.model_copy(
+        update={"allowed_protocols": (*settings.workspace.allowed_protocols, "file")})
+    return settings.model_copy(update={"workspace": workspace})
 
 
 async def _own_worktree(settings: Settings, root: Path, project: str, task_id: str, branch: str,
@@ -160,6 +261,139 @@ def _deliver(root: Path, work: _Worktree) -> tuple[int, str]:
     return len(commits), patch
 
 
+def _event(root: Path, mode: Mode, title: str, body: str, base: str | None, number: int) -> ForgeEvent:
+    """The task as the store keeps it: a "local" repository at the checkout's path; `state` holds `--base`."""
+    repo = RepoRef(forge="local", project=_project(root), path=root.name, clone_url=str(root))
+    return ForgeEvent(forge="local", delivery_id=f"local:{uuid.uuid4().hex}", repo=repo, target="issue",
+                      number=number, actor=Actor(id=0, username=_user()), trigger="command", mode=mode, title=title,
+                      body=body, state=f"base={base}" if base else "")
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (a container's arbitrary uid)
+        return "local"
+
+
+def _base_of(event: ForgeEvent) -> str | None:
+    return event.state.removeprefix("base=") if event.state.startswith("base=") else None
+
+
+def _forge(event: ForgeEvent, root: Path) -> tuple[MemoryForge, list[IssueRef | ChangeRef]]:
+    """The in-memory forge answering for the run's one repository, its issue and (review) change."""
+    ref = IssueRef(repo=event.repo, number=event.number)
+    forge = MemoryForge(kind="local")
+    forge.add_repo(event.repo)  # the local "forge" answers for its one repository, as a real one would
+    forge.issues[ref] = Issue(ref=ref, title=event.title, body=event.body)
+    targets: list[IssueRef | ChangeRef] = [ref]
+    if event.mode == "review":
+        change = ChangeRef(repo=event.repo, number=event.number)
+        forge.changes[change] = local_change(change, root, event.title, event.body, _base_of(event))
+        targets.append(change)
+    return forge, targets
+
+
+async def _written(forge: MemoryForge, targets: list[IssueRef | ChangeRef]) -> list[str]:
+    """What the bot wrote: the comments on the issue (and reviewed change), then any change it opened."""
+    found: list[Comment] = [c for target in targets for c in await forge.list_comments(target)]
+    opened = [f"# {c.title}\n\n{c.body}" for ref, c in forge.changes.items() if ref not in targets]
+    return [c.body for c in found] + opened
+
+
+async def _record(inbox: Inbox, root: Path, mode: Mode, title: str, body: str, base: str | None) -> TaskRow:
+    """Record the run as a running task of the checkout ("local run #n"); retried if a parallel run took n."""
+    prefix = f"local:{_project(root)}:"
+    for _ in range(5):
+        number = 1 + len(await inbox.keyed(prefix))
+        event = _event(root, mode, title, body, base, number)
+        try:
+            return await inbox.record_run(event, f"local:{os.getpid()}")
+        except inbox.integrity_errors:
+            continue
+    raise LocalRunError(f"could not record the run in the task store ({prefix})")
+
+
+async def _waiting(inbox: Inbox, root: Path, task_id: str | None) -> TaskRow:
+    """The run `--answer` resumes: `task_id`, or the newest run of this checkout waiting for an answer."""
+    prefix = f"local:{_project(root)}:"
+    if task_id is not None:
+        found = await inbox.task(task_id)
+        if found is None or not found.task_key.startswith(prefix):
+            raise LocalRunError(f"no run {task_id} of {root} in the task store")
+        if found.state != "waiting":
+            raise LocalRunError(f"run {task_id} is {found.state}, not waiting for an answer")
+        return found
+    waiting = await inbox.keyed(prefix, ("waiting",))
+    if not waiting:
+        raise LocalRunError(f"no run of {root} is waiting for an answer (forgebot tasks --state waiting)")
+    return waiting[0]
+
+
+async def _drive(settings: Settings, inbox: Inbox, task: TaskRow, root: Path, models: ModelFactory,
+                 start: Callable[[], Awaitable[TaskState]] | None, answer: dict[str, str] | None) -> LocalResult:
+    """Run (or resume) the task's graph and record how it ended; a failure is recorded and returned."""
+    event = ForgeEvent.model_validate_json(task.event_json)
+    forge, targets = _forge(event, root)
+    deps = Deps(settings=settings, forge=forge, model_for=models)
+    result: dict[str, Any] = {}
+    commits, patch, branch = 0, "", ""
+    try:
+        async with open_checkpointer(settings) as saver:
+            compiled = build_graph().compile(checkpointer=saver)
+            config = graph_config(settings.llm, task.task_id)  # the thread and the recursion limit
+            begin = start or _no_start
+            result = cast(dict[str, Any], await run_or_resume(compiled, config, begin, replace(
+                deps, journal=SqlJournal(saver)), answer))
+            await inbox.spent(task.task_id, *await spent(saver, task.task_id))
+        work = _work_of(settings, result)
+        if work is not None and result.get("outcome") != "need_info":
+            commits, patch = _deliver(root, work)
+            branch = work.branch if commits else ""
+    except Exception as exc:
+        await inbox.set_state(task.task_id, "failed", type(exc).__name__, only_from=("running",))
+        await release(settings, event.repo, task.task_id)
+        return LocalResult(task.task_id, result, await _written(forge, targets), error=exc)
+    except BaseException:  # Ctrl-C: the run stops here and says so in the store
+        await inbox.set_state(task.task_id, "cancelled", "interrupted", only_from=("running",))
+        await release(settings, event.repo, task.task_id)
+        raise
+    outcome = str(result.get("outcome") or "")
+    final: TaskStatus = "waiting" if outcome == "need_info" else "failed" if outcome == "failed" else "done"
+    await inbox.set_state(task.task_id, final, outcome, only_from=("running",))
+    if final != "waiting":
+        await release(settings, event.repo, task.task_id)
+    return LocalResult(task.task_id, result, await _written(forge, targets), branch=branch, commits=commits,
+                       patch=patch)
+
+
+async def _no_start() -> TaskState:
+    raise LocalRunError("the run has no saved state to resume")
+
+
+def _work_of(settings: Settings, state: dict[str, Any]) -> _Worktree | None:
+    """The run's worktree as its state records it (None for a review, which has none of its own)."""
+    if not state.get("branch") or not state.get("base") or state.get("mode") == "review":
+        return None
+    key = repo_key("local", RepoRef.model_validate(state["repo"]).project)
+    return _Worktree(key=key, mirror=Workspaces.for_settings(settings).mirror_path(key), path=Path(state["workspace"]),
+                     branch=str(state["branch"]), start=str(state["base"]))
+
+
+async def _ready(settings: Settings, model_factory: ModelFactory | None) -> ModelFactory:
+    """The role models, after the configuration and every endpoint answered (a `ModelProblem` otherwise)."""
+    if model_factory is not None:
+        return model_factory
+    check_config(settings.llm)
+    await probe_models(settings.llm)
+    llm = settings.llm
+    return lambda role: chat_model(llm, role)
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
 async def run_local(
     settings: Settings,
     repo: Path,
@@ -167,65 +401,67 @@ async def run_local(
     task: str,
     model_factory: ModelFactory | None = None,
     base: str | None = None,
+    notify: Callable[[str], None] = _quiet,
 ) -> LocalResult:
-    """Run one task on the repository at `repo` and return the final state, comments and delivery.
+    """Run one task on the checkout at `repo`: the final state, what the bot wrote, and its delivery.
 
     Review mode reviews the checked-out branch against `base` as if it were a change; the other
-    modes work in the run's own worktree started at HEAD or `base`. A directory that is not a git
-    repository can only be analyzed, in place, with file tools.
+    modes work in the run's own worktree started at HEAD or `base`. `notify` hears what the user
+    should know before the run ends (uncommitted changes it leaves out).
     """
     check_mode(mode)
-    root = repo.resolve()
-    if not root.is_dir():
-        raise FileNotFoundError(f"no such checkout: {repo}")
+    root = checkout_root(repo)
     title, body = _title_and_body(task)
-    is_git = (root / ".git").exists()
-    if not is_git and mode != "analyze":
-        raise LocalRunError(f"{root} is not a git repository: only --mode analyze runs there")
-    project = hashlib.sha256(str(root).encode()).hexdigest()[:16]
-    repo_ref = RepoRef(forge="local", project=project, path=root.name, clone_url=str(root))
-    ref = IssueRef(repo=repo_ref, number=1)
-    forge = MemoryForge(kind="local")
-    forge.add_repo(repo_ref)  # the local "forge" answers for its one repository, as a real one would
-    forge.issues[ref] = Issue(ref=ref, title=title, body=body)
-    targets: list[IssueRef | ChangeRef] = [ref]
+    models = await _ready(settings, model_factory)  # before any checkout work
+    dirty = uncommitted(root)
+    if dirty:
+        start_at = f"the commits of {_git(root, 'rev-parse', '--abbrev-ref', 'HEAD').strip()}" if mode == "review" \
+            else f"commit {_git(root, 'rev-parse', '--short', base or 'HEAD').strip()}"
+        notify(not_included(dirty, start_at))
     if mode == "review":
-        change = ChangeRef(repo=repo_ref, number=1)
-        forge.changes[change] = local_change(change, root, title, body, base)
-        targets.append(change)
-    workspace = settings.workspace.model_copy(
-        update={"allowed_protocols": (*settings.workspace.allowed_protocols, "file")}
-    )
-    settings = settings.model_copy(update={"workspace": workspace})
-    if model_factory is None:
-        check_config(settings.llm)  # a missing key fails here, before any checkout work
-    models = model_factory or (lambda role: chat_model(settings.llm, role))
-    task_id = hashlib.sha256(f"{root}\0{mode}\0{task}\0{time.time_ns()}".encode()).hexdigest()[:16]
+        local_change(ChangeRef(repo=RepoRef(forge="local", project="-", path="-"), number=1), root, title, body, base)
+    settings = _with_file_protocol(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    work: _Worktree | None = None
-    if is_git and mode != "review":  # the review route checks out the branch under review itself
-        work = await _own_worktree(settings, root, project, task_id, run_branch(task_id, title), base)
-
-    async def start() -> TaskState:
-        state = TaskState(
-            task_id=task_id, mode=mode, forge="local", repo=repo_ref.model_dump(), number=1, title=title,
-            body=body, workspace=str(work.path if work else root), started_at=time.time(), tokens=0, models=[],
-        )
-        if work is not None:  # the code graph and search for the analyzer; without git, file tools only
-            state["branch"], state["base"] = work.branch, work.start
-            state.update(index_checkout(settings.data_dir, work.key, work.path, task_id, settings.embedder))  # type: ignore[typeddict-item]
-        return state
-
-    deps = Deps(settings=settings, forge=forge, model_for=models)
+    inbox = await open_inbox(settings)
     try:
-        async with open_checkpointer(settings) as saver:
-            compiled = build_graph().compile(checkpointer=saver)
-            config = graph_config(settings.llm, f"local-{task_id}")  # the thread and the recursion limit
-            result = await run_or_resume(compiled, config, start, replace(deps, journal=SqlJournal(saver)))
-        commits, patch = _deliver(root, work) if work is not None else (0, "")
+        row = await _record(inbox, root, mode, title, body, base)
+        work: _Worktree | None = None
+
+        async def start() -> TaskState:
+            nonlocal work
+            event = ForgeEvent.model_validate_json(row.event_json)
+            state = TaskState(
+                task_id=row.task_id, mode=mode, forge="local", repo=event.repo.model_dump(), number=event.number,
+                title=title, body=body, workspace=str(root), started_at=time.time(), tokens=0, models=[],
+            )
+            if mode != "review":  # the review route checks out the branch under review itself
+                work = await _own_worktree(settings, root, event.repo.project, row.task_id,
+                                           run_branch(row.task_id, title), base)
+                state["workspace"], state["branch"], state["base"] = str(work.path), work.branch, work.start
+                state.update(index_checkout(settings.data_dir, work.key, work.path, row.task_id,  # type: ignore[typeddict-item]
+                                            settings.embedder))
+            return state
+
+        return await _drive(settings, inbox, row, root, models, start, None)
     finally:
-        if work is not None:
-            await release(settings, repo_ref, task_id)
-    comments = [c.body for target in targets for c in await forge.list_comments(target)]
-    return LocalResult(task_id=task_id, state=cast(dict[str, Any], result), comments=comments,
-                       branch=work.branch if work is not None and commits else "", commits=commits, patch=patch)
+        await inbox.close()
+
+
+async def answer_local(
+    settings: Settings, repo: Path, text: str, task_id: str | None = None, model_factory: ModelFactory | None = None,
+) -> LocalResult:
+    """Resume the run of `repo` that waits for an answer (the newest, or `task_id`) with `text`."""
+    root = checkout_root(repo)
+    if not text.strip():
+        raise LocalRunError("the answer is empty")
+    settings = _with_file_protocol(settings)
+    inbox = await open_inbox(settings)
+    try:
+        row = await _waiting(inbox, root, task_id)
+        models = await _ready(settings, model_factory)
+        claimed = await inbox.claim(row.task_id, f"local:{os.getpid()}", from_state="waiting")
+        if claimed is None:
+            raise LocalRunError(f"run {row.task_id} is no longer waiting (answered or cancelled meanwhile)")
+        return await _drive(settings, inbox, claimed, root, models, None, {"author": _user(), "body": text.strip()})
+    finally:
+        await inbox.close()

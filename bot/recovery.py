@@ -44,6 +44,7 @@ from foundation.forge import Forge, Marker, where_task_speaks
 log = logging.getLogger(__name__)
 
 LEASE_PREFIX = "forgebot:lease:"
+LOCAL = "local:"  # the key prefix of tasks `forgebot run` records (bot.local)
 ForgeForEvent = Callable[[ForgeEvent], Forge]  # the forge a task's notes go to (GitHub App: its installation)
 FAILURE = "failure"  # the marker purpose of the one failure comment a task can get
 
@@ -113,6 +114,8 @@ async def fail_orphans(
     """
     failed: list[str] = []
     for task in await inbox.tasks_in("running"):
+        if task.task_key.startswith(LOCAL):
+            continue  # a `forgebot run` process's own task: no arq job ever ran it
         status = await job_handle(task.job_id, redis, codec).status()
         if status not in (JobStatus.complete, JobStatus.not_found):
             continue

@@ -39,7 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def link(settings: Settings, event: ForgeEvent) -> str:
-    """The web address of the task's issue or change."""
+    """The web address of the task's issue or change; a local run's checkout path."""
+    if event.forge == "local":
+        return event.repo.clone_url
     kind = "issues" if event.target == "issue" else ("merge_requests" if event.forge == "gitlab" else "pull")
     if event.forge == "gitlab":
         return f"{settings.gitlab.url.rstrip('/')}/{event.repo.path}/-/{kind}/{event.number}"

@@ -53,6 +53,7 @@ _PROTOCOLS = ("ext", "fd", "file", "git", "ssh", "http", "https")
 _CALLER_ENV = frozenset({
     "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
     "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_INDEX_FILE",
+    "GIT_OPTIONAL_LOCKS",  # "0": read a user's checkout without refreshing (writing) its index
 })
 # every key `git init --bare`, `remote add` and `worktree add` write into a mirror; nothing else may be there
 _MIRROR_KEYS = re.compile(

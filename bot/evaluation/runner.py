@@ -125,9 +125,13 @@ async def run_task(task: Task, taskset_dir: Path, options: RunOptions) -> TaskRe
         return _base(task, outcome="not_run", reason=str(exc), before=before, duration_s=_since(started))
     recorder = UsageRecorder()
     models = options.models()(task, ws)
-    settings = options.settings.model_copy(update={"data_dir": work / "data"})
+    # nobody answers an evaluation's questions: a task that needs them is reported blocked at once
+    questions = options.settings.questions.model_copy(update={"max_rounds": 0})
+    settings = options.settings.model_copy(update={"data_dir": work / "data", "questions": questions})
     try:
         run = await run_local(settings, ws.root, task.mode, task.text, lambda r: recorder.attach(r, models(r)))
+        if run.error is not None:
+            raise run.error
     except Exception as exc:  # a failed run is a result of the evaluation, not a crash of it
         return _base(task, outcome="error", reason=f"run: {type(exc).__name__}: {str(exc)[:300]}", before=before,
                      duration_s=_since(started), **_usage(recorder, options.prices))

@@ -40,7 +40,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     seen: dict[str, Any] = {**state, **snapshot}
     answers = seen.get("answers", [])
     rounds_left = state.get("question_rounds", 0) < runtime.context.settings.questions.max_rounds
-    may_ask = state["forge"] != "local" and rounds_left  # `forgebot run` has nobody to answer
+    may_ask = rounds_left  # `forgebot run` asks too: `--answer` resumes it
     if not (seen["title"] or seen["body"] or seen.get("discussion") or answers):
         # nothing a member wrote: no model call, one question to a member
         return {**snapshot, "criteria": [], "assumptions": [], "questions": [WITHHELD_QUESTION], "may_ask": may_ask}

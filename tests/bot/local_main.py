@@ -15,6 +15,10 @@ from bot.cli import main
 from tests.graph.implement import route
 
 
+async def _answering(_llm: object) -> None:
+    return None
+
+
 def run(argv: list[str]) -> int:
     roles = route.models(
         decomposer=[route.decomposition()], analyzer=[route.analysis()],
@@ -23,6 +27,7 @@ def run(argv: list[str]) -> int:
     )
     setattr(bot.local, "chat_model", lambda _llm, role: roles[role])  # noqa: B010 (a test hook)
     setattr(bot.local, "check_config", lambda _llm: None)  # noqa: B010 (scripted roles need no endpoint)
+    setattr(bot.local, "probe_models", _answering)  # noqa: B010 (nor a probe of it)
     return main(argv)
 
 

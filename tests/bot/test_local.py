@@ -12,6 +12,7 @@ from foundation.settings import Settings
 from graph.routing import ModeUnavailable
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
 from tests.fakes.chat import ScriptedChatModel, answer, scripted
+from tests.repos import init_repo
 
 
 def _settings(tmp_path: Path) -> Settings:
@@ -21,6 +22,8 @@ def _settings(tmp_path: Path) -> Settings:
 async def test_run_local_analyze_prints_report(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
+    (repo / "Cart.php").write_text("<?php\nclass Cart {}\n")
+    init_repo(repo)
     decomposition = Decomposition(criteria=[AcceptanceCriterion(id=1, text="Totals include tax")])
     script = {
         "decomposer": scripted([answer(Decomposition, decomposition)]),
@@ -32,7 +35,7 @@ async def test_run_local_analyze_prints_report(tmp_path: Path) -> None:
     result = await run_local(
         _settings(tmp_path), repo, "analyze", "Add tax\nTotals must include tax.", script.__getitem__
     )
-    assert result.state["outcome"] == "reported" and result.state["workspace"] == str(repo.resolve())
+    assert result.state["outcome"] == "reported" and result.reached_goal
     assert result.state["title"] == "Add tax"
     (report,) = result.comments
     assert "Totals are computed in Cart::total" in report and "1. Totals include tax" in report

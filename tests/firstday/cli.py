@@ -25,8 +25,11 @@ class Typed:
         return "\n".join(self.out + self.err)
 
 
-def forgebot(*argv: str, cwd: Path, timeout: float = 240, **env: str) -> Typed:
+TIMEOUT = 240.0  # seconds: a fresh interpreter on a shared, busy machine
+
+
+def forgebot(*argv: str, cwd: Path, **env: str) -> Typed:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")}
     done = subprocess.run([str(FORGEBOT), *argv], cwd=cwd, env={**clean, **env}, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=TIMEOUT)
     return Typed(done.returncode, done.stdout.splitlines(), done.stderr.splitlines())

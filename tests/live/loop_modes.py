@@ -47,6 +47,10 @@ async def _one(settings: Settings, root: Path, mode: str, task: str) -> tuple[st
         result = await run_local(settings, repo, mode, task, base="main")  # type: ignore[arg-type]
     except ModelProblem as exc:
         return "failed", one_line(exc, settings)
+    if isinstance(result.error, ModelProblem):
+        return "failed", one_line(result.error, settings)
+    if result.error is not None:
+        raise result.error
     if not result.comments or not all("forgebot · task" in c for c in result.comments):
         return "no_footer", f"{len(result.comments)} comments"
     return str(result.state.get("outcome", "?")), result.comments[-1].splitlines()[0][:80]

@@ -13,6 +13,7 @@ import pytest
 
 from tests.fakes import model_server as wire
 from tests.fakes.model_server import ModelServer
+from tests.repos import init_repo
 
 pytestmark = pytest.mark.timeout(300)  # a fresh interpreter imports LangChain and the SDKs
 TASK = "Add tax to totals\nThe cart total must include 20% VAT."
@@ -20,8 +21,10 @@ TASK = "Add tax to totals\nThe cart total must include 20% VAT."
 
 def _run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     repo = tmp_path / "repo"
-    repo.mkdir(exist_ok=True)
-    (repo / "Cart.php").write_text("<?php\nclass Cart { public function total(): int { return 1; } }\n")
+    if not repo.exists():
+        repo.mkdir()
+        (repo / "Cart.php").write_text("<?php\nclass Cart { public function total(): int { return 1; } }\n")
+        init_repo(repo)
     clean = {k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")}
     # lexical and graph legs only: the model's wire is under test here, not the vector leg
     clean.update({"FORGEBOT_DATA_DIR": str(tmp_path / "data"), "FORGEBOT_EMBEDDER__KIND": "off", **env})
@@ -43,7 +46,8 @@ def test_an_unreachable_endpoint_is_one_line_naming_the_setting(tmp_path: Path) 
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     (line,) = [s for s in done.stderr.splitlines() if s.startswith("forgebot run:")]
-    assert "decomposer" in line and "cannot reach" in line and "FORGEBOT_LLM__BASE_URL" in line
+    assert line == ("forgebot run: the model failed a first test call, so nothing was started: cannot reach the "
+                    "model endpoint (Connection error.) (check FORGEBOT_LLM__BASE_URL)")
 
 
 def llama_cpp_like(payloads: dict[str, dict[str, Any]]) -> wire.Responder:
@@ -76,6 +80,8 @@ async def test_a_question_that_asks_nothing_is_not_asked(tmp_path: Path) -> None
 
     repo = tmp_path / "repo"
     repo.mkdir()
+    (repo / "Cart.php").write_text("<?php\nclass Cart {}\n")
+    init_repo(repo)
     with ModelServer() as server:
         server.responder = llama_cpp_like(PAYLOADS)
         settings = Settings(_env_file=None, data_dir=tmp_path / "data", llm=llm_settings(server))  # type: ignore[call-arg]

@@ -1,0 +1,174 @@
+"""`forgebot run` on a first day: the real command against a wire-level model server, asserting
+what the terminal shows (text without forge HTML, no log noise, a closing line naming the trace),
+the exit status (0 only when the task reached its goal), and that the run is a task like a
+worker's: listed by `forgebot tasks`, its trace readable, its questions answered with `--answer`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes import model_server as wire
+from tests.fakes.model_server import ModelServer
+from tests.firstday.cli import Typed, forgebot
+from tests.repos import git, init_repo
+
+pytestmark = pytest.mark.timeout(600)
+TASK = "Add tax to totals\nThe cart total must include 20% VAT."
+ANALYSIS = {"summary": "Cart::total computes the total without tax.", "affected_files": ["Cart.php"]}
+Payload = dict[str, Any] | Callable[[], dict[str, Any]]
+
+
+def answering(payloads: dict[str, Payload]) -> wire.Responder:
+    """Answers each structured request with its schema's payload, anything else with a word."""
+
+    def respond(request: wire.Request) -> wire.Reply:
+        fmt = request.body.get("response_format") or {}
+        name = (fmt.get("json_schema") or {}).get("name")
+        choice = request.body.get("tool_choice")
+        if not name and isinstance(choice, dict):
+            name = (choice.get("function") or {}).get("name")
+        if name in payloads:
+            payload = payloads[name]
+            return wire.structured(name, payload() if callable(payload) else payload)
+        return wire.text("ok")
+
+    return respond
+
+
+def decomposition(*questions: str) -> dict[str, Any]:
+    """The decomposer's answer: criteria, or (when it has questions) none, so the task asks."""
+    criteria = [] if questions else [{"id": 1, "text": "The total includes 20% VAT"}]
+    return {"criteria": criteria, "assumptions": [], "questions": list(questions)}
+
+
+@pytest.fixture
+def model() -> Iterator[ModelServer]:
+    with ModelServer() as running:
+        yield running
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    repo = tmp_path / "shop"
+    repo.mkdir()
+    (repo / "Cart.php").write_text("<?php\nclass Cart { public function total(): int { return 1; } }\n")
+    return init_repo(repo)
+
+
+def _env(tmp_path: Path, model: ModelServer | None = None, **extra: str) -> dict[str, str]:
+    env = {"FORGEBOT_DATA_DIR": str(tmp_path / "data"), "FORGEBOT_EMBEDDER__KIND": "off",
+           "FORGEBOT_LLM__MAX_RETRIES": "0", "FORGEBOT_LLM__TIMEOUT": "20"}
+    if model is not None:
+        env |= {"FORGEBOT_LLM__BASE_URL": model.openai_url, "FORGEBOT_LLM__MODEL": model.model}
+    return env | extra
+
+
+def _task_of(seen: Typed) -> str:
+    last = seen.err[-1]
+    assert last.startswith("forgebot run: ") and " · the whole story: forgebot trace " in last, seen.err
+    return last.rsplit(" ", 1)[1]
+
+
+def _listed(tmp_path: Path, task: str) -> list[str]:
+    tasks = forgebot("tasks", cwd=tmp_path, **_env(tmp_path))
+    assert tasks.code == 0, tasks.err
+    (row,) = [line.split() for line in tasks.out if line.startswith(task)]
+    return row
+
+
+def test_analyze_prints_text_names_what_it_left_out_and_is_listed_as_a_task(
+    tmp_path: Path, model: ModelServer, checkout: Path
+) -> None:
+    (checkout / "Cart.php").write_text("<?php\n// my edit, not committed\n")
+    (checkout / "notes.txt").write_text("draft\n")
+    model.responder = answering({"Decomposition": decomposition(), "Analysis": ANALYSIS})
+    seen = forgebot("run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
+                    **_env(tmp_path, model))
+    assert seen.code == 0, seen.err
+    assert "Cart::total computes the total without tax." in seen.out
+    assert not [line for line in seen.out if "<sub>" in line or "<!--" in line or "</" in line]
+    assert all(line.startswith("forgebot run: ") for line in seen.err), seen.err  # no log lines
+    head = git(checkout, "rev-parse", "--short", "HEAD").strip()
+    assert seen.err[0] == (f"forgebot run: 2 uncommitted change(s) are not included (the run works on commit {head}): "
+                           "M Cart.php, ?? notes.txt")
+    task = _task_of(seen)
+    assert seen.err[-1].startswith(f"forgebot run: done (reported) · task {task} · ")
+    probe = model.requests[0].body
+    assert "tools" not in probe and "response_format" not in probe  # the endpoint was asked first, plainly
+    row = _listed(tmp_path, task)
+    assert row[1:3] == ["done", "analyze"] and row[-1] == str(checkout)
+    trace = forgebot("trace", task, cwd=tmp_path, **_env(tmp_path))
+    assert trace.code == 0 and trace.out
+    assert (checkout / "Cart.php").read_text() == "<?php\n// my edit, not committed\n"
+
+
+def test_a_run_that_asks_waits_with_exit_3_and_answer_resumes_it(
+    tmp_path: Path, model: ModelServer, checkout: Path
+) -> None:
+    asked = iter([decomposition("Which rate applies to food?")])
+    model.responder = answering({"Decomposition": lambda: next(asked, decomposition()), "Analysis": ANALYSIS})
+    env = _env(tmp_path, model)
+    first = forgebot("run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK, cwd=tmp_path, **env)
+    assert first.code == 3, first.err
+    assert any("Which rate applies to food?" in line for line in first.out)
+    task = _task_of(first)
+    assert first.err[-1].startswith("forgebot run: waiting for your answer to 1 question(s) above; answer with: "
+                                    f"forgebot run --repo {checkout} --answer 'YOUR ANSWER' · task {task}")
+    assert _listed(tmp_path, task)[1] == "waiting"
+
+    second = forgebot("run", "--repo", str(checkout), "--answer", "Food is taxed at 5%.", cwd=tmp_path, **env)
+    assert second.code == 0, second.err
+    assert _task_of(second) == task and "Cart::total computes the total without tax." in second.out
+    assert _listed(tmp_path, task)[1] == "done"
+    resumed = [r for r in model.requests if "Food is taxed at 5%." in str(r.body.get("messages"))]
+    assert resumed  # the answer reached the model
+
+    again = forgebot("run", "--repo", str(checkout), "--answer", "More.", cwd=tmp_path, **env)
+    assert again.code == 2 and again.err == [
+        f"forgebot run: no run of {checkout} is waiting for an answer (forgebot tasks --state waiting)"]
+
+
+def test_a_failure_after_the_start_exits_1_and_is_listed_as_failed(
+    tmp_path: Path, model: ModelServer, checkout: Path
+) -> None:
+    def respond(request: wire.Request) -> wire.Reply:
+        if "tools" in request.body or "response_format" in request.body:
+            return wire.error(400, "this server does not do that", error_type="invalid_request_error")
+        return wire.text("ok")
+
+    model.responder = respond
+    seen = forgebot("run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
+                    **_env(tmp_path, model))
+    assert seen.code == 1, seen.err
+    assert "Traceback" not in seen.text and seen.err[-1].startswith("forgebot run: failed: ")
+    assert _listed(tmp_path, _task_of(seen))[1] == "failed"
+
+
+def test_a_model_that_is_down_is_said_before_any_checkout_work(tmp_path: Path, checkout: Path) -> None:
+    with ModelServer() as gone:
+        closed = gone.openai_url
+    seen = forgebot("run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
+                    **_env(tmp_path, FORGEBOT_LLM__BASE_URL=closed))
+    assert seen.code == 2 and seen.out == []
+    assert seen.err == ["forgebot run: the model failed a first test call, so nothing was started: cannot reach the "
+                        "model endpoint (Connection error.) (check FORGEBOT_LLM__BASE_URL)"]
+    assert not (tmp_path / "data" / "workspaces").exists()  # no mirror, no worktree, no index
+    assert not list((tmp_path / "data").glob("**/*.sqlite*")) or not (tmp_path / "data" / "indexes").exists()
+
+
+def test_a_directory_that_is_not_a_checkout_is_refused(tmp_path: Path, checkout: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    seen = forgebot("run", "--repo", str(plain), "--mode", "analyze", "--task", TASK, cwd=tmp_path, **_env(tmp_path))
+    assert seen.code == 2 and seen.err == [
+        f"forgebot run: {plain} is not a git repository: forgebot run works on a git checkout and its commits "
+        "(`git init && git add -A && git commit -m start` makes one)"]
+    (checkout / "src").mkdir()
+    inside = forgebot("run", "--repo", str(checkout / "src"), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
+                      **_env(tmp_path))
+    assert inside.code == 2 and inside.err == [
+        f"forgebot run: {checkout / 'src'} is inside the git repository {checkout}: pass --repo {checkout}"]
