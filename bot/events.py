@@ -77,8 +77,14 @@ class ForgeEvent(BaseModel):
 
     @property
     def task_key(self) -> str:
-        """Identify the issue or change; at most one active task per key."""
-        return f"{self.forge}:{self.repo.project}:{self.target}:{self.number}"
+        """Identify the issue or change; at most one active task per key.
+
+        The repository is named by the forge's numeric id, never the payload's `full_name`: a hook
+        may send any name beside its own id, and a key by name let one repository's deliveries
+        squat another's (its genuine command answered `duplicate`). Events queued before ids were
+        recorded fall back to the name.
+        """
+        return f"{self.forge}:{self.repo_id or self.repo.project}:{self.target}:{self.number}"
 
     @property
     def semantic_key(self) -> str:

@@ -6,6 +6,7 @@ Statements are written once with `?` placeholders and `ON CONFLICT DO NOTHING`, 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -68,6 +69,29 @@ def upgrade(conn: Connection) -> None:
             conn.one(f"SELECT {column} FROM {table} LIMIT 0")
         except Exception:  # sqlite3.OperationalError / psycopg UndefinedColumn: an older store
             conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+    conn.transaction(lambda: _key_by_repository_id(conn))
+
+
+def _key_by_repository_id(conn: Connection) -> None:
+    """Re-key GitHub tasks an older release keyed by the payload's `owner/name` to the repository id.
+
+    A task's key names its repository by the forge's numeric id (a payload's names are anyone's
+    with a hook secret); a task recorded before that would otherwise not be found by the cancel or
+    reply that follows it, and a new trigger could start a second task beside it.
+    """
+    rows = conn.all(
+        "SELECT t.task_id, t.task_key, t.state, d.event_json FROM tasks t"
+        " JOIN deliveries d ON d.delivery_id = t.delivery_id WHERE t.task_key LIKE ?", ("github:%/%",)
+    )
+    for task_id, key, state, event_json in rows:
+        _, _, rest = str(key).split(":", 1)[1].partition(":")
+        repo_id = json.loads(event_json).get("repo_id") if event_json else None
+        if not isinstance(repo_id, int) or repo_id <= 0:
+            continue
+        new_key = f"github:{repo_id}:{rest}"
+        taken = conn.one("SELECT 1 FROM tasks WHERE task_key = ? AND state IN ('running', 'waiting')", (new_key,))
+        if taken is None or state not in ("running", "waiting"):  # one active task per key, as the index says
+            conn.execute("UPDATE tasks SET task_key = ? WHERE task_id = ?", (new_key, task_id))
 
 
 class Connection(ABC):

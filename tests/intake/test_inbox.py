@@ -214,3 +214,24 @@ async def test_wal_is_checkpointed_on_a_thread_after_enough_commits(tmp_path: Pa
         assert _rows_in_database_file(path) == CHECKPOINT_EVERY
     finally:
         await inbox.close()
+
+
+async def test_a_github_task_keyed_by_name_is_rekeyed_by_repository_id(tmp_path: Path) -> None:
+    """A store from before keys named the repository id: its GitHub tasks are found by the new key."""
+    path = tmp_path / "old.sqlite"
+    event = parse_github({"x-github-event": "issue_comment"}, github_comment("/implement"), "github:old", TRIGGERS)
+    assert event is not None
+    inbox = await Inbox.open(sqlite_path=path)
+    await inbox.record("github", "github:old", "issue_comment", event)
+    await inbox.claim(event.task_id, "job-1")
+    await inbox.close()
+    old_key = f"github:{event.repo.project}:issue:{event.number}"
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE tasks SET task_key = ?", (old_key,))
+    reopened = await Inbox.open(sqlite_path=path)
+    try:
+        found = await reopened.active_task(event.task_key)
+        assert found is not None and found.task_id == event.task_id and found.task_key == event.task_key
+        assert event.task_key == f"github:{event.repo_id}:issue:{event.number}" != old_key
+    finally:
+        await reopened.close()
