@@ -44,8 +44,8 @@ class CheckAnswer(BaseModel):
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("check", help="verify Redis, the store, the forges, the model and the embedder")
-    parser.add_argument("--skip", action="append", default=[], choices=["redis", "store", "gitlab", "github",
-                                                                         "model", "embedder"],
+    parser.add_argument("--skip", action="append", default=[], choices=["settings", "redis", "store", "gitlab",
+                                                                         "github", "model", "embedder"],
                         help="leave out one check (repeatable)")
     parser.set_defaults(handler=_handler)
 
@@ -63,7 +63,7 @@ def render(lines: list[Line]) -> str:
 
 async def run_checks(settings: Settings, skip: frozenset[str] = frozenset()) -> list[Line]:
     checks: list[tuple[str, Callable[[Settings], Awaitable[Line]]]] = [
-        ("redis", _redis), ("store", _store), ("gitlab", _gitlab), ("github", _github), ("model", _model),
+        ("settings", _variables), ("redis", _redis), ("store", _store), ("gitlab", _gitlab), ("github", _github), ("model", _model),
         ("embedder", _embedder),
     ]
     secrets = secrets_of(settings)
@@ -78,6 +78,14 @@ async def run_checks(settings: Settings, skip: frozenset[str] = frozenset()) -> 
             line = Line(name, "FAIL", f"{type(exc).__name__}: {exc}")
         lines.append(Line(line.name, line.status, " ".join(redact(line.detail, secrets).split())[:300]))
     return lines
+
+
+async def _variables(settings: Settings) -> Line:
+    """A misspelt variable does nothing: name each `FORGEBOT_*` variable no setting reads."""
+    unknown = type(settings).unknown_variables()
+    if unknown:
+        return Line("settings", "FAIL", "; ".join(unknown))
+    return Line("settings", "ok", "every FORGEBOT_* variable is a setting")
 
 
 async def _redis(settings: Settings) -> Line:

@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from bot.events import ForgeEvent
-from bot.inbox import TaskRow, open_inbox
+from bot.inbox import Inbox, TaskRow, open_inbox
 from foundation.settings import Settings
 
 
@@ -52,16 +52,29 @@ async def collect(settings: Settings, states: list[str] | None = None, limit: in
     inbox = await open_inbox(settings)
     try:
         rows, times = await inbox.tasks(), await inbox.task_times()
+        rows = [r for r in rows if not states or r.state in states]
+        rows = rows[-limit:] if limit > 0 else rows
+        spending = await _recorded(inbox, rows)
     finally:
         await inbox.close()
-    rows = [r for r in rows if not states or r.state in states]
-    rows = rows[-limit:] if limit > 0 else rows
-    from bot.checkpoints import open_checkpointer, spent  # the graph's store: only when listing
+    live = [r for r in rows if r.task_id not in spending]
+    if live:  # a running task's spending so far is in its checkpoint (the graph's store, loaded only then)
+        from bot.checkpoints import open_checkpointer, spent
 
-    async with open_checkpointer(settings) as saver:
-        spending = {r.task_id: await spent(saver, r.task_id) for r in rows}
+        async with open_checkpointer(settings) as saver:
+            spending |= {r.task_id: await spent(saver, r.task_id) for r in live}
     now = time.time()
     return [_line(settings, r, times.get(r.task_id, (now, now)), spending[r.task_id], now) for r in rows]
+
+
+async def _recorded(inbox: Inbox, rows: list[TaskRow]) -> dict[str, tuple[int, float]]:
+    """What finished tasks spent, as the task store recorded it with their final state."""
+    found: dict[str, tuple[int, float]] = {}
+    for row in rows:
+        item = await inbox.listed(row.task_id)
+        if item is not None and (item.tokens or row.state == "queued"):
+            found[row.task_id] = (item.tokens, item.cost_usd)
+    return found
 
 
 def _line(

@@ -70,3 +70,13 @@ def test_a_pinned_bot_that_is_not_the_tokens_user_fails(
                 "own comments for someone else's; unset it (the bot asks the forge) or pin the token's user")
     status, detail = _row(seen, "github")  # logins compare without case, as GitHub's do
     assert status == "ok" and "bot @forgebot (id 4242)" in detail
+
+
+def test_a_misspelt_variable_fails_the_doctor(tmp_path: Path) -> None:
+    seen = forgebot("check", *ONLY_FORGES, cwd=tmp_path, FORGEBOT_DATA_DIR=str(tmp_path / "data"),
+                    FORGEBOT_GITLAB__WEBHOOK_SECRT="s")
+    assert seen.code == 1
+    assert _row(seen, "settings") == (
+        "FAIL", "FORGEBOT_GITLAB__WEBHOOK_SECRT is not a forgebot setting and is ignored (did you mean "
+                "FORGEBOT_GITLAB__WEBHOOK_SECRET?)")
+    assert _row(seen, "gitlab")[0] == "skip"
