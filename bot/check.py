@@ -63,8 +63,8 @@ def render(lines: list[Line]) -> str:
 
 async def run_checks(settings: Settings, skip: frozenset[str] = frozenset()) -> list[Line]:
     checks: list[tuple[str, Callable[[Settings], Awaitable[Line]]]] = [
-        ("settings", _variables), ("redis", _redis), ("store", _store), ("gitlab", _gitlab), ("github", _github), ("model", _model),
-        ("embedder", _embedder),
+        ("settings", _variables), ("redis", _redis), ("store", _store), ("gitlab", _gitlab), ("github", _github),
+        ("model", _model), ("embedder", _embedder),
     ]
     secrets = secrets_of(settings)
     lines = []
