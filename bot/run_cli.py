@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from foundation.settings import Settings
 
 REACHED, NOT_REACHED, NOT_STARTED, WAITING = 0, 1, 2, 3
+INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C
 _MARKER = re.compile(r"<!--.*?-->", re.S)
 _TAG = re.compile(r"</?(sub|sup|details|summary|small|b|i|em|strong)>|<br\s*/?>", re.I)
 
@@ -87,6 +88,9 @@ def _run(args: argparse.Namespace) -> int:
     except (ModeUnavailable, FileNotFoundError, LocalRunError, GitTampered, ModelProblem) as exc:
         notify(one_line(exc, settings))
         return NOT_STARTED
+    except KeyboardInterrupt:  # the run's task, once recorded, is marked cancelled on the way out
+        notify("interrupted; a started run is recorded as cancelled (forgebot tasks)")
+        return INTERRUPTED
     _print(result, Path(args.repo).resolve())
     code, last = closing(result, Path(args.repo).resolve(), settings)
     sys.stdout.flush()

@@ -172,3 +172,35 @@ def test_a_directory_that_is_not_a_checkout_is_refused(tmp_path: Path, checkout:
                       **_env(tmp_path))
     assert inside.code == 2 and inside.err == [
         f"forgebot run: {checkout / 'src'} is inside the git repository {checkout}: pass --repo {checkout}"]
+
+
+def test_ctrl_c_ends_the_run_as_cancelled_without_a_traceback(
+    tmp_path: Path, model: ModelServer, checkout: Path
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from tests.firstday.cli import FORGEBOT
+
+    def slow(request: wire.Request) -> wire.Reply:
+        if "tools" in request.body or "response_format" in request.body:
+            return wire.Reply(text="{}", delay=15.0)
+        return wire.text("ok")
+
+    model.responder = slow
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")} | _env(tmp_path, model)
+    proc = subprocess.Popen([str(FORGEBOT), "run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not any("response_format" in r.body or "tools" in r.body for r in model.requests):
+        assert time.monotonic() < deadline and proc.poll() is None, "the run never reached its first role"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert err.splitlines()[-1] == "forgebot run: interrupted; a started run is recorded as cancelled (forgebot tasks)"
+    tasks = forgebot("tasks", cwd=tmp_path, **_env(tmp_path))
+    (row,) = [line.split() for line in tasks.out[1:]]
+    assert row[1] == "cancelled"
