@@ -24,6 +24,8 @@ from tests.fakes.forge_http import FakeForgeState, create_fake_forge
 from tests.fakes.server import ServerThread
 from tests.tools import need, need_tools, port_open
 
+pytest_plugins = ["tests.fakes.contract.plugin"]
+
 GITLAB_SECRET = "gitlab-hook-secret"
 GITHUB_SECRET = "It's a Secret to Everybody"
 GITLAB_TOKEN = "glpat-test-token-do-not-log"

@@ -1,10 +1,16 @@
-"""Retries and pacing shared by both adapters: backoff with jitter, honoured rate limits, write spacing.
+"""How both adapters call their SDK: in a worker thread, errors mapped, reads retried, writes paced.
 
-Reads are retried on `ForgeUnavailable` (5xx, timeouts) and on short `ForgeRateLimited` waits.
-A write that failed with `ForgeUnavailable` may have landed anyway (the forge committed it and the
-response was lost), so it is retried only after `landed()` — a read keyed by the bot's marker or
-the branch — finds nothing. A rate limit longer than `max_wait` is raised, so the job defers
-itself (arq `Retry`) instead of holding a worker asleep.
+`Calls` is the one path every forge request of an adapter takes. Reads are retried on
+`ForgeUnavailable` (5xx, timeouts) and on short `ForgeRateLimited` waits. A write — REST or a
+GraphQL mutation alike — that failed with `ForgeUnavailable` may have landed anyway (the forge
+committed it and the answer was lost), so it is retried only after `landed()` (a read keyed by the
+bot's marker, the branch, or the state the write sets) finds nothing; without `landed` it is never
+retried. A refused write (rate limit) cannot have landed and waits like a read. A rate limit longer
+than `max_wait` is raised, so the job defers itself (arq `Retry`) instead of holding a worker asleep.
+
+Rate limits are read from the answer as the forges document them (`errors.retry_after_from`):
+`Retry-After`, or a spent quota's reset time (GitHub `x-ratelimit-*`, GitLab `RateLimit-*`); a
+GitHub secondary limit without either waits the documented minute.
 """
 
 from __future__ import annotations
@@ -13,12 +19,12 @@ import asyncio
 import math
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from foundation.forge.errors import ForgeRateLimited, ForgeUnavailable
-from foundation.metrics import record_rate_limit_wait
+from foundation.forge.errors import ForgeError, ForgeRateLimited, ForgeUnavailable, error_for_status, retry_after_from
+from foundation.metrics import record_forge_error, record_rate_limit_wait
 
 T = TypeVar("T")
 L = TypeVar("L")
@@ -103,3 +109,69 @@ class WritePacer:
                 if delay > 0:
                     await self.sleep(delay)
             self._last = self.clock()
+
+
+# (status, headers, message) of a failed call as the SDK reports it; status 0: no answer at all
+Failure = tuple[int, Mapping[str, str], str]
+
+
+def mapped(forge: str, failure: Failure) -> ForgeError:
+    """The `ForgeError` for a failed call, counted in `forgebot_forge_api_errors_total`.
+
+    403 and 429 carry their wait (`retry_after_from`); a 403 naming GitHub's secondary rate limit
+    without one waits a minute, as GitHub's documentation asks.
+    """
+    status, headers, message = failure
+    error: ForgeError
+    if not status:
+        error = ForgeUnavailable(f"{forge}: {message}")
+    else:
+        retry = retry_after_from(headers) if status in (403, 429) else None
+        if retry is None and status == 403 and "secondary rate limit" in message.lower():
+            retry = 60.0
+        error = error_for_status(status, f"{forge} {status}: {message[:200]}" if message else f"{forge} {status}",
+                                 retry)
+    record_forge_error(forge, error)
+    return error
+
+
+@dataclass
+class Calls:
+    """An adapter's one way to the forge: `read`, `write` (with its `landed` check), or a bare `call`.
+
+    `failure` turns the SDK's own exception into a `Failure` (None: not the SDK's, re-raised as is);
+    it runs in the worker thread, where a client may keep the last answer's headers.
+    """
+
+    forge: str
+    failure: Callable[[Exception], Failure | None]
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    pacer: WritePacer | None = None
+
+    def _guarded(self, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except ForgeError:
+            raise
+        except Exception as exc:
+            found = self.failure(exc)
+            if found is None:
+                raise
+            raise mapped(self.forge, found) from None
+
+    async def call(self, fn: Callable[[], T]) -> T:
+        """`fn` once, in a worker thread (the SDKs block), its failure mapped."""
+        return await asyncio.to_thread(self._guarded, fn)
+
+    async def read(self, fn: Callable[[], T]) -> T:
+        return await read(self.policy, lambda: self.call(fn))
+
+    async def write(self, fn: Callable[[], T], landed: Callable[[], Awaitable[L | None]] | None) -> T | L:
+        """A write, paced; after a lost answer retried only when `landed` finds it did not land."""
+
+        async def paced() -> T:
+            if self.pacer is not None:
+                await self.pacer.wait()
+            return await self.call(fn)
+
+        return await write(self.policy, paced, landed)

@@ -10,11 +10,10 @@ import hashlib
 import re
 from collections.abc import Iterable
 
+from foundation.forge.limits import GITHUB_COMMENT_LIMIT as GITHUB_COMMENT_LIMIT
+from foundation.forge.limits import GITLAB_COMMENT_LIMIT as GITLAB_COMMENT_LIMIT
 from foundation.forge.models import Comment, CommentRef, DiffLine, FileChange, InlineNote, Marker
 
-# GitLab notes: 1,000,000 characters (doc/api/notes.md); GitHub comments: 65,536 characters.
-GITLAB_COMMENT_LIMIT = 1_000_000
-GITHUB_COMMENT_LIMIT = 65_536
 _TRUNCATED = "\n\n*… truncated to fit the forge's comment limit.*"
 _SAFE = re.compile(r"[A-Za-z0-9._/@#=+-]+")
 

@@ -5,11 +5,11 @@ comments are flat: a reply is a new comment quoting and linking the one it answe
 thread (`…/comments/{id}/replies`) and resolve through GraphQL (REST has no endpoint for it).
 Inline notes are posted as one review with `line`/`side` (`position` is being retired). Writes are
 spaced by a `WritePacer` because GitHub's secondary rate limits punish bursts of content creation.
+Every request goes through `_retry.Calls` (reads retried, writes retried only once known not landed).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import itertools
 from collections.abc import Awaitable, Callable, Sequence
@@ -26,15 +26,8 @@ from pydantic import SecretStr
 from foundation.forge import _retry
 from foundation.forge._text import GITHUB_COMMENT_LIMIT, anchor, has_marker, inline_marker, marked, with_marker
 from foundation.forge.diff import parse_hunks
-from foundation.forge.errors import (
-    ForgeConflict,
-    ForgeError,
-    ForgeNotFound,
-    ForgeUnavailable,
-    ForgeUnsupported,
-    error_for_status,
-)
-from foundation.forge.errors import retry_after_from as _retry_after
+from foundation.forge.errors import ForgeConflict, ForgeError, ForgeNotFound, ForgeUnsupported
+from foundation.forge.limits import MAX_PAGE
 from foundation.forge.models import (
     AccessLevel,
     BotIdentity,
@@ -60,7 +53,6 @@ from foundation.forge.models import (
     Reaction,
     RepoRef,
 )
-from foundation.metrics import record_forge_error
 
 T = TypeVar("T")
 L = TypeVar("L")
@@ -68,26 +60,23 @@ Finder = Callable[[], Awaitable[CommentRef | None]]
 _REACTIONS = {Reaction.EYES: "eyes", Reaction.THUMBS_UP: "+1", Reaction.ROCKET: "rocket",
               Reaction.CONFUSED: "confused"}
 _STATUS: dict[str, FileStatus] = {"added": "added", "removed": "deleted", "renamed": "renamed"}
+# a pull request's review threads, a page at a time (a connection answers at most MAX_PAGE nodes)
 _THREADS = (
-    "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, name: $name) {"
-    " pullRequest(number: $number) { reviewThreads(first: 100) {"
+    "query($owner: String!, $name: String!, $number: Int!, $after: String) {"
+    " repository(owner: $owner, name: $name) { pullRequest(number: $number) {"
+    f" reviewThreads(first: {MAX_PAGE}, after: $after) {{ pageInfo {{ hasNextPage endCursor }}"
     " nodes { id isResolved comments(first: 1) { nodes { databaseId } } } } } } }"
 )
 
 
-def _mapped(exc: Exception) -> ForgeError:
-    """The ForgeError for a failed call, counted in `forgebot_forge_api_errors_total`."""
-    error: ForgeError
+def _failure(exc: Exception) -> _retry.Failure | None:
+    """PyGithub's exceptions as (status, headers, message); a transport error has no status."""
     if isinstance(exc, GithubException):
-        status = exc.status
-        retry = _retry_after(exc.headers or {}) if status in (403, 429) else None
-        if retry is None and status == 403 and "secondary rate limit" in str(exc.data).lower():
-            retry = 60.0  # GitHub: "wait at least one minute" when no retry-after is sent
-        error = error_for_status(status, f"github {status}", retry)
-    else:
-        error = ForgeUnavailable(f"github: {type(exc).__name__}")
-    record_forge_error("github", error)
-    return error
+        data = exc.data if isinstance(exc.data, dict) else {}
+        return exc.status, dict(exc.headers or {}), str(data.get("message") or exc.data or "")
+    if isinstance(exc, requests.RequestException):
+        return 0, {}, type(exc).__name__
+    return None
 
 
 class GitHubForge:
@@ -105,26 +94,16 @@ class GitHubForge:
     ) -> None:
         self._gh = client
         self._app = app  # the App's own credentials (JWT), for what only the App may ask
-        self._policy = dataclasses.replace(policy or _retry.RetryPolicy(), forge="github")
-        self._pacer = pacer or _retry.WritePacer(interval=1.0)
+        policy = dataclasses.replace(policy or _retry.RetryPolicy(), forge="github")
+        self._calls = _retry.Calls("github", _failure, policy, pacer or _retry.WritePacer(interval=1.0))
 
     # --- plumbing ------------------------------------------------------------------------------
 
-    async def _call(self, fn: Callable[[], T]) -> T:
-        try:
-            return await asyncio.to_thread(fn)
-        except (GithubException, requests.RequestException) as exc:
-            raise _mapped(exc) from None
-
     async def _read(self, fn: Callable[[], T]) -> T:
-        return await _retry.read(self._policy, lambda: self._call(fn))
+        return await self._calls.read(fn)
 
     async def _write(self, fn: Callable[[], T], landed: Callable[[], Awaitable[L | None]] | None) -> T | L:
-        async def paced() -> T:
-            await self._pacer.wait()
-            return await self._call(fn)
-
-        return await _retry.write(self._policy, paced, landed)
+        return await self._calls.write(fn, landed)
 
     def _repo(self, repo: RepoRef) -> Any:
         return self._gh.get_repo(repo.project)
@@ -216,11 +195,10 @@ class GitHubForge:
     async def edit_comment(self, comment: CommentRef, body: str, marker: Marker | None = None) -> None:
         text = with_marker(body, marker, GITHUB_COMMENT_LIMIT)
 
-        async def paced() -> None:
-            await self._pacer.wait()
-            await self._call(lambda: self._comment_object(comment).edit(text))
+        async def landed() -> bool | None:  # the body already reads `text`: the lost edit landed
+            return await self._read(lambda: self._comment_object(comment).body == text) or None
 
-        await _retry.read(self._policy, paced)  # the same edit twice is harmless
+        await self._write(lambda: self._comment_object(comment).edit(text), landed)
 
     async def reply(self, comment: CommentRef, body: str, marker: Marker | None = None) -> CommentRef:
         target = comment.target
@@ -248,23 +226,34 @@ class GitHubForge:
         """Resolve the diff thread holding `comment` (GraphQL `resolveReviewThread`)."""
         if not comment.review:
             raise ForgeUnsupported("GitHub conversation comments are flat: only diff threads resolve")
-        owner, name = comment.target.repo.project.split("/", 1)
         top = int(comment.thread or comment.id)
+        thread_id, resolved = await self._read(partial(self._review_thread, comment.target, top))
+        if resolved:
+            return
 
         def resolve() -> None:
-            requester = self._gh.requester
-            variables = {"owner": owner, "name": name, "number": comment.target.number}
-            _, data = requester.graphql_query(_THREADS, variables)
-            threads = data["data"]["repository"]["pullRequest"]["reviewThreads"]["nodes"]
-            for thread in threads:
-                if any(c["databaseId"] == top for c in thread["comments"]["nodes"]):
-                    if not thread["isResolved"]:
-                        requester.graphql_named_mutation("resolveReviewThread", {"threadId": thread["id"]},
-                                                         "thread { isResolved }")
-                    return
-            raise ForgeNotFound(f"no review thread holds comment {top}")
+            self._gh.requester.graphql_named_mutation("resolveReviewThread", {"threadId": thread_id},
+                                                      "thread { isResolved }")
 
-        await self._read(resolve)
+        async def landed() -> bool | None:  # the mutation's answer was lost: is the thread resolved now?
+            return (await self._read(partial(self._review_thread, comment.target, top)))[1] or None
+
+        await self._write(resolve, landed)
+
+    def _review_thread(self, target: ChangeRef | IssueRef, top: int) -> tuple[str, bool]:
+        """(GraphQL id, resolved) of the review thread whose first comment is `top`, read page by page."""
+        owner, name = target.repo.project.split("/", 1)
+        after: str | None = None
+        while True:
+            variables = {"owner": owner, "name": name, "number": target.number, "after": after}
+            _, data = self._gh.requester.graphql_query(_THREADS, variables)
+            threads = data["data"]["repository"]["pullRequest"]["reviewThreads"]
+            for thread in threads["nodes"]:
+                if any(c["databaseId"] == top for c in thread["comments"]["nodes"]):
+                    return str(thread["id"]), bool(thread["isResolved"])
+            if not threads["pageInfo"]["hasNextPage"]:
+                raise ForgeNotFound(f"no review thread holds comment {top}")
+            after = threads["pageInfo"]["endCursor"]
 
     async def add_reaction(self, target: IssueRef | ChangeRef | CommentRef, reaction: Reaction) -> None:
         def create() -> None:

@@ -3,12 +3,12 @@
 Comments are notes; threads are discussions (issues and merge requests both have them; only merge
 request threads resolve). Inline notes are merge request discussions with a `position` built from
 the latest version's SHAs and the parsed diff, so added, removed and context lines, renamed and new
-files all anchor (see `_position`).
+files all anchor (see `_position`). Every request goes through `_retry.Calls` (reads retried,
+writes retried only once known not landed).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import itertools
 import threading
@@ -32,15 +32,8 @@ from foundation.forge._text import (
     with_marker,
 )
 from foundation.forge.diff import parse_hunks
-from foundation.forge.errors import (
-    ForgeConflict,
-    ForgeError,
-    ForgeNotFound,
-    ForgeUnavailable,
-    ForgeUnsupported,
-    error_for_status,
-)
-from foundation.forge.errors import retry_after_from as _retry_after
+from foundation.forge.errors import ForgeConflict, ForgeError, ForgeNotFound, ForgeUnsupported
+from foundation.forge.limits import GITLAB_DESCRIPTION_LIMIT, MAX_PAGE
 from foundation.forge.models import (
     AccessLevel,
     BotIdentity,
@@ -66,7 +59,6 @@ from foundation.forge.models import (
     Reaction,
     RepoRef,
 )
-from foundation.metrics import record_forge_error
 
 T = TypeVar("T")
 L = TypeVar("L")
@@ -106,18 +98,6 @@ class GitLabClient(gitlab.Gitlab):
         return super().http_request(*args, **kwargs)
 
 
-def _mapped(exc: Exception, headers: Mapping[str, str]) -> ForgeError:
-    """The ForgeError for a failed call, counted in `forgebot_forge_api_errors_total`."""
-    error: ForgeError
-    if isinstance(exc, GitlabError):
-        status = exc.response_code or 0
-        retry = _retry_after(headers) if status in (403, 429) else None
-        message = exc.error_message if isinstance(exc.error_message, str) else "error"
-        error = error_for_status(status, f"gitlab {status}: {message[:200]}", retry)
-    else:
-        error = ForgeUnavailable(f"gitlab: {type(exc).__name__}")
-    record_forge_error("gitlab", error)
-    return error
 
 
 class GitLabForge:
@@ -130,26 +110,27 @@ class GitLabForge:
 
     def __init__(self, client: gitlab.Gitlab, policy: _retry.RetryPolicy | None = None) -> None:
         self._gl = client
-        self._policy = dataclasses.replace(policy or _retry.RetryPolicy(), forge="gitlab")
+        policy = dataclasses.replace(policy or _retry.RetryPolicy(), forge="gitlab")
+        self._calls = _retry.Calls("gitlab", self._failure, policy)
 
     # --- plumbing ------------------------------------------------------------------------------
 
-    def _guarded(self, fn: Callable[[], T]) -> T:
-        """Run in the worker thread, so the thread-local headers belong to this call."""
-        try:
-            return fn()
-        except (GitlabError, requests.RequestException) as exc:
+    def _failure(self, exc: Exception) -> _retry.Failure | None:
+        """python-gitlab's exceptions as (status, headers, message); runs in the call's worker thread,
+        so the thread-local headers are this call's."""
+        if isinstance(exc, GitlabError):
             headers = self._gl.last_headers() if isinstance(self._gl, GitLabClient) else {}
-            raise _mapped(exc, headers) from None
-
-    async def _call(self, fn: Callable[[], T]) -> T:
-        return await asyncio.to_thread(self._guarded, fn)
+            message = exc.error_message if isinstance(exc.error_message, str) else "error"
+            return exc.response_code or 0, headers, message
+        if isinstance(exc, requests.RequestException):
+            return 0, {}, type(exc).__name__
+        return None
 
     async def _read(self, fn: Callable[[], T]) -> T:
-        return await _retry.read(self._policy, lambda: self._call(fn))
+        return await self._calls.read(fn)
 
     async def _write(self, fn: Callable[[], T], landed: Callable[[], Awaitable[L | None]] | None) -> T | L:
-        return await _retry.write(self._policy, lambda: self._call(fn), landed)
+        return await self._calls.write(fn, landed)
 
     def _project(self, repo: RepoRef) -> Any:
         return self._gl.projects.get(repo.project, lazy=True)
@@ -192,7 +173,7 @@ class GitLabForge:
             project = self._project(repo)
             manager = project.issues if kind == "issue" else project.mergerequests
             query: dict[str, Any] = {"state": "closed" if kind == "issue" else "merged", "order_by": "updated_at",
-                                     "sort": "desc", "per_page": min(max(limit, 1), 100), "iterator": True}
+                                     "sort": "desc", "per_page": min(max(limit, 1), MAX_PAGE), "iterator": True}
             if since:
                 query["updated_after"] = since
             found = []
@@ -225,7 +206,7 @@ class GitLabForge:
         )
         if isinstance(note, CommentRef):
             return note
-        return CommentRef(target=target, id=int(note.id), thread=str(note.attributes.get("discussion_id") or ""))
+        return CommentRef(target=target, id=int(note.id))  # a note's answer names no discussion
 
     async def edit_comment(self, comment: CommentRef, body: str, marker: Marker | None = None) -> None:
         text = with_marker(body, marker, GITLAB_COMMENT_LIMIT)
@@ -235,7 +216,11 @@ class GitLabForge:
             note.body = text
             note.save()
 
-        await self._read(save)  # setting the same body twice is harmless, so retry like a read
+        async def landed() -> bool | None:  # the body already reads `text`: the lost edit landed
+            found = await self.list_comments(comment.target)
+            return any(c.ref.id == comment.id and c.body == text for c in found) or None
+
+        await self._write(save, landed)
 
     async def reply(self, comment: CommentRef, body: str, marker: Marker | None = None) -> CommentRef:
         target = comment.target
@@ -265,7 +250,11 @@ class GitLabForge:
             discussion.resolved = True
             discussion.save()
 
-        await self._read(save)
+        async def landed() -> bool | None:  # the answer was lost: is the thread resolved now?
+            found = await self.list_comments(comment.target)
+            return any(c.ref.thread == thread and c.resolved for c in found) or None
+
+        await self._write(save, landed)
 
     async def add_reaction(self, target: IssueRef | ChangeRef | CommentRef, reaction: Reaction) -> None:
         def create() -> None:
@@ -428,7 +417,7 @@ class GitLabForge:
             "source_branch": source,
             "target_branch": request.target_branch or repo.default_branch,
             "title": f"Draft: {request.title}" if request.draft else request.title,
-            "description": with_marker(request.description, None, 1_048_576),
+            "description": with_marker(request.description, None, GITLAB_DESCRIPTION_LIMIT),
             "remove_source_branch": True,
         }
         try:

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from tests.fakes import forge_http_github, forge_http_gitlab
+from tests.fakes.contract.middleware import ContractMiddleware
 from tests.fakes.forge_state import (
     FakeChange,
     FakeComment,
@@ -69,7 +70,7 @@ def create_fake_forge(state: FakeForgeState | None = None) -> Starlette:
     """Build the fake forge app; `app.state.forge` is the shared `FakeForgeState`."""
     app = Starlette(
         routes=[*forge_http_gitlab.routes(), *forge_http_github.routes()],
-        middleware=[Middleware(ForgeMiddleware)],
+        middleware=[Middleware(ContractMiddleware), Middleware(ForgeMiddleware)],
     )
     app.state.forge = state or FakeForgeState()
     return app

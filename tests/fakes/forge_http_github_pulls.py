@@ -8,52 +8,51 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.fakes.forge_http_github import _comment_json, _error, _found, _repo, _state, _user
-from tests.fakes.forge_state import FakeChange, FakeComment, FakeFile, FakeForgeState
-from tests.fakes.samples import sample
+from tests.fakes import github_shapes as shapes
+from tests.fakes.forge_http_github import _error, _found, _repo, _state, api_root, comment_json, not_found
+from tests.fakes.forge_pages import paginated
+from tests.fakes.forge_state import FakeChange, FakeComment, FakeForgeState
 
 _STATUS = {"added": "added", "deleted": "removed", "modified": "modified", "renamed": "renamed"}
 
 
-def _pull_json(api: str, number: int, change: FakeChange) -> dict[str, Any]:
-    data = sample("github/api/pulls.create.response.json")
-    data.update(number=number, title=change.title, body=change.body, draft=change.draft,
-                state="open" if change.state == "opened" else "closed", url=f"{api}/pulls/{number}",
-                updated_at=change.updated_at, merged_at=change.updated_at if change.state == "merged" else None,
-                issue_url=f"{api}/issues/{number}", html_url=f"https://github.example/pull/{number}",
-                user=_user(change.author))
-    owner = api.rsplit("/", 2)[-2]
-    data["head"].update(ref=change.source_branch, sha=change.head_sha, label=f"{owner}:{change.source_branch}")
-    data["base"].update(ref=change.target_branch, sha=change.base_sha, label=f"{owner}:{change.target_branch}")
-    data["head"]["repo"] = data["base"]["repo"] = None
-    return data
+def _clone(request: Request, full_name: str) -> str:
+    found = _state(request).project("github", full_name)
+    return (found.clone_url if found else "") or f"{request.base_url}github/{full_name}.git"
 
 
-def _change(request: Request) -> tuple[str, str, int, FakeChange | None]:
-    full_name, api, number, found = _found(request)
-    return full_name, api, number, found if isinstance(found, FakeChange) else None
+def pull_json(request: Request, full_name: str, number: int, change: FakeChange) -> dict[str, Any]:
+    return shapes.pull(api_root(request), full_name, number, change, _clone(request, full_name))
+
+
+def _change(request: Request) -> tuple[str, int, FakeChange | None]:
+    full_name, number, found = _found(request)
+    return full_name, number, found if isinstance(found, FakeChange) else None
 
 
 async def pull(request: Request) -> JSONResponse:
-    _, api, number, change = _change(request)
-    return _error(404, "Not Found") if change is None else JSONResponse(_pull_json(api, number, change))
+    full_name, number, change = _change(request)
+    return not_found() if change is None else JSONResponse(pull_json(request, full_name, number, change))
 
 
 async def pulls(request: Request) -> JSONResponse:
-    full_name, api = _repo(request)
+    full_name = _repo(request)
     state = _state(request)
     if request.method == "GET":
         owner = full_name.split("/")[0]
         head = request.query_params.get("head")
-        wanted = {"open": "opened", "closed": "closed"}.get(request.query_params.get("state", "open"))
-        if wanted == "closed" and request.query_params.get("sort") == "updated":  # newest update first
-            merged = state.closed_items("github", full_name, "change")
-            return JSONResponse([_pull_json(api, n, c) for n, c in merged if isinstance(c, FakeChange)])
-        return JSONResponse([
-            _pull_json(api, n, c) for (f, p, n), c in sorted(state.changes.items())
-            if (f, p) == ("github", full_name) and (head is None or head == f"{owner}:{c.source_branch}")
-            and (wanted is None or c.state == wanted)
-        ])
+        wanted = {"open": ("opened",), "closed": ("closed", "merged"), "all": ("opened", "closed", "merged")}[
+            request.query_params.get("state", "open")]
+        with state.lock:
+            found = [(n, c) for (f, p, n), c in state.changes.items()
+                     if (f, p) == ("github", full_name) and c.state in wanted
+                     and (head is None or head == f"{owner}:{c.source_branch}")]
+        if request.query_params.get("sort") == "updated":
+            found.sort(key=lambda pair: (pair[1].updated_at, pair[0]),
+                       reverse=request.query_params.get("direction", "desc") == "desc")
+        else:
+            found.sort(reverse=request.query_params.get("direction", "desc") == "desc")
+        return paginated(request, [pull_json(request, full_name, n, c) for n, c in found], "github")
     payload = await request.json()
     with state.lock:
         for (f, p, _), c in state.changes.items():
@@ -67,29 +66,26 @@ async def pulls(request: Request) -> JSONResponse:
                             source_branch=str(payload["head"]), target_branch=str(payload["base"]),
                             draft=bool(payload.get("draft", False)))
         state.changes[("github", full_name, number)] = change
-    return JSONResponse(_pull_json(api, number, change), status_code=201)
-
-
-def _file_json(file: FakeFile) -> dict[str, Any]:
-    listed: Any = sample("github/api/pulls.list_files.response.json")
-    data: dict[str, Any] = listed[0]
-    data.update(filename=file.new_path, status=_STATUS[file.status], patch=file.patch)
-    if file.status == "renamed":
-        data["previous_filename"] = file.old_path
-    return data
+    return JSONResponse(pull_json(request, full_name, number, change), status_code=201)
 
 
 async def files(request: Request) -> JSONResponse:
-    _, _, _, change = _change(request)
-    return _error(404, "Not Found") if change is None else JSONResponse([_file_json(f) for f in change.files])
+    full_name, _, change = _change(request)
+    if change is None:
+        return not_found()
+    root = api_root(request)
+    listed = [shapes.diff_entry(root, full_name, change.head_sha, _STATUS[f.status], f.new_path, f.old_path, f.patch)
+              for f in change.files]
+    return paginated(request, listed, "github")
 
 
 async def review_comments(request: Request) -> JSONResponse:
-    full_name, api, number, change = _change(request)
+    full_name, number, change = _change(request)
     if change is None:
-        return _error(404, "Not Found")
+        return not_found()
     threads = [t for t in _state(request).threads_of("github", full_name, "change", number) if t.review]
-    return JSONResponse([_comment_json(api, c, t, number) for t in threads for c in t.comments])
+    listed = sorted(((c, t) for t in threads for c in t.comments), key=lambda pair: pair[0].id)
+    return paginated(request, [comment_json(request, full_name, c, t, number) for c, t in listed], "github")
 
 
 def _on_diff(change: FakeChange, path: str, line: Any, side: Any) -> bool:
@@ -104,9 +100,9 @@ def _on_diff(change: FakeChange, path: str, line: Any, side: Any) -> bool:
 
 
 async def reviews(request: Request) -> JSONResponse:
-    full_name, api, number, change = _change(request)
+    full_name, number, change = _change(request)
     if change is None:
-        return _error(404, "Not Found")
+        return not_found()
     payload = await request.json()
     if payload.get("commit_id") not in (None, change.head_sha):
         return _error(422, "Unprocessable Entity", ["commit_id is not part of the pull request"])
@@ -121,23 +117,22 @@ async def reviews(request: Request) -> JSONResponse:
     for item in comments:  # all or nothing, like GitHub
         position = {k: item.get(k) for k in ("path", "line", "side", "start_line", "start_side")}
         state.add_thread(("github", full_name, "change", number), str(item["body"]), review=True, position=position)
-    data = sample("github/api/pulls.create_review.response.json")
-    data.update(id=state.next_id(), body=payload.get("body", ""), state="COMMENTED", commit_id=change.head_sha,
-                pull_request_url=f"{api}/pulls/{number}", user=_user(state.bot_user))
-    return JSONResponse(data)
+    body = shapes.review(api_root(request), full_name, number, state.next_id(), str(payload.get("body", "")),
+                         change.head_sha, state.bot_user)
+    return JSONResponse(body)
 
 
 async def reply(request: Request) -> JSONResponse:
-    full_name, api, number, change = _change(request)
+    full_name, number, change = _change(request)
     state = _state(request)
     threads = state.threads_of("github", full_name, "change", number) if change else []
     top = [t for t in threads if t.review and t.id == str(request.path_params["id"])]
     if not top:  # "Replies to replies are not supported."
-        return _error(404, "Not Found")
+        return not_found()
     comment = FakeComment(id=state.next_id(), body=str((await request.json())["body"]), author=state.bot_user)
     with state.lock:
         top[0].comments.append(comment)
-    return JSONResponse(_comment_json(api, comment, top[0], number), status_code=201)
+    return JSONResponse(comment_json(request, full_name, comment, top[0], number), status_code=201)
 
 
 def _graphql_threads(state: FakeForgeState, variables: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,7 @@
 """GitLab REST routes of the fake forge (`/gitlab/api/v4`): issues, merge requests, notes,
-discussions with diff positions, award emoji, members. Shapes follow `forge-samples/gitlab/api/`.
+discussions with diff positions, award emoji, members. Answers have the fields of GitLab's own
+response schemas or documentation examples (`tests.fakes.gitlab_shapes`), lists are paginated as
+GitLab documents (`tests.fakes.forge_pages`), and the contract layer checks every exchange.
 
 Diff positions are checked the way GitLab checks them: the three SHAs must be the latest
 version's, added lines carry only `new_line`, removed only `old_line`, context lines both, and a
@@ -15,6 +17,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tests.fakes import gitlab_shapes as shapes
+from tests.fakes.forge_pages import paginated
 from tests.fakes.forge_state import (
     FakeChange,
     FakeComment,
@@ -25,7 +29,6 @@ from tests.fakes.forge_state import (
     FakeThread,
     Kind,
 )
-from tests.fakes.samples import sample
 
 _EMOJI = {"eyes", "thumbsup", "rocket", "confused"}
 
@@ -36,7 +39,7 @@ def _state(request: Request) -> FakeForgeState:
 
 
 def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"message": message}, status_code=status)
+    return JSONResponse(shapes.error(message), status_code=status)
 
 
 def _kind(request: Request) -> Kind:
@@ -52,35 +55,14 @@ def _target(request: Request) -> tuple[str, Kind, int, Any]:
     return project, kind, number, store.get(("gitlab", project, number))
 
 
-def _user(name: str) -> dict[str, Any]:
-    return {"id": 7, "username": name, "name": name, "state": "active"}
-
-
-def _note(comment: FakeComment, thread: FakeThread, kind: Kind, iid: int) -> dict[str, Any]:
-    note = sample("gitlab/api/notes.merge_request.get.response.json")
-    note.update(id=comment.id, body=comment.body, noteable_type="Issue" if kind == "issue" else "MergeRequest",
-                noteable_iid=iid, system=comment.system, discussion_id=thread.id, author=_user(comment.author),
-                type="DiffNote" if comment.position else (None if thread.individual else "DiscussionNote"),
-                resolvable=kind == "change" and not thread.individual, resolved=thread.resolved)
-    if comment.position:
-        note["position"] = comment.position
-    return note
-
-
-def _discussion(thread: FakeThread, kind: Kind, iid: int) -> dict[str, Any]:
-    return {"id": thread.id, "individual_note": thread.individual,
-            "notes": [_note(c, thread, kind, iid) for c in thread.comments]}
+_note = shapes.note
 
 
 async def issue(request: Request) -> JSONResponse:
     project, _, iid, found = _target(request)
     if found is None:
         return _error(404, "404 Issue Not Found")
-    return JSONResponse({
-        "id": iid + 10_000, "iid": iid, "project_id": int(project), "title": found.title,
-        "description": found.body, "labels": found.labels, "state": found.state, "author": _user(found.author),
-        "updated_at": found.updated_at,
-    })
+    return JSONResponse(shapes.issue(project, iid, found))
 
 
 def _listed(request: Request, kind: Kind) -> list[tuple[int, Any]]:
@@ -95,19 +77,13 @@ async def issues(request: Request) -> JSONResponse:
     if request.query_params.get("state") != "closed":
         return _error(400, "the fake lists closed issues only")
     project = request.path_params["project"]
-    return JSONResponse([{"id": n + 10_000, "iid": n, "project_id": int(project), "title": i.title,
-                          "description": i.body, "labels": i.labels, "state": "closed",
-                          "author": _user(i.author), "updated_at": i.updated_at}
-                         for n, i in _listed(request, "issue")])
+    return paginated(request, [shapes.issue(project, n, i) for n, i in _listed(request, "issue")], "gitlab")
 
 
 async def notes(request: Request) -> JSONResponse:
     project, kind, iid, found = _target(request)
     if found is None:
         return _error(404, "404 Noteable Not Found")
-    threads = _state(request).threads_of("gitlab", project, kind, iid)
-    if request.method == "GET":
-        return JSONResponse([_note(c, t, kind, iid) for t in threads for c in t.comments])
     payload = await request.json()
     thread = _state(request).add_thread(("gitlab", project, kind, iid), str(payload["body"]))
     return JSONResponse(_note(thread.comments[0], thread, kind, iid), status_code=201)
@@ -129,7 +105,8 @@ async def discussions(request: Request) -> JSONResponse:
         return _error(404, "404 Noteable Not Found")
     state = _state(request)
     if request.method == "GET":
-        return JSONResponse([_discussion(t, kind, iid) for t in state.threads_of("gitlab", project, kind, iid)])
+        listed = [shapes.discussion(project, t, kind, iid) for t in state.threads_of("gitlab", project, kind, iid)]
+        return paginated(request, listed, "gitlab")
     payload = await request.json()
     position = payload.get("position")
     if position is not None:
@@ -138,7 +115,7 @@ async def discussions(request: Request) -> JSONResponse:
             return _error(400, f"400 Bad request - Note {problem}")
     thread = state.add_thread(("gitlab", project, kind, iid), str(payload["body"]), individual=False,
                               position=position)
-    return JSONResponse(_discussion(thread, kind, iid), status_code=201)
+    return JSONResponse(shapes.discussion(project, thread, kind, iid), status_code=201)
 
 
 def _thread(request: Request) -> tuple[FakeThread | None, Kind, int]:
@@ -158,7 +135,7 @@ async def discussion(request: Request) -> JSONResponse:
     if kind == "issue" or thread.individual:
         return _error(400, "400 Bad request - discussion is not resolvable")
     thread.resolved = resolved.lower() == "true"
-    return JSONResponse(_discussion(thread, kind, iid))
+    return JSONResponse(shapes.discussion(request.path_params["project"], thread, kind, iid))
 
 
 async def discussion_notes(request: Request) -> JSONResponse:
@@ -174,51 +151,42 @@ async def discussion_notes(request: Request) -> JSONResponse:
 
 
 async def award_emoji(request: Request) -> JSONResponse:
-    project, _, _, found = _target(request)
+    project, kind, iid, found = _target(request)
     if found is None:
         return _error(404, "404 Not Found")
     owner: Any = found
+    awardable = (iid + (10_000 if kind == "issue" else 20_000), "Issue" if kind == "issue" else "MergeRequest")
     if "note_id" in request.path_params:
         located = _state(request).find_comment("gitlab", project, int(request.path_params["note_id"]))
         if located is None:
             return _error(404, "404 Note Not Found")
         owner = located[1]
+        awardable = (owner.id, "Note")
     name = str((await request.json())["name"])
     if name not in _EMOJI:
         return _error(400, "400 Bad request - name is invalid")
     if name in owner.reactions:
         return _error(404, "404 Award Emoji Name has already been taken Not Found")
     owner.reactions.append(name)
-    return JSONResponse({"id": _state(request).next_id(), "name": name, "user": _user("forgebot")}, status_code=201)
+    state = _state(request)
+    return JSONResponse(shapes.award(state.next_id(), name, state.bot_user, *awardable), status_code=201)
 
 
 async def member(request: Request) -> JSONResponse:
     level = _state(request).members.get(("gitlab", request.path_params["project"], request.path_params["user"]))
     if level is None:
         return _error(404, "404 Member Not Found")
-    return JSONResponse({"id": int(request.path_params["user"]), "username": "someone", "access_level": int(level)})
+    return JSONResponse(shapes.member(int(request.path_params["user"]), int(level)))
 
 
 # --- merge requests ------------------------------------------------------------------------------
-
-
-def _mr(project: str, iid: int, change: FakeChange) -> dict[str, Any]:
-    return {
-        "id": iid + 20_000, "iid": iid, "project_id": int(project), "title": change.title,
-        "description": change.body, "state": change.state, "draft": change.draft,
-        "work_in_progress": change.draft, "source_branch": change.source_branch,
-        "target_branch": change.target_branch, "author": _user(change.author), "sha": change.head_sha,
-        "web_url": f"https://gitlab.example.com/p/{project}/-/merge_requests/{iid}",
-        "diff_refs": {"base_sha": change.base_sha, "head_sha": change.head_sha, "start_sha": change.start_sha},
-        "updated_at": change.updated_at,
-    }
 
 
 async def merge_request(request: Request) -> JSONResponse:
     project, _, iid, found = _target(request)
     if found is None:
         return _error(404, "404 Merge Request Not Found")
-    return JSONResponse(_mr(project, iid, found))
+    return JSONResponse(shapes.merge_request(project, iid, found))
 
 
 async def merge_requests(request: Request) -> JSONResponse:
@@ -226,12 +194,14 @@ async def merge_requests(request: Request) -> JSONResponse:
     if request.method == "GET":
         wanted = request.query_params
         if wanted.get("state") == "merged":
-            return JSONResponse([_mr(project, n, c) for n, c in _listed(request, "change")])
-        return JSONResponse([
-            _mr(p, n, c) for (f, p, n), c in sorted(state.changes.items())
-            if (f, p) == ("gitlab", project) and c.source_branch == wanted.get("source_branch", c.source_branch)
-            and c.state == wanted.get("state", c.state)
-        ])
+            merged = [shapes.merge_request_listed(project, n, c) for n, c in _listed(request, "change")]
+            return paginated(request, merged, "gitlab")
+        with state.lock:
+            found = [shapes.merge_request_listed(p, n, c)
+                     for (f, p, n), c in sorted(state.changes.items(), reverse=True) if (f, p) == ("gitlab", project)
+                     and c.source_branch == wanted.get("source_branch", c.source_branch)
+                     and c.state == wanted.get("state", c.state)]
+        return paginated(request, found, "gitlab")
     payload = await request.json()
     with state.lock:
         for (f, p, n), c in state.changes.items():
@@ -243,28 +213,25 @@ async def merge_requests(request: Request) -> JSONResponse:
                             draft=title.startswith(("Draft:", "[Draft]", "(Draft)")))
         number = 1 + max([n for (f, p, n) in state.changes if (f, p) == ("gitlab", project)], default=0)
         state.changes[("gitlab", project, number)] = change
-    return JSONResponse(_mr(project, number, change), status_code=201)
+    return JSONResponse(shapes.merge_request(project, number, change), status_code=201)
 
 
 async def versions(request: Request) -> JSONResponse:
     _, _, iid, found = _target(request)
     if found is None:
         return _error(404, "404 Merge Request Not Found")
-    return JSONResponse([{
-        "id": iid * 100, "head_commit_sha": found.head_sha, "base_commit_sha": found.base_sha,
-        "start_commit_sha": found.start_sha, "created_at": "2026-01-01T00:00:00Z", "state": "collected",
-        "real_size": str(len(found.files)), "merge_request_id": iid + 20_000,
-    }])
+    return paginated(request, [shapes.version(iid, found)], "gitlab")
 
 
 async def diffs(request: Request) -> JSONResponse:
     _, _, _, found = _target(request)
     if found is None:
         return _error(404, "404 Merge Request Not Found")
-    return JSONResponse([{
+    return paginated(request, [{
         "old_path": f.old_path, "new_path": f.new_path, "a_mode": "100644", "b_mode": "100644", "diff": f.patch,
         "new_file": f.status == "added", "renamed_file": f.status == "renamed", "deleted_file": f.status == "deleted",
-    } for f in found.files])
+        "generated_file": False,
+    } for f in found.files], "gitlab")
 
 
 def _line_code(path: str, old: int, new: int) -> str:
@@ -303,10 +270,7 @@ def _position_problem(change: FakeChange, position: dict[str, Any]) -> str:
 def _project_json(request: Request, found: FakeProject) -> dict[str, Any]:
     web = found.web_url or f"{request.base_url}gitlab/{found.path}"
     clone = found.clone_url or f"{request.base_url}gitlab/{found.path}.git"
-    namespace, _, name = found.path.rpartition("/")
-    return {"id": found.id, "name": name, "path": name, "path_with_namespace": found.path,
-            "namespace": {"full_path": namespace}, "default_branch": found.default_branch,
-            "http_url_to_repo": clone, "web_url": web, "visibility": "private"}
+    return shapes.project(found, web, clone)
 
 
 async def project(request: Request) -> JSONResponse:
@@ -326,13 +290,12 @@ async def raw_file(request: Request) -> Response:
 
 async def current_user(request: Request) -> JSONResponse:
     state = _state(request)
-    return JSONResponse({"id": state.bot_user_id, "username": state.bot_user, "name": state.bot_user,
-                         "state": "active", "bot": True})
+    found = shapes.user(state.bot_user, state.bot_user_id)
+    found["web_url"] = f"{request.base_url}gitlab/{state.bot_user}"  # the instance's own host: python-gitlab checks
+    return JSONResponse({**found, "bot": True})
 
 
-def _hook_json(project_id: int, hook: FakeHook) -> dict[str, Any]:
-    return {"id": hook.id, "url": hook.url, "project_id": project_id,
-            **dict.fromkeys(hook.events, True), "enable_ssl_verification": True}
+_hook_json = shapes.hook
 
 
 async def hooks(request: Request) -> JSONResponse:
@@ -343,7 +306,7 @@ async def hooks(request: Request) -> JSONResponse:
     with state.lock:
         stored = state.hooks.setdefault(("gitlab", str(found.id)), [])
         if request.method == "GET":
-            return JSONResponse([_hook_json(found.id, h) for h in stored])
+            return paginated(request, [_hook_json(found.id, h) for h in stored], "gitlab")
     data = await request.json()
     events = sorted(k for k, v in data.items() if k.endswith("_events") and v is True)
     with state.lock:

@@ -241,6 +241,14 @@ class FakeForgeState:
                             return thread, comment
             return None
 
+    def number_of(self, forge: str, project: str, thread: FakeThread) -> int:
+        """The issue or change number holding `thread` (0 when none does)."""
+        with self.lock:
+            for (f, p, _, number), threads in self.threads.items():
+                if (f, p) == (forge, project) and any(t is thread for t in threads):
+                    return number
+            return 0
+
     def take_fault(self, method: str, path: str) -> Fault | None:
         with self.lock:
             for fault in self.faults:

@@ -1,0 +1,62 @@
+"""What the contract layer saw in this process: counts, operations used, and every violation.
+
+One ledger per process (each pytest-xdist worker has its own; the plugin adds them up at the end).
+The fake forge serves from a thread of the test process, so the requests a test causes — directly,
+or through the `forgebot` processes it started — are recorded here while that test runs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Ledger:
+    requests_checked: int = 0
+    requests_failed: int = 0
+    responses_checked: int = 0
+    responses_failed: int = 0
+    responses_unchecked: int = 0  # the operation has no schema or example for that answer
+    operations: Counter[str] = field(default_factory=Counter)  # "forge METHOD template operationId"
+    unchecked: Counter[str] = field(default_factory=Counter)
+    violations: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def used(self, key: str) -> None:
+        with self.lock:
+            self.operations[key] += 1
+
+    def request(self, problems: list[str]) -> None:
+        with self.lock:
+            self.requests_checked += 1
+            self.requests_failed += bool(problems)
+            self.violations.extend(problems)
+
+    def response(self, problems: list[str], *, unchecked: str = "") -> None:
+        with self.lock:
+            if unchecked:
+                self.responses_unchecked += 1
+                self.unchecked[unchecked] += 1
+                return
+            self.responses_checked += 1
+            self.responses_failed += bool(problems)
+            self.violations.extend(problems)
+
+    def since(self, mark: int) -> list[str]:
+        with self.lock:
+            return self.violations[mark:]
+
+    def summary(self) -> dict[str, Any]:
+        with self.lock:
+            return {
+                "requests_checked": self.requests_checked, "requests_failed": self.requests_failed,
+                "responses_checked": self.responses_checked, "responses_failed": self.responses_failed,
+                "responses_unchecked": self.responses_unchecked, "operations": dict(self.operations),
+                "unchecked": dict(self.unchecked), "violations": list(self.violations),
+            }
+
+
+LEDGER = Ledger()
