@@ -311,8 +311,11 @@ def installation_of(payload: dict[str, Any]) -> int | None:
     return found if isinstance(found, int) and not isinstance(found, bool) else None
 
 
-def _github_actor(user: dict[str, Any], bot_login: str | None) -> Actor | None:
-    """The acting user, or `None` when it is the bot (logins compare case-insensitively on GitHub)."""
+def _github_actor(user: dict[str, Any] | None, bot_login: str | None) -> Actor | None:
+    """The acting user, or `None` when it is the bot (logins compare case-insensitively on GitHub) or
+    a deleted account (GitHub sends `null` for it; there is no one to check or answer)."""
+    if user is None:
+        return None
     actor = Actor(id=int(user["id"]), username=str(user["login"]))
     return None if bot_login and actor.username.lower() == bot_login.lower() else actor
 
@@ -323,6 +326,8 @@ def _github_labeled(
     issue = payload["issue"]
     if issue.get("pull_request"):
         return None
+    if not isinstance(payload.get("label"), dict):
+        return None  # GitHub's schema makes the added label optional: nothing to act on without it
     label = str(payload["label"]["name"])
     mode = _label_mode(label, triggers)
     actor = _github_actor(payload["sender"], bot_login)

@@ -23,6 +23,7 @@ class Ledger:
     operations: Counter[str] = field(default_factory=Counter)  # "forge METHOD template operationId"
     unchecked: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
+    webhooks: Counter[str] = field(default_factory=Counter)  # "forge event-action result" → deliveries
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def used(self, key: str) -> None:
@@ -45,6 +46,10 @@ class Ledger:
             self.responses_failed += bool(problems)
             self.violations.extend(problems)
 
+    def webhook(self, event: str, result: str) -> None:
+        with self.lock:
+            self.webhooks[f"{event} {result}"] += 1
+
     def since(self, mark: int) -> list[str]:
         with self.lock:
             return self.violations[mark:]
@@ -56,6 +61,7 @@ class Ledger:
                 "responses_checked": self.responses_checked, "responses_failed": self.responses_failed,
                 "responses_unchecked": self.responses_unchecked, "operations": dict(self.operations),
                 "unchecked": dict(self.unchecked), "violations": list(self.violations),
+                "webhooks": dict(self.webhooks),
             }
 
 

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
 
-from tests.fakes.contract import documents, github_graphql, github_rest, gitlab_rest
+from tests.fakes.contract import documents, github_graphql, github_rest, gitlab_rest, surface
 from tests.fakes.contract.ledger import LEDGER
 from tests.fakes.contract.operations import NO_BODY, Matcher, Operation, coerce, decode, value_errors
 
@@ -138,8 +138,9 @@ class ContractMiddleware:
 
     def _match(self, method: str, raw_path: str, query: str, body: bytes) -> tuple[str, Operation] | None:
         if raw_path == "/github/graphql":
-            LEDGER.used("github POST /graphql " + github_graphql.operation_name(body))
-            LEDGER.request(github_graphql.check_request(body))
+            name = "graphql " + github_graphql.operation_name(body)
+            LEDGER.used(f"github POST /graphql {name}")
+            LEDGER.request(github_graphql.check_request(body) + _unrecorded("github", name))
             return "github", github_graphql.OPERATION
         routed = _route(raw_path)
         if routed is None:
@@ -152,5 +153,12 @@ class ContractMiddleware:
             return None
         op, bound = found
         LEDGER.used(f"{forge} {op.method} {op.template} {op.id}")
-        LEDGER.request(check_request(forge, op, bound, query, body))
+        LEDGER.request(check_request(forge, op, bound, query, body) + _unrecorded(forge, op.id))
         return forge, op
+
+
+def _unrecorded(forge: str, operation: str) -> list[str]:
+    if surface.known(forge, operation):
+        return []
+    return [f"{forge} {operation}: not in the product's forge surface (tests/fakes/contract/surface.py); "
+            "add it with the token permission it needs, then run scripts/gen-forge-docs"]

@@ -66,7 +66,7 @@ def totals() -> dict[str, Any]:
     parts = [LEDGER.summary(), *_totals]
     merged: dict[str, Any] = {k: sum(p[k] for p in parts) for k in (
         "requests_checked", "requests_failed", "responses_checked", "responses_failed", "responses_unchecked")}
-    for key in ("operations", "unchecked"):
+    for key in ("operations", "unchecked", "webhooks"):
         counter: Counter[str] = Counter()
         for part in parts:
             counter.update(part[key])
@@ -82,7 +82,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line("forge contract: shared/forge-contract not found, fake forge traffic unchecked")
         return
     found = totals()
-    if not found["requests_checked"]:
+    if not found["requests_checked"] and not found["webhooks"]:
         return
     write = terminalreporter.write_line
     write(f"forge contract: requests {found['requests_checked']} checked, {found['requests_failed']} failed; "
@@ -99,6 +99,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if found["unchecked"]:
         write("forge contract: answers without a published schema or example: " +
               ", ".join(f"{k} x{v}" for k, v in sorted(found["unchecked"].items())))
+    if found["webhooks"]:
+        write("forge contract: webhook deliveries tried (event, result: count):")
+        for key, count in sorted(found["webhooks"].items()):
+            write(f"    {key}: {count}")
     if found["violations"]:
         write(f"forge contract: {len(found['violations'])} violations, distinct:")
         for line in sorted(set(found["violations"])):
