@@ -109,9 +109,10 @@ def test_github_deliveries_from_the_official_schemas_end_well(
     spec = documents.github_webhooks()
     cases = _github_cases()
     assert {key for key, _ in cases} >= set(HANDLED)
-    samples = {"issues-labeled": ["github/issues.labeled.json"], "issue-comment-created": [
-        "github/issue_comment.created.json"], "issues-opened": ["github/issues.opened.json"],
-        "issues-unlabeled": ["github/issues.unlabeled.json"], "issue-comment-edited": ["github/issue_comment.edited.json"]}
+    samples = {"issues-labeled": ["github/issues.labeled.json"],
+               "issue-comment-created": ["github/issue_comment.created.json"],
+               "issues-opened": ["github/issues.opened.json"], "issues-unlabeled": ["github/issues.unlabeled.json"],
+               "issue-comment-edited": ["github/issue_comment.edited.json"]}
     failures = []
     for key, event in cases:
         name = spec["webhooks"][key]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
