@@ -69,6 +69,10 @@ _THREADS = (
 )
 
 
+# what resolving a thread asks back (PyGithub wraps it in `mutation Mutation($input: …Input!) { … }`)
+_RESOLVED = "thread { isResolved }"
+
+
 def _failure(exc: Exception) -> _retry.Failure | None:
     """PyGithub's exceptions as (status, headers, message); a transport error has no status."""
     if isinstance(exc, GithubException):
@@ -232,8 +236,7 @@ class GitHubForge:
             return
 
         def resolve() -> None:
-            self._gh.requester.graphql_named_mutation("resolveReviewThread", {"threadId": thread_id},
-                                                      "thread { isResolved }")
+            self._gh.requester.graphql_named_mutation("resolveReviewThread", {"threadId": thread_id}, _RESOLVED)
 
         async def landed() -> bool | None:  # the mutation's answer was lost: is the thread resolved now?
             return (await self._read(partial(self._review_thread, comment.target, top)))[1] or None

@@ -3,8 +3,9 @@
 The real python-gitlab and PyGithub clients talk to it over HTTP (GitLab under `/gitlab/api/v4`,
 GitHub under `/github`). Response bodies start from the recorded shapes in `shared/forge-samples/`
 and carry the fake's state. Tests read and seed `FakeForgeState` directly; `state.faults` makes the
-next matching requests fail (5xx, 429 with `Retry-After`, a write that lands but loses its answer)
-and `state.tokens` makes it check credentials like a forge would.
+next matching requests fail (5xx, 429 with `Retry-After`, a write that lands but loses its answer),
+each with the forge's documented error body (`forge_errors`), and `state.tokens` makes it check
+credentials like a forge would.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
-from tests.fakes import forge_http_github, forge_http_gitlab
+from tests.fakes import forge_errors, forge_http_github, forge_http_gitlab
 from tests.fakes.contract.middleware import ContractMiddleware
 from tests.fakes.forge_state import (
     FakeChange,
@@ -54,15 +55,15 @@ class ForgeMiddleware(BaseHTTPMiddleware):
         state: FakeForgeState = request.app.state.forge
         with state.lock:
             state.log.append((request.method, request.url.path, dict(request.headers)))
+        forge = "gitlab" if request.url.path.startswith("/gitlab") else "github"
         if not _authorized(state, request):
-            return JSONResponse({"message": "401 Unauthorized"}, status_code=401)
+            return forge_errors.answer(forge, 401, {})
         fault = state.take_fault(request.method, request.url.path)
         if fault is not None and not fault.after:
-            body = {"message": fault.message or f"injected {fault.status}"}
-            return JSONResponse(body, status_code=fault.status, headers=fault.headers)
+            return forge_errors.answer(forge, fault.status, fault.headers, fault.message)
         response = await call_next(request)
         if fault is not None:  # processed, then the answer is lost
-            return JSONResponse({"message": "502 Bad Gateway"}, status_code=fault.status, headers=fault.headers)
+            return forge_errors.answer(forge, fault.status, fault.headers, fault.message)
         return response
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from starlette.requests import Request
@@ -135,12 +136,24 @@ async def reply(request: Request) -> JSONResponse:
     return JSONResponse(comment_json(request, full_name, comment, top[0], number), status_code=201)
 
 
-def _graphql_threads(state: FakeForgeState, variables: dict[str, Any]) -> dict[str, Any]:
+_FIRST = re.compile(r"reviewThreads\(first:\s*(\d+)")
+
+
+def _graphql_threads(state: FakeForgeState, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+    """A page of review threads as GitHub's connections page: at most `first` (≤ 100) after a cursor."""
     full_name = f"{variables['owner']}/{variables['name']}"
     threads = [t for t in state.threads_of("github", full_name, "change", int(variables["number"])) if t.review]
+    found = _FIRST.search(query)
+    first = int(found.group(1)) if found else 0
+    if not 1 <= first <= 100:
+        return {"errors": [{"type": "MISSING_PAGINATION_BOUNDARIES", "message": "Requesting 101 records on the "
+                            "`reviewThreads` connection exceeds the `first` limit of 100 records."}]}
+    start = int(variables.get("after") or 0)
+    page = threads[start : start + first]
     nodes = [{"id": f"PRRT_{t.id}", "isResolved": t.resolved, "comments": {"nodes": [{"databaseId": int(t.id)}]}}
-             for t in threads]
-    return {"data": {"repository": {"pullRequest": {"reviewThreads": {"nodes": nodes}}}}}
+             for t in page]
+    info = {"hasNextPage": start + first < len(threads), "endCursor": str(start + len(page)) if page else None}
+    return {"data": {"repository": {"pullRequest": {"reviewThreads": {"nodes": nodes, "pageInfo": info}}}}}
 
 
 async def graphql(request: Request) -> JSONResponse:
@@ -156,7 +169,7 @@ async def graphql(request: Request) -> JSONResponse:
                     return JSONResponse({"data": {"resolveReviewThread": {"thread": {"isResolved": True}}}})
         return JSONResponse({"errors": [{"type": "NOT_FOUND", "message": "Could not resolve to a node"}]})
     if "reviewThreads" in query:
-        return JSONResponse(_graphql_threads(state, variables))
+        return JSONResponse(_graphql_threads(state, query, variables))
     return JSONResponse({"errors": [{"message": "the fake knows two GraphQL operations"}]})
 
 

@@ -116,6 +116,12 @@ def _operation(template: str, method: str, item: Mapping[str, Any], op_id: str |
 
 
 @cache
+def error_check() -> Check:
+    """GitHub's generic error body, `basic-error`."""
+    return _validator({"$ref": f"#/components/schemas/{GENERIC_ERROR}"})
+
+
+@cache
 def operations() -> list[Operation]:
     spec = documents.github_rest()
     found = [_operation(template, method, item)

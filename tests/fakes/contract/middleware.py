@@ -127,7 +127,9 @@ class ContractMiddleware:
 
         await self.app(scope, replay, capture)
         answer = b"".join(chunks)
-        if matched is not None:
+        if matched is not None and matched[1] is github_graphql.OPERATION:
+            LEDGER.response(github_graphql.check_response(bytes(body), int(start["status"]), answer))
+        elif matched is not None:
             forge, op = matched
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in start.get("headers", [])}
             problems, unchecked = check_response(forge, op, int(start["status"]), headers.get("content-type", ""),
