@@ -15,12 +15,15 @@ from typing import Any
 import redis.asyncio as aioredis
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from bot.bodies import BodyLimits
 from bot.console.pages import routes as console_routes
 from bot.console.records import Records
+from bot.console.throttle import Throttle
 from bot.inbox import Inbox, open_inbox
 from bot.queue import ArqQueue, JobQueue
 from bot.repolabels import RepoLabels
@@ -88,8 +91,9 @@ def create_app(settings: Settings | None = None, queue: JobQueue | None = None) 
                 await opened.eviction_policy()
                 active = opened
             console = await _console(stack, resolved, inbox) if resolved.console.enabled else None
+            throttle = Throttle(resolved.console.failed_logins_per_client, resolved.console.failed_logins_overall)
             yield {"settings": resolved, "queue": active, "inbox": inbox, "registry": registry, "metrics": app_metrics,
-                   "console": console, "repo_labels": RepoLabels(resolved)}
+                   "console": console, "repo_labels": RepoLabels(resolved), "throttle": throttle}
 
     routes = [
         Route("/webhooks/gitlab/{project_id:int}", gitlab_webhook, methods=["POST"]),
@@ -101,4 +105,6 @@ def create_app(settings: Settings | None = None, queue: JobQueue | None = None) 
         Route("/metrics", metrics, methods=["GET"]),
         *console_routes(),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    # every body any route reads is bounded in size and time (bot.bodies), routes added later included
+    limits = Middleware(BodyLimits, max_bytes=resolved.max_body_bytes, timeout=resolved.body_timeout_seconds)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[limits])

@@ -32,6 +32,7 @@ from pydantic import SecretStr
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from bot.bodies import BodyRefused, read_body
 from bot.events import (
     ForgeEvent,
     ForgeKind,
@@ -147,27 +148,13 @@ def _same_project(forge: ForgeKind, payload: dict[str, Any], project_id: int | N
         raise Rejection(401, "unauthorized", f"the payload names project {named}, the hook is for {project_id}")
 
 
-async def _read_body(request: Request, limit: int, timeout: float) -> bytes:
-    """Read at most `limit` bytes within `timeout` seconds: a declared or streamed body past the
-    limit is refused unread (413), one that has not fully arrived in time is refused (408)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise Rejection(413, "rejected", "body too large")
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body through the app's one bounded reader (`bot.bodies`): past `limit` bytes 413, past
+    the body time limit 408, answered like every other rejection (counted and logged)."""
     try:
-        return await asyncio.wait_for(_stream_body(request, limit), timeout)
-    except TimeoutError as exc:
-        raise Rejection(408, "rejected", "body not received in time") from exc
-
-
-async def _stream_body(request: Request, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise Rejection(413, "rejected", "body too large")
-        chunks.append(chunk)
-    return b"".join(chunks)
+        return await read_body(request, limit)
+    except BodyRefused as exc:
+        raise Rejection(exc.status_code, "rejected", exc.reason) from None
 
 
 def _sent_id(forge: ForgeKind, headers: Any, event_name: str) -> str:
@@ -306,7 +293,7 @@ async def _accept(request: Request, forge: ForgeKind) -> Delivery:
     if forge == "gitlab":
         # the token is a header: a stranger is refused before a byte of the body is read
         _verify_gitlab(key, headers)
-    body = await _read_body(request, settings.max_body_bytes, settings.body_timeout_seconds)
+    body = await _read_body(request, settings.max_body_bytes)
     if forge == "github":
         _verify_github(key, headers, body)  # the HMAC needs the body
         event_name = headers.get("x-github-event", "")

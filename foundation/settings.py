@@ -424,6 +424,25 @@ class DurabilitySettings(BaseModel):
     )
 
 
+MIN_TOKEN_CHARS = 32
+MIN_TOKEN_DISTINCT = 8
+
+
+def _strong_enough(value: SecretStr | None) -> SecretStr | None:
+    """Refuse a console secret that can be guessed: the operator token is offered over the network
+    and each per-task link carries an HMAC made with a key derived from these, which a weak secret
+    lets anyone holding one link search for offline."""
+    if value is None:
+        return None
+    secret = value.get_secret_value()
+    if len(secret) < MIN_TOKEN_CHARS or len(set(secret)) < MIN_TOKEN_DISTINCT:
+        raise ValueError(
+            f"too weak: use at least {MIN_TOKEN_CHARS} characters, {MIN_TOKEN_DISTINCT} or more of them "
+            "different, from a random source (e.g. `openssl rand -hex 32`)"
+        )
+    return value
+
+
 class ConsoleSettings(BaseModel):
     """The task console (docs/console.md): read-only pages served by `forgebot web` and `serve`.
 
@@ -445,11 +464,17 @@ class ConsoleSettings(BaseModel):
     )
     link_hours: float = Field(default=720.0, gt=0, description="hours a per-task link in a status comment stays valid")
     page_size: int = Field(default=50, ge=1, le=500, description="tasks per page of the console's task list")
+    failed_logins_per_client: int = Field(
+        default=5, ge=1, description="wrong operator tokens one client may offer per minute; past it 429"
+    )
+    failed_logins_overall: int = Field(
+        default=30, ge=1, description="wrong operator tokens all clients together may offer per minute; past it 429"
+    )
 
     @field_validator("operator_token", "link_secret")
     @classmethod
     def _blank_secret_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
-        return _blank_is_unset(value)
+        return _strong_enough(_blank_is_unset(value))
 
     @property
     def enabled(self) -> bool:

@@ -3,7 +3,8 @@
 Access (docs/console.md): a task page opens with a signed, unexpired link for that task, or for a
 logged-in operator; the list and health pages only for the operator (a session cookie set by
 logging in with `console.operator_token`, or `Authorization: Bearer <token>` for scripts). With no
-console secret configured every route answers 404, as if the console did not exist.
+console secret configured every route answers 404, as if the console did not exist. Wrong tokens
+are throttled per client and overall (`bot.console.throttle`); the login body is at most 4 KiB.
 
 Every response forbids scripts, framing, caching and referrers: the pages carry redacted but
 private data, and a task link must not leak through a `Referer` header.
@@ -19,12 +20,15 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from bot.bodies import BodyRefused, read_body
 from bot.console import links
 from bot.console.records import Records
+from bot.console.throttle import Throttle
 from bot.inbox import TaskFilter
 from foundation.settings import Settings
 
@@ -42,6 +46,7 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 Handler = Callable[[Request], Awaitable[Response]]
+LOGIN_BODY_BYTES = 4096  # the form holds one token field
 
 _env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
 _env.filters["duration"] = lambda s: _duration(float(s))
@@ -68,13 +73,35 @@ def _records(request: Request) -> Records:
     return records
 
 
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "-"
+
+
+def _throttle(request: Request) -> Throttle:
+    throttle: Throttle = request.state.throttle
+    return throttle
+
+
+def _too_many(wait: int) -> dict[str, str]:
+    return {**HEADERS, "Retry-After": str(wait)}
+
+
 def operator(request: Request) -> bool:
+    """A valid session cookie, or a Bearer token that is the operator's (wrong ones are throttled)."""
     console = _settings(request).console
-    header = request.headers.get("authorization", "")
-    if header.lower().startswith("bearer ") and links.token_valid(console, header[7:].strip()):
-        return True
     cookie = request.cookies.get(links.SESSION_COOKIE, "")
-    return bool(cookie) and links.session_valid(console, cookie)
+    if cookie and links.session_valid(console, cookie):
+        return True
+    header = request.headers.get("authorization", "")
+    if not header.lower().startswith("bearer "):
+        return False
+    throttle, client = _throttle(request), _client(request)
+    if wait := throttle.wait(client):  # refused before the token is compared: nothing is learnt
+        raise HTTPException(429, "too many wrong operator tokens", headers=_too_many(wait))
+    if links.token_valid(console, header[7:].strip()):
+        return True
+    throttle.failed(client)
+    return False
 
 
 def _enabled(handler: Handler) -> Handler:
@@ -103,10 +130,19 @@ async def login_form(request: Request) -> Response:
 
 async def login(request: Request) -> Response:
     console = _settings(request).console
-    body = await request.body()
-    fields = parse_qs(body[:4096].decode("utf-8", errors="replace"))
+    throttle, client = _throttle(request), _client(request)
+    if wait := throttle.wait(client):  # before the body is read or the token compared
+        refused = _page("login.html", 429, error=f"Too many wrong tokens: try again in {wait} s.")
+        refused.headers["Retry-After"] = str(wait)
+        return refused
+    try:
+        body = await read_body(request, LOGIN_BODY_BYTES)
+    except BodyRefused as exc:
+        return _page("login.html", exc.status_code, error="That form is not the login form.")
+    fields = parse_qs(body.decode("utf-8", errors="replace"))
     offered = (fields.get("token") or [""])[0]
     if console.operator_token is None or not links.token_valid(console, offered):
+        throttle.failed(client)
         return _page("login.html", 401, error="That token is not the operator token.")
     response = RedirectResponse("/console/tasks", status_code=303, headers=HEADERS)
     secure = console.public_url.startswith("https://")

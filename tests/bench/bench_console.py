@@ -33,7 +33,7 @@ from tests.fakes.server import serving
 BUDGET_MS = 200.0
 ROUNDS = 60
 STEPS = ("decomposer", "analyzer", "planner", "architect", "coder", "gates", "implement_reviewer", "delivery")
-OPERATOR = "bench-operator"
+OPERATOR = "bench-operator-5e4d3c2b1a0f9e8d7c6b"
 
 
 class _Queue:

@@ -21,7 +21,7 @@ from tests.conftest import GITLAB_TOKEN
 from tests.console.store import add_task, event
 from tests.fakes.server import ServerThread, serving
 
-OPERATOR = "operator-token-1b2c3d"
+OPERATOR = "operator-token-1b2c3d-4e5f6a7b8c9d0e1f2a3b"
 
 
 class _Queue:
@@ -86,7 +86,7 @@ def test_an_expired_link_is_refused(settings: Settings, console: ServerThread, t
 
 def test_links_signed_with_another_secret_are_refused(settings: Settings, console: ServerThread,
                                                       tasks: list[str]) -> None:
-    other = ConsoleSettings(operator_token=SecretStr("another-deployment"), public_url=console.url)
+    other = ConsoleSettings(operator_token=SecretStr("another-deployment-0f9e8d7c6b5a49382716"), public_url=console.url)
     assert httpx.get(links.task_link(other, tasks[0])).status_code == 403
 
 

@@ -35,7 +35,7 @@ from tests.fakes.samples import sample_bytes
 from tests.fakes.server import free_port
 from tests.intake import deliveries
 
-OPERATOR = "op-console-token-7f3a9c"
+OPERATOR = "op-console-token-7f3a9c-1b2d3f4a5c6e7081"
 LINK = re.compile(r"\[task page\]\((http://[^)\s]+)\)")
 
 
