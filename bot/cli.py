@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "outline": ("project.index.cli", "definitions of one file with their signatures"),
     "search": ("project.index.search_cli", "hybrid (full-text, vector, symbol) search of a checkout"),
     "memory": ("project.index.memory_cli", "search a checkout's documents and history (why and where decided)"),
+    "history": ("project.index.history_cli", "the commits that changed one symbol, with their hunks"),
     "trace": ("bot.trace_cli", "print one task's trace"),
     "eval": ("bot.evaluation.cli",
              "run a task set and write a fingerprinted report; `eval compare A B` compares two reports"),

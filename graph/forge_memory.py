@@ -31,7 +31,7 @@ from graph.discussion import is_member, is_ours
 from project.index import memory
 from project.index.db import Connection, connect
 from project.index.memory import MemoryItem
-from project.index.memory_sources import has_graph, named_symbols
+from project.index.mentions import SymbolIndex
 
 log = logging.getLogger(__name__)
 
@@ -168,9 +168,9 @@ def remember(store: Path, index: Path, fetched: Fetched) -> int:
     with closing(_open_store(store)) as kept, closing(connect(index)) as conn:
         memory.ensure_schema(conn, None)
         by_source: dict[str, list[MemoryItem]] = {}
-        graph = has_graph(conn)
+        names = SymbolIndex.of(conn) if fetched.items else SymbolIndex.live(conn)
         for item in fetched.items:
-            symbols = named_symbols(conn, f"{item.title}\n{item.body}") if graph else ()
+            symbols = names.resolve(f"{item.title}\n{item.body}")
             by_source.setdefault(item.source, []).append(
                 MemoryItem(item.kind, item.source, item.anchor, item.title, item.body, symbols, item.paths, item.ts,
                            item.content_hash))

@@ -40,10 +40,12 @@ def _targets(plan: dict[str, Any]) -> list[str]:
 
 
 def _tools(root: Path, memory: Memory, conn: Connection | None, embedder: Embedder | None) -> list[BaseTool]:
-    """Files and the scratchpad; `search_memory` (why things are as they are) when the task has an index."""
+    """Files and the scratchpad; `search_memory` and `symbol_history` (why things are as they are) when
+    the task has an index."""
     available: dict[str, BaseTool] = {**file_tools(root), "write_scratchpad": memory.scratchpad.tool()}
     if conn is not None:
-        available["search_memory"] = search_tools(root, conn, embedder)["search_memory"]
+        recall = search_tools(root, conn, embedder)
+        available.update({name: recall[name] for name in ("search_memory", "symbol_history")})
     return tools_for("architect", available)
 
 

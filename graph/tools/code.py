@@ -21,6 +21,7 @@ from project.index.db import Connection
 from project.index.embed import Embedder
 from project.index.memory import MemoryHit
 from project.index.search import Answer
+from project.index.symbol_history import history, render
 
 
 def render_answer(answer: Answer) -> str:
@@ -56,7 +57,8 @@ def render_memory(hits: list[MemoryHit], notes: list[str]) -> str:
 
 
 def search_tools(root: Path, conn: Connection | None, embedder: Embedder | None = None) -> dict[str, BaseTool]:
-    """search_code and read_file_snippet always; semantic_search and search_memory when an index is open."""
+    """search_code and read_file_snippet always; semantic_search, search_memory and symbol_history when an
+    index is open."""
 
     def search_code(pattern: str, regex: bool = False, ignore_case: bool = False, path_glob: str = "") -> str:
         """Exact text (or regex) search over the repository; answers `path:line: text` lines."""
@@ -83,7 +85,13 @@ def search_tools(root: Path, conn: Connection | None, embedder: Embedder | None 
             the code symbols it concerns (fully qualified): explore them, or find their callers, next."""
             return render_memory(*_search.search_memory(conn, query, embedder=embedder, k=k))
 
-        tools += [semantic_search, search_memory]
+        def symbol_history(symbol: str, limit: int = 8) -> str:
+            """The commits that changed one symbol (`Class::method`, a class or function; followed across
+            renames and moves), newest first, each with its message, merge request or issue, and the
+            hunk: why a line is there, when and why something changed."""
+            return render(history(conn, root, symbol, limit=max(1, min(limit, 20)), hunk_lines=30))
+
+        tools += [semantic_search, search_memory, symbol_history]
     return {f.__name__: function_tool(f) for f in tools}
 
 

@@ -50,6 +50,7 @@ class Touch:
     new_span: tuple[int, int] | None  # its lines in the commit's version
     words: str  # identifiers on its added lines (what "why is this line here" asks about)
     whole: bool = False  # every line of it removed (or added): not a declaration renamed in place
+    old_path: str = ""  # the file's name before the commit, when the commit renamed it
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,9 @@ def _file_touches(reader: Reader, change: Change, old: Version | None, new: Vers
             kind = "added" if declared.fqn in fresh else "changed"
             touches[declared.fqn] = Touch(declared.fqn, declared.kind, path, len(lines), kind, None, span, said,
                                           kind == "added" and _whole(new, span, lines))
+    if change.old_path != change.new_path and change.old_path and change.new_path:
+        for touch in touches.values():
+            touch.old_path = change.old_path
     return list(touches.values())
 
 

@@ -378,15 +378,29 @@ def _split(out: bytes) -> dict[str, _Section]:
     return found
 
 
-def _changes(section: _Section) -> list[Change]:
-    """The listing's entries with their hunks: the patch has one `diff --git` part per entry, in order."""
+def patches(root: Path, shas: Sequence[str], paths: Sequence[str], context: int = 3) -> dict[str, dict[str, bytes]]:
+    """The patch text of each of `paths` in each commit (against its only parent; renames followed),
+    by commit and by the file's path at that commit. A commit git cannot diff is left out."""
+    commits = [Commit(sha, (), 0.0, "", "") for sha in shas]
+    options = ("-r", "-z", "--raw", "-p", f"-U{context}", "-M", "--no-abbrev", "--no-color")
+    sections, _ = _diff_each(root, options, commits, [f":(literal){path}" for path in dict.fromkeys(paths)])
+    return {sha: {e.new_path or e.old_path: part for e, part in _parts(section)} for sha, section in sections.items()}
+
+
+def _parts(section: _Section) -> Iterator[tuple[_Entry, bytes]]:
+    """Each listed entry with its part of the patch (one `diff --git` part per entry, in order)."""
     starts = [m.start() for m in re.finditer(rb"(?:^|\n)diff --git ", section.patch)]
-    changes = []
     for index, entry in enumerate(section.entries):
+        end = starts[index + 1] if index + 1 < len(starts) else None
+        yield entry, section.patch[starts[index]:end] if index < len(starts) else b""
+
+
+def _changes(section: _Section) -> list[Change]:
+    """The listing's entries with their hunks."""
+    changes = []
+    for entry, part in _parts(section):
         if entry.status not in "AMDRT":
             continue
-        part = section.patch[starts[index]:starts[index + 1] if index + 1 < len(starts) else None] \
-            if index < len(starts) else b""
         hunks = [(int(m[1]), int(m[2] or 1), int(m[3]), int(m[4] or 1)) for m in _HUNK.finditer(part)]
         if hunks or (entry.status == "R" and entry.old_blob != entry.new_blob):
             changes.append(Change(entry.status, entry.old_path, entry.new_path, entry.old_blob, entry.new_blob, hunks))

@@ -29,14 +29,15 @@ from project.index.db import Connection, connect
 from project.index.embed import Embedder
 from project.index.entrypoints import EntryPoint, at_head
 from project.index.search import query_terms
+from project.index.symbol_history import ranked_commits
 
 Kind = str  # "document" | "commit"
 
 HISTORY_SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_touches (
-    commit_sha TEXT NOT NULL, fqn TEXT NOT NULL, kind TEXT NOT NULL, path TEXT NOT NULL, lines INTEGER NOT NULL,
-    change TEXT NOT NULL, old_start INTEGER, old_end INTEGER, new_start INTEGER, new_end INTEGER,
-    words TEXT NOT NULL, ts REAL NOT NULL
+    commit_sha TEXT NOT NULL, fqn TEXT NOT NULL, kind TEXT NOT NULL, path TEXT NOT NULL, old_path TEXT NOT NULL,
+    lines INTEGER NOT NULL, change TEXT NOT NULL, old_start INTEGER, old_end INTEGER, new_start INTEGER,
+    new_end INTEGER, words TEXT NOT NULL, ts REAL NOT NULL, merge INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS memory_touches_fqn ON memory_touches (fqn);
 CREATE INDEX IF NOT EXISTS memory_touches_commit ON memory_touches (commit_sha);
@@ -51,7 +52,7 @@ CREATE INDEX IF NOT EXISTS memory_skipped_commit ON memory_skipped (commit_sha);
 """
 HISTORY_TABLES = ("memory_touches", "memory_moves", "memory_links", "memory_skipped")
 # bumped when what history stores changes meaning: an older memory's commits are then read again
-HISTORY_FORMAT = "2"
+HISTORY_FORMAT = "3"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS memory_items (
@@ -75,6 +76,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5 (
 """ + HISTORY_SCHEMA
 SNIPPET_CHARS = 400
 RRF_K = 5
+# a symbol's own history knows which commits changed it; text similarity only guesses
+LEG_WEIGHTS = {"history": 2.0}
 
 
 @dataclass(frozen=True)
@@ -179,9 +182,13 @@ def write_meta(conn: Connection, **values: str) -> None:
                      "SET value = excluded.value", list(values.items()))
 
 
-def hashes(conn: Connection, kind: Kind) -> dict[tuple[str, str], str]:
-    """(source, anchor) → content hash of every stored item of `kind`."""
-    rows = conn.execute("SELECT source, anchor, content_hash FROM memory_items WHERE kind = ?", (kind,))
+def hashes(conn: Connection, kind: Kind, source: str | None = None) -> dict[tuple[str, str], str]:
+    """(source, anchor) → content hash of every stored item of `kind` (of one `source`, when given)."""
+    if source is None:
+        rows = conn.execute("SELECT source, anchor, content_hash FROM memory_items WHERE kind = ?", (kind,))
+    else:
+        rows = conn.execute("SELECT source, anchor, content_hash FROM memory_items WHERE kind = ? AND source = ?",
+                            (kind, source))
     return {(str(r[0]), str(r[1])): str(r[2]) for r in rows}
 
 
@@ -299,6 +306,16 @@ def _lexical(conn: Connection, query: str, limit: int) -> list[int]:
     return [int(r[0]) for r in rows]
 
 
+def _history_leg(conn: Connection, query: str, limit: int) -> list[int]:
+    shas = ranked_commits(conn, query, limit)
+    if not shas:
+        return []
+    marks = ",".join("?" * len(shas))
+    ids = {str(r[0]): int(r[1]) for r in conn.execute(
+        f"SELECT source, id FROM memory_items WHERE kind = 'commit' AND source IN ({marks})", shas)}
+    return [ids[sha] for sha in shas if sha in ids]
+
+
 def _vector(conn: Connection, embedder: Embedder, query: str, limit: int) -> list[int]:
     rows = conn.execute("SELECT id, embedding FROM memory_vectors").fetchall()
     if not rows:
@@ -319,6 +336,9 @@ def search(conn: Connection, query: str, *, embedder: Embedder | None, limit: in
         notes.append(skipped)
     depth = max(limit * 5, 50)
     rankings = {"lexical": _lexical(conn, query, depth)}
+    named = _history_leg(conn, query, depth)
+    if named:  # the question names a symbol: the commits of its history, the line asked about first
+        rankings["history"] = named
     if embedder is None:
         notes.append("vector leg absent: no embedder configured; lexical memory search only")
     else:
@@ -329,7 +349,7 @@ def search(conn: Connection, query: str, *, embedder: Embedder | None, limit: in
     for leg, ids in rankings.items():
         for rank, row_id in enumerate(ids, start=1):
             score, legs = fused.get(row_id, (0.0, ()))
-            fused[row_id] = (score + 1.0 / (RRF_K + rank), (*legs, leg))
+            fused[row_id] = (score + LEG_WEIGHTS.get(leg, 1.0) / (RRF_K + rank), (*legs, leg))
     hits: list[MemoryHit] = []
     for row_id, (score, legs) in sorted(fused.items(), key=lambda item: -item[1][0]):
         hit = _hit(conn, row_id, score, legs)

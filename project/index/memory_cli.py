@@ -1,63 +1,140 @@
-"""`forgebot memory PATH QUERY [--json] [-k N]`: project memory (documents and history) of a checkout.
+"""`forgebot memory PATH QUERY [--json] [-k N] [--batch FILE]`: project memory (documents and history) of a checkout.
 
 Like `forgebot search`, the checkout's index (under the data directory) is brought up to date before
 answering — the code graph first, so every hit's entry-point symbols exist in it — and the answer
-says what it ran without (no embedder, memory not embedded). Discussions on merged changes and closed
-issues need a forge, so the command line has documents and commits only.
+says what it ran without (no embedder, memory not embedded, history it could not read). A checkout
+that has not changed since the last question (same HEAD, same uncommitted files) is not refreshed
+at all: a question then costs one `git status` and the search. Discussions on merged changes and
+closed issues need a forge, so the command line has documents and commits only.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
-from foundation.gitrunner import GitError
+from foundation.gitrunner import GitError, Repo, run
 from project.embedding import embedder_for
 from project.index import memory, memory_sources, taskindex
-from project.index.db import connect
+from project.index.db import Connection, connect
+from project.index.embed import Embedder
 from project.index.location import index_path
+from project.index.memory import MemoryHit
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("memory", help="search a checkout's documents and history (why and where decided)")
     parser.add_argument("path", type=Path, help="the checkout (a git worktree)")
-    parser.add_argument("query", help="a question in natural language")
-    parser.add_argument("--json", action="store_true", help="one JSON object: hits, notes")
+    parser.add_argument("query", nargs="?", default=None, help="a question in natural language")
+    parser.add_argument("--json", action="store_true", help="one JSON object per question: hits, notes")
     parser.add_argument("-k", type=int, default=10, help="hits (default 10)")
-    parser.add_argument("--no-embeddings", action="store_true", help="full-text leg only")
+    parser.add_argument("--batch", type=Path, help="answer one question per line of FILE")
+    parser.add_argument("--no-embeddings", action="store_true", help="full-text and history legs only")
     parser.add_argument("--max-commits", type=int, default=10_000, help="newest commits to remember (default 10000)")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run_memory)
 
 
-def run(args: argparse.Namespace) -> int:
-    try:
-        if args.k < 1 or args.max_commits < 1:
-            raise ValueError("-k and --max-commits must be at least 1")
-        root = Path(args.path).resolve()
-        taskindex.head_commit(root)  # fails clearly when PATH is not a git checkout with a commit
-    except (ValueError, OSError, GitError) as exc:
-        sys.stderr.write(f"forgebot memory: {exc}\n")
-        return 2
-    embedder = None if args.no_embeddings else embedder_for(args.settings.embedder)
+def _questions(args: argparse.Namespace) -> list[str]:
+    if (args.query is None) == (args.batch is None):
+        raise ValueError("give either QUERY or --batch FILE")
+    if args.batch is None:
+        return [str(args.query)]
+    return [line.strip() for line in Path(args.batch).read_text().splitlines() if line.strip()]
+
+
+def checkout_state(root: Path) -> str:
+    """What the index of a checkout depends on, in one `git status`: HEAD, and each changed or untracked
+    file with its size and modification time (an edited file that stays edited still changes it)."""
+    done = run(["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"], Repo.at(root))
+    if done.returncode != 0:
+        raise GitError(f"git status failed: {done.stderr[-300:]}")
+    digest = hashlib.sha256(done.stdout.encode())
+    for entry in done.stdout.split("\0"):
+        if entry[:1] in ("1", "2", "?", "u"):
+            path = entry.rsplit(" ", 1)[-1] if entry[:1] != "?" else entry[2:]
+            try:
+                info = os.lstat(root / path)
+                digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+            except OSError:
+                digest.update(f"{path}\0gone\0".encode())
+    return digest.hexdigest()
+
+
+def fresh_index(args: argparse.Namespace, root: Path, embedder: Embedder | None) -> tuple[Path, list[str]]:
+    """The checkout's index with its graph and memory up to date, and what the refresh had to say.
+
+    Nothing is refreshed when the checkout is as it was at the last refresh (`checkout_state`)."""
     index = index_path(Path(args.data_dir), root)
+    state = checkout_state(root)
+    if index.is_file():
+        with connect(index, readonly=True) as conn:
+            if memory.present(conn) and memory.read_meta(conn).get("checkout_state") == state and (
+                    embedder is None or not _pending(conn)):
+                return index, []
+    else:
+        sys.stderr.write(f"forgebot {args.command}: remembering the history of {root} (first run)\n")
     taskindex.refresh(index, root, embedder=None)  # the graph the entry points resolve against
     conn = connect(index)
     try:
         report = memory_sources.refresh(conn, root, embedder=embedder, max_commits=args.max_commits)
-        hits, notes = memory.search(conn, args.query, embedder=embedder, limit=args.k)
+        with conn:
+            memory.write_meta(conn, checkout_state=state)
     finally:
         conn.close()
-    notes = [*report.notes, *notes]
-    if args.json:
-        sys.stdout.write(json.dumps({"query": args.query, "hits": [h.as_dict() for h in hits], "notes": notes}) + "\n")
-        return 0
+    return index, report.notes
+
+
+def _pending(conn: Connection) -> bool:
+    return conn.execute("SELECT 1 FROM memory_items WHERE embedded = 0 LIMIT 1").fetchone() is not None
+
+
+def checked_root(args: argparse.Namespace, command: str) -> Path | None:
+    """The checkout PATH names, or None after a one-line error (not a git checkout with a commit)."""
+    try:
+        root = Path(args.path).resolve()
+        taskindex.head_commit(root)
+        return root
+    except (ValueError, OSError, GitError) as exc:
+        sys.stderr.write(f"forgebot {command}: {exc}\n")
+        return None
+
+
+def run_memory(args: argparse.Namespace) -> int:
+    try:
+        questions = _questions(args)
+        if args.k < 1 or args.max_commits < 1:
+            raise ValueError("-k and --max-commits must be at least 1")
+    except (ValueError, OSError) as exc:
+        sys.stderr.write(f"forgebot memory: {exc}\n")
+        return 2
+    root = checked_root(args, "memory")
+    if root is None:
+        return 2
+    embedder = None if args.no_embeddings else embedder_for(args.settings.embedder)
+    index, refreshed = fresh_index(args, root, embedder)
+    with connect(index, readonly=True) as conn:
+        for question in questions:
+            hits, notes = memory.search(conn, question, embedder=embedder, limit=args.k)
+            _print(question, hits, list(dict.fromkeys([*refreshed, *notes])), args.json, single=args.batch is None)
+            refreshed = []
+    return 0
+
+
+def _print(question: str, hits: list[MemoryHit], notes: list[str], as_json: bool, single: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps({"query": question, "hits": [h.as_dict() for h in hits], "notes": notes}) + "\n")
+        return
+    if not single:
+        sys.stdout.write(f"# {question}\n")
     for hit in hits:
         where = hit.source[:12] if hit.kind == "commit" else f"{hit.source} § {hit.anchor}"
         sys.stdout.write(f"{hit.kind:8}  {where}  {hit.title}  {hit.score:.4f}\n")
-        if hit.symbols:
-            sys.stdout.write(f"          → {', '.join(hit.symbols)}\n")
+        named = [e.label() for e in hit.entry_points] if hit.entry_points else list(hit.symbols)
+        if named:
+            sys.stdout.write(f"          → {', '.join(named)}\n")
     for note in notes:
         sys.stdout.write(f"# {note}\n")
-    return 0

@@ -34,7 +34,7 @@ from project.index.history import Commit, Unread
 from project.index.memory import MemoryItem
 
 MAX_PATHS = 100
-_CHANGE_REF = re.compile(r"Merge pull request #(\d+)|See merge request \S*!(\d+)|\(#(\d+)\)\s*$|(?<![\w/])!(\d+)\b")
+_CHANGE_REF = re.compile(r"(?m)Merge pull request #(\d+)|See merge request \S*!(\d+)|\(#(\d+)\)\s*$|(?<![\w/])!(\d+)\b")
 _ISSUE_REF = re.compile(r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)")
 _ANY_REF = re.compile(r"(?<![\w&/])#(\d+)\b")
 
@@ -136,8 +136,8 @@ def _store(conn: Connection, commit: Commit | Unread, touches: Touches, contents
         return None
     found, moves = touches.of(commit, contents)
     conn.executemany(
-        "INSERT INTO memory_touches (commit_sha, fqn, kind, path, lines, change, old_start, old_end, new_start,"
-        " new_end, words, ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO memory_touches (commit_sha, fqn, kind, path, old_path, lines, change, old_start, old_end,"
+        " new_start, new_end, words, ts, merge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [_touch_row(commit, t) for t in found])
     conn.executemany("INSERT INTO memory_moves (commit_sha, old_fqn, new_fqn, ts) VALUES (?, ?, ?, ?)",
                      [(commit.sha, m.old_fqn, m.new_fqn, commit.time) for m in _unique(moves)])
@@ -154,7 +154,8 @@ def _store(conn: Connection, commit: Commit | Unread, touches: Touches, contents
 def _touch_row(commit: Commit, t: Touch) -> tuple[object, ...]:
     old = t.old_span or (None, None)
     new = t.new_span or (None, None)
-    return (commit.sha, t.fqn, t.kind, t.path, t.lines, t.change, old[0], old[1], new[0], new[1], t.words, commit.time)
+    return (commit.sha, t.fqn, t.kind, t.path, t.old_path, t.lines, t.change, old[0], old[1], new[0], new[1], t.words,
+            commit.time, int(len(commit.parents) > 1))
 
 
 def _unique(moves: list[Move]) -> list[Move]:

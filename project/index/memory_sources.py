@@ -20,6 +20,7 @@ from project.index.db import Connection
 from project.index.embed import Embedder
 from project.index.memory import MemoryItem
 from project.index.memory_history import HistoryReport
+from project.index.mentions import SymbolIndex
 
 DOC_DIRS = ("docs/", "doc/", "adr/", "docs/adr/", "doc/adr/", "doc/decisions/", "decisions/", "architecture/")
 DOC_NAMES = re.compile(r"(?i)^(readme|changelog|history|changes|contributing|upgrad(e|ing)|security|architecture)\b")
@@ -27,10 +28,8 @@ DOC_SUFFIXES = (".md", ".markdown", ".rst", ".adoc", ".txt")
 SKIP_DIRS = ("vendor/", "node_modules/", ".git/", "tests/fixtures/")
 MAX_DOC_BYTES = 512 * 1024
 SECTION_CHARS = 3000
-MAX_SYMBOLS = 12
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+])\1{2,}\s*$")
-_CANDIDATE = re.compile(r"`([^`\n]{2,120})`|([A-Za-z_\\][A-Za-z0-9_\\]*(?:::[A-Za-z_][A-Za-z0-9_]*)?)\s*\(?")
 
 
 @dataclass
@@ -75,49 +74,45 @@ def sections(path: str, text: str) -> list[tuple[str, str]]:
         content = "\n".join(body).strip()
         if not content:
             continue
-        for start in range(0, len(content), SECTION_CHARS):
+        for piece in _pieces(content):
             name = heading if heading not in seen else f"{heading} ({seen[heading] + 1})"
             seen[heading] = seen.get(heading, 0) + 1
-            out.append((name, content[start:start + SECTION_CHARS]))
+            out.append((name, piece))
     return out
 
 
-def named_symbols(conn: Connection, text: str) -> tuple[str, ...]:
-    """Graph symbols a text names: `Class::method`, namespaced names, code spans, identifiers that are symbols."""
-    names: dict[str, None] = {}
-    for match in _CANDIDATE.finditer(text):
-        raw = (match.group(1) or match.group(2) or "").strip().rstrip("()")
-        if len(raw) >= 3:
-            names[raw] = None
-    found: dict[str, None] = {}
-    for name in names:
-        last = re.split(r"::|\\|->", name)[-1]
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", last) or len(last) < 3:
-            continue
-        rows = conn.execute("SELECT fqn FROM symbols WHERE fqn = ? OR fqn LIKE ? ESCAPE '!' OR name = ? LIMIT 4",
-                            (name.lstrip("\\"), "%" + _escape(name.replace("->", "::")), last)).fetchall()
-        if 0 < len(rows) <= 3:  # a name shared by many symbols ("get", "run") points nowhere in particular
-            for row in rows:
-                found[str(row[0])] = None
-        if len(found) >= MAX_SYMBOLS:
-            break
-    return tuple(found)[:MAX_SYMBOLS]
+def _pieces(content: str) -> list[str]:
+    """`content` in pieces of at most SECTION_CHARS, cut at line ends (a word cut in two names nothing)."""
+    pieces: list[str] = []
+    while len(content) > SECTION_CHARS:
+        cut = content.rfind("\n", 0, SECTION_CHARS)
+        cut = cut if cut > SECTION_CHARS // 2 else SECTION_CHARS
+        pieces.append(content[:cut].strip())
+        content = content[cut:].strip()
+    return [*pieces, content] if content else pieces
 
 
-def _escape(text: str) -> str:
-    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+class _Names:
+    """The code graph's name index, built the first time a section needs its symbols resolved."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._index: SymbolIndex | None = None
+
+    def resolve(self, text: str) -> tuple[str, ...]:
+        if self._index is None:
+            self._index = SymbolIndex.of(self._conn)
+        return self._index.resolve(text)
 
 
-def has_graph(conn: Connection) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'symbols'").fetchone() is not None
-
-
-def _doc_items(conn: Connection, path: str, text: str) -> list[MemoryItem]:
-    graph = has_graph(conn)
+def _doc_items(conn: Connection, path: str, text: str, names: _Names) -> list[MemoryItem]:
+    """The document's sections; only a section whose text is new has its symbols resolved (an
+    unchanged one is kept as stored, with its vector)."""
+    stored = {(a, h) for (_, a), h in memory.hashes(conn, "document", path).items()}
     items = []
     for heading, body in sections(path, text):
-        digest = hashlib.sha256(f"{heading}\n{body}".encode()).hexdigest()[:24]  # unchanged sections keep vectors
-        symbols = named_symbols(conn, f"{heading}\n{body}") if graph else ()
+        digest = hashlib.sha256(f"{heading}\n{body}".encode()).hexdigest()[:24]
+        symbols = () if (heading, digest) in stored else names.resolve(f"{heading}\n{body}")
         items.append(MemoryItem("document", path, heading, f"{path} — {heading}", body, symbols, (path,), 0.0,
                                 digest))
     return items
@@ -141,17 +136,23 @@ def refresh_documents(conn: Connection, root: Path, report: MemoryReport, extra_
     stored = memory.read_meta(conn).get("documents", "")
     known = dict(line.split(" ", 1)[::-1] for line in stored.splitlines() if " " in line)  # path -> blob
     removed = [path for path in known if path not in current]
+    names = _Names(conn)
     with conn:
         report.documents_removed = len(removed)
         memory.remove_sources(conn, "document", removed)
         for path, blob in current.items():
             if known.get(path) == blob:
                 continue
-            text = git(root, "cat-file", "blob", blob)
+            try:
+                text = git(root, "cat-file", "blob", blob)
+            except GitError as exc:  # an unreadable blob costs its document only
+                report.notes.append(f"{path}: not read ({exc})")
+                continue
             if len(text) > MAX_DOC_BYTES or "\0" in text[:1024]:
                 report.notes.append(f"{path}: not a readable document (binary or over {MAX_DOC_BYTES} bytes)")
                 continue
-            report.sections_added += memory.replace_source(conn, "document", path, _doc_items(conn, path, text))
+            items = _doc_items(conn, path, text, names)
+            report.sections_added += memory.replace_source(conn, "document", path, items)
         memory.write_meta(conn, documents="\n".join(f"{blob} {path}" for path, blob in sorted(current.items())))
     report.documents = len(current)
 

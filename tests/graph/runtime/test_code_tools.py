@@ -70,7 +70,9 @@ def test_search_memory_is_for_the_deciding_roles_and_says_when_an_index_has_no_m
     root, conn, embedder = indexed
     available = {**search_tools(root, conn, embedder), **graph_tools(root, conn)}
     for role in ("analyzer", "architect", "reviewer"):
-        assert "search_memory" in {t.name for t in tools_for(role, available)}
-    assert "search_memory" not in {t.name for t in tools_for("coder", available)}
+        assert {"search_memory", "symbol_history"} <= {t.name for t in tools_for(role, available)}
+    assert not {"search_memory", "symbol_history"} & {t.name for t in tools_for("coder", available)}
     answer = available["search_memory"].invoke({"query": "why retry with backoff"})
     assert answer == "no hits\n\nno project memory in this index (built before memory existed)"
+    history = available["symbol_history"].invoke({"symbol": "RetryPolicy::delay"})
+    assert history.startswith("# no project memory in this index")

@@ -1,0 +1,89 @@
+"""Document entry points on identifier boundaries: only code-like tokens name symbols, by whole names, and
+a document's unchanged sections keep what they were resolved to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from project.index import memory, memory_sources, taskindex
+from project.index.db import Connection, connect
+from project.index.mentions import SymbolIndex, candidates
+from tests.graph.index.test_memory_history import Repo, php_class
+
+SCORE = """<?php
+namespace App\\Ranking;
+
+class Scorer
+{
+    private int $score = 0;
+
+    public function getMetadataFor(string $key): array
+    {
+        return [];
+    }
+
+    public function timeoutSeconds(): int
+    {
+        return 30;
+    }
+}
+"""
+
+
+@pytest.fixture
+def graph(tmp_path: Path) -> tuple[Repo, Connection]:
+    repo = Repo(tmp_path / "app")
+    repo.write("src/Ranking/Scorer.php", SCORE)
+    repo.write("src/Support/Str.php", php_class("App\\Support", "Str", {"ucsplit": "        return [];"}))
+    repo.write("src/Helpers.php", "<?php\nnamespace App;\n\nfunction array_wrap($v) { return [$v]; }\n")
+    repo.commit("Scorer, Str, helpers")
+    index = tmp_path / "index.db"
+    taskindex.refresh(index, repo.root, embedder=None)
+    return repo, connect(index)
+
+
+def test_plain_words_name_nothing_and_code_names_resolve_whole(graph: tuple[Repo, Connection]) -> None:
+    _, conn = graph
+    index = SymbolIndex.of(conn)
+    # "core" and "for" are words: no suffix of `$score` or `getMetadataFor` is a name
+    assert index.resolve("Core team changes for the [core](https://github.com/acme/core) score board") == ()
+    assert index.resolve("Added `Str::ucsplit()` and fixed Scorer::timeoutSeconds") == (
+        "App\\Support\\Str::ucsplit", "App\\Ranking\\Scorer::timeoutSeconds")
+    assert index.resolve("the `App\\Ranking\\Scorer` class, `Support\\Str` and array_wrap(...)") == (
+        "App\\Ranking\\Scorer", "App\\Support\\Str", "App\\array_wrap")
+    assert index.resolve("getMetadataFor now returns an array; Scorer::$score starts at 0") == (
+        "App\\Ranking\\Scorer::getMetadataFor", "App\\Ranking\\Scorer::$score")
+    assert index.resolve("Ranking\\Scorer by @Scorer, scorer@example.com") == ("App\\Ranking\\Scorer",)
+    assert index.resolve("Tanking\\Scorer is not Ranking\\Scorer's namespace") == ("App\\Ranking\\Scorer",)
+    assert [form for form, _ in candidates("see `timeoutSeconds` and LockManager")] == ["camel", "camel"]
+
+
+def test_a_question_resolves_through_the_graphs_name_index(graph: tuple[Repo, Connection]) -> None:
+    _, conn = graph
+    text = "why does Scorer::timeoutSeconds return 30 and what calls getMetadataFor()"
+    assert SymbolIndex.live(conn).resolve(text) == SymbolIndex.of(conn).resolve(text)
+    plan = " ".join(str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN SELECT fqn, kind FROM symbols WHERE name = ?",
+                                                     ("x",)))
+    assert "USING INDEX symbols_name" in plan  # one indexed lookup per candidate, never a scan
+
+
+def test_unchanged_sections_keep_their_resolution(graph: tuple[Repo, Connection]) -> None:
+    repo, conn = graph
+    repo.write("docs/scoring.md", "# Scoring\n\n## Timeouts\n\nScorer::timeoutSeconds is 30.\n\n"
+                                  "## Ranking\n\nRanks come from getMetadataFor.\n")
+    repo.commit("Scoring notes")
+    memory_sources.refresh(conn, repo.root, embedder=None)
+    repo.write("src/Ranking/Ranker.php", php_class("App\\Ranking", "Ranker", {"timeoutSeconds": "        return 5;"}))
+    repo.write("docs/scoring.md", "# Scoring\n\n## Timeouts\n\nScorer::timeoutSeconds is 30.\n\n"
+                                  "## Ranking\n\nRanks come from getMetadataFor and timeoutSeconds.\n")
+    repo.commit("Ranker, and ranking notes")
+    taskindex.refresh(Path(conn.execute("PRAGMA database_list").fetchone()[2]), repo.root, embedder=None)
+    report = memory_sources.refresh(conn, repo.root, embedder=None)
+    assert report.sections_added == 1  # only the edited section is new
+    by_anchor = {h.anchor: h.symbols for h in memory.search(conn, "timeouts ranking scoring", embedder=None)[0]
+                 if h.kind == "document"}
+    assert by_anchor["Timeouts"] == ("App\\Ranking\\Scorer::timeoutSeconds",)  # as stored, not resolved again
+    assert set(by_anchor["Ranking"]) == {"App\\Ranking\\Scorer::getMetadataFor", "App\\Ranking\\Scorer::timeoutSeconds",
+                                         "App\\Ranking\\Ranker::timeoutSeconds"}
