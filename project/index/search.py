@@ -46,6 +46,16 @@ class Weights:
     # The vector leg ranks less deep: vec0's scan cost grows with its k (at 100k chunks, k = 400 cost
     # ~10x k = 10), while the quality bench scored the same MRR with 20 as with 100.
     vector_candidates: int = 20
+    # Reranking of the fused top `rerank_depth` by what the code graph knows of each chunk: `name` is
+    # added times the share of the symbol's name words the question uses ("the default driver" ->
+    # getDefaultDriver), `owner` the same for its class's name; both in the units of the fused score
+    # (a first rank in one leg is worth 1 / (k + 1)).
+    name: float = 0.0
+    owner: float = 0.0
+    rerank_depth: int = 30
+    # The graph leg also takes names whose every word the question uses, in any order ("the default
+    # driver to get" -> getDefaultDriver): the question rewritten into identifiers the index knows.
+    rewrite: bool = False
 
     def __post_init__(self) -> None:
         if (
@@ -181,7 +191,7 @@ def vector_ranking_for(conn: Connection, vector: np.ndarray, limit: int, *, over
     return [int(rows[i][0]) for i in order]
 
 
-def graph_ranking(conn: Connection, query: str, limit: int) -> list[int]:
+def graph_ranking(conn: Connection, query: str, limit: int, *, rewrite: bool = False) -> list[int]:
     """Definitions named by the query: a literal identifier, or a run of adjacent words.
 
     `findById` in the query, or the words "find by id", reach `findById`; longer runs rank first. A
@@ -198,15 +208,85 @@ def graph_ranking(conn: Connection, query: str, limit: int) -> list[int]:
         for size in (4, 3, 2):
             for start in range(len(sequence) - size + 1):
                 names.setdefault("".join(sequence[start : start + size]), size)
-    if not names:
+    found: list[tuple[int, str]] = []
+    if names:
+        marks = ",".join("?" * len(names))
+        found = conn.execute(
+            f"SELECT id, lower(name) FROM chunks WHERE name COLLATE NOCASE IN ({marks}) LIMIT ?",
+            (*names, limit * 4),
+        ).fetchall()
+        found.sort(key=lambda row: -names.get(row[1], 0))
+    ranked = [row[0] for row in found[:limit]]
+    if rewrite and len(ranked) < limit:
+        seen = set(ranked)
+        ranked += [chunk_id for chunk_id in _spelled_names(conn, content, limit) if chunk_id not in seen]
+    return ranked[:limit]
+
+
+def _spelled_names(conn: Connection, plain: list[str], limit: int) -> list[int]:
+    """Chunks of symbols whose name has two or more words, all of them in the question (stemmed)."""
+    asked = {stem(word) for word in plain}
+    if len(asked) < 2:
         return []
-    marks = ",".join("?" * len(names))
+    match = "name : (" + " OR ".join(f'"{word}"' for word in dict.fromkeys(plain)) + ")"
     rows = conn.execute(
-        f"SELECT id, lower(name) FROM chunks WHERE name COLLATE NOCASE IN ({marks}) LIMIT ?",
-        (*names, limit * 4),
+        "SELECT c.id, c.name FROM chunks c JOIN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+        "ORDER BY bm25(chunks_fts, 1, 0, 0) LIMIT 400) f ON f.rowid = c.id",
+        (match,),
     ).fetchall()
-    rows.sort(key=lambda row: -names.get(row[1], 0))
-    return [row[0] for row in rows[:limit]]
+    spelled = []
+    for chunk_id, name in rows:
+        parts = {stem(w) for w in words(str(name)).split()}
+        if len(parts) >= 2 and parts <= asked:
+            spelled.append((len(parts), chunk_id))
+    spelled.sort(key=lambda item: -item[0])
+    return [chunk_id for _, chunk_id in spelled[:limit]]
+
+
+def stem(word: str) -> str:
+    """A crude English stem, enough for "drivers", "driving" and "drive" to meet a name's "Driver"."""
+    low = word.lower()
+    if len(low) <= 3:
+        return low
+    if low.endswith("ies"):
+        low = low[:-3] + "y"
+    elif low.endswith(("sses", "xes", "zes", "ches", "shes")):
+        low = low[:-2]
+    elif low.endswith("s") and not low.endswith("ss"):
+        low = low[:-1]
+    for suffix in ("ing", "ed", "er"):
+        if low.endswith(suffix) and len(low) - len(suffix) >= 3:
+            low = low[: -len(suffix)]
+            break
+    return low[:-1] if low.endswith("e") and len(low) > 3 else low
+
+
+def _coverage(name: str, asked: set[str]) -> float:
+    parts = [stem(w) for w in words(name).split()]
+    return sum(part in asked for part in parts) / len(parts) if parts else 0.0
+
+
+def rerank(
+    conn: Connection, fused: dict[int, tuple[float, tuple[str, ...]]], query: str, weights: Weights
+) -> dict[int, tuple[float, tuple[str, ...]]]:
+    """Add to the fused top's scores how much of each symbol's name (and its class's) the question says.
+
+    A question about code tends to use the words its answer is named with; the legs see them only
+    as one term among the body's, the reranker as the name's own.
+    """
+    asked = {stem(term) for term in query_terms(query)}
+    top = sorted(fused, key=lambda chunk_id: -fused[chunk_id][0])[: weights.rerank_depth]
+    if not top or not asked:
+        return fused
+    marks = ",".join("?" * len(top))
+    rows = conn.execute(f"SELECT id, name, symbol FROM chunks WHERE id IN ({marks})", top).fetchall()
+    out = dict(fused)
+    for chunk_id, name, symbol in rows:
+        owner = str(symbol).rsplit("::", 1)[0].rsplit("\\", 1)[-1] if "::" in str(symbol) else ""
+        bonus = weights.name * _coverage(str(name), asked) + weights.owner * _coverage(owner, asked)
+        score, legs = out[chunk_id]
+        out[chunk_id] = (score + bonus, legs)
+    return out
 
 
 def read_freshness(conn: Connection) -> Freshness:
@@ -248,7 +328,7 @@ def search(
     if weights.lexical:
         rankings["lexical"] = lexical_ranking(conn, query, depth)
     if weights.graph:
-        rankings["graph"] = graph_ranking(conn, query, depth)
+        rankings["graph"] = graph_ranking(conn, query, depth, rewrite=weights.rewrite)
     meta = read_meta(conn)
     if embedder is None:
         notes.append(f"vector leg absent: {absent}; lexical and graph legs only")
@@ -261,6 +341,8 @@ def search(
     elif weights.vector:
         rankings["vector"] = vector_ranking(conn, embedder, query, weights.vector_candidates * widen)
     fused = rrf(rankings, weights)
+    if weights.name or weights.owner:
+        fused = rerank(conn, fused, query, weights)
     hits = _hits(conn, fused, path_glob, set(kinds), limit)
     freshness = _freshness(meta)
     if freshness.degraded:
