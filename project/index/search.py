@@ -37,11 +37,12 @@ BM25_COLUMNS = (4.0, 1.5, 1.0)
 class Weights:
     """Weighted RRF parameters; a weight of 0 turns a leg off."""
 
-    # Tuned on the Laravel corpus alone and reported on Symfony, never tuned on (docs/search.md).
+    # Tuned on three Laravel components alone and reported on Monolog and Ramsey, never tuned on
+    # (docs/search.md).
     lexical: float = 1.0
-    vector: float = 0.75
-    graph: float = 0.3
-    k: int = 5  # small k favours the top of each list
+    vector: float = 1.0
+    graph: float = 0.6
+    k: int = 3  # small k favours the top of each list
     candidates: int = 100  # how deep the lexical and graph legs rank before fusion
     # The vector leg ranks less deep: vec0's scan cost grows with its k (at 100k chunks, k = 400 cost
     # ~10x k = 10), while the quality bench scored the same MRR with 20 as with 100.
@@ -50,8 +51,8 @@ class Weights:
     # added times the share of the symbol's name words the question uses ("the default driver" ->
     # getDefaultDriver), `owner` the same for its class's name; both in the units of the fused score
     # (a first rank in one leg is worth 1 / (k + 1)).
-    name: float = 0.0
-    owner: float = 0.0
+    name: float = 0.1
+    owner: float = 0.06
     rerank_depth: int = 30
     # The graph leg also takes names whose every word the question uses, in any order ("the default
     # driver to get" -> getDefaultDriver): the question rewritten into identifiers the index knows.

@@ -14,13 +14,16 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
 
 from foundation.settings import Settings
 from project.embedding import embedder_for
 from project.index import search_store, taskindex
 from project.index.db import Connection, connect
-from project.index.embed import Embedder
+from project.index.embed import Embedder, Matrix
 from project.index.location import index_path
 from project.index.search import Answer, search
 
@@ -99,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
         single = args.batch is None
         if not single and note:
             sys.stderr.write(f"forgebot search: {note}\n")
+        if leg is not None and not single:
+            leg = _Embedded(leg, queries)  # one model call for the whole batch, not one per question
         for query in queries:
             answer = search(conn, query, embedder=leg, limit=args.k, absent=note)
             if leg is not None and note:
@@ -107,6 +112,19 @@ def run(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     return 0
+
+
+class _Embedded:
+    """The batch's questions embedded together up front (the model batches them far faster)."""
+
+    def __init__(self, embedder: Embedder, queries: list[str]) -> None:
+        self.model_id, self.dimension, self._inner = embedder.model_id, embedder.dimension, embedder
+        self._rows = dict(zip(queries, embedder.embed(queries), strict=True))
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        if all(text in self._rows for text in texts):
+            return np.stack([self._rows[text] for text in texts])
+        return self._inner.embed(texts)
 
 
 # Below this share of chunks without a vector, the vector leg runs (the rest are files changed since

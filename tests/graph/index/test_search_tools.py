@@ -141,6 +141,9 @@ def test_cli_answers_at_once_while_the_index_has_no_vectors_and_says_so(
     assert sum(embedder.calls) > 5
     record = json.loads(capsys.readouterr().out)
     assert record["legs"] == ["lexical", "graph", "vector"] and record["notes"] == []
+    embedder.calls.clear()  # a batch on the warm index: its questions go to the model in one call
+    assert _cli(tmp_path / "data", str(repo), "--batch", str(batch), "--json") == 0
+    assert embedder.calls == [2] and len(capsys.readouterr().out.splitlines()) == 2
 
 
 def test_cli_vector_leg_with_a_few_changed_chunks_and_without_most(
