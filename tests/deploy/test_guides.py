@@ -12,7 +12,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from bot import configdoc
-from bot.cli import build_parser
+from bot.cli import COMMANDS, build_parser
 from bot.webhooks import Metrics
 from foundation.metrics import QueueCollector, QueueSnapshot, TaskMetrics
 from tests.deploy import chart
@@ -58,6 +58,8 @@ def test_every_forgebot_command_in_the_guides_is_accepted_by_the_cli() -> None:
     seen = 0
     for path, argv in _forgebot_invocations():
         seen += 1
+        if len(argv) == 1 and argv[0] in {"serve", "web", "worker", *COMMANDS}:
+            continue  # prose naming a command (`forgebot run`), not an invocation of it
         try:
             parser.parse_args(argv)
         except SystemExit:
