@@ -54,9 +54,6 @@ class Weights:
     name: float = 0.1
     owner: float = 0.06
     rerank_depth: int = 30
-    # The graph leg also takes names whose every word the question uses, in any order ("the default
-    # driver to get" -> getDefaultDriver): the question rewritten into identifiers the index knows.
-    rewrite: bool = False
 
     def __post_init__(self) -> None:
         if (
@@ -192,7 +189,7 @@ def vector_ranking_for(conn: Connection, vector: np.ndarray, limit: int, *, over
     return [int(rows[i][0]) for i in order]
 
 
-def graph_ranking(conn: Connection, query: str, limit: int, *, rewrite: bool = False) -> list[int]:
+def graph_ranking(conn: Connection, query: str, limit: int) -> list[int]:
     """Definitions named by the query: a literal identifier, or a run of adjacent words.
 
     `findById` in the query, or the words "find by id", reach `findById`; longer runs rank first. A
@@ -209,39 +206,15 @@ def graph_ranking(conn: Connection, query: str, limit: int, *, rewrite: bool = F
         for size in (4, 3, 2):
             for start in range(len(sequence) - size + 1):
                 names.setdefault("".join(sequence[start : start + size]), size)
-    found: list[tuple[int, str]] = []
-    if names:
-        marks = ",".join("?" * len(names))
-        found = conn.execute(
-            f"SELECT id, lower(name) FROM chunks WHERE name COLLATE NOCASE IN ({marks}) LIMIT ?",
-            (*names, limit * 4),
-        ).fetchall()
-        found.sort(key=lambda row: -names.get(row[1], 0))
-    ranked = [row[0] for row in found[:limit]]
-    if rewrite and len(ranked) < limit:
-        seen = set(ranked)
-        ranked += [chunk_id for chunk_id in _spelled_names(conn, content, limit) if chunk_id not in seen]
-    return ranked[:limit]
-
-
-def _spelled_names(conn: Connection, plain: list[str], limit: int) -> list[int]:
-    """Chunks of symbols whose name has two or more words, all of them in the question (stemmed)."""
-    asked = {stem(word) for word in plain}
-    if len(asked) < 2:
+    if not names:
         return []
-    match = "name : (" + " OR ".join(f'"{word}"' for word in dict.fromkeys(plain)) + ")"
+    marks = ",".join("?" * len(names))
     rows = conn.execute(
-        "SELECT c.id, c.name FROM chunks c JOIN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
-        "ORDER BY bm25(chunks_fts, 1, 0, 0) LIMIT 400) f ON f.rowid = c.id",
-        (match,),
+        f"SELECT id, lower(name) FROM chunks WHERE name COLLATE NOCASE IN ({marks}) LIMIT ?",
+        (*names, limit * 4),
     ).fetchall()
-    spelled = []
-    for chunk_id, name in rows:
-        parts = {stem(w) for w in words(str(name)).split()}
-        if len(parts) >= 2 and parts <= asked:
-            spelled.append((len(parts), chunk_id))
-    spelled.sort(key=lambda item: -item[0])
-    return [chunk_id for _, chunk_id in spelled[:limit]]
+    rows.sort(key=lambda row: -names.get(row[1], 0))
+    return [row[0] for row in rows[:limit]]
 
 
 def stem(word: str) -> str:
@@ -329,7 +302,7 @@ def search(
     if weights.lexical:
         rankings["lexical"] = lexical_ranking(conn, query, depth)
     if weights.graph:
-        rankings["graph"] = graph_ranking(conn, query, depth, rewrite=weights.rewrite)
+        rankings["graph"] = graph_ranking(conn, query, depth)
     meta = read_meta(conn)
     if embedder is None:
         notes.append(f"vector leg absent: {absent}; lexical and graph legs only")

@@ -232,18 +232,11 @@ def tune(corpus: Corpus) -> Weights:
             mrr, _ = corpus.score(weights)
             if mrr > best_mrr:
                 best, best_mrr = weights, mrr
-    reranked = best
-    for graph in (0.3, 0.6, 1.0):
-        weights = dataclasses.replace(reranked, graph=graph, rewrite=True)
-        mrr, _ = corpus.score(weights)
-        if mrr > best_mrr:
-            best, best_mrr = weights, mrr
     defaults = Weights()
     sys.stdout.write(
         f"tuned on {', '.join(map(str, corpus.roots))}: vector {best.vector}, graph {best.graph}, k {best.k}, "
-        f"name {best.name}, owner {best.owner}, rewrite {best.rewrite} (MRR@10 {best_mrr:.3f}); defaults: vector "
-        f"{defaults.vector}, graph {defaults.graph}, k {defaults.k}, name {defaults.name}, owner {defaults.owner}, "
-        f"rewrite {defaults.rewrite}\n"
+        f"name {best.name}, owner {best.owner} (MRR@10 {best_mrr:.3f}); defaults: vector {defaults.vector}, "
+        f"graph {defaults.graph}, k {defaults.k}, name {defaults.name}, owner {defaults.owner}\n"
     )
     return best
 
@@ -257,9 +250,7 @@ def report(corpus: Corpus, title: str, tuned: Weights) -> None:
         "lexical+graph, no embedder": (Weights(), False),
         "vector leg alone": (Weights(lexical=0, vector=1, graph=0, name=0, owner=0), True),
         "graph leg alone": (Weights(lexical=0, vector=0, graph=1, name=0, owner=0), True),
-        "hybrid, fusion only (no reranking)": (dataclasses.replace(tuned, name=0, owner=0, rewrite=False), True),
-        "hybrid, fusion + rewrite (no reranking)": (dataclasses.replace(tuned, name=0, owner=0, rewrite=True), True),
-        "hybrid, fusion + reranking (no rewrite)": (dataclasses.replace(tuned, rewrite=False), True),
+        "hybrid, fusion only (no reranking)": (dataclasses.replace(tuned, name=0, owner=0), True),
         "hybrid, default weights (tasks now)": (Weights(), True),
         "hybrid, tuned weights": (tuned, True),
     }
