@@ -85,5 +85,6 @@ def test_an_undocumented_call_through_the_fake_is_a_violation(
     found = LEDGER.violations[mark:]
     del LEDGER.violations[mark:]  # seen and asserted here: not this test's failure, nor the suite's count
     LEDGER.requests_failed -= 2
+    LEDGER.requests_excused += 2
     assert any("no documented operation has this method and path" in v for v in found), found
     assert any("undocumented query parameter 'no_such_param'" in v for v in found), found

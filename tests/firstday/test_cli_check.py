@@ -28,6 +28,7 @@ def _row(seen: Typed, name: str) -> tuple[str, str]:
     return status, detail
 
 
+@pytest.mark.wrong_forge_address
 def test_each_forge_failure_names_its_own_cause(
     tmp_path: Path, forge_server: ServerThread, fake_forge: FakeForgeState
 ) -> None:
