@@ -6,7 +6,8 @@ time (`bot.repolabels`). Everything else is answered before any forge call.
 
 Fail closed: a forge whose secret is not configured accepts nothing. Secrets are compared in
 constant time. Authentic deliveries that are not triggers get 200 `ignored` (GitLab disables hooks
-that keep failing); bad input gets a 4xx and never a 500.
+that keep failing); bad input gets a 4xx. A bug of the receiver's own gets a 500: a 4xx would tell the
+forge the delivery is bad and not to send it again, and the delivery would be lost once the bug is fixed.
 
 Each project's hook has its own secret, derived from the master secret and the project id in the
 hook's URL (`/webhooks/gitlab/{project_id}`, `/webhooks/github/{repo_id}`; see `project_secret`),
@@ -374,9 +375,9 @@ async def receive(request: Request, forge: ForgeKind) -> JSONResponse:
         outcome = Outcome("ignored", 200, body, reason="event older than max_event_age_hours")
     except Rejection as rej:
         outcome = Outcome(rej.result, rej.status, {"error": rej.reason}, reason=rej.reason)
-    except Exception:  # a bug must not make the forge disable its hook: 400, and the trace in the log
+    except Exception:  # our bug, not the delivery's fault: 500, so the forge delivers it again, and the trace
         log.exception("delivery not understood forge=%s delivery=%s", forge, delivery.id)
-        outcome = Outcome("rejected", 400, {"error": "delivery not understood"}, reason="internal error")
+        outcome = Outcome("rejected", 500, {"error": "delivery not understood"}, reason="internal error")
     elapsed = time.perf_counter() - started
     metrics.deliveries.labels(forge=forge, result=outcome.result).inc()
     metrics.ack_seconds.labels(forge=forge).observe(elapsed)

@@ -222,7 +222,9 @@ def test_metrics_count_every_result(client: TestClient) -> None:
 
 def test_readyz_reports_redis_and_store(client: TestClient) -> None:
     response = client.get("/readyz")
-    assert (response.status_code, response.json()) == (200, {"redis": True, "store": True})
+    body = response.json()
+    assert (response.status_code, body["redis"], body["store"]) == (200, True, True)
+    assert body["bot"] == {"gitlab": "id 99", "github": "forgebot[bot]"}  # the test settings pin them
 
 
 def test_one_structured_log_line_per_delivery_and_no_secret_anywhere(
@@ -270,3 +272,20 @@ def test_eviction_policy_other_than_noeviction_is_reported_at_startup(
     with TestClient(create_app(intake_settings)):
         pass
     assert not [r for r in caplog.records if "maxmemory-policy" in r.getMessage()]
+
+
+def test_a_receiver_bug_answers_500_so_the_forge_delivers_again(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An exception no rule expects (here: the parser breaks) is the receiver's fault, not the delivery's:
+    500, which the forge retries (a 4xx would drop the delivery), and nothing recorded or queued."""
+    import bot.webhooks
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug in the parser")
+
+    monkeypatch.setattr(bot.webhooks, "parse_gitlab", broken)
+    response = post(client, "gitlab", deliveries.gitlab(gitlab_note("/implement"), "Note Hook"))
+    assert (response.status_code, response.json()) == (500, {"error": "delivery not understood"})
+    assert queued(client.app_state["settings"].redis_url) == 0
+    assert [r for r in caplog.records if r.exc_info and "delivery not understood" in r.getMessage()]
