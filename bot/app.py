@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -24,12 +25,16 @@ from bot.bodies import BodyLimits
 from bot.console.pages import routes as console_routes
 from bot.console.records import Records
 from bot.console.throttle import Throttle
+from bot.identity import Identities
 from bot.inbox import Inbox, open_inbox
 from bot.queue import ArqQueue, JobQueue
+from bot.readiness import gaps, readiness
 from bot.repolabels import RepoLabels
 from bot.webhooks import Metrics, github_webhook, gitlab_webhook
 from foundation.metrics import register_collectors
 from foundation.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 async def healthz(request: Request) -> JSONResponse:
@@ -44,13 +49,13 @@ async def _reachable(check: Callable[[], Awaitable[bool]]) -> bool:
 
 
 async def readyz(request: Request) -> JSONResponse:
-    """Ready when both Redis (the queue) and the inbox store answer."""
+    """200 when deliveries can be taken (Redis and the store answer); the body names what else is missing."""
     queue: JobQueue = request.state.queue
     inbox: Inbox = request.state.inbox
     redis_ok = await _reachable(queue.ping)
     store_ok = await _reachable(inbox.ping)
-    ok = redis_ok and store_ok
-    return JSONResponse({"redis": redis_ok, "store": store_ok}, status_code=200 if ok else 503)
+    status, body = readiness(request.state.settings, request.state.gaps, request.state.identities, redis_ok, store_ok)
+    return JSONResponse(body, status_code=status)
 
 
 async def metrics(request: Request) -> Response:
@@ -70,9 +75,22 @@ async def _console(stack: contextlib.AsyncExitStack, settings: Settings, inbox: 
     return Records(settings, inbox, saver, client)
 
 
-def create_app(settings: Settings | None = None, queue: JobQueue | None = None) -> Starlette:
-    """Build the receiver; `uvicorn --factory bot.app:create_app` calls this with no arguments."""
+async def _stopped(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def create_app(
+    settings: Settings | None = None, queue: JobQueue | None = None, identities: Identities | None = None
+) -> Starlette:
+    """Build the receiver; `uvicorn --factory bot.app:create_app` calls this with no arguments.
+
+    With `identities` (always when built from the environment) the bot's identity on each forge is
+    learned in the background while the receiver serves (`bot.identity`).
+    """
     resolved = settings or Settings.load()
+    learning = identities if identities is not None or settings is not None else Identities(resolved)
     registry = CollectorRegistry()
     app_metrics = Metrics.create(registry)
     register_collectors(registry, resolved.redis_url)
@@ -92,8 +110,14 @@ def create_app(settings: Settings | None = None, queue: JobQueue | None = None) 
                 active = opened
             console = await _console(stack, resolved, inbox) if resolved.console.enabled else None
             throttle = Throttle(resolved.console.failed_logins_per_client, resolved.console.failed_logins_overall)
+            if learning is not None and learning.pending():
+                stack.push_async_callback(_stopped, asyncio.create_task(learning.learn()))
+            missing = await asyncio.to_thread(gaps, resolved)  # the model check builds clients: off the loop
+            for gap in missing:
+                log.warning("not configured: %s", gap)
             yield {"settings": resolved, "queue": active, "inbox": inbox, "registry": registry, "metrics": app_metrics,
-                   "console": console, "repo_labels": RepoLabels(resolved), "throttle": throttle}
+                   "console": console, "repo_labels": RepoLabels(resolved), "throttle": throttle, "gaps": missing,
+                   "identities": learning}
 
     routes = [
         Route("/webhooks/gitlab/{project_id:int}", gitlab_webhook, methods=["POST"]),

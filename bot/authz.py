@@ -32,16 +32,17 @@ class Authorizer:
 
     def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
         self._ttl = settings.intake.access_cache_seconds
+        self._settings = settings  # the bot's identity is read at each decision: it may be learned after start
         self._allowed = {name.lower() for name in settings.intake.allowed_projects}
-        self._bot_user_id = settings.gitlab.bot_user_id
-        self._bot_login = (settings.github.bot_login or "").lower()
         self._clock = clock
         self._cache: dict[tuple[str, str, int], tuple[float, AccessLevel]] = {}
 
     def _is_bot(self, event: ForgeEvent) -> bool:
         if event.forge == "gitlab":
-            return self._bot_user_id is not None and event.actor.id == self._bot_user_id
-        return bool(self._bot_login) and event.actor.username.lower() == self._bot_login
+            bot_id = self._settings.gitlab.bot_user_id
+            return bot_id is not None and event.actor.id == bot_id
+        login = (self._settings.github.bot_login or "").lower()
+        return bool(login) and event.actor.username.lower() == login
 
     def _project_allowed(self, event: ForgeEvent) -> bool:
         """Compare the repository the forge resolved (`bot.identity`): its id and its path, never

@@ -45,26 +45,9 @@ def _add_server_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="listen port (default: FORGEBOT_PORT, else 8080)")
 
 
-def _know_thyself(settings: Settings, command: str) -> bool:
-    """Ask the forge who the bot is before serving (its own events must never trigger it)."""
-    import asyncio
-
-    from bot.identity import learn_bot_identity
-    from foundation.forge import ForgeError
-
-    try:
-        asyncio.run(learn_bot_identity(settings))
-    except ForgeError as exc:
-        sys.stderr.write(f"forgebot {command}: cannot ask the forge who the bot is: {exc}\n")
-        return False
-    return True
-
-
 def _serve(args: argparse.Namespace) -> int:
     from bot.runner import run_serve
 
-    if not _know_thyself(args.settings, "serve"):
-        return 2
     return run_serve(args.settings, args.host or args.settings.host, args.port or args.settings.port)
 
 
@@ -73,8 +56,6 @@ def _web(args: argparse.Namespace) -> int:
 
     if not args.settings.redis_url:
         sys.stderr.write("forgebot web needs FORGEBOT_REDIS_URL (forgebot serve starts its own Redis)\n")
-        return 2
-    if not _know_thyself(args.settings, "web"):
         return 2
     run_web(args.settings, args.host or args.settings.host, args.port or args.settings.port)
     return 0
@@ -85,8 +66,6 @@ def _worker(args: argparse.Namespace) -> int:
 
     if not args.settings.redis_url:
         sys.stderr.write("forgebot worker needs FORGEBOT_REDIS_URL\n")
-        return 2
-    if not _know_thyself(args.settings, "worker"):
         return 2
     run_worker(args.settings)
     return 0

@@ -7,12 +7,17 @@ The answer must agree with the path the payload claimed (else the payload names 
 the id another: refused), and its clone URL must point at the configured forge's own host, so the
 bot's git credentials never leave it (`foundation.workspace` checks again before git runs).
 
-The bot's own user is likewise asked of the forge at start-up (`learn_bot_identity`), so its own
-comments never trigger it even when no bot id or login is configured.
+The bot's own user is likewise asked of the forge (`Identities`), so its own comments never
+trigger it even when no bot id or login is configured. A service does not wait for that answer to
+start: a forge that is down while a pod restarts would otherwise become a crash loop, and the
+deliveries sent meanwhile would be lost. `Identities` asks in the background, with growing pauses,
+until every configured forge has answered; the worker takes no job before then (tasks wait in the
+queue, neither failed nor run), and `/readyz` says which forge has not answered and why.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Literal
 
@@ -68,29 +73,66 @@ async def resolve(settings: Settings, forge: Forge, event: ForgeEvent) -> RepoRe
     return repo
 
 
-def _configured(settings: Settings, kind: ForgeKind) -> bool:
+def configured(settings: Settings, kind: ForgeKind) -> bool:
+    """True when `kind` has credentials to act with (a token, or a GitHub App's id and key)."""
     if kind == "gitlab":
         return settings.gitlab.token is not None
     conf = settings.github
     return conf.token is not None or (conf.app_id is not None and conf.private_key is not None)
 
 
-async def learn_bot_identity(settings: Settings) -> None:
-    """Fill in the bot's own GitLab user id and GitHub login from the forge, where they are unset.
+def known(settings: Settings, kind: ForgeKind) -> bool:
+    """True when the bot's identity on `kind` is set (learned, or pinned by the operator)."""
+    return settings.gitlab.bot_user_id is not None if kind == "gitlab" else bool(settings.github.bot_login)
 
-    "Ignore the bot's own events" must not depend on an optional setting: without it the bot
-    answers its own comments. Asked once at start-up of `serve`, `web` and `worker`; a forge that
-    cannot say who the token is raises (the process does not start half-blind). A configured
-    value is kept (an operator may pin it).
+
+class Identities:
+    """The bot's identity on each configured forge, learned in the background until every one answered.
+
+    The learned values go into the shared `settings` (the receiver's parser and the worker's
+    authorizer read them there). `problems` holds, per forge still unknown, why the last attempt
+    failed, for `/readyz`.
     """
-    for kind in ("gitlab", "github"):
-        if not _configured(settings, kind):
-            continue
-        if kind == "gitlab" and settings.gitlab.bot_user_id is None:
-            found = await bot_identity(settings, "gitlab")
-            settings.gitlab.bot_user_id = found.id
-            log.info("gitlab bot user: %s (id %s)", found.login, found.id)
-        elif kind == "github" and not settings.github.bot_login:
-            found = await bot_identity(settings, "github")
-            settings.github.bot_login = found.login
-            log.info("github bot login: %s", found.login)
+
+    def __init__(self, settings: Settings, first_pause: float = 1.0, max_pause: float = 60.0) -> None:
+        self.settings = settings
+        self.first_pause, self.max_pause = first_pause, max_pause
+        self.problems: dict[str, str] = {}
+
+    def pending(self) -> list[ForgeKind]:
+        """The configured forges whose bot identity is not known yet."""
+        kinds: tuple[ForgeKind, ...] = ("gitlab", "github")
+        return [k for k in kinds if configured(self.settings, k) and not known(self.settings, k)]
+
+    async def learn(self) -> None:
+        """Ask until every configured forge has said who the bot is; pauses double up to `max_pause`."""
+        pause = self.first_pause
+        while True:
+            for kind in self.pending():
+                try:
+                    await _learn_one(self.settings, kind)
+                except Exception as exc:  # an outage, a refused token, a broken App key: asked again
+                    self.problems[kind] = " ".join(str(exc).split())[:300] or type(exc).__name__
+                    log.warning("cannot ask %s who the bot is (asking again in %.0f s): %s", kind, pause,
+                                self.problems[kind])
+                else:
+                    self.problems.pop(kind, None)
+            if not self.pending():
+                return
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, self.max_pause)
+
+
+async def _learn_one(settings: Settings, kind: ForgeKind) -> None:
+    """Ask one forge who the configured credentials act as, and keep the answer in `settings`.
+
+    "Ignore the bot's own events" must not depend on an optional setting: without it the bot would
+    answer its own comments. A configured value is never asked for (an operator may pin it).
+    """
+    found = await bot_identity(settings, kind)
+    if kind == "gitlab":
+        settings.gitlab.bot_user_id = found.id
+        log.info("gitlab bot user: %s (id %s)", found.login, found.id)
+    else:
+        settings.github.bot_login = found.login
+        log.info("github bot login: %s", found.login)

@@ -52,6 +52,7 @@ class TaskRow:
     job_id: str  # the arq job running it: its own delivery's, or a reply's while it resumes
     detail: str
     event_json: str
+    failure: str = ""  # a failed task's record (`graph.failure.TaskFailure` as JSON), "" otherwise
 
 
 class _Record(NamedTuple):
@@ -82,6 +83,16 @@ class TaskFilter:
 
 
 @dataclass(frozen=True)
+class FailureGroup:
+    """Failed tasks of one kind (the failure record's `kind`, kept as the task's detail) since a time."""
+
+    kind: str
+    count: int
+    last_at: float
+    latest: TaskRow  # the newest of them, whose record says what to do
+
+
+@dataclass(frozen=True)
 class ListedTask:
     row: TaskRow
     created_at: float
@@ -90,7 +101,7 @@ class ListedTask:
     cost_usd: float = 0.0
 
 
-_TASK_COLUMNS = "t.task_id, t.task_key, t.state, t.mode, t.delivery_id, t.job_id, t.detail, d.event_json"
+_TASK_COLUMNS = "t.task_id, t.task_key, t.state, t.mode, t.delivery_id, t.job_id, t.detail, d.event_json, t.failure"
 _TASK_FROM = "tasks t JOIN deliveries d ON d.delivery_id = t.delivery_id"
 
 
@@ -312,12 +323,16 @@ class Inbox:
         return [row for row in map(_task, rows) if row is not None]
 
     async def set_state(
-        self, task_id: str, state: TaskStatus, detail: str = "", only_from: tuple[TaskStatus, ...] = ()
+        self, task_id: str, state: TaskStatus, detail: str = "", only_from: tuple[TaskStatus, ...] = (),
+        failure: str = "",
     ) -> bool:
-        """Move a task to `state`; with `only_from`, only from one of those states (e.g. not over a cancel)."""
+        """Move a task to `state`; with `only_from`, only from one of those states (e.g. not over a cancel).
+
+        `failure` is the failed task's record (JSON); any other state clears it.
+        """
         now = self._clock()
-        sql = "UPDATE tasks SET state = ?, detail = ?, updated_at = ? WHERE task_id = ?"
-        params: tuple[Any, ...] = (state, detail[:500], now, task_id)
+        sql = "UPDATE tasks SET state = ?, detail = ?, updated_at = ?, failure = ? WHERE task_id = ?"
+        params: tuple[Any, ...] = (state, detail[:500], now, failure if state == "failed" else "", task_id)
         if only_from:
             sql += f" AND state IN ({', '.join('?' for _ in only_from)})"
             params += only_from
@@ -381,6 +396,24 @@ class Inbox:
             return found
 
         return await self._run(repos)
+
+    async def failure_groups(self, since: float) -> list[FailureGroup]:
+        """Tasks failed since `since` (epoch seconds), grouped by kind, the most frequent first."""
+
+        def groups() -> list[FailureGroup]:
+            counted = self._db.all(
+                "SELECT detail, COUNT(*), MAX(updated_at) FROM tasks WHERE state = 'failed' AND updated_at >= ?"
+                " GROUP BY detail ORDER BY COUNT(*) DESC, MAX(updated_at) DESC", (since,))
+            found = []
+            for kind, count, last in counted:
+                row = _task(self._db.one(
+                    f"SELECT {_TASK_COLUMNS} FROM {_TASK_FROM} WHERE t.state = 'failed' AND t.detail = ?"
+                    " ORDER BY t.updated_at DESC LIMIT 1", (kind,)))
+                if row is not None:
+                    found.append(FailureGroup(str(kind), int(count), float(last), row))
+            return found
+
+        return await self._run(groups)
 
     async def listed(self, task_id: str) -> ListedTask | None:
         """One task as the console lists it."""

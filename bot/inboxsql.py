@@ -45,7 +45,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     created_at DOUBLE PRECISION NOT NULL,
     updated_at DOUBLE PRECISION NOT NULL,
     tokens BIGINT NOT NULL DEFAULT 0,
-    cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0
+    cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
+    failure TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS tasks_key ON tasks (task_key, state);
 CREATE INDEX IF NOT EXISTS tasks_state ON tasks (state, updated_at);
@@ -58,6 +59,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS tasks_one_active ON tasks (task_key) WHERE sta
 ADDED_COLUMNS = (
     ("tasks", "tokens", "BIGINT NOT NULL DEFAULT 0"),
     ("tasks", "cost_usd", "DOUBLE PRECISION NOT NULL DEFAULT 0"),
+    ("tasks", "failure", "TEXT NOT NULL DEFAULT ''"),  # the failure record (graph.failure.TaskFailure, JSON)
 )
 
 

@@ -1,7 +1,10 @@
 """arq job functions and the worker's construction; the only bot module that imports `graph`.
 
-Errors are translated here, at the job's edge: a rate limit or an unavailable forge becomes a
-deferred retry; anything else fails the task with one short comment carrying the task id.
+Errors are translated here, at the job's edge, into one failure record (`graph.failure`): an
+outage of the model or the forge (refused connections, 5xx, 429, timeouts) becomes a deferred
+retry with growing pauses while tries are left; anything else, or the last try's outage, fails the
+task with one record, shown in the status comment and one failure comment (for the issue's author),
+the task store (for the console) and one log line (a traceback only for an internal error).
 """
 
 from __future__ import annotations
@@ -9,11 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from arq import Retry, cron
 from arq.connections import ArqRedis, RedisSettings
@@ -27,7 +29,7 @@ from bot.console.links import task_link
 from bot.events import ForgeEvent
 from bot.expiry import expire_waiting
 from bot.idempotency import task_forge
-from bot.identity import IdentityRefused, resolve
+from bot.identity import Identities, IdentityRefused, resolve
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
 from bot.jobcodec import PLAIN, JobCodec, JobFailed
 from bot.queue import RUN_TASK, eviction_policy, job_handle
@@ -39,8 +41,6 @@ from foundation.forge import (
     CommentRef,
     Forge,
     ForgeNotFound,
-    ForgeRateLimited,
-    ForgeUnavailable,
     IssueRef,
     Marker,
     open_forge,
@@ -48,21 +48,25 @@ from foundation.forge import (
 )
 from foundation.metrics import MODES, record_task
 from foundation.settings import Settings
-from foundation.workspace import WorkspaceFull, Workspaces
+from foundation.workspace import Workspaces
 from graph import status
 from graph.builder import build_graph
 from graph.checkout import Checkout, prepare, release
 from graph.deps import Deps
-from graph.llm import ModelCallError, ModelConfigError, chat_model
-from graph.redact import redact, secrets_of
+from graph.failure import TaskFailure, failure_of, failure_of_state, is_transient, retry_after
+from graph.llm import chat_model, check_config
+from graph.redact import secrets_of
 from graph.resume import run_or_resume
-from graph.routing import CHECKOUT_MODES, ModeUnavailable, check_mode
+from graph.routing import CHECKOUT_MODES, check_mode
 from graph.runtime.boundaries import graph_config
 from graph.runtime.limits import BudgetExceeded
+from graph.runtime.phases import GRAPH, Phases, step
 from graph.state import TaskState
-from project.repoconfig import RepoConfigError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+MAX_DEFER = 600.0  # seconds: the longest pause before a job's next try after an outage
+END_TRIES = 5  # attempts to record a task's end (store or checkpointer briefly away)
 
 ForgeFactory = Callable[[str], Forge]
 ModelFactory = Callable[[str], BaseChatModel]
@@ -73,8 +77,9 @@ def task_id_for(event: ForgeEvent) -> str:
     return event.task_id
 
 
-def initial_state(event: ForgeEvent, task_id: str) -> TaskState:
+def initial_state(event: ForgeEvent, task_id: str, model: str = "") -> TaskState:
     return TaskState(
+        configured_model=model,
         task_id=task_id,
         mode=event.mode or "",
         forge=event.forge,
@@ -95,30 +100,43 @@ async def execute(
     answer: dict[str, str] | None = None,
     checkout: Checkout = prepare,
     status_comment: int = 0,
+    phases: Phases | None = None,
 ) -> TaskState:
     """Run the graph for `event` with the configured checkpointer, thread id = task id.
 
     A new thread starts on a fresh read-only checkout of the default branch; a thread paused for
-    questions resumes only with `answer` (an authorized reply), from where it stopped.
+    questions resumes only with `answer` (an authorized reply), from where it stopped. `phases`
+    traces the steps before the graph and, when an error escapes, names the step or node it came from.
     """
     check_mode(event.mode or "")  # resume and cancel events carry no mode; they never start a run here
     task_id = task_id_for(event)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    phases = phases or Phases(settings.data_dir, task_id)
+    phases.current = ""  # a resumed thread runs no step before the graph: an error is the graph's
 
     async def start() -> TaskState:
-        state = initial_state(event, task_id)
+        state = initial_state(event, task_id, settings.llm.model)
         state["status_comment_id"] = status_comment
         state["console_url"] = task_link(settings.console, task_id)
         if event.mode in CHECKOUT_MODES:  # the review route checks out the change's branch itself
             state.update(await checkout(settings, deps.forge, event.repo, task_id))  # type: ignore[typeddict-item]
         elif event.mode == "implement":
             state.update(await prepare_workspace(settings, deps.forge, event, task_id))
+        phases.current = GRAPH
         return state
 
-    async with open_checkpointer(settings) as saver:
-        compiled = build_graph().compile(checkpointer=saver)
-        config = graph_config(settings.llm, task_id)  # the thread and the recursion limit
-        result = await run_or_resume(compiled, config, start, replace(deps, journal=SqlJournal(saver)), answer)
+    with phases.active():
+        async with open_checkpointer(settings) as saver:
+            compiled = build_graph().compile(checkpointer=saver)
+            config = graph_config(settings.llm, task_id)  # the thread and the recursion limit
+            try:
+                result = await run_or_resume(compiled, config, start, replace(deps, journal=SqlJournal(saver)), answer)
+            except Exception:
+                if phases.current in ("", GRAPH):  # the graph's own failure: the node that was running
+                    with contextlib.suppress(Exception):
+                        pending = (await compiled.aget_state(config)).next
+                        phases.current = pending[0] if pending else GRAPH
+                raise
     if result.get("outcome") != "need_info":
         await release(settings, event.repo, task_id)
     return result
@@ -133,9 +151,17 @@ async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent,
 
     spaces = Workspaces.for_settings(settings)
     key = repo_key(event.forge, event.repo.project)
-    await spaces.mirror(key, event.repo.clone_url, auth=await forge.git_credentials())
+    async with step("mirror"):
+        await spaces.mirror(key, event.repo.clone_url, auth=await forge.git_credentials())
     branch = branch_name(event.number, event.title)
-    path = await spaces.worktree(key, task_id, branch, f"origin/{event.repo.default_branch}")
+    async with step("worktree"):
+        # an earlier task on this item (finished or failed: only one task per item is active) still holds
+        # the item's branch in its kept worktree: free it, else git refuses a second checkout of the branch
+        holder = await spaces.holder(key, branch)
+        if holder is not None and holder != task_id:
+            log.info("task %s frees branch %s from the worktree of earlier task %s", task_id, branch, holder)
+            await release(settings, event.repo, holder)
+        path = await spaces.worktree(key, task_id, branch, f"origin/{event.repo.default_branch}")
     # a retried job reuses the worktree: its base is where the branch forked, not HEAD after step commits
     base = git(path, "merge-base", "HEAD", f"origin/{event.repo.default_branch}").strip()
     indexed = await index_with_memory(settings, forge, event.repo, key, path, task_id)
@@ -156,15 +182,15 @@ async def _run_event(ctx: dict[str, Any], event_json: str) -> str:
     event = ForgeEvent.model_validate_json(event_json)
     inbox: Inbox = ctx["inbox"]
     factory: ForgeFactory | None = ctx.get("forge_factory")
-    forge = factory(event.forge) if factory else open_forge(ctx["settings"], event.forge, event.installation)
     try:
+        forge = factory(event.forge) if factory else open_forge(ctx["settings"], event.forge, event.installation)
         # first, for every route: the repository as the forge names it; the payload's is never used
         event = event.model_copy(update={"repo": await resolve(ctx["settings"], forge, event)})
         decision = await ctx["authorizer"].decide(forge, event)
-    except (ForgeRateLimited, ForgeUnavailable) as exc:
-        raise _retry(ctx, exc) from exc
     except (IdentityRefused, ForgeNotFound) as exc:
         decision = Decision(False, f"repository: {exc}")
+    except Exception as exc:  # the forge is down or refuses the token: nobody is authorized yet, nothing is posted
+        return await _unauthorized(ctx, event, exc)
     if not decision.allowed:
         log.info("task refused delivery=%s reason=%s", event.delivery_id, decision.reason)
         if event.trigger in ("label", "command"):
@@ -178,6 +204,28 @@ async def _run_event(ctx: dict[str, Any], event_json: str) -> str:
         await inbox.handled(event.delivery_id)
         return "skipped"
     return await _counted(task.mode, _run_claimed(ctx, forge, event, task))
+
+
+async def _unauthorized(ctx: dict[str, Any], event: ForgeEvent, exc: Exception) -> str:
+    """The forge could not say whether the actor may trigger: retry an outage, else fail the task quietly.
+
+    No comment is posted: the actor's right to an answer on the item is what could not be checked.
+    """
+    settings: Settings = ctx["settings"]
+    tries = int(ctx.get("job_try", 1))
+    if is_transient(exc) and tries < settings.max_tries:
+        delay = _defer_seconds(settings, tries, retry_after(exc))
+        log.warning("task deferred delivery=%s step=authorize try=%d of %d, again in %.0f s: %s", event.delivery_id,
+                    tries, settings.max_tries, delay, type(exc).__name__)
+        raise Retry(defer=delay) from exc
+    record = failure_of(exc, phase="authorize", secrets=secrets_of(settings), tries=tries)
+    log.error("%s", record.log_line(event.task_id), exc_info=exc if record.bug else None)
+    inbox: Inbox = ctx["inbox"]
+    if event.trigger in ("label", "command"):
+        await _recorded(lambda: inbox.set_state(event.task_id, "failed", record.kind, only_from=("queued",),
+                                                failure=record.to_json()), "state")
+    await _recorded(lambda: inbox.handled(event.delivery_id), "delivery")
+    return "failed"
 
 
 async def _counted(mode: str, run: Awaitable[str]) -> str:
@@ -241,41 +289,59 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
         original = original.model_copy(update={"comment": event.comment, "comment_id": event.comment_id})
         answer = {"author": event.actor.username, "body": event.comment}  # authorized above, like a trigger
     deps = Deps(settings=settings, forge=task_forge(forge, task.task_id), model_for=ctx["model_factory"])
-    log.info("task start delivery=%s task=%s mode=%s", event.delivery_id, task.task_id, task.mode)
-    acked = initial_state(original, task.task_id)
+    tries = int(ctx.get("job_try", 1))
+    log.info("task start delivery=%s task=%s mode=%s try=%d", event.delivery_id, task.task_id, task.mode, tries)
+    acked = initial_state(original, task.task_id, settings.llm.model)
     acked["console_url"] = task_link(settings.console, task.task_id)
     trigger = CommentRef(target=target_of(event), id=event.comment_id) if event.comment_id else target_of(event)
-    comment_id = await status.acknowledge(forge, acked, trigger, "resuming with your answer" if answer else "started")
+    phase = "resuming with your answer" if answer else "started" if tries == 1 else f"trying again ({tries} of " \
+        f"{settings.max_tries})"
+    comment_id = await status.acknowledge(forge, acked, trigger, phase)
+    phases = Phases(settings.data_dir, task.task_id)
     try:
+        if ctx.get("configured_models"):  # no usable model: say so before any clone or index is paid for
+            phases.current = "start"
+            check_config(settings.llm)
         await _bound_workspaces(settings, inbox)  # before this task may add a worktree
-        state = await execute(settings, deps, original, answer, ctx.get("checkout", prepare), comment_id)
-    except (ForgeRateLimited, ForgeUnavailable) as exc:
-        if ctx.get("job_try", 1) >= settings.max_tries:  # arq will not call us again: fail visibly
-            await status.conclude(forge, acked, "failed")
-            await _report_failure(forge, original, exc, secrets_of(settings))
-            await _finish(inbox, task.task_id, event.delivery_id, "failed", type(exc).__name__, settings)
-            raise
-        raise _retry(ctx, exc) from exc
-    except ForgeNotFound:
-        log.info("task gone delivery=%s: issue or project no longer exists", event.delivery_id)
-        await _finish(inbox, task.task_id, event.delivery_id, "failed", "gone", settings)
-        return "gone"
-    except (BudgetExceeded, GraphRecursionError) as exc:  # a limit ended the task: say which, do not retry
-        used = exc.spent if isinstance(exc, BudgetExceeded) else {}
-        await status.conclude(forge, TaskState(**{**acked, **used}), "stopped")  # type: ignore[typeddict-item]
-        await _report_failure(forge, original, exc)
-        await _finish(inbox, task.task_id, event.delivery_id, "failed", _stop_detail(exc), settings)
-        return "stopped"
+        state = await execute(settings, deps, original, answer, ctx.get("checkout", prepare), comment_id, phases)
     except Exception as exc:
-        await status.conclude(forge, acked, "failed")
-        await _report_failure(forge, original, exc, secrets_of(settings))
-        await _finish(inbox, task.task_id, event.delivery_id, "failed", type(exc).__name__, settings)
-        raise
+        return await _failed(ctx, forge, original, task, acked, exc, phases.current)
     outcome = str(state.get("outcome", "done"))
+    if outcome == "failed":  # the route ended itself as failed and wrote its own comment (a kept branch…)
+        record = failure_of_state(state, secrets_of(settings))
+        log.warning("%s", record.log_line(task.task_id))
+        await status.conclude(forge, state, outcome, record)
+        await _finish(inbox, task.task_id, event.delivery_id, "failed", record.kind, settings, record)
+        return outcome
     await status.conclude(forge, state, outcome)
     final: TaskStatus = "waiting" if outcome == "need_info" else "done"
     await _finish(inbox, task.task_id, event.delivery_id, final, outcome, settings)
     return outcome
+
+
+async def _failed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, task: TaskRow, acked: TaskState,
+                  exc: Exception, phase: str) -> str:
+    """Defer an outage while tries are left; else fail the task with its one record, shown everywhere."""
+    settings: Settings = ctx["settings"]
+    tries = int(ctx.get("job_try", 1))
+    record = failure_of(exc, phase=phase, secrets=secrets_of(settings), tries=tries)
+    if record.transient and tries < settings.max_tries:  # the task stays running: the next try carries on
+        delay = _defer_seconds(settings, tries, retry_after(exc))
+        log.warning("task deferred task=%s step=%s try=%d of %d, again in %.0f s: %s (%s)", task.task_id,
+                    record.where(), tries, settings.max_tries, delay, record.kind, record.detail)
+        await status.write(forge, acked, f"waiting to try again in {delay:.0f} s ({record.reason})")
+        raise Retry(defer=delay) from exc
+    if isinstance(exc, ForgeNotFound):  # the item or project is gone: nobody to tell
+        log.info("%s", record.log_line(task.task_id))
+        await _finish(ctx["inbox"], task.task_id, event.delivery_id, "failed", record.kind, settings, record)
+        return "gone"
+    log.error("%s", record.log_line(task.task_id), exc_info=exc if record.bug else None)
+    stopped = isinstance(exc, BudgetExceeded | GraphRecursionError)  # a limit ended the task: say which
+    used = exc.spent if isinstance(exc, BudgetExceeded) else {}
+    await status.conclude(forge, TaskState(**{**acked, **used}), "stopped" if stopped else "failed", record)  # type: ignore[typeddict-item]
+    await _post_failure(forge, event, task.task_id, record)
+    await _finish(ctx["inbox"], task.task_id, event.delivery_id, "failed", record.kind, settings, record)
+    return "stopped" if stopped else "failed"
 
 
 def _stored(task: TaskRow, event: ForgeEvent) -> ForgeEvent:
@@ -293,19 +359,49 @@ async def _bound_workspaces(settings: Settings, inbox: Inbox) -> None:
 
 
 async def _finish(inbox: Inbox, task_id: str, delivery_id: str, state: TaskStatus, detail: str,
-                  settings: Settings | None = None) -> None:
+                  settings: Settings | None = None, failure: TaskFailure | None = None) -> None:
+    """Record how the task ended: what it spent, its final state, its delivery handled.
+
+    Each write is retried (a store or checkpointer briefly away) and none raises: the task's work is
+    done, and a failure to write it down must not turn it into a failed job. Should every try fail,
+    the reaper finds the job complete and settles the task from the job's own result.
+    """
     if settings is not None:  # what it spent, beside its state: listing tasks then reads no checkpoint
-        async with open_checkpointer(settings) as saver:
-            await inbox.spent(task_id, *await spent(saver, task_id))
-    await inbox.set_state(task_id, state, detail, only_from=("running",))  # never over a /cancel
-    await inbox.handled(delivery_id)
+        await _recorded(lambda: _spend(inbox, settings, task_id), "spending")
+    record = failure.to_json() if failure else ""
+    # never over a /cancel
+    await _recorded(lambda: inbox.set_state(task_id, state, detail, only_from=("running",), failure=record), "state")
+    await _recorded(lambda: inbox.handled(delivery_id), "delivery")
 
 
-def _retry(ctx: dict[str, Any], exc: ForgeRateLimited | ForgeUnavailable) -> Retry:
-    """arq's deferred retry; the task stays running so the next try carries on."""
-    if isinstance(exc, ForgeRateLimited):
-        return Retry(defer=exc.retry_after)
-    return Retry(defer=min(60, ctx["settings"].durability.retry_seconds * ctx.get("job_try", 1)))
+async def _spend(inbox: Inbox, settings: Settings, task_id: str) -> None:
+    async with open_checkpointer(settings) as saver:
+        await inbox.spent(task_id, *await spent(saver, task_id))
+
+
+async def _recorded(write: Callable[[], Awaitable[T]], what: str, tries: int = END_TRIES,
+                    pause: float = 0.5) -> T | None:
+    """`write()`, tried again after doubling pauses; None (logged once) when every try failed."""
+    for number in range(1, tries + 1):
+        try:
+            return await write()
+        except Exception as exc:
+            if number == tries:
+                log.error("task end not recorded (%s) after %d tries: %s: %s", what, tries, type(exc).__name__, exc)
+                return None
+            await asyncio.sleep(pause * 2 ** (number - 1))
+    return None
+
+
+def _defer_seconds(settings: Settings, tries: int, asked: float | None) -> float:
+    """The pause before the next try: what the service asked for (Retry-After), else a growing back-off.
+
+    `durability.retry_seconds` times four to the power of the tries so far (15 s, 60 s, 240 s by
+    default), so a one-minute outage is outlasted within the default three tries.
+    """
+    if asked is not None:
+        return min(max(asked, 0.0), MAX_DEFER)
+    return min(settings.durability.retry_seconds * float(4 ** (tries - 1)), MAX_DEFER)
 
 
 async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:
@@ -348,50 +444,20 @@ async def _say(forge: Forge, event: ForgeEvent, text: str, task_id: str, purpose
         await forge.post_comment(
             target_of(event), f"{text}\n\n<sub>forgebot · task {task_id}</sub>", Marker(task=task_id, purpose=purpose)
         )
-    except Exception:  # a courtesy note; the state in the inbox is what counts
-        log.exception("note not posted delivery=%s", event.delivery_id)
+    except Exception as exc:  # a courtesy note; the state in the inbox is what counts
+        log.warning("note not posted delivery=%s: %s", event.delivery_id, type(exc).__name__)
 
 
-def _stop_reason(exc: Exception) -> str:
-    """The comment's sentence for a limit that ended the task ("" for other errors)."""
-    if isinstance(exc, BudgetExceeded):
-        return str(exc)
-    if isinstance(exc, GraphRecursionError):
-        found = re.search(r"[Rr]ecursion limit of (\d+)", str(exc))
-        steps = f" after {found.group(1)} graph steps" if found else ""
-        return (f"it was stopped{steps} by the recursion limit (`FORGEBOT_LLM__RECURSION_LIMIT`): "
-                "its route kept cycling")
-    return ""
-
-
-def _stop_detail(exc: BudgetExceeded | GraphRecursionError) -> str:
-    """The task store's short detail for a stop."""
-    return f"budget: {exc.budget}" if isinstance(exc, BudgetExceeded) else "recursion limit"
-
-
-async def _report_failure(forge: Forge, event: ForgeEvent, exc: Exception, secrets: Sequence[str] = ()) -> None:
-    task = task_id_for(event)
-    log.exception("task failed delivery=%s task=%s", event.delivery_id, task)
-    # only our own user-facing errors carry their message; others could hold payload or paths. A model
-    # failure names the role, the provider's short reason (redacted: a gateway may echo a key) and the setting.
-    if _stop_reason(exc):
-        reason = _stop_reason(exc)
-    elif isinstance(exc, ModeUnavailable | WorkspaceFull | RepoConfigError):
-        reason = str(exc)
-    elif isinstance(exc, (ModelCallError, ModelConfigError)):
-        reason = redact(str(exc), secrets).rstrip(".")
-    else:
-        reason = type(exc).__name__
-    body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task}</sub>"
+async def _post_failure(forge: Forge, event: ForgeEvent, task_id: str, record: TaskFailure) -> None:
+    """The task's one failure comment; its marker makes a retried job edit it rather than post it twice."""
     try:
-        # one failure note per task however often the job is retried: the marker makes it idempotent
-        await forge.post_comment(target_of(event), body, failure_marker(task))
-    except Exception:  # the failure note is best effort; the job still fails loudly
-        log.exception("failure note not posted delivery=%s", event.delivery_id)
+        await forge.post_comment(target_of(event), record.comment(task_id), failure_marker(task_id))
+    except Exception as exc:  # the failure note is best effort; the record is in the task store
+        log.warning("failure note not posted task=%s: %s", task_id, type(exc).__name__)
 
 
 async def sweep_inbox(ctx: dict[str, Any]) -> int:
-    """arq cron: queue accepted deliveries that never reached (or fell out of) Redis."""
+    """Queue accepted deliveries that never reached (or fell out of) Redis; expire unanswered questions."""
     settings: Settings = ctx["settings"]
     pool: ArqRedis = ctx["redis"]
 
@@ -403,28 +469,52 @@ async def sweep_inbox(ctx: dict[str, Any]) -> int:
     return requeued
 
 
+async def sweeper_loop(ctx: dict[str, Any]) -> None:
+    """Sweep every `intake.sweep_interval` seconds for the worker's life (the first sweep ran at start-up).
+
+    A task of its own, like the reaper, not an arq cron job: a cron job waits for the worker's one
+    job slot, so while a long task ran nothing stranded was queued again.
+    """
+    interval = ctx["settings"].intake.sweep_interval
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await sweep_inbox(ctx)
+        except Exception as exc:  # Redis or the store briefly away: the next sweep tries again
+            log.warning("sweep failed: %s: %s", type(exc).__name__, exc)
+
+
 async def _startup(ctx: dict[str, Any]) -> None:
+    """Open the store, start the reaper and the sweeper, then learn who the bot is before any job.
+
+    The worker takes jobs only once every configured forge has said who the bot is (its own
+    comments must never trigger it): until then deliveries wait in the queue, neither run nor failed.
+    """
     if "inbox" not in ctx:
         ctx["inbox"] = await open_inbox(ctx["settings"])
         ctx["own_inbox"] = True
     await eviction_policy(ctx["redis"])
     ctx["reaper"] = asyncio.create_task(reaper_loop(ctx))
+    try:
+        await sweep_inbox(ctx)  # what Redis lost while no worker ran, queued before the first poll
+    except Exception as exc:
+        log.warning("start-up sweep failed: %s: %s", type(exc).__name__, exc)
+    ctx["sweeper"] = asyncio.create_task(sweeper_loop(ctx))
+    identities: Identities | None = ctx.get("identities")
+    if identities is not None and identities.pending():
+        log.info("waiting for %s to say who the bot is before taking jobs", " and ".join(identities.pending()))
+        await identities.learn()
 
 
 async def _shutdown(ctx: dict[str, Any]) -> None:
-    reaper = ctx.pop("reaper", None)
-    if reaper is not None:
-        reaper.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await reaper
+    for name in ("reaper", "sweeper"):
+        loop = ctx.pop(name, None)
+        if loop is not None:
+            loop.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await loop
     if ctx.pop("own_inbox", False):
         await ctx.pop("inbox").close()
-
-
-def _sweep_seconds(interval: int) -> set[int]:
-    """arq cron seconds for a sweep every `interval` seconds (at least once a minute)."""
-    step = min(max(interval, 5), 60)
-    return set(range(0, 60, step))
 
 
 def build_worker(
@@ -437,8 +527,10 @@ def build_worker(
     checkout: Checkout | None = None,
     burst: bool = False,
     handle_signals: bool = True,
+    identities: Identities | None = None,
 ) -> Worker:
-    """An arq worker running `run_task`, one job at a time (the seed's scaling model), and the sweeper.
+    """An arq worker running `run_task`, one job at a time (the seed's scaling model), with the reaper
+    and the sweeper beside it; with `identities`, it takes jobs once the bot's identity is known.
 
     Job records and results are JSON, exceptions reduced to redacted messages (`bot.jobcodec`);
     the codec also removes every configured secret from those messages.
@@ -448,6 +540,7 @@ def build_worker(
         "settings": settings,
         "forge_factory": forge_factory,  # None: open_forge per event (GitHub App installation from the payload)
         "model_factory": model_factory or (lambda role: chat_model(settings.llm, role)),
+        "configured_models": model_factory is None,  # the settings' models: checked before each task
         "authorizer": Authorizer(settings),
         "redis_url": redis_url,  # the lease's heartbeat thread opens its own connection
         "codec": codec,
@@ -461,12 +554,11 @@ def build_worker(
         ctx["inbox"] = inbox
     if checkout is not None:
         ctx["checkout"] = checkout
+    if identities is not None:
+        ctx["identities"] = identities
     return Worker(
         functions=[func(run_task, name=RUN_TASK)],
-        cron_jobs=[
-            cron(sweep_inbox, second=_sweep_seconds(settings.intake.sweep_interval), run_at_startup=True),
-            cron(cleanup, hour=3, minute=17, second=0),  # retention, once a day
-        ],
+        cron_jobs=[cron(cleanup, hour=3, minute=17, second=0)],  # retention, once a day
         redis_settings=RedisSettings.from_dsn(redis_url),
         ctx=ctx,
         on_startup=_startup,

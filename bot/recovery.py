@@ -16,7 +16,9 @@ Two mechanisms bound that:
   checkpoint. Recovery time ≤ lease + reap interval + arq's poll delay.
 * **Orphans.** A `running` task whose arq job is finished or gone (the try limit was hit while
   workers kept dying, the job timed out, Redis lost it) is failed with one failure comment, marked
-  so that a second reaper pass or a late job never posts another.
+  so that a second reaper pass or a late job never posts another. A job that finished its task but
+  could not write that down (the store was away through every retry) left its outcome as the job's
+  result: the task is settled from it, never failed.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from bot.jobcodec import PLAIN, JobCodec
 from bot.queue import job_handle
 from foundation import arqlayout
 from foundation.forge import Forge, Marker, where_task_speaks
+from graph.failure import TaskFailure, worker_lost
 
 log = logging.getLogger(__name__)
 
@@ -116,26 +119,45 @@ async def fail_orphans(
     for task in await inbox.tasks_in("running"):
         if task.task_key.startswith(LOCAL):
             continue  # a `forgebot run` process's own task: no arq job ever ran it
-        status = await job_handle(task.job_id, redis, codec).status()
+        handle = job_handle(task.job_id, redis, codec)
+        status = await handle.status()
         if status not in (JobStatus.complete, JobStatus.not_found):
             continue
-        reason = f"the job stopped ({status.value}) without finishing the task, after at most {tries} tries"
-        if await inbox.set_state(task.task_id, "failed", f"orphaned: {status.value}", only_from=("running",)):
-            await post_failure(forge_for, task, reason)
+        if status == JobStatus.complete and await _settled(inbox, task, await handle.result_info()):
+            continue
+        record = worker_lost(status.value, tries)
+        if await inbox.set_state(task.task_id, "failed", record.kind, only_from=("running",),
+                                 failure=record.to_json()):
+            log.error("%s", record.log_line(task.task_id))
+            await post_failure(forge_for, task, record)
             failed.append(task.task_id)
     return failed
 
 
-async def post_failure(forge_for: ForgeForEvent, task: TaskRow, reason: str) -> None:
+FAILED_OUTCOMES = frozenset({"failed", "stopped", "gone"})
+
+
+async def _settled(inbox: Inbox, task: TaskRow, result: Any) -> bool:
+    """Finish a task from its complete job's own outcome (a string the job returned); False without one."""
+    outcome = getattr(result, "result", None)
+    if not getattr(result, "success", False) or not isinstance(outcome, str) or not outcome:
+        return False
+    state = "failed" if outcome in FAILED_OUTCOMES else "waiting" if outcome == "need_info" else "done"
+    if await inbox.set_state(task.task_id, state, outcome, only_from=("running",)):  # type: ignore[arg-type]
+        log.warning("task %s settled from its job's result (%s): its end had not been recorded", task.task_id,
+                    outcome)
+    return True
+
+
+async def post_failure(forge_for: ForgeForEvent, task: TaskRow, record: TaskFailure) -> None:
     """The task's one failure comment (edited in place if it exists)."""
     event = ForgeEvent.model_validate_json(task.event_json)
-    body = f"forgebot could not finish this task: {reason}.\n\n<sub>forgebot · task {task.task_id}</sub>"
     try:
         forge = forge_for(event)
         where = where_task_speaks(event.repo, event.number, target=event.target, mode=event.mode or task.mode)
-        await forge.post_comment(where, body, failure_marker(task.task_id))
-    except Exception:  # the task is failed in the store either way; the next pass does not retry the note
-        log.exception("failure note not posted task=%s", task.task_id)
+        await forge.post_comment(where, record.comment(task.task_id), failure_marker(task.task_id))
+    except Exception as exc:  # the task is failed in the store either way; the next pass does not retry the note
+        log.warning("failure note not posted task=%s: %s", task.task_id, type(exc).__name__)
 
 
 async def reap(ctx: dict[str, Any]) -> int:

@@ -21,6 +21,7 @@ import uvicorn
 
 from bot.app import create_app
 from bot.children import die_with_parent
+from bot.identity import Identities
 from bot.redisserver import private_redis
 from foundation.settings import Settings
 
@@ -40,7 +41,7 @@ def redis_for(settings: Settings) -> Iterator[Settings]:
 
 def _server(settings: Settings, host: str, port: int) -> uvicorn.Server:
     config = uvicorn.Config(
-        create_app(settings),
+        create_app(settings, identities=Identities(settings)),
         host=host,
         port=port,
         log_level="info",
@@ -55,30 +56,21 @@ def run_web(settings: Settings, host: str, port: int) -> None:
     _server(settings, host, port).run()
 
 
-def check_models(settings: Settings) -> None:
-    """Fail at start-up, in one line, when the model configuration cannot work (not at the first task)."""
-    from graph.llm import ModelConfigError, check_config
-
-    try:
-        check_config(settings.llm)
-    except ModelConfigError as exc:
-        sys.stderr.write(f"forgebot: model configuration: {exc}\n")
-        raise SystemExit(2) from None
-
-
 def run_worker(settings: Settings) -> None:
+    """The arq worker; it takes jobs once every configured forge has said who the bot is."""
     from bot.jobs import build_worker
 
     assert settings.redis_url
-    check_models(settings)
     if settings.worker_metrics_port is not None:
         from foundation.metrics import start_metrics_server
 
         start_metrics_server(settings.worker_metrics_port, redis_url=settings.redis_url)
-    build_worker(settings, settings.redis_url).run()
+    build_worker(settings, settings.redis_url, identities=Identities(settings)).run()
 
 
-WORKER_COMMAND = (sys.executable, "-m", "bot", "worker")
+# `-P`: the caller's working directory is not put on the module path, so a `bot/` directory there
+# (another checkout, a project of the same name) is never run in place of the installed package
+WORKER_COMMAND = (sys.executable, "-P", "-m", "bot", "worker")
 _STOP_MARGIN = 30.0  # beyond the worker's own grace (a job timeout) before it is killed
 
 
@@ -155,7 +147,9 @@ async def _serve(settings: Settings, host: str, port: int) -> int:
         watch.cancel()
         code = await worker.stop(float(settings.job_timeout))
     log.info("worker process %d exited with %d", worker.process.pid, code)
-    return 1 if died or code != 0 else 0
+    # a worker stopped while still starting (before its signal handlers) ends by the SIGTERM we sent: as asked
+    asked = worker.stopping and code == -signal.SIGTERM
+    return 1 if died or (code != 0 and not asked) else 0
 
 
 def run_serve(settings: Settings, host: str, port: int) -> int:
@@ -167,6 +161,5 @@ def run_serve(settings: Settings, host: str, port: int) -> int:
     and only then is the private Redis stopped; the exit code is 0. If this process is killed
     outright, the parent-death signal stops the worker and the private Redis with it.
     """
-    check_models(settings)
     with redis_for(settings) as resolved:
         return asyncio.run(_serve(resolved, host, port))

@@ -415,9 +415,9 @@ class DurabilitySettings(BaseModel):
     )
     reap_interval: int = Field(default=10, ge=1, description="seconds between reaper passes in each worker")
     retry_seconds: float = Field(
-        default=5.0, gt=0, le=60,
-        description="a job whose forge was unavailable is tried again after this many seconds times its try "
-        "number (at most 60)",
+        default=15.0, gt=0, le=60,
+        description="a task whose model or forge was unavailable is tried again after this many seconds, four "
+        "times longer after each further try (15, 60, 240 s; at most 600); `max_tries` bounds the tries",
     )
     retention_days: float = Field(
         default=14.0, gt=0, description="finished tasks' checkpoints, traces and workspaces are kept this long"

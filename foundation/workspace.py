@@ -176,6 +176,24 @@ class Workspaces:
         Repo.at(path).verify()  # the layout the runner relies on from now on (GitTampered if not)
         return path
 
+    async def holder(self, key: str, branch: str) -> str | None:
+        """The task whose worktree has `branch` checked out (git allows one per branch), or None.
+
+        A new task on an item works on the item's branch; an earlier task on it that failed keeps its
+        worktree (retention) and with it the branch, so the new task asks who holds it to free it.
+        """
+        mirror = self.mirror_path(key)
+        if not (mirror / "HEAD").exists():
+            return None
+        listing = await self._run(["worktree", "list", "--porcelain"], cwd=mirror)
+        tasks = (self.root / TASKS).resolve()
+        for block in listing.split("\n\n"):
+            fields = dict(line.partition(" ")[::2] for line in block.splitlines() if line)
+            path = Path(fields.get("worktree", ""))
+            if fields.get("branch") == f"refs/heads/{branch}" and path.parent.resolve() == tasks:
+                return path.name
+        return None
+
     async def commit(self, worktree: Path, message: str) -> str | None:
         """Commit every change in the worktree as the bot; None when there is nothing to commit."""
         await self._run(["add", "--all"], cwd=worktree)

@@ -22,6 +22,7 @@ from foundation.forge import Forge, RepoRef
 from foundation.settings import EmbedderSettings, Settings
 from foundation.workspace import Workspaces, repo_key
 from graph import forge_memory
+from graph.runtime.phases import step
 from graph.tools.database import connection_for
 from project.embedding import embedder_for
 from project.index import basevectors
@@ -41,9 +42,11 @@ async def prepare(settings: Settings, forge: Forge, repo: RepoRef, task_id: str)
         raise ValueError(f"repository {repo.path} has no clone URL")
     workspaces = Workspaces.for_settings(settings)
     key = repo_key(repo.forge, repo.project)
-    await workspaces.mirror(key, repo.clone_url, await forge.git_credentials())
+    async with step("mirror"):
+        await workspaces.mirror(key, repo.clone_url, await forge.git_credentials())
     branch = f"forgebot/read-{task_id}"
-    root = await workspaces.worktree(key, task_id, branch, f"origin/{repo.default_branch}")
+    async with step("worktree"):
+        root = await workspaces.worktree(key, task_id, branch, f"origin/{repo.default_branch}")
     return {**await index_with_memory(settings, forge, repo, key, root, task_id), "workspace": str(root)}
 
 
@@ -57,15 +60,18 @@ async def index_with_memory(
     """
     store = forge_memory.store_path(settings.data_dir, repo)
     names = [n for n in (settings.github.bot_login,) if n]
-    fetched = await forge_memory.fetch(forge, repo, store, limit=settings.memory.discussions_per_sync, bot_names=names)
-    indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, root, task_id, settings.embedder,
-                                      settings.memory.max_commits)
-    if indexed["database"]:  # refused before any role runs: the failure comment says why
-        connection_for(settings, repo, indexed["database"])
-    try:
-        await asyncio.to_thread(forge_memory.remember, store, Path(indexed["index"]), fetched)
-    except Exception as exc:  # the boundary (a locked or broken store): the task goes on with the base's memory
-        log.warning("project memory: discussions not taken into %s: %s", task_id, exc)
+    async with step("memory"):
+        fetched = await forge_memory.fetch(forge, repo, store, limit=settings.memory.discussions_per_sync,
+                                           bot_names=names)
+    async with step("index"):
+        indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, root, task_id, settings.embedder,
+                                          settings.memory.max_commits)
+        if indexed["database"]:  # refused before any role runs: the failure comment says why
+            connection_for(settings, repo, indexed["database"])
+        try:
+            await asyncio.to_thread(forge_memory.remember, store, Path(indexed["index"]), fetched)
+        except Exception as exc:  # the boundary (a locked or broken store): the task goes on with the base's memory
+            log.warning("project memory: discussions not taken into %s: %s", task_id, exc)
     return indexed
 
 

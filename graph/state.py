@@ -65,6 +65,7 @@ class TaskState(TypedDict, total=False):
     waited_seconds: Annotated[float, operator.add]  # time paused for answers: not working time (budgets)
     tokens: Annotated[int, operator.add]  # total tokens reported by the models
     models: Annotated[list[str], operator.add]  # model names used, in call order
+    configured_model: str  # the model the task is set up with: footers written before any call name it
     # runtime (graph/runtime): memory handed between nodes, budgets, accounting
     scope: dict[str, Any]  # FileScope dump: writable vs context-only paths
     # the scratchpads of analyzer, architect and reviewer by kind (fact, path, question), merged: a later

@@ -23,6 +23,7 @@ from langgraph.runtime import Runtime
 from foundation.forge import ChangeRef, CommentRef, Forge, IssueRef, Marker, RepoRef, where_task_speaks
 from foundation.forge.models import Reaction
 from graph.deps import Deps
+from graph.failure import TaskFailure
 from graph.nodes.publisher import footer
 from graph.protections import note
 from graph.runtime.boundaries import NodeFn
@@ -92,10 +93,12 @@ def checklist(state: TaskState) -> list[str]:
     return lines
 
 
-def render(state: TaskState, phase: str, *, final: bool = False) -> str:
-    """The status comment's body: the phase (or final state), the checklist, the footer."""
+def render(state: TaskState, phase: str, *, final: bool = False, failure: TaskFailure | None = None) -> str:
+    """The status comment's body: the phase (or final state), why it failed, the checklist, the footer."""
     head = f"**Status: {phase}**" if final else f"**Working on it: {phase}**"
     parts = [head]
+    if failure is not None:
+        parts.append(failure.for_author())
     items = checklist(state)
     if items:
         parts.append("\n".join(items))
@@ -107,12 +110,15 @@ def render(state: TaskState, phase: str, *, final: bool = False) -> str:
     return "\n\n".join(parts)
 
 
-async def write(forge: Forge, state: TaskState, phase: str, *, final: bool = False) -> CommentRef | None:
+async def write(forge: Forge, state: TaskState, phase: str, *, final: bool = False,
+                failure: TaskFailure | None = None) -> CommentRef | None:
     """Post or edit (through the marker) the status comment; a forge failure is logged, not raised."""
+    body = render(state, phase, final=final, failure=failure)
     try:
-        return await forge.post_comment(target_of(state), render(state, phase, final=final), marker(state["task_id"]))
-    except Exception:
-        log.warning("status comment not written task=%s phase=%s", state.get("task_id"), phase, exc_info=True)
+        return await forge.post_comment(target_of(state), body, marker(state["task_id"]))
+    except Exception as exc:  # one line: the forge's outage is the task's story, told by its own record
+        log.warning("status comment not written task=%s phase=%s: %s", state.get("task_id"), phase,
+                    type(exc).__name__)
         return None
 
 
@@ -122,8 +128,8 @@ async def acknowledge(
     """React to the trigger, then post (or edit) the status comment; its id, 0 when it was not written."""
     try:
         await forge.add_reaction(trigger, Reaction.EYES)
-    except Exception:
-        log.warning("reaction not added task=%s", state.get("task_id"), exc_info=True)
+    except Exception as exc:
+        log.warning("reaction not added task=%s: %s", state.get("task_id"), type(exc).__name__)
     ref = await write(forge, state, phase)
     return ref.id if ref is not None else 0
 
@@ -132,9 +138,9 @@ def final_phase(outcome: str) -> str:
     return FINAL.get(outcome, f"done ({outcome})" if outcome else "done")
 
 
-async def conclude(forge: Forge, state: TaskState, outcome: str) -> None:
-    """Write how the task ended into the status comment (done, failed, waiting, cancelled)."""
-    await write(forge, state, final_phase(outcome), final=True)
+async def conclude(forge: Forge, state: TaskState, outcome: str, failure: TaskFailure | None = None) -> None:
+    """Write how the task ended into the status comment (done, failed, waiting, cancelled), and why it failed."""
+    await write(forge, state, final_phase(outcome), final=True, failure=failure)
 
 
 async def progress(forge: Forge, state: TaskState, plan: dict[str, Any], shown: str | None) -> str | None:

@@ -20,15 +20,17 @@ from pydantic import ValidationError
 
 from bot.console import timeline
 from bot.events import ForgeEvent
-from bot.inbox import Inbox, ListedTask, TaskFilter
+from bot.inbox import FailureGroup, Inbox, ListedTask, TaskFilter, TaskRow
 from bot.recovery import LEASE_PREFIX
 from bot.tasks_cli import link
 from foundation.settings import Settings
+from graph.failure import TaskFailure, failure_of_state
 from graph.redact import redact, secrets_of
 from graph.runtime.trace import read_trace, trace_path
 
 REPOS_SECONDS = 30.0  # the repository filter's choices: a new repository shows up within this
 TRACE_EVENTS_SHOWN = 2000  # a page stays readable and fast; the rest is in `forgebot trace`
+FAILURE_HOURS = 24.0  # the health page groups the failures of this many hours by reason
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,12 @@ class TaskSummary:
     tokens: int
     cost_usd: float
     detail: str
+    failure: TaskFailure | None = None  # a failed task's record (redacted for the page)
+
+    @property
+    def why(self) -> str:
+        """What the list says under a failed or cancelled task's state."""
+        return self.failure.reason if self.failure is not None else self.detail
 
 
 @dataclass(frozen=True)
@@ -64,7 +72,7 @@ class TaskDetail:
     verdict: str
     questions: list[str]
     answers: list[dict[str, Any]]
-    failure: str
+    failure: TaskFailure | None
     change: dict[str, Any]
     bars: list[timeline.Drawn]
     total_seconds: float
@@ -80,6 +88,17 @@ class Lease:
     seconds_left: float
 
 
+@dataclass(frozen=True)
+class FailureKind:
+    """Failed tasks of one kind for the health page, with the newest one's record."""
+
+    kind: str
+    count: int
+    last_at: float
+    task_id: str
+    failure: TaskFailure | None
+
+
 @dataclass
 class Health:
     queue_ok: bool
@@ -87,6 +106,8 @@ class Health:
     oldest_seconds: float | None = None
     leases: list[Lease] = field(default_factory=list)
     failures: list[TaskSummary] = field(default_factory=list)
+    by_kind: list[FailureKind] = field(default_factory=list)
+    failure_hours: float = FAILURE_HOURS
 
 
 class Records:
@@ -102,6 +123,15 @@ class Records:
 
     def clean(self, text: Any) -> str:
         return redact(str(text), self._secrets)
+
+    def failure(self, row: TaskRow, values: dict[str, Any] | None = None) -> TaskFailure | None:
+        """A failed task's record, every text redacted; a route's own failure from its state when none is stored."""
+        found = TaskFailure.from_json(row.failure)
+        if found is None and row.state == "failed" and values and values.get("failure"):
+            found = failure_of_state(values, self._secrets)
+        if found is None:
+            return None
+        return found.cleaned(self.clean)
 
     async def values(self, task_id: str) -> dict[str, Any]:
         """The task's last checkpointed state ({} when it has none: queued, or pruned)."""
@@ -147,6 +177,7 @@ class Records:
             started=item.created_at, seconds=max(end - item.created_at, 0.0),
             tokens=int(values.get("tokens") or usage.get("tokens") or 0),
             cost_usd=float(usage.get("cost_usd") or 0.0), detail=self.clean(row.detail),
+            failure=self.failure(row),
         )
 
     async def detail(self, task_id: str) -> TaskDetail | None:
@@ -157,7 +188,8 @@ class Records:
         summary = self.summary(item, values)
         usage = values.get("usage") or {}
         gates = [{**g, "detail": self.clean(g.get("detail", ""))} for g in values.get("gates") or []]
-        events, note = self._trace(task_id)
+        failure = self.failure(row, values)
+        events, note = self._trace(task_id, row.state, failure)
         gates_failed = any(g.get("status") == "failed" for g in gates)
         end = time.time() if row.state in ("queued", "running") else item.updated_at
         found = timeline.bars(await self.steps(task_id), end, events, state=row.state, gates_failed=gates_failed)
@@ -173,7 +205,7 @@ class Records:
             verdict=self.clean(values.get("verdict") or review.get("verdict") or ""),
             questions=[self.clean(q) for q in values.get("questions") or []],
             answers=[self._answer(a) for a in values.get("answers") or []],
-            failure=self.clean(values.get("failure") or ""),
+            failure=failure,
             change=dict(values.get("change") or {}),
             bars=drawn, total_seconds=total, groups=self._grouped(found, events), trace_note=note,
         )
@@ -196,26 +228,45 @@ class Records:
         return {"author": self.clean(answer.get("author", "")), "body": self.clean(answer.get("body", "")),
                 "questions": [self.clean(q) for q in answer.get("questions", [])]}
 
-    def _trace(self, task_id: str) -> tuple[list[dict[str, Any]], str]:
+    def _trace(self, task_id: str, state: str, failure: TaskFailure | None) -> tuple[list[dict[str, Any]], str]:
         try:
             events = read_trace(trace_path(self.settings.data_dir, task_id))
         except FileNotFoundError:
-            return [], "no trace for this task in this server's data directory"
+            return [], self._no_trace(state, failure)
         if len(events) > TRACE_EVENTS_SHOWN:
             note = f"showing the first {TRACE_EVENTS_SHOWN} of {len(events)} events; `forgebot trace {task_id}`"
             return events[:TRACE_EVENTS_SHOWN], note
         return events, ""
 
+    @staticmethod
+    def _no_trace(state: str, failure: TaskFailure | None) -> str:
+        """Why a task has no trace here: said from what is known of it, never guessed at the deployment."""
+        if state == "queued":
+            return "the task has not started yet: nothing is traced before it does"
+        if state == "cancelled":
+            return "the task never ran (see its outcome): nothing was traced"
+        if failure is not None and failure.phase in ("authorize", "start", "worker", ""):
+            return (f"the task failed before its first step ({failure.phase or 'start'}): nothing was traced; "
+                    "the failure above says why")
+        return ("no trace for this task in this server's data directory: traces are written where the worker "
+                "runs and kept FORGEBOT_DURABILITY__RETENTION_DAYS days")
+
     async def health(self) -> Health:
         failures, _ = await self.page(TaskFilter(state="failed", limit=10))
+        groups = await self.inbox.failure_groups(time.time() - FAILURE_HOURS * 3600)
+        by_kind = [self._kind(group) for group in groups]
         if self.redis is None:
-            return Health(queue_ok=False, failures=failures)
+            return Health(queue_ok=False, failures=failures, by_kind=by_kind)
         try:
-            return await self._queue(self.redis, failures)
+            return await self._queue(self.redis, failures, by_kind)
         except Exception:  # Redis away: the page says so instead of failing
-            return Health(queue_ok=False, failures=failures)
+            return Health(queue_ok=False, failures=failures, by_kind=by_kind)
 
-    async def _queue(self, redis: Any, failures: list[TaskSummary]) -> Health:
+    def _kind(self, group: FailureGroup) -> FailureKind:
+        return FailureKind(self.clean(group.kind), group.count, group.last_at, group.latest.task_id,
+                           self.failure(group.latest))
+
+    async def _queue(self, redis: Any, failures: list[TaskSummary], by_kind: list[FailureKind]) -> Health:
         depth = int(await redis.zcard(default_queue_name))
         oldest = await redis.zrange(default_queue_name, 0, 0, withscores=True)
         now_ms = time.time() * 1000
@@ -227,7 +278,8 @@ class Records:
             job_id = key.removeprefix(LEASE_PREFIX)
             worker = value.decode(errors="replace") if isinstance(value, bytes) else str(value or "")
             leases.append(Lease(job_id, await self._task_of(job_id), self.clean(worker), max(ttl, 0) / 1000))
-        return Health(queue_ok=True, depth=depth, oldest_seconds=age, leases=leases, failures=failures)
+        return Health(queue_ok=True, depth=depth, oldest_seconds=age, leases=leases, failures=failures,
+                      by_kind=by_kind)
 
     async def _task_of(self, job_id: str) -> str:
         listed, _ = await self.inbox.task_page(TaskFilter(state="running", limit=500))

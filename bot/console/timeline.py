@@ -9,6 +9,10 @@ picture, whichever worker ran the task.
 A bar is *failed* when it is the last node of a failed task or the gates node with a failed gate,
 and *warned* when a guard or budget event of the task's trace fell inside it. Trace events are
 grouped under the bar whose time span holds them.
+
+The steps before the graph (mirror, worktree, index, memory) write no checkpoint; each writes one
+`phase` event to the trace with its start and duration (`graph.runtime.phases`), drawn as a bar
+of its own, failed when the step failed.
 """
 
 from __future__ import annotations
@@ -60,21 +64,29 @@ def bars(steps: Sequence[Step], end: float, events: Iterable[Mapping[str, Any]] 
          gates_failed: bool = False) -> list[Bar]:
     """Bars for `steps` (oldest first); `end` closes the last step's nodes."""
     ordered = sorted(steps, key=lambda s: s.ts)
+    events = list(events)
     warnings = [float(e["ts"]) for e in events if e.get("kind") in ("guard", "budget") and "ts" in e]
-    out: list[Bar] = []
+    out: list[Bar] = [_phase(e) for e in events if e.get("kind") == "phase" and "start" in e and "seconds" in e]
+    failed_step = any(bar.status == "failed" for bar in out)
     for index, step in enumerate(ordered):
         last = index == len(ordered) - 1
         stop = ordered[index + 1].ts if not last else max(end, step.ts)
         for node in step.scheduled:
             status = "ok"
-            if last and state == "failed" or node == "gates" and gates_failed:
+            if last and state == "failed" and not failed_step or node == "gates" and gates_failed:
                 status = "failed"
             elif last and state in ("running", "queued"):
                 status = "running"
             elif any(step.ts <= ts <= stop for ts in warnings):
                 status = "warned"
             out.append(Bar(node, step.ts, stop, status))
-    return out
+    return sorted(out, key=lambda bar: bar.start)
+
+
+def _phase(event: Mapping[str, Any]) -> Bar:
+    start = float(event["start"])
+    status = "failed" if event.get("status") == "failed" else "ok"
+    return Bar(str(event.get("phase", "?")), start, start + float(event["seconds"]), status)
 
 
 def layout(found: list[Bar]) -> tuple[list[Drawn], float]:

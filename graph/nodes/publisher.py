@@ -27,7 +27,7 @@ def footer(state: TaskState) -> str:
     cost that leaves some out says so.
     """
     seconds = time.time() - state.get("started_at", time.time())
-    models = ", ".join(dict.fromkeys(state.get("models", []))) or "none"
+    models = ", ".join(dict.fromkeys(state.get("models", []))) or state.get("configured_model") or "none"
     usage = state.get("usage", {})
     tokens = int(usage.get("tokens", state.get("tokens", 0)))
     cost = float(usage.get("cost_usd") or 0.0)

@@ -3,7 +3,8 @@
 Events: `node` (transition with its reason), `model` (sizes, tokens, hash of the supplied context,
 injection metrics), `tool` (call, result size and preview, error), `guard`, `memory`, `budget`,
 `session` (how a tool loop ended), `context` (tokens per part), `snapshot` (state keys at a node
-boundary), `synthesis` and `answer` (a structured answer after a loop, or a role's only call).
+boundary), `synthesis` and `answer` (a structured answer after a loop, or a role's only call),
+`phase` (a step before the graph: mirror, worktree, index, memory; `graph.runtime.phases`).
 `format_trace` turns them into the story of the run.
 """
 
@@ -112,6 +113,7 @@ _FORMATS: dict[str, Callable[[dict[str, Any]], str]] = {
         f"  state after {e['node']}: {len(e['keys'])} keys"
         + (f", wrote {', '.join(e['changed'])}" if e.get("changed") else "")
     ),
+    "phase": lambda e: f"  step {e['phase']}: {float(e['seconds']):.1f} s, {e['status']}",
     "gates": lambda e: f"  gates: {', '.join(e['results']) or 'none ran'}",
     "synthesis": lambda e: f"  [{e['role']}] synthesis {e['schema']} by {e['model']}: {e['tokens']} tokens",
     "answer": lambda e: (

@@ -229,7 +229,9 @@ async def test_console_in_a_real_browser(
         driver.get(link)
         assert _text(driver, "#task-state") == "done"
         bars = driver.find_elements(By.CSS_SELECTOR, "#timeline g.bar")
-        assert [b.get_attribute("data-node") for b in bars] == ["decomposer", "analyzer", "publisher"]
+        # the steps before the graph, then its nodes
+        assert [b.get_attribute("data-node") for b in bars] == ["mirror", "worktree", "memory", "index", "decomposer",
+                                                                 "analyzer", "publisher"]
         assert {b.get_attribute("class") for b in bars} == {"bar ok"}
         assert "420" in _text(driver, "#tokens")  # the scripted model's 120 + 300 tokens
         roles = _text(driver, "#roles")
@@ -280,4 +282,6 @@ async def test_console_in_a_real_browser(
         driver.get(f"{web}/console/health")
         assert _text(driver, "#depth") == "0"
         assert "Codertocat/Hello-World" in _text(driver, "#failures")
+        kinds = _text(driver, "#failure-kinds")
+        assert "internal error" in kinds and "please report it" in kinds  # grouped, with what to do
         screenshot(driver, "health", tmp_path)

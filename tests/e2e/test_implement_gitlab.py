@@ -87,7 +87,7 @@ async def test_a_red_test_is_reported_once_and_the_work_is_pushed_without_a_merg
     roles = h.stuck_roles()
     assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
     assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
-    assert await h.task_states(settings) == [("done", "failed")]
+    assert await h.task_states(settings) == [("failed", "did not finish")]
     assert not fake_forge.changes and fake_forge.requests_to("POST", "/merge_requests") == 0
     (report,) = fake_forge.comments_on("gitlab", "1", 23)
     assert "no progress" in report.body and "gate test_runner failed" in report.body

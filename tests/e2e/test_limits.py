@@ -91,7 +91,7 @@ async def test_the_review_rounds_budget_ends_the_fix_rounds(
     _configure(served, tmp_path, "budgets:\n  max_review_rounds: 0\n")
     roles = h.stuck_roles()  # the test stays red: without the budget a fix round would start
     await _run(settings, redis_url, fake_forge, served, roles)
-    assert await h.task_states(settings) == [("done", "failed")]
+    assert await h.task_states(settings) == [("failed", "did not finish")]
     (report,) = fake_forge.comments_on("gitlab", "1", 23)
     assert "the review-rounds budget (0) is used up" in report.body
     assert len(roles["reviewer"].received) == 2  # one review, no fix round
@@ -104,7 +104,8 @@ async def test_the_recursion_limit_stops_a_cycling_route_and_says_so(
     await _run(settings, redis_url, fake_forge, served, h.stuck_roles())
     assert await h.task_states(settings) == [("failed", "recursion limit")]
     (comment,) = fake_forge.comments_on("gitlab", "1", 23)
-    assert "stopped after 10 graph steps by the recursion limit (`FORGEBOT_LLM__RECURSION_LIMIT`)" in comment.body
+    assert "it was stopped after 10 steps: its work kept going round in circles" in comment.body
+    assert "FORGEBOT_" not in comment.body  # the setting is the operator's (the console's failure record)
     assert not fake_forge.changes
 
 

@@ -1,10 +1,13 @@
 """The bot knows itself from its token (issue 17, item 10): `serve`, `web` and `worker` ask the forge
-who the token is at start-up, so the bot's own comments never trigger it even when neither
-FORGEBOT_GITLAB__BOT_USER_ID nor FORGEBOT_GITHUB__BOT_LOGIN is set."""
+who the token is, so the bot's own comments never trigger it even when neither
+FORGEBOT_GITLAB__BOT_USER_ID nor FORGEBOT_GITHUB__BOT_LOGIN is set. They ask in the background
+(`bot.identity.Identities`): starting never waits for the forge, and the worker takes no job until
+the answer is in (tests/firstday/test_service_start.py runs that through `forgebot serve`)."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import httpx
@@ -19,7 +22,9 @@ from bot.app import create_app
 from bot.authz import Authorizer
 from bot.cli import main
 from bot.events import parse_github, parse_gitlab
-from bot.identity import learn_bot_identity
+from bot.identity import Identities
+from bot.jobs import build_worker
+from bot.readiness import readiness
 from foundation.forge import AccessLevel
 from foundation.settings import Settings, TriggerSettings
 from tests.conftest import GITHUB_SECRET, GITHUB_TOKEN, GITLAB_SECRET, GITLAB_TOKEN
@@ -59,22 +64,30 @@ def _env(monkeypatch: pytest.MonkeyPatch, settings: Settings, redis_url: str, tm
 
 
 @pytest.mark.parametrize("command", ["web", "worker", "serve"])
-def test_each_service_learns_the_bot_from_its_token_and_ignores_its_own_comments(
+def test_no_service_waits_for_the_forge_to_start(
     monkeypatch: pytest.MonkeyPatch, settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Any,
     command: str,
 ) -> None:
-    """`forgebot <command>` with no bot id or login set: the process's settings carry the identity the
-    forge reported, and a receiver built from them ignores the bot's comments on both forges."""
+    """`forgebot <command>` hands its settings to the runner at once: the identity is the runner's business."""
     _env(monkeypatch, settings, redis_url, tmp_path)
     started: list[Settings] = []
     runner = {"web": "run_web", "worker": "run_worker", "serve": "run_serve"}[command]
     monkeypatch.setattr(bot.runner, runner, lambda s, *args: started.append(s) or 0)  # serve returns its exit code
-    assert main([command]) == 0
-    (served,) = started
-    assert (served.gitlab.bot_user_id, served.github.bot_login) == (fake_forge.bot_user_id, fake_forge.bot_user)
-    assert fake_forge.requests_to("GET", "/gitlab/api/v4/user") == 1
-    assert fake_forge.requests_to("GET", "/github/user") == 1
-    with serving(create_app(served)) as receiver:
+    assert main([command]) == 0 and len(started) == 1
+    assert fake_forge.requests_to("GET", "/user") == 0
+
+
+def test_the_receiver_learns_the_bot_while_it_serves_and_then_ignores_its_own_comments(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState
+) -> None:
+    settings.redis_url = redis_url
+    learning = Identities(settings)
+    with serving(create_app(settings, identities=learning)) as receiver:
+        deadline = time.monotonic() + 30
+        while learning.pending():
+            assert time.monotonic() < deadline, learning.problems
+            time.sleep(0.02)
+        assert (settings.gitlab.bot_user_id, settings.github.bot_login) == (fake_forge.bot_user_id, fake_forge.bot_user)
         for forge in ("gitlab", "github"):
             body, headers = _bot_comment(forge, fake_forge)
             response = httpx.post(receiver.url + deliveries.path(forge, body), content=body, headers=headers)
@@ -85,12 +98,24 @@ def test_each_service_learns_the_bot_from_its_token_and_ignores_its_own_comments
             assert httpx.post(receiver.url + deliveries.path(forge, person[0]), content=person[0],
                               headers=person[1]).status_code == 202
     assert redis.Redis.from_url(redis_url).zcard("arq:queue") == 2  # the two people's comments only
+    assert fake_forge.requests_to("GET", "/gitlab/api/v4/user") == 1
+    assert fake_forge.requests_to("GET", "/github/user") == 1
+
+
+async def test_the_worker_learns_the_bot_before_its_first_job(settings: Settings, redis_url: str,
+                                                               fake_forge: FakeForgeState) -> None:
+    worker = build_worker(settings, redis_url, burst=True, handle_signals=False, identities=Identities(settings))
+    try:
+        await worker.main()
+    finally:
+        await worker.close()
+    assert (settings.gitlab.bot_user_id, settings.github.bot_login) == (fake_forge.bot_user_id, fake_forge.bot_user)
 
 
 def test_the_worker_refuses_a_bot_event_already_queued(settings: Settings, fake_forge: FakeForgeState) -> None:
     """An event of the bot's that reached the queue anyway (queued before the identity was known) is
     refused by the worker's authorizer, which uses the learned identity too."""
-    asyncio.run(learn_bot_identity(settings))
+    asyncio.run(Identities(settings).learn())
     memory = FakeForge()
     memory.access[("5", fake_forge.bot_user_id)] = AccessLevel.MAINTAINER
     payload = gitlab_note("/implement")
@@ -107,7 +132,7 @@ def test_the_worker_refuses_a_bot_event_already_queued(settings: Settings, fake_
 
 def test_configured_identities_are_kept(settings: Settings, fake_forge: FakeForgeState) -> None:
     settings.gitlab.bot_user_id, settings.github.bot_login = 77, "pinned[bot]"
-    asyncio.run(learn_bot_identity(settings))
+    asyncio.run(Identities(settings).learn())
     assert (settings.gitlab.bot_user_id, settings.github.bot_login) == (77, "pinned[bot]")
     assert fake_forge.requests_to("GET", "/user") == 0
 
@@ -121,18 +146,26 @@ def test_a_github_app_learns_its_bot_login_from_the_app(settings: Settings, fake
     settings.github.app_id = 12
     settings.github.private_key = SecretStr(key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode())
-    asyncio.run(learn_bot_identity(settings))
+    asyncio.run(Identities(settings).learn())
     assert settings.github.bot_login == "forgebot-app[bot]"
 
 
-def test_a_service_does_not_start_when_the_forge_cannot_say_who_the_bot_is(
-    monkeypatch: pytest.MonkeyPatch, settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Any,
-    capsys: pytest.CaptureFixture[str],
+async def test_a_refused_token_is_asked_again_and_named_in_readyz(
+    settings: Settings, fake_forge: FakeForgeState
 ) -> None:
-    _env(monkeypatch, settings, redis_url, tmp_path)
-    monkeypatch.setenv("FORGEBOT_GITLAB__TOKEN", "glpat-revoked")
-    monkeypatch.setenv("FORGEBOT_GITLAB__MAX_RETRIES", "0")
+    """A revoked GitLab token: the service keeps running and keeps asking (a token fixed in the forge
+    is picked up), `/readyz` names the forge and its answer, and the bot id stays unknown (the worker
+    takes no job meanwhile: tests/firstday/test_service_start.py)."""
+    settings.gitlab.max_retries = 0
     fake_forge.tokens = {GITHUB_TOKEN}  # the GitLab token is refused (401)
-    monkeypatch.setattr(bot.runner, "run_web", lambda *a: pytest.fail("the receiver started half-blind"))
-    assert main(["web"]) == 2
-    assert "cannot ask the forge who the bot is" in capsys.readouterr().err
+    learning = Identities(settings, first_pause=0.01, max_pause=0.05)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(learning.learn(), timeout=1.0)
+    assert settings.gitlab.bot_user_id is None and settings.github.bot_login == fake_forge.bot_user
+    assert fake_forge.requests_to("GET", "/gitlab/api/v4/user") >= 3
+    _, body = readiness(settings, [], learning, True, True)
+    (gap,) = body["missing"]
+    assert gap.startswith("gitlab: the forge has not said who the bot is") and "401" in gap, gap
+    fake_forge.tokens = set()  # the token is fixed on the forge
+    await asyncio.wait_for(learning.learn(), timeout=10)
+    assert settings.gitlab.bot_user_id == fake_forge.bot_user_id

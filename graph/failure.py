@@ -1,0 +1,302 @@
+"""The failure record: why a task ended without reaching its goal, where, and what each reader can do.
+
+One record per task, built once where the failure is caught (the worker's job, the reaper,
+`forgebot run`) and shown everywhere from the same fields: the issue author reads `reason` and
+`author_action` (the status and failure comments: plain words, no exception names, no server
+settings); the operator reads `kind`, `phase`, `role`, `detail` and `operator_action` (the console,
+the log line, `forgebot tasks`). `kind` is the grouping key the console's health page counts by.
+
+`transient` failures (a model or forge outage: refused connections, 5xx, 429, timeouts) were
+retried before they became a failure; `bug` marks an error no rule here explains, the only kind
+whose log line comes with a traceback.
+
+The module itself imports nothing heavy: exception classes are looked up when a failure is
+classified, so a command that only reads records (`forgebot tasks`) stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+AGAIN = "Start the task again (re-add the label or repeat the command)"
+LATER = f"{AGAIN} later; forgebot already retried it."
+ASK = "ask the person who runs forgebot"
+RETRY_OR_ASK = f"{AGAIN}; {ASK} if it keeps failing."
+WAIT = "Wait for the person who runs forgebot to"
+
+# git's own words for a server or network that did not answer (the fetch is retried as an outage)
+_GIT_TRANSIENT = re.compile(
+    r"returned error: (5\d\d|429)|Could not resolve host|Failed to connect|Connection (timed out|refused|reset)"
+    r"|Operation timed out|early EOF|RPC failed|unexpected disconnect|timed out after", re.I)
+
+
+@dataclass(frozen=True)
+class TaskFailure:
+    """Why one task failed, in words for its author and for the operator."""
+
+    kind: str  # the grouping key, a few plain words ("model unreachable", "budget: tokens", "internal error")
+    reason: str  # for the issue author: what happened, without exception names or settings
+    author_action: str  # what the issue author can do about it
+    operator_action: str  # what the operator can do (may name settings, logs, commands)
+    phase: str = ""  # where: a pre-graph step (authorize, mirror, worktree, index, memory) or a graph node
+    role: str = ""  # the model role or node that was working ("" when none)
+    detail: str = ""  # technical detail for the operator (redacted): the provider's or git's own message
+    transient: bool = False  # an outage that was retried before it became a failure
+    bug: bool = False  # nothing here explains it: the log line carries the traceback
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> TaskFailure | None:
+        """The record stored with a task; None for none (or one written by an incompatible release)."""
+        if not text:
+            return None
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(data, dict):
+            return None
+        known = {f.name for f in fields(cls)}
+        try:
+            return cls(**{k: v for k, v in data.items() if k in known})
+        except TypeError:
+            return None
+
+    def cleaned(self, clean: Callable[[str], str]) -> TaskFailure:
+        """The record with `clean` (a redactor) applied to every text."""
+        return replace(self, kind=clean(self.kind), reason=clean(self.reason), author_action=clean(self.author_action),
+                       operator_action=clean(self.operator_action), phase=clean(self.phase), role=clean(self.role),
+                       detail=clean(self.detail))
+
+    def where(self) -> str:
+        """`phase` and `role` as one phrase for the operator ("index", "coder in coder")."""
+        if self.role and self.phase and self.role != self.phase:
+            return f"{self.role} in {self.phase}"
+        return self.phase or self.role or "?"
+
+    def for_author(self) -> str:
+        """What the issue's author reads: the reason, then what they can do."""
+        return f"{self.reason.rstrip('.')}.\n\n{self.author_action}"
+
+    def comment(self, task_id: str) -> str:
+        """The task's one failure comment on the forge."""
+        return f"forgebot could not finish this task: {self.for_author()}\n\n<sub>forgebot · task {task_id}</sub>"
+
+    def log_line(self, task_id: str) -> str:
+        """The one line a failure writes to the log (values quoted as JSON strings)."""
+        parts = {"task": task_id, "kind": self.kind, "phase": self.phase, "role": self.role,
+                 "reason": self.reason, "detail": self.detail, "operator": self.operator_action}
+        return "task failed " + " ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in parts.items() if v)
+
+
+def _clean(text: str, secrets: Sequence[str]) -> str:
+    from graph.redact import redact
+
+    return " ".join(redact(text, secrets).split())[:500]
+
+
+def _detail(exc: BaseException, secrets: Sequence[str]) -> str:
+    message = str(exc)
+    return _clean(f"{type(exc).__name__}: {message}" if message else type(exc).__name__, secrets)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """An outage worth retrying: a model or forge that did not answer, a 5xx, a 429, a timeout."""
+    from foundation.forge import ForgeRateLimited, ForgeUnavailable
+    from foundation.gitrunner import GitError
+    from foundation.workspace import CredentialsRefused, WorkspaceFull
+    from graph.llm import ModelCallError
+
+    if isinstance(exc, ForgeRateLimited | ForgeUnavailable):
+        return True
+    if isinstance(exc, ModelCallError):
+        return exc.failure.kind in ("transient", "unreachable")
+    if isinstance(exc, GitError) and not isinstance(exc, WorkspaceFull | CredentialsRefused):
+        return bool(_GIT_TRANSIENT.search(str(exc)))
+    return isinstance(exc, ConnectionError | TimeoutError)
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """The wait the service itself asked for (Retry-After), if any."""
+    from foundation.forge import ForgeRateLimited
+    from graph.llm import ModelCallError
+
+    if isinstance(exc, ForgeRateLimited):
+        return exc.retry_after
+    if isinstance(exc, ModelCallError):
+        return exc.failure.retry_after
+    return None
+
+
+def _model(exc: Any, role: str, secrets: Sequence[str], tries: int) -> TaskFailure:
+    """A model call that failed for good, by what the provider answered."""
+    kind, provider = exc.failure.kind, _clean(exc.failure.reason, secrets)
+    step = f"the {exc.role} step" if exc.role not in ("", "model") else "a step"
+    setting = exc.setting
+    words = {
+        "transient": ("model unavailable", f"the AI model service was unavailable while {step} ran", LATER,
+                      f"the model endpoint failed {tries} tries of this task; check that it is up (`forgebot check`)"),
+        "unreachable": ("model unreachable", f"forgebot could not reach the AI model service while {step} ran",
+                        LATER, f"the model endpoint did not answer over {tries} tries; check {setting} and that "
+                        "the endpoint is up (`forgebot check`)"),
+        "auth": ("model credentials", "the AI model service refused forgebot's credentials",
+                 f"{WAIT} fix its model access, then start the task again.",
+                 f"the model endpoint refused the key: check {setting} (`forgebot check`)"),
+        "not_found": ("model not found", "the AI model forgebot is configured to use does not exist at its service",
+                      f"{WAIT} fix its model settings, then start the task again.",
+                      f"check {setting} against the models the endpoint serves"),
+        "context": ("context window", f"{step} needed more text than the AI model can read at once",
+                    f"A smaller issue or change may fit; otherwise {ASK}.",
+                    f"the request exceeded the model's context window: check {setting} or use a larger model"),
+        "format": ("model answer format", f"the AI model could not give {step} its answer in the required form",
+                   f"Please {ASK}: the model may not support structured answers.",
+                   f"check {setting} (`forgebot check` shows what the endpoint accepts)"),
+        "invalid": ("model answer invalid", f"the AI model's answer in {step} could not be used",
+                    RETRY_OR_ASK,
+                    f"the model's answer broke the required schema; check {setting} or use a more capable model"),
+        "length": ("model answer cut off", f"the AI model's answer in {step} was cut off",
+                   RETRY_OR_ASK,
+                   f"the answer hit the output limit; check {setting}"),
+        "refusal": ("model refused", f"the AI model refused to work on {step}",
+                    f"Rephrasing the issue may help; otherwise {ASK}.",
+                    f"the provider refused the request; check {setting}"),
+        "request": ("model request rejected", f"the AI model service rejected a request of {step}",
+                    f"Please {ASK}.", f"the endpoint rejected the request: see the detail; check {setting}"),
+    }
+    label, reason, author, operator = words.get(kind, words["request"])
+    return TaskFailure(kind=label, reason=reason, author_action=author, operator_action=operator, role=exc.role or role,
+                       detail=provider, transient=kind in ("transient", "unreachable"))
+
+
+def _git(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailure:
+    from foundation.workspace import CredentialsRefused, WorkspaceFull
+
+    if isinstance(exc, WorkspaceFull):
+        return TaskFailure("disk full", "the server running forgebot has no room left for this repository",
+                           f"{WAIT} free some space, then start the task again.",
+                           "raise FORGEBOT_WORKSPACE__MAX_BYTES or free disk under the data directory",
+                           detail=_detail(exc, secrets))
+    if isinstance(exc, CredentialsRefused):
+        return TaskFailure("clone host refused", "the repository is not hosted where forgebot is allowed to fetch it",
+                           f"Please {ASK}.", "the clone URL is not on the configured forge: check the forge URL or "
+                           "FORGEBOT_WORKSPACE__GIT_HOSTS", detail=_detail(exc, secrets))
+    if is_transient(exc):
+        return TaskFailure("git unavailable", "forgebot could not fetch the repository: the server did not answer",
+                           LATER, f"git failed {tries} tries of this task; check that the forge serves git",
+                           detail=_detail(exc, secrets), transient=True)
+    return TaskFailure("git", "forgebot could not prepare a working copy of the repository",
+                       RETRY_OR_ASK,
+                       "see the detail (git's own message) and the worker log", detail=_detail(exc, secrets))
+
+
+def _forge(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailure | None:
+    from foundation.forge import ForgeAuthError, ForgeError, ForgeNotFound, ForgeRateLimited, ForgeUnavailable
+
+    if isinstance(exc, ForgeRateLimited | ForgeUnavailable):
+        what = "limited how fast forgebot may call it" if isinstance(exc, ForgeRateLimited) else "did not answer"
+        return TaskFailure("forge unavailable", f"the forge {what}, and retrying did not help", LATER,
+                           f"the forge API failed {tries} tries of this task; check it is up and the token's "
+                           "rate limits (`forgebot check`)", detail=_detail(exc, secrets), transient=True)
+    if isinstance(exc, ForgeAuthError):
+        return TaskFailure("forge credentials", "the forge refused forgebot's access to this project",
+                           "Make sure forgebot's account is a member of the project, then start the task again.",
+                           "the forge refused the token (401/403): check its scopes and the bot's membership "
+                           "(`forgebot check`)", detail=_detail(exc, secrets))
+    if isinstance(exc, ForgeNotFound):
+        return TaskFailure("gone", "the issue, change or project could not be found any more",
+                           "Nothing to do if it was deleted or moved.", "the forge answered 404 for the task's item",
+                           detail=_detail(exc, secrets))
+    if isinstance(exc, ForgeError):
+        return TaskFailure("forge error", "the forge rejected one of forgebot's requests",
+                           RETRY_OR_ASK,
+                           "see the detail (the forge's answer) and the worker log", detail=_detail(exc, secrets))
+    return None
+
+
+def _limit(exc: BaseException) -> TaskFailure | None:
+    from langgraph.errors import GraphRecursionError
+
+    from graph.runtime.limits import BudgetExceeded
+
+    if isinstance(exc, BudgetExceeded):
+        return TaskFailure(f"budget: {exc.budget}", str(exc),
+                           "A smaller issue may fit the budget; a maintainer can raise the repository's budgets "
+                           "in `.forgebot.yml`.",
+                           "raise FORGEBOT_LLM__TASK_TOKEN_BUDGET (tokens) or the repository's `.forgebot.yml` budgets")
+    if isinstance(exc, GraphRecursionError):
+        found = re.search(r"[Rr]ecursion limit of (\d+)", str(exc))
+        steps = f" after {found.group(1)} steps" if found else ""
+        reason = f"it was stopped{steps}: its work kept going round in circles"
+        return TaskFailure("recursion limit", reason,
+                           f"{AGAIN} with a more specific issue; {ASK} if it repeats.",
+                           "the graph hit FORGEBOT_LLM__RECURSION_LIMIT; the trace shows the cycle")
+    return None
+
+
+def failure_of(exc: BaseException, *, phase: str = "", role: str = "", secrets: Sequence[str] = (),
+               tries: int = 1) -> TaskFailure:
+    """The record for an exception that ended a task (`tries`: how many times the job ran it)."""
+    from foundation.gitrunner import GitError, GitTampered
+    from graph.llm import ModelCallError, ModelConfigError
+    from graph.routing import ModeUnavailable
+    from project.repoconfig import RepoConfigError
+
+    found: TaskFailure | None
+    if isinstance(exc, ModelCallError):
+        found = _model(exc, role, secrets, tries)
+    elif isinstance(exc, ModelConfigError):
+        found = TaskFailure("model not configured", "forgebot has no usable AI model configured yet",
+                            f"{WAIT} configure one, then start the task again.",
+                            _clean(str(exc), secrets) + " (`forgebot check`)")
+    elif isinstance(exc, GitTampered):
+        found = TaskFailure("tampered checkout", "its working copy was changed by something other than forgebot",
+                            f"Please {ASK}.", "git metadata in the task's worktree is not the bot's: inspect it "
+                            "before retrying (see the detail)", detail=_detail(exc, secrets))
+    elif isinstance(exc, GitError):
+        found = _git(exc, secrets, tries)
+    elif isinstance(exc, ModeUnavailable):
+        found = TaskFailure("mode unavailable", str(exc), "Use one of the available modes.",
+                            "this release does not have the mode")
+    elif isinstance(exc, RepoConfigError):  # its message is written for the repository's people
+        found = TaskFailure("repository config", _clean(str(exc), secrets),
+                            "A maintainer can correct `.forgebot.yml` on the default branch, then start the task "
+                            "again.", "the repository's `.forgebot.yml` asks for what this server does not give: "
+                            "see the reason")
+    else:
+        found = _forge(exc, secrets, tries) or _limit(exc)
+    if found is None and isinstance(exc, ConnectionError | TimeoutError):
+        found = TaskFailure("service unavailable", "a service forgebot needs did not answer", LATER,
+                            "see the detail and the worker log", detail=_detail(exc, secrets), transient=True)
+    if found is None:
+        found = TaskFailure("internal error", "forgebot ran into an internal error",
+                            f"{AGAIN}; the person who runs forgebot can see what went wrong.",
+                            "a bug: the worker log has the traceback of this task; please report it",
+                            detail=_detail(exc, secrets), bug=True)
+    return _placed(found, phase, role)
+
+
+def _placed(found: TaskFailure, phase: str, role: str) -> TaskFailure:
+    return replace(found, phase=found.phase or phase, role=found.role or role)
+
+
+def failure_of_state(state: Mapping[str, Any], secrets: Sequence[str] = ()) -> TaskFailure:
+    """The record of a route that ended itself as failed (a plan rejected, the coder stuck, a gate red)."""
+    reason = _clean(str(state.get("failure") or "the task stopped without a result"), secrets)
+    return TaskFailure("did not finish", reason,
+                       "Clarifying the issue (criteria, files to touch) may help; then start the task again.",
+                       "the route ended as failed: the task page's timeline and trace show where",
+                       phase=str(state.get("status_phase") or ""))
+
+
+def worker_lost(how: str, tries: int) -> TaskFailure:
+    """The record of a task whose job ended without finishing it (`how`: arq's status of the job)."""
+    return TaskFailure("worker lost", "the worker running this task stopped before it finished",
+                       RETRY_OR_ASK,
+                       f"the job ended ({how}) without finishing the task, after at most {tries} tries: look for "
+                       "killed workers (out of memory, FORGEBOT_JOB_TIMEOUT) in the worker log", phase="worker")

@@ -1,0 +1,111 @@
+"""Every failure has a reason, a place and a next step; an outage is retried before it is one.
+
+Through `forgebot serve` with the real OpenAI client against a wire-level model server:
+
+* A model endpoint that answers 503 to the first two calls (a blip): the task is deferred twice
+  with growing pauses and then finishes; the log has two `task deferred` lines and no failure
+  (on main: `failed` at the first 503, 0 retries with FORGEBOT_MAX_TRIES=3).
+* A model endpoint down for good, three tasks: each is tried FORGEBOT_MAX_TRIES times and then
+  fails once. The issue's author reads, in the status and failure comments, what happened in plain
+  words and what to do (no exception name, no server variable; on main: `ModelCallError`'s text with
+  `check FORGEBOT_LLM__…`); the operator reads, on the console's task page, list and health page
+  (grouped by reason, with the count), the kind, the place, the provider's message and the
+  setting to check; the log has exactly one `task failed` line per task and no traceback.
+"""
+
+from __future__ import annotations
+
+from tests.fakes.forge_http import FakeForgeState, FakeIssue
+from tests.fakes.model_server import ModelServer, Reply, Request, error, structured
+from tests.firstday.conftest import ISSUE, Launch, model_env
+from tests.firstday.service import Service
+
+BLOCKED = {"criteria": [], "assumptions": [], "questions": ["Which calculator?"]}
+TRIES = 3
+
+
+def _outage(calls_down: int) -> tuple[list[int], object]:
+    """A responder that answers 503 to the first `calls_down` calls, then a blocked decomposition."""
+    seen: list[int] = []
+
+    def respond(request: Request) -> Reply:
+        seen.append(1)
+        if len(seen) <= calls_down:
+            return error(503, "upstream connect error or disconnect/reset before headers")
+        return structured("Decomposition", BLOCKED)
+
+    return seen, respond
+
+
+def _start(launch: Launch, forge_env: dict[str, str], model: ModelServer) -> Service:
+    env = {**forge_env, **model_env(model, FORGEBOT_LLM__MAX_RETRIES="0"),
+           "FORGEBOT_QUESTIONS__MAX_ROUNDS": "0", "FORGEBOT_MAX_TRIES": str(TRIES),
+           "FORGEBOT_DURABILITY__RETRY_SECONDS": "0.5"}  # 0.5 s, then 2 s
+    return launch("serve", **env).wait_healthy()
+
+
+def test_a_model_blip_is_retried_and_the_task_finishes(
+    launch: Launch, forge_env: dict[str, str], model: ModelServer, fake_forge: FakeForgeState, origin_url: str
+) -> None:
+    seen, respond = _outage(calls_down=2)
+    model.responder = respond  # type: ignore[assignment]
+    service = _start(launch, forge_env, model)
+    assert service.label(origin_url) == 202
+    service.wait_states(lambda states: states == ["done"], "the task to finish")
+    assert service.task_states() == [("done", "blocked")]
+    assert len(seen) == 3  # two refused calls, then the answer
+    assert len(service.log_lines("task deferred")) == 2 and not service.log_lines("task failed")
+    (status,) = [c.body for c in fake_forge.comments_on("gitlab", "1", ISSUE, status=True) if "Status:" in c.body]
+    assert status.startswith("**Status: done (blocked)**")
+    assert f"model {model.model}" in status  # the configured model, never "model none"
+    assert service.stop() == 0 and "Traceback" not in service.logs()
+
+
+def test_an_outage_that_outlasts_the_tries_fails_each_task_once_with_one_record(
+    launch: Launch, forge_env: dict[str, str], model: ModelServer, fake_forge: FakeForgeState, origin_url: str
+) -> None:
+    model.responder = lambda request: error(503, "upstream connect error or disconnect/reset before headers")
+    issues = [ISSUE, 24, 25]
+    for number in issues[1:]:
+        fake_forge.add_issue("gitlab", "1", number, FakeIssue(title=f"Issue {number}", body="Subtract numbers."))
+    service = _start(launch, forge_env, model)
+    for number in issues:
+        assert service.label(origin_url, issue=number) == 202
+    service.wait_states(lambda states: states == ["failed"] * 3, "the three tasks to fail", timeout=240)
+    assert service.task_states() == [("failed", "model unavailable")] * 3
+    assert len(model.requests) == TRIES * 3  # every task tried FORGEBOT_MAX_TRIES times
+
+    # the issue's author: plain words and a next step, in the status comment and one failure comment
+    for number in issues:
+        comments = [c.body for c in fake_forge.comments_on("gitlab", "1", number, status=True)]
+        (status,) = [c for c in comments if "Status:" in c]
+        (note,) = [c for c in comments if "could not finish" in c]
+        assert status.startswith("**Status: failed**")
+        for text in (status, note):
+            assert "the AI model service was unavailable while the decomposer step ran" in text
+            assert "Start the task again (re-add the label or repeat the command) later" in text
+            assert "FORGEBOT_" not in text and "Error" not in text and "503" not in text
+
+    # the operator: one record per task, on the console's task page, list and health page
+    records = service.failures()
+    assert [(r.kind, r.phase, r.role, r.transient) for r in records] == [
+        ("model unavailable", "decomposer", "decomposer", True)] * 3
+    assert "HTTP 503" in records[0].detail and "forgebot check" in records[0].operator_action
+    task_id = service.tasks()[0].task_id
+    page = service.console(f"/console/tasks/{task_id}")
+    assert 'id="failure-kind">model unavailable (an outage: retried before it failed)' in page
+    assert "HTTP 503: upstream connect error" in page and "failed 3 tries of this task" in page
+    assert "no trace for this task" not in page  # the steps before the graph traced themselves
+    for step in ("mirror", "worktree", "memory", "index", "decomposer"):
+        assert f'data-node="{step}"' in page, step
+    listing = service.console("/console/tasks?state=failed")
+    assert listing.count("the AI model service was unavailable while the decomposer step ran") == 3
+    health = service.console("/console/health")
+    kinds = health.split('id="failure-kinds"', 1)[1].split("</table>", 1)[0]
+    assert "model unavailable" in kinds and '<td class="num">3</td>' in kinds, kinds
+
+    # the log: one line per failed task, two deferrals each, no traceback
+    assert service.stop() == 0
+    assert len(service.log_lines("task failed")) == 3
+    assert len(service.log_lines("task deferred")) == 2 * 3
+    assert "Traceback" not in service.logs()

@@ -1,0 +1,74 @@
+"""Start, then say what is missing: `forgebot serve` as a new user starts it.
+
+* With nothing configured but a data directory, serve comes up (on main it exited 2 after a model
+  check); `/readyz` answers 200 (deliveries can be taken) and names every missing variable, and a
+  delivery for the forge without a secret is still refused (fail closed). No traceback in the log.
+* With the forge down while serve starts (its `/user` answers 503), serve comes up anyway (on main:
+  exit 2, a crash loop under a supervisor); deliveries are accepted; the task waits in the queue,
+  neither failed nor run, and `/readyz` says the forge has not said who the bot is. Once the forge
+  answers, the task runs, and a `/analyze` comment the bot itself wrote during the outage (accepted:
+  nobody knew the bot's id yet) is refused as the bot's own.
+"""
+
+from __future__ import annotations
+
+from tests.fakes.forge_http import FakeForgeState, Fault
+from tests.fakes.model_server import ModelServer, structured
+from tests.firstday.conftest import ISSUE, Launch, model_env
+from tests.firstday.service import wait_until
+from tests.intake import deliveries
+from tests.intake.payloads import gitlab_note
+
+BLOCKED = {"criteria": [], "assumptions": [], "questions": ["Which calculator?"]}
+
+
+def test_serve_with_nothing_configured_starts_and_readyz_names_what_is_missing(launch: Launch) -> None:
+    service = launch("serve").wait_healthy()
+    status, ready = service.get_json("/readyz")
+    assert status == 200 and ready["redis"] is True and ready["store"] is True, ready
+    missing = "\n".join(ready["missing"])
+    assert "no forge is configured: set FORGEBOT_GITLAB__TOKEN" in missing, missing
+    assert "FORGEBOT_LLM__API_KEY is not set" in missing, missing
+    assert service.label() == 401  # no GitLab secret: refused, as before
+    assert service.stop() == 0, service.logs()
+    assert "Traceback" not in service.logs(), service.logs()
+    assert len(service.log_lines("not configured: ")) == len(ready["missing"])  # each gap once, at start
+
+
+def _bot_note(fake_forge: FakeForgeState) -> tuple[bytes, dict[str, str]]:
+    """`/analyze` commented by the bot's own account (as the forge's `/user` will name it)."""
+    payload = gitlab_note("/analyze")
+    payload["user"].update(id=fake_forge.bot_user_id, username=fake_forge.bot_user)
+    payload["object_attributes"]["author_id"] = fake_forge.bot_user_id
+    return deliveries.gitlab(payload, "Note Hook")
+
+
+def test_a_forge_down_at_start_delays_tasks_without_failing_them(
+    launch: Launch, forge_env: dict[str, str], model: ModelServer, fake_forge: FakeForgeState, origin_url: str
+) -> None:
+    model.responder = lambda request: structured("Decomposition", BLOCKED)
+    fake_forge.faults.append(Fault("GET", "/gitlab/api/v4/user", 503, count=10_000))
+    env = {**forge_env, **model_env(model), "FORGEBOT_GITLAB__MAX_RETRIES": "0", "FORGEBOT_QUESTIONS__MAX_ROUNDS": "0"}
+    service = launch("serve", **env).wait_healthy()
+    assert service.label(origin_url) == 202
+    body, headers = _bot_note(fake_forge)
+    response = service.http.post(service.url + deliveries.path("gitlab", body), content=body, headers=headers)
+    assert response.status_code == 202  # the receiver cannot tell the bot yet: the worker will
+    wait_until(lambda: len(service.log_lines("cannot ask gitlab who the bot is")) >= 2, 60, "a retried question")
+    status, ready = service.get_json("/readyz")
+    assert status == 200 and ready["bot"] == {"gitlab": None}, ready
+    assert any("gitlab: the forge has not said who the bot is" in m and "503" in m for m in ready["missing"]), ready
+    assert [state for state, _ in service.task_states()] == ["queued", "queued"]  # waiting: not run, not failed
+    assert not model.requests
+
+    fake_forge.faults.clear()  # the forge is back
+    service.wait_states(lambda states: sorted(states) == ["cancelled", "done"], "both deliveries to be handled")
+    assert sorted(service.task_states()) == [("cancelled", "refused: the bot's own event"), ("done", "blocked")]
+    # the receiver asks on its own schedule (pauses doubling up to a minute): its answer follows
+    ready = wait_until(lambda: (body := service.get_json("/readyz")[1])["bot"]["gitlab"] and body, 90,
+                       "the receiver to learn the bot")
+    assert ready["bot"] == {"gitlab": f"id {fake_forge.bot_user_id}"} and not ready["missing"], ready
+    report = [c.body for c in fake_forge.comments_on("gitlab", "1", ISSUE) if "Analysis blocked" in c.body]
+    assert len(report) == 1
+    assert service.stop() == 0
+    assert "Traceback" not in service.logs()
