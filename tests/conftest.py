@@ -134,8 +134,21 @@ def redis_url(redis_server: PrivateRedis) -> str:
     return redis_server.url
 
 
+def _load_forge_contracts() -> None:
+    """The contract layer reads and compiles the forges' descriptions once per process (~1.5 CPU-s,
+    3 s on a loaded machine): done here, it is not paid inside the first request a test times (the
+    receiver gives a repository's `.forgebot.yml` 3 s)."""
+    from tests.fakes.contract import documents, github_rest, gitlab_rest
+
+    if documents.available():
+        gitlab_rest.matcher()
+        next(op for op in github_rest.operations() if op.id == "repos/get").response_check(200)
+        github_rest.matcher()
+
+
 @pytest.fixture(scope="session")
 def forge_server() -> Iterator[ServerThread]:
+    _load_forge_contracts()
     server = ServerThread(create_fake_forge())
     server.start()
     yield server

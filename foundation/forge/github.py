@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from functools import partial
 from typing import Any, Literal, TypeVar
+from urllib.parse import quote
 
 import github
 import requests
@@ -24,6 +26,7 @@ from github.PullRequest import ReviewComment
 from pydantic import SecretStr
 
 from foundation.forge import _retry
+from foundation.forge._capped import read_capped
 from foundation.forge._text import GITHUB_COMMENT_LIMIT, anchor, has_marker, inline_marker, marked, with_marker
 from foundation.forge.diff import parse_hunks
 from foundation.forge.errors import ForgeConflict, ForgeError, ForgeNotFound, ForgeUnsupported
@@ -303,20 +306,31 @@ class GitHubForge:
         return await self._read(fetch)
 
     async def read_file(self, repo: RepoRef, path: str, ref: str, max_bytes: int) -> bytes | None:
-        """`GET /repos/:owner/:name/contents/:path?ref=`; a 404 (no such file or branch) is None."""
+        """`GET /repos/:owner/:name/contents/:path?ref=` in the raw media type, streamed and stopped
+        past `max_bytes` (`_capped`); a 404 (no such file or branch) is None.
+
+        PyGithub reads an answer whole (and base64 in JSON), so this one request goes through
+        `requests` with the client's base URL and credentials. A directory answers its JSON listing.
+        """
 
         def fetch() -> bytes | None:
-            try:
-                found = self._repo(repo).get_contents(path, ref=ref)
-            except GithubException as exc:
-                if exc.status == 404:
-                    return None
-                raise
-            if isinstance(found, list):
-                raise ForgeError(f"{path} is a directory")
-            if found.size > max_bytes:
-                raise ForgeError(f"{path} is larger than {max_bytes} bytes")
-            return bytes(found.decoded_content)
+            requester = self._gh.requester
+            headers = {"Accept": "application/vnd.github.raw+json", "User-Agent": "forgebot"}
+            if requester.auth is not None:
+                requester.auth.authentication(headers)
+            url = f"{requester.base_url}/repos/{repo.project}/contents/{quote(path)}"
+            seconds = float(requester.kwargs.get("timeout") or 30)
+            response = requests.get(url, params={"ref": ref}, headers=headers, stream=True, timeout=seconds)
+            if response.status_code == 404:
+                response.close()
+                return None
+            listing = "json" in response.headers.get("content-type", "")
+            answer = read_capped(response, max_bytes, path, seconds)
+            if response.status_code >= 400:
+                raise GithubException(response.status_code, _json(answer), dict(response.headers))
+            if listing:
+                raise ForgeError(f"{path} is not a file")
+            return answer
 
         return await self._read(fetch)
 
@@ -496,3 +510,12 @@ _GITHUB_ROLES = {
     "maintain": AccessLevel.MAINTAINER,
     "admin": AccessLevel.OWNER,
 }
+
+
+
+def _json(answer: bytes) -> Any:
+    """An error answer's body as GithubException carries it ({} when it is not JSON)."""
+    try:
+        return json.loads(answer)
+    except ValueError:
+        return {}

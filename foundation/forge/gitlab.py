@@ -15,6 +15,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Literal, TypeVar
+from urllib.parse import quote
 
 import gitlab
 import requests
@@ -22,6 +23,7 @@ from gitlab.exceptions import GitlabError, GitlabGetError
 from pydantic import SecretStr
 
 from foundation.forge import _retry
+from foundation.forge._capped import read_capped
 from foundation.forge._text import (
     GITLAB_COMMENT_LIMIT,
     anchor,
@@ -302,19 +304,19 @@ class GitLabForge:
         )
 
     async def read_file(self, repo: RepoRef, path: str, ref: str, max_bytes: int) -> bytes | None:
-        """`GET /projects/:id/repository/files/:path/raw?ref=`; a 404 (no such file or branch) is None."""
+        """`GET /projects/:id/repository/files/:path/raw?ref=`, streamed and stopped past `max_bytes`
+        (`_capped`); a 404 (no such file or branch) is None."""
 
         def fetch() -> bytes | None:
+            where = f"/projects/{quote(repo.project, safe='')}/repository/files/{quote(path, safe='')}/raw"
             try:
-                found = self._project(repo).files.raw(file_path=path, ref=ref, streamed=False)
-            except GitlabGetError as exc:
+                response = self._gl.http_get(where, query_data={"ref": ref}, streamed=True, raw=True)
+            except GitlabError as exc:
                 if exc.response_code == 404:
                     return None
                 raise
-            content = bytes(found)
-            if len(content) > max_bytes:
-                raise ForgeError(f"{path} is larger than {max_bytes} bytes")
-            return content
+            assert isinstance(response, requests.Response)
+            return read_capped(response, max_bytes, path, float(self._gl.timeout or 30))
 
         return await self._read(fetch)
 

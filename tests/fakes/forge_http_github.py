@@ -14,7 +14,7 @@ from typing import Any
 
 import jwt
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.fakes import github_shapes as shapes
@@ -159,8 +159,9 @@ async def repository(request: Request) -> JSONResponse:
     return JSONResponse(shapes.repository(api_root(request), found, clone))
 
 
-async def contents(request: Request) -> JSONResponse:
-    """`GET /repos/:owner/:name/contents/:path?ref=`: a file as GitHub describes it (base64), or 404."""
+async def contents(request: Request) -> Response:
+    """`GET /repos/:owner/:name/contents/:path?ref=`: a file as GitHub describes it (base64), its bytes
+    when the raw media type is asked for (`application/vnd.github.raw+json`), or 404."""
     full_name = _repo(request)
     found = _state(request).project("github", full_name)
     path = request.path_params["path"]
@@ -168,6 +169,8 @@ async def contents(request: Request) -> JSONResponse:
     content = found.file(ref, path) if found else None
     if content is None:
         return not_found()
+    if "vnd.github.raw" in request.headers.get("accept", ""):
+        return Response(content, media_type="application/vnd.github.raw")
     return JSONResponse(shapes.content_file(api_root(request), full_name, path, content, ref))
 
 
