@@ -42,7 +42,10 @@ _MAGIC = {
     "__serialize": "serialize",
     "__unserialize": "unserialize restore",
 }
-_BOILERPLATE = re.compile(r"^\s*(<\?php|\?>|namespace\b|use\b|declare\b|//|#|/?\*|\*/|[{}]?\s*$)")
+# lines that open or close a file in any indexed language without saying what it does: PHP tags,
+# namespace and `use` lines, imports (`import x`, `from m import x`, `import {…} from`), comments
+_BOILERPLATE = re.compile(r"^\s*(<\?php|\?>|namespace\b|use\b|declare\b|import\b|from\s+\S+\s+import\b|"
+                          r"[\"']use strict[\"'];?\s*$|//|#|/?\*|\*/|[{}]?\s*$)")
 
 
 @dataclass(frozen=True)

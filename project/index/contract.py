@@ -15,13 +15,13 @@ from pathlib import Path
 import tree_sitter
 
 from project.index.db import Connection
+from project.index.extractors import extractor_for
 from project.index.hierarchy import overridden, split_member
-from project.index.parse import content_hash, new_parser
+from project.index.parse import content_hash
 from project.index.queries import find_symbols, index_ready
-from project.index.results import MISSING, ContractResult, Exit, IndexStatus, SymbolHit
+from project.index.results import MISSING, ContractResult, Exit, ExitKind, IndexStatus, SymbolHit
+from project.index.syntax import ExitSyntax
 
-# Nested functions and classes have their own exits; they are not exits of the method.
-_OPAQUE = frozenset({"anonymous_function", "arrow_function", "anonymous_class", "function_definition"})
 _THROWS = re.compile(r"@throws\s+([^\s*]+)")
 
 
@@ -46,8 +46,13 @@ def override_contract(conn: Connection, root: Path, method_fqn: str) -> Contract
     if source is None:
         status = IndexStatus(state="stale", stale_paths=[implemented.path], note="ancestor file changed")
         return ContractResult(method=fqn, status=status, ancestor=implemented, declared_by=declared)
-    node = _method_node(source, conn, implemented)
-    exits = _exits(node, source, name) if node is not None else []
+    extractor = extractor_for(implemented.path)
+    if extractor is None:
+        return ContractResult(method=fqn, status=IndexStatus(state="ok", note="no grammar reads the ancestor's file"),
+                              ancestor=implemented, declared_by=declared)
+    syntax = extractor.exits
+    node = _method_node(source, conn, implemented, extractor.new_parser(), syntax)
+    exits = _exits(node, source, name, syntax) if node is not None else []
     return ContractResult(
         method=fqn, status=IndexStatus(state="ok"), ancestor=implemented, declared_by=declared,
         return_type=_return_type(node, source) if node is not None else "", exits=exits,
@@ -61,7 +66,8 @@ def _one(conn: Connection, fqn: str) -> SymbolHit | None:
 
 
 def _has_body(conn: Connection, hit: SymbolHit) -> bool:
-    """Abstract and interface methods end in `;`: their signature is the whole declaration."""
+    """Abstract and interface methods (PHP, TypeScript signatures) end in `;`: their signature is the whole
+    declaration."""
     row = conn.execute(
         "SELECT signature FROM symbols WHERE fqn = ? AND kind = 'method'", (hit.fqn,)
     ).fetchone()
@@ -88,14 +94,18 @@ def _indexed_source(conn: Connection, root: Path, path: str) -> bytes | None:
     return source if content_hash(source) == row[0] else None
 
 
-def _method_node(source: bytes, conn: Connection, hit: SymbolHit) -> tree_sitter.Node | None:
+def _method_node(source: bytes, conn: Connection, hit: SymbolHit, parser: tree_sitter.Parser,
+                 syntax: ExitSyntax) -> tree_sitter.Node | None:
     row = conn.execute(
         "SELECT start_byte, end_byte FROM symbols WHERE fqn = ? AND kind = 'method'", (hit.fqn,)
     ).fetchone()
-    tree = new_parser().parse(source)
+    tree = parser.parse(source)
     node: tree_sitter.Node | None = tree.root_node.descendant_for_byte_range(int(row[0]), int(row[1]))
-    while node is not None and node.type != "method_declaration":
+    while node is not None and node.type not in syntax.methods:
         node = node.parent
+    if node is not None and node.child_by_field_name("body") is None:
+        value = node.child_by_field_name("value")  # a class field holding an arrow function
+        return value if value is not None and value.child_by_field_name("body") is not None else node
     return node
 
 
@@ -104,7 +114,7 @@ def _return_type(node: tree_sitter.Node, source: bytes) -> str:
     return source[found.start_byte : found.end_byte].decode("utf-8", "replace") if found else ""
 
 
-def _exits(method: tree_sitter.Node, source: bytes, name: str) -> list[Exit]:
+def _exits(method: tree_sitter.Node, source: bytes, name: str, syntax: ExitSyntax) -> list[Exit]:
     body = method.child_by_field_name("body")
     if body is None:
         return []
@@ -112,42 +122,42 @@ def _exits(method: tree_sitter.Node, source: bytes, name: str) -> list[Exit]:
     stack = list(reversed(body.named_children))
     while stack:
         node = stack.pop()
-        if node.type in _OPAQUE:
+        if node.type in syntax.opaque:
             continue
-        found = _exit(node, source, name)
+        found = _exit(node, source, name, syntax)
         if found is not None:
             exits.append(found)
         stack.extend(reversed(node.named_children))
-    if _falls_through(body):
+    if body.type in ("statement_block", "block", "compound_statement") and _falls_through(body, syntax):
         end = body.end_point[0] + 1
         exits.append(Exit(kind="implicit_return", line=end, text="end of body may be reached"))
     return exits
 
 
-def _falls_through(body: tree_sitter.Node) -> bool:
-    """Whether the last statement lets control reach the closing brace (then the method returns null)."""
-    if not body.named_children:
+def _falls_through(body: tree_sitter.Node, syntax: ExitSyntax) -> bool:
+    """Whether the last statement lets control reach the end of the body (then the method returns null)."""
+    statements = [c for c in body.named_children if c.type != "comment"]
+    if not statements:
         return True
-    last = body.named_children[-1]
-    if last.type == "return_statement":
+    last = statements[-1]
+    if last.type in syntax.returns or last.type in syntax.throws:
         return False
     return not (last.type == "expression_statement" and last.named_children[:1]
-                and last.named_children[0].type == "throw_expression")
+                and last.named_children[0].type in syntax.throws)
 
 
-def _exit(node: tree_sitter.Node, source: bytes, name: str) -> Exit | None:
+def _exit(node: tree_sitter.Node, source: bytes, name: str, syntax: ExitSyntax) -> Exit | None:
+    kind = node.type
+    found: ExitKind
+    if kind in syntax.returns:
+        found = "return_value" if [c for c in node.named_children if c.type != "comment"] else "return_void"
+    elif kind in syntax.throws:
+        found = "throw"
+    elif kind in syntax.yields:
+        found = "yield"
+    elif syntax.parent_call(node, name):
+        found = "parent_call"
+    else:
+        return None
     text = " ".join(source[node.start_byte : node.end_byte].decode("utf-8", "replace").split())[:200]
-    line = node.start_point[0] + 1
-    if node.type == "return_statement":
-        return Exit(kind="return_value" if node.named_children else "return_void", line=line, text=text)
-    if node.type == "throw_expression":
-        return Exit(kind="throw", line=line, text=text)
-    if node.type in ("yield_expression",):
-        return Exit(kind="yield", line=line, text=text)
-    if node.type == "scoped_call_expression":
-        scope = node.child_by_field_name("scope")
-        called = node.child_by_field_name("name")
-        if scope is not None and called is not None and scope.text == b"parent":
-            if (called.text or b"").decode().lower() == name.lower():
-                return Exit(kind="parent_call", line=line, text=text)
-    return None
+    return Exit(kind=found, line=node.start_point[0] + 1, text=text)

@@ -16,6 +16,7 @@ docblock, so a commit that only rewrites a method's documentation touched that m
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -25,6 +26,7 @@ from typing import Protocol
 import numpy as np
 import tree_sitter
 
+from project.index.extractors import EXTRACTORS, Extractor
 from project.index.names import join, strip_leading
 from project.index.parse import new_parser
 
@@ -91,8 +93,10 @@ class Version:
 class Reader(Protocol):
     """A language's side of history reading (PHP below; one per language)."""
 
-    def parse(self, source: bytes, previous: Version | None = None, hunks: Sequence[Hunk] = ()) -> Version:
-        """Parse `source`; with `previous` (the same file before `hunks`), reuse what did not change."""
+    def parse(self, source: bytes, previous: Version | None = None, hunks: Sequence[Hunk] = (),
+              path: str = "") -> Version:
+        """Parse `source` (the file at `path`, which names a Python or TypeScript module); with `previous`
+        (the same file before `hunks`), reuse what did not change."""
         ...
 
     def enclosing(self, version: Version, lines: Iterable[int]) -> dict[Declared, list[int]]:
@@ -130,21 +134,10 @@ class PhpReader:
     def __init__(self) -> None:
         self._parser = new_parser()
 
-    def parse(self, source: bytes, previous: Version | None = None, hunks: Sequence[Hunk] = ()) -> Version:
+    def parse(self, source: bytes, previous: Version | None = None, hunks: Sequence[Hunk] = (),
+              path: str = "") -> Version:
         version = Version(source, None)
-        old_tree = None
-        if previous is not None and isinstance(previous.state, tree_sitter.Tree):
-            old_tree = previous.state.copy()
-            for old_start, old_count, new_start, new_count in reversed(hunks):  # bottom-up: earlier offsets hold
-                first_old = old_start if old_count == 0 else old_start - 1  # 0-based first line replaced
-                first_new = new_start if new_count == 0 else new_start - 1
-                start = previous.offset(first_old + 1)
-                old_end = previous.offset(first_old + old_count + 1)
-                new_end = start + version.offset(first_new + new_count + 1) - version.offset(first_new + 1)
-                old_tree.edit(start_byte=start, old_end_byte=old_end, new_end_byte=new_end,
-                              start_point=previous.point(start), old_end_point=previous.point(old_end),
-                              new_end_point=version.point(new_end))
-        version.state = self._parser.parse(source, old_tree) if old_tree is not None else self._parser.parse(source)
+        version.state = _reparse(self._parser, version, previous, hunks)
         return version
 
     def enclosing(self, version: Version, lines: Iterable[int]) -> dict[Declared, list[int]]:
@@ -194,6 +187,26 @@ def _declares(source: bytes, name: bytes, before: tuple[bytes, ...]) -> bool:
 
 def _ident(byte: int) -> bool:
     return byte == 95 or 48 <= byte <= 57 or 65 <= byte <= 90 or 97 <= byte <= 122 or byte >= 128
+
+
+def _reparse(parser: tree_sitter.Parser, version: Version, previous: Version | None, hunks: Sequence[Hunk]
+             ) -> tree_sitter.Tree:
+    """Parse `version`, from `previous`'s tree edited by `hunks` when there is one."""
+    old_tree = None
+    previous_tree = previous.state[0] if previous is not None and isinstance(previous.state, tuple) else (
+        previous.state if previous is not None else None)
+    if previous is not None and isinstance(previous_tree, tree_sitter.Tree):
+        old_tree = previous_tree.copy()
+        for old_start, old_count, new_start, new_count in reversed(hunks):  # bottom-up: earlier offsets hold
+            first_old = old_start if old_count == 0 else old_start - 1  # 0-based first line replaced
+            first_new = new_start if new_count == 0 else new_start - 1
+            start = previous.offset(first_old + 1)
+            old_end = previous.offset(first_old + old_count + 1)
+            new_end = start + version.offset(first_new + new_count + 1) - version.offset(first_new + 1)
+            old_tree.edit(start_byte=start, old_end_byte=old_end, new_end_byte=new_end,
+                          start_point=previous.point(start), old_end_point=previous.point(old_end),
+                          new_end_point=version.point(new_end))
+    return parser.parse(version.source, old_tree) if old_tree is not None else parser.parse(version.source)
 
 
 class _Walk:
@@ -374,7 +387,86 @@ def _is_docblock(text: str) -> bool:
     return text.startswith("/**")
 
 
-READERS: dict[str, type[PhpReader]] = {"*.php": PhpReader}
+_TYPES = frozenset({"class", "interface", "trait", "enum"})
+_OUTSIDE = frozenset({"module", "namespace"})  # they enclose everything; PHP's reader names no namespace either
+# the word before a declared name, by kind (`def name`, `class Name`, `function name`, `const name =`)
+_KEYWORDS: dict[str, tuple[bytes, ...]] = {
+    "class": (b"class",), "interface": (b"interface",), "enum": (b"enum",), "type": (b"type",),
+    "function": (b"def", b"function", b"function*", b"const", b"let", b"var"),
+}
+
+
+class DefinitionReader:
+    """A language read through its extractor: a version's declarations are the definitions the code graph
+    would store for it (same names, kinds and lines), their spans widened over the decorators and doc
+    comment right above them, so a commit that only edits those touched the declaration."""
+
+    def __init__(self, extractor: Extractor) -> None:
+        self._extractor = extractor
+        self._parser = extractor.new_parser()
+
+    def parse(self, source: bytes, previous: Version | None = None, hunks: Sequence[Hunk] = (),
+              path: str = "") -> Version:
+        version = Version(source, None)
+        tree = _reparse(self._parser, version, previous, hunks)
+        rows = self._extractor.rows(path, source, tree, "-")
+        declared = [Declared(kind, fqn, _widened(version, start), end)
+                    for _, kind, fqn, _, _, start, end, *_ in rows.symbols if kind not in _OUTSIDE]
+        version.state = (tree, declared)
+        return version
+
+    def enclosing(self, version: Version, lines: Iterable[int]) -> dict[Declared, list[int]]:
+        declared = _declared(version)
+        found: dict[Declared, list[int]] = {}
+        for line in sorted(set(lines)):
+            around = [d for d in declared if d.start_line <= line <= d.end_line]
+            if around:  # the innermost: the one starting last (then ending first)
+                found.setdefault(max(around, key=lambda d: (d.start_line, -d.end_line)), []).append(line)
+        return found
+
+    def types(self, version: Version) -> list[Declared]:
+        return [d for d in _declared(version) if d.kind in _TYPES]
+
+    def declares(self, version: Version, names: Iterable[tuple[str, str]]) -> set[str]:
+        """A text search for each name after the word that declares it (any whole word for a method, whose
+        declaration has none); as for PHP, a mention elsewhere can only keep a name "present"."""
+        return {fqn for kind, fqn in names
+                if _declares(version.source, _last_name(fqn).encode(), _KEYWORDS.get(kind, ()))}
+
+
+def _declared(version: Version) -> list[Declared]:
+    state = version.state
+    return state[1] if isinstance(state, tuple) else []
+
+
+def _last_name(fqn: str) -> str:
+    return re.split(r"::|[.:/\\\\]", fqn)[-1]
+
+
+def _widened(version: Version, start: int) -> int:
+    """`start` moved up over the decorators (`@…`) and the `/** … */` comment right above it."""
+    line = start
+    while line > 1:
+        text = version.text(line - 1).strip()
+        if text.startswith(b"@"):
+            line -= 1
+        elif text.endswith(b"*/"):
+            first = line - 1
+            while first > 1 and not version.text(first).strip().startswith(b"/*"):
+                first -= 1
+            if not version.text(first).strip().startswith(b"/**"):
+                break
+            line = first
+        else:
+            break
+    return line
+
+
+READERS: dict[str, Callable[[], Reader]] = {
+    "*.php": PhpReader,
+    **{f"*{suffix}": partial(DefinitionReader, extractor)
+       for extractor in EXTRACTORS if extractor.language != "php" for suffix in extractor.suffixes},
+}
 
 
 def reader_pattern(path: str) -> str | None:

@@ -27,7 +27,9 @@ MAX_SYMBOLS = 12
 MAX_WORDS = 48
 CACHED_VERSIONS = 2048
 _KIND_RANK = {"function": 0, "method": 0, "class": 1, "interface": 1, "trait": 1, "enum": 1}
-_TEST = re.compile(r"(^|/)(tests?|Tests?|spec|specs)/|Test(Case)?\.php$")
+# test directories and the test-file names of each language's runners (PHPUnit, pytest, Jest/Vitest/Mocha)
+_TEST = re.compile(r"(^|/)(tests?|Tests?|spec|specs|__tests__)/|Test(Case)?\.php$|(^|/)test_[^/]*\.py$|_test\.py$"
+                   r"|\.(test|spec)\.[cm]?[jt]sx?$")
 _WORD = re.compile(r"[a-z_][a-z0-9_]*")
 STOP_WORDS = frozenset(
     "this self static parent return function public protected private new null true false array string int "
@@ -115,12 +117,12 @@ class Touches:
         old = self._cached(change.old_blob)
         if old is None and change.old_blob:
             removes = change.status in ("D", "R") or any(count for _, count, _, _ in change.hunks)
-            old = self._parse(reader, change.old_blob, contents, None, ()) if removes else \
+            old = self._parse(reader, change.old_blob, contents, None, (), change.old_path) if removes else \
                 Version(self._source(change.old_blob, contents), None)
         new = self._cached(change.new_blob)
         if new is None and change.new_blob:
             base = old if old is not None and old.state is not None else None
-            new = self._parse(reader, change.new_blob, contents, base, change.hunks)
+            new = self._parse(reader, change.new_blob, contents, base, change.hunks, change.new_path)
         return old, new
 
     def _cached(self, blob: str) -> Version | None:
@@ -137,8 +139,8 @@ class Touches:
         return source
 
     def _parse(self, reader: Reader, blob: str, contents: Mapping[str, bytes | None], previous: Version | None,
-               hunks: Sequence[Hunk]) -> Version:
-        version = reader.parse(self._source(blob, contents), previous, hunks)
+               hunks: Sequence[Hunk], path: str) -> Version:
+        version = reader.parse(self._source(blob, contents), previous, hunks, path)
         self._versions[blob] = version
         if len(self._versions) > CACHED_VERSIONS:
             self._versions.popitem(last=False)

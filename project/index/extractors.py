@@ -2,8 +2,9 @@
 
 An extractor is two steps the build times apart: `parse` (tree-sitter, the cost every other phase
 is compared with) and `rows` (definitions, imports and call sites of the parsed tree, as the rows
-the store writes). The store and the build only ever go through this table, so supporting another
-language is adding an `Extractor` here; nothing else in the build names a language.
+the store writes). The store, the build, the queries and project memory only ever go through this
+table, so supporting another language is adding an `Extractor` here; nothing else names a language.
+A repository holding several languages gets each file read by its own.
 """
 
 from __future__ import annotations
@@ -14,21 +15,49 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from project.index import parse
+from project.index import parse, python_graph, script_graph, syntax
 from project.index.parse import FileRows
+from project.index.syntax import ExitSyntax
 
 
 @dataclass(frozen=True)
 class Extractor:
-    language: str
+    language: str  # the `files.language` column; one parser per language is kept per batch
     suffixes: tuple[str, ...]
     new_parser: Callable[[], tree_sitter.Parser]
     # (repository-relative path, bytes, the bytes parsed, content hash) -> the file's rows
     rows: Callable[[str, bytes, tree_sitter.Tree, str], FileRows]
+    # the member a class's instantiation calls (`new X`, `X()`): callers of a class are its callers
+    constructor: str
+    exits: ExitSyntax  # what an override contract reads in a method body
+    # names compare without case (PHP's classes and functions); the graph's columns compare so, and a
+    # query for a case-sensitive language keeps only the rows spelled as asked
+    caseless: bool = False
 
 
-EXTRACTORS = (Extractor("php", (".php",), parse.new_parser, parse.tree_rows),)
+EXTRACTORS = (
+    Extractor("php", (".php",), parse.new_parser, parse.tree_rows, "__construct", syntax.PHP, caseless=True),
+    Extractor("python", (".py",), python_graph.new_parser, python_graph.tree_rows, python_graph.CONSTRUCTOR,
+              syntax.PYTHON),
+    Extractor("typescript", (".ts", ".mts", ".cts"), script_graph.parser_of("typescript"),
+              script_graph.rows_of("typescript"), script_graph.CONSTRUCTOR, syntax.SCRIPT),
+    Extractor("tsx", (".tsx",), script_graph.parser_of("tsx"), script_graph.rows_of("tsx"),
+              script_graph.CONSTRUCTOR, syntax.SCRIPT),
+    Extractor("javascript", (".js", ".jsx", ".mjs", ".cjs"), script_graph.parser_of("javascript"),
+              script_graph.rows_of("javascript"), script_graph.CONSTRUCTOR, syntax.SCRIPT),
+)
 _BY_SUFFIX = {suffix: extractor for extractor in EXTRACTORS for suffix in extractor.suffixes}
+# `git ls-files`-style patterns of every file some extractor reads
+PATTERNS = tuple(f"*{suffix}" for suffix in _BY_SUFFIX)
+CONSTRUCTORS = tuple(dict.fromkeys(extractor.constructor for extractor in EXTRACTORS))
+
+
+def same_name(path: str, stored: str, asked: str) -> bool:
+    """Whether `stored` (a name in the file at `path`) is the name `asked`, by the file language's rules."""
+    if stored == asked:
+        return True
+    extractor = extractor_for(path)
+    return extractor is not None and extractor.caseless and stored.lower() == asked.lower()
 
 
 def extractor_for(path: str) -> Extractor | None:

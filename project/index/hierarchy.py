@@ -6,9 +6,20 @@ depends on other files, and storing it would make a one-file sync rewrite rows o
 
 from __future__ import annotations
 
+import re
+
+from project.index.bindings import definition, spellings
 from project.index.db import Connection
 
 _HIERARCHY_KINDS = ("extends", "uses_trait", "implements")  # lookup order: parents, traits, interfaces
+
+
+_SEPARATORS = re.compile(r"[\\\\./:]")
+
+
+def short_name(fqn: str) -> str:
+    """The last part of a name in any language's form: `A\\B`, `pkg.mod.B`, `src/mod:B` → `B`."""
+    return _SEPARATORS.split(fqn)[-1]
 
 
 def split_member(fqn: str) -> tuple[str, str]:
@@ -28,7 +39,8 @@ def ancestors(conn: Connection, class_fqn: str, limit: int = 64) -> list[str]:
             (current, *_HIERARCHY_KINDS),
         ).fetchall()
         rows.sort(key=lambda row: _HIERARCHY_KINDS.index(row[0]))
-        for _, target in rows:
+        for _, written in rows:
+            target = definition(conn, written) if written else written
             if target and target.lower() != class_fqn.lower() and target.lower() not in map(str.lower, seen):
                 seen.append(target)
                 frontier.append(target)
@@ -40,10 +52,11 @@ def descendants(conn: Connection, class_fqn: str, limit: int = 512) -> list[str]
     seen: dict[str, str] = {}
     frontier = [class_fqn]
     while frontier and len(seen) < limit:
-        current = frontier.pop()
+        names = spellings(conn, frontier.pop())
+        marks = ",".join("?" * len(names))
         rows = conn.execute(
-            "SELECT DISTINCT source_fqn FROM relations WHERE target_fqn = ? AND kind IN (?, ?, ?)",
-            (current, *_HIERARCHY_KINDS),
+            f"SELECT DISTINCT source_fqn FROM relations WHERE target_fqn IN ({marks}) AND kind IN (?, ?, ?)",
+            (*names, *_HIERARCHY_KINDS),
         ).fetchall()
         for (source,) in rows:
             if source and source.lower() not in seen and source.lower() != class_fqn.lower():

@@ -98,9 +98,10 @@ class SymbolIndex:
 
 
 def _names(fqn: str, written: str) -> bool:
-    """Whether `written` is `fqn` or a suffix of it on a namespace boundary (PHP names ignore case)."""
+    """Whether `written` is `fqn` or a suffix of it on a namespace or module boundary (`\\`, `.`, `/`, `:`;
+    compared without case, as PHP names are)."""
     fqn, written = fqn.lower(), written.lower()
-    return fqn == written or fqn.endswith("\\" + written)
+    return fqn == written or fqn.endswith(written) and fqn[-len(written) - 1] in "\\./:"
 
 
 def _has_graph(conn: Connection) -> bool:

@@ -11,6 +11,8 @@ from typing import Literal
 
 SymbolKind = Literal[
     "namespace",
+    "module",
+    "type",
     "class",
     "interface",
     "trait",

@@ -10,8 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from project.index.bindings import defined, spellings
+from project.index.bindings import definition as bound_definition
 from project.index.db import Connection
-from project.index.hierarchy import descendants, split_member
+from project.index.extractors import extractor_for, same_name
+from project.index.hierarchy import descendants, short_name, split_member
 from project.index.parse import content_hash
 from project.index.results import (
     MISSING,
@@ -30,6 +33,7 @@ from project.index.results import (
 
 _SYMBOL_COLUMNS = "kind, fqn, path, start_line, end_line, signature, parent_fqn"
 _SITE_COLUMNS = "path, line, source_fqn, target_name, target_fqn"
+_MAX_NAMES = 2000  # target names one callers query asks for (subclasses times import bindings)
 
 
 def index_ready(conn: Connection) -> bool:
@@ -66,24 +70,27 @@ def _hit(row: tuple[object, ...], repo: str) -> SymbolHit:
 
 
 def find_symbols(conn: Connection, name: str, limit: int = 50) -> list[SymbolHit]:
-    """Exact fqn first; otherwise by short name, narrowed by a `Class::member` owner if given."""
+    """Exact fqn first (see `canonical`); otherwise by short name, narrowed by a `Class::member` owner."""
     wanted = name.strip().lstrip("\\")
     repo = _repo(conn)
-    rows = conn.execute(
-        f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE fqn = ? AND kind != 'namespace' LIMIT ?",
-        (wanted, limit),
-    ).fetchall()
+    rows: list[tuple[object, ...]] = []
+    for candidate in dict.fromkeys([wanted, canonical(conn, wanted)]):
+        rows = [r for r in conn.execute(
+            f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE fqn = ? AND kind != 'namespace' LIMIT ?",
+            (candidate, limit),
+        ).fetchall() if same_name(str(r[2]), str(r[1]), candidate)]
+        if rows:
+            break
     if not rows:
         owner, member = split_member(wanted)
-        short = (member or owner).rsplit("\\", 1)[-1]
         rows = conn.execute(
             f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE name = ? AND kind != 'namespace' "
-        "ORDER BY fqn LIMIT ?",
-            (short.lstrip("$"), limit * 4),
+            "ORDER BY fqn LIMIT ?",
+            (short_name(member or owner).lstrip("$"), limit * 4),
         ).fetchall()
         if member:
-            suffix = owner.lower().rsplit("\\", 1)[-1]
-            rows = [r for r in rows if str(r[6]).lower().rsplit("\\", 1)[-1] == suffix]
+            suffix = short_name(owner).lower()
+            rows = [r for r in rows if short_name(str(r[6])).lower() == suffix]
         rows = rows[:limit]
     return [_hit(tuple(r), repo) for r in rows]
 
@@ -103,32 +110,49 @@ def _sites(rows: Iterable[tuple[object, ...]], certainty: str) -> list[CallSiteH
     ]
 
 
+def canonical(conn: Connection, name: str) -> str:
+    """The definition `name` means: itself, its dotted form read as a member (`pkg.mod.Class.method` is
+    `pkg.mod.Class::method`), or the definition an import binding it leads to; `name` when none is known."""
+    wanted = name.strip().lstrip("\\")
+    head, dot, tail = wanted.rpartition(".")
+    if dot and head and "::" not in wanted and not defined(conn, wanted) and defined(conn, f"{head}::{tail}"):
+        return f"{head}::{tail}"
+    return bound_definition(conn, wanted)
+
+
 def call_sites(conn: Connection, fqn: str, limit: int = 200) -> tuple[list[CallSiteHit], bool]:
-    """Sites calling `fqn` (resolved through subclasses too) plus unresolved sites with its name."""
-    target = fqn.strip().lstrip("\\")
-    if "::" not in target and conn.execute(
-        "SELECT 1 FROM symbols WHERE fqn = ? AND kind IN ('class', 'enum') LIMIT 1", (target,)
-    ).fetchone():
-        target += "::__construct"  # the callers of a class are the sites that instantiate it
+    """Sites calling `fqn` (resolved through subclasses and import bindings too) plus unresolved sites
+    with its name."""
+    target = canonical(conn, fqn)
+    names = []
+    if "::" not in target:
+        row = conn.execute("SELECT path FROM symbols WHERE fqn = ? AND kind IN ('class', 'enum') LIMIT 1",
+                           (target,)).fetchone()
+        extractor = extractor_for(str(row[0])) if row is not None else None
+        if extractor is not None:  # the callers of a class are the sites that instantiate it
+            names.append(short_name(target))  # `Foo()` / `new Foo()` left unresolved
+            target += f"::{extractor.constructor}"
     owner, member = split_member(target)
     if member:
-        owners = [owner, *descendants(conn, owner)]
-        name = member
+        owners = [name for o in [owner, *descendants(conn, owner)] for name in spellings(conn, o)]
+        exact = [f"{o}::{member}" for o in owners][:_MAX_NAMES]
+        names.insert(0, member)
     else:
-        owners, name = [], target.rsplit("\\", 1)[-1]
-    exact = [f"{o}::{member}" for o in owners] if member else [target]
+        exact = spellings(conn, target)[:_MAX_NAMES]
+        names.insert(0, short_name(target))
     marks = ",".join("?" * len(exact))
     rows = conn.execute(
         f"SELECT {_SITE_COLUMNS} FROM relations WHERE kind = 'calls' AND (target_fqn IN ({marks}) "
-        "OR (fallback_fqn = ? AND NOT EXISTS (SELECT 1 FROM symbols s WHERE s.fqn = relations.target_fqn "
-        "AND s.kind = 'function'))) ORDER BY path, line LIMIT ?",
-        (*exact, target if not member else "\0", limit + 1),
+        f"OR (fallback_fqn IN ({marks}) AND NOT EXISTS (SELECT 1 FROM symbols s WHERE s.fqn = relations.target_fqn "
+        "AND s.kind IN ('function', 'method')))) ORDER BY path, line LIMIT ?",
+        (*exact, *exact, limit + 1),
     ).fetchall()
     resolved = _sites(rows, "resolved")
+    marks = ",".join("?" * len(names))
     loose = conn.execute(
-        f"SELECT {_SITE_COLUMNS} FROM relations WHERE kind = 'calls' AND target_name = ? AND target_fqn = '' "
-        "ORDER BY path, line LIMIT ?",
-        (name, limit + 1),
+        f"SELECT {_SITE_COLUMNS} FROM relations WHERE kind = 'calls' AND target_name IN ({marks}) "
+        "AND target_fqn = '' ORDER BY path, line LIMIT ?",
+        (*names, limit + 1),
     ).fetchall()
     sites = resolved + _sites(loose, "by_name")
     return sites[:limit], len(sites) > limit
@@ -175,7 +199,7 @@ def impact(conn: Connection, root: Path, fqn: str, depth: int = 2, limit: int = 
     if not index_ready(conn):
         return ImpactResult(query=fqn, depth=depth, status=MISSING)
     seen: dict[str, ImpactNode] = {}
-    frontier = [fqn.strip().lstrip("\\")]
+    frontier = [canonical(conn, fqn)]
     for distance in range(1, max(1, depth) + 1):
         following: list[str] = []
         for current in frontier:
@@ -202,10 +226,12 @@ def _dependents(conn: Connection, fqn: str, distance: int, limit: int) -> list[I
     if member:
         nodes.extend(_overriders(conn, owner, member, distance))
     else:
+        names = spellings(conn, bound_definition(conn, fqn))
+        marks = ",".join("?" * len(names))
         rows = conn.execute(
-            "SELECT kind, source_fqn, path, line FROM relations WHERE target_fqn = ? "
+            f"SELECT kind, source_fqn, path, line FROM relations WHERE target_fqn IN ({marks}) "
             "AND kind IN ('extends', 'implements', 'uses_trait') ORDER BY path, line",
-            (fqn,),
+            names,
         ).fetchall()
         nodes.extend(
             ImpactNode(fqn=str(src), distance=distance, relation=kind, path=str(p), line=int(ln),

@@ -113,10 +113,13 @@ class ExploreResult(_Frozen):
     items: list[ExploreItem] = Field(default_factory=list)
 
 
+ExitKind = Literal["return_value", "return_void", "implicit_return", "throw", "parent_call", "yield"]
+
+
 class Exit(_Frozen):
     """One way control leaves the ancestor method."""
 
-    kind: Literal["return_value", "return_void", "implicit_return", "throw", "parent_call", "yield"]
+    kind: ExitKind
     line: int
     text: str
 

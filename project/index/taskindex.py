@@ -24,6 +24,7 @@ from project.index import basevectors, memory_sources, search_store, store
 from project.index.chunks import chunk_file
 from project.index.db import Connection, connect
 from project.index.embed import Embedder
+from project.index.extractors import PATTERNS
 from project.index.model import Symbol
 from project.index.parse import FileRows, content_hash
 from project.index.search import Freshness, read_freshness
@@ -33,7 +34,6 @@ log = logging.getLogger(__name__)
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-PATTERNS = ("*.php",)
 
 
 @dataclass(frozen=True)

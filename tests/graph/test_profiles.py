@@ -30,9 +30,9 @@ def test_php_profile_never_runs_composer_scripts_and_prefers_the_project_phpunit
     assert "PSR12" in php.lint[2].run
 
 
-def test_python_profile_has_no_grammar_so_the_graph_is_search_only() -> None:
+def test_python_profile_reads_python_into_the_graph() -> None:
     python = load_profile("python")
-    assert python.parser is None and python.search_only
+    assert python.parser == "python" and not python.search_only
     assert python.classifier == "pytest"
     assert python.env["PYTHONDONTWRITEBYTECODE"] == "1"
 

@@ -1,0 +1,482 @@
+"""tree-sitter-python → code-graph rows: modules, classes, functions and methods, imports, calls.
+
+Names follow Python's own: a module is its dotted import name (`pkg/sub/mod.py` is `pkg.sub.mod`,
+`pkg/__init__.py` is `pkg`; a leading `…/src/` is not part of it), a class or function is
+`module.qualname` (`pkg.mod.Outer.Inner`, `pkg.mod.helper`, `pkg.mod.outer.inner` for a function
+defined in a function), and a method is `Class::name` (`pkg.mod.Outer::run`), the graph's member
+separator. A definition starts at its `def`/`class` line, as Python's `ast` says; its decorators are
+its attributes and part of its signature, its docstring is its docblock.
+
+As for PHP, one tree-sitter query (run in C) picks the nodes and a sweep in source order keeps the
+enclosing scopes on a stack (`scopes.Scope`); calls are resolved once the whole file is known:
+module functions and classes, imported names (relative imports resolved against the file's own
+package), `self.`/`cls.` methods, `super()`, typed parameters and attributes, and variables assigned
+an instance. Every other call keeps its name only (`by_name`).
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import tree_sitter
+import tree_sitter_python
+
+from project.index.parse import FileRows
+from project.index.scopes import LOCAL, Binding, Rows, Scope, head, looks_like_class
+
+_QUERY = """
+(class_definition) @class
+(function_definition) @function
+(import_statement) @import
+(import_from_statement) @import_from
+(call) @call
+(assignment) @assign
+(parameters) @params
+(for_statement left: (_) @target)
+(for_in_clause left: (_) @target)
+(as_pattern_target) @target
+(named_expression name: (identifier) @target)
+"""
+_HUGE = 1 << 62
+BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_"))
+CONSTRUCTOR = "__init__"
+
+
+@lru_cache(maxsize=1)
+def _language() -> tuple[tree_sitter.Language, tree_sitter.Query]:
+    language = tree_sitter.Language(tree_sitter_python.language())
+    return language, tree_sitter.Query(language, _QUERY)
+
+
+def new_parser() -> tree_sitter.Parser:
+    return tree_sitter.Parser(_language()[0])
+
+
+def module_name(path: str) -> str:
+    """`src/pkg/sub/mod.py` → `pkg.sub.mod`; `pkg/__init__.py` → `pkg`."""
+    parts = path.rsplit(".", 1)[0].split("/")
+    if "src" in parts[:-1]:
+        parts = parts[len(parts) - 1 - parts[::-1].index("src", 1) + 1:]
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+@dataclass(slots=True)
+class _Class:
+    fqn: str
+    scope: Scope
+    bases: list[str] = field(default_factory=list)
+    attributes: dict[str, str] = field(default_factory=dict)  # self.x -> class of its value
+
+
+@dataclass(slots=True)
+class _Context:
+    scope: Scope
+    prefix: str  # the dotted name definitions inside take as their prefix
+    source: str  # the fqn calls made here are made from
+    cls: _Class | None = None  # the enclosing class, in its body and in its methods
+    in_body: bool = False  # directly in the class body (a `def` here is a method)
+
+
+@dataclass(slots=True)
+class _File:
+    rows: Rows
+    module: str
+    package: str
+    classes: dict[str, _Class] = field(default_factory=dict)
+    calls: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
+    assigns: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
+    bases: list[tuple[tree_sitter.Node, _Class, _Context]] = field(default_factory=list)
+
+
+def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = "") -> FileRows:
+    """The table rows of a parsed Python file; `digest` is its content hash when the caller has it."""
+    module = module_name(path)
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    file = _File(Rows(path, source, "python"), module, package)
+    root = tree.root_node
+    file.rows.symbol("module", module, module.rsplit(".", 1)[-1], root, docblock=_docstring(file.rows, root))
+    captures = tree_sitter.QueryCursor(_language()[1]).captures(root)
+    items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
+    items.sort(key=lambda item: (item[0], item[1]))
+    stack: list[tuple[int, _Context]] = [(_HUGE, _Context(Scope(), module, module))]
+    for start, _, capture, node in items:
+        while stack[-1][0] <= start:
+            stack.pop()
+        inner = _HANDLERS[capture](file, node, stack[-1][1])
+        if inner is not None:
+            stack.append((node.end_byte, inner))
+    _resolve(file)
+    return file.rows.done(tree, digest)
+
+
+def _docstring(rows: Rows, body: tree_sitter.Node | None) -> str:
+    first = body.named_children[0] if body is not None and body.named_children else None
+    if first is not None and first.type == "expression_statement" and first.named_children \
+            and first.named_children[0].type == "string":
+        return rows.text(first.named_children[0])
+    return ""
+
+
+def _decorators(rows: Rows, node: tree_sitter.Node) -> list[str]:
+    parent = node.parent
+    if parent is None or parent.type != "decorated_definition":
+        return []
+    return [rows.text(d).lstrip("@").split("(", 1)[0].strip() for d in parent.named_children if d.type == "decorator"]
+
+
+def _signature(rows: Rows, node: tree_sitter.Node, decorators: list[str]) -> str:
+    text = head(rows.source, node, node.child_by_field_name("body"))
+    return " ".join([*(f"@{d}" for d in decorators), text])
+
+
+def _class(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
+    rows = file.rows
+    name = rows.text(node.child_by_field_name("name"))
+    if not name:
+        return None
+    fqn = f"{ctx.prefix}.{name}"
+    body = node.child_by_field_name("body")
+    decorators = _decorators(rows, node)
+    rows.symbol("class", fqn, name, node, signature=_signature(rows, node, decorators),
+                docblock=_docstring(rows, body), attributes=tuple(decorators))
+    ctx.scope.bind(name, Binding("class", fqn))
+    info = _Class(fqn, Scope(outer=ctx.scope.outer if ctx.in_body else ctx.scope))  # class bodies nest no scope
+    file.classes[fqn] = info
+    bases = node.child_by_field_name("superclasses")
+    if bases is not None:
+        file.bases.append((bases, info, ctx))
+    return _Context(info.scope, fqn, fqn, info, in_body=True)
+
+
+def _function(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
+    rows = file.rows
+    name = rows.text(node.child_by_field_name("name"))
+    if not name:
+        return None
+    decorators = _decorators(rows, node)
+    method = ctx.cls is not None and ctx.in_body
+    if method:
+        assert ctx.cls is not None
+        fqn, parent, outer = f"{ctx.cls.fqn}::{name}", ctx.cls.fqn, ctx.scope.outer
+    else:
+        fqn, parent, outer = f"{ctx.prefix}.{name}", "", ctx.scope
+        ctx.scope.bind(name, Binding("function", fqn))
+    rows.symbol("method" if method else "function", fqn, name, node, parent, _signature(rows, node, decorators),
+                _docstring(rows, node.child_by_field_name("body")), tuple(decorators))
+    scope = Scope(outer=outer)
+    if method and ctx.cls is not None and "staticmethod" not in decorators:
+        receiver = _first_parameter(rows, node)
+        if receiver:
+            classwide = "classmethod" in decorators or name in ("__new__", "__init_subclass__")
+            scope.names[receiver] = Binding("class" if classwide else "instance", ctx.cls.fqn)
+    dotted = fqn.replace("::", ".")
+    return _Context(scope, dotted, fqn, ctx.cls)
+
+
+def _first_parameter(rows: Rows, node: tree_sitter.Node) -> str:
+    parameters = node.child_by_field_name("parameters")
+    first = parameters.named_children[0] if parameters is not None and parameters.named_children else None
+    if first is None:
+        return ""
+    if first.type == "identifier":
+        return rows.text(first)
+    if first.type in ("typed_parameter", "default_parameter", "typed_default_parameter"):
+        name = first.child_by_field_name("name") or (first.named_children[0] if first.named_children else None)
+        return rows.text(name) if name is not None and name.type == "identifier" else ""
+    return ""
+
+
+def _parameters(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    """Parameters are locals; one typed with a class holds an instance of it (resolved with the calls)."""
+    for parameter in node.named_children:
+        kind = parameter.type
+        if kind == "identifier":
+            name_node: tree_sitter.Node | None = parameter
+        elif kind in ("list_splat_pattern", "dictionary_splat_pattern"):
+            name_node = parameter.named_children[0] if parameter.named_children else None
+        else:
+            name_node = parameter.child_by_field_name("name") or (
+                parameter.named_children[0] if parameter.named_children else None)
+        if name_node is None or name_node.type != "identifier":
+            continue
+        name = file.rows.text(name_node)
+        if name not in ctx.scope.names:  # the receiver (`self`) is bound already
+            ctx.scope.bind(name, LOCAL)
+            if kind in ("typed_parameter", "typed_default_parameter"):
+                file.assigns.append((parameter, ctx))
+
+
+def _targets(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    """`for x in`, `with … as x`, `except … as x`, `(x := …)`: locals of unknown type."""
+    for name in _identifiers(node):
+        ctx.scope.bind(file.rows.text(name), LOCAL)
+
+
+def _identifiers(node: tree_sitter.Node) -> list[tree_sitter.Node]:
+    if node.type == "identifier":
+        return [node]
+    if node.type in ("pattern_list", "tuple_pattern", "list_pattern", "as_pattern_target", "list_splat_pattern",
+                     "parenthesized_expression", "expression_list", "tuple", "list"):
+        return [n for child in node.named_children for n in _identifiers(child)]
+    return []
+
+
+def _assignment(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    left = node.child_by_field_name("left")
+    if left is None:
+        return
+    if left.type == "identifier":
+        ctx.scope.bind(file.rows.text(left), LOCAL)  # the value's class, if any, is known after the sweep
+        if node.child_by_field_name("type") is not None or node.child_by_field_name("right") is not None:
+            file.assigns.append((node, ctx))
+    elif left.type == "attribute":
+        if ctx.cls is not None:
+            file.assigns.append((node, ctx))
+    else:
+        for name in _identifiers(left):
+            ctx.scope.bind(file.rows.text(name), LOCAL)
+
+
+def _import(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    """`import a.b.c` binds `a`; `import a.b as x` binds `x` to `a.b`."""
+    rows = file.rows
+    line = node.start_point[0] + 1
+    for clause in node.named_children:
+        if clause.type == "aliased_import":
+            target = _dotted(rows, clause.child_by_field_name("name"))
+            alias = rows.text(clause.child_by_field_name("alias"))
+            ctx.scope.bind(alias, Binding("module", target))
+            rows.relate("imports", _binds(file, ctx, alias), target.rsplit(".", 1)[-1], target, line)
+        elif clause.type == "dotted_name":
+            target = _dotted(rows, clause)
+            first = target.split(".", 1)[0]
+            ctx.scope.bind(first, Binding("module", first))
+            rows.relate("imports", "", target.rsplit(".", 1)[-1], target, line)
+
+
+def _import_from(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    """`from m import a, b as c` binds `a` and `c` to names of `m` (relative `m` resolved here)."""
+    rows = file.rows
+    module_node = node.child_by_field_name("module_name")
+    if module_node is None:
+        return
+    base = _absolute(file, module_node)
+    line = node.start_point[0] + 1
+    for clause in node.named_children:
+        if clause == module_node:
+            continue
+        if clause.type == "wildcard_import":
+            rows.relate("imports", "", base.rsplit(".", 1)[-1], base, line)
+            continue
+        if clause.type == "aliased_import":
+            name = _dotted(rows, clause.child_by_field_name("name"))
+            local = rows.text(clause.child_by_field_name("alias"))
+        elif clause.type == "dotted_name":
+            name = local = _dotted(rows, clause)
+        else:
+            continue
+        target = f"{base}.{name}" if base else name
+        ctx.scope.bind(local, Binding("name", target))
+        rows.relate("imports", _binds(file, ctx, local), name, target, line)
+
+
+def _binds(file: _File, ctx: _Context, local: str) -> str:
+    """The name an import binds in the module (what another module may import it as), or "" when the
+    import is local to a function or class."""
+    return f"{file.module}.{local}" if ctx.source == file.module else ""
+
+
+def _dotted(rows: Rows, node: tree_sitter.Node | None) -> str:
+    return "".join(rows.text(node).split()) if node is not None else ""
+
+
+def _absolute(file: _File, node: tree_sitter.Node) -> str:
+    """The absolute module a `from` import names: `..x` from `pkg.sub.mod` is `pkg.x`."""
+    if node.type != "relative_import":
+        return _dotted(file.rows, node)
+    prefix = next((c for c in node.children if c.type == "import_prefix"), None)
+    dots = len(file.rows.text(prefix)) if prefix is not None else 0
+    parts = file.package.split(".") if file.package else []
+    base = parts[:len(parts) - (dots - 1)] if dots > 1 else parts
+    rest = next((c for c in node.named_children if c.type == "dotted_name"), None)
+    return ".".join([*base, *([_dotted(file.rows, rest)] if rest is not None else [])])
+
+
+def _call(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    file.calls.append((node, ctx))
+
+
+_HANDLERS = {
+    "class": _class, "function": _function, "import": _import, "import_from": _import_from, "call": _call,
+    "assign": _assignment, "params": _parameters, "target": _targets,
+}
+
+
+# --- after the sweep: bases, the classes of variables and attributes, then calls -----------------------
+
+
+def _resolve(file: _File) -> None:
+    rows = file.rows
+    for bases, info, ctx in file.bases:
+        for base in bases.named_children:
+            if base.type == "keyword_argument":
+                continue
+            expression = base.child_by_field_name("value") if base.type == "subscript" else base
+            found = _value(file, expression, ctx) if expression is not None else None
+            if found is not None and found.kind in ("class", "name") and found.fqn:
+                info.bases.append(found.fqn)
+                rows.relate("extends", info.fqn, found.fqn.rsplit(".", 1)[-1], found.fqn, base.start_point[0] + 1)
+    held: dict[tuple[int, str], tuple[Scope, list[str]]] = {}
+    for node, ctx in file.assigns:
+        _typed(file, node, ctx, held)
+    for (_, name), (scope, classes) in held.items():
+        scope.settle(name, classes)
+    for node, ctx in file.calls:
+        _call_row(file, node, ctx)
+
+
+def _typed(file: _File, node: tree_sitter.Node, ctx: _Context, held: dict[tuple[int, str], tuple[Scope, list[str]]]
+           ) -> None:
+    """The class a variable or `self.` attribute holds: from its annotation or `= Class(...)`."""
+    annotation = node.child_by_field_name("type")
+    right = node.child_by_field_name("right")
+    found = _annotated(file, annotation, ctx) if annotation is not None else ""
+    if not found and right is not None and right.type == "call":
+        value = _value(file, right, ctx)
+        found = value.fqn if value is not None and value.kind == "instance" else ""
+    left = node.child_by_field_name("left") or node.child_by_field_name("name") or (
+        node.named_children[0] if node.named_children else None)
+    if left is None:
+        return
+    if left.type == "identifier":
+        name = file.rows.text(left)
+        if ctx.cls is not None and ctx.in_body:
+            ctx.cls.attributes.setdefault(name, found)  # a class-level annotation (dataclass fields)
+        held.setdefault((id(ctx.scope), name), (ctx.scope, []))[1].append(found)
+    elif left.type == "attribute" and ctx.cls is not None:
+        owner = left.child_by_field_name("object")
+        receiver = ctx.scope.lookup(file.rows.text(owner)) if owner is not None and owner.type == "identifier" else None
+        if receiver is not None and receiver.kind == "instance" and receiver.fqn == ctx.cls.fqn:
+            attribute = file.rows.text(left.child_by_field_name("attribute"))
+            known = ctx.cls.attributes.get(attribute)
+            ctx.cls.attributes[attribute] = found if known in (None, found) else ""
+
+
+def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context) -> str:
+    """The class an annotation names (`Foo`, `mod.Foo`, `Optional[Foo]`, `Foo | None`), else ""."""
+    node = annotation.named_children[0] if annotation.type == "type" and annotation.named_children else annotation
+    if node.type == "string" or node.type == "none":
+        return ""
+    if node.type == "binary_operator":  # `Foo | None`
+        sides = [n for n in (node.child_by_field_name("left"), node.child_by_field_name("right")) if n is not None]
+        named = [s for s in sides if s.type != "none"]
+        return _annotated(file, named[0], ctx) if len(named) == 1 else ""
+    if node.type in ("generic_type", "subscript"):
+        head = node.named_children[0] if node.named_children else None
+        if head is not None and file.rows.text(head).rsplit(".", 1)[-1] == "Optional":
+            inner = [n for n in node.named_children[1:] if n.type in ("type_parameter", "type", "identifier")]
+            arguments = inner[0].named_children if inner and inner[0].type == "type_parameter" else inner
+            return _annotated(file, arguments[0], ctx) if len(arguments) == 1 else ""
+        return ""
+    found = _value(file, node, ctx)
+    if found is not None and found.kind in ("class", "name") and looks_like_class(found.fqn.rsplit(".", 1)[-1]):
+        return found.fqn
+    return ""
+
+
+def _value(file: _File, node: tree_sitter.Node, ctx: _Context) -> Binding | None:
+    """What an expression is, as far as the file tells (None: unknown)."""
+    kind = node.type
+    rows = file.rows
+    if kind == "identifier":
+        name = rows.text(node)
+        found = ctx.scope.lookup(name)
+        if found is None and name in BUILTINS:
+            return Binding("name", f"builtins.{name}")
+        return None if found is None or found.kind == "local" else found
+    if kind == "attribute":
+        owner = node.child_by_field_name("object")
+        name = rows.text(node.child_by_field_name("attribute"))
+        value = _value(file, owner, ctx) if owner is not None else None
+        if value is None or not name:
+            return None
+        if value.kind in ("module", "name"):
+            return Binding("name", f"{value.fqn}.{name}")
+        if value.kind == "class":
+            return Binding("name", f"{value.fqn}.{name}") if looks_like_class(name) else None
+        if value.kind == "instance":
+            info = file.classes.get(value.fqn)
+            held = info.attributes.get(name, "") if info is not None else ""
+            return Binding("instance", held) if held else None
+        return None
+    if kind == "call":
+        callee = node.child_by_field_name("function")
+        if callee is None:
+            return None
+        if callee.type == "identifier" and rows.text(callee) == "super":
+            bases = ctx.cls.bases if ctx.cls is not None else []
+            return Binding("instance", bases[0]) if bases else None
+        value = _value(file, callee, ctx)
+        if value is not None and (value.kind == "class" or value.kind == "name"
+                                  and looks_like_class(value.fqn.rsplit(".", 1)[-1])):
+            return Binding("instance", value.fqn)
+        return None
+    if kind == "parenthesized_expression" and node.named_children:
+        return _value(file, node.named_children[0], ctx)
+    return None
+
+
+def _call_row(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    callee = node.child_by_field_name("function")
+    if callee is None:
+        return
+    name_node: tree_sitter.Node | None = callee
+    if callee.type == "identifier":
+        name = file.rows.text(callee)
+        target, fallback = _named_target(_value(file, callee, ctx))
+    elif callee.type == "attribute":
+        name_node = callee.child_by_field_name("attribute")
+        owner = callee.child_by_field_name("object")
+        name = file.rows.text(name_node)
+        if name_node is None or owner is None:
+            return
+        target, fallback = _member_target(_value(file, owner, ctx), name)
+    else:
+        return
+    line = (name_node or node).start_point[0] + 1
+    file.rows.relate("calls", ctx.source, name, target, line, fallback)
+
+
+def _named_target(value: Binding | None) -> tuple[str, str]:
+    """`f()` / `Foo()`: a function, or a class's constructor; an imported name could be either."""
+    if value is None:
+        return "", ""
+    if value.kind == "class":
+        return f"{value.fqn}::{CONSTRUCTOR}", ""
+    if value.kind == "function":
+        return value.fqn, ""
+    if value.kind == "name":
+        constructor = f"{value.fqn}::{CONSTRUCTOR}"
+        return (constructor, value.fqn) if looks_like_class(value.fqn.rsplit(".", 1)[-1]) else (value.fqn, "")
+    return "", ""
+
+
+def _member_target(owner: Binding | None, name: str) -> tuple[str, str]:
+    """`x.name()`: a method of x's class, a function or class of module x, or (an imported x of unknown
+    kind) whichever its spelling suggests, the other reading as the fallback."""
+    if owner is None:
+        return "", ""
+    if owner.kind in ("instance", "class"):
+        return f"{owner.fqn}::{name}", ""
+    if owner.kind not in ("module", "name"):
+        return "", ""
+    dotted = f"{owner.fqn}.{name}"
+    if looks_like_class(name):
+        return f"{dotted}::{CONSTRUCTOR}", dotted
+    if owner.kind == "name" and looks_like_class(owner.fqn.rsplit(".", 1)[-1]):
+        return f"{owner.fqn}::{name}", dotted
+    return dotted, ""

@@ -1,0 +1,115 @@
+"""What the Python and TypeScript/JavaScript extractors share: name bindings, scopes and row making.
+
+Both languages name things by module and scope, bind names with imports and definitions, and shadow
+them with local variables. A `Scope` is one table of names (a module, a class body, a function) with
+the scope it falls back to; a `Binding` says what a name stands for as far as the file tells: a
+module, a class, a function, an instance of a class, an imported name whose kind the file cannot
+tell, or a local value of unknown type (which shadows every outer meaning). Calls are resolved after
+the sweep, when every binding of the file is known, so a call may come before the definition it calls.
+
+A resolved call has a primary target and, when the file cannot tell a class from a module or a
+function (`X.y()` on an imported `X`), the other reading as `fallback_fqn`: the store takes the
+fallback only when no definition carries the primary name, as it does for PHP's global functions.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+
+import tree_sitter
+
+from project.index.parse import FileRows, StoredSymbolRow, content_hash
+from project.index.receivers import RelationRow
+
+BindingKind = Literal["module", "class", "function", "instance", "name", "local"]
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """What a name stands for: `fqn` is the module, class or function it names (the class of an
+    instance); "" for a local value of unknown type."""
+
+    kind: BindingKind
+    fqn: str = ""
+
+
+LOCAL = Binding("local")
+
+
+@dataclass(slots=True)
+class Scope:
+    """One table of names, falling back to `outer` (a class body's names are not seen by its methods,
+    so a method's scope falls back past it)."""
+
+    names: dict[str, Binding] = field(default_factory=dict)
+    outer: Scope | None = None
+    assigned: dict[str, int] = field(default_factory=dict)  # how often each local was assigned
+
+    def lookup(self, name: str) -> Binding | None:
+        scope: Scope | None = self
+        while scope is not None:
+            found = scope.names.get(name)
+            if found is not None:
+                return found
+            scope = scope.outer
+        return None
+
+    def settle(self, name: str, classes: list[str]) -> None:
+        """A local every assignment of which holds an instance of the same class is an instance of it."""
+        if classes and classes[0] and len(set(classes)) == 1 and self.assigned.get(name) == len(classes) \
+                and self.names.get(name) == LOCAL:
+            self.names[name] = Binding("instance", classes[0])
+
+    def bind(self, name: str, binding: Binding) -> None:
+        """Bind `name` here; a second, different meaning of a name leaves it a local of unknown type."""
+        if binding.kind == "local":
+            self.assigned[name] = self.assigned.get(name, 0) + 1
+        known = self.names.get(name)
+        if known is None or known == binding:
+            self.names[name] = binding
+        elif binding.kind == "local" or known.kind == "local" or known.kind != binding.kind:
+            self.names[name] = LOCAL
+        else:
+            self.names[name] = LOCAL if known.fqn != binding.fqn else known
+
+
+def looks_like_class(name: str) -> bool:
+    """CapWords: the naming both languages' style guides give classes (and constructors)."""
+    return name[:1].isupper() and not name.isupper()
+
+
+@dataclass(slots=True)
+class Rows:
+    """One file's symbol and relation rows as they accumulate (the `symbols`/`relations` columns)."""
+
+    path: str
+    source: bytes
+    language: str
+    symbols: list[StoredSymbolRow] = field(default_factory=list)
+    relations: list[RelationRow] = field(default_factory=list)
+
+    def text(self, node: tree_sitter.Node | None) -> str:
+        return "" if node is None else self.source[node.start_byte:node.end_byte].decode("utf-8", "replace")
+
+    def symbol(self, kind: str, fqn: str, name: str, node: tree_sitter.Node, parent: str = "",
+               signature: str = "", docblock: str = "", attributes: tuple[str, ...] = ()) -> None:
+        self.symbols.append((
+            self.path, kind, fqn, name, parent, node.start_point[0] + 1, node.end_point[0] + 1,
+            node.start_byte, node.end_byte, signature[:400], docblock,
+            json.dumps(list(attributes)) if attributes else "[]",
+        ))
+
+    def relate(self, kind: str, source: str, name: str, target: str, line: int, fallback: str = "") -> None:
+        self.relations.append((self.path, kind, source, name, target, fallback, line))
+
+    def done(self, tree: tree_sitter.Tree, digest: str) -> FileRows:
+        return FileRows(self.path, digest or content_hash(self.source), self.language, tree.root_node.has_error,
+                        self.symbols, self.relations)
+
+
+def head(source: bytes, node: tree_sitter.Node, body: tree_sitter.Node | None) -> str:
+    """A declaration's text up to its body, on one line: its signature."""
+    end = body.start_byte if body is not None else node.end_byte
+    return " ".join(source[node.start_byte:end].decode("utf-8", "replace").split()).rstrip(":{ ")

@@ -1,0 +1,683 @@
+"""tree-sitter-typescript / tree-sitter-javascript → code-graph rows for .ts .tsx .js .jsx .mjs .cjs.
+
+Names: a module is its path without the extension, an `index` file named by its directory
+(`src/util/index.ts` is `src/util`, as `import "./util"` names it); a definition is `module:name`
+(`src/util:formatDate`), a member `module:Class::name` (`src/api/client:Client::get`), something
+defined inside a function or namespace `module:outer.inner`. Kinds: module, class, interface, type
+(alias), enum and enum_case, function (declarations, overloads, and arrow functions or function
+expressions bound to a name), method (methods, accessors, constructors, interface methods, class
+fields holding a function), namespace. A definition starts at its first token after any decorators.
+
+Relations: `imports` for ES imports, re-exports and `require` (each binding name recorded as the
+name it binds in this module, so a re-export chain can be followed to the definition), `extends`
+and `implements`, and `calls` resolved where the file tells: functions and classes of the module,
+imported names, `this.`/`super.` methods, `new`, typed parameters and fields, variables assigned
+`new X`. `X.y()` on an imported `X` is read as a static method when `X` is CapWords, with the other
+reading as the fallback (see `scopes`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import tree_sitter
+import tree_sitter_javascript
+import tree_sitter_typescript
+
+from project.index.parse import FileRows
+from project.index.scopes import LOCAL, Binding, Rows, Scope, head, looks_like_class
+
+_PATTERNS = {
+    "class": ("class_declaration", "abstract_class_declaration"),
+    "class_expression": ("class",),
+    "interface": ("interface_declaration",),
+    "type": ("type_alias_declaration",),
+    "enum": ("enum_declaration",),
+    "function": ("function_declaration", "generator_function_declaration", "function_signature"),
+    "method": ("method_definition", "method_signature", "abstract_method_signature"),
+    "field": ("public_field_definition", "field_definition"),
+    "variable": ("variable_declarator",),
+    "namespace": ("internal_module", "module"),
+    "import": ("import_statement",),
+    "export": ("export_statement",),
+    "call": ("call_expression", "new_expression"),
+    "params": ("formal_parameters",),
+    "assign": ("assignment_expression",),
+}
+_HUGE = 1 << 62
+CONSTRUCTOR = "constructor"
+_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
+_EXTENSIONS = (".d.ts", ".d.mts", ".d.cts", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
+_CLASS_KINDS = frozenset({"class", "interface", "enum"})
+
+
+@lru_cache(maxsize=4)
+def _language(dialect: str) -> tuple[tree_sitter.Language, tree_sitter.Query]:
+    grammar = {"typescript": tree_sitter_typescript.language_typescript, "tsx": tree_sitter_typescript.language_tsx,
+               "javascript": tree_sitter_javascript.language}[dialect]
+    language = tree_sitter.Language(grammar())
+    patterns = [f"({kind}) @{name}" for name, kinds in _PATTERNS.items() for kind in kinds
+                if language.id_for_node_kind(kind, True)]
+    return language, tree_sitter.Query(language, "\n".join(patterns))
+
+
+def parser_of(dialect: str) -> Callable[[], tree_sitter.Parser]:
+    return lambda: tree_sitter.Parser(_language(dialect)[0])
+
+
+def module_name(path: str) -> str:
+    """`src/util/index.ts` → `src/util`; `src/a.service.ts` → `src/a.service`."""
+    stem = path
+    for extension in _EXTENSIONS:
+        if stem.endswith(extension):
+            stem = stem[:-len(extension)]
+            break
+    if stem.endswith("/index"):
+        stem = stem[:-len("/index")]
+    return stem
+
+
+def resolve_specifier(path: str, specifier: str) -> str:
+    """The module an import names: relative ones as a path of the repository, others as written."""
+    if not specifier.startswith("."):
+        return specifier
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), specifier))
+    return module_name(joined) if joined.endswith(_EXTENSIONS) or joined.endswith("/index") else joined
+
+
+@dataclass(slots=True)
+class _Class:
+    fqn: str
+    bases: list[str] = field(default_factory=list)
+    attributes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Context:
+    scope: Scope
+    prefix: str  # what definitions inside are named under (`module:` + dotted path)
+    source: str  # the fqn calls made here are made from
+    cls: _Class | None = None  # the class `this` is, in its body and methods
+    in_body: bool = False  # directly in a class body
+
+
+@dataclass(slots=True)
+class _File:
+    rows: Rows
+    module: str
+    dialect: str
+    classes: dict[str, _Class] = field(default_factory=dict)
+    calls: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
+    typed: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
+    heritage: list[tuple[tree_sitter.Node, _Class, _Context]] = field(default_factory=list)
+    exports: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
+
+    def name(self, prefix: str, name: str) -> str:
+        return f"{prefix}{name}" if prefix.endswith(":") else f"{prefix}.{name}"
+
+
+def rows_of(dialect: str) -> Callable[[str, bytes, tree_sitter.Tree, str], FileRows]:
+    def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = "") -> FileRows:
+        return _rows(dialect, path, source, tree, digest)
+    return tree_rows
+
+
+def _rows(dialect: str, path: str, source: bytes, tree: tree_sitter.Tree, digest: str) -> FileRows:
+    module = module_name(path)
+    file = _File(Rows(path, source, "javascript" if dialect == "javascript" else "typescript"), module, dialect)
+    root = tree.root_node
+    file.rows.symbol("module", module, module.rsplit("/", 1)[-1], root)
+    captures = tree_sitter.QueryCursor(_language(dialect)[1]).captures(root)
+    items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
+    items.sort(key=lambda item: (item[0], item[1]))
+    stack: list[tuple[int, _Context]] = [(_HUGE, _Context(Scope(), f"{module}:", module))]
+    for start, _, capture, node in items:
+        while stack[-1][0] <= start:
+            stack.pop()
+        inner = _HANDLERS[capture](file, node, stack[-1][1])
+        if inner is not None:
+            stack.append((node.end_byte, inner))
+    _resolve(file)
+    return file.rows.done(tree, digest)
+
+
+def _start(node: tree_sitter.Node) -> tree_sitter.Node:
+    """The declaration's first token after its decorators."""
+    return next((c for c in node.children if c.type != "decorator"), node)
+
+
+def _doc(rows: Rows, node: tree_sitter.Node) -> str:
+    """The `/** */` comment right before the declaration (or before the `export` holding it)."""
+    at = node.parent if node.parent is not None and node.parent.type == "export_statement" else node
+    previous = at.prev_named_sibling
+    if previous is not None and previous.type == "comment":
+        text = rows.text(previous)
+        return text if text.startswith("/**") else ""
+    return ""
+
+
+def _define(file: _File, kind: str, name: str, node: tree_sitter.Node, ctx: _Context, parent: str = "",
+            body: tree_sitter.Node | None = None, fqn: str = "", span: tree_sitter.Node | None = None) -> str:
+    fqn = fqn or file.name(ctx.prefix, name)
+    rows = file.rows
+    first = _start(node)
+    if body is not None or span is None:
+        signature = head(rows.source, first, body)
+    else:  # a declaration without a body (an overload, an abstract or interface method) ends in `;`
+        signature = rows.source[first.start_byte:span.end_byte].decode("utf-8", "replace").rstrip("; ") + ";"
+    rows.symbol(kind, fqn, name, node, parent, " ".join(signature.split())[:400], _doc(rows, node))
+    if first is not node:  # the row starts at the first token after the decorators
+        row = rows.symbols[-1]
+        rows.symbols[-1] = (*row[:5], first.start_point[0] + 1, row[6], first.start_byte, *row[8:])
+    return fqn
+
+
+def _name(rows: Rows, node: tree_sitter.Node | None) -> str:
+    if node is None:
+        return ""
+    if node.type == "string":
+        return rows.text(node)[1:-1]
+    if node.type in ("computed_property_name",):
+        return ""
+    return rows.text(node)
+
+
+def _class(file: _File, node: tree_sitter.Node, ctx: _Context, name: str = "") -> _Context | None:
+    name = name or _name(file.rows, node.child_by_field_name("name"))
+    body = node.child_by_field_name("body")
+    if not name or body is None:
+        return None
+    fqn = _define(file, "class", name, node, ctx, body=body)
+    ctx.scope.bind(name, Binding("class", fqn))
+    info = file.classes[fqn] = _Class(fqn)
+    for child in node.named_children:
+        if child.type == "class_heritage":
+            file.heritage.append((child, info, ctx))
+    return _Context(Scope(outer=ctx.scope), fqn.replace("::", "."), fqn, info, in_body=True)
+
+
+def _class_expression(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
+    """`const Foo = class {…}` is the class Foo; a class expression bound to nothing is not indexed."""
+    parent = node.parent
+    name_node = parent.child_by_field_name("name") if parent is not None and parent.type == "variable_declarator" \
+        else None
+    if name_node is None or name_node.type != "identifier":
+        return _Context(Scope(outer=ctx.scope), ctx.prefix, ctx.source)
+    return _class(file, node, ctx, file.rows.text(name_node))
+
+
+def _interface(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
+    name = _name(file.rows, node.child_by_field_name("name"))
+    body = node.child_by_field_name("body")
+    if not name:
+        return None
+    fqn = _define(file, "interface", name, node, ctx, body=body)
+    ctx.scope.bind(name, Binding("class", fqn))
+    info = file.classes.setdefault(fqn, _Class(fqn))
+    for child in node.named_children:
+        if child.type == "extends_type_clause":
+            file.heritage.append((child, info, ctx))
+    return _Context(Scope(outer=ctx.scope), fqn, fqn, info, in_body=True)
+
+
+def _type(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    name = _name(file.rows, node.child_by_field_name("name"))
+    if name:
+        _define(file, "type", name, node, ctx, body=node.child_by_field_name("value"))
+
+
+def _enum(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    name = _name(file.rows, node.child_by_field_name("name"))
+    body = node.child_by_field_name("body")
+    if not name:
+        return
+    fqn = _define(file, "enum", name, node, ctx, body=body)
+    ctx.scope.bind(name, Binding("class", fqn))
+    for member in body.named_children if body is not None else ():
+        name_node = member.child_by_field_name("name") if member.type == "enum_assignment" else member
+        if member.type in ("enum_assignment", "property_identifier", "string") and name_node is not None:
+            case = _name(file.rows, name_node)
+            if case:
+                file.rows.symbol("enum_case", f"{fqn}::{case}", case, member, fqn, file.rows.text(member))
+
+
+def _function(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
+    name = _name(file.rows, node.child_by_field_name("name"))
+    body = node.child_by_field_name("body")
+    if not name:
+        return None
+    fqn = _define(file, "function", name, node, ctx, body=body, span=node)
+    ctx.scope.bind(name, Binding("function", fqn))
+    return _body(fqn, ctx) if body is not None else None
+
+
+def _body(fqn: str, ctx: _Context) -> _Context:
+    return _Context(Scope(outer=ctx.scope), fqn.replace("::", "."), fqn, ctx.cls)
+
+
+def _method(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
+    parent = node.parent
+    body = node.child_by_field_name("body")
+    if parent is None or parent.type not in ("class_body", "interface_body") or ctx.cls is None \
+            or not ctx.in_body:
+        return _Context(Scope(outer=ctx.scope), ctx.prefix, ctx.source, ctx.cls) if body is not None else None
+    name = _name(file.rows, node.child_by_field_name("name"))
+    if not name:
+        return _Context(Scope(outer=ctx.scope), ctx.prefix, ctx.source, ctx.cls) if body is not None else None
+    fqn = _define(file, "method", name, node, ctx, ctx.cls.fqn, body, f"{ctx.cls.fqn}::{name}", span=node)
+    return _body(fqn, _Context(ctx.scope.outer or ctx.scope, ctx.prefix, ctx.source, ctx.cls)) \
+        if body is not None else None
+
+
+def _field(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
+    """A class field: a method when it holds a function, else an attribute whose class may be known."""
+    name = _name(file.rows, node.child_by_field_name("name") or node.child_by_field_name("property"))
+    value = node.child_by_field_name("value")
+    if ctx.cls is None or not name:
+        return None
+    if value is not None and value.type in _FUNCTION_VALUES:
+        fqn = _define(file, "method", name, node, ctx, ctx.cls.fqn, value.child_by_field_name("body"),
+                      f"{ctx.cls.fqn}::{name}")
+        return _body(fqn, _Context(ctx.scope.outer or ctx.scope, ctx.prefix, ctx.source, ctx.cls))
+    file.typed.append((node, ctx))
+    return None
+
+
+def _variable(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
+    """`const f = () => …` defines the function f; other variables are locals (typed later)."""
+    name_node = node.child_by_field_name("name")
+    value = node.child_by_field_name("value")
+    rows = file.rows
+    if name_node is None:
+        return None
+    if name_node.type != "identifier":
+        _pattern(file, name_node, value, ctx)
+        return None
+    name = rows.text(name_node)
+    if value is not None and value.type in _FUNCTION_VALUES:
+        fqn = _define(file, "function", name, node, ctx, body=value.child_by_field_name("body"))
+        ctx.scope.bind(name, Binding("function", fqn))
+        return _body(fqn, ctx)
+    if value is not None and value.type == "class":
+        return None  # the class expression names itself after the variable
+    specifier = _required(rows, value)
+    if specifier is not None:
+        target = resolve_specifier(rows.path, specifier)
+        ctx.scope.bind(name, Binding("module", target))
+        rows.relate("imports", _binds(file, ctx, name), target.rsplit("/", 1)[-1], target, node.start_point[0] + 1)
+        return None
+    ctx.scope.bind(name, LOCAL)
+    file.typed.append((node, ctx))
+    return None
+
+
+def _required(rows: Rows, value: tree_sitter.Node | None) -> str | None:
+    """The module of `require("…")`, else None."""
+    if value is None or value.type != "call_expression":
+        return None
+    callee = value.child_by_field_name("function")
+    arguments = value.child_by_field_name("arguments")
+    if callee is None or rows.text(callee) != "require" or arguments is None or len(arguments.named_children) != 1:
+        return None
+    argument = arguments.named_children[0]
+    return rows.text(argument)[1:-1] if argument.type == "string" else None
+
+
+def _pattern(file: _File, pattern: tree_sitter.Node, value: tree_sitter.Node | None, ctx: _Context) -> None:
+    """`const { a, b: c } = require("m")` binds names of m; any other destructuring binds locals."""
+    rows = file.rows
+    specifier = _required(rows, value)
+    target = resolve_specifier(rows.path, specifier) if specifier is not None else ""
+    for child in pattern.named_children:
+        if child.type == "shorthand_property_identifier_pattern":
+            exported, local = rows.text(child), rows.text(child)
+        elif child.type == "pair_pattern" and (child.child_by_field_name("value") or child).type == "identifier":
+            exported = rows.text(child.child_by_field_name("key"))
+            local = rows.text(child.child_by_field_name("value"))
+        else:
+            for name in _identifiers(child):
+                ctx.scope.bind(rows.text(name), LOCAL)
+            continue
+        if target:
+            ctx.scope.bind(local, Binding("name", f"{target}:{exported}"))
+            rows.relate("imports", _binds(file, ctx, local), exported, f"{target}:{exported}",
+                        child.start_point[0] + 1)
+        else:
+            ctx.scope.bind(local, LOCAL)
+
+
+def _identifiers(node: tree_sitter.Node) -> list[tree_sitter.Node]:
+    if node.type in ("identifier", "shorthand_property_identifier_pattern"):
+        return [node]
+    return [n for child in node.named_children for n in _identifiers(child)]
+
+
+def _namespace(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
+    name_node = node.child_by_field_name("name")
+    if name_node is None:
+        return None
+    if name_node.type == "string":  # `declare module "x" {…}`: its declarations describe another module
+        return _Context(Scope(outer=ctx.scope), ctx.prefix, ctx.source)
+    parts = file.rows.text(name_node).replace(" ", "").split(".")
+    prefix = ctx.prefix
+    for part in parts:
+        fqn = file.name(prefix, part)
+        file.rows.symbol("namespace", fqn, part, node, signature=f"namespace {part}")
+        if prefix == ctx.prefix:
+            ctx.scope.bind(part, Binding("name", fqn))
+        prefix = fqn
+    return _Context(Scope(outer=ctx.scope), prefix, prefix)
+
+
+def _binds(file: _File, ctx: _Context, local: str) -> str:
+    return f"{file.module}:{local}" if ctx.source == file.module else ""
+
+
+def _import(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    rows = file.rows
+    source = node.child_by_field_name("source")
+    line = node.start_point[0] + 1
+    require = next((c for c in node.named_children if c.type == "import_require_clause"), None)
+    if require is not None:  # `import x = require("m")`
+        local = rows.text(require.named_children[0]) if require.named_children else ""
+        source = require.child_by_field_name("source") or next(
+            (c for c in require.named_children if c.type == "string"), None)
+        if local and source is not None:
+            target = resolve_specifier(rows.path, rows.text(source)[1:-1])
+            ctx.scope.bind(local, Binding("module", target))
+            rows.relate("imports", _binds(file, ctx, local), target.rsplit("/", 1)[-1], target, line)
+        return
+    if source is None:
+        return
+    target = resolve_specifier(rows.path, rows.text(source)[1:-1])
+    clause = next((c for c in node.named_children if c.type == "import_clause"), None)
+    if clause is None:  # `import "./polyfill"`
+        rows.relate("imports", "", target.rsplit("/", 1)[-1], target, line)
+        return
+    for part in clause.named_children:
+        if part.type == "identifier":  # the default import
+            _bind_import(file, ctx, rows.text(part), "default", target, line)
+        elif part.type == "namespace_import":
+            local = rows.text(part.named_children[0]) if part.named_children else ""
+            if local:
+                ctx.scope.bind(local, Binding("module", target))
+                rows.relate("imports", _binds(file, ctx, local), target.rsplit("/", 1)[-1], target, line)
+        elif part.type == "named_imports":
+            for specifier in part.named_children:
+                if specifier.type != "import_specifier":
+                    continue
+                exported = _name(rows, specifier.child_by_field_name("name"))
+                alias = specifier.child_by_field_name("alias")
+                _bind_import(file, ctx, _name(rows, alias) if alias is not None else exported, exported, target,
+                             specifier.start_point[0] + 1)
+
+
+def _bind_import(file: _File, ctx: _Context, local: str, exported: str, module: str, line: int) -> None:
+    if not local or not exported:
+        return
+    ctx.scope.bind(local, Binding("name", f"{module}:{exported}"))
+    file.rows.relate("imports", _binds(file, ctx, local), exported, f"{module}:{exported}", line)
+
+
+def _export(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    """Re-exports (`export { a as b } from "m"`, `export * from "m"`) and local aliases (`export { a as b }`,
+    `export default x`), resolved after the sweep."""
+    file.exports.append((node, ctx))
+
+
+def _call(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    file.calls.append((node, ctx))
+
+
+def _parameters(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    """Parameters are locals; a typed one holds an instance; `private x: T` is also a field of the class."""
+    for parameter in node.named_children:
+        pattern = parameter.child_by_field_name("pattern") or (
+            parameter if parameter.type == "identifier" else None)
+        if pattern is None:
+            continue
+        for name in _identifiers(pattern):
+            ctx.scope.bind(file.rows.text(name), LOCAL)
+        if pattern.type == "identifier" and parameter.child_by_field_name("type") is not None:
+            file.typed.append((parameter, ctx))
+
+
+def _assign(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    """`this.x = new X()` gives the class field x the class X."""
+    left = node.child_by_field_name("left")
+    if left is not None and left.type == "member_expression" and ctx.cls is not None:
+        owner = left.child_by_field_name("object")
+        if owner is not None and owner.type == "this":
+            file.typed.append((node, ctx))
+
+
+_HANDLERS: dict[str, Callable[[_File, tree_sitter.Node, _Context], _Context | None]] = {
+    "class": _class, "class_expression": _class_expression, "interface": _interface, "type": _type,
+    "enum": _enum, "function": _function, "method": _method, "field": _field, "variable": _variable,
+    "namespace": _namespace, "import": _import, "export": _export, "call": _call, "params": _parameters,
+    "assign": _assign,
+}
+
+
+# --- after the sweep ---------------------------------------------------------------------------------
+
+
+def _resolve(file: _File) -> None:
+    for clause, info, ctx in file.heritage:
+        _heritage(file, clause, info, ctx)
+    held: dict[tuple[int, str], tuple[Scope, list[str]]] = {}
+    for node, ctx in file.typed:
+        _typed(file, node, ctx, held)
+    for (_, name), (scope, classes) in held.items():
+        scope.settle(name, classes)
+    for node, ctx in file.exports:
+        _exported(file, node, ctx)
+    for node, ctx in file.calls:
+        _call_row(file, node, ctx)
+
+
+def _heritage(file: _File, clause: tree_sitter.Node, info: _Class, ctx: _Context) -> None:
+    clauses = clause.named_children if clause.type == "class_heritage" else [clause]
+    for part in clauses:
+        kind = "implements" if part.type == "implements_clause" else "extends"
+        for base in part.named_children:
+            if base.type in ("type_arguments",):
+                continue
+            if base.type == "generic_type" and base.named_children:
+                base = base.named_children[0]
+            value = _value(file, base, ctx)
+            if value is not None and value.kind in ("class", "name") and value.fqn:
+                if kind == "extends":
+                    info.bases.append(value.fqn)
+                file.rows.relate(kind, info.fqn, _short(value.fqn), value.fqn, base.start_point[0] + 1)
+
+
+def _short(fqn: str) -> str:
+    return fqn.rsplit("::", 1)[-1].rsplit(":", 1)[-1].rsplit(".", 1)[-1].rsplit("/", 1)[-1]
+
+
+def _typed(file: _File, node: tree_sitter.Node, ctx: _Context, held: dict[tuple[int, str], tuple[Scope, list[str]]]
+           ) -> None:
+    """The class a variable, parameter or field holds: its type annotation, or `new X()` assigned."""
+    annotation = node.child_by_field_name("type")
+    value = node.child_by_field_name("value") or node.child_by_field_name("right")
+    found = _annotated(file, annotation, ctx) if annotation is not None else ""
+    if not found and value is not None:
+        held_value = _value(file, value, ctx)
+        found = held_value.fqn if held_value is not None and held_value.kind == "instance" else ""
+    if node.type in ("public_field_definition", "field_definition"):
+        if ctx.cls is not None:
+            _attribute(ctx.cls, _name(file.rows, node.child_by_field_name("name")
+                                      or node.child_by_field_name("property")), found)
+        return
+    if node.type == "assignment_expression":
+        left = node.child_by_field_name("left")
+        if ctx.cls is not None and left is not None:
+            _attribute(ctx.cls, _name(file.rows, left.child_by_field_name("property")), found)
+        return
+    pattern = node.child_by_field_name("pattern") or node.child_by_field_name("name")
+    if pattern is None or pattern.type != "identifier":
+        return
+    name = file.rows.text(pattern)
+    if node.type in ("required_parameter", "optional_parameter") and ctx.cls is not None and any(
+            c.type in ("accessibility_modifier", "override_modifier") or c.type == "readonly"
+            for c in node.children):
+        _attribute(ctx.cls, name, found)  # a parameter property is a field too
+    held.setdefault((id(ctx.scope), name), (ctx.scope, []))[1].append(found)
+
+
+def _attribute(info: _Class, name: str, found: str) -> None:
+    if name:
+        known = info.attributes.get(name)
+        info.attributes[name] = found if known in (None, found) else ""
+
+
+def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context) -> str:
+    """The class a type annotation names (`Foo`, `ns.Foo`, `Foo<T>`, `Foo | null`), else ""."""
+    node = annotation.named_children[0] if annotation.type == "type_annotation" and annotation.named_children \
+        else annotation
+    if node.type == "union_type":
+        named = [n for n in node.named_children
+                 if not (n.type in ("literal_type", "predefined_type") and file.rows.text(n) in ("null", "undefined"))]
+        return _annotated(file, named[0], ctx) if len(named) == 1 else ""
+    if node.type == "generic_type" and node.named_children:
+        node = node.named_children[0]
+    if node.type not in ("type_identifier", "nested_type_identifier", "identifier"):
+        return ""
+    if node.type == "type_identifier":
+        found = ctx.scope.lookup(file.rows.text(node))
+    else:
+        found = _value(file, node, ctx)
+    if found is not None and found.kind in ("class", "name") and looks_like_class(_short(found.fqn)):
+        return found.fqn
+    return ""
+
+
+def _value(file: _File, node: tree_sitter.Node, ctx: _Context) -> Binding | None:
+    """What an expression is, as far as the file tells (None: unknown)."""
+    kind = node.type
+    rows = file.rows
+    if kind in ("identifier", "type_identifier"):
+        found = ctx.scope.lookup(rows.text(node))
+        return None if found is None or found.kind == "local" else found
+    if kind == "this":
+        return Binding("instance", ctx.cls.fqn) if ctx.cls is not None else None
+    if kind == "super":
+        bases = ctx.cls.bases if ctx.cls is not None else []
+        return Binding("instance", bases[0]) if bases else None
+    if kind in ("member_expression", "nested_identifier", "nested_type_identifier"):
+        owner = node.child_by_field_name("object") or node.child_by_field_name("module") or (
+            node.named_children[0] if node.named_children else None)
+        name_node = node.child_by_field_name("property") or node.child_by_field_name("name") or (
+            node.named_children[-1] if node.named_children else None)
+        value = _value(file, owner, ctx) if owner is not None else None
+        name = rows.text(name_node)
+        if value is None or not name:
+            return None
+        if value.kind == "module":
+            return Binding("name", f"{value.fqn}:{name}")
+        if value.kind == "name":
+            return Binding("name", f"{value.fqn}.{name}")
+        if value.kind == "instance":
+            info = file.classes.get(value.fqn)
+            held = info.attributes.get(name, "") if info is not None else ""
+            return Binding("instance", held) if held else None
+        return None
+    if kind == "new_expression":
+        created = node.child_by_field_name("constructor")
+        value = _value(file, created, ctx) if created is not None else None
+        if value is not None and value.kind in ("class", "name"):
+            return Binding("instance", value.fqn)
+        return None
+    if kind in ("parenthesized_expression", "non_null_expression", "as_expression", "satisfies_expression",
+                "await_expression") and node.named_children:
+        return _value(file, node.named_children[0], ctx)
+    return None
+
+
+def _exported(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    rows = file.rows
+    line = node.start_point[0] + 1
+    source = node.child_by_field_name("source")
+    target_module = resolve_specifier(rows.path, rows.text(source)[1:-1]) if source is not None else ""
+    clause = next((c for c in node.named_children if c.type == "export_clause"), None)
+    if source is not None and clause is None:  # `export * from "m"` / `export * as ns from "m"`
+        alias = next((c for c in node.named_children if c.type == "namespace_export"), None)
+        local = _name(rows, alias.named_children[0]) if alias is not None and alias.named_children else ""
+        rows.relate("imports", f"{file.module}:{local}" if local else "", _short(target_module), target_module, line)
+        return
+    if clause is not None:
+        for specifier in clause.named_children:
+            if specifier.type != "export_specifier":
+                continue
+            name = _name(rows, specifier.child_by_field_name("name"))
+            alias = specifier.child_by_field_name("alias")
+            exported = _name(rows, alias) if alias is not None else name
+            if source is not None:
+                target = f"{target_module}:{name}"
+            else:
+                value = ctx.scope.lookup(name)
+                target = value.fqn if value is not None and value.kind in ("class", "function", "name") else ""
+            if target and exported and f"{file.module}:{exported}" != target:
+                rows.relate("imports", f"{file.module}:{exported}", _short(target), target, line)
+        return
+    if any(c.type == "default" for c in node.children):  # `export default x` / `export default class X {}`
+        declaration = node.child_by_field_name("declaration") or node.child_by_field_name("value")
+        if declaration is None:
+            return
+        name_node = declaration.child_by_field_name("name") if declaration.type != "identifier" else declaration
+        value = ctx.scope.lookup(rows.text(name_node)) if name_node is not None else None
+        if value is not None and value.kind in ("class", "function", "name"):
+            rows.relate("imports", f"{file.module}:default", _short(value.fqn), value.fqn, line)
+
+
+def _call_row(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    rows = file.rows
+    if node.type == "new_expression":
+        created = node.child_by_field_name("constructor")
+        if created is None or created.type not in ("identifier", "member_expression"):
+            return
+        name_node = created.child_by_field_name("property") if created.type == "member_expression" else created
+        value = _value(file, created, ctx)
+        target = f"{value.fqn}::{CONSTRUCTOR}" if value is not None and value.kind in ("class", "name") else ""
+        rows.relate("calls", ctx.source, rows.text(name_node), target, (name_node or node).start_point[0] + 1)
+        return
+    callee = node.child_by_field_name("function")
+    if callee is None:
+        return
+    if callee.type == "super":
+        value = _value(file, callee, ctx)
+        target = f"{value.fqn}::{CONSTRUCTOR}" if value is not None else ""
+        rows.relate("calls", ctx.source, CONSTRUCTOR, target, callee.start_point[0] + 1)
+        return
+    fallback = ""
+    if callee.type == "identifier":
+        name_node = callee
+        value = _value(file, callee, ctx)
+        target = value.fqn if value is not None and value.kind in ("function", "name") else ""
+    elif callee.type == "member_expression":
+        name_node = callee.child_by_field_name("property")
+        owner = callee.child_by_field_name("object")
+        if name_node is None or owner is None or name_node.type not in ("property_identifier",
+                                                                         "private_property_identifier"):
+            return
+        target, fallback = _member_target(_value(file, owner, ctx), rows.text(name_node))
+    else:
+        return
+    rows.relate("calls", ctx.source, rows.text(name_node), target, name_node.start_point[0] + 1, fallback)
+
+
+def _member_target(owner: Binding | None, name: str) -> tuple[str, str]:
+    if owner is None:
+        return "", ""
+    if owner.kind in ("instance", "class"):
+        return f"{owner.fqn}::{name}", ""
+    if owner.kind == "module":
+        return f"{owner.fqn}:{name}", ""
+    if owner.kind == "name":
+        dotted = f"{owner.fqn}.{name}"
+        return (f"{owner.fqn}::{name}", dotted) if looks_like_class(_short(owner.fqn)) else (dotted, "")
+    return "", ""

@@ -1,0 +1,197 @@
+"""The code graph beyond PHP: Python, TypeScript and JavaScript in one mixed repository.
+
+The fixture `polyglot` is a shop written three times (Python package, TypeScript modules with a TSX
+view, a CommonJS helper) next to one PHP class. Each test asks what a user asks: where is it
+defined, who calls it (through re-exports, subclasses, `super`, typed receivers), what does a change
+impact, which exits must an override keep, what did a commit touch.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from project.index import queries
+from project.index.contract import override_contract
+from project.index.db import Connection, connect
+from project.index.declarations import READERS, reader_pattern
+from project.index.store import build, sync_files
+from tests.graph.index.conftest import _git
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "polyglot"
+
+
+@pytest.fixture
+def poly(tmp_path: Path) -> Iterator[tuple[Connection, Path]]:
+    root = tmp_path / "polyglot"
+    shutil.copytree(FIXTURES, root)
+    _git(root, "init", "-q")
+    _git(root, "add", ".")
+    _git(root, "commit", "-qm", "fixtures")
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()))
+    yield conn, root
+    conn.close()
+
+
+def _defs(conn: Connection, path: str) -> list[tuple[str, str, int]]:
+    return [(r[0], r[1], r[2]) for r in conn.execute(
+        "SELECT kind, fqn, start_line FROM symbols WHERE path = ? ORDER BY start_line, start_byte", (path,))]
+
+
+def _callers(conn: Connection, root: Path, fqn: str) -> set[tuple[str, int, str]]:
+    return {(s.path, s.line, s.caller) for s in queries.callers(conn, root, fqn).sites if s.certainty == "resolved"}
+
+
+def test_every_language_of_a_mixed_repository_is_indexed(poly: tuple[Connection, Path]) -> None:
+    conn, _ = poly
+    languages = dict(conn.execute("SELECT path, language FROM files").fetchall())
+    assert languages["php/Invoice.php"] == "php"
+    assert languages["shop/cart.py"] == "python"
+    assert languages["src/models/cart.ts"] == "typescript"
+    assert languages["src/app.tsx"] == "typescript"  # TSX is TypeScript with JSX
+    assert languages["legacy/util.js"] == "javascript"
+    assert conn.execute("SELECT count(*) FROM files WHERE stale = 1").fetchone()[0] == 0
+
+
+def test_python_definitions_follow_pythons_names(poly: tuple[Connection, Path]) -> None:
+    conn, _ = poly
+    assert _defs(conn, "shop/cart.py") == [
+        ("module", "shop.cart", 1),
+        ("class", "shop.cart.Cart", 5),
+        ("method", "shop.cart.Cart::__init__", 8),
+        ("method", "shop.cart.Cart::save", 12),
+        ("method", "shop.cart.Cart::find", 16),
+        ("method", "shop.cart.Cart::count", 20),  # the `def` line, as `ast` says; the decorator is above
+        ("method", "shop.cart.Cart::total", 23),
+    ]
+    attributes, signature, doc = conn.execute(
+        "SELECT attributes, signature, docblock FROM symbols WHERE fqn = 'shop.cart.Cart::count'").fetchone()
+    assert attributes == '["property"]' and signature == "@property def count(self)"
+    assert conn.execute("SELECT docblock FROM symbols WHERE fqn = 'shop.cart.Cart'").fetchone()[0] \
+        == '"""A cart of prices."""'
+    assert _defs(conn, "shop/__init__.py") == [("module", "shop", 1)]
+
+
+def test_typescript_and_javascript_definitions(poly: tuple[Connection, Path]) -> None:
+    conn, _ = poly
+    assert _defs(conn, "src/models/base.ts") == [
+        ("module", "src/models/base", 1),
+        ("class", "src/models/base:Repository", 2),
+        ("method", "src/models/base:Repository::save", 5),
+        ("method", "src/models/base:Repository::find", 12),
+        ("interface", "src/models/base:Priced", 15),
+        ("method", "src/models/base:Priced::total", 16),
+    ]
+    assert _defs(conn, "src/pricing.ts")[:4] == [
+        ("module", "src/pricing", 1), ("enum", "src/pricing:Currency", 1),
+        ("enum_case", "src/pricing:Currency::Euro", 2), ("enum_case", "src/pricing:Currency::Dollar", 3),
+    ]
+    assert ("function", "src/app:checkout", 3) in _defs(conn, "src/app.tsx")  # an arrow function bound to a name
+    assert ("type", "src/models/cart:Price", 4) in _defs(conn, "src/models/cart.ts")
+    assert _defs(conn, "src/models/index.ts") == [("module", "src/models", 1)]  # named as `import "./models"`
+    assert _defs(conn, "legacy/util.js") == [("module", "legacy/util", 1), ("function", "legacy/util:legacyTotal", 3)]
+    signature = conn.execute("SELECT signature FROM symbols WHERE fqn = 'src/models/base:Repository::find'").fetchone()
+    assert signature[0] == "abstract find(key: number): T | undefined;"
+
+
+def test_python_callers_through_reexports_subclasses_and_super(poly: tuple[Connection, Path]) -> None:
+    conn, root = poly
+    assert _callers(conn, root, "shop.base.Repository::save") == {
+        ("shop/cart.py", 13, "shop.cart.Cart::save"),  # super().save(item)
+        ("app.py", 7, "app.checkout"),  # `from shop import Cart`: shop/__init__.py re-exports it
+        ("tests/test_cart.py", 6, "tests.test_cart.test_total"),
+    }
+    assert _callers(conn, root, "shop.Cart") == {  # the re-exported name: the class's instantiations
+        ("app.py", 5, "app.checkout"), ("tests/test_cart.py", 5, "tests.test_cart.test_total")}
+    assert _callers(conn, root, "shop.pricing.Discount") == {("shop/cart.py", 10, "shop.cart.Cart::__init__")}
+    assert _callers(conn, root, "shop.pricing.Discount::apply") == {("shop/cart.py", 25, "shop.cart.Cart::total")}
+    assert _callers(conn, root, "shop.cart.Cart.total") == {  # dotted, as a Python programmer writes it
+        ("shop/cart.py", 14, "shop.cart.Cart::save"), ("app.py", 8, "app.checkout"),
+        ("tests/test_cart.py", 7, "tests.test_cart.test_total")}
+
+
+def test_script_callers_through_barrels_namespaces_and_require(poly: tuple[Connection, Path]) -> None:
+    conn, root = poly
+    assert _callers(conn, root, "src/models/base:Repository::save") == {
+        ("src/models/cart.ts", 10, "src/models/cart:Cart::save"),  # super.save(item)
+        ("src/app.tsx", 5, "src/app:checkout"),  # `import { Cart } from "./models"`, an index re-export
+    }
+    assert _callers(conn, root, "src/pricing:sumPrices") == {
+        ("src/models/cart.ts", 19, "src/models/cart:Cart::total"),  # `import * as pricing`
+        ("legacy/util.js", 4, "legacy/util:legacyTotal"),  # `const { sumPrices } = require(...)`
+    }
+    assert _callers(conn, root, "src/pricing:Discount") == {("src/models/cart.ts", 7, "src/models/cart:Cart")}
+    assert _callers(conn, root, "src/pricing:Discount::apply") == {
+        ("src/models/cart.ts", 20, "src/models/cart:Cart::total")}  # a field typed by `new` in its initializer
+
+
+def test_impact_and_overrides(poly: tuple[Connection, Path]) -> None:
+    conn, root = poly
+    found = {(n.fqn, n.relation) for n in queries.impact(conn, root, "shop.base.Repository::find").nodes}
+    assert found == {("shop.cart.Cart::find", "overrides")}
+    found = {(n.fqn, n.relation) for n in queries.impact(conn, root, "src/models/base:Repository", depth=1).nodes}
+    assert ("src/models/cart:Cart", "extends") in found
+    found = {(n.fqn, n.relation) for n in queries.impact(conn, root, "src/models/base:Priced", depth=1).nodes}
+    assert found == {("src/models/cart:Cart", "implements")}
+
+
+def test_override_contracts_read_each_grammar(poly: tuple[Connection, Path]) -> None:
+    conn, root = poly
+    python = override_contract(conn, root, "shop.cart.Cart::save")
+    assert python.ancestor is not None and python.ancestor.fqn == "shop.base.Repository::save"
+    assert [(e.kind, e.line) for e in python.exits] == [("throw", 9), ("implicit_return", 10)]
+    script = override_contract(conn, root, "src/models/cart:Cart::save")
+    assert [(e.kind, e.line) for e in script.exits] == [("throw", 7), ("implicit_return", 10)]
+    abstract = override_contract(conn, root, "src/models/cart:Cart::find")
+    assert abstract.ancestor is None and [h.fqn for h in abstract.declared_by] == ["src/models/base:Repository::find"]
+
+
+def test_symbols_commands_work_unchanged(poly: tuple[Connection, Path]) -> None:
+    conn, root = poly
+    assert [h.fqn for h in queries.definition(conn, root, "Cart::save").symbols] == [
+        "shop.cart.Cart::save", "src/models/cart:Cart::save"]
+    assert [h.fqn for h in queries.definition(conn, root, "src/models:Cart").symbols] == ["src/models/cart:Cart"]
+    outline = queries.outline(conn, root, "shop/pricing.py")
+    assert [h.fqn for h in outline.symbols] == [
+        "shop.pricing", "shop.pricing.sum_prices", "shop.pricing.Discount", "shop.pricing.Discount::__init__",
+        "shop.pricing.Discount::apply"]
+
+
+def test_a_python_name_differing_only_in_case_is_another_name(poly: tuple[Connection, Path]) -> None:
+    conn, root = poly
+    assert [h.fqn for h in queries.definition(conn, root, "shop.Cart").symbols] == ["shop.cart.Cart"]  # no module
+    assert [h.fqn for h in queries.definition(conn, root, "shop\\invoice").symbols] == ["Shop\\Invoice"]  # caseless
+
+
+def test_a_broken_edit_keeps_the_last_good_rows(poly: tuple[Connection, Path]) -> None:
+    conn, root = poly
+    (root / "shop" / "pricing.py").write_text("def sum_prices(prices:\n")
+    report = sync_files(conn, root, ["shop/pricing.py"])
+    assert report.stale == ["shop/pricing.py"]
+    assert ("function", "shop.pricing.sum_prices", 1) in _defs(conn, "shop/pricing.py")
+    assert queries.definition(conn, root, "shop.pricing.sum_prices").status.state == "stale"
+
+
+def test_history_reads_python_and_typescript_blobs_with_the_graphs_names() -> None:
+    old = (b"class Cart:\n    def save(self):\n        return 1\n\n"
+           b"    @property\n    def total(self):\n        return 2\n")
+    new = old.replace(b"return 2", b"return 3").replace(b"@property", b"@cached")
+    pattern = reader_pattern("shop/cart.py")
+    assert pattern is not None
+    reader = READERS[pattern]()
+    before = reader.parse(old, path="shop/cart.py")
+    after = reader.parse(new, before, [(5, 1, 5, 1), (7, 1, 7, 1)], path="shop/cart.py")
+    touched = reader.enclosing(after, [5, 7])
+    assert [(d.kind, d.fqn, d.start_line, lines) for d, lines in touched.items()] == [
+        ("method", "shop.cart.Cart::total", 5, [5, 7])]  # the decorator line belongs to the method
+    assert reader.declares(after, [("method", "shop.cart.Cart::save"), ("class", "shop.cart.Gone")]) == {
+        "shop.cart.Cart::save"}
+    script = READERS[reader_pattern("src/a.ts") or ""]()
+    version = script.parse(b"/** Doc. */\nexport function f() {\n  return 1;\n}\n", path="src/a.ts")
+    assert [(d.fqn, d.start_line, d.end_line) for d in script.enclosing(version, [1, 3])] == [("src/a:f", 1, 4)]
+    assert [d.fqn for d in script.types(script.parse(b"class A {}\ninterface B {}\n", path="src/a.ts"))] == [
+        "src/a:A", "src/a:B"]
