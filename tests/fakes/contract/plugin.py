@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.contract import documents
+from tests.fakes.contract import documents, surface
 from tests.fakes.contract.ledger import LEDGER
 
 _KEY = "forge_contract"
@@ -108,6 +108,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         write(f"forge contract: {forge} operations used: {len(ops)}")
         for line in ops:
             write(f"    {line}")
+    met = {" ".join(key.split(" ")[3:]) if " /graphql " not in key else key.split(" /graphql ", 1)[1]
+           for key in found["operations"]}
+    unmet = sorted(f"{u.forge} {u.operation}" for u in surface.USES if u.operation not in met)
+    if unmet:
+        write("forge contract: recorded operations this run did not meet: " + ", ".join(unmet))
     if found["unchecked"]:
         write("forge contract: answers without a published schema or example: " +
               ", ".join(f"{k} x{v}" for k, v in sorted(found["unchecked"].items())))
