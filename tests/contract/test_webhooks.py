@@ -88,8 +88,10 @@ def _generated(name: str, count: int) -> list[dict[str, Any]]:
 def _steered(key: str, payload: dict[str, Any]) -> dict[str, Any]:
     """The payload made a trigger: the implement label added, or a command commented."""
     steered = copy.deepcopy(payload)
-    if key.startswith("issues-") and "label" in steered:
-        steered["label"]["name"] = "bug"
+    if key.startswith("issues-"):  # on an issue (not a pull request), the added label a trigger
+        steered["issue"].pop("pull_request", None)
+        steered["label"] = {**(steered.get("label") or {"id": 1, "node_id": "LA_1", "url": "https://example.com/l",
+                                                         "color": "ffffff", "default": False}), "name": "bug"}
     if key.startswith("issue-comment-"):
         steered["comment"]["body"] = "/analyze"
     return steered
