@@ -33,7 +33,7 @@ RUN /opt/forgebot/bin/forgebot --help >/dev/null \
 FROM ${PYTHON_IMAGE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
 # git: mirrors and worktrees; php-* + composer: the PHP profile (phpunit and phpcs are fallbacks
-# when a project has no vendor/bin copy); util-linux: mount/setpriv for the check sandbox;
+# when a project has no vendor/bin copy); util-linux: unshare and nsenter for the check sandbox;
 # tini: PID 1 that forwards SIGTERM and reaps the check commands' orphans.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \

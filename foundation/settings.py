@@ -272,9 +272,11 @@ class WorkspaceSettings(BaseModel):
 class SandboxSettings(BaseModel):
     """The check sandbox: what a repository's install, test, smoke and lint commands may reach.
 
-    Checks run the repository's code. They run in user namespaces with no network, the bot's data
-    directory, secrets and Redis socket hidden, and private /tmp; where the host refuses namespaces,
-    they are not run at all unless `allow_unisolated` accepts that (docs/security.md).
+    Checks run the repository's code. They run in user namespaces on a read-only view of the host
+    with no network, the bot's data directory, secrets and host sockets hidden, private /tmp, and
+    their writes to the worktree and HOME on a bounded layer that is discarded; where the host
+    refuses namespaces, or the worker runs as root, they are not run at all unless a setting
+    accepts that (docs/security.md).
     """
 
     allow_unisolated: bool = Field(
@@ -282,19 +284,32 @@ class SandboxSettings(BaseModel):
         description="run checks even where user namespaces are unavailable (then they have network and see "
         "the data dir and secrets); the status comment and the change description list what was missing",
     )
+    allow_root: bool = Field(
+        default=False,
+        description="run checks although the worker runs as root (a check then reads every file root can that "
+        "is not hidden, and its process limit is only sampled); run the worker as an unprivileged user instead",
+    )
     install_network: bool = Field(
         default=True,
-        description="the install command (`composer install --no-scripts --no-plugins`) may download; "
-        "test, smoke and lint never have network",
+        description="repositories may give their install command network (`.forgebot.yml` "
+        "`commands.install_network: true`): HTTPS to public addresses through the worker's proxy, never "
+        "loopback, private or link-local ones; false: no install has network. Test, smoke and lint never have it",
+    )
+    install_private_hosts: tuple[str, ...] = Field(
+        default=(),
+        description="host names an install may reach through the proxy although they resolve to a private "
+        "address (an internal package mirror); loopback and link-local addresses stay refused",
     )
     max_processes: int = Field(default=256, ge=8, description="processes and threads one check may run at once")
     max_file_mb: int = Field(default=1024, ge=1, description="MiB of the largest file one check may write")
     tmp_mb: int = Field(default=512, ge=1, description="MiB of each private tmpfs (/tmp, /var/tmp, /dev/shm)")
     disk_mb: int = Field(
-        default=2048, ge=1, description="MiB one check may add to the worktree and HOME; more fails the check"
+        default=2048, ge=1,
+        description="MiB the checks of one run may write to the worktree and HOME together (a memory-backed "
+        "layer, discarded after the run); a write past it fails and so does the check",
     )
     hidden_paths: tuple[Path, ...] = Field(
-        default=(), description="further paths checks must not see (the data dir and secrets are always hidden)"
+        default=(), description="further paths checks must not see (the data dir, secrets and /run are always hidden)"
     )
 
 

@@ -1,11 +1,11 @@
 """What the check sandbox could not enforce, in words, for the status comment and the change description.
 
 A check that ran without part of its sandbox (no user namespaces, accepted by
-`sandbox.allow_unisolated`; network allowed for the installer) passed or failed under weaker
-guarantees than the reader assumes, and a check the sandbox refused to run says nothing about the
-change. Both are said where the user reads the result — the status comment and the merge request
-description — never left in a record nobody reads. The gates carry the facts (`GateResult.not_enforced`);
-this module only words them.
+`sandbox.allow_unisolated`; a limit only sampled; the installer's network) passed or failed under
+weaker guarantees than the reader assumes, and a check the sandbox refused to run (no isolation, or
+a worker running as root) says nothing about the change. Both are said where the user reads the
+result — the status comment and the merge request description — never left in a record nobody
+reads. The gates carry the facts (`GateResult.not_enforced`); this module only words them.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from collections.abc import Sequence
 from graph.schemas import GateResult
 from project.sandbox import PROTECTIONS
 
-ALLOW_SETTING = "FORGEBOT_SANDBOX__ALLOW_UNISOLATED=true"
-
 
 def _plain(text: str) -> str:
     """One line, no Markdown code or table breakers: reasons may quote a tool's error message."""
@@ -25,21 +23,22 @@ def _plain(text: str) -> str:
 
 
 def refused(gates: Sequence[GateResult]) -> list[GateResult]:
-    """Gates not run because the sandbox could not isolate them (they carry what would be missing)."""
+    """Gates the sandbox refused to run (they carry what would be missing, and the reason)."""
     return [g for g in gates if g.status == "not_run" and g.not_enforced]
 
 
 def note(gates: Sequence[GateResult]) -> list[str]:
-    """Markdown lines: which checks were not run for want of isolation, and what the others ran without."""
+    """Markdown lines: which checks the sandbox refused to run and why, and what the others ran without."""
     lines: list[str] = []
     blocked = refused(gates)
     if blocked:
         names = ", ".join(g.name for g in blocked)
-        why = _plain(next(iter(blocked[0].not_enforced.values())))
         missing = ", ".join(PROTECTIONS.get(k, k) for k in blocked[0].not_enforced)
+        why, setting = _setting(blocked[0].detail)
+        accept = f" An operator may accept that with `{setting}`." if setting else ""
         lines.append(
-            f"**Checks not run** ({names}): the check sandbox cannot isolate them on this host ({why}). "
-            f"Running them would go without: {missing}. An operator may accept that with `{ALLOW_SETTING}`."
+            f"**Checks not run** ({names}): the check sandbox refused them on this host ({_plain(why)}). "
+            f"Running them would go without: {missing}.{accept}"
         )
     grouped: dict[str, tuple[str, list[str]]] = {}
     for gate in gates:
@@ -52,3 +51,9 @@ def note(gates: Sequence[GateResult]) -> list[str]:
         lines += [f"- {PROTECTIONS.get(key, key)}: {_plain(why)} ({', '.join(names)})"
                   for key, (why, names) in grouped.items()]
     return lines
+
+
+def _setting(detail: str) -> tuple[str, str]:
+    """A refusal's reason (before its first `;`) and the setting that accepts it, quoted in the detail."""
+    found = re.search(r"`(FORGEBOT_SANDBOX__[A-Z_]+=true)`", detail)
+    return detail.split(";", 1)[0], found.group(1) if found else ""

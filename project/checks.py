@@ -5,9 +5,12 @@ ran), `disabled` (configuration turned it off) and `not_run` (it could not or ne
 composer.json, no runner found, no changed files, install failed first, or the sandbox could not
 isolate it and running unisolated is not accepted), always with a reason.
 
-`sandbox_policy` turns the settings into the sandbox's limits: the data directory, every secrets
-directory and the Redis socket hidden, and network only for the install command when
-`sandbox.install_network` allows it.
+One run of checks shares one sandbox (`project.sandbox.open_sandbox`): what install writes (a
+`vendor/` directory, a user site in HOME) serves the tests and lints that follow, on the run's
+bounded layer, and is discarded with it; the worktree itself is never written. `sandbox_policy`
+turns the settings into the sandbox's limits: the data directory, every secrets directory, host
+sockets (/run) and the Redis socket hidden, and network only for the install command, when the
+repository asks for it (`commands.install_network`) and `sandbox.install_network` allows it.
 """
 
 from __future__ import annotations
@@ -16,19 +19,18 @@ import fnmatch
 import os
 import shlex
 import shutil
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from foundation.settings import Settings
 from project.classify import Classification, classify
 from project.profiles import CommandSpec, Profile
 from project.repoconfig import RepoConfig
-from project.sandbox import DiskMeter, SandboxPolicy, SandboxResult, run_sandboxed
+from project.sandbox import Sandbox, SandboxPolicy, SandboxResult, open_sandbox
 
 CheckKind = Literal["install", "test", "smoke", "lint"]
 CheckStatus = Literal["passed", "failed", "disabled", "not_run"]
@@ -36,6 +38,8 @@ ALL_KINDS: tuple[CheckKind, ...] = ("install", "test", "smoke", "lint")
 _OUTPUT_LIMIT = 16 * 1024
 # Where containers usually mount secrets: the chart's Secret, Docker and Kubernetes service accounts.
 DEFAULT_SECRET_DIRS = (Path("/etc/forgebot/secrets"), Path("/run/secrets"), Path("/var/run/secrets"))
+# Host sockets live here (databases, Docker, D-Bus): a network namespace does not cover a socket file.
+HOST_SOCKET_DIRS = (Path("/run"), Path("/var/run"))
 
 
 class CheckResult(BaseModel):
@@ -82,15 +86,15 @@ class CheckContext(BaseModel):
     changed_files: tuple[str, ...] = ()
     policy: SandboxPolicy = SandboxPolicy()
     base_env: dict[str, str] = {}
-    home: Path | None = None
-    install_network: bool = True
-    meter: DiskMeter = Field(default_factory=DiskMeter, exclude=True)
+    install_network: bool = False
+    offline_hint: str = ""  # why the install has no network, for its failure reason
 
 
 def hidden_paths(settings: Settings) -> tuple[Path, ...]:
     """What no check may see: the data dir (mirrors, other worktrees, the task store, the private
-    Redis), the configured and the usual secrets directories, a Redis socket, the operator's extras."""
-    paths = [settings.data_dir, *DEFAULT_SECRET_DIRS, *settings.sandbox.hidden_paths]
+    Redis), the configured and the usual secrets directories, host sockets, a Redis socket, the
+    operator's extras."""
+    paths = [settings.data_dir, *DEFAULT_SECRET_DIRS, *HOST_SOCKET_DIRS, *settings.sandbox.hidden_paths]
     paths += [settings.secrets_dir] if settings.secrets_dir else []
     redis = urlsplit(settings.redis_url or "")
     paths += [Path(redis.path)] if redis.scheme == "unix" and redis.path else []
@@ -108,6 +112,8 @@ def sandbox_policy(settings: Settings, config: RepoConfig) -> SandboxPolicy:
         memory_bytes=config.commands.memory_mb * 1024 * 1024,
         hidden_paths=hidden_paths(settings),
         allow_unisolated=box.allow_unisolated,
+        allow_root=box.allow_root,
+        private_hosts=box.install_private_hosts,
         max_processes=box.max_processes,
         max_file_bytes=box.max_file_mb * 2**20,
         tmp_bytes=box.tmp_mb * 2**20,
@@ -123,24 +129,30 @@ def context_for(
     base_env: Mapping[str, str],
 ) -> CheckContext:
     """The usual context: the repository's profile and limits, the bot's data and secrets hidden."""
+    asked, allowed = config.commands.install_network, settings.sandbox.install_network
+    hint = ""
+    if not asked:
+        hint = ("it ran without network: `commands: {install_network: true}` in `.forgebot.yml` gives it HTTPS "
+                "to public addresses")
+    elif not allowed:
+        hint = "it ran without network: this server gives no install network (`FORGEBOT_SANDBOX__INSTALL_NETWORK`)"
     return CheckContext(
         worktree=worktree,
         profile=config.resolve_profile(),
         changed_files=tuple(changed_files),
         policy=sandbox_policy(settings, config),
         base_env=dict(base_env),
-        install_network=settings.sandbox.install_network,
+        install_network=asked and allowed,
+        offline_hint=hint,
     )
 
 
 def run_checks(context: CheckContext, kinds: Iterable[CheckKind] = ALL_KINDS) -> CheckReport:
-    """Run the checks of `kinds` in order; tests and smoke are not run when install failed."""
+    """Run the checks of `kinds` in order, in one sandbox; tests and smoke are not run when install failed."""
     wanted = set(kinds)
     results: list[CheckResult] = []
-    with tempfile.TemporaryDirectory(prefix="forgebot-home-") as home:
-        # One HOME for the run: what install puts in it (a user site, a cache) the tests need.
-        ctx = context if context.home else context.model_copy(update={"home": Path(home)})
-        install = run_single(ctx, "install") if "install" in wanted else None
+    with open_sandbox(context.worktree, context.policy, context.base_env) as box:
+        install = run_single(context, "install", box) if "install" in wanted else None
         results += [install] if install else []
         blocked = install is not None and install.status == "failed"
         for kind in ("test", "smoke"):
@@ -149,26 +161,28 @@ def run_checks(context: CheckContext, kinds: Iterable[CheckKind] = ALL_KINDS) ->
             if blocked:
                 results.append(_result(kind, kind, "not_run", "install failed"))
             else:
-                results.append(run_single(ctx, kind))
+                results.append(run_single(context, kind, box))
         if "lint" in wanted:
-            results += run_lints(ctx)
+            results += run_lints(context, box)
     return CheckReport(profile=context.profile.name, results=tuple(results))
 
 
-def run_single(ctx: CheckContext, kind: Literal["install", "test", "smoke"]) -> CheckResult:
-    """Run the profile's install, test or smoke command."""
+def run_single(ctx: CheckContext, kind: Literal["install", "test", "smoke"], box: Sandbox) -> CheckResult:
+    """Run the profile's install, test or smoke command in the run's sandbox."""
     spec: CommandSpec | None = getattr(ctx.profile, kind)
     if spec is None:
         return _result(kind, kind, "disabled", f"no {kind} command configured")
-    missing = _missing_files(spec, ctx.worktree)
+    missing = _missing_files(spec, box.view())
     if missing:
         return _result(spec.name, kind, "not_run", missing)
-    tool = resolve_tool(spec, ctx.worktree, _path(ctx))
+    tool = resolve_tool(spec, box.view(), _path(ctx))
     if spec.tools and tool is None:
         return _result(spec.name, kind, "not_run", f"none of {', '.join(spec.tools)} found")
     command = _render(spec.run, tool)
-    run = _sandbox(ctx, spec, command)
+    run = _sandbox(ctx, box, spec, command)
     result = _from_runs(spec.name, kind, command, [run])
+    if kind == "install" and result.status == "failed" and spec.network and ctx.offline_hint:
+        result = result.model_copy(update={"reason": f"{result.reason}; {ctx.offline_hint}"})
     if kind == "test" and ctx.profile.classifier and run.status in ("passed", "failed"):
         classified = classify(
             ctx.profile.classifier, run.output, run.exit_code, root=str(ctx.worktree.resolve())
@@ -177,25 +191,28 @@ def run_single(ctx: CheckContext, kind: Literal["install", "test", "smoke"]) -> 
         if run.status == "passed" and classified.outcome == "no_tests":
             update = {"status": "not_run", "reason": "the test command ran no tests"}
             result = result.model_copy(update=update)
-        elif run.status == "failed":
+        elif run.status == "failed" and not run.limit_exceeded:
             result = result.model_copy(update={"reason": f"{classified.outcome}: {classified.summary}"})
     return result
 
 
-def run_lints(ctx: CheckContext) -> list[CheckResult]:
-    """Run every discovered linter on the changed files it applies to."""
+def run_lints(ctx: CheckContext, box: Sandbox | None = None) -> list[CheckResult]:
+    """Run every discovered linter on the changed files it applies to (in `box`, else a sandbox of their own)."""
+    if box is None:
+        with open_sandbox(ctx.worktree, ctx.policy, ctx.base_env) as own:
+            return run_lints(ctx, own)
     if not ctx.profile.lint:
         return [_result("lint", "lint", "disabled", "no lint command configured")]
     files = matching_files(ctx.profile, ctx.worktree, ctx.changed_files)
     results = []
-    for name, spec, reason in discover_lints(ctx.profile, ctx.worktree, _path(ctx)):
+    for name, spec, reason in discover_lints(ctx.profile, box.view(), _path(ctx)):
         if spec is None:
             results.append(_result(name, "lint", "not_run", reason))
         elif spec.takes_files and not files:
             globs = ", ".join(ctx.profile.file_globs)
             results.append(_result(name, "lint", "not_run", f"no changed files match {globs}"))
         else:
-            results.append(_lint(ctx, spec, files))
+            results.append(_lint(ctx, box, spec, files))
     return results
 
 
@@ -245,20 +262,20 @@ def matching_files(profile: Profile, worktree: Path, changed_files: Sequence[str
     return found
 
 
-def _lint(ctx: CheckContext, spec: CommandSpec, files: list[str]) -> CheckResult:
-    tool = resolve_tool(spec, ctx.worktree, _path(ctx))
+def _lint(ctx: CheckContext, box: Sandbox, spec: CommandSpec, files: list[str]) -> CheckResult:
+    tool = resolve_tool(spec, box.view(), _path(ctx))
     targets = files if spec.takes_files else []
     if spec.per_file:
         commands = [_render(spec.run, tool, file=f) for f in targets]
     else:
         commands = [_render(spec.run, tool, files=targets)]
-    runs = [_sandbox(ctx, spec, command) for command in commands]
+    runs = [_sandbox(ctx, box, spec, command) for command in commands]
     result = _from_runs(spec.name, "lint", commands[-1], runs)
     return result.model_copy(update={"files": tuple(targets)})
 
 
-def _sandbox(ctx: CheckContext, spec: CommandSpec, command: str) -> SandboxResult:
-    # Only the installer downloads; a test, smoke or lint command never has network.
+def _sandbox(ctx: CheckContext, box: Sandbox, spec: CommandSpec, command: str) -> SandboxResult:
+    # Only the installer downloads, and only when the repository asks and the server allows it.
     network = spec.network and ctx.install_network and spec is ctx.profile.install
     policy = ctx.policy.model_copy(
         update={
@@ -267,7 +284,7 @@ def _sandbox(ctx: CheckContext, spec: CommandSpec, command: str) -> SandboxResul
             "env": {**ctx.profile.env, **ctx.policy.env},
         }
     )
-    return run_sandboxed(command, ctx.worktree, policy, ctx.base_env, home=ctx.home, meter=ctx.meter)
+    return box.run(command, policy)
 
 
 def _from_runs(name: str, kind: CheckKind, command: str, runs: list[SandboxResult]) -> CheckResult:
@@ -275,11 +292,14 @@ def _from_runs(name: str, kind: CheckKind, command: str, runs: list[SandboxResul
     output = "\n".join(r.output for r in (bad or runs))[-_OUTPUT_LIMIT:]
     refused = [r for r in bad if r.status == "refused"]
     if refused:
-        reason = f"{refused[0].output}; `FORGEBOT_SANDBOX__ALLOW_UNISOLATED=true` runs checks without it"
-        return _result(name, kind, "not_run", reason, command, runs)
+        return _result(name, kind, "not_run", refused[0].output, command, runs)
     exceeded = [r for r in bad if r.limit_exceeded]
     if exceeded:
         return _result(name, kind, "failed", exceeded[0].limit_exceeded, command, runs, output)
+    egress = [host for r in runs for host in r.egress_refused]
+    if egress and bad:
+        reason = f"exit status {bad[0].exit_code}; the install proxy refused {', '.join(egress[:5])}"
+        return _result(name, kind, "failed", reason, command, runs, output)
     errors = [r for r in bad if r.status == "error"]
     timeouts = [r for r in bad if r.status == "timed_out"]
     if errors and len(errors) == len(bad):

@@ -41,6 +41,11 @@ class Commands(_Strict):
     lint: dict[str, str | Literal[False]] | Literal[False] | None = Field(
         default=None, description="by lint name: a command replaces or adds, false drops one"
     )
+    install_network: bool = Field(
+        default=False,
+        description="the install command may download (HTTPS to public addresses through the bot's proxy), "
+        "where the server allows it",
+    )
     timeout_seconds: int = Field(default=600, gt=0, le=7200)
     memory_mb: int = Field(default=2048, ge=64, le=65536)
 

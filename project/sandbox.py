@@ -1,21 +1,35 @@
-"""Check sandbox: run one check command in a worktree under limits, and report what was enforced.
+"""Check sandbox: run a repository's check commands on a worktree so that they cannot harm the host.
 
-Checks run code from the change under test (tests, composer.json, conftest.py), so a command gets:
-a timeout after which its whole process group is killed; CPU, address-space, process-count and
-file-size rlimits; an environment built from an allow-list, so the forge token and model keys never
-reach it; a growth check of the worktree and HOME against a disk limit; and, in user namespaces, no
-network, a private PID space (no reading the bot's `/proc/<pid>/environ`), private size-limited
-`/tmp`, `/var/tmp` and `/dev/shm`, and empty mounts over the hidden paths (the bot's data directory,
-its secrets, the Redis socket), with all capabilities dropped so the command cannot unmount them.
+Checks run code from the change under test (tests, composer.json, conftest.py). A run of checks
+(install, tests, lints on one worktree) opens one `Sandbox`; each command then gets:
 
-It fails closed: where the host refuses user namespaces (a RuntimeDefault seccomp profile, no
-`unshare`), a command is not run at all — status `refused`, with the reason and the protections that
-would be missing — unless the policy explicitly accepts running without them (`allow_unisolated`).
-Whatever could not be applied is listed in `SandboxResult.not_enforced` with the reason.
+- **a writable layer that is bounded while it is written.** The worktree is seen through an overlay
+  whose writable half, like the run's HOME, lives on a tmpfs of `disk_bytes`: a command that
+  writes past it gets ENOSPC at that write, and whatever the run wrote vanishes when it ends. The
+  worktree itself (and its `.git`) is never written by a check. The layer is held by one process
+  per run (`project.sandbox_init`, role `layer`); each command joins its namespaces.
+- **a read-only host.** Every mount the command sees is read-only except the worktree, HOME and
+  private tmpfs on /tmp, /var/tmp and /dev/shm; /dev holds only null, zero, full, random, urandom
+  and tty; the bot's data directory, its secrets, host sockets and the operator's extra paths are
+  covered by empty mounts; every capability is dropped, so nothing can be remounted.
+- **no network** (a namespace with only loopback), except an install the repository opts into:
+  HTTPS through the worker's egress proxy (`project.egress`) to public addresses only.
+- **limits**: a timeout that kills everything, CPU, address-space, file-size and process-count
+  rlimits (the latter counted in the check's own user namespace; the kernel exempts root), and the
+  whole check's memory and processes sampled by its init, which kills them all past a limit.
+- **a clean environment** from an allow-list: the forge token and model keys never reach it.
+
+It fails closed: a worker running as root is refused unless the policy accepts it (`allow_root`),
+and where the host refuses namespaces a command is not run at all — status `refused`, with the
+reason and what would be missing — unless the policy accepts running without them
+(`allow_unisolated`). Whatever could not be applied is listed in `SandboxResult.not_enforced` with
+the reason: a limit the kernel does not hold (sampled, or measured afterwards) is listed there,
+never presented as enforced.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 import re
@@ -26,11 +40,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from project.egress import Egress
 
 SandboxStatus = Literal["passed", "failed", "timed_out", "error", "refused"]
 
@@ -38,12 +55,18 @@ DEFAULT_ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "SOURCE
 # Refused even when allow-listed: a misconfigured allow-list must not leak a credential.
 _SECRET_NAME = re.compile(r"^FORGEBOT_|TOKEN|SECRET|PASSW|CREDENTIAL|_KEY$|^KEY$|API_?KEY|AUTH", re.I)
 _DRAIN_SECONDS = 0.5
+_SAMPLE_SECONDS = 0.05
+_EGRESS_PORT = 3128
+# Below this much free space the layer counts as full: tmpfs refuses a write when no page is left.
+_FULL_BYTES = 64 * 1024
 # Shared scratch directories of the host: each gets a private, size-limited tmpfs in the sandbox.
 PRIVATE_SCRATCH = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
 # What each protection means to a reader of the status comment or the change description.
 PROTECTIONS: dict[str, str] = {
     "no_network": "no network",
-    "hidden_paths": "bot data, secrets and Redis socket hidden",
+    "hidden_paths": "bot data, secrets and host sockets hidden",
+    "read_only_root": "read-only host filesystem",
+    "unprivileged": "not run as root",
     "private_pids": "private process space",
     "private_tmp": "private /tmp",
     "dropped_capabilities": "capabilities dropped",
@@ -52,54 +75,9 @@ PROTECTIONS: dict[str, str] = {
     "disk_limit": "disk limit",
     "memory_limit": "memory limit",
 }
-# Runs inside the new namespaces as their root. It stages the paths the command keeps (the worktree,
-# its HOME) on a fresh size-limited tmpfs, moves that tmpfs over /tmp (so the host's /tmp is gone),
-# gives /var/tmp and /dev/shm their own, covers each hidden path with an empty tmpfs (or /dev/null
-# for a file, a socket), puts the kept paths back at their own names, then drops every capability
-# so the command cannot unmount what covers them. The shell stays PID 1 and runs the command as its
-# child: PID 1 ignores signals it has no handler for, which would make SIGXCPU and `kill -9 $$`
-# no-ops. "ready" goes to the setup's stdin, a file the host opened for writing, which is replaced by
-# /dev/null before the command starts: its absence, not anything the command could print, is what
-# marks a setup failure.
-_SETUP = r"""
-set -f
-fail() { echo "forgebot-sandbox: setup failed: $*" >&2; exit 125; }
-mount=$1; umount=$2; mkdir=$3; rmdir=$4; setpriv=$5; stage=$6; size=$7; shift 7
-"$mount" -t tmpfs -o "size=$size,mode=1777" forgebot-tmp "$stage" && "$mkdir" "$stage/.staged" || fail "tmpfs"
-n=0
-for keep in $FORGEBOT_SANDBOX_KEEP; do
-  n=$((n+1)); "$mkdir" "$stage/.keep$n" && "$mount" --bind "$keep" "$stage/.keep$n" || fail "stage $keep"
-done
-# util-linux 2.38 reports a failed follow-up step after a move that worked (unprivileged users): the
-# marker directory, not the exit status, says whether the tmpfs is now /tmp.
-"$mount" --move "$stage" /tmp 2>/dev/null
-[ -d /tmp/.staged ] && "$rmdir" /tmp/.staged || fail "private /tmp"
-for scratch in /var/tmp /dev/shm; do
-  if [ -d "$scratch" ]; then "$mount" -t tmpfs -o "size=$size,mode=1777" forgebot-tmp "$scratch" || fail "$scratch"; fi
-done
-while [ "$1" != "--" ]; do
-  if [ -d "$1" ]; then "$mount" -t tmpfs -o size=64k,mode=0755 forgebot-hidden "$1" || fail "hide $1"
-  elif [ -e "$1" ]; then "$mount" --bind /dev/null "$1" || fail "hide $1"; fi
-  shift
-done
-shift
-n=0
-for keep in $FORGEBOT_SANDBOX_KEEP; do
-  n=$((n+1)); "$mkdir" -p "$keep" && "$mount" --bind "/tmp/.keep$n" "$keep" || fail "restore $keep"
-  "$umount" "/tmp/.keep$n" && "$rmdir" "/tmp/.keep$n" || fail "unstage $keep"
-  case " $FORGEBOT_SANDBOX_KEEP_RO " in
-    *" $keep "*) "$mount" -o remount,bind,ro "$keep" || fail "read-only $keep" ;;
-  esac
-done
-cd "$FORGEBOT_SANDBOX_WT" || fail "cd $FORGEBOT_SANDBOX_WT"
-echo ready >&0 || fail "ready"
-exec 0</dev/null
-unset FORGEBOT_SANDBOX_KEEP FORGEBOT_SANDBOX_KEEP_RO FORGEBOT_SANDBOX_WT
-set +f
-"$setpriv" --no-new-privs --inh-caps=-all --bounding-set=-all -- "$@"
-exit $?
-"""
-# Applies rlimits and execs the command; a Python one-liner works on every host we run on.
+ROOT_SETTING = "FORGEBOT_SANDBOX__ALLOW_ROOT=true"
+UNISOLATED_SETTING = "FORGEBOT_SANDBOX__ALLOW_UNISOLATED=true"
+# Applies rlimits and execs the command where there is no init of ours (unisolated runs).
 _LIMITS = (
     "import os,resource as r,sys\n"
     "c,m,p,f=(int(a) for a in sys.argv[1:5])\n"
@@ -110,6 +88,10 @@ _LIMITS = (
     "f>0 and r.setrlimit(r.RLIMIT_FSIZE,(f,f))\n"
     "os.execvp(sys.argv[5],sys.argv[5:])"
 )
+# The interpreter that runs the sandbox's own processes: the real file, not a virtualenv's link
+# (a venv under /tmp would vanish behind the private /tmp; `-I -S` needs no site-packages anyway).
+INTERPRETER = Path(os.path.realpath(sys.executable))
+_INIT_SOURCE = (Path(__file__).with_name("sandbox_init.py")).read_text(encoding="utf-8")
 
 
 class SandboxPolicy(BaseModel):
@@ -119,18 +101,22 @@ class SandboxPolicy(BaseModel):
 
     timeout_seconds: float = Field(default=600.0, gt=0)
     cpu_seconds: int | None = Field(default=None, gt=0, description="None: the timeout, rounded up")
-    memory_bytes: int | None = Field(default=2 * 1024**3, gt=0)
+    memory_bytes: int | None = Field(default=2 * 1024**3, gt=0, description="the whole check's memory")
     output_limit_bytes: int = Field(default=64 * 1024, gt=0)
-    network: bool = False
+    network: bool = Field(default=False, description="HTTPS to public addresses through the egress proxy")
+    private_hosts: tuple[str, ...] = Field(default=(), description="hosts the proxy reaches on private addresses")
     isolate: bool = Field(default=True, description="use namespaces when the host allows them")
     allow_unisolated: bool = Field(
         default=False, description="run even without namespaces (no network isolation, nothing hidden)"
     )
+    allow_root: bool = Field(default=False, description="run checks although the worker runs as root")
     hidden_paths: tuple[Path, ...] = ()
     max_processes: int = Field(default=256, gt=0, description="processes and threads of the command")
     max_file_bytes: int = Field(default=1024**3, gt=0, description="largest file the command may write")
     tmp_bytes: int = Field(default=512 * 1024**2, gt=0, description="size of each private tmpfs")
-    disk_bytes: int | None = Field(default=2 * 1024**3, gt=0, description="growth of worktree + HOME")
+    disk_bytes: int | None = Field(
+        default=2 * 1024**3, gt=0, description="the run's writes to the worktree and HOME, all commands together"
+    )
     env_allow: tuple[str, ...] = DEFAULT_ENV_ALLOW
     env: dict[str, str] = Field(default_factory=dict, description="variables set for the command")
 
@@ -138,8 +124,10 @@ class SandboxPolicy(BaseModel):
 class SandboxResult(BaseModel):
     """What happened: status, exit code, the tail of the output, and which limits held.
 
-    `refused`: the command was not run because isolation was unavailable and not waived; `output`
-    then says why, and `not_enforced` what would have been missing.
+    `refused`: the command was not run (the worker is root, or isolation was unavailable, and that
+    was not accepted); `output` then says why and which setting accepts it, and `not_enforced` what
+    would have been missing. `egress_refused`: destinations the install asked the proxy for and
+    did not get.
     """
 
     command: str
@@ -151,13 +139,14 @@ class SandboxResult(BaseModel):
     enforced: tuple[str, ...] = ()
     not_enforced: dict[str, str] = Field(default_factory=dict)
     limit_exceeded: str = ""
+    egress_refused: tuple[str, ...] = ()
 
 
 class Isolation(BaseModel):
-    """Whether user, network, PID and mount namespaces can be created here, and why not.
+    """Whether the sandbox's namespaces and layer can be made here, and why not.
 
     `tools` holds absolute paths: the command's PATH comes from the target's environment and must
-    not decide which `mount` or `setpriv` the setup runs.
+    not decide which `unshare` or `nsenter` the sandbox runs.
     """
 
     available: bool
@@ -172,29 +161,25 @@ def probe_isolation() -> Isolation:
 
 @functools.cache
 def _probe(search_path: str) -> Isolation:
-    """Try the namespaces once: containers and hardened hosts often forbid them."""
-    names = ("unshare", "setpriv", "mount", "umount", "mkdir", "rmdir", "sh")
-    tools = {name: shutil.which(name, path=search_path) for name in names}
+    """Open a real sandbox once and run `true` in it: containers and old kernels often refuse a step."""
+    tools = {name: shutil.which(name, path=search_path) for name in ("unshare", "nsenter")}
     for name, found in tools.items():
         if found is None:
             return Isolation(available=False, reason=f"`{name}` not installed")
-    paths = {name: str(found) for name, found in tools.items()}
+    isolation = Isolation(available=True, tools={name: str(found) for name, found in tools.items()})
     with tempfile.TemporaryDirectory(prefix="forgebot-probe-") as target:
-        move = '"$0" -t tmpfs none "$1" && "$2" "$1/.m" && { "$0" --move "$1" /tmp 2>/dev/null; [ -d /tmp/.m ]; }'
-        script = ["-c", move, paths["mount"], target, paths["mkdir"]]
-        argv = [*_unshare_argv(paths["unshare"], network=False), paths["sh"], *script]
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return Isolation(available=False, reason=f"unshare failed: {exc}")
-    if done.returncode != 0:
-        detail = (done.stderr.strip().splitlines() or ["exit status " + str(done.returncode)])[-1]
+        policy = SandboxPolicy(timeout_seconds=20, allow_root=True, disk_bytes=1024**2, tmp_bytes=1024**2)
+        with _Isolated(Path(target), policy, {}, isolation) as box:
+            result = box.run("true")
+    if result.status != "passed":
+        detail = (result.output.strip().splitlines() or [f"exit status {result.exit_code}"])[-1]
+        detail = detail.removeprefix("forgebot-sandbox: ")
         return Isolation(available=False, reason=f"namespaces refused by the host: {detail}")
-    return Isolation(available=True, tools=paths)
+    return isolation
 
 
 def build_environment(base: Mapping[str, str], policy: SandboxPolicy, home: Path, tmp: Path) -> dict[str, str]:
-    """The command's environment: allow-listed names from `base`, the policy's own, a throwaway HOME.
+    """The command's environment: allow-listed names from `base`, the policy's own, the run's HOME.
 
     Raises ValueError when the policy tries to pass a variable whose name looks like a credential.
     """
@@ -210,11 +195,10 @@ def build_environment(base: Mapping[str, str], policy: SandboxPolicy, home: Path
 
 
 class DiskMeter:
-    """Disk used by a worktree and its HOME as the last sandboxed command left them.
+    """Disk used by a worktree and its HOME as the last unisolated command left them.
 
-    Consecutive commands on one worktree (install, test, a lint per changed file) then walk the tree
-    once each instead of twice. What the bot itself writes between them (a patch) counts against
-    the next command, which errs on the side of the limit.
+    Without namespaces there is no bounded layer: growth is measured after each command (one walk
+    of the tree), so a command can fill the disk before it is caught.
     """
 
     def __init__(self) -> None:
@@ -230,60 +214,134 @@ class DiskMeter:
 
 def missing_without_isolation(policy: SandboxPolicy, reason: str) -> dict[str, str]:
     """The protections only namespaces give, each with `reason`: what running unisolated gives up."""
-    missing = {"private_pids": reason, "private_tmp": reason, "dropped_capabilities": reason}
+    missing = {"private_pids": reason, "private_tmp": reason, "dropped_capabilities": reason,
+               "read_only_root": reason}
     missing |= {"hidden_paths": reason} if policy.hidden_paths else {}
     missing |= {} if policy.network else {"no_network": reason}
+    if policy.disk_bytes:
+        missing["disk_limit"] = f"measured after each command, not while it writes ({reason})"
     return missing
 
 
-def run_sandboxed(
-    command: str,
-    worktree: Path,
-    policy: SandboxPolicy,
-    base_env: Mapping[str, str],
-    home: Path | None = None,
-    meter: DiskMeter | None = None,
-) -> SandboxResult:
-    """Run the shell command line `command` in `worktree` under `policy`.
+class Sandbox:
+    """One run of checks on one worktree; `run` each command, `view` to see the worktree as they do."""
 
-    `base_env` is where allow-listed variables come from (the caller passes its environment);
-    `home` is the command's HOME, shared by a sequence of checks (install, then test); without it a
-    throwaway directory is used. `meter`, shared by such a sequence, saves a walk of the worktree
-    per command. Raises ValueError when a hidden path would hide the worktree's own content or the
-    sandbox's scratch directory.
+    def __init__(self, worktree: Path, policy: SandboxPolicy, base_env: Mapping[str, str]) -> None:
+        self.worktree = worktree
+        self.policy = policy
+        self.base_env = dict(base_env)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the run: whatever its commands wrote outside the worktree's own files is gone."""
+
+    def view(self) -> Path:
+        """Where the worker reads the worktree as the commands see it (with what install added)."""
+        return self.worktree
+
+    def run(self, command: str, policy: SandboxPolicy | None = None) -> SandboxResult:
+        """Run the shell command line `command` under `policy` (the run's, with this command's timeout,
+        network and variables)."""
+        raise NotImplementedError
+
+
+@contextmanager
+def open_sandbox(worktree: Path, policy: SandboxPolicy, base_env: Mapping[str, str]) -> Iterator[Sandbox]:
+    """The sandbox for a run of checks on `worktree`: isolated, unisolated (accepted), or refusing.
+
+    `base_env` is where allow-listed variables come from (the caller passes its environment).
+    Raises ValueError when a hidden path would hide the worktree's own content.
     """
     worktree = worktree.resolve()
-    if not worktree.is_dir():
-        return _error(command, f"worktree {worktree} is not a directory")
     hidden = tuple(p.resolve() for p in policy.hidden_paths)
     for path in hidden:
         if worktree == path or path.is_relative_to(worktree):
             raise ValueError(f"hidden path {path} is inside the worktree {worktree}")
-    isolation = probe_isolation() if policy.isolate else Isolation(available=False, reason="disabled")
-    why = "isolation disabled by the policy" if not policy.isolate else isolation.reason
-    if not isolation.available and not policy.allow_unisolated:
-        return _refused(command, policy, why)
-    with tempfile.TemporaryDirectory(prefix="forgebot-check-") as scratch:
-        scratch_dir = Path(scratch)
-        if any(scratch_dir.resolve().is_relative_to(p) for p in hidden):
-            raise ValueError("the temporary directory lies under a hidden path")
-        run_home = (home if home is not None else scratch_dir / "home").resolve()
-        run_home.mkdir(parents=True, exist_ok=True)
-        tmp = Path("/tmp") if isolation.available else scratch_dir / "tmp"
-        tmp.mkdir(exist_ok=True)
-        env = build_environment(base_env, policy, run_home, tmp)
-        meter = meter or DiskMeter()
-        # A throwaway HOME starts empty: only a shared one needs measuring before the command.
-        roots = (worktree,) if home is None else (worktree, run_home)
-        before = meter.before(roots) if policy.disk_bytes else 0
+    policy = policy.model_copy(update={"hidden_paths": hidden})
+    box: Sandbox
+    if not worktree.is_dir():
+        box = _Broken(worktree, policy, base_env, f"worktree {worktree} is not a directory")
+    elif os.geteuid() == 0 and not policy.allow_root:
+        why = ("the worker runs as root, and a check run as root can read every file root can; run the worker "
+               f"as an unprivileged user (the image does), or accept it with `{ROOT_SETTING}`")
+        box = _Refused(worktree, policy, base_env, why, {"unprivileged": "the worker runs as root"})
+    else:
+        isolation = probe_isolation() if policy.isolate else Isolation(available=False, reason="disabled")
+        why = "isolation disabled by the policy" if not policy.isolate else isolation.reason
         if isolation.available:
-            result = _run_isolated(command, worktree, run_home, policy, hidden, scratch_dir, isolation, env)
+            box = _Isolated(worktree, policy, base_env, isolation)
+        elif policy.allow_unisolated:
+            box = _Unisolated(worktree, policy, base_env, why)
         else:
-            argv, enforced, missing = _limited(command, policy, isolated=False)
-            missing |= missing_without_isolation(policy, why)
-            result = _execute(command, argv, worktree, env, policy, enforced, missing)
+            missing = missing_without_isolation(policy, why)
+            box = _Refused(worktree, policy, base_env,
+                           f"not run without isolation ({why}); `{UNISOLATED_SETTING}` runs checks without it",
+                           missing)
+    with box:
+        yield box
+
+
+def run_sandboxed(command: str, worktree: Path, policy: SandboxPolicy, base_env: Mapping[str, str]) -> SandboxResult:
+    """Run one command in a sandbox of its own (a run of one check)."""
+    with open_sandbox(worktree, policy, base_env) as box:
+        return box.run(command)
+
+
+class _Broken(Sandbox):
+    def __init__(self, worktree: Path, policy: SandboxPolicy, base_env: Mapping[str, str], message: str) -> None:
+        super().__init__(worktree, policy, base_env)
+        self.message = message
+
+    def run(self, command: str, policy: SandboxPolicy | None = None) -> SandboxResult:
+        return _error(command, self.message)
+
+
+class _Refused(Sandbox):
+    """Runs nothing: the worker is root, or isolation is missing, and that was not accepted."""
+
+    def __init__(self, worktree: Path, policy: SandboxPolicy, base_env: Mapping[str, str], why: str,
+                 missing: dict[str, str]) -> None:
+        super().__init__(worktree, policy, base_env)
+        self.why, self.missing = why, missing
+
+    def run(self, command: str, policy: SandboxPolicy | None = None) -> SandboxResult:
+        return SandboxResult(command=command, status="refused", exit_code=None, duration_seconds=0.0,
+                             output=self.why, not_enforced=self.missing)
+
+
+class _Unisolated(Sandbox):
+    """No namespaces (accepted by the policy): rlimits, a clean environment, growth measured after."""
+
+    def __init__(self, worktree: Path, policy: SandboxPolicy, base_env: Mapping[str, str], why: str) -> None:
+        super().__init__(worktree, policy, base_env)
+        self.why = why
+        self._scratch = tempfile.TemporaryDirectory(prefix="forgebot-check-")
+        self.home = Path(self._scratch.name, "home").resolve()
+        self.home.mkdir()
+        (self.home.parent / "tmp").mkdir()
+        self._meter = DiskMeter()
+
+    def close(self) -> None:
+        self._scratch.cleanup()
+
+    def run(self, command: str, policy: SandboxPolicy | None = None) -> SandboxResult:
+        policy = policy or self.policy
+        env = build_environment(self.base_env, policy, self.home, self.home.parent / "tmp")
+        roots = (self.worktree, self.home)
+        before = self._meter.before(roots) if policy.disk_bytes else 0
+        _rlimits, enforced, missing = _limited(command, policy)
+        enforced += ["disk_limit"] if policy.disk_bytes else []
+        missing |= missing_without_isolation(policy, self.why)
+        enforced = [name for name in enforced if name not in missing]
+        argv = _unisolated_argv(command, policy)
+        result = _execute(command, argv, self.worktree, env, policy, enforced, missing)
         if policy.disk_bytes and result.status != "error":
-            grown = meter.after(roots) + (_usage((run_home,)) if home is None else 0) - before
+            grown = self._meter.after(roots) - before
             if grown > policy.disk_bytes:
                 limit = (f"wrote {grown // 2**20} MiB to the worktree and HOME, over the "
                          f"{policy.disk_bytes // 2**20} MiB disk limit")
@@ -291,73 +349,184 @@ def run_sandboxed(
         return result
 
 
-def _run_isolated(
-    command: str,
-    worktree: Path,
-    home: Path,
-    policy: SandboxPolicy,
-    hidden: tuple[Path, ...],
-    scratch: Path,
-    isolation: Isolation,
-    env: dict[str, str],
-) -> SandboxResult:
-    argv, enforced, missing = _limited(command, policy, isolated=True)
-    (scratch / "stage").mkdir()
-    keep = [str(worktree)] + ([] if home.is_relative_to(worktree) else [str(home)])
-    # the worker's own Python (its prefix, a virtualenv's too) under /tmp would vanish behind the private
-    # /tmp: it is put back read-only, so a check can run it and can never change what the worker runs
-    runtime = {str(p) for p in (INTERPRETER.parents[1], Path(sys.prefix))
-               if any(p.is_relative_to(scratch_dir) for scratch_dir in PRIVATE_SCRATCH)}
-    read_only = sorted(r for r in runtime if not any(Path(r).is_relative_to(k) for k in keep))
-    keep += read_only
-    if any(" " in k or "\t" in k or "\n" in k for k in keep):
-        return _error(command, "the worktree or HOME path contains whitespace")
-    tools = isolation.tools
-    setup = [tools["sh"], "-c", _SETUP, "forgebot-sandbox", tools["mount"], tools["umount"], tools["mkdir"]]
-    setup += [tools["rmdir"]]
-    setup += [tools["setpriv"], str(scratch / "stage"), str(policy.tmp_bytes)]
-    setup += [*map(str, hidden), "--"]
-    enforced += ["private_pids", "private_tmp", "dropped_capabilities"] + (["hidden_paths"] if hidden else [])
-    enforced += [] if policy.network else ["no_network"]
-    unshare = _unshare_argv(tools["unshare"], network=not policy.network)
-    ready_path = scratch / "ready"
-    with ready_path.open("w") as ready:
-        setup_env = {**env, "FORGEBOT_SANDBOX_KEEP": " ".join(keep), "FORGEBOT_SANDBOX_KEEP_RO": " ".join(read_only),
-                     "FORGEBOT_SANDBOX_WT": str(worktree)}
-        argv = [*unshare, *setup, *argv]
-        result = _execute(command, argv, worktree, setup_env, policy, enforced, missing, ready.fileno())
-    if ready_path.read_text() != "ready\n" and result.status != "timed_out":
-        detail = result.output.strip().splitlines()[-1:] or [f"exit status {result.exit_code}"]
-        return result.model_copy(update={"status": "error", "output": f"sandbox setup failed: {detail[0]}"})
-    return result
+class _Isolated(Sandbox):
+    """Namespaces: the run's layer held by one process, each command in fresh namespaces joined to it."""
+
+    def __init__(self, worktree: Path, policy: SandboxPolicy, base_env: Mapping[str, str],
+                 isolation: Isolation) -> None:
+        super().__init__(worktree, policy, base_env)
+        self.tools = isolation.tools
+        self._scratch = Path(tempfile.mkdtemp(prefix="forgebot-check-")).resolve()
+        if any(self._scratch.is_relative_to(p) for p in policy.hidden_paths):
+            shutil.rmtree(self._scratch)
+            raise ValueError("the temporary directory lies under a hidden path")
+        self.home = self._scratch / "home"
+        for name in ("layer", "home", "stage"):
+            (self._scratch / name).mkdir()
+        self._holder: subprocess.Popen[bytes] | None = None
+        self._problem = self._start_layer()
+
+    def _start_layer(self) -> str:
+        """Start the process that holds the run's layer; "" once it is ready, else what failed."""
+        if any(c in str(self.worktree) for c in ",:\\"):
+            return f"the worktree path {self.worktree} contains a comma, colon or backslash"
+        config = {"role": "layer", "layer": str(self._scratch / "layer"), "worktree": str(self.worktree),
+                  "home": str(self.home), "size": self.policy.disk_bytes or 2 * 1024**3}
+        argv = [self.tools["unshare"], "--user", "--map-root-user", "--mount", "--",
+                str(INTERPRETER), "-I", "-S", "-c", _INIT_SOURCE, repr(config)]
+        try:
+            self._holder = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.STDOUT, cwd="/", env={"PATH": os.defpath},
+                                            start_new_session=True)
+        except OSError as exc:
+            return f"could not start: {exc}"
+        assert self._holder.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._holder.stdout, selectors.EVENT_READ)
+            line = self._holder.stdout.readline() if selector.select(timeout=20) else b""
+        if line == b"ready\n":
+            return ""
+        self._stop_layer()
+        text = line.decode(errors="replace").strip() or "the layer did not start"
+        return text.removeprefix("forgebot-sandbox: ")
+
+    def _stop_layer(self) -> None:
+        holder, self._holder = self._holder, None
+        if holder is None:
+            return
+        assert holder.stdin is not None and holder.stdout is not None
+        holder.stdin.close()  # the holder exits at EOF, and its namespaces and tmpfs with it
+        try:
+            holder.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(holder.pid, signal.SIGKILL)
+            holder.wait()
+        holder.stdout.close()
+
+    def close(self) -> None:
+        self._stop_layer()
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def view(self) -> Path:
+        if self._holder is None:
+            return self.worktree
+        return Path(f"/proc/{self._holder.pid}/root{self.worktree}")
+
+    def run(self, command: str, policy: SandboxPolicy | None = None) -> SandboxResult:
+        policy = policy or self.policy
+        if self._problem or self._holder is None:
+            return _error(command, f"sandbox setup failed: {self._problem or 'the layer has ended'}")
+        env = build_environment(self.base_env, policy, self.home, Path("/tmp"))
+        egress = Egress(policy.private_hosts) if policy.network else None
+        if egress is not None:
+            proxy = f"http://127.0.0.1:{_EGRESS_PORT}"
+            env |= dict.fromkeys(("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"), proxy)
+        _rlimits, enforced, missing = _limited(command, policy)
+        enforced += ["private_pids", "private_tmp", "dropped_capabilities", "read_only_root"]
+        enforced += ["hidden_paths"] if policy.hidden_paths else []
+        enforced += ["disk_limit"] if policy.disk_bytes else []
+        enforced += [] if policy.network else ["no_network"]
+        config = {
+            "role": "command", "command": command, "worktree": str(self.worktree),
+            "stage": str(self._scratch / "stage"),
+            "keep": self._kept(), "writable": [str(self.worktree), str(self.home)],
+            "hidden": [str(p) for p in policy.hidden_paths], "tmp_size": policy.tmp_bytes,
+            "rlimits": _rlimits, "processes": policy.max_processes, "memory": policy.memory_bytes or 0,
+            "interval": _SAMPLE_SECONDS, "memory_files": ["/tmp", "/var/tmp", "/dev/shm", str(self.home)],
+            "egress_fd": egress.theirs.fileno() if egress else -1, "egress_port": _EGRESS_PORT,
+        }
+        nsenter = [self.tools["nsenter"], "--target", str(self._holder.pid), "--user", "--mount",
+                   "--preserve-credentials", "--"]
+        unshare = [self.tools["unshare"], "--mount", "--pid", "--fork", "--mount-proc", "--ipc", "--net",
+                   "--kill-child", "--"]
+        argv = [*nsenter, *unshare, str(INTERPRETER), "-I", "-S", "-c", _INIT_SOURCE, repr(config)]
+        report_path = self._scratch / "report"
+        try:
+            with report_path.open("w") as report:
+                result = _execute(command, argv, Path("/"), env, policy, enforced, missing, report.fileno(),
+                                  egress)
+        finally:
+            if egress is not None:
+                egress.close()
+        return self._judged(result, report_path.read_text(), policy, egress)
+
+    def _kept(self) -> list[str]:
+        """Paths each command's view puts back after covering /tmp and the hidden paths: the worktree,
+        HOME, and the worker's own Python when it lives under /tmp (read-only, like everything)."""
+        keep = [str(self.worktree), str(self.home)]
+        runtime = {str(p) for p in (INTERPRETER.parents[1], Path(sys.prefix))
+                   if any(p.is_relative_to(scratch) for scratch in PRIVATE_SCRATCH)}
+        return keep + sorted(r for r in runtime if not any(Path(r).is_relative_to(k) for k in keep))
+
+    def _judged(
+        self, result: SandboxResult, report: str, policy: SandboxPolicy, egress: Egress | None
+    ) -> SandboxResult:
+        """The result as the init reported it: setup failures, the limits it enforced, a full layer."""
+        lines = report.splitlines()
+        update: dict[str, object] = {"egress_refused": tuple(egress.refused) if egress else ()}
+        if lines[:1] != ["ready"]:
+            if result.status != "timed_out":
+                detail = result.output.strip().splitlines()[-1:] or [f"exit status {result.exit_code}"]
+                update |= {"status": "error", "output": f"sandbox setup failed: {detail[0]}"}
+            return result.model_copy(update=update)
+        verdict = ast.literal_eval(lines[1]) if len(lines) > 1 else {}
+        if verdict.get("limit") == "processes":
+            update |= {"status": "failed", "limit_exceeded": (
+                f"ran more than {policy.max_processes} processes and threads at once, over the process limit; "
+                "all were killed")}
+        elif verdict.get("limit") == "memory":
+            update |= {"status": "failed", "limit_exceeded": (
+                f"held more than {(policy.memory_bytes or 0) // 2**20} MiB (its processes, and its files in /tmp, "
+                "/dev/shm and the run's layer, which are memory too), over the memory limit; all its processes were "
+                "killed")}
+        elif result.status in ("passed", "failed") and policy.disk_bytes and self._layer_full():
+            update |= {"status": "failed", "limit_exceeded": (
+                f"filled the {policy.disk_bytes // 2**20} MiB disk limit for what the checks write to the worktree "
+                "and HOME; the write past it failed, and nothing written was kept")}
+        return result.model_copy(update=update)
+
+    def _layer_full(self) -> bool:
+        if self._holder is None:
+            return False
+        try:
+            stats = os.statvfs(f"/proc/{self._holder.pid}/root{self._scratch / 'layer'}")
+        except OSError:
+            return False
+        return stats.f_bavail * stats.f_frsize < _FULL_BYTES or stats.f_favail == 0
 
 
-# The interpreter that applies the limits inside the sandbox: the real file, not a virtualenv's link
-# (a venv under /tmp would vanish behind the private /tmp; `-I -S` needs no site-packages anyway).
-INTERPRETER = Path(os.path.realpath(sys.executable))
-
-
-def _limited(command: str, policy: SandboxPolicy, isolated: bool) -> tuple[list[str], list[str], dict[str, str]]:
-    """The rlimit wrapper around `sh -c command`, what it enforces, and what it cannot."""
+def _limited(command: str, policy: SandboxPolicy) -> tuple[dict[str, int], list[str], dict[str, str]]:
+    """The rlimits for `command`, the protections they and the init give, and what they cannot."""
     cpu = policy.cpu_seconds or int(policy.timeout_seconds + 0.999)
-    memory = policy.memory_bytes or 0
-    # In its own user namespace the command's processes are counted apart from the worker's; without
-    # one RLIMIT_NPROC counts every process of the worker's user, so the worker's own are added.
-    root = os.getuid() == 0
-    processes = policy.max_processes + (0 if isolated or root else _tasks_of(os.getuid()))
-    limits = [str(cpu), str(memory), str(processes), str(policy.max_file_bytes)]
-    inner = [str(INTERPRETER), "-I", "-S", "-c", _LIMITS, *limits, "/bin/sh", "-c", command]
+    rlimits = {"CPU": cpu, "AS": policy.memory_bytes or 0, "NPROC": policy.max_processes,
+               "FSIZE": policy.max_file_bytes}
     enforced = ["timeout", "process_group_kill", "cpu_limit", "clean_environment", "output_cap", "file_size_limit"]
-    enforced += ["memory_limit"] if memory else []
-    enforced += ["disk_limit"] if policy.disk_bytes else []
-    missing: dict[str, str] = {} if memory else {"memory_limit": "no memory limit in the policy"}
-    if root:
-        missing["pid_limit"] = "the worker runs as root, whom the kernel's process limit does not bind"
+    sampled = f"sampled every {_SAMPLE_SECONDS * 1000:.0f} ms, not held by the kernel (no cgroup)"
+    missing: dict[str, str] = {}
+    if policy.memory_bytes:
+        missing["memory_limit"] = (f"the whole check's memory is {sampled}: a burst between two samples can pass "
+                                   "it; each process alone is held to it (RLIMIT_AS)")
+    else:
+        missing["memory_limit"] = "no memory limit in the policy"
+    if os.geteuid() == 0:
+        missing["pid_limit"] = f"the worker runs as root, whom RLIMIT_NPROC does not bind: processes are {sampled}"
+        missing["unprivileged"] = f"the worker runs as root (accepted by `{ROOT_SETTING}`)"
     else:
         enforced.append("pid_limit")
     if policy.network:
-        missing["no_network"] = "network allowed for this command"
-    return inner, enforced, missing
+        missing["no_network"] = ("HTTPS to public addresses through the worker's egress proxy (the install's "
+                                 "network, opted into by the repository); loopback, private and link-local refused")
+    return rlimits, enforced, missing
+
+
+def _unisolated_argv(command: str, policy: SandboxPolicy) -> list[str]:
+    """The rlimit wrapper around `sh -c command`; without a user namespace RLIMIT_NPROC counts every
+    process of the worker's user, so the worker's own are added."""
+    limits, _enforced, _missing = _limited(command, policy)
+    root = os.getuid() == 0
+    processes = limits["NPROC"] + (0 if root else _tasks_of(os.getuid()))
+    values = [str(limits["CPU"]), str(limits["AS"]), str(processes), str(limits["FSIZE"])]
+    return [str(INTERPRETER), "-I", "-S", "-c", _LIMITS, *values, "/bin/sh", "-c", command]
 
 
 def _tasks_of(uid: int) -> int:
@@ -398,11 +567,6 @@ def _usage(roots: tuple[Path, ...]) -> int:
     return total
 
 
-def _unshare_argv(unshare: str, network: bool) -> list[str]:
-    flags = ["--user", "--map-root-user", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child"]
-    return [unshare, *flags, *(["--net"] if network else []), "--"]
-
-
 def _execute(
     command: str,
     argv: list[str],
@@ -411,21 +575,26 @@ def _execute(
     policy: SandboxPolicy,
     enforced: list[str],
     missing: dict[str, str],
-    ready_fd: int | None = None,
+    report_fd: int | None = None,
+    egress: Egress | None = None,
 ) -> SandboxResult:
+    """Start `argv`, collect its output until it ends or times out, kill what it left."""
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
             argv,
             cwd=worktree,
             env=env,
-            stdin=subprocess.DEVNULL if ready_fd is None else ready_fd,
+            stdin=subprocess.DEVNULL if report_fd is None else report_fd,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=(egress.theirs.fileno(),) if egress is not None else (),
         )
     except OSError as exc:
         return _error(command, f"could not start: {exc}")
+    if egress is not None:
+        egress.started()
     tail, total, timed_out = _collect(proc, started + policy.timeout_seconds, policy.output_limit_bytes)
     output = bytes(tail).decode("utf-8", errors="replace")
     code = proc.returncode
@@ -511,18 +680,6 @@ def _wait(proc: subprocess.Popen[bytes], deadline: float) -> bool:
     except subprocess.TimeoutExpired:
         return False
     return True
-
-
-def _refused(command: str, policy: SandboxPolicy, why: str) -> SandboxResult:
-    """Not run: isolation is unavailable and the policy does not accept running without it."""
-    return SandboxResult(
-        command=command,
-        status="refused",
-        exit_code=None,
-        duration_seconds=0.0,
-        output=f"not run without isolation ({why})",
-        not_enforced=missing_without_isolation(policy, why),
-    )
 
 
 def _error(command: str, message: str) -> SandboxResult:

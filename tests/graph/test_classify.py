@@ -84,7 +84,8 @@ def test_live_phpunit_matches_the_saved_classification(project: ProjectFactory, 
     need_tools("php", "phpunit", "composer")
     variants = [case] if (FIXTURES / "php_variants" / case).is_dir() else []
     worktree = project("php_project", *variants, installed=case != "bootstrap")
-    context = CheckContext(worktree=worktree, profile=load_profile("php"), base_env=dict(os.environ))
+    context = CheckContext(worktree=worktree, profile=load_profile("php"), base_env=dict(os.environ),
+                           policy=SandboxPolicy(allow_root=True))
     (test,) = run_checks(context, ("test",)).of_kind("test")
     assert test.classification is not None
     saved = classify("phpunit", (SAVED / f"{case}.txt").read_text(), CASES[case]["exit"], root=SAVED_ROOT)
@@ -96,7 +97,7 @@ def test_live_phpunit_matches_the_saved_classification(project: ProjectFactory, 
 
 def _run_pytest(worktree: Path) -> tuple[str, int | None]:
     venv_bin = str(Path(sys.executable).parent)
-    policy = SandboxPolicy(env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    policy = SandboxPolicy(allow_root=True, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     context = CheckContext(
         worktree=worktree,
         profile=load_profile("python"),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from project.sandbox import SandboxPolicy, build_environment, run_sandboxed
+from project.sandbox import INTERPRETER, SandboxPolicy, build_environment, run_sandboxed
 from tests.tools import need_namespaces
 
 SECRETS = {
@@ -44,7 +44,8 @@ def worktree(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("isolate", [True, False])
 def test_a_check_that_reads_the_environment_finds_no_secret(worktree: Path, isolate: bool) -> None:
-    result = run_sandboxed("env", worktree, SandboxPolicy(isolate=isolate, allow_unisolated=True), BASE_ENV)
+    policy = SandboxPolicy(allow_root=True, isolate=isolate, allow_unisolated=True)
+    result = run_sandboxed("env", worktree, policy, BASE_ENV)
     assert result.status == "passed"
     for name, value in SECRETS.items():
         assert name not in result.output and value not in result.output
@@ -56,14 +57,14 @@ def test_a_check_that_reads_the_environment_finds_no_secret(worktree: Path, isol
 @pytest.mark.parametrize("name", ["GITLAB_TOKEN", "FORGEBOT_DATA_DIR", "DB_PASSWORD", "STRIPE_API_KEY"])
 def test_allow_listing_a_secret_looking_name_is_refused(tmp_path: Path, name: str) -> None:
     with pytest.raises(ValueError, match="looks like a secret"):
-        build_environment(BASE_ENV, SandboxPolicy(env_allow=("PATH", name)), tmp_path, tmp_path)
+        build_environment(BASE_ENV, SandboxPolicy(allow_root=True, env_allow=("PATH", name)), tmp_path, tmp_path)
     with pytest.raises(ValueError, match="looks like a secret"):
-        build_environment(BASE_ENV, SandboxPolicy(env={name: "x"}), tmp_path, tmp_path)
+        build_environment(BASE_ENV, SandboxPolicy(allow_root=True, env={name: "x"}), tmp_path, tmp_path)
 
 
 def test_exit_status_decides_passed_or_failed(worktree: Path) -> None:
-    assert run_sandboxed("cat README.md", worktree, SandboxPolicy(), BASE_ENV).status == "passed"
-    failed = run_sandboxed("echo broken >&2; exit 3", worktree, SandboxPolicy(), BASE_ENV)
+    assert run_sandboxed("cat README.md", worktree, SandboxPolicy(allow_root=True), BASE_ENV).status == "passed"
+    failed = run_sandboxed("echo broken >&2; exit 3", worktree, SandboxPolicy(allow_root=True), BASE_ENV)
     assert (failed.status, failed.exit_code) == ("failed", 3)
     assert "broken" in failed.output  # stderr is part of the output
 
@@ -74,7 +75,7 @@ def test_a_check_over_its_timeout_is_killed_with_its_children(worktree: Path, is
     result = run_sandboxed(
         f"sleep {marker} & sleep {marker}; echo never",
         worktree,
-        SandboxPolicy(timeout_seconds=1, isolate=isolate, allow_unisolated=True),
+        SandboxPolicy(allow_root=True, timeout_seconds=1, isolate=isolate, allow_unisolated=True),
         BASE_ENV,
     )
     assert result.status == "timed_out" and result.exit_code is None
@@ -84,7 +85,7 @@ def test_a_check_over_its_timeout_is_killed_with_its_children(worktree: Path, is
 
 
 def test_a_background_child_does_not_hold_the_result(worktree: Path) -> None:
-    unisolated = SandboxPolicy(isolate=False, allow_unisolated=True)
+    unisolated = SandboxPolicy(allow_root=True, isolate=False, allow_unisolated=True)
     result = run_sandboxed("(sleep 54321 &); echo done", worktree, unisolated, BASE_ENV)
     assert result.status == "passed" and result.output == "done\n"
     assert result.duration_seconds < 5
@@ -93,30 +94,31 @@ def test_a_background_child_does_not_hold_the_result(worktree: Path) -> None:
 
 def test_output_keeps_only_the_tail(worktree: Path) -> None:
     script = "i=0; while [ $i -lt 3000 ]; do echo line-$i; i=$((i+1)); done; echo LAST"
-    result = run_sandboxed(script, worktree, SandboxPolicy(output_limit_bytes=1000), BASE_ENV)
+    result = run_sandboxed(script, worktree, SandboxPolicy(allow_root=True, output_limit_bytes=1000), BASE_ENV)
     assert result.output_truncated and len(result.output.encode()) <= 1000
     assert result.output.endswith("LAST\n") and "line-0\n" not in result.output
 
 
 def test_memory_limit_stops_a_large_allocation(worktree: Path) -> None:
     command = f"{sys.executable} -c 'b = bytearray(1 << 30); print(len(b))'"
-    limited = run_sandboxed(command, worktree, SandboxPolicy(memory_bytes=256 * 1024**2), BASE_ENV)
-    assert limited.status == "failed" and "MemoryError" in limited.output
-    assert "memory_limit" in limited.enforced
+    limited = run_sandboxed(command, worktree, SandboxPolicy(allow_root=True, memory_bytes=256 * 1024**2), BASE_ENV)
+    assert limited.status == "failed" and "MemoryError" in limited.output  # RLIMIT_AS, per process
+    assert "memory_limit" not in limited.enforced  # the whole check's is only sampled, and says so
+    assert "sampled every 50 ms" in limited.not_enforced["memory_limit"]
 
 
 def test_a_check_cannot_fake_a_sandbox_error_or_escape_its_signals(worktree: Path) -> None:
     faked = run_sandboxed(
-        "echo 'forgebot-sandbox: setup failed: x'; exit 125", worktree, SandboxPolicy(), BASE_ENV
+        "echo 'forgebot-sandbox: setup failed: x'; exit 125", worktree, SandboxPolicy(allow_root=True), BASE_ENV
     )
     assert (faked.status, faked.exit_code) == ("failed", 125)
-    killed = run_sandboxed("kill -9 $$", worktree, SandboxPolicy(), BASE_ENV)  # not PID 1: the signal works
+    killed = run_sandboxed("kill -9 $$", worktree, SandboxPolicy(allow_root=True), BASE_ENV)  # not PID 1: it works
     assert killed.status == "failed" and killed.exit_code in (137, -9)
 
 
 def test_cpu_limit_stops_a_busy_loop_before_the_timeout(worktree: Path) -> None:
     result = run_sandboxed(
-        "while :; do :; done", worktree, SandboxPolicy(cpu_seconds=1, timeout_seconds=20), BASE_ENV
+        "while :; do :; done", worktree, SandboxPolicy(allow_root=True, cpu_seconds=1, timeout_seconds=20), BASE_ENV
     )
     assert result.status == "failed" and result.duration_seconds < 10
 
@@ -125,7 +127,7 @@ def test_without_isolation_the_missing_limits_are_reported(worktree: Path) -> No
     result = run_sandboxed(
         "true",
         worktree,
-        SandboxPolicy(isolate=False, allow_unisolated=True, hidden_paths=(worktree.parent / "data",)),
+        SandboxPolicy(allow_root=True, isolate=False, allow_unisolated=True, hidden_paths=(worktree.parent / "data",)),
         BASE_ENV,
     )
     assert result.status == "passed"
@@ -135,13 +137,13 @@ def test_without_isolation_the_missing_limits_are_reported(worktree: Path) -> No
 
 
 def test_without_isolation_and_without_consent_nothing_runs(worktree: Path) -> None:
-    result = run_sandboxed("touch ran", worktree, SandboxPolicy(isolate=False), BASE_ENV)
+    result = run_sandboxed("touch ran", worktree, SandboxPolicy(allow_root=True, isolate=False), BASE_ENV)
     assert result.status == "refused" and not (worktree / "ran").exists()
     assert "isolation disabled" in result.output and "no_network" in result.not_enforced
 
 
 def test_network_allowed_by_policy_is_reported_not_assumed(worktree: Path) -> None:
-    result = run_sandboxed("true", worktree, SandboxPolicy(network=True), BASE_ENV)
+    result = run_sandboxed("true", worktree, SandboxPolicy(allow_root=True, network=True), BASE_ENV)
     assert "no_network" not in result.enforced
     assert "no_network" in result.not_enforced
 
@@ -157,9 +159,10 @@ def listener() -> Iterator[int]:
 def test_isolated_checks_have_no_network(worktree: Path, listener: int) -> None:
     need_namespaces()
     probe = f"{sys.executable} -c 'import socket; socket.create_connection((\"127.0.0.1\", {listener}), 2)'"
-    open_result = run_sandboxed(probe, worktree, SandboxPolicy(isolate=False, allow_unisolated=True), BASE_ENV)
+    unisolated = SandboxPolicy(allow_root=True, isolate=False, allow_unisolated=True)
+    open_result = run_sandboxed(probe, worktree, unisolated, BASE_ENV)
     assert open_result.status == "passed"  # the listener is reachable from outside the sandbox
-    closed = run_sandboxed(probe, worktree, SandboxPolicy(), BASE_ENV)
+    closed = run_sandboxed(probe, worktree, SandboxPolicy(allow_root=True), BASE_ENV)
     assert closed.status == "failed" and "no_network" in closed.enforced
     assert "Network is unreachable" in closed.output or "refused" in closed.output
 
@@ -173,19 +176,19 @@ def test_isolated_checks_cannot_see_the_data_directory(tmp_path: Path) -> None:
     (worktree / "code.php").write_text("<?php\n")
     script = f"cat {data}/tasks.sqlite; ls {data}; cat code.php; umount {data} && echo UN''MOUNTED"
     script += "; cat /proc/1/comm"
-    result = run_sandboxed(script, worktree, SandboxPolicy(hidden_paths=(data,)), BASE_ENV)
+    result = run_sandboxed(script, worktree, SandboxPolicy(allow_root=True, hidden_paths=(data,)), BASE_ENV)
     assert "secret task store" not in result.output, result.output
     assert "UNMOUNTED" not in result.output, result.output
     assert "<?php" in result.output  # the worktree itself stays reachable
     assert "hidden_paths" in result.enforced and "private_pids" in result.enforced
-    assert result.output.rstrip().endswith("sh")  # PID 1 is the sandbox's shell, not a process of the bot
+    assert result.output.rstrip().endswith(INTERPRETER.name[:15])  # PID 1: the sandbox's init, not the bot
 
 
 def test_a_hidden_path_inside_the_worktree_is_refused(worktree: Path) -> None:
     with pytest.raises(ValueError, match="inside the worktree"):
-        run_sandboxed("true", worktree, SandboxPolicy(hidden_paths=(worktree / "vendor",)), BASE_ENV)
+        run_sandboxed("true", worktree, SandboxPolicy(allow_root=True, hidden_paths=(worktree / "vendor",)), BASE_ENV)
 
 
 def test_a_missing_worktree_is_an_error_not_a_failure(tmp_path: Path) -> None:
-    result = run_sandboxed("true", tmp_path / "absent", SandboxPolicy(), BASE_ENV)
+    result = run_sandboxed("true", tmp_path / "absent", SandboxPolicy(allow_root=True), BASE_ENV)
     assert result.status == "error" and "not a directory" in result.output

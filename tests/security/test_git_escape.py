@@ -81,7 +81,8 @@ class Setup:
 
     def check(self, root: Path, script: str) -> None:
         """Run `script` as the project's check: a real sandboxed process, isolation off."""
-        policy = SandboxPolicy(isolate=False, allow_unisolated=True, timeout_seconds=60, hidden_paths=(self.data,))
+        policy = SandboxPolicy(allow_root=True, isolate=False, allow_unisolated=True, timeout_seconds=60,
+                               hidden_paths=(self.data,))
         result = run_sandboxed(script, root, policy, {"PATH": "/usr/bin:/bin"})
         assert result.status == "passed", result.output
         assert not self.marker.exists(), "the check itself ran the program: the test proves nothing"
@@ -342,20 +343,30 @@ def test_an_untrusted_checkout_naming_a_program_is_refused(tmp_path: Path) -> No
 
 
 @pytest.mark.php
+@pytest.mark.parametrize("isolated", [True, False], ids=["sandboxed", "unisolated"])
 async def test_a_task_whose_check_replaces_dotgit_fails_closed(
-    tmp_path: Path, settings: Settings, redis_url: str, fake_forge: FakeForgeState
+    tmp_path: Path, settings: Settings, redis_url: str, fake_forge: FakeForgeState,
+    monkeypatch: pytest.MonkeyPatch, isolated: bool,
 ) -> None:
     """Through the service: a GitLab label webhook to the real receiver, the arq worker, a mirror
-    over HTTP with the forge token, real gates whose test command plants a `.git`. The task fails
-    with one note naming GitTampered; nothing is pushed or opened and the planted program never runs."""
-    marker, evil = tmp_path / "marker", tmp_path / "evil.sh"
-    evil.write_text(f'#!/bin/sh\necho "$0 $*" >> {marker}\ncat\n')
-    evil.chmod(0o755)
+    over HTTP with the forge token, real gates whose test command plants a `.git`. In the sandbox the
+    plant lands on the run's discarded layer: the task delivers the coder's commit alone. Without
+    namespaces (accepted) the plant reaches the worktree and the runner stops the task (GitTampered):
+    one note saying the working copy was changed, nothing pushed or opened. The planted program
+    never runs."""
+    from tests.security.test_sandbox_escape import _path_without
+
+    marker = tmp_path / "marker"
+    if not isolated:
+        monkeypatch.setenv("PATH", _path_without(tmp_path, "unshare"))
+        settings.sandbox.allow_unisolated = True
     for served in h.served_project(tmp_path / "forge", "oauth2", GITLAB_TOKEN):
         settings.workspace.git_hosts = (served.url,)
         seed = tmp_path / "forge" / "seed"
         (seed / "tools").mkdir()
-        (seed / "tools" / "check.sh").write_text(REPLACE_DOTGIT.format(evil=evil))
+        (seed / "tools" / "evil.sh").write_text(f'#!/bin/sh\necho "$0 $*" >> {marker}\ncat\n')
+        (seed / "tools" / "evil.sh").chmod(0o755)
+        (seed / "tools" / "check.sh").write_text(REPLACE_DOTGIT.format(evil="$PWD/tools/evil.sh"))
         config = FORGEBOT_YML.replace("commands:\n", "commands:\n  test: sh tools/check.sh\n")
         (seed / ".forgebot.yml").write_text(config)
         plain_git("add", "-A", cwd=seed)
@@ -369,14 +380,19 @@ async def test_a_task_whose_check_replaces_dotgit_fails_closed(
         delivery = deliveries.gitlab(h.labelled(sample("gitlab/issue.labels-changed.json"), served.url), "Issue Hook")
         assert await h.post(settings, "gitlab", *delivery) == 202
         worker = await h.work(settings, h.implement_roles().__getitem__)
+        assert not marker.exists()
+        branches = plain_git("for-each-ref", "--format=%(refname:short)", "refs/heads", cwd=served.origin).split()
+        if isolated:
+            assert worker.jobs_failed == 0 and await h.task_states(settings) == [("done", "delivered")]
+            (branch,) = [b for b in branches if b != "master"]
+            assert served.branch_log(branch)[:2] == ["Add multiply with its test", "a check"]  # nothing planted
+            assert "| test_runner | `passed` |" in h.the_change(fake_forge, "gitlab", "1").body
+            continue
         assert worker.jobs_failed == 0  # the job recorded the failure: no exception left for arq
         assert await h.task_states(settings) == [("failed", "tampered checkout")]
         notes = [c.body for c in fake_forge.comments_on("gitlab", "1", 23)]
         assert any("could not finish this task: its working copy was changed by something other than forgebot"
                    in n for n in notes), notes
-        assert not marker.exists()
-        assert not fake_forge.changes
-        assert plain_git("for-each-ref", "--format=%(refname:short)", "refs/heads", cwd=served.origin).split() == [
-            "master"]
+        assert not fake_forge.changes and branches == ["master"]
         (task,) = (settings.data_dir / "workspaces" / "tasks").iterdir()
         assert (task / ".git").is_dir()  # the check did run and plant its repository

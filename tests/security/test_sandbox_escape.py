@@ -4,10 +4,12 @@ Each test runs a check the way the product does — the policy `project.checks.s
 from the settings — and shows the attack refused: the secrets directory, the data directory and the
 Redis socket are empty or absent, the worker's environment is not there, a local listener receives
 no connection, host /tmp stays untouched, a fork bomb stops at the process limit, a huge file at the
-file-size limit, a big write at the disk limit. Where the host refuses namespaces (a real kernel
-refusal: `max_user_namespaces` set to 0 in an enclosing user namespace, or `unshare` missing from
-the worker's PATH), checks are not run unless `sandbox.allow_unisolated` accepts it, and the status
-comment and the merge request description say why or what was missing.
+file-size limit. Where the host refuses namespaces (a real kernel refusal: `max_user_namespaces`
+set to 0 in an enclosing user namespace, or `unshare` missing from the worker's PATH), checks are
+not run unless `sandbox.allow_unisolated` accepts it, nor for a worker running as root unless
+`sandbox.allow_root` does, and the status comment and the merge request description say why or
+what was missing. The host's own protections (read-only root, disk, memory, install network) are
+in `test_sandbox_host.py`.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ import pytest
 
 from bot.redisserver import PrivateRedis
 from foundation.settings import SandboxSettings, Settings
-from project.checks import context_for, run_checks, sandbox_policy
-from project.repoconfig import RepoConfig, parse_repo_config
+from project.checks import sandbox_policy
+from project.repoconfig import RepoConfig
 from project.sandbox import INTERPRETER, SandboxPolicy, SandboxResult, probe_isolation, run_sandboxed
 from tests.fakes.forge_http import FakeForgeState
 from tests.tools import need, need_namespaces
@@ -41,11 +43,9 @@ WORKER_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "FORGEB
 UNPRIVILEGED = 10001  # the chart's uid
 
 
-def _isolated() -> None:
-    need_namespaces()
-
-
 def _settings(data_dir: Path, **fields: object) -> Settings:
+    """The worker's settings; the suite runs as root, which the sandbox refuses unless accepted."""
+    fields.setdefault("sandbox", SandboxSettings(allow_root=True))
     return Settings(_env_file=None, _secrets_dir=None, data_dir=data_dir, **fields)  # type: ignore[call-arg]
 
 
@@ -82,7 +82,7 @@ def secrets_outside_tmp() -> Iterator[Path]:
 
 
 def test_a_check_cannot_read_the_configured_secrets_directory(data_dir: Path, secrets_outside_tmp: Path) -> None:
-    _isolated()
+    need_namespaces()
     secrets = secrets_outside_tmp
     assert not secrets.is_relative_to("/tmp")
     settings = _settings(data_dir, secrets_dir=secrets)
@@ -96,7 +96,7 @@ def test_a_check_cannot_read_the_configured_secrets_directory(data_dir: Path, se
 
 
 def test_a_check_cannot_read_the_data_directory_or_another_worktree(data_dir: Path) -> None:
-    _isolated()
+    need_namespaces()
     other = data_dir / "workspaces" / "tasks" / "task-2" / "other.php"
     read = _run(f"cat {data_dir}/inbox.sqlite {other}", _settings(data_dir), _worktree(data_dir))
     assert read.status == "failed" and "task store" not in read.output and "another project" not in read.output
@@ -106,7 +106,7 @@ def test_a_check_cannot_read_the_data_directory_or_another_worktree(data_dir: Pa
 
 
 def test_a_check_cannot_reach_the_redis_socket(data_dir: Path, tmp_path: Path) -> None:
-    _isolated()
+    need_namespaces()
     server = PrivateRedis(tmp_path / "redis")
     server.start()
     try:
@@ -122,7 +122,7 @@ def test_a_check_cannot_reach_the_redis_socket(data_dir: Path, tmp_path: Path) -
 
 
 def test_env_shows_no_secret_of_the_worker(data_dir: Path) -> None:
-    _isolated()
+    need_namespaces()
     result = _run("env; cat /proc/1/environ; cat /proc/*/environ", _settings(data_dir), _worktree(data_dir))
     assert TOKEN not in result.output and "sk-escape" not in result.output
     assert "FORGEBOT_" not in result.output and "HOME=/root" not in result.output
@@ -151,34 +151,14 @@ def _accepted(server: socket.socket) -> bool:
 
 
 def test_a_check_cannot_connect_to_a_local_listener(data_dir: Path, listener: socket.socket) -> None:
-    _isolated()
+    need_namespaces()
     result = _run(_connect(listener.getsockname()[1]), _settings(data_dir), _worktree(data_dir))
     assert result.status == "failed" and "IN" not in result.output
     assert not _accepted(listener)
 
 
-@pytest.mark.parametrize("allowed", [True, False], ids=["install-network", "no-install-network"])
-def test_only_the_install_command_gets_network_and_only_when_the_setting_allows(
-    data_dir: Path, listener: socket.socket, allowed: bool
-) -> None:
-    _isolated()
-    port = listener.getsockname()[1]
-    config = parse_repo_config(f"commands:\n  install: {json.dumps(_connect(port))}\n"
-                               f"  test: {json.dumps(_connect(port))}\n  lint: false\n")
-    settings = _settings(data_dir, sandbox=SandboxSettings(install_network=allowed))
-    context = context_for(_worktree(data_dir), config, [], settings, WORKER_ENV)
-    install, test, _smoke = run_checks(context, ("install", "test", "smoke")).results
-    if allowed:
-        assert install.status == "passed" and _accepted(listener)
-        assert "no_network" in install.not_enforced  # said, not assumed
-        assert test.status == "failed" and not _accepted(listener)  # the tests never
-    else:
-        assert install.status == "failed" and not _accepted(listener)
-        assert test.status == "not_run" and test.reason == "install failed"
-
-
 def test_writes_to_tmp_stay_inside_the_sandbox(data_dir: Path, tmp_path: Path) -> None:
-    _isolated()
+    need_namespaces()
     name = f"forgebot-escape-{uuid.uuid4().hex}"
     (tmp_path / "host-only").write_text("on the host's /tmp\n")
     command = f"echo x > /tmp/{name} && echo x > /var/tmp/{name} && echo x > $TMPDIR/{name}.2 && ls -a {tmp_path}"
@@ -190,24 +170,27 @@ def test_writes_to_tmp_stay_inside_the_sandbox(data_dir: Path, tmp_path: Path) -
 
 
 def test_private_tmp_is_size_limited(data_dir: Path) -> None:
-    _isolated()
-    settings = _settings(data_dir, sandbox=SandboxSettings(tmp_mb=1))
+    need_namespaces()
+    settings = _settings(data_dir, sandbox=SandboxSettings(tmp_mb=1, allow_root=True))
     result = _run("head -c 3000000 /dev/zero > /tmp/fill", settings, _worktree(data_dir))
     assert result.status == "failed" and "No space left" in result.output
 
 
 def test_a_huge_file_stops_at_the_file_size_limit(data_dir: Path) -> None:
-    settings = _settings(data_dir, sandbox=SandboxSettings(max_file_mb=1, allow_unisolated=True))
-    result = _run("head -c 50000000 /dev/zero > big; echo status=$?", settings, _worktree(data_dir))
+    settings = _settings(data_dir, sandbox=SandboxSettings(max_file_mb=1, allow_unisolated=True, allow_root=True))
+    result = _run("head -c 50000000 /dev/zero > big; echo status=$?; wc -c < big", settings, _worktree(data_dir))
     assert "file_size_limit" in result.enforced
-    assert (_worktree(data_dir) / "big").stat().st_size <= 2**20
+    assert int(result.output.split()[-1]) <= 2**20  # the file stopped at the limit
     assert "status=0" not in result.output
 
 
-def test_a_check_that_fills_the_worktree_fails_at_the_disk_limit(data_dir: Path) -> None:
-    settings = _settings(data_dir, sandbox=SandboxSettings(disk_mb=1, allow_unisolated=True))
-    result = _run("for i in 1 2 3; do head -c 900000 /dev/urandom > blob$i; done", settings, _worktree(data_dir))
+def test_without_namespaces_the_disk_limit_is_measured_after_and_says_so(data_dir: Path) -> None:
+    settings = _settings(data_dir, sandbox=SandboxSettings(disk_mb=1, allow_unisolated=True, allow_root=True))
+    policy = sandbox_policy(settings, RepoConfig()).model_copy(update={"timeout_seconds": 30, "isolate": False})
+    result = run_sandboxed("for i in 1 2 3; do head -c 900000 /dev/urandom > blob$i; done", _worktree(data_dir),
+                           policy, WORKER_ENV)
     assert result.status == "failed" and "over the 1 MiB disk limit" in result.limit_exceeded
+    assert "measured after each command" in result.not_enforced["disk_limit"]
 
 
 # --- process limit: enforced by the kernel for the chart's unprivileged uid, never for root ---------
@@ -273,12 +256,6 @@ def _none_left(uid: int, within: float) -> bool:
     return False
 
 
-def test_running_as_root_says_the_process_limit_does_not_hold(data_dir: Path) -> None:
-    need(os.getuid() == 0, "a root worker (the non-root side is the fork bomb test's)")
-    result = _run("true", _settings(data_dir, sandbox=SandboxSettings(allow_unisolated=True)), _worktree(data_dir))
-    assert "root" in result.not_enforced["pid_limit"] and "pid_limit" not in result.enforced
-
-
 # --- a host without namespaces: the kernel refuses, checks do not run unless accepted ------------------
 
 _NO_NAMESPACES = """
@@ -289,7 +266,7 @@ from project.checks import context_for, run_checks
 from project.repoconfig import parse_repo_config
 data, allow = Path(sys.argv[1]), sys.argv[2] == "allow"
 settings = Settings(_env_file=None, _secrets_dir=None, data_dir=data,
-                    sandbox=SandboxSettings(allow_unisolated=allow))
+                    sandbox=SandboxSettings(allow_unisolated=allow, allow_root=True))
 config = parse_repo_config("commands:\\n  test: cat " + str(data) + "/inbox.sqlite\\n  lint: false\\n")
 context = context_for(data / "workspaces" / "tasks" / "task-1", config, [], settings, {"PATH": "/usr/bin:/bin"})
 (test,) = run_checks(context, ("test",)).results
@@ -300,7 +277,7 @@ print(json.dumps({"status": test.status, "reason": test.reason, "output": test.o
 
 def _without_user_namespaces(data_dir: Path, allow: bool) -> dict[str, object]:
     """Run the checks in a process whose kernel refuses new user namespaces (max_user_namespaces=0)."""
-    _isolated()
+    need_namespaces()
     unshare = shutil.which("unshare")
     assert unshare is not None
     script = 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"'
@@ -330,8 +307,9 @@ def test_without_namespaces_the_accepting_setting_runs_them_and_lists_what_is_mi
 
 
 def test_isolation_disabled_and_unaccepted_refuses_even_a_harmless_command(tmp_path: Path) -> None:
-    result = run_sandboxed("touch ran", tmp_path, SandboxPolicy(isolate=False), WORKER_ENV)
+    result = run_sandboxed("touch ran", tmp_path, SandboxPolicy(isolate=False, allow_root=True), WORKER_ENV)
     assert result.status == "refused" and not (tmp_path / "ran").exists()
+    assert "FORGEBOT_SANDBOX__ALLOW_UNISOLATED=true" in result.output
 
 
 # --- through the service: a label on a host without `unshare`, the merge request and status say so ---
@@ -351,11 +329,14 @@ def _path_without(tmp_path: Path, tool: str) -> str:
 
 
 @pytest.mark.php
-@pytest.mark.parametrize("accepted", [False, True], ids=["refused", "accepted"])
+@pytest.mark.parametrize("case", ["refused", "accepted", "root"])
 async def test_a_host_without_unshare_runs_no_checks_and_the_merge_request_says_why(
     settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch, accepted: bool,
+    monkeypatch: pytest.MonkeyPatch, case: str,
 ) -> None:
+    """Through the service: a host without `unshare` (refused, or accepted by the operator), and a
+    worker running as root that the operator has not accepted: the merge request and the status
+    comment say which checks did not run, why, and which setting would accept it."""
     from tests.conftest import GITLAB_TOKEN
     from tests.e2e import implement_harness as h
     from tests.fakes.samples import sample
@@ -363,9 +344,13 @@ async def test_a_host_without_unshare_runs_no_checks_and_the_merge_request_says_
     from tests.intake.payloads import serve_samples
 
     sample_body = sample("gitlab/issue.labels-changed.json")
-    monkeypatch.setenv("PATH", _path_without(tmp_path, "unshare"))  # the worker's own PATH
-    assert "`unshare` not installed" in probe_isolation().reason
-    settings.sandbox.allow_unisolated = accepted
+    if case == "root":
+        need(os.geteuid() == 0, "a worker running as root")
+        settings.sandbox.allow_root = False
+    else:
+        monkeypatch.setenv("PATH", _path_without(tmp_path, "unshare"))  # the worker's own PATH
+        assert "`unshare` not installed" in probe_isolation().reason
+        settings.sandbox.allow_unisolated = case == "accepted"
     for served in h.served_project(tmp_path / "forge", "oauth2", GITLAB_TOKEN):
         settings.workspace.git_hosts = (served.url,)
         serve_samples(fake_forge, settings, clone_url=served.url)  # the repository as the forge resolves it
@@ -379,14 +364,18 @@ async def test_a_host_without_unshare_runs_no_checks_and_the_merge_request_says_
     change = h.the_change(fake_forge, "gitlab", "1")
     (status,) = [c.body for c in fake_forge.comments_on("gitlab", "1", 23, status=True) if ":purpose=status" in c.body]
     for text in (change.body, status):
+        if case == "root":
+            assert "**Checks not run** (" in text and "the worker runs as root" in text
+            assert "FORGEBOT_SANDBOX__ALLOW_ROOT=true" in text and "not run as root" in text
+            continue
         assert "'unshare' not installed" in text  # the host's reason, as plain text
-        if accepted:
+        if case == "accepted":
             assert "Checks ran without these sandbox protections" in text
             assert "- no network: 'unshare' not installed" in text
-            assert "bot data, secrets and Redis socket hidden" in text
+            assert "bot data, secrets and host sockets hidden" in text
         else:
             assert "**Checks not run** (" in text and "FORGEBOT_SANDBOX__ALLOW_UNISOLATED=true" in text
-    if accepted:
+    if case == "accepted":
         assert "| test_runner | `passed` |" in change.body
     else:
         assert "| test_runner | `not_run` |" in change.body and "| test_runner | `passed` |" not in change.body

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from foundation.settings import Settings, WorkspaceSettings
+from foundation.settings import SandboxSettings, Settings, WorkspaceSettings
 from tests.tools import need_tools
 
 GIT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
@@ -125,4 +125,5 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(  # type: ignore[call-arg]
         _env_file=None, data_dir=tmp_path / "data",
         workspace=WorkspaceSettings(allowed_protocols=("file",)),
+        sandbox=SandboxSettings(allow_root=True),  # the suite runs as root (tests/conftest.py)
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from foundation.settings import Settings
+from foundation.settings import SandboxSettings, Settings
 from graph.coder import gitstate
 from graph.coder.checklist import Checklist, ItemRejected
 from graph.nodes import gates
@@ -20,7 +20,8 @@ CALC = "src/Calculator.php"
 
 
 def _settings(tmp_path: Path) -> Settings:
-    return Settings(_env_file=None, _secrets_dir=None, data_dir=tmp_path / "data")  # type: ignore[call-arg]
+    return Settings(_env_file=None, _secrets_dir=None, data_dir=tmp_path / "data",  # type: ignore[call-arg]
+                    sandbox=SandboxSettings(allow_root=True))
 TEST = "tests/CalculatorTest.php"
 
 

@@ -9,7 +9,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from foundation.forge import AccessLevel, Change, ChangeRef, RepoRef
-from foundation.settings import Settings, WorkspaceSettings
+from foundation.settings import SandboxSettings, Settings, WorkspaceSettings
 from graph.builder import build_graph
 from graph.deps import Deps
 from graph.schemas import Finding, Review
@@ -55,7 +55,8 @@ class Models:
 async def _review(forge: FakeForge, repo: ChangeRepo, tmp_path: Path, models: Models,
                   task: str) -> tuple[dict[str, Any], list[str]]:
     settings = Settings(_env_file=None, data_dir=tmp_path / "data",  # type: ignore[call-arg]
-                        workspace=WorkspaceSettings(allowed_protocols=("file",)))
+                        workspace=WorkspaceSettings(allowed_protocols=("file",)),
+                        sandbox=SandboxSettings(allow_root=True))  # the suite runs as root
     deps = Deps(settings=settings, forge=forge, model_for=models)
     compiled = build_graph().compile(checkpointer=InMemorySaver())
     state: Any = {"task_id": task, "mode": "review", "forge": "gitlab", "repo": _repo_ref(repo).model_dump(),

@@ -10,7 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from foundation.forge import Change, ChangeRef, CommentRef, RepoRef
 from foundation.forge.models import Reaction
-from foundation.settings import Settings, WorkspaceSettings
+from foundation.settings import SandboxSettings, Settings, WorkspaceSettings
 from graph import status
 from graph.builder import build_graph
 from graph.deps import Deps
@@ -35,7 +35,8 @@ def _seed(forge: StatusForge, repo: ChangeRepo) -> tuple[ChangeRef, CommentRef]:
 
 async def _review(forge: StatusForge, ref: ChangeRef, trigger: CommentRef, tmp_path: Path) -> dict[str, Any]:
     settings = Settings(_env_file=None, data_dir=tmp_path / "data",  # type: ignore[call-arg]
-                        workspace=WorkspaceSettings(allowed_protocols=("file",)))
+                        workspace=WorkspaceSettings(allowed_protocols=("file",)),
+                        sandbox=SandboxSettings(allow_root=True))  # the suite runs as root
     models = {"reviewer": scripted([done(), answer(Review, REVIEW)])}
     deps = Deps(settings=settings, forge=forge, model_for=models.__getitem__)
     start = TaskState(task_id="r1", mode="review", forge="gitlab", repo=ref.repo.model_dump(), number=3, title="",
