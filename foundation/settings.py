@@ -328,7 +328,7 @@ class DatabaseConnection(BaseModel):
     projects: tuple[str, ...] = Field(
         default=(),
         description="who may use it: `gitlab:<project id or path>`, `github:<repository id or owner/name>`, "
-        "`local:<checkout path>` (`forgebot run`); empty: no project",
+        "`local:<checkout path>` (a local run); empty: no project",
     )
 
     @model_validator(mode="before")

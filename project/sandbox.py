@@ -286,12 +286,6 @@ def open_sandbox(worktree: Path, policy: SandboxPolicy, base_env: Mapping[str, s
         yield box
 
 
-def run_sandboxed(command: str, worktree: Path, policy: SandboxPolicy, base_env: Mapping[str, str]) -> SandboxResult:
-    """Run one command in a sandbox of its own (a run of one check)."""
-    with open_sandbox(worktree, policy, base_env) as box:
-        return box.run(command)
-
-
 class _Broken(Sandbox):
     def __init__(self, worktree: Path, policy: SandboxPolicy, base_env: Mapping[str, str], message: str) -> None:
         super().__init__(worktree, policy, base_env)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from project.sandbox import INTERPRETER, SandboxPolicy, build_environment, run_sandboxed
+from project.sandbox import INTERPRETER, SandboxPolicy, build_environment
+from tests.sandboxes import run_sandboxed
 from tests.tools import need_namespaces
 
 SECRETS = {

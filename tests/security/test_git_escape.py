@@ -30,7 +30,7 @@ from graph.tools.search import search_code
 from project.index.cli import list_files
 from project.index.taskindex import source_files
 from project.repoconfig import load_repo_config
-from project.sandbox import SandboxPolicy, run_sandboxed
+from project.sandbox import SandboxPolicy
 from tests.conftest import GITLAB_TOKEN
 from tests.e2e import implement_harness as h
 from tests.fakes.forge_http import FakeForgeState
@@ -38,6 +38,7 @@ from tests.fakes.samples import sample
 from tests.graph.implement.conftest import FORGEBOT_YML
 from tests.intake import deliveries
 from tests.intake.payloads import serve_samples
+from tests.sandboxes import run_sandboxed
 
 PLAIN = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
          "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.invalid", "GIT_COMMITTER_NAME": "a",

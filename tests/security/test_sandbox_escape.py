@@ -32,8 +32,9 @@ from bot.redisserver import PrivateRedis
 from foundation.settings import SandboxSettings, Settings
 from project.checks import sandbox_policy
 from project.repoconfig import RepoConfig
-from project.sandbox import INTERPRETER, SandboxPolicy, SandboxResult, probe_isolation, run_sandboxed
+from project.sandbox import INTERPRETER, SandboxPolicy, SandboxResult, probe_isolation
 from tests.fakes.forge_http import FakeForgeState
+from tests.sandboxes import run_sandboxed
 from tests.tools import need, need_namespaces
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -199,7 +200,8 @@ _BOMB = """
 import json, os, sys
 sys.path[:0] = sys.argv[1].split(":")
 from pathlib import Path
-from project.sandbox import SandboxPolicy, run_sandboxed
+from project.sandbox import SandboxPolicy
+from tests.sandboxes import run_sandboxed
 counter = "import os, time\\nn = 0\\ntry:\\n    while True:\\n        if os.fork() == 0:\\n" \\
     "            time.sleep(20)\\n            os._exit(0)\\n        n += 1\\nexcept OSError as e:\\n" \\
     "    print('forks', n, e.strerror)\\n"

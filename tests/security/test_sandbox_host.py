@@ -34,7 +34,8 @@ import pytest
 from foundation.settings import SandboxSettings, Settings
 from project.checks import context_for, run_checks, sandbox_policy
 from project.repoconfig import RepoConfig, parse_repo_config
-from project.sandbox import INTERPRETER, SandboxPolicy, SandboxResult, run_sandboxed
+from project.sandbox import INTERPRETER, SandboxPolicy, SandboxResult
+from tests.sandboxes import run_sandboxed
 from tests.tools import need, need_namespaces
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,7 +79,8 @@ _DRIVER = """
 import json, sys
 sys.path[:0] = sys.argv[1].split(":")
 from pathlib import Path
-from project.sandbox import SandboxPolicy, run_sandboxed
+from project.sandbox import SandboxPolicy
+from tests.sandboxes import run_sandboxed
 spec = json.loads(sys.argv[2])
 policy = SandboxPolicy.model_validate(spec["policy"])
 print(json.dumps([run_sandboxed(command, Path(spec["worktree"]), policy, spec["env"]).model_dump(mode="json")
