@@ -27,9 +27,9 @@ from pathlib import Path
 
 from foundation.gitrunner import git
 from project.index import history, memory
-from project.index.db import Connection
+from project.index.db import Connection, connect
 from project.index.declarations import READERS
-from project.index.entrypoints import MAX_SYMBOLS, Move, Touch, Touches
+from project.index.entrypoints import MAX_SYMBOLS, Touch, Touches
 from project.index.history import Commit, Unread
 from project.index.memory import MemoryItem
 
@@ -43,14 +43,18 @@ _ANY_REF = re.compile(r"(?<![\w&/])#(\d+)\b")
 class HistoryReport:
     commits_added: int = 0
     dropped: int = 0  # stored commits no longer in the remembered history (rewritten, or past the window)
+    from_journal: int = 0  # commits taken from the journal of an earlier, interrupted build
     unread: int = 0  # commits whose object git could not read
     partial: int = 0  # commits read without some of their diff
     reasons: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
-def refresh(conn: Connection, root: Path, max_commits: int) -> HistoryReport:
-    """Remember the commits of HEAD's newest `max_commits` that are not remembered yet."""
+def refresh(conn: Connection, root: Path, max_commits: int, journal: Path | None = None) -> HistoryReport:
+    """Remember the commits of HEAD's newest `max_commits` that are not remembered yet.
+
+    `journal`: a file where each batch is also kept, durably, when `conn` is not (a base index is built
+    in a throw-away file): commits found there are taken from it, so a killed build resumes."""
     report = HistoryReport()
     head = git(root, "rev-parse", "HEAD").strip()
     if memory.read_meta(conn).get("last_commit") == head:
@@ -61,12 +65,21 @@ def refresh(conn: Connection, root: Path, max_commits: int) -> HistoryReport:
     stored = _remembered(conn)
     _drop(conn, stored - set(shas), report)
     todo = [sha for sha in shas if sha not in stored]
-    patterns = tuple(READERS)
-    touches = Touches()
-    for batch, contents in _prefetched(root, todo, patterns):
-        with conn:
-            items = [_store(conn, commit, touches, contents, report) for commit in batch]
-            report.commits_added += memory.add_items(conn, [item for item in items if item is not None])
+    kept = _journal(journal)
+    try:
+        unread = todo
+        if kept is not None and journal is not None:
+            report.from_journal = _take_over(conn, journal, todo)
+            unread = [sha for sha in todo if sha not in _remembered(conn)]
+        touches = Touches()
+        for batch, contents in _prefetched(root, unread, tuple(READERS)):
+            rows = _rows(batch, touches, contents, report)
+            if kept is not None:
+                rows.write(kept)  # first where it lasts: a killed build starts again from here
+            report.commits_added += rows.write(conn)
+    finally:
+        if kept is not None:
+            kept.close()
     with conn:
         _link_merges(conn, [sha for sha in todo if len(parents.get(sha, ())) > 1], parents, shas[-1:])
         memory.write_meta(conn, last_commit=head, history_skipped=_summary(conn))
@@ -74,6 +87,39 @@ def refresh(conn: Connection, root: Path, max_commits: int) -> HistoryReport:
     if skipped:
         report.notes.append(skipped)
     return report
+
+
+def _journal(path: Path | None) -> Connection | None:
+    if path is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kept = connect(path, vectors=False)
+    memory.ensure_schema(kept, None)
+    return kept
+
+
+def _take_over(conn: Connection, journal: Path, todo: Sequence[str]) -> int:
+    """Copy the commits of `todo` the journal holds (with what they touched, moved and link to)."""
+    conn.execute("ATTACH DATABASE ? AS journal", (f"file:{journal}?mode=ro",))
+    try:
+        with conn:
+            conn.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (sha TEXT PRIMARY KEY)")
+            conn.execute("DELETE FROM temp.wanted")
+            conn.executemany("INSERT OR IGNORE INTO temp.wanted (sha) VALUES (?)", [(sha,) for sha in todo])
+            last = conn.execute("SELECT coalesce(max(id), 0) FROM memory_items").fetchone()[0]
+            conn.execute(
+                "INSERT INTO memory_items (kind, source, anchor, title, body, symbols, paths, ts, content_hash)"
+                " SELECT kind, source, anchor, title, body, symbols, paths, ts, content_hash FROM journal.memory_items"
+                " WHERE kind = 'commit' AND source IN (SELECT sha FROM temp.wanted)")
+            conn.execute("INSERT INTO memory_fts (rowid, title, body) SELECT id, title, body FROM memory_items"
+                         " WHERE id > ?", (last,))
+            for table in memory.HISTORY_TABLES:
+                conn.execute(f"INSERT OR IGNORE INTO {table} SELECT * FROM journal.{table}"
+                             f" WHERE commit_sha IN (SELECT sha FROM temp.wanted)")
+            taken = int(conn.execute("SELECT count(*) FROM memory_items WHERE id > ?", (last,)).fetchone()[0])
+    finally:
+        conn.execute("DETACH DATABASE journal")
+    return taken
 
 
 def _remembered(conn: Connection) -> set[str]:
@@ -127,28 +173,57 @@ def _prefetched(root: Path, todo: Sequence[str], patterns: Sequence[str]
         reader.join(timeout=5)
 
 
-def _store(conn: Connection, commit: Commit | Unread, touches: Touches, contents: dict[str, bytes | None],
-           report: HistoryReport) -> MemoryItem | None:
-    """Store what the commit touched, moved, links to and could not read; return its item to add."""
-    if isinstance(commit, Unread):
-        report.unread += 1
-        _skip(conn, commit.sha, commit.reason, whole=True, report=report)
-        return None
-    found, moves = touches.of(commit, contents)
-    conn.executemany(
-        "INSERT INTO memory_touches (commit_sha, fqn, kind, path, old_path, lines, change, old_start, old_end,"
-        " new_start, new_end, words, ts, merge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [_touch_row(commit, t) for t in found])
-    conn.executemany("INSERT INTO memory_moves (commit_sha, old_fqn, new_fqn, ts) VALUES (?, ?, ?, ?)",
-                     [(commit.sha, m.old_fqn, m.new_fqn, commit.time) for m in _unique(moves)])
-    conn.executemany("INSERT OR IGNORE INTO memory_links (commit_sha, ref, via) VALUES (?, ?, '')",
-                     [(commit.sha, ref) for ref in refs(f"{commit.subject}\n\n{commit.body}")])
-    if commit.skipped:
-        report.partial += 1
+@dataclass
+class _Rows:
+    """What a batch of commits adds to memory, to be written to the index (and the journal)."""
+
+    items: list[MemoryItem] = field(default_factory=list)
+    touches: list[tuple[object, ...]] = field(default_factory=list)
+    moves: list[tuple[object, ...]] = field(default_factory=list)
+    links: list[tuple[object, ...]] = field(default_factory=list)
+    skipped: list[tuple[object, ...]] = field(default_factory=list)
+
+    def write(self, conn: Connection) -> int:
+        """Store the rows in one transaction (a batch already there is replaced, so writing twice is harmless)."""
+        shas = [(item.source,) for item in self.items] + [(row[0],) for row in self.skipped]
+        with conn:
+            memory.remove_sources(conn, "commit", [item.source for item in self.items])
+            for table in memory.HISTORY_TABLES:
+                conn.executemany(f"DELETE FROM {table} WHERE commit_sha = ?", shas)
+            conn.executemany(
+                "INSERT INTO memory_touches (commit_sha, fqn, kind, path, old_path, lines, change, old_start, old_end,"
+                " new_start, new_end, words, ts, merge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                self.touches)
+            conn.executemany("INSERT INTO memory_moves (commit_sha, old_fqn, new_fqn, ts) VALUES (?, ?, ?, ?)",
+                             self.moves)
+            conn.executemany("INSERT OR IGNORE INTO memory_links (commit_sha, ref, via) VALUES (?, ?, ?)", self.links)
+            conn.executemany("INSERT INTO memory_skipped (commit_sha, reason, whole) VALUES (?, ?, ?)", self.skipped)
+            return memory.add_items(conn, self.items)
+
+
+def _rows(batch: list[Commit | Unread], touches: Touches, contents: dict[str, bytes | None],
+          report: HistoryReport) -> _Rows:
+    """The rows of a batch: each commit's item, what it touched and moved, its links, what was not read."""
+    rows = _Rows()
+    for commit in batch:
+        if isinstance(commit, Unread):
+            report.unread += 1
+            rows.skipped.append((commit.sha, commit.reason, 1))
+            _count(report, commit.reason)
+            continue
+        found, moves = touches.of(commit, contents)
+        rows.touches += [_touch_row(commit, t) for t in found]
+        rows.moves += [(commit.sha, m.old_fqn, m.new_fqn, commit.time) for m in dict.fromkeys(moves)]
+        rows.links += [(commit.sha, ref, "") for ref in refs(f"{commit.subject}\n\n{commit.body}")]
+        if commit.skipped:
+            report.partial += 1
         for reason in commit.skipped:
-            _skip(conn, commit.sha, reason, whole=False, report=report)
-    return MemoryItem("commit", commit.sha, "", commit.subject, commit.body or commit.subject,
-                      tuple(t.fqn for t in found[:MAX_SYMBOLS]), commit.paths[:MAX_PATHS], commit.time, commit.sha)
+            rows.skipped.append((commit.sha, reason, 0))
+            _count(report, reason)
+        rows.items.append(MemoryItem(
+            "commit", commit.sha, "", commit.subject, commit.body or commit.subject,
+            tuple(t.fqn for t in found[:MAX_SYMBOLS]), commit.paths[:MAX_PATHS], commit.time, commit.sha))
+    return rows
 
 
 def _touch_row(commit: Commit, t: Touch) -> tuple[object, ...]:
@@ -158,12 +233,7 @@ def _touch_row(commit: Commit, t: Touch) -> tuple[object, ...]:
             commit.time, int(len(commit.parents) > 1))
 
 
-def _unique(moves: list[Move]) -> list[Move]:
-    return list(dict.fromkeys(moves))
-
-
-def _skip(conn: Connection, sha: str, reason: str, *, whole: bool, report: HistoryReport) -> None:
-    conn.execute("INSERT INTO memory_skipped (commit_sha, reason, whole) VALUES (?, ?, ?)", (sha, reason, int(whole)))
+def _count(report: HistoryReport, reason: str) -> None:
     kind = _reason_kind(reason)
     report.reasons[kind] = report.reasons.get(kind, 0) + 1
 

@@ -158,10 +158,12 @@ def refresh_documents(conn: Connection, root: Path, report: MemoryReport, extra_
 
 
 def refresh(conn: Connection, root: Path, *, embedder: Embedder | None, max_commits: int = 10_000,
-            extra_dirs: tuple[str, ...] = (), previous: Path | None = None) -> MemoryReport:
+            extra_dirs: tuple[str, ...] = (), previous: Path | None = None, journal: Path | None = None
+            ) -> MemoryReport:
     """Bring the whole memory of the checkout at `root` up to date (documents, history, vectors).
 
     `previous`: an older index of the same repository whose memory an empty one starts from.
+    `journal`: where history is also kept durably while `conn` is a throw-away file (`memory_history`).
     """
     memory.ensure_schema(conn, embedder)
     report = MemoryReport()
@@ -176,7 +178,7 @@ def refresh(conn: Connection, root: Path, *, embedder: Embedder | None, max_comm
         refresh_documents(conn, root, report, extra_dirs)
     except GitError as exc:  # a damaged tree at HEAD: the history is still worth remembering
         report.notes.append(f"documents not read: {exc}")
-    report.history = memory_history.refresh(conn, root, max_commits)
+    report.history = memory_history.refresh(conn, root, max_commits, journal)
     report.commits_added = report.history.commits_added
     report.rebuilt_history = report.history.dropped > 0
     report.notes += report.history.notes

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+HISTORY_JOURNAL = "history.sqlite"  # beside a repository's bases: its history as read so far (`memory_history`)
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,7 @@ def build_base(data_dir: Path, repo: str, root: Path, *, workers: int = 1, memor
         conn.execute("PRAGMA synchronous=OFF")
         conn.execute("PRAGMA cache_size=-65536")
         _refresh(conn, root, None, workers)
-        _remember(conn, root, memory_commits, _newest(target))
+        _remember(conn, root, memory_commits, _newest(target), target.parent / HISTORY_JOURNAL)
         # One self-contained file: a task copy is then a plain file copy.
         conn.execute("PRAGMA journal_mode=DELETE")
     finally:
@@ -191,10 +192,14 @@ def build_base(data_dir: Path, repo: str, root: Path, *, workers: int = 1, memor
     return target
 
 
-def _remember(conn: Connection, root: Path, max_commits: int, previous: Path | None) -> None:
-    """The base's project memory; a failure leaves the base without it (search_memory says so), not broken."""
+def _remember(conn: Connection, root: Path, max_commits: int, previous: Path | None, journal: Path) -> None:
+    """The base's project memory; a failure leaves the base without it (search_memory says so), not broken.
+
+    History read for it is also kept in the repository's `journal`, durably (the base is built in a
+    throw-away file): a build killed while remembering a long history resumes where it stopped."""
     try:
-        memory_sources.refresh(conn, root, embedder=None, max_commits=max_commits, previous=previous)
+        memory_sources.refresh(conn, root, embedder=None, max_commits=max_commits, previous=previous,
+                               journal=journal)
     except GitTampered:
         raise
     except Exception as exc:  # the boundary: memory is an aid, the task must still get its index

@@ -212,3 +212,38 @@ def test_unusual_file_names_keep_their_hunks(tmp_path: Path, name: str) -> None:
     conn = remembered(repo, tmp_path)
     assert symbols_of(conn, sha) == ["App\\Odd::run"]
     assert git(repo.root, "rev-parse", "HEAD").strip() == sha
+
+
+def test_a_killed_base_build_resumes_from_the_repositorys_journal(tmp_path: Path) -> None:
+    """A base index is built in a throw-away file; its history also goes, batch by batch, to the
+    repository's journal, so the next build of that base reads from git only what the killed one had not."""
+    repo = Repo(tmp_path / "app")
+    for i in range(50):
+        repo.write("src/Counter.php", php_class("App", "Counter", {"value": f"        return {i};"}))
+        repo.commit(f"Counter {i}")
+    data = tmp_path / "data"
+    script = ("import sys, json, project.index.history as h\nfrom pathlib import Path\n"
+              "from project.index import taskindex\nh.BATCH = 10\nreal = h._read_batch\nseen = []\n"
+              "def watched(root, shas, *rest):\n    seen.extend(shas)\n"
+              "    if sys.argv[3] == 'kill' and len(seen) > 30:\n        import os\n        os._exit(9)\n"
+              "    return real(root, shas, *rest)\nh._read_batch = watched\n"
+              "taskindex.build_base(Path(sys.argv[1]), 'demo', Path(sys.argv[2]))\nprint(json.dumps(seen))\n")
+    root = Path(__file__).resolve().parents[3]
+
+    def build(mode: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys_executable(), "-c", script, str(data), str(repo.root), mode], cwd=root,
+                              env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True)
+
+    assert build("kill").returncode == 9
+    journal = data / "indexes" / "base" / "demo" / taskindex.HISTORY_JOURNAL
+    with connect(journal) as kept:
+        first = {str(r[0]) for r in kept.execute("SELECT source FROM memory_items WHERE kind = 'commit'")}
+    assert 10 <= len(first) <= 30 and not list(journal.parent.glob("*.db"))  # batches kept; no base finished
+    done = build("finish")
+    assert done.returncode == 0, done.stderr
+    read_again = set(json.loads(done.stdout.splitlines()[-1]))
+    assert len(read_again) == 50 - len(first) and not read_again & first  # only what the killed one had not read
+    (base,) = journal.parent.glob("*.db")
+    with connect(base) as conn:
+        assert conn.execute("SELECT count(DISTINCT source) FROM memory_items WHERE kind = 'commit'").fetchone()[0] == 50
+        assert conn.execute("SELECT count(*) FROM memory_touches").fetchone()[0] == 51
