@@ -414,7 +414,8 @@ class MemorySettings(BaseModel):
     """Project memory (docs/memory.md): how much history and forge discussion a repository's memory keeps."""
 
     max_commits: int = Field(
-        default=10_000, ge=0, description="newest commits of the default branch remembered (message, touched symbols)"
+        default=20_000, ge=0,
+        description="newest commits reachable from the default branch remembered (message, touched symbols)"
     )
     discussions_per_sync: int = Field(
         default=50, ge=0,

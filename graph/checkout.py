@@ -26,6 +26,7 @@ from graph.runtime.phases import step
 from graph.tools.database import connection_for
 from project.embedding import embedder_for
 from project.index import basevectors
+from project.index.memory_history import MAX_COMMITS
 from project.index.store import default_workers
 from project.index.taskindex import build_base, copy_for_task, task_index_path
 from project.repoconfig import load_repo_config
@@ -77,7 +78,7 @@ async def index_with_memory(
 
 def index_checkout(
     data_dir: Path, key: str, root: Path, task_id: str, embedding: EmbedderSettings | None = None,
-    memory_commits: int = 10_000,
+    memory_commits: int = MAX_COMMITS,
 ) -> dict[str, Any]:
     """The task index of the checkout at `root` and the database `.forgebot.yml` names ("" if none).
 

@@ -50,10 +50,10 @@ class Version:
 
     def __init__(self, source: bytes, state: object) -> None:
         self.source = source
-        starts = np.flatnonzero(np.frombuffer(source, dtype=np.uint8) == 10) + 1
-        if len(starts) and starts[-1] == len(source):
-            starts = starts[:-1]  # the final newline ends the last line; it does not start one
-        self.starts: np.ndarray[tuple[int], np.dtype[np.int64]] = np.concatenate(([0], starts)).astype(np.int64)
+        newlines = np.flatnonzero(np.frombuffer(source, dtype=np.uint8) == 10)
+        if len(newlines) and newlines[-1] == len(source) - 1:
+            newlines = newlines[:-1]  # the final newline ends the last line; it does not start one
+        self.starts: np.ndarray[tuple[int], np.dtype[np.intp]] = np.concatenate(([-1], newlines)) + 1
         self.state = state
 
     @property
@@ -86,7 +86,8 @@ class Version:
                 per_line = filled[bounds[first:last + 1]] - filled[bounds[first - 1:last]]
                 found += (np.flatnonzero(per_line) + first).tolist()
             else:
-                found += [line for line in range(first, last + 1) if self.text(line).strip()]
+                block = self.text(first, last).split(b"\n")
+                found += [first + i for i, text in enumerate(block[:last - first + 1]) if text.strip()]
         return found
 
 
@@ -221,34 +222,18 @@ class _Walk:
         return "" if node is None else self.version.source[node.start_byte:node.end_byte].decode("utf-8", "replace")
 
     def scope(self, node: tree_sitter.Node, namespace: str, wanted: list[int], types_only: bool = False) -> None:
-        """Statements of a file, a braced namespace or a block: class-likes, functions, constants."""
-        if any(c.type == "namespace_definition" and c.child_by_field_name("body") is None for c in _namespaces(node)):
-            self.statements(node, namespace, wanted, types_only)  # `namespace X;` holds until the next one
-            return
-        for child, span, inside in _over(node, wanted, self.text):
-            self.statement(child, namespace, span, inside, types_only)
+        """Statements of a file, a braced namespace or a block: class-likes, functions, constants.
 
-    def statements(self, node: tree_sitter.Node, namespace: str, wanted: list[int], types_only: bool) -> None:
-        """A file with `namespace X;` statements: every statement is visited in order to know its namespace."""
-        previous: tree_sitter.Node | None = None
-        for child in node.named_children:
-            if child.type == "namespace_definition":
-                name = strip_leading(self.text(child.child_by_field_name("name")))
-                body = child.child_by_field_name("body")
-                if body is None:
-                    namespace = name
-                else:
-                    self.scope(body, name, _within(wanted, _lines(child)), types_only)
-                previous = None
-                continue
-            if child.type == "comment":
-                previous = child
-                continue
-            span = _span(child, previous, self.text)
-            previous = None
-            inside = _within(wanted, span)
-            if inside:
-                self.statement(child, namespace, span, inside, types_only)
+        `namespace X;` holds until the next such statement: each statement found takes the last one
+        before it."""
+        children = node.named_children
+        statements = [(index, strip_leading(self.text(child.child_by_field_name("name"))))
+                      for index, child in enumerate(children)
+                      if child.type == "namespace_definition" and child.child_by_field_name("body") is None]
+        positions = [index for index, _ in statements]
+        for index, child, span, inside in _over(node, wanted, self.text):
+            before = bisect.bisect_left(positions, index) - 1
+            self.statement(child, statements[before][1] if before >= 0 else namespace, span, inside, types_only)
 
     def statement(self, child: tree_sitter.Node, namespace: str, span: tuple[int, int], inside: list[int],
                   types_only: bool) -> None:
@@ -282,7 +267,7 @@ class _Walk:
     def members(self, body: tree_sitter.Node, owner: str, wanted: list[int]) -> list[int]:
         """Give each member the wanted lines it encloses; return the lines no member took (the class's)."""
         taken: set[int] = set()
-        for child, span, inside in _over(body, wanted, self.text):
+        for _, child, span, inside in _over(body, wanted, self.text):
             kind = child.type
             if kind == "method_declaration":
                 self.add("method", f"{owner}::{self.text(child.child_by_field_name('name'))}", span, inside)
@@ -317,18 +302,10 @@ def _member(owner: str, sigil: str, name: str) -> str:
     return f"{owner}::{sigil}{name.lstrip('$')}"
 
 
-def _namespaces(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
-    """The namespace statements among a program's first children (they come before the code)."""
-    for index in range(min(node.named_child_count, 64)):
-        child = node.named_child(index)
-        if child is not None and child.type == "namespace_definition":
-            yield child
-
-
 def _over(node: tree_sitter.Node, wanted: list[int], text: Callable[[tree_sitter.Node | None], str]
-          ) -> Iterator[tuple[tree_sitter.Node, tuple[int, int], list[int]]]:
+          ) -> Iterator[tuple[int, tree_sitter.Node, tuple[int, int], list[int]]]:
     """The named children of `node` that enclose wanted lines (a docblock counts with the declaration
-    after it), each with its span and those lines, found by binary search over the children."""
+    after it), each with its index, span and those lines, found by binary search over the children."""
     count = node.named_child_count
     index, line_at = 0, 0
     while line_at < len(wanted) and index < count:
@@ -339,7 +316,7 @@ def _over(node: tree_sitter.Node, wanted: list[int], text: Callable[[tree_sitter
         assert child is not None
         if child.type == "comment":
             following = node.named_child(index + 1) if index + 1 < count else None
-            if following is None or not _is_docblock(text(child)) or following.start_point[0] > child.end_point[0] + 1:
+            if following is None or not _is_docblock(text(child)):
                 index += 1
                 continue
             span = (child.start_point[0] + 1, _lines(following)[1])
@@ -348,7 +325,7 @@ def _over(node: tree_sitter.Node, wanted: list[int], text: Callable[[tree_sitter
             span = _span(child, node.named_child(index - 1) if index else None, text)
         inside = _within(wanted, span)
         if inside:
-            yield child, span, inside
+            yield index, child, span, inside
         index += 1
         line_at = bisect.bisect_right(wanted, span[1])
 
@@ -367,10 +344,9 @@ def _first_ending_at(node: tree_sitter.Node, low: int, high: int, line: int) -> 
 
 def _span(child: tree_sitter.Node, previous: tree_sitter.Node | None,
           text: Callable[[tree_sitter.Node | None], str]) -> tuple[int, int]:
-    """A declaration's lines, with the docblock right before it."""
+    """A declaration's lines, with the docblock before it (the comment right before it, as PHP reads it)."""
     first, last = _lines(child)
-    if previous is not None and previous.type == "comment" and previous.end_point[0] + 2 >= first \
-            and _is_docblock(text(previous)):
+    if previous is not None and previous.type == "comment" and _is_docblock(text(previous)):
         first = previous.start_point[0] + 1
     return first, last
 

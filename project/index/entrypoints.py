@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from project.index.db import Connection
@@ -24,7 +24,7 @@ from project.index.declarations import READERS, Declared, Hunk, Reader, Version,
 from project.index.history import Change, Commit
 
 MAX_SYMBOLS = 12
-MAX_WORDS = 48
+MAX_WORDS = 256  # distinct identifiers kept per touched declaration (a long method has ~100)
 CACHED_VERSIONS = 2048
 _KIND_RANK = {"function": 0, "method": 0, "class": 1, "interface": 1, "trait": 1, "enum": 1}
 # test directories and the test-file names of each language's runners (PHPUnit, pytest, Jest/Vitest/Mocha)
@@ -78,9 +78,11 @@ def words(text: str) -> list[str]:
 class Touches:
     """Reads what each commit touched, keeping recent file versions so the next version parses incrementally."""
 
-    def __init__(self) -> None:
+    def __init__(self, fetch: Callable[[list[str]], Mapping[str, bytes | None]] | None = None) -> None:
+        """`fetch` reads blobs a batch's contents leave out (its reader skips the ones it expects cached)."""
         self._readers: dict[str, Reader] = {pattern: factory() for pattern, factory in READERS.items()}
         self._versions: OrderedDict[str, Version] = OrderedDict()
+        self._fetch = fetch
 
     def of(self, commit: Commit, contents: Mapping[str, bytes | None]) -> tuple[list[Touch], list[Move]]:
         touches: dict[str, Touch] = {}
@@ -131,9 +133,8 @@ class Touches:
             self._versions.move_to_end(blob)
         return version
 
-    @staticmethod
-    def _source(blob: str, contents: Mapping[str, bytes | None]) -> bytes:
-        source = contents.get(blob)
+    def _source(self, blob: str, contents: Mapping[str, bytes | None]) -> bytes:
+        source = contents.get(blob) if blob in contents or self._fetch is None else self._fetch([blob]).get(blob)
         if source is None:
             raise LookupError(blob)
         return source
@@ -167,7 +168,7 @@ def _file_touches(reader: Reader, change: Change, old: Version | None, new: Vers
                                       change_kind == "removed" and _whole(old, span, lines))
     for declared, lines in after.items():
         assert new is not None
-        said = " ".join(words(b"\n".join(new.text(line) for line in lines).decode("utf-8", "replace"))[:MAX_WORDS])
+        said = " ".join(words(_runs(new, lines).decode("utf-8", "replace"))[:MAX_WORDS])
         span = (declared.start_line, declared.end_line)
         if declared.fqn in touches:
             touch = touches[declared.fqn]
@@ -181,6 +182,16 @@ def _file_touches(reader: Reader, change: Change, old: Version | None, new: Vers
         for touch in touches.values():
             touch.old_path = change.old_path
     return list(touches.values())
+
+
+def _runs(version: Version, lines: list[int]) -> bytes:
+    """The text of `lines` (sorted), read a run of consecutive lines at a time."""
+    parts, start = [], 0
+    for index in range(1, len(lines) + 1):
+        if index == len(lines) or lines[index] != lines[index - 1] + 1:
+            parts.append(version.text(lines[start], lines[index - 1]))
+            start = index
+    return b"\n".join(parts)
 
 
 def _whole(version: Version | None, span: tuple[int, int], lines: list[int]) -> bool:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from project.index.db import connect
 from project.index.memory_cli import checked_root, fresh_index
+from project.index.memory_history import MAX_COMMITS
 from project.index.symbol_history import history, render
 
 
@@ -25,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("fqn", help="the symbol: a fully qualified name, Class::member, or a class or function name")
     parser.add_argument("--json", action="store_true", help="one JSON object: name, names, steps, notes")
     parser.add_argument("-n", type=int, default=20, help="commits (default 20, newest first)")
-    parser.add_argument("--max-commits", type=int, default=10_000, help="newest commits to remember (default 10000)")
+    parser.add_argument("--max-commits", type=int, default=MAX_COMMITS,
+                        help=f"newest commits to remember (default {MAX_COMMITS})")
     parser.set_defaults(handler=run_history)
 
 

@@ -24,6 +24,7 @@ from project.index.db import Connection, connect
 from project.index.embed import Embedder
 from project.index.location import index_path
 from project.index.memory import MemoryHit
+from project.index.memory_history import MAX_COMMITS
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -34,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("-k", type=int, default=10, help="hits (default 10)")
     parser.add_argument("--batch", type=Path, help="answer one question per line of FILE")
     parser.add_argument("--no-embeddings", action="store_true", help="full-text and history legs only")
-    parser.add_argument("--max-commits", type=int, default=10_000, help="newest commits to remember (default 10000)")
+    parser.add_argument("--max-commits", type=int, default=MAX_COMMITS,
+                        help=f"newest commits to remember (default {MAX_COMMITS})")
     parser.set_defaults(handler=run_memory)
 
 

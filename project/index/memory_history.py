@@ -21,6 +21,7 @@ from __future__ import annotations
 import queue
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,11 +30,12 @@ from foundation.gitrunner import git
 from project.index import history, memory
 from project.index.db import Connection, connect
 from project.index.declarations import READERS
-from project.index.entrypoints import MAX_SYMBOLS, Touch, Touches
+from project.index.entrypoints import CACHED_VERSIONS, MAX_SYMBOLS, Touch, Touches
 from project.index.history import Commit, Unread
 from project.index.memory import MemoryItem
 
 MAX_PATHS = 100
+MAX_COMMITS = 20_000  # the newest commits remembered: a 10,000-commit history whole, with room
 _CHANGE_REF = re.compile(r"(?m)Merge pull request #(\d+)|See merge request \S*!(\d+)|\(#(\d+)\)\s*$|(?<![\w/])!(\d+)\b")
 _ISSUE_REF = re.compile(r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)")
 _ANY_REF = re.compile(r"(?<![\w&/])#(\d+)\b")
@@ -71,7 +73,7 @@ def refresh(conn: Connection, root: Path, max_commits: int, journal: Path | None
         if kept is not None and journal is not None:
             report.from_journal = _take_over(conn, journal, todo)
             unread = [sha for sha in todo if sha not in _remembered(conn)]
-        touches = Touches()
+        touches = Touches(lambda blobs: history.blobs(root, blobs))
         for batch, contents in _prefetched(root, unread, tuple(READERS)):
             rows = _rows(batch, touches, contents, report)
             if kept is not None:
@@ -143,11 +145,19 @@ def _prefetched(root: Path, todo: Sequence[str], patterns: Sequence[str]
     ahead: queue.Queue[object] = queue.Queue(maxsize=1)
     stop = threading.Event()
 
+    supplied: OrderedDict[str, None] = OrderedDict()  # blobs sent lately: the parser has them cached
+
     def read() -> None:
         try:
             for batch in history.read(root, todo, patterns):
                 changes = [change for c in batch if isinstance(c, Commit) for change in c.changes]
-                blobs = [b for change in changes for b in (change.old_blob, change.new_blob) if b]
+                blobs = [b for change in changes for b in (change.old_blob, change.new_blob)
+                         if b and b not in supplied]
+                for change in changes:
+                    supplied[change.new_blob] = None
+                    supplied.move_to_end(change.new_blob)
+                while len(supplied) > CACHED_VERSIONS // 2:
+                    supplied.popitem(last=False)
                 item: object = (batch, history.blobs(root, blobs))
                 while not stop.is_set():
                     try:
@@ -185,11 +195,13 @@ class _Rows:
 
     def write(self, conn: Connection) -> int:
         """Store the rows in one transaction (a batch already there is replaced, so writing twice is harmless)."""
-        shas = [(item.source,) for item in self.items] + [(row[0],) for row in self.skipped]
+        shas = list(dict.fromkeys([item.source for item in self.items] + [str(row[0]) for row in self.skipped]))
         with conn:
-            memory.remove_sources(conn, "commit", [item.source for item in self.items])
-            for table in memory.HISTORY_TABLES:
-                conn.executemany(f"DELETE FROM {table} WHERE commit_sha = ?", shas)
+            there = _present(conn, shas)
+            if there:
+                memory.remove_sources(conn, "commit", there)
+                for table in memory.HISTORY_TABLES:
+                    conn.executemany(f"DELETE FROM {table} WHERE commit_sha = ?", [(sha,) for sha in there])
             conn.executemany(
                 "INSERT INTO memory_touches (commit_sha, fqn, kind, path, old_path, lines, change, old_start, old_end,"
                 " new_start, new_end, words, ts, merge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -199,6 +211,18 @@ class _Rows:
             conn.executemany("INSERT OR IGNORE INTO memory_links (commit_sha, ref, via) VALUES (?, ?, ?)", self.links)
             conn.executemany("INSERT INTO memory_skipped (commit_sha, reason, whole) VALUES (?, ?, ?)", self.skipped)
             return memory.add_items(conn, self.items)
+
+
+def _present(conn: Connection, shas: list[str]) -> list[str]:
+    """Which of `shas` `conn` already holds (a journal written by an earlier build of the same commits)."""
+    found: list[str] = []
+    for start in range(0, len(shas), 500):
+        part = shas[start:start + 500]
+        marks = ",".join("?" * len(part))
+        found += [str(r[0]) for r in conn.execute(
+            f"SELECT source FROM memory_items WHERE kind = 'commit' AND source IN ({marks}) UNION "
+            f"SELECT commit_sha FROM memory_skipped WHERE commit_sha IN ({marks})", (*part, *part))]
+    return found
 
 
 def _rows(batch: list[Commit | Unread], touches: Touches, contents: dict[str, bytes | None],

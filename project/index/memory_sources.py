@@ -19,7 +19,7 @@ from project.index import memory, memory_history
 from project.index.db import Connection
 from project.index.embed import Embedder
 from project.index.memory import MemoryItem
-from project.index.memory_history import HistoryReport
+from project.index.memory_history import MAX_COMMITS, HistoryReport
 from project.index.mentions import SymbolIndex
 
 DOC_DIRS = ("docs/", "doc/", "adr/", "docs/adr/", "doc/adr/", "doc/decisions/", "decisions/", "architecture/")
@@ -157,7 +157,7 @@ def refresh_documents(conn: Connection, root: Path, report: MemoryReport, extra_
     report.documents = len(current)
 
 
-def refresh(conn: Connection, root: Path, *, embedder: Embedder | None, max_commits: int = 10_000,
+def refresh(conn: Connection, root: Path, *, embedder: Embedder | None, max_commits: int = MAX_COMMITS,
             extra_dirs: tuple[str, ...] = (), previous: Path | None = None, journal: Path | None = None
             ) -> MemoryReport:
     """Bring the whole memory of the checkout at `root` up to date (documents, history, vectors).

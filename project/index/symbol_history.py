@@ -25,9 +25,9 @@ from foundation.gitrunner import GitError
 from project.index import history as git_history
 from project.index.db import Connection
 from project.index.entrypoints import words
-from project.index.mentions import SymbolIndex
+from project.index.mentions import SymbolIndex, candidates
 
-MAX_SYMBOLS = 3  # a question naming more names no symbol in particular
+MAX_SYMBOLS = 3  # the symbols of a question whose histories are searched
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -209,13 +209,25 @@ def links(conn: Connection, sha: str) -> list[str]:
     return out
 
 
+def named(conn: Connection, query: str) -> list[str]:
+    """The symbols a question is about, at most MAX_SYMBOLS: the ones it names in full (`Class::method`,
+    a namespaced name) first, then bare class or method names."""
+    index = SymbolIndex.live(conn)
+    explicit: dict[str, None] = {}
+    bare: dict[str, None] = {}
+    for form, token in candidates(query):
+        for fqn in index.lookup(form, token):
+            (explicit if form in ("member", "qualified") else bare)[fqn] = None
+    return list({**explicit, **bare})[:MAX_SYMBOLS]
+
+
 def ranked_commits(conn: Connection, query: str, limit: int = 50) -> list[str]:
     """Commits in the history of the symbols a question names, best first: those whose added lines in
     the symbol share the most of the question's other words (the line asked about), then the newest."""
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_touches'").fetchone() is None:
         return []
-    symbols = SymbolIndex.live(conn).resolve(query)
-    if not symbols or len(symbols) > MAX_SYMBOLS:
+    symbols = named(conn, query)
+    if not symbols:
         return []
     asked = set(words(query)) - {w for s in symbols for w in words(s.replace("\\", " ").replace("::", " "))}
     scored: dict[str, tuple[int, float]] = {}

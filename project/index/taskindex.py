@@ -25,6 +25,7 @@ from project.index.chunks import chunk_file
 from project.index.db import Connection, connect
 from project.index.embed import Embedder
 from project.index.extractors import PATTERNS
+from project.index.memory_history import MAX_COMMITS
 from project.index.model import Symbol
 from project.index.parse import FileRows, content_hash
 from project.index.search import Freshness, read_freshness
@@ -161,7 +162,7 @@ def index_stale_files(conn: Connection) -> list[str]:
     return sorted(r[0] for r in rows if r[2] or known.get(r[0]) != r[1])
 
 
-def build_base(data_dir: Path, repo: str, root: Path, *, workers: int = 1, memory_commits: int = 10_000) -> Path:
+def build_base(data_dir: Path, repo: str, root: Path, *, workers: int = 1, memory_commits: int = MAX_COMMITS) -> Path:
     """Build (or reuse) the base index of the checkout at `root` for its HEAD commit.
 
     Graph and full-text tables only: a task can start on them at once. The vector leg is built
