@@ -27,9 +27,10 @@ MAX_SYMBOLS = 12
 MAX_WORDS = 256  # distinct identifiers kept per touched declaration (a long method has ~100)
 CACHED_VERSIONS = 2048
 _KIND_RANK = {"function": 0, "method": 0, "class": 1, "interface": 1, "trait": 1, "enum": 1}
-# test directories and the test-file names of each language's runners (PHPUnit, pytest, Jest/Vitest/Mocha)
-_TEST = re.compile(r"(^|/)(tests?|Tests?|spec|specs|__tests__)/|Test(Case)?\.php$|(^|/)test_[^/]*\.py$|_test\.py$"
-                   r"|\.(test|spec)\.[cm]?[jt]sx?$")
+# not production code: test directories and the test-file names of each language's runners (PHPUnit,
+# pytest, Jest/Vitest/Mocha), fixtures, and the examples beside documentation
+_TEST = re.compile(r"(^|/)(tests?|Tests?|spec|specs|__tests__|fixtures?|docs?|examples?)/|Test(Case)?\.php$"
+                   r"|(^|/)test_[^/]*\.py$|_test\.py$|\.(test|spec)\.[cm]?[jt]sx?$")
 _WORD = re.compile(r"[a-z_][a-z0-9_]*")
 STOP_WORDS = frozenset(
     "this self static parent return function public protected private new null true false array string int "
@@ -62,6 +63,7 @@ class Move:
 
 
 def is_test(path: str) -> bool:
+    """Whether `path` holds tests or examples rather than the code they exercise."""
     return _TEST.search(path) is not None
 
 

@@ -1,13 +1,22 @@
 """The code a text names: tokens that look like code, resolved to graph symbols by whole names.
 
 A document, a discussion or a question names code in a few recognisable ways: a code span
-(`` `timeoutSeconds` ``), a member (`LockManager::timeoutSeconds`, `$this->release()`), a namespaced
-name (`App\\Lock\\LockManager`, `Support\\Str`), a CamelCase class name, a camelCase method name, a call
-(`array_wrap(`, `now()`). Only those are candidates — plain words never are, so "core" in every project
-link of a changelog names nothing, where a suffix match once resolved it to a `$score` property. A
-candidate resolves by **whole names** through an index built once from the code graph (no table scan
-per word): the full name, a namespace-boundary suffix of it, a class's short name, or a member's name;
-a short name shared by more than `AMBIGUOUS` symbols names none of them in particular.
+(`` `timeoutSeconds` ``), a member (`LockManager::timeoutSeconds`, `EntityManager#persist`,
+`$this->release()`), a namespaced name (`App\\Lock\\LockManager`, `Support\\Str`, `ORM\\Entity` after
+`use Doctrine\\ORM\\Mapping as ORM`), a CamelCase class name, a camelCase method name, a call
+(`array_wrap(`, `now()`). Only those are candidates — plain words never are, so "core" in every
+project link of a changelog names nothing, where a suffix match once resolved it to a `$score`
+property. Neither are the names an example *declares* (`function setStatus(`) nor keys and named
+arguments (`mappedBy: 'users'`).
+
+A candidate resolves by **whole names** through an index built once from the code graph (no table
+scan per word): the full name, a namespace-boundary suffix of it, a class's short name, or a member's
+name. When production code and tests (or examples beside the documentation) share a name, the
+tests' are left out. A name written with its
+owner (`A::b`, `A\\B`) may name up to `AMBIGUOUS` symbols; a bare one (`persist(`, `$em->persist()`,
+`NotSupported`) names a symbol only when it is the one production symbol of that name (a method of
+tests only, or a magic method, names none): a document's example entity and a test model sharing
+`addComment` is a coincidence, not a reference.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from project.index.db import Connection
+from project.index.entrypoints import is_test
 
 MAX_SYMBOLS = 12
 AMBIGUOUS = 3
@@ -24,18 +34,27 @@ _CALLABLE_KINDS = frozenset({"method", "function"})
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 # not text: link targets, URLs, e-mail addresses, @mentions
 _URL = re.compile(r"\]\([^)\s]*\)|\b[a-z][a-z0-9+.-]*://\S+|[\w.+-]+@[\w-]+\.[\w.]+|@[\w-]+")
-_SPAN = re.compile(r"`([^`\n]{2,120})`")
+_SPAN = re.compile(r"`+([^`\n]{2,160}?)`+")
+_ALIAS = re.compile(rf"\buse\s+\\?({_IDENT}(?:\\{_IDENT})*)\s+as\s+({_IDENT})\s*;", re.I)
 _TOKEN = re.compile(
     rf"(?P<qualified>\\?{_IDENT}(?:\\{_IDENT})+(?:::\$?{_IDENT})?)"  # App\Lock\LockManager[::member]
-    rf"|(?P<member>(?:\$this|{_IDENT})(?:::|->)\$?{_IDENT})"  # LockManager::timeoutSeconds, $this->release
-    rf"|(?P<call>{_IDENT})\("  # now(, array_wrap(
+    rf"|(?P<variable>\$(?:{_IDENT})->{_IDENT})\("  # $this->release(), $em->persist(): a call
+    rf"|(?P<member>{_IDENT}(?:::|#)\$?{_IDENT})"  # LockManager::timeoutSeconds, EntityManager#persist
+    rf"|(?<!->)\b(?P<call>{_IDENT})\("  # now(, array_wrap(
     # LockManager (a class), orWhereKey (a method)
     r"|(?P<camel>\b(?:[A-Z][a-z0-9]+){2,}[A-Za-z0-9]*\b|\b[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+\b)"
 )
-_SELF = frozenset({"$this", "self", "static", "parent"})
+_DECLARING = re.compile(r"\b(?:function|class|interface|trait|enum|const)\s+&?\s*$", re.I)
+_SELF = frozenset({"self", "static", "parent"})
+# products and services whose names prose writes in CamelCase; the classes named for them (a GitHub API
+# client) are named by code: `GitHub::api()`, `Util\GitHub`, a code span
+PRODUCTS = frozenset({
+    "GitHub", "GitLab", "BitBucket", "JavaScript", "TypeScript", "CoffeeScript", "WordPress", "PhpStorm",
+    "JetBrains", "YouTube", "LinkedIn", "PayPal", "DigitalOcean", "CloudFlare", "SendGrid", "MailGun", "PowerShell",
+    "VirtualBox", "DockerHub", "StackOverflow", "OpenSSL", "LibreSSL", "OpenStack", "MacOS", "FreeBSD", "OpenBSD",
+})
 
-
-Row = tuple[str, str]  # fqn, kind
+Row = tuple[str, str, str]  # fqn, kind, path
 
 
 class SymbolIndex:
@@ -50,16 +69,17 @@ class SymbolIndex:
     def of(cls, conn: Connection) -> SymbolIndex:
         names: dict[str, list[Row]] = {}
         if _has_graph(conn):
-            for fqn, name, kind in conn.execute("SELECT fqn, name, kind FROM symbols"):
-                names.setdefault(str(name), []).append((str(fqn), str(kind)))
+            for fqn, name, kind, path in conn.execute(
+                    "SELECT fqn, name, kind, path FROM symbols WHERE kind != 'namespace'"):
+                names.setdefault(str(name), []).append((str(fqn), str(kind), str(path)))
         return cls(lambda name: names.get(name, []))
 
     @classmethod
     def live(cls, conn: Connection) -> SymbolIndex:
         if not _has_graph(conn):
             return cls(lambda name: [])
-        return cls(lambda name: [(str(r[0]), str(r[1])) for r in conn.execute(
-            "SELECT fqn, kind FROM symbols WHERE name = ?", (name,))])
+        return cls(lambda name: [(str(r[0]), str(r[1]), str(r[2])) for r in conn.execute(
+            "SELECT fqn, kind, path FROM symbols WHERE name = ? AND kind != 'namespace'", (name,))])
 
     def resolve(self, text: str) -> tuple[str, ...]:
         """The symbols `text` names, in the order it names them, at most MAX_SYMBOLS."""
@@ -72,29 +92,48 @@ class SymbolIndex:
         return tuple(found)[:MAX_SYMBOLS]
 
     def lookup(self, form: str, token: str, ambiguous: int | None = AMBIGUOUS) -> list[str]:
-        """The symbols one candidate names (none when more than `ambiguous` share the name)."""
-        found = self._lookup(form, token)
-        return found if ambiguous is None or len(found) <= ambiguous else []
+        """The symbols one candidate names (none when more than `ambiguous` share the name, or when a
+        bare name is not the one production symbol so named)."""
+        rows, owned = self._lookup(form, token)
+        production = list(dict.fromkeys(fqn for fqn, _, path in rows if not is_test(path)))
+        everything = list(dict.fromkeys(fqn for fqn, _, _ in rows))
+        if ambiguous is None:
+            return production or everything
+        if owned:
+            found = production or everything
+            return found if len(found) <= ambiguous else []
+        if len(production) == 1:
+            return production
+        tests = [fqn for fqn in everything if re.search(r"Test(Case)?$", fqn)]  # "Fix the flaky QueueWorkerTest"
+        return tests if not production and len(everything) == 1 and tests else []
 
-    def _lookup(self, form: str, token: str) -> list[str]:
+    def _lookup(self, form: str, token: str) -> tuple[list[Row], bool]:
+        """The rows a candidate could mean, and whether its owner (a class, a namespace) narrowed them."""
         if form == "qualified":
-            name = token.lstrip("\\")
-            owner, _, member = name.partition("::")
-            short = owner.rsplit("\\", 1)[-1]
-            owners = [f for f, _ in self._by_name(short) if _names(f, owner)]
+            owner, _, member = token.lstrip("\\").partition("::")
+            whole = token.startswith("\\")  # fully qualified: the name as written, not a suffix of one
+            owners = [row for row in self._by_name(owner.rsplit("\\", 1)[-1])
+                      if (row[0].lower() == owner.lower() if whole else _names(row[0], owner))]
             if not member:
-                return _unique(owners)
-            return _unique([f for f, _ in self._by_name(member) if any(
-                f.lower() == f"{o}::{member}".lower() for o in owners)])
+                return owners, True
+            return [row for row in self._by_name(member) if any(
+                row[0].lower() == f"{o[0]}::{member}".lower() for o in owners)], True
+        if form == "variable":  # `$em->persist()`: the member of the class the variable is named for, if any
+            variable, member = token[1:].split("->", 1)
+            rows = [row for row in self._by_name(member) if row[1] in _CALLABLE_KINDS and "::" in row[0]]
+            owned = [row for row in rows if _names(row[0].split("::")[0], variable)]
+            return (owned, True) if owned else ([] if member.startswith("__") else rows, False)
         if form == "member":
-            owner, member = re.split(r"::|->", token, maxsplit=1)
+            owner, member = re.split(r"::|#", token, maxsplit=1)
             rows = self._by_name(member)
-            if owner in _SELF:
-                return _unique([f for f, kind in rows if kind in _CALLABLE_KINDS or "::" in f])
-            return _unique([f for f, _ in rows if _names(f, f"{owner}::{member}")])
+            if owner.lower() in _SELF:
+                return [row for row in rows if "::" in row[0]], False
+            return [row for row in rows if _names(row[0], f"{owner}::{member}")], True
         if form == "camel" and token[0].isupper():
-            return _unique([f for f, kind in self._by_name(token) if kind in _CLASS_KINDS])
-        return _unique([f for f, kind in self._by_name(token) if kind in _CALLABLE_KINDS])
+            return [row for row in self._by_name(token) if row[1] in _CLASS_KINDS], False
+        if token.startswith("__"):  # `__construct`, `__serialize`: every class may have one
+            return [], False
+        return [row for row in self._by_name(token) if row[1] in _CALLABLE_KINDS], False
 
 
 def _names(fqn: str, written: str) -> bool:
@@ -108,20 +147,39 @@ def _has_graph(conn: Connection) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'symbols'").fetchone() is not None
 
 
-def _unique(found: list[str]) -> list[str]:
-    return list(dict.fromkeys(found))
-
-
 def candidates(text: str) -> Iterator[tuple[str, str]]:
     """(form, token) of every code-like token: code spans first, then the rest of the text; links,
-    URLs and e-mail addresses are not text."""
+    URLs and e-mail addresses are not text; `use A\\B as C` makes `C\\X` read as `A\\B\\X`."""
     text = _URL.sub(" ", text)
+    aliases = {alias.lower(): target for target, alias in _ALIAS.findall(text)}
     for span in _SPAN.finditer(text):
-        yield from _tokens(span.group(1).strip())
-    yield from _tokens(_SPAN.sub(" ", text))
+        yield from _tokens(span.group(1).strip(), aliases, prose=False)
+    yield from _tokens(_SPAN.sub(" ", text), aliases, prose=True)
 
 
-def _tokens(text: str) -> Iterator[tuple[str, str]]:
+def _tokens(text: str, aliases: dict[str, str], prose: bool) -> Iterator[tuple[str, str]]:
     for match in _TOKEN.finditer(text):
         form = match.lastgroup or ""
-        yield form, match.group(form)
+        token = match.group(form)
+        if _DECLARING.search(text, max(0, match.start() - 24), match.start()) or _keyed(text, match.end(form)):
+            continue  # a declaration in an example, or a key or named argument
+        if prose and form == "camel" and token in PRODUCTS:
+            continue  # "GitHub Actions", "your GitLab token": the product, not a class named for it
+        before = text[max(0, match.start() - 5):match.start()]
+        if form in ("camel", "call") and before.endswith("\\"):
+            form, token = "qualified", f"\\{token}"  # `\InvalidArgumentException`: a global name, whole
+        elif form == "call" and before.lower().endswith("new "):
+            form = "camel"  # `new SelectExpression(`: the class
+        if form == "qualified" and not token.startswith("\\"):
+            head, _, rest = token.partition("\\")
+            if head.lower() in aliases:
+                token = f"{aliases[head.lower()]}\\{rest}"
+        yield form, token
+
+
+def _keyed(text: str, end: int) -> bool:
+    """`name:`, `**name**:` or `name=true` (not `name::`, `name ==`): a key, an option or a named argument."""
+    while end < len(text) and text[end] in "*`'\"]":
+        end += 1
+    after = text[end:end + 2]
+    return (after[:1] == ":" and after != "::") or (after[:1] == "=" and after not in ("==", "=>"))

@@ -45,7 +45,7 @@ def graph(tmp_path: Path) -> tuple[Repo, Connection]:
 
 
 def test_plain_words_name_nothing_and_code_names_resolve_whole(graph: tuple[Repo, Connection]) -> None:
-    _, conn = graph
+    repo, conn = graph
     index = SymbolIndex.of(conn)
     # "core" and "for" are words: no suffix of `$score` or `getMetadataFor` is a name
     assert index.resolve("Core team changes for the [core](https://github.com/acme/core) score board") == ()
@@ -58,6 +58,30 @@ def test_plain_words_name_nothing_and_code_names_resolve_whole(graph: tuple[Repo
     assert index.resolve("Ranking\\Scorer by @Scorer, scorer@example.com") == ("App\\Ranking\\Scorer",)
     assert index.resolve("Tanking\\Scorer is not Ranking\\Scorer's namespace") == ("App\\Ranking\\Scorer",)
     assert [form for form, _ in candidates("see `timeoutSeconds` and LockManager")] == ["camel", "camel"]
+
+
+def test_bare_names_examples_and_keys_name_only_what_is_certain(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "orm")
+    repo.write("src/EntityManager.php", php_class("Orm", "EntityManager", {"persist": "", "flush": ""}))
+    repo.write("src/UnitOfWork.php", php_class("Orm", "UnitOfWork", {"persist": "", "__serialize": ""}))
+    repo.write("src/Mapping/Entity.php", php_class("Orm\\Mapping", "Entity", {"mappedBy": ""}))
+    repo.write("tests/Models/Article.php", php_class("Tests\\Models", "Article", {"addComment": ""}))
+    repo.write("src/GitHub.php", php_class("Orm", "GitHub", {"api": ""}))
+    repo.commit("An ORM")
+    index = tmp_path / "index.db"
+    taskindex.refresh(index, repo.root, embedder=None)
+    names = SymbolIndex.of(connect(index))
+    assert names.resolve("$em->persist($user); $em->flush(); $user->addComment($c);") == ("Orm\\EntityManager::flush",)
+    assert names.resolve("$entityManager->persist($user)") == ("Orm\\EntityManager::persist",)  # named for its class
+    assert names.resolve("call ``EntityManager#persist($entity)`` then flush()") == (
+        "Orm\\EntityManager::persist", "Orm\\EntityManager::flush")
+    assert names.resolve("public function persist($x) {} and function flush()") == ()  # an example declares them
+    assert names.resolve("#[ManyToMany(mappedBy: 'users')] and __serialize()") == ()  # a named argument, magic
+    assert names.resolve("use Orm\\Mapping as ORM;\n#[ORM\\Entity]") == ("Orm\\Mapping\\Entity",)
+    assert names.resolve("``mappedBy`` in Entity::mappedBy") == ("Orm\\Mapping\\Entity::mappedBy",)
+    assert names.resolve("Fixed GitHub token prompts; see `GitHub`") == ("Orm\\GitHub",)  # the product, the class
+    assert names.resolve("@throws \\UnitOfWork, but new UnitOfWork() and \\Orm\\UnitOfWork") == (
+        "Orm\\UnitOfWork",)  # a global name is written whole; `new X(` is the class
 
 
 def test_a_question_resolves_through_the_graphs_name_index(graph: tuple[Repo, Connection]) -> None:
@@ -77,7 +101,7 @@ def test_unchanged_sections_keep_their_resolution(graph: tuple[Repo, Connection]
     memory_sources.refresh(conn, repo.root, embedder=None)
     repo.write("src/Ranking/Ranker.php", php_class("App\\Ranking", "Ranker", {"timeoutSeconds": "        return 5;"}))
     repo.write("docs/scoring.md", "# Scoring\n\n## Timeouts\n\nScorer::timeoutSeconds is 30.\n\n"
-                                  "## Ranking\n\nRanks come from getMetadataFor and timeoutSeconds.\n")
+                                  "## Ranking\n\nRanks come from getMetadataFor and Ranker::timeoutSeconds.\n")
     repo.commit("Ranker, and ranking notes")
     taskindex.refresh(Path(conn.execute("PRAGMA database_list").fetchone()[2]), repo.root, embedder=None)
     report = memory_sources.refresh(conn, repo.root, embedder=None)
@@ -85,5 +109,4 @@ def test_unchanged_sections_keep_their_resolution(graph: tuple[Repo, Connection]
     by_anchor = {h.anchor: h.symbols for h in memory.search(conn, "timeouts ranking scoring", embedder=None)[0]
                  if h.kind == "document"}
     assert by_anchor["Timeouts"] == ("App\\Ranking\\Scorer::timeoutSeconds",)  # as stored, not resolved again
-    assert set(by_anchor["Ranking"]) == {"App\\Ranking\\Scorer::getMetadataFor", "App\\Ranking\\Scorer::timeoutSeconds",
-                                         "App\\Ranking\\Ranker::timeoutSeconds"}
+    assert by_anchor["Ranking"] == ("App\\Ranking\\Scorer::getMetadataFor", "App\\Ranking\\Ranker::timeoutSeconds")
