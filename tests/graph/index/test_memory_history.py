@@ -129,8 +129,8 @@ def test_a_hard_history_is_remembered_whole(tmp_path: Path) -> None:
     repo.write("src/Shop.php", php_class("App", "Shop", {"buy": "        return 1;"}))
     repo.write("src/Cart.php", php_class("App", "Cart", {"add": "        return 1;"}))
     repo.commit("Shop and cart")
-    repo.write("public/app.min.js", b"var a=" + b"1+" * (3 * 1024 * 1024) + b"1;")
-    repo.write("src/Container.php", "<?php\n" + "".join(f"$c{i} = {i};\n" for i in range(150_000)))
+    repo.write("public/app.min.js", b"var a=" + b"1+" * (256 * 1024) + b"1;")
+    repo.write("src/Container.php", "<?php\nreturn '" + "c" * (1200 * 1024) + "';\n")  # a compiled blob
     repo.write("src/Generated.php", php_class("App", "Generated", {"make": "        return 1;"}))
     repo.write("src/Shop.php", php_class("App", "Shop", {"buy": "        return 2;"}))
     bundle = repo.commit("Bundle, container and generated code")
