@@ -110,13 +110,15 @@ def create_app(
                 active = opened
             console = await _console(stack, resolved, inbox) if resolved.console.enabled else None
             throttle = Throttle(resolved.console.failed_logins_per_client, resolved.console.failed_logins_overall)
+            repo_labels = RepoLabels(resolved)
+            stack.push_async_callback(repo_labels.close)
             if learning is not None and learning.pending():
                 stack.push_async_callback(_stopped, asyncio.create_task(learning.learn()))
             missing = await asyncio.to_thread(gaps, resolved)  # the model check builds clients: off the loop
             for gap in missing:
                 log.warning("not configured: %s", gap)
             yield {"settings": resolved, "queue": active, "inbox": inbox, "registry": registry, "metrics": app_metrics,
-                   "console": console, "repo_labels": RepoLabels(resolved), "throttle": throttle, "gaps": missing,
+                   "console": console, "repo_labels": repo_labels, "throttle": throttle, "gaps": missing,
                    "identities": learning}
 
     routes = [

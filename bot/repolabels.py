@@ -4,7 +4,9 @@ A label delivery's mode is decided in the receiver, so the receiver must know th
 labels before it answers; deciding later would turn every unrelated label in every repository into
 a task row and a job. The payload is not trusted for this: the receiver asks the forge at the
 configured base URL for the repository by the numeric id the (verified) payload names, and for
-`.forgebot.yml` on the default branch the forge reports, validated by `project.repoconfig`.
+`.forgebot.yml` on the default branch the forge reports (streamed, at most 64 KiB), validated by
+`project.repoconfig` in a child process (`project.configchild`): never on the event loop, and killed
+when it outlasts the look-up's time.
 
 Only label deliveries ask, each repository's answer is reused for `repo_labels_cache_seconds`, a
 burst for one repository waits on a single lookup, and the lookup is bounded by
@@ -25,7 +27,8 @@ import time
 
 from foundation.forge import ForgeError, ForgeKind, open_forge
 from foundation.settings import Settings, TriggerSettings
-from project.repoconfig import CONFIG_PATH, MAX_CONFIG_BYTES, RepoConfigError, parse_repo_config
+from project.configchild import ConfigChild
+from project.repoconfig import CONFIG_PATH, MAX_CONFIG_BYTES, RepoConfigError
 
 log = logging.getLogger(__name__)
 _MAX_REPOS = 10_000  # cached repositories; past this, expired answers are dropped, then the oldest
@@ -39,6 +42,12 @@ class RepoLabels:
         self._settings = settings
         self._cache: dict[Key, tuple[float, TriggerSettings]] = {}
         self._pending: dict[Key, asyncio.Future[TriggerSettings]] = {}
+        # validation runs in a child process, off the event loop, and is killed past the time limit
+        self._child = ConfigChild(timeout=settings.intake.repo_labels_timeout)
+
+    async def close(self) -> None:
+        """Stop the validating child process (the receiver's shutdown)."""
+        await self._child.close()
 
     async def triggers(self, kind: ForgeKind, repo_id: int, installation: int | None = None) -> TriggerSettings:
         """The trigger settings a label delivery on repository `repo_id` is parsed with."""
@@ -72,7 +81,8 @@ class RepoLabels:
         server = self._settings.triggers
         if content is None:
             return server
-        labels = parse_repo_config(content.decode(), f"{CONFIG_PATH}` of {repo.path} on `{repo.default_branch}").labels
+        source = f"{CONFIG_PATH}` of {repo.path} on `{repo.default_branch}"
+        labels = await self._child.labels(content.decode(errors="replace"), source)
         update = {"implement_label": labels.implement, "analyze_label": labels.analyze}
         return server.model_copy(update={k: v for k, v in update.items() if v is not None})
 

@@ -21,6 +21,9 @@ from project.profiles import CommandSpec, Profile, ProfileError, load_profile
 
 CONFIG_PATH = ".forgebot.yml"
 MAX_CONFIG_BYTES = 64 * 1024
+MAX_VALUES = 20_000  # keys and values once aliases are followed: far above any real file
+MAX_LISTED = 20  # fields an error message names; the rest are counted
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when installed: ~10x faster
 _REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
 
 
@@ -142,15 +145,27 @@ def apply_overrides(profile: Profile, commands: Commands) -> Profile:
 
 
 def parse_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
-    """Validate the text of a `.forgebot.yml`; `source` names it in error messages."""
+    """Validate the text of a `.forgebot.yml`; `source` names it in error messages.
+
+    The text is anyone's with push access, so the work is bounded by its size: at most
+    `MAX_CONFIG_BYTES`, at most `MAX_VALUES` values once YAML aliases are followed (an alias shares
+    a value, and a few lines of nested aliases name billions), and an error message of at most
+    `MAX_LISTED` fields, built in one pass.
+    """
+    if len(text.encode("utf-8", errors="replace")) > MAX_CONFIG_BYTES:
+        raise RepoConfigError(f"`{source}` is larger than {MAX_CONFIG_BYTES} bytes")
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_Loader)  # a safe loader (libyaml's when present)
     except yaml.YAMLError as exc:
-        raise RepoConfigError(f"`{source}` is not valid YAML: {exc}") from exc
+        raise RepoConfigError(f"`{source}` is not valid YAML: {str(exc)[:500]}") from exc
+    except RecursionError as exc:
+        raise RepoConfigError(f"`{source}` is nested too deeply") from exc
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise RepoConfigError(f"`{source}` must be a mapping of settings, not {type(data).__name__}")
+    if _values(data, MAX_VALUES) > MAX_VALUES:
+        raise RepoConfigError(f"`{source}` holds more than {MAX_VALUES} values (YAML aliases count each use)")
     try:
         config = RepoConfig.model_validate(data)
     except ValidationError as exc:
@@ -160,6 +175,20 @@ def parse_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
     except ProfileError as exc:
         raise RepoConfigError(f"`{source}` is invalid:\n- `profile`: {exc}") from exc
     return config
+
+
+def _values(data: object, budget: int) -> int:
+    """How many values `data` holds, counting a shared (aliased) one at each use; stops past `budget`."""
+    seen, stack = 0, [data]
+    while stack and seen <= budget:
+        item = stack.pop()
+        seen += 1
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return seen
 
 
 def load_repo_config(repo_dir: Path, default_branch: str) -> RepoConfig:
@@ -192,22 +221,35 @@ def _git(repo_dir: Path, *args: str) -> str | None:
 
 
 def _describe(exc: ValidationError, source: str) -> str:
-    """One line per field, with union-member tags dropped and the most specific field kept."""
+    """One line per field, with union-member tags dropped and the most specific field kept.
+
+    Linear in the number of errors and capped: a file of thousands of invalid entries (each a
+    union's several errors) gets `MAX_LISTED` lines and a count of the rest, each input cut short.
+    """
     messages: dict[str, list[str]] = {}
     inputs: dict[str, str] = {}
-    for error in exc.errors():
+    for error in exc.errors(include_url=False, include_context=False):
         parts = [str(p) for p in error["loc"] if not (isinstance(p, str) and _is_type_tag(p))]
         field = ".".join(parts) or "(top level)"
         message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
         if isinstance(error.get("input"), str | int | float | bool) and error["type"] != "extra_forbidden":
-            inputs[field] = f" (got {error['input']!r})"
-        if message not in messages.setdefault(field, []):
-            messages[field].append(message)
+            inputs[field] = f" (got {_short(repr(error['input']))})"
+        texts = messages.setdefault(field, [])
+        if message not in texts:
+            texts.append(message)
+    # a field with errors inside it is described by those: every proper prefix of a field, once
+    containers = {".".join(field.split(".")[:n]) for field in messages for n in range(1, field.count(".") + 1)}
+    fields = [field for field in messages if field not in containers]
     lines = [f"`{source}` is invalid:"]
-    for field, texts in messages.items():
-        if not any(other.startswith(field + ".") for other in messages):
-            lines.append(f"- `{field}`: {' or '.join(texts)}{inputs.get(field, '')}")
+    for field in fields[:MAX_LISTED]:
+        lines.append(f"- `{_short(field)}`: {' or '.join(messages[field])}{inputs.get(field, '')}")
+    if len(fields) > MAX_LISTED:
+        lines.append(f"- … and {len(fields) - MAX_LISTED} more invalid fields")
     return "\n".join(lines)
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _is_type_tag(part: str) -> bool:

@@ -170,3 +170,23 @@ def test_lint_false_drops_every_linter_and_overrides_keep_the_others() -> None:
 def test_protected_paths(path: str, protected: bool) -> None:
     config = parse_repo_config(VALID)
     assert config.is_protected(path) is protected
+
+
+def test_aliases_nesting_and_size_are_bounded() -> None:
+    """The work a file can cause is bounded by its size: YAML aliases, nesting and bytes."""
+    bomb = "a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
+        f"{n}: &{n} [{','.join(['*' + p] * 10)}]\n" for p, n in zip("abcdefg", "bcdefgh", strict=True))
+    with pytest.raises(RepoConfigError, match="more than 20000 values"):
+        parse_repo_config(bomb)
+    with pytest.raises(RepoConfigError, match="not valid YAML|nested too deeply"):
+        parse_repo_config("profile: " + "[" * 5000 + "]" * 5000)
+    with pytest.raises(RepoConfigError, match="larger than 65536 bytes"):
+        parse_repo_config("profile: php\n" + "#" * 70_000)
+
+
+def test_thousands_of_invalid_fields_are_counted_not_listed() -> None:
+    with pytest.raises(RepoConfigError) as refused:
+        parse_repo_config("commands:\n  lint: {" + ",".join(f"k{i}: 1" for i in range(3000)) + "}\n")
+    lines = str(refused.value).splitlines()
+    assert len(lines) == 22 and lines[-1] == "- … and 2980 more invalid fields"
+    assert lines[1] == "- `commands.lint.k0`: Input should be a valid string or Input should be False (got 1)"

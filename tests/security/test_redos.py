@@ -11,6 +11,8 @@ shows the growth and 8n is worse still:
   checklist evidence `\\S+:\\d+` on a colonless word: 59x (now `check_evidence`, no regex).
 - the pytest classifier read a test's traceback section again for every FAILED line naming it:
   quadratic in FAILED lines (83x for 8n; 14 s at 160 KB).
+- `.forgebot.yml` errors: every field was compared with every other to keep the most specific one,
+  quadratic in invalid fields (7,000 of them: 32 s of the receiver's event loop).
 Every case calls the product's own function, never a copy of its pattern. Each fixed function is
 also compared with its old pattern on random short inputs: same results.
 """
@@ -29,6 +31,7 @@ from graph.coder.checklist import ItemRejected, check_evidence
 from graph.nodes.analyzer import _PATHLIKE, pathlike
 from graph.nodes.review_intake import closed_issues, heading_title, list_items
 from project.classify import _pytest_summaries, classify
+from project.repoconfig import RepoConfigError, parse_repo_config
 from prompts import neutralise
 
 OLD_HEADING = re.compile(r"^\s*(?:#{1,6}\s+|\*\*)(.+?)(?:\*\*)?\s*:?\s*$")
@@ -64,6 +67,19 @@ def _evidence(text: str) -> bool:
     return True
 
 
+def _invalid_entries(count: int) -> str:
+    """A `.forgebot.yml` whose `commands.lint` holds `count` entries, none of them a command."""
+    return "commands:\n  lint: {" + ",".join(f"k{i}:1" for i in range(count)) + "}\n"
+
+
+def _config_errors(text: str) -> str:
+    try:
+        parse_repo_config(text)
+    except RepoConfigError as exc:
+        return str(exc)
+    raise AssertionError("the file is invalid")
+
+
 def _failed_lines(n: int) -> str:
     """One test's traceback section and many FAILED lines naming it (pytest prints one per failure)."""
     return "___ test_x ___\n" + "E   boom\n" * (n // 18) + "FAILED t.py::test_x\n" * (n // 40)
@@ -83,6 +99,7 @@ ADVERSARIAL: list[tuple[str, Callable[[str], object], Callable[[int], str], int]
     ("evidence colon", _evidence, lambda n: "a" * n + ":1", 20_000),
     ("classify FAILED lines", lambda s: classify("pytest", s, 1), _failed_lines, 20_000),
     ("fence invisibles", neutralise, lambda n: "<" + "\u200b" * n + "a", 20_000),
+    ("config errors", lambda s: _config_errors(s), lambda n: _invalid_entries(n // 10), 6_000),
     ("fence many", neutralise, lambda n: "<\u200b/ a <b c " * (n // 12), 20_000),
 ]
 
