@@ -44,8 +44,8 @@ class CheckAnswer(BaseModel):
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("check", help="verify Redis, the store, the forges, the model and the embedder")
-    parser.add_argument("--skip", action="append", default=[], choices=["settings", "redis", "store", "gitlab",
-                                                                         "github", "model", "embedder"],
+    parser.add_argument("--skip", action="append", default=[], choices=["settings", "missing", "redis", "store",
+                                                                         "gitlab", "github", "model", "embedder"],
                         help="leave out one check (repeatable)")
     parser.set_defaults(handler=_handler)
 
@@ -62,9 +62,9 @@ def render(lines: list[Line]) -> str:
 
 
 async def run_checks(settings: Settings, skip: frozenset[str] = frozenset()) -> list[Line]:
-    checks: list[tuple[str, Callable[[Settings], Awaitable[Line]]]] = [
-        ("settings", _variables), ("redis", _redis), ("store", _store), ("gitlab", _gitlab), ("github", _github),
-        ("model", _model), ("embedder", _embedder),
+    checks: list[tuple[str, Callable[[Settings], Awaitable[Line | list[Line]]]]] = [
+        ("settings", _variables), ("missing", _missing), ("redis", _redis), ("store", _store), ("gitlab", _gitlab),
+        ("github", _github), ("model", _model), ("embedder", _embedder),
     ]
     secrets = secrets_of(settings)
     lines = []
@@ -73,10 +73,11 @@ async def run_checks(settings: Settings, skip: frozenset[str] = frozenset()) -> 
             lines.append(Line(name, "skip", "--skip"))
             continue
         try:
-            line = await check(settings)
+            found = await check(settings)
         except Exception as exc:  # each line reports its own failure; one broken service hides no other
-            line = Line(name, "FAIL", f"{type(exc).__name__}: {exc}")
-        lines.append(Line(line.name, line.status, " ".join(redact(line.detail, secrets).split())[:300]))
+            found = Line(name, "FAIL", f"{type(exc).__name__}: {exc}")
+        for line in found if isinstance(found, list) else [found]:
+            lines.append(Line(line.name, line.status, " ".join(redact(line.detail, secrets).split())[:300]))
     return lines
 
 
@@ -86,6 +87,16 @@ async def _variables(settings: Settings) -> Line:
     if unknown:
         return Line("settings", "FAIL", "; ".join(unknown))
     return Line("settings", "ok", "every FORGEBOT_* variable is a setting")
+
+
+async def _missing(settings: Settings) -> list[Line]:
+    """What the configuration lacks, one line each, in the words and from the same source as `/readyz`."""
+    from bot.readiness import gaps
+
+    found = gaps(settings)
+    if found:
+        return [Line("missing", "FAIL", str(gap)) for gap in found]
+    return [Line("missing", "ok", "nothing: a forge, its webhook secret and a model are configured")]
 
 
 async def _redis(settings: Settings) -> Line:

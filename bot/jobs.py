@@ -122,7 +122,24 @@ async def execute(
             state.update(await checkout(settings, deps.forge, event.repo, task_id))  # type: ignore[typeddict-item]
         elif event.mode == "implement":
             state.update(await prepare_workspace(settings, deps.forge, event, task_id))
-        phases.current = GRAPH
+        return state
+
+    result = await run_graph(settings, deps, task_id, start, answer, phases)
+    if result.get("outcome") != "need_info":
+        await release(settings, event.repo, task_id)
+    return result
+
+
+async def run_graph(settings: Settings, deps: Deps, task_id: str, start: Callable[[], Awaitable[TaskState]],
+                    answer: dict[str, str] | None, phases: Phases) -> TaskState:
+    """Start, continue or resume the task's thread (thread id = task id) with the configured checkpointer.
+
+    `start` builds a new thread's state (its steps traced under `phases`); an error that escapes the
+    graph leaves `phases.current` naming the node that was running, for the failure record.
+    """
+    async def begin() -> TaskState:
+        state = await start()
+        phases.current = GRAPH  # the steps before the graph are done: an error now is a node's
         return state
 
     with phases.active():
@@ -130,16 +147,13 @@ async def execute(
             compiled = build_graph().compile(checkpointer=saver)
             config = graph_config(settings.llm, task_id)  # the thread and the recursion limit
             try:
-                result = await run_or_resume(compiled, config, start, replace(deps, journal=SqlJournal(saver)), answer)
+                return await run_or_resume(compiled, config, begin, replace(deps, journal=SqlJournal(saver)), answer)
             except Exception:
                 if phases.current in ("", GRAPH):  # the graph's own failure: the node that was running
                     with contextlib.suppress(Exception):
                         pending = (await compiled.aget_state(config)).next
                         phases.current = pending[0] if pending else GRAPH
                 raise
-    if result.get("outcome") != "need_info":
-        await release(settings, event.repo, task_id)
-    return result
 
 
 async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent, task_id: str) -> TaskState:

@@ -19,23 +19,26 @@ that is down is reported in seconds rather than after the index is built.
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import hashlib
+import logging
 import os
 import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from dataclasses import replace as replaced
 from pathlib import Path
 from typing import Any, cast
 
 from langchain_core.messages import HumanMessage
 
-from bot.checkpoints import SqlJournal, open_checkpointer, spent
+from bot.checkpoints import open_checkpointer, spent
 from bot.events import Actor, ForgeEvent, Mode
 from bot.inbox import Inbox, TaskRow, TaskStatus, open_inbox
-from bot.jobs import ModelFactory
+from bot.jobs import ModelFactory, run_graph
 from foundation import gitrunner
 from foundation.forge import Change, ChangeRef, Comment, Issue, IssueRef, RepoRef
 from foundation.forge.diff import parse
@@ -43,21 +46,21 @@ from foundation.forge.memory import MemoryForge
 from foundation.gitrunner import GitError, git
 from foundation.settings import LLMSettings, Settings
 from foundation.workspace import Workspaces, repo_key
-from graph.builder import build_graph
 from graph.checkout import index_checkout, release
 from graph.coder.gitstate import diff
 from graph.deps import Deps
+from graph.failure import TaskFailure, failure_of, failure_of_state
 from graph.llm import ROLES, ModelCallError, ModelProblem, chat_model, check_config, invoke, profile, resolve
 from graph.redact import redact, secrets_of
-from graph.resume import run_or_resume
 from graph.routing import check_mode
-from graph.runtime.boundaries import graph_config
+from graph.runtime.phases import GRAPH, Phases, step
 from graph.state import TaskState
 
 __all__ = ["LocalResult", "LocalRunError", "ModelProblem", "answer_local", "checkout_root", "local_change", "one_line",
            "probe_models", "run_local", "uncommitted"]
 
 # how each mode's run ends when it reached its goal (anything else, but waiting for answers, did not)
+log = logging.getLogger(__name__)
 GOALS = frozenset({"reported", "delivered", "approve", "request_changes", "up_to_date"})
 LISTED = 5  # uncommitted paths named before "and N more"
 
@@ -179,7 +182,8 @@ class LocalResult:
     branch: str = ""  # the new branch in the user's repository holding the bot's commits ("" when none)
     commits: int = 0
     patch: str = ""  # the bot's change as a unified diff against where it started
-    error: Exception | None = None  # what ended the run before its graph did (recorded as the task's failure)
+    failure: TaskFailure | None = None  # the task's failure record, as the task store keeps it
+    error: Exception | None = None  # the exception that ended the run, when one did
 
     @property
     def outcome(self) -> str:
@@ -187,7 +191,7 @@ class LocalResult:
 
     @property
     def reached_goal(self) -> bool:
-        return self.error is None and self.outcome in GOALS
+        return self.failure is None and self.outcome in GOALS
 
 
 @dataclass(frozen=True)
@@ -231,13 +235,15 @@ async def _own_worktree(settings: Settings, root: Path, project: str, task_id: s
         raise LocalRunError(f"branch {branch} already exists in {root}")
     spaces = Workspaces.for_settings(settings)
     key = repo_key("local", project)
-    mirror = await spaces.mirror(key, str(root))
-    # HEAD may be detached or `base` a commit no branch names: fetch the start commit itself
-    done = gitrunner.run(["fetch", "--quiet", "--no-tags", "origin", f"+{start}:refs/forgebot/start/{task_id}"],
-                         gitrunner.Repo.at(mirror), protocols=("file",))
-    if done.returncode != 0:
-        raise LocalRunError(f"git fetch of {start} failed: {done.stderr[-400:]}")
-    path = await spaces.worktree(key, task_id, branch, start)
+    async with step("mirror"):
+        mirror = await spaces.mirror(key, str(root))
+        # HEAD may be detached or `base` a commit no branch names: fetch the start commit itself
+        done = gitrunner.run(["fetch", "--quiet", "--no-tags", "origin", f"+{start}:refs/forgebot/start/{task_id}"],
+                             gitrunner.Repo.at(mirror), protocols=("file",))
+        if done.returncode != 0:
+            raise LocalRunError(f"git fetch of {start} failed: {done.stderr[-400:]}")
+    async with step("worktree"):
+        path = await spaces.worktree(key, task_id, branch, start)
     return _Worktree(key=key, mirror=mirror, path=path, branch=branch, start=start)
 
 
@@ -336,35 +342,46 @@ async def _drive(settings: Settings, inbox: Inbox, task: TaskRow, root: Path, mo
     event = ForgeEvent.model_validate_json(task.event_json)
     forge, targets = _forge(event, root)
     deps = Deps(settings=settings, forge=forge, model_for=models)
+    phases = Phases(settings.data_dir, task.task_id)
     result: dict[str, Any] = {}
     commits, patch, branch = 0, "", ""
     try:
-        async with open_checkpointer(settings) as saver:
-            compiled = build_graph().compile(checkpointer=saver)
-            config = graph_config(settings.llm, task.task_id)  # the thread and the recursion limit
-            begin = start or _no_start
-            result = cast(dict[str, Any], await run_or_resume(compiled, config, begin, replace(
-                deps, journal=SqlJournal(saver)), answer))
-            await inbox.spent(task.task_id, *await spent(saver, task.task_id))
+        result = cast(dict[str, Any], await run_graph(settings, deps, task.task_id, start or _no_start, answer,
+                                                      phases))
         work = _work_of(settings, result)
-        if work is not None and result.get("outcome") != "need_info":
+        if work is not None and result.get("outcome") not in ("need_info", "failed"):
+            phases.current = "delivery"
             commits, patch = _deliver(root, work)
             branch = work.branch if commits else ""
     except Exception as exc:
-        await inbox.set_state(task.task_id, "failed", type(exc).__name__, only_from=("running",))
+        record = failure_of(exc, phase=phases.current or GRAPH, secrets=secrets_of(settings))
+        if record.bug:  # nothing explains it: the traceback is for a bug report, there is no worker log
+            log.error("internal error in task %s", task.task_id, exc_info=exc)
+            record = replaced(record, operator_action="a bug: the traceback is printed above; please report it")
+        await _end(settings, inbox, task.task_id, "failed", record)
         await release(settings, event.repo, task.task_id)
-        return LocalResult(task.task_id, result, await _written(forge, targets), error=exc)
+        return LocalResult(task.task_id, result, await _written(forge, targets), failure=record, error=exc)
     except BaseException:  # Ctrl-C: the run stops here and says so in the store
         await inbox.set_state(task.task_id, "cancelled", "interrupted", only_from=("running",))
         await release(settings, event.repo, task.task_id)
         raise
     outcome = str(result.get("outcome") or "")
-    final: TaskStatus = "waiting" if outcome == "need_info" else "failed" if outcome == "failed" else "done"
-    await inbox.set_state(task.task_id, final, outcome, only_from=("running",))
+    failed = failure_of_state(result, secrets_of(settings)) if outcome == "failed" else None
+    final: TaskStatus = "waiting" if outcome == "need_info" else "failed" if failed else "done"
+    await _end(settings, inbox, task.task_id, final, failed, outcome)
     if final != "waiting":
         await release(settings, event.repo, task.task_id)
     return LocalResult(task.task_id, result, await _written(forge, targets), branch=branch, commits=commits,
-                       patch=patch)
+                       patch=patch, failure=failed)
+
+
+async def _end(settings: Settings, inbox: Inbox, task_id: str, state: TaskStatus, failure: TaskFailure | None,
+               detail: str = "") -> None:
+    """Record the run's end as a worker records a task's: what it spent, its state and failure record."""
+    async with open_checkpointer(settings) as saver:
+        await inbox.spent(task_id, *await spent(saver, task_id))
+    await inbox.set_state(task_id, state, failure.kind if failure else detail, only_from=("running",),
+                          failure=failure.to_json() if failure else "")
 
 
 async def _no_start() -> TaskState:
@@ -438,8 +455,10 @@ async def run_local(
                 work = await _own_worktree(settings, root, event.repo.project, row.task_id,
                                            run_branch(row.task_id, title), base)
                 state["workspace"], state["branch"], state["base"] = str(work.path), work.branch, work.start
-                state.update(index_checkout(settings.data_dir, work.key, work.path, row.task_id,  # type: ignore[typeddict-item]
-                                            settings.embedder))
+                async with step("index"):
+                    indexed = await asyncio.to_thread(index_checkout, settings.data_dir, work.key, work.path,
+                                                      row.task_id, settings.embedder, settings.memory.max_commits)
+                state.update(indexed)  # type: ignore[typeddict-item]
             return state
 
         return await _drive(settings, inbox, row, root, models, start, None)

@@ -94,6 +94,8 @@ def _run(args: argparse.Namespace) -> int:
     _print(result, Path(args.repo).resolve())
     code, last = closing(result, Path(args.repo).resolve(), settings)
     sys.stdout.flush()
+    if result.failure is not None and result.failure.detail:
+        notify(f"{result.failure.kind}: {result.failure.detail}")
     notify(last)
     return code
 
@@ -107,22 +109,31 @@ def _print(result: LocalResult, root: Path) -> None:
         sys.stdout.write(result.patch)
 
 
+# why a run that ended on its own did not reach its goal, where the output above says more
+NOT_GOAL = {
+    "blocked": "information is missing; the report above says what",
+    "incomplete": "the review could not verify everything; it says above what it could not",
+    "no_branch": "there is no branch to review",
+}
+
+
 def closing(result: LocalResult, root: Path, settings: Settings) -> tuple[int, str]:
     """The exit status and the closing line: how the task ended, the next step, and its trace."""
     from bot.local import one_line
 
-    trace = f"the whole story: forgebot trace {result.task_id}"
-    if result.error is not None:
-        return NOT_REACHED, f"failed: {one_line(result.error, settings)} · task {result.task_id} · {trace}"
+    task = f"task {result.task_id} · the whole story: forgebot trace {result.task_id}"
+    record = result.failure
+    if record is not None:
+        where = f", in {record.where()}" if record.where() != "?" else ""
+        return NOT_REACHED, f"failed: {record.reason.rstrip('.')} ({record.kind}{where}); " \
+                            f"{record.operator_action} · {task}"
     state = result.state
     if result.outcome == "need_info":
         asked = len(state.get("questions") or [])
         again = f"forgebot run --repo {shlex.quote(str(root))} --answer 'YOUR ANSWER'"
-        return WAITING, (f"waiting for your answer to {asked} question(s) above; answer with: {again} · "
-                         f"task {result.task_id} · {trace}")
-    spent = f"{int(state.get('tokens') or 0)} tokens"
+        return WAITING, f"waiting for your answer to {asked} question(s) above; answer with: {again} · {task}"
     if result.reached_goal:
-        return REACHED, f"done ({result.outcome}) · task {result.task_id} · {spent} · {trace}"
-    why = one_line(Exception(state.get("failure") or "the task ended without a result"), settings)
-    return NOT_REACHED, f"did not reach its goal ({result.outcome or 'no outcome'}): {why} · " \
-                        f"task {result.task_id} · {trace}"
+        return REACHED, f"done ({result.outcome}) · {int(state.get('tokens') or 0)} tokens · {task}"
+    why = NOT_GOAL.get(result.outcome) or one_line(Exception(state.get("failure") or "it ended without a result"),
+                                                   settings)
+    return NOT_REACHED, f"did not reach its goal ({result.outcome or 'no outcome'}): {why} · {task}"

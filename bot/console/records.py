@@ -172,8 +172,9 @@ class Records:
         return TaskSummary(
             task_id=row.task_id, state=row.state, mode=row.mode or "-",
             repo=self.clean(event.repo.path or event.repo.project),
-            target=f"{'local run #' if event.forge == 'local' else word.get(event.target, '#')}{event.number}",
-            link=link(self.settings, event),
+            target=self.clean(f"local run #{event.number} in {event.repo.clone_url}") if event.forge == "local"
+            else f"{word.get(event.target, '#')}{event.number}",
+            link="" if event.forge == "local" else link(self.settings, event),  # a checkout has no web page
             started=item.created_at, seconds=max(end - item.created_at, 0.0),
             tokens=int(values.get("tokens") or usage.get("tokens") or 0),
             cost_usd=float(usage.get("cost_usd") or 0.0), detail=self.clean(row.detail),

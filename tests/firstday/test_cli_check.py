@@ -12,6 +12,7 @@ from tests.conftest import GITHUB_TOKEN, GITLAB_TOKEN
 from tests.fakes.forge_http import FakeForgeState
 from tests.fakes.server import ServerThread, free_port
 from tests.firstday.cli import Typed, forgebot
+from tests.firstday.conftest import Launch
 
 pytestmark = pytest.mark.timeout(300)
 ONLY_FORGES = ["--skip", "redis", "--skip", "store", "--skip", "model", "--skip", "embedder"]
@@ -81,3 +82,15 @@ def test_a_misspelt_variable_fails_the_doctor(tmp_path: Path) -> None:
         "FAIL", "FORGEBOT_GITLAB__WEBHOOK_SECRT is not a forgebot setting and is ignored (did you mean "
                 "FORGEBOT_GITLAB__WEBHOOK_SECRET?)")
     assert _row(seen, "gitlab")[0] == "skip"
+
+
+def test_what_is_missing_is_what_readyz_names(tmp_path: Path, launch: Launch) -> None:
+    """Nothing configured: the doctor and the running service name the same gaps, in the same words."""
+    seen = forgebot("check", "--skip", "redis", "--skip", "embedder", cwd=tmp_path,
+                    FORGEBOT_DATA_DIR=str(tmp_path / "data"))
+    assert seen.code == 1
+    rows = [line.split(None, 2)[1:] for line in seen.out if line.split()[:1] == ["missing"]]
+    service = launch("serve").wait_healthy()
+    _, ready = service.get_json("/readyz")
+    assert rows == [["FAIL", gap] for gap in ready["missing"]]
+    assert rows[0][1].startswith("forge: no forge is configured: set FORGEBOT_GITLAB__TOKEN")

@@ -14,6 +14,7 @@ import pytest
 from tests.fakes import model_server as wire
 from tests.fakes.model_server import ModelServer
 from tests.firstday.cli import Typed, forgebot
+from tests.firstday.conftest import Launch
 from tests.repos import git, init_repo
 
 pytestmark = pytest.mark.timeout(600)
@@ -96,7 +97,7 @@ def test_analyze_prints_text_names_what_it_left_out_and_is_listed_as_a_task(
     assert seen.err[0] == (f"forgebot run: 2 uncommitted change(s) are not included (the run works on commit {head}): "
                            "M Cart.php, ?? notes.txt")
     task = _task_of(seen)
-    assert seen.err[-1].startswith(f"forgebot run: done (reported) · task {task} · ")
+    assert seen.err[-1].startswith("forgebot run: done (reported) · ") and f" · task {task} · " in seen.err[-1]
     probe = model.requests[0].body
     assert "tools" not in probe and "response_format" not in probe  # the endpoint was asked first, plainly
     row = _listed(tmp_path, task)
@@ -144,8 +145,15 @@ def test_a_failure_after_the_start_exits_1_and_is_listed_as_failed(
     seen = forgebot("run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
                     **_env(tmp_path, model))
     assert seen.code == 1, seen.err
-    assert "Traceback" not in seen.text and seen.err[-1].startswith("forgebot run: failed: ")
-    assert _listed(tmp_path, _task_of(seen))[1] == "failed"
+    assert "Traceback" not in seen.text
+    task = _task_of(seen)
+    assert seen.err[-2:] == [  # the task's failure record: its detail, then reason, kind, place and next step
+        "forgebot run: model request rejected: HTTP 400: this server does not do that",
+        "forgebot run: failed: the AI model service rejected a request of the decomposer step (model request "
+        "rejected, in decomposer); the endpoint rejected the request: see the detail; check FORGEBOT_LLM__MODEL or "
+        f"FORGEBOT_LLM__ROLES__DECOMPOSER__MODEL · task {task} · the whole story: forgebot trace {task}"]
+    row = _listed(tmp_path, task)
+    assert row[1] == "failed" and " ".join(row).endswith("(model request rejected)")
 
 
 def test_a_model_that_is_down_is_said_before_any_checkout_work(tmp_path: Path, checkout: Path) -> None:
@@ -204,3 +212,18 @@ def test_ctrl_c_ends_the_run_as_cancelled_without_a_traceback(
     tasks = forgebot("tasks", cwd=tmp_path, **_env(tmp_path))
     (row,) = [line.split() for line in tasks.out[1:]]
     assert row[1] == "cancelled"
+
+
+def test_a_local_run_is_on_the_console_beside_the_services_tasks(
+    tmp_path: Path, model: ModelServer, checkout: Path, launch: Launch
+) -> None:
+    service = launch("serve").wait_healthy()
+    model.responder = answering({"Decomposition": decomposition(), "Analysis": ANALYSIS})
+    seen = forgebot("run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
+                    **_env(tmp_path, model, FORGEBOT_DATA_DIR=str(service.data_dir)))
+    assert seen.code == 0, seen.err
+    task = _task_of(seen)
+    listing = service.console("/console/tasks")
+    assert f"/console/tasks/{task}" in listing and f"local run #1 in {checkout}" in listing
+    page = service.console(f"/console/tasks/{task}")
+    assert f"local run #1 in {checkout}" in page and "analyzer" in page  # its timeline from its checkpoints

@@ -28,7 +28,8 @@ async def test_every_line_passes_on_a_working_setup(
     configured = settings.model_copy(update={"redis_url": redis_url, "llm": llm_settings(server)})
     lines = {line.name: line for line in await run_checks(configured)}
     assert {n: line.status for n, line in lines.items()} == {
-        "settings": "ok", "redis": "ok", "store": "ok", "gitlab": "ok", "github": "ok", "model": "ok", "embedder": "ok"}
+        "settings": "ok", "missing": "ok", "redis": "ok", "store": "ok", "gitlab": "ok", "github": "ok", "model": "ok",
+        "embedder": "ok"}
     assert "@forgebot" in lines["gitlab"].detail and "@forgebot" in lines["github"].detail
     assert "auto → function_calling" in lines["model"].detail
     assert server.requests[0].body["tool_choice"]["function"]["name"] == "echo"
@@ -65,5 +66,5 @@ def test_a_secret_in_a_provider_error_is_redacted(settings: Settings, server: Mo
     server.script(wire.error(401, f"Incorrect API key provided: {key}", error_type="invalid_request_error"))
     configured = settings.model_copy(update={"llm": llm_settings(server, api_key=SecretStr(key))})
     (line,) = asyncio.run(run_checks(configured, skip=frozenset({"redis", "store", "gitlab", "github", "embedder"})
-                                     ))[5:6]
+                                     ))[6:7]
     assert line.status == "FAIL" and key not in line.detail and "FORGEBOT_LLM__API_KEY" in line.detail
