@@ -54,16 +54,19 @@ def test_a_hostile_config_leaves_healthz_answering(
 
         sender = threading.Thread(target=deliver)
         sender.start()
-        slowest = 0.0
+        slowest, probes = 0.0, 0
         with httpx.Client(base_url=receiver.url, timeout=60) as prober:
             while sender.is_alive():
                 started = time.monotonic()
                 assert prober.get("/healthz").status_code == 200
-                slowest = max(slowest, time.monotonic() - started)
+                slowest, probes = max(slowest, time.monotonic() - started), probes + 1
                 time.sleep(0.02)
         sender.join()
     assert answered and answered[0][0] == 202, answered  # the server's label, as for any invalid file
-    assert slowest < 0.5, f"/healthz waited {slowest:.2f} s behind the validation"
+    # before: one probe, stuck for the whole validation (32 s). The bound is loose on purpose (the
+    # machine is shared; no test asserts a latency): tests/bench/bench_receiver_isolation.py
+    # measures the p99.
+    assert slowest < 5.0 and probes > 1, f"/healthz waited {slowest:.2f} s behind the validation ({probes} probes)"
 
 
 async def test_a_validation_past_its_time_is_killed_and_the_next_one_runs() -> None:
