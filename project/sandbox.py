@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import marshal
 import os
 import re
 import selectors
@@ -91,7 +92,12 @@ _LIMITS = (
 # The interpreter that runs the sandbox's own processes: the real file, not a virtualenv's link
 # (a venv under /tmp would vanish behind the private /tmp; `-I -S` needs no site-packages anyway).
 INTERPRETER = Path(os.path.realpath(sys.executable))
-_INIT_SOURCE = (Path(__file__).with_name("sandbox_init.py")).read_text(encoding="utf-8")
+# The init's code, compiled here once: the interpreter is this one, so its bytecode fits, and each
+# command is spared compiling it (`python -c` caches nothing).
+_INIT_PATH = Path(__file__).with_name("sandbox_init.py")
+_INIT_CODE = marshal.dumps(compile(_INIT_PATH.read_text(encoding="utf-8"), str(_INIT_PATH), "exec")).hex()
+_INIT = [str(INTERPRETER), "-I", "-S", "-c",
+         "import marshal,sys;exec(marshal.loads(bytes.fromhex(sys.argv.pop(1))))", _INIT_CODE]
 
 
 class SandboxPolicy(BaseModel):
@@ -366,8 +372,7 @@ class _Isolated(Sandbox):
             return f"the worktree path {self.worktree} contains a comma, colon or backslash"
         config = {"role": "layer", "layer": str(self._scratch / "layer"), "worktree": str(self.worktree),
                   "home": str(self.home), "size": self.policy.disk_bytes or 2 * 1024**3}
-        argv = [self.tools["unshare"], "--user", "--map-root-user", "--mount", "--",
-                str(INTERPRETER), "-I", "-S", "-c", _INIT_SOURCE, repr(config)]
+        argv = [self.tools["unshare"], "--user", "--map-root-user", "--mount", "--", *_INIT, repr(config)]
         try:
             self._holder = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                             stderr=subprocess.STDOUT, cwd="/", env={"PATH": os.defpath},
@@ -433,7 +438,7 @@ class _Isolated(Sandbox):
                    "--preserve-credentials", "--"]
         unshare = [self.tools["unshare"], "--mount", "--pid", "--fork", "--mount-proc", "--ipc", "--net",
                    "--kill-child", "--"]
-        argv = [*nsenter, *unshare, str(INTERPRETER), "-I", "-S", "-c", _INIT_SOURCE, repr(config)]
+        argv = [*nsenter, *unshare, *_INIT, repr(config)]
         report_path = self._scratch / "report"
         try:
             with report_path.open("w") as report:
@@ -589,7 +594,9 @@ def _execute(
         return _error(command, f"could not start: {exc}")
     if egress is not None:
         egress.started()
-    tail, total, timed_out = _collect(proc, started + policy.timeout_seconds, policy.output_limit_bytes)
+    # A PID namespace is gone once its init is reaped; without one, stray members are waited for.
+    tail, total, timed_out = _collect(proc, started + policy.timeout_seconds, policy.output_limit_bytes,
+                                      members=report_fd is None)
     output = bytes(tail).decode("utf-8", errors="replace")
     code = proc.returncode
     if timed_out:
@@ -608,7 +615,9 @@ def _execute(
     )
 
 
-def _collect(proc: subprocess.Popen[bytes], deadline: float, limit: int) -> tuple[bytearray, int, bool]:
+def _collect(
+    proc: subprocess.Popen[bytes], deadline: float, limit: int, members: bool
+) -> tuple[bytearray, int, bool]:
     """Read output until the process ends or the deadline passes; keep only the last `limit` bytes."""
     assert proc.stdout is not None
     tail, total, timed_out = bytearray(), 0, False
@@ -637,21 +646,22 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float, limit: int) -> tupl
             if len(tail) > limit:
                 del tail[: len(tail) - limit]
     # Kill the whole group: on timeout, and after a normal exit to reap stray background children.
-    _kill_group(proc)
+    _kill_group(proc, members)
     proc.stdout.close()
     return tail, total, timed_out
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the group, reap the leader, and wait briefly until no member is left."""
+def _kill_group(proc: subprocess.Popen[bytes], members: bool) -> None:
+    """SIGKILL the group, reap the leader, and (`members`) wait briefly until no member is left."""
     give_up = time.monotonic() + _DRAIN_SECONDS * 4
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
-    # Members may still be exiting (a PID namespace is torn down asynchronously).
-    while time.monotonic() < give_up and _group_alive(proc.pid):
+    # Members may still be exiting; in a PID namespace the kernel has killed them all before its
+    # init is reaped (unshare waits for that), so only unisolated runs look.
+    while members and time.monotonic() < give_up and _group_alive(proc.pid):
         time.sleep(0.01)
 
 
