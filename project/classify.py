@@ -247,4 +247,60 @@ def _last_line(output: str) -> str:
     return lines[-1].strip() if lines else ""
 
 
-_PRESETS: dict[str, Callable[[str, int | None], Classification]] = {"phpunit": _phpunit, "pytest": _pytest}
+# node (npm scripts: node's own test runner in TAP form, Jest, Mocha) ---------------------------------
+
+_NPM_BANNER = re.compile(r"^> \S+ [\w:-]+\s*$", re.M)  # `> pkg@1.0.0 test`: npm ran the script
+_TAP_NOT_OK = re.compile(r"^\s*not ok \d+ - (.+?)\s*$", re.M)
+_TAP_ERROR = re.compile(r"^\s*(?:error|name|location): (.+)$", re.M)
+_JEST_FAILED = re.compile(r"^\s*● (.+?)\s*$", re.M)
+_MOCHA_FAILED = re.compile(r"^\s+\d+\) (.+?):?\s*$", re.M)
+_NODE_SUMMARY = re.compile(
+    r"^# (?:tests|pass|fail) \d+$|^Tests:\s+.*\d+ total$|^\s*\d+ (?:passing|failing)\b.*$", re.M)
+_NODE_NO_TESTS = re.compile(r"^# tests 0$|^No tests found|^\s*0 passing\b", re.M)
+_NODE_ENVIRONMENT = re.compile(r"Cannot find module|ERR_MODULE_NOT_FOUND|command not found|: not found$"
+                               r"|Missing script:", re.M)
+
+
+def _node(output: str, exit_code: int | None) -> Classification:
+    """`npm run --if-present test` output: a missing script prints nothing and is no test run."""
+    summary = " / ".join(m.group(0).strip() for m in _NODE_SUMMARY.finditer(output))
+    failures = [_tap_failure(output, m) for m in _TAP_NOT_OK.finditer(output) if not m.group(1).startswith("/")]
+    failures += [TestFailure(test=m.group(1), kind=_assertion_or_error(output), message=_clip(m.group(1)))
+                 for m in [*_JEST_FAILED.finditer(output), *_MOCHA_FAILED.finditer(output)]]
+    if failures:
+        return Classification(outcome=_outcome(failures), failures=tuple(failures), summary=summary)
+    if exit_code == 0 and (not _NPM_BANNER.search(output) or _NODE_NO_TESTS.search(output)):
+        return Classification(outcome="no_tests", summary=summary or "no test script ran")
+    if exit_code == 0:
+        return Classification(outcome="passed", summary=summary)
+    if (environment := _NODE_ENVIRONMENT.search(output)) is not None:
+        line = output[output.rfind("\n", 0, environment.start()) + 1:].split("\n", 1)[0]
+        failure = TestFailure(test="(runner)", kind="environment", message=_clip(line))
+        return Classification(outcome="environment", failures=(failure,), summary=summary)
+    return Classification(outcome="unknown", summary=summary or _last_line(output))
+
+
+def _tap_failure(output: str, match: re.Match[str]) -> TestFailure:
+    """A `not ok N - name` block of node's test runner: its error, exception class and location."""
+    following = output[match.end():]
+    block = following[:following.find("\n  ...")] if "\n  ..." in following else following[:2000]
+    fields = {line.split(":", 1)[0].strip(): line.split(":", 1)[1].strip().strip("'\"")
+              for line in (m.group(0) for m in _TAP_ERROR.finditer(block))}
+    name = fields.get("name", "")
+    error = fields.get("error", "")
+    if error in ("|-", "|", ">-"):  # a block scalar: its first line says it
+        after = block[block.find("error: ") :].split("\n")[1:]
+        error = next((line.strip() for line in after if line.strip()), "")
+    message = f"{name}: {error}".strip(": ")
+    kind: FailureKind = "assertion" if name == "AssertionError" or "ERR_ASSERTION" in block else "error"
+    location = fields.get("location") or None
+    return TestFailure(test=match.group(1), kind=_kind(kind, message), message=_clip(message or match.group(1)),
+                       location=location.rsplit(":", 1)[0] if location else None)
+
+
+def _assertion_or_error(output: str) -> FailureKind:
+    return "assertion" if "AssertionError" in output or "expect(" in output else "error"
+
+
+_PRESETS: dict[str, Callable[[str, int | None], Classification]] = {
+    "phpunit": _phpunit, "pytest": _pytest, "node": _node}

@@ -98,7 +98,7 @@ def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = ""
     package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
     file = _File(Rows(path, source, "python"), module, package)
     root = tree.root_node
-    file.rows.symbol("module", module, module.rsplit(".", 1)[-1], root, docblock=_docstring(file.rows, root))
+    file.rows.module(module, module.rsplit(".", 1)[-1], root, _docstring(file.rows, root))
     captures = tree_sitter.QueryCursor(_language()[1]).captures(root)
     items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
     items.sort(key=lambda item: (item[0], item[1]))

@@ -104,6 +104,11 @@ class Rows:
     def relate(self, kind: str, source: str, name: str, target: str, line: int, fallback: str = "") -> None:
         self.relations.append((self.path, kind, source, name, target, fallback, line))
 
+    def module(self, fqn: str, name: str, root: tree_sitter.Node, docblock: str = "") -> None:
+        """The file's module: all of it, from its first byte (the tree's root starts at its first token)."""
+        self.symbols.append((self.path, "module", fqn, name, "", 1, root.end_point[0] + 1, 0, len(self.source),
+                             "", docblock, "[]"))
+
     def done(self, tree: tree_sitter.Tree, digest: str) -> FileRows:
         return FileRows(self.path, digest or content_hash(self.source), self.language, tree.root_node.has_error,
                         self.symbols, self.relations)

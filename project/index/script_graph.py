@@ -129,7 +129,7 @@ def _rows(dialect: str, path: str, source: bytes, tree: tree_sitter.Tree, digest
     module = module_name(path)
     file = _File(Rows(path, source, "javascript" if dialect == "javascript" else "typescript"), module, dialect)
     root = tree.root_node
-    file.rows.symbol("module", module, module.rsplit("/", 1)[-1], root)
+    file.rows.module(module, module.rsplit("/", 1)[-1], root)
     captures = tree_sitter.QueryCursor(_language(dialect)[1]).captures(root)
     items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
     items.sort(key=lambda item: (item[0], item[1]))

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 
-ClassifierName = Literal["phpunit", "pytest"]
+ClassifierName = Literal["phpunit", "pytest", "node"]
 
 
 class ProfileError(ValueError):

@@ -1,6 +1,8 @@
 """Speed of the code index build, end to end, against raw tree-sitter parsing; and one-file re-sync.
 
-All figures come from one run on the same copy of each corpus (best of --repeat interleaved runs):
+Any language the graph reads: each file is parsed by its own grammar (a corpus of Python files
+measures Python). All figures come from one run on the same copy of each corpus (best of --repeat
+interleaved runs):
   raw        tree-sitter parse of every file (already in memory), one process
   index xN   `forgebot index DIR --no-embeddings --workers N --timings` as a user runs it, from the
              command's start to its exit: interpreter start, file walk, read, parse, extract, chunking,
@@ -9,6 +11,7 @@ All figures come from one run on the same copy of each corpus (best of --repeat 
 
     python tests/bench/bench_codegraph_speed.py            # Symfony (4,471 files) and Laravel
     python tests/bench/bench_codegraph_speed.py --corpus monolog=/usr/share/php/Monolog
+    python tests/bench/bench_codegraph_speed.py --corpus sympy=/path/to/sympy --rounds 50
 
 Goals: index x1 <= 2.0x raw, index x2 <= 1.5x raw (wall clock), re-sync p50 <= 2 ms, p99 <= 25 ms.
 The machine is shared: the load average is printed with each round, and the phase table of the last
@@ -30,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from project.index.db import connect
-from project.index.parse import new_parser
+from project.index.extractors import Parsers, extractor_for
 from project.index.store import build, sync_files
 
 
@@ -46,10 +49,14 @@ Timing = tuple[float, float]  # wall seconds, CPU seconds of this process
 
 
 def _raw_parse(root: Path, files: list[str]) -> Timing:
-    sources = [(root / rel).read_bytes() for rel in files]
-    parser = new_parser()
+    parsers = Parsers()
+    sources = []
+    for rel in files:
+        extractor = extractor_for(rel)
+        assert extractor is not None
+        sources.append((parsers.get(extractor), (root / rel).read_bytes()))
     start, cpu = time.perf_counter(), time.process_time()
-    for source in sources:
+    for parser, source in sources:
         parser.parse(source)
     return time.perf_counter() - start, time.process_time() - cpu
 
@@ -74,7 +81,8 @@ def _resync(root: Path, files: list[str], db: Path, rounds: int) -> tuple[str, i
     conn = connect(db)
     timings: list[float] = []
     for i in range(rounds):
-        path.write_bytes(original + f"\n// edit {i}\n".encode())
+        path.write_bytes(original + f"\n# edit {i}\n".encode() if median.endswith(".py") else
+                         original + f"\n// edit {i}\n".encode())
         start = time.perf_counter()
         report = sync_files(conn, root, [median])
         timings.append(time.perf_counter() - start)
@@ -88,7 +96,8 @@ def run(name: str, source: Path, rounds: int, repeat: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / name
         shutil.copytree(source, root, symlinks=False)
-        files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.php") if p.is_file())
+        files = sorted(rel for rel in (p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+                       if extractor_for(rel) is not None)
         _raw_parse(root, files)  # warm-up: allocator and page cache
         say(f"\n== {name}: {len(files)} files")
         ratios: dict[int, list[float]] = {1: [], 2: []}

@@ -1,7 +1,8 @@
-"""The PHPUnit and pytest classifiers on real runner output: saved from Debian's phpunit, and live."""
+"""The PHPUnit, pytest and node classifiers on real runner output: saved from the runners, and live."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from project.checks import CheckContext, run_checks
+from project.checks import CheckContext, CheckResult, run_checks
 from project.classify import classify
 from project.profiles import load_profile
 from project.sandbox import SandboxPolicy
@@ -153,3 +154,58 @@ def test_live_pytest_syntax_error_is_an_error_and_no_tests_is_not_a_pass(python_
     (python_project / "tests").mkdir()
     output, code = _run_pytest(python_project)
     assert code == 5 and classify("pytest", output, code).outcome == "no_tests"
+
+
+# node: `npm run --if-present test` (saved from npm 11 / node 20's own runner, and live) -------------
+
+NODE_SAVED = FIXTURES / "node_output"
+
+
+@pytest.mark.parametrize(("case", "code", "outcome"), [
+    ("failed", 1, "error"), ("passed", 0, "passed"), ("no_tests", 0, "no_tests"), ("no_script", 0, "no_tests")])
+def test_saved_node_output_is_classified(case: str, code: int, outcome: str) -> None:
+    result = classify("node", (NODE_SAVED / f"{case}.txt").read_text(), code, root="/tmp/nodet")
+    assert result.outcome == outcome
+
+
+def test_node_failures_name_the_test_its_error_and_line() -> None:
+    result = classify("node", (NODE_SAVED / "failed.txt").read_text(), 1, root="/tmp/nodet")
+    assert [(f.test, f.kind, f.message, f.location) for f in result.failures] == [
+        ("subtracts", "assertion", "AssertionError: Expected values to be strictly equal", "test/a.test.js:4"),
+        ("throws", "error", "TypeError: Cannot read properties of null (reading 'x')", "test/a.test.js:5"),
+    ]
+
+
+def _node_package(tmp_path: Path, test: str | None, body: str) -> Path:
+    package = tmp_path / "pkg"
+    (package / "test").mkdir(parents=True)
+    scripts = {"test": test} if test else {}
+    (package / "package.json").write_text(json.dumps({"name": "pkg", "version": "1.0.0", "scripts": scripts}))
+    (package / "test" / "sum.test.js").write_text(
+        'const test = require("node:test");\nconst assert = require("node:assert");\n' + body)
+    return package
+
+
+def _node_check(package: Path) -> CheckResult:
+    context = CheckContext(worktree=package, profile=load_profile("typescript"), base_env=dict(os.environ))
+    (test,) = run_checks(context, ("test",)).of_kind("test")
+    return test
+
+
+def test_live_npm_test_script_through_the_typescript_profile(tmp_path: Path) -> None:
+    need_tools("node", "npm")
+    failing = _node_package(tmp_path, "node --test", 'test("sums", () => { assert.strictEqual(1 + 1, 3); });\n')
+    result = _node_check(failing)
+    assert result.status == "failed" and result.classification is not None
+    assert [(f.test, f.kind, f.location) for f in result.classification.failures] == [
+        ("sums", "assertion", "test/sum.test.js:3")]
+    (failing / "test" / "sum.test.js").write_text(
+        'const test = require("node:test");\nconst assert = require("node:assert");\n'
+        'test("sums", () => { assert.strictEqual(1 + 1, 2); });\n')
+    assert _node_check(failing).status == "passed"
+
+
+def test_live_package_without_a_test_script_runs_no_test(tmp_path: Path) -> None:
+    need_tools("node", "npm")
+    result = _node_check(_node_package(tmp_path, None, ""))
+    assert (result.status, result.reason) == ("not_run", "the test command ran no tests")

@@ -37,6 +37,18 @@ def test_python_profile_reads_python_into_the_graph() -> None:
     assert python.env["PYTHONDONTWRITEBYTECODE"] == "1"
 
 
+@pytest.mark.parametrize("name", ["typescript", "javascript"])
+def test_script_profiles_run_the_packages_own_scripts_without_lifecycle_scripts(name: str) -> None:
+    profile = load_profile(name)
+    assert profile.parser == name and profile.classifier == "node" and profile.standards == name
+    assert profile.install is not None and profile.install.network and profile.install.tools == ("npm",)
+    assert profile.install.run.count("--ignore-scripts") == 2  # `npm ci` and `npm install` alike
+    assert profile.test is not None and profile.test.run == "{tool} run --if-present test"
+    assert [(spec.name, spec.when_files) for spec in profile.lint] == [
+        ("tsc", ("tsconfig.json",)), ("lint", ("package.json",))]
+    assert "never `var`" in standards.load(name)
+
+
 @pytest.mark.parametrize("name", ["cobol", "../php", "PHP", ""])
 def test_an_unknown_or_malformed_name_is_refused(name: str) -> None:
     with pytest.raises(ProfileError) as caught:
@@ -45,7 +57,7 @@ def test_an_unknown_or_malformed_name_is_refused(name: str) -> None:
 
 
 def test_unknown_profile_lists_the_known_ones() -> None:
-    with pytest.raises(ProfileError, match=r"unknown profile 'cobol' \(known: php, python"):
+    with pytest.raises(ProfileError, match=r"unknown profile 'cobol' \(known: javascript, php, python, typescript"):
         load_profile("cobol")
 
 

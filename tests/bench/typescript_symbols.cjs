@@ -1,0 +1,114 @@
+// Reference definitions for bench_languages.py, read by the TypeScript compiler's own parser.
+// Usage: node typescript_symbols.cjs TYPESCRIPT_DIR ROOT < list-of-relative-paths
+// Prints one JSON object a line: {"t":"def","kind","name","path","line"}; a file with parse errors is
+// {"t":"error","path","message"} and left out of the comparison (as tree-sitter's stale files are).
+// Kinds and start lines follow docs/codegraph.md: a definition starts at its first token after any
+// decorators; an arrow function or function expression bound to a name is a function at that name.
+"use strict";
+const fs = require("fs");
+const path = require("path");
+const ts = require(path.join(process.argv[2], "typescript"));
+const root = process.argv[3];
+
+const KINDS = { ".ts": ts.ScriptKind.TS, ".mts": ts.ScriptKind.TS, ".cts": ts.ScriptKind.TS,
+  ".tsx": ts.ScriptKind.TSX, ".js": ts.ScriptKind.JSX, ".jsx": ts.ScriptKind.JSX, ".mjs": ts.ScriptKind.JS,
+  ".cjs": ts.ScriptKind.JS };
+
+function moduleName(rel) {
+  let stem = rel;
+  for (const ext of [".d.ts", ".d.mts", ".d.cts", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs"]) {
+    if (stem.endsWith(ext)) { stem = stem.slice(0, -ext.length); break; }
+  }
+  if (stem.endsWith("/index")) stem = stem.slice(0, -"/index".length);
+  return stem.split("/").pop();
+}
+
+function nameOf(name) {
+  if (!name) return "";
+  if (ts.isIdentifier(name) || ts.isPrivateIdentifier(name)) return name.text;
+  if (ts.isStringLiteral(name) || ts.isNumericLiteral(name) || ts.isNoSubstitutionTemplateLiteral(name)) return name.text;
+  return "";  // computed names are not indexed
+}
+
+function isFunctionValue(node) {
+  return !!node && (ts.isArrowFunction(node) || ts.isFunctionExpression(node));
+}
+
+function startOf(node, sf) {
+  const modifiers = ts.canHaveModifiers(node) ? (node.modifiers || []) : [];
+  const decorators = modifiers.filter((m) => ts.isDecorator(m));
+  if (!decorators.length) return node.getStart(sf);
+  const rest = modifiers.filter((m) => !ts.isDecorator(m));
+  if (rest.length) return rest[0].getStart(sf);
+  return ts.skipTrivia(sf.text, decorators[decorators.length - 1].end);
+}
+
+function boundName(node) {
+  // a class expression is named by the variable it is assigned to
+  const parent = node.parent;
+  return parent && ts.isVariableDeclaration(parent) && ts.isIdentifier(parent.name) && parent.initializer === node
+    ? parent.name.text : "";
+}
+
+function emit(rel, sf, kind, name, pos) {
+  const line = sf.getLineAndCharacterOfPosition(pos).line + 1;
+  process.stdout.write(JSON.stringify({ t: "def", kind, name, path: rel, line }) + "\n");
+}
+
+function visit(rel, sf, node, owner) {
+  let inner = owner;
+  if (ts.isClassDeclaration(node) || ts.isClassExpression(node)) {
+    const name = node.name ? node.name.text : (ts.isClassExpression(node) ? boundName(node) : "");
+    const named = ts.isClassExpression(node) ? boundName(node) : name;
+    if (named) emit(rel, sf, "class", named, startOf(node, sf));
+    inner = named ? "class" : null;
+  } else if (ts.isInterfaceDeclaration(node)) {
+    emit(rel, sf, "interface", node.name.text, startOf(node, sf));
+    inner = "interface";
+  } else if (ts.isTypeAliasDeclaration(node)) {
+    emit(rel, sf, "type", node.name.text, startOf(node, sf));
+  } else if (ts.isEnumDeclaration(node)) {
+    emit(rel, sf, "enum", node.name.text, startOf(node, sf));
+  } else if (ts.isEnumMember(node)) {
+    const name = nameOf(node.name);
+    if (name) emit(rel, sf, "enum_case", name, node.getStart(sf));
+  } else if (ts.isFunctionDeclaration(node)) {
+    if (node.name) emit(rel, sf, "function", node.name.text, startOf(node, sf));
+    inner = null;
+  } else if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && isFunctionValue(node.initializer)) {
+    emit(rel, sf, "function", node.name.text, node.getStart(sf));
+  } else if (ts.isModuleDeclaration(node)) {
+    if (ts.isIdentifier(node.name) && !(node.flags & ts.NodeFlags.GlobalAugmentation)) {
+      emit(rel, sf, "namespace", node.name.text, startOf(node, sf));
+    }
+    inner = null;
+  } else if (owner === "class" && (ts.isMethodDeclaration(node) || ts.isGetAccessorDeclaration(node)
+      || ts.isSetAccessorDeclaration(node) || ts.isConstructorDeclaration(node)
+      || (ts.isPropertyDeclaration(node) && isFunctionValue(node.initializer)))) {
+    const name = ts.isConstructorDeclaration(node) ? "constructor" : nameOf(node.name);
+    if (name) emit(rel, sf, "method", name, startOf(node, sf));
+    inner = null;
+  } else if (owner === "interface" && (ts.isMethodSignature(node) || ts.isGetAccessorDeclaration(node)
+      || ts.isSetAccessorDeclaration(node))) {
+    const name = nameOf(node.name);
+    if (name) emit(rel, sf, "method", name, startOf(node, sf));
+    inner = null;
+  } else if (ts.isFunctionLike(node) || ts.isObjectLiteralExpression(node) || ts.isTypeLiteralNode(node)) {
+    inner = null;
+  }
+  ts.forEachChild(node, (child) => visit(rel, sf, child, inner));
+}
+
+const input = fs.readFileSync(0, "utf8").split("\n").filter(Boolean);
+for (const rel of input) {
+  const text = fs.readFileSync(path.join(root, rel), "utf8");
+  const ext = path.extname(rel);
+  const sf = ts.createSourceFile(rel, text, ts.ScriptTarget.Latest, true, KINDS[ext]);
+  if (sf.parseDiagnostics && sf.parseDiagnostics.length) {
+    const message = ts.flattenDiagnosticMessageText(sf.parseDiagnostics[0].messageText, "\n");
+    process.stdout.write(JSON.stringify({ t: "error", path: rel, message }) + "\n");
+    continue;
+  }
+  emit(rel, sf, "module", moduleName(rel), 0);
+  visit(rel, sf, sf, null);
+}
