@@ -1,0 +1,143 @@
+"""The code graph of Python and TypeScript repositories through the running service.
+
+An analyze task on a Python repository (a label delivery over HTTP to the real receiver, a burst arq
+worker on the real Redis, the repository cloned over HTTP) and a `/review` of a TypeScript change:
+each role asks the graph for the callers of a function the task is about, and `forgebot trace TASK`,
+run as a user types it, shows the tool answering with the real call sites (through a package's
+re-export in Python, through a namespace import and a CommonJS `require` in TypeScript/JavaScript).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import BaseMessage, ToolMessage
+
+from foundation.settings import Settings
+from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence, Finding, Review
+from tests.e2e.conftest import allow_http_git, work
+from tests.e2e.review_harness import Models, deliver, fake_change, prepare
+from tests.e2e.review_harness import work as review_work
+from tests.e2e.test_memory_service import _deliver, _task_ids, _trace
+from tests.fakes.chat import answer, scripted
+from tests.fakes.forge_http import FakeForgeState, FakeIssue
+from tests.fakes.git_http import create_git_server
+from tests.fakes.server import serving
+from tests.graph.conftest import init_repo
+from tests.graph.review.conftest import ChangeRepo, git
+from tests.graph.runtime.script import call, done
+from tests.intake.payloads import serve_samples
+
+POLYGLOT = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "polyglot"
+REPO = "Codertocat/Hello-World"
+
+
+def _copy(target: Path, parts: tuple[str, ...], config: str) -> Path:
+    target.mkdir(parents=True)
+    for part in parts:
+        source = POLYGLOT / part
+        if source.is_dir():
+            shutil.copytree(source, target / part)
+        else:
+            shutil.copy(source, target / part)
+    (target / ".forgebot.yml").write_text(config)
+    return target
+
+
+@pytest.fixture
+def python_origin(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) -> Iterator[str]:
+    """The fixture's Python shop as the served repository (branches `main` and `master`)."""
+    work_dir = init_repo(_copy(tmp_path / "work", ("shop", "app.py", "tests"),
+                               "profile: python\ncommands:\n  install: false\n  test: false\n  lint: false\n"))
+    served = tmp_path / "served"
+    served.mkdir()
+    subprocess.run(["git", "clone", "-q", "--bare", str(work_dir), str(served / "app.git")], check=True)
+    subprocess.run(["git", "-C", str(served / "app.git"), "branch", "-f", "master", "main"], check=True,
+                   capture_output=True)
+    with serving(create_git_server(served, None)) as server:
+        settings.workspace.git_hosts = (server.url,)
+        serve_samples(fake_forge, settings, clone_url=f"{server.url}/app.git", git_dir=str(served / "app.git"))
+        yield f"{server.url}/app.git"
+
+
+def _tool_lines(story: str, role: str, tool: str) -> list[str]:
+    return [line for line in story.splitlines() if f"[{role}] {tool}(" in line]
+
+
+def _callers(received: list[list[BaseMessage]], tool: str) -> set[tuple[str, int, str]]:
+    """The resolved call sites the tool answered the model (the whole answer; the trace shows its start)."""
+    message = next(m for messages in received for m in messages if isinstance(m, ToolMessage) and m.name == tool)
+    text = str(message.content)
+    answer = json.loads(text[text.index("{"):text.rindex("}") + 1])
+    return {(s["path"], s["line"], s["caller"]) for s in answer["sites"] if s["certainty"] == "resolved"}
+
+
+async def test_an_analysis_of_a_python_repository_finds_callers_through_the_graph(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, python_origin: str
+) -> None:
+    settings.redis_url = redis_url
+    allow_http_git(settings)
+    settings.triggers.analyze_label = "bug"  # the sample adds "bug"
+    fake_forge.grant("github", REPO, "Codertocat", "write")  # the sample's actor
+    fake_forge.grant("github", REPO, "alice", "write")  # the issue's author: a member, so her text is read
+    fake_forge.add_issue("github", REPO, 1, FakeIssue(title="Saving a cart twice", body="Who saves carts?"))
+    analysis = Analysis(summary="Repository.save is called by the cart, the checkout and a test",
+                        affected_files=["shop/base.py"],
+                        evidence=[Evidence(path="shop/base.py", start_line=7, end_line=10, note="save()")])
+    script = {
+        "decomposer": scripted([answer(Decomposition, Decomposition(
+            criteria=[AcceptanceCriterion(id=1, text="every caller of save is named")]))]),
+        "analyzer": scripted([call("find_callers", fqn="shop.base.Repository.save"),
+                              call("finish_exploration", files=["shop/base.py"], reason="callers known"),
+                              answer(Analysis, analysis)]),
+    }
+    await _deliver(settings, python_origin, 1, "5e1c0a4b-cc78-11e3-81ab-4c9367dc0958")
+    assert (await work(settings, lambda role: script[role])).jobs_failed == 0
+    (task,) = await _task_ids(settings)
+    (asked,) = _tool_lines(_trace(settings, task), "analyzer", "find_callers")
+    # `from shop import Cart` in app.py reaches Repository.save through shop/__init__.py's re-export
+    assert '"state":"ok"' in asked and '"sites":[{"path":"app.py","lin' in asked
+    assert _callers(script["analyzer"].received, "find_callers") == {
+        ("app.py", 7, "app.checkout"), ("shop/cart.py", 13, "shop.cart.Cart::save"),
+        ("tests/test_cart.py", 6, "tests.test_cart.test_total")}
+
+
+def _script_change(root: Path) -> ChangeRepo:
+    _copy(root, ("src", "legacy"), "profile: typescript\ncommands:\n  install: false\n  test: false\n  lint: false\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-q", "-m", "base")
+    base = git(root, "rev-parse", "HEAD").strip()
+    git(root, "checkout", "-q", "-b", "feature")
+    repo = ChangeRepo(root=root, base=base, head=base)
+    pricing = (root / "src" / "pricing.ts").read_text().replace(
+        "return prices.reduce((a, b) => a + b, 0);", "return prices.reduce((a, b) => a + b, 0) * 2;")
+    repo.commit({"src/pricing.ts": pricing}, "Double every sum")
+    return repo
+
+
+async def test_a_review_of_a_typescript_change_finds_callers_through_the_graph(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path
+) -> None:
+    repo = _script_change(tmp_path / "repo")
+    prepare(settings, redis_url, fake_forge, repo.root)
+    fake_forge.add_change("github", REPO, 1, fake_change(repo))
+    review = Review(verdict="request_changes", summary="sumPrices doubles every total its callers compute",
+                    verified_criteria=[1], unverified_criteria=[], findings=[Finding(
+                        severity="major", message="Cart.total and legacyTotal now double every sum",
+                        path="src/pricing.ts", line=7, criteria=[2])])
+    models = Models([call("find_callers", fqn="src/pricing:sumPrices"), done(), answer(Review, review)])
+    await deliver(settings, "github", 301, f"file://{repo.root}")
+    await review_work(settings, redis_url, models)
+    (task,) = await _task_ids(settings)
+    (asked,) = _tool_lines(_trace(settings, task), "reviewer", "find_callers")
+    # `const { sumPrices } = require(...)` in a CommonJS file, resolved to the TypeScript module
+    assert '"state":"ok"' in asked and '"sites":[{"path":"legacy/util.js"' in asked
+    assert _callers(models.reviewer.received, "find_callers") == {
+        ("legacy/util.js", 4, "legacy/util:legacyTotal"),
+        ("src/models/cart.ts", 19, "src/models/cart:Cart::total")}  # `import * as pricing`
