@@ -1,4 +1,4 @@
-"""The code index as agent tools: search by meaning and text, line ranges, and the PHP code graph.
+"""The code index as agent tools: search by meaning and text, line ranges, and the code graph.
 
 Thin LangChain adapters over `graph.tools.search` (issue 6) and `project.index.queries` /
 `project.index.contract` (issue 5): each returns text the model can read — hits as `path:line`

@@ -24,7 +24,7 @@ import tree_sitter
 import tree_sitter_python
 
 from project.index.parse import FileRows
-from project.index.scopes import LOCAL, Binding, Rows, Scope, head, looks_like_class
+from project.index.scopes import LOCAL, Binding, ClassInfo, Context, Rows, Scope, head, looks_like_class, sweep
 
 _QUERY = """
 (class_definition) @class
@@ -39,7 +39,6 @@ _QUERY = """
 (as_pattern_target) @target
 (named_expression name: (identifier) @target)
 """
-_HUGE = 1 << 62
 BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_"))
 CONSTRUCTOR = "__init__"
 
@@ -64,21 +63,8 @@ def module_name(path: str) -> str:
     return ".".join(parts)
 
 
-@dataclass(slots=True)
-class _Class:
-    fqn: str
-    scope: Scope
-    bases: list[str] = field(default_factory=list)
-    attributes: dict[str, str] = field(default_factory=dict)  # self.x -> class of its value
-
-
-@dataclass(slots=True)
-class _Context:
-    scope: Scope
-    prefix: str  # the dotted name definitions inside take as their prefix
-    source: str  # the fqn calls made here are made from
-    cls: _Class | None = None  # the enclosing class, in its body and in its methods
-    in_body: bool = False  # directly in the class body (a `def` here is a method)
+_Class = ClassInfo
+_Context = Context
 
 
 @dataclass(slots=True)
@@ -99,16 +85,8 @@ def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = ""
     file = _File(Rows(path, source, "python"), module, package)
     root = tree.root_node
     file.rows.module(module, module.rsplit(".", 1)[-1], root, _docstring(file.rows, root))
-    captures = tree_sitter.QueryCursor(_language()[1]).captures(root)
-    items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
-    items.sort(key=lambda item: (item[0], item[1]))
-    stack: list[tuple[int, _Context]] = [(_HUGE, _Context(Scope(), module, module))]
-    for start, _, capture, node in items:
-        while stack[-1][0] <= start:
-            stack.pop()
-        inner = _HANDLERS[capture](file, node, stack[-1][1])
-        if inner is not None:
-            stack.append((node.end_byte, inner))
+    sweep(_language()[1], root, _Context(Scope(), module, module),
+          lambda capture, node, ctx: _HANDLERS[capture](file, node, ctx))
     _resolve(file)
     return file.rows.done(tree, digest)
 
@@ -144,12 +122,13 @@ def _class(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | Non
     rows.symbol("class", fqn, name, node, signature=_signature(rows, node, decorators),
                 docblock=_docstring(rows, body), attributes=tuple(decorators))
     ctx.scope.bind(name, Binding("class", fqn))
-    info = _Class(fqn, Scope(outer=ctx.scope.outer if ctx.in_body else ctx.scope))  # class bodies nest no scope
+    info = _Class(fqn)
     file.classes[fqn] = info
     bases = node.child_by_field_name("superclasses")
     if bases is not None:
         file.bases.append((bases, info, ctx))
-    return _Context(info.scope, fqn, fqn, info, in_body=True)
+    body_scope = Scope(outer=ctx.scope.outer if ctx.in_body else ctx.scope)  # class bodies nest no scope
+    return _Context(body_scope, fqn, fqn, info, in_body=True)
 
 
 def _function(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:

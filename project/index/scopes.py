@@ -15,6 +15,7 @@ fallback only when no definition carries the primary name, as it does for PHP's 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -73,6 +74,46 @@ class Scope:
             self.names[name] = LOCAL
         else:
             self.names[name] = LOCAL if known.fqn != binding.fqn else known
+
+
+@dataclass(slots=True)
+class ClassInfo:
+    """A class being read: its bases (resolved) and the class each attribute (`self.x`, a field) holds."""
+
+    fqn: str
+    bases: list[str] = field(default_factory=list)
+    attributes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Context:
+    """What encloses a node during the sweep."""
+
+    scope: Scope
+    prefix: str  # the name definitions inside are named under
+    source: str  # the fqn calls made here are made from
+    cls: ClassInfo | None = None  # the enclosing class, in its body and its methods (`self`, `this`)
+    in_body: bool = False  # directly in the class body (a function here is a method)
+
+
+_HUGE = 1 << 62
+
+
+def sweep(query: tree_sitter.Query, root: tree_sitter.Node, first: Context,
+          handle: Callable[[str, tree_sitter.Node, Context], Context | None]) -> None:
+    """Visit the query's captures in source order, each with the context enclosing it; a handler that
+    returns a context opens it until the end of its node. The query runs in C: Python sees only the
+    nodes that matter, never the whole tree."""
+    captures = tree_sitter.QueryCursor(query).captures(root)
+    items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
+    items.sort(key=lambda item: (item[0], item[1]))
+    stack: list[tuple[int, Context]] = [(_HUGE, first)]
+    for start, _, capture, node in items:
+        while stack[-1][0] <= start:
+            stack.pop()
+        inner = handle(capture, node, stack[-1][1])
+        if inner is not None:
+            stack.append((node.end_byte, inner))
 
 
 def looks_like_class(name: str) -> bool:

@@ -28,7 +28,7 @@ import tree_sitter_javascript
 import tree_sitter_typescript
 
 from project.index.parse import FileRows
-from project.index.scopes import LOCAL, Binding, Rows, Scope, head, looks_like_class
+from project.index.scopes import LOCAL, Binding, ClassInfo, Context, Rows, Scope, head, looks_like_class, sweep
 
 _PATTERNS = {
     "class": ("class_declaration", "abstract_class_declaration"),
@@ -47,7 +47,6 @@ _PATTERNS = {
     "params": ("formal_parameters",),
     "assign": ("assignment_expression",),
 }
-_HUGE = 1 << 62
 CONSTRUCTOR = "constructor"
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _EXTENSIONS = (".d.ts", ".d.mts", ".d.cts", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
@@ -88,20 +87,8 @@ def resolve_specifier(path: str, specifier: str) -> str:
     return module_name(joined) if joined.endswith(_EXTENSIONS) or joined.endswith("/index") else joined
 
 
-@dataclass(slots=True)
-class _Class:
-    fqn: str
-    bases: list[str] = field(default_factory=list)
-    attributes: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Context:
-    scope: Scope
-    prefix: str  # what definitions inside are named under (`module:` + dotted path)
-    source: str  # the fqn calls made here are made from
-    cls: _Class | None = None  # the class `this` is, in its body and methods
-    in_body: bool = False  # directly in a class body
+_Class = ClassInfo
+_Context = Context
 
 
 @dataclass(slots=True)
@@ -130,16 +117,8 @@ def _rows(dialect: str, path: str, source: bytes, tree: tree_sitter.Tree, digest
     file = _File(Rows(path, source, "javascript" if dialect == "javascript" else "typescript"), module, dialect)
     root = tree.root_node
     file.rows.module(module, module.rsplit("/", 1)[-1], root)
-    captures = tree_sitter.QueryCursor(_language(dialect)[1]).captures(root)
-    items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
-    items.sort(key=lambda item: (item[0], item[1]))
-    stack: list[tuple[int, _Context]] = [(_HUGE, _Context(Scope(), f"{module}:", module))]
-    for start, _, capture, node in items:
-        while stack[-1][0] <= start:
-            stack.pop()
-        inner = _HANDLERS[capture](file, node, stack[-1][1])
-        if inner is not None:
-            stack.append((node.end_byte, inner))
+    sweep(_language(dialect)[1], root, _Context(Scope(), f"{module}:", module),
+          lambda capture, node, ctx: _HANDLERS[capture](file, node, ctx))
     _resolve(file)
     return file.rows.done(tree, digest)
 
