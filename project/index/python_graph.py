@@ -440,7 +440,8 @@ def _named_target(value: Binding | None) -> tuple[str, str]:
         return value.fqn, ""
     if value.kind == "name":
         constructor = f"{value.fqn}::{CONSTRUCTOR}"
-        return (constructor, value.fqn) if looks_like_class(value.fqn.rsplit(".", 1)[-1]) else (value.fqn, "")
+        # classes named in lower case (`exp(x)` builds sympy's class exp) keep the constructor as fallback
+        return (constructor, value.fqn) if looks_like_class(value.fqn.rsplit(".", 1)[-1]) else (value.fqn, constructor)
     return "", ""
 
 
