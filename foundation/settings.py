@@ -158,7 +158,13 @@ class LLMSettings(BaseModel):
     )
     context_window_tokens: int = Field(
         default=32_000, ge=1024,
-        description="tokens of the model's context window; a quarter of it bounds the planner's code context",
+        description="tokens of the model's context window: every request (prompt, standards, tools, diff, "
+        "context and the answer's reserve) is fitted to it, or the task stops naming the window it needs",
+    )
+    max_output_tokens: int = Field(
+        default=4096, ge=64,
+        description="tokens one model call may write (sent with every request); at most a quarter of "
+        "`context_window_tokens` is used, the rest of the window is the prompt's",
     )
     # USD per million tokens: model name -> (input, output); unknown models cost 0 and say so
     prices: dict[str, tuple[float, float]] = Field(

@@ -86,6 +86,8 @@ class ResolvedModel:
     timeout: float
     max_retries: int
     structured_output: str = "auto"
+    output_tokens: int = 4096  # the cap every call of this role is sent
+    context_window: int = 32_000
 
 
 def resolve(settings: LLMSettings, role: str) -> ResolvedModel:
@@ -100,7 +102,15 @@ def resolve(settings: LLMSettings, role: str) -> ResolvedModel:
         provider=settings.provider, model=pick("model"), base_url=pick("base_url"), api_key=pick("api_key"),
         temperature=pick("temperature"), timeout=settings.timeout, max_retries=settings.max_retries,
         structured_output=pick("structured_output"),
+        output_tokens=output_cap(settings.context_window_tokens, settings.max_output_tokens),
+        context_window=settings.context_window_tokens,
     )
+
+
+def output_cap(window_tokens: int, max_output_tokens: int) -> int:
+    """Tokens one call may write: the setting, but at most a quarter of the window (the prompt's room
+    is the rest, and a small model asked for more than it can hold would only run longer)."""
+    return min(max_output_tokens, window_tokens // 4)
 
 
 ROLES = ("decomposer", "analyzer", "planner", "architect", "coder", "reviewer")
@@ -261,6 +271,11 @@ def _openai(r: ResolvedModel) -> BaseChatModel:
         raise ModelConfigError("FORGEBOT_LLM__API_KEY is not set (or set FORGEBOT_LLM__BASE_URL for a local endpoint)")
     from langchain_openai import ChatOpenAI
 
+    # OpenAI's own API takes `max_completion_tokens` (LangChain's spelling of `max_tokens` there); the
+    # compatible servers (llama.cpp, llama-cpp-python, vLLM, Ollama's /v1, gateways) all read
+    # `max_tokens`, and some ignore the newer name, which would leave the call without a cap
+    cap: dict[str, Any] = {"max_tokens": r.output_tokens} if r.base_url is None else {
+        "extra_body": {"max_tokens": r.output_tokens}}
     return ChatOpenAI(
         model=r.model,
         base_url=r.base_url,
@@ -269,6 +284,7 @@ def _openai(r: ResolvedModel) -> BaseChatModel:
         temperature=r.temperature,
         timeout=r.timeout,
         max_retries=0,  # `invoke` retries, with one policy for every provider
+        **cap,
     )
 
 
@@ -281,7 +297,7 @@ def _anthropic(r: ResolvedModel) -> BaseChatModel:
         raise ModelConfigError("provider anthropic needs `pip install langchain-anthropic`") from exc
     options: dict[str, Any] = {
         "model": r.model, "api_key": r.api_key, "temperature": r.temperature,
-        "timeout": r.timeout, "max_retries": 0,
+        "timeout": r.timeout, "max_retries": 0, "max_tokens": r.output_tokens,
     }
     if r.base_url:
         options["base_url"] = r.base_url
@@ -297,6 +313,8 @@ def _ollama(r: ResolvedModel) -> BaseChatModel:
         model=r.model,
         base_url=r.base_url,
         temperature=r.temperature,
+        num_predict=r.output_tokens,
+        num_ctx=r.context_window,  # Ollama's own default window is small, and it cuts prompts silently
         sync_client_kwargs={"timeout": r.timeout},
         async_client_kwargs={"timeout": r.timeout},
     )

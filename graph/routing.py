@@ -42,10 +42,11 @@ def entry_node(state: TaskState) -> str:
 
 
 def after_decomposer(state: TaskState) -> Literal["analyzer", "ask", "publisher"]:
-    """No criteria means the issue lacks information: ask and wait while rounds remain, else report blocked."""
+    """No criteria: ask the author and wait while rounds remain, else report blocked. A model that gave
+    no questions has nothing to ask (the blocked report says the answer missing was the model's)."""
     if state.get("criteria"):
         return "analyzer"
-    return "ask" if state.get("may_ask") else "publisher"
+    return "ask" if state.get("may_ask") and state.get("questions") else "publisher"
 
 
 def after_analyzer(state: TaskState) -> Literal["publisher", "planner"]:
@@ -110,7 +111,9 @@ def _feedback(state: TaskState) -> str:
 _REASONS: dict[str, Callable[[TaskState], str]] = {
     "decomposer→analyzer": lambda s: f"{len(s.get('criteria', []))} acceptance criteria",
     "decomposer→ask": lambda s: f"no criteria yet: asking {len(s.get('questions', []))} questions",
-    "decomposer→publisher": lambda s: "no criteria and nobody left to ask: a blocked report",
+    "decomposer→publisher": lambda s: (f"no criteria: the model gave no usable answer ({s.get('blocked_reason', '')})"
+                                       if s.get("blocked_by") == "model"
+                                       else "no criteria and nobody left to ask: a blocked report"),
     "analyzer→planner": lambda s: f"implement mode; {len(s.get('analysis', {}).get('affected_files', []))} "
                                   "affected files",
     "analyzer→publisher": lambda s: "analyze mode: the report",

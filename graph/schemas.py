@@ -8,9 +8,9 @@ against its scope and the disk) are checked by `plan_problems`, before any model
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -265,6 +265,48 @@ def settle_verdict(review: Review, criteria_ids: Sequence[int]) -> Review:
     return Review(verdict=verdict, summary=f"{review.summary}\n\n{note}", findings=review.findings,
                   verified_criteria=[i for i in verified if i not in unverified],
                   unverified_criteria=unverified if verdict == "incomplete" else [])
+
+
+def settle_answer(data: Mapping[str, Any], criteria_ids: Sequence[int]) -> Review:
+    """A review answer that still broke a rule after its repair turn, as the verdict its content supports.
+
+    Only what validates is kept: findings that do not are left out (and counted), criteria outside
+    the review's are ignored. An answer that called itself incomplete verifies nothing; any criterion
+    not shown verified makes the review incomplete unless a blocking finding requests changes, and
+    only a review with every criterion verified and nothing blocking approves.
+    """
+    findings: list[Finding] = []
+    raw_findings = data.get("findings")
+    dropped = 0
+    for item in raw_findings if isinstance(raw_findings, list) else []:
+        try:
+            findings.append(Finding.model_validate(item))
+        except ValueError:
+            dropped += 1
+    ids = set(criteria_ids)
+    said = str(data.get("verdict")) if data.get("verdict") in ("approve", "request_changes", "incomplete") else ""
+    verified = set() if said in ("incomplete", "") else set(_ids_in(data.get("verified_criteria"))) & ids
+    unverified = sorted((ids - verified) | (set(_ids_in(data.get("unverified_criteria"))) & ids))
+    blocking = any(f.severity in BLOCKING or f.criteria for f in findings)
+    verdict: Literal["approve", "request_changes", "incomplete"]
+    if unverified:
+        verdict = "request_changes" if blocking and said != "incomplete" else "incomplete"
+    else:
+        verdict = "request_changes" if blocking else "approve"
+    summary = data.get("summary") if isinstance(data.get("summary"), str) and data.get("summary") else (
+        "The model's answer gave no summary.")
+    left_out = f" {dropped} findings that did not validate are left out." if dropped else ""
+    note = (f"(forgebot: the model's answer said {said.replace('_', ' ') or 'no verdict'} but broke a rule code "
+            f"checks even after a repair turn; its findings and criteria say {verdict.replace('_', ' ')}.{left_out})")
+    return Review(verdict=verdict, summary=f"{summary}\n\n{note}", findings=findings,
+                  verified_criteria=sorted(i for i in verified if i not in unverified),
+                  unverified_criteria=unverified if verdict == "incomplete" else [])
+
+
+def _ids_in(value: Any) -> list[int]:
+    if not isinstance(value, list):
+        return []
+    return [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
 
 
 def final_verdict(review: Review, gates: Sequence[GateResult]) -> str:

@@ -58,6 +58,10 @@ class TaskState(TypedDict, total=False):
     criteria: list[dict[str, Any]]  # AcceptanceCriterion dumps
     assumptions: list[str]
     questions: list[str]
+    # why there are no criteria: "author" (questions the author must answer) or "model" (it gave none)
+    blocked_by: str
+    blocked_reason: str  # with blocked_by "model": what its answer lacked
+    criteria_source: str  # "issue" (an explicit list, taken as written) or "model"
     analysis: dict[str, Any]  # Analysis dump
     report_comment_id: int
     outcome: str  # "reported" | "blocked"

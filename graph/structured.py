@@ -9,14 +9,22 @@ server that rejects a method, or answers it without a schema-shaped reply, moves
 and the method that worked is remembered per endpoint for the rest of the process.
 
 An answer that is JSON but does not validate gets one repair turn that shows the model its
-validation error. Then the failure is honest: a `StructuredOutputError` naming the role, the schema
-and what was wrong — which the task's failure comment carries.
+validation error. An answer that still breaks a rule code can check (a review that approves with
+criteria it did not verify) is then settled by the caller's `settle` into the answer its content
+supports; anything else is honest: a `StructuredOutputError` naming the role, the schema and what
+was wrong, which the role turns into its own verdict or the task's failure. Either way the trace
+records the invalid answer (`invalid_answer`), so a model that cannot do the work is told apart
+from a product that broke.
+
+Every request is measured against the model's window first (`graph.runtime.window`); a repair
+turn that would not fit is sent without the schema's text, or not at all.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -24,8 +32,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
 
 from graph.llm import Failure, ModelCallError, Profile, invoke, model_name, profile
+from graph.runtime.trace import Trace
+from graph.runtime.window import Window, check, message_tokens, schema_tokens
 
 T = TypeVar("T", bound=BaseModel)
+# turns the JSON object of an answer that failed validation after its repair turn into the answer
+# its content supports; raises ValueError (or a ValidationError) when it cannot
+Settle = Callable[[dict[str, Any]], T]
 
 # the order `auto` tries, per provider: the strictest first, JSON mode last (it has no schema)
 AUTO_ORDER = {
@@ -75,14 +88,20 @@ def methods_for(prof: Profile) -> list[str | None]:
 
 
 async def ask_structured(
-    model: BaseChatModel, schema: type[T], messages: list[BaseMessage]
+    model: BaseChatModel, schema: type[T], messages: list[BaseMessage], *, window: Window | None = None,
+    settle: Settle[T] | None = None, trace: Trace | None = None,
 ) -> tuple[T, dict[str, Any]]:
-    """Return the parsed answer and its usage: `tokens`, `input_tokens`, `output_tokens`, `models`."""
+    """Return the parsed answer and its usage: `tokens`, `input_tokens`, `output_tokens`, `models`,
+    `estimated_tokens` (the largest request by the window's estimate)."""
     prof = profile(model)
     methods = methods_for(prof)
     auto = prof.structured_output == "auto" and len(methods) > 1
     spent = [0, 0, 0]  # total, input, output tokens over every attempt (a repair turn costs too)
     index, repaired, sent = 0, False, list(messages)
+    fixed = schema_tokens(schema)
+    estimated = message_tokens(sent) + fixed
+    if window is not None:
+        check(prof.role, window, estimated)
     while True:
         method = methods[index]
         runnable = model.with_structured_output(schema, include_raw=True, **({"method": method} if method else {}))
@@ -98,23 +117,71 @@ async def ask_structured(
         raw = result.get("raw")
         spent = [s + t for s, t in zip(spent, _usage(raw), strict=True)]
         parsed = result.get("parsed")
+        usage = {"tokens": spent[0], "input_tokens": spent[1], "output_tokens": spent[2],
+                 "models": [model_name(model)], "estimated_tokens": estimated}
         if isinstance(parsed, schema):
             if auto and method is not None:
                 LEARNED.set(prof.endpoint, method)
-            return parsed, {"tokens": spent[0], "input_tokens": spent[1], "output_tokens": spent[2],
-                            "models": [model_name(model)]}
+            return parsed, usage
         refused = _refusal(raw)
         if refused:
             raise ModelCallError(prof.role, Failure("refusal", f"the model refused: {refused}"))
-        problem = _problem(result.get("parsing_error"), raw)
+        error = result.get("parsing_error")
+        problem = _problem(error, raw)
         ignored = result.get("not_json") or _ignored(raw, method)
         if auto and ignored and index + 1 < len(methods):
             index += 1  # the server took the method but answered without it: the next one
             continue
-        if repaired:
-            raise StructuredOutputError(prof.role, schema.__name__, problem)
+        answer = _answer_object(raw, error)
+        repair = None if repaired else _repair_fitted(schema, answer, problem, messages, fixed, window)
+        if repair is None:
+            settled = _settled(settle, answer)
+            if trace is not None:
+                trace.event("invalid_answer", role=prof.role, schema=schema.__name__, problem=problem[:300],
+                            repaired=repaired, settled=settled is not None)
+            if settled is None:
+                raise StructuredOutputError(prof.role, schema.__name__, problem)
+            return settled, usage
         repaired = True
-        sent = [*messages, HumanMessage(_repair_text(schema, raw, problem))]
+        sent = [*messages, repair]
+        estimated = max(estimated, message_tokens(sent) + fixed)
+
+
+def _repair_fitted(schema: type[BaseModel], answer: str, problem: str, messages: list[BaseMessage], fixed: int,
+                   window: Window | None) -> HumanMessage | None:
+    """The repair turn, without the schema's text when the window cannot hold it; None when even the
+    short one does not fit (the answer is then final)."""
+    for full in (True, False):
+        repair = HumanMessage(_repair_text(schema, answer, problem, with_schema=full))
+        if window is None or message_tokens([*messages, repair]) + fixed <= window.prompt:
+            return repair
+    return None
+
+
+def _answer_object(raw: Any, error: Any) -> str:
+    """The answer's text as the model gave it; a client that validated while parsing kept no raw
+    message, but its validation error holds the object it read."""
+    text = _answer_text(raw)
+    if text or not isinstance(error, ValidationError):
+        return text
+    found = next((e["input"] for e in error.errors() if e["loc"] == () and isinstance(e["input"], dict)), None)
+    return json.dumps(found) if found is not None else ""
+
+
+def _settled(settle: Settle[T] | None, answer: str) -> T | None:
+    """The caller's settled answer from the last answer's JSON object, or None."""
+    if settle is None:
+        return None
+    try:
+        data = json.loads(answer.strip().removeprefix("```json").strip("`"))
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    try:
+        return settle(data)
+    except ValueError:  # pydantic's ValidationError is one
+        return None
 
 
 def _usage(raw: Any) -> tuple[int, int, int]:
@@ -175,10 +242,10 @@ def _problem(error: Any, raw: Any) -> str:
     return "the answer was empty" if not _answer_text(raw) else "the answer did not match the schema"
 
 
-def _repair_text(schema: type[BaseModel], raw: Any, problem: str) -> str:
-    answer = _answer_text(raw)[:_REPAIR_CHARS] or "(nothing)"
-    return (
-        f"Your previous answer could not be used. It was:\n\n{answer}\n\nThe problem: {problem}\n\n"
-        f"Answer again with one {schema.__name__} object that satisfies this JSON schema:\n"
-        f"{json.dumps(schema.model_json_schema())[:6000]}"
-    )
+def _repair_text(schema: type[BaseModel], answer: str, problem: str, *, with_schema: bool = True) -> str:
+    answer = answer[:_REPAIR_CHARS] or "(nothing)"
+    text = (f"Your previous answer could not be used. It was:\n\n{answer}\n\nThe problem: {problem}\n\n"
+            f"Answer again with one {schema.__name__} object")
+    if not with_schema:
+        return text + " that satisfies the schema you were given."
+    return text + f" that satisfies this JSON schema:\n{json.dumps(schema.model_json_schema())[:6000]}"

@@ -2,6 +2,12 @@
 
 The first run snapshots the issue (members' text only, see `graph.discussion`) into the state; a
 run after a need_info pause reads the snapshot from the checkpoint and adds the answers.
+
+Criteria the issue states explicitly (list items under an "Acceptance criteria" heading, or a
+checklist) are taken as written, without a model call: the author said what done means, and no
+model may reword it or call the issue unclear. Otherwise the model decomposes. When it gives
+neither criteria nor questions, or no usable answer even after its repair turn, the task is
+blocked on the *model's* missing answer, and the report says so instead of asking the author.
 """
 
 from __future__ import annotations
@@ -15,11 +21,11 @@ import prompts
 from foundation.forge import IssueRef, RepoRef
 from graph.deps import Deps
 from graph.discussion import WITHHELD_QUESTION, take_snapshot
+from graph.nodes.review_intake import list_items
 from graph.runtime.roles import RoleRun
 from graph.schemas import Decomposition
 from graph.state import TaskState
-
-UNCLEAR_QUESTION = "What should be true when this issue is done? Please describe the expected behaviour."
+from graph.structured import StructuredOutputError
 
 
 async def _snapshot(state: TaskState, deps: Deps) -> dict[str, Any]:
@@ -35,30 +41,46 @@ async def _snapshot(state: TaskState, deps: Deps) -> dict[str, Any]:
 
 
 async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
-    """Ask the decomposer model for criteria; questions instead of guesses when information lacks."""
+    """Criteria as the issue states them, else from the decomposer model; questions instead of guesses."""
     snapshot = await _snapshot(state, runtime.context)
     seen: dict[str, Any] = {**state, **snapshot}
     answers = seen.get("answers", [])
     rounds_left = state.get("question_rounds", 0) < runtime.context.settings.questions.max_rounds
     may_ask = rounds_left  # `forgebot run` asks too: `--answer` resumes it
+    stated = list_items(seen["body"] or "")
+    if stated:
+        criteria = [{"id": i, "text": text} for i, text in enumerate(stated, 1)]
+        return {**snapshot, "criteria": criteria, "criteria_source": "issue", "assumptions": [], "questions": [],
+                "may_ask": may_ask}
     if not (seen["title"] or seen["body"] or seen.get("discussion") or answers):
         # nothing a member wrote: no model call, one question to a member
-        return {**snapshot, "criteria": [], "assumptions": [], "questions": [WITHHELD_QUESTION], "may_ask": may_ask}
+        return {**snapshot, "criteria": [], "assumptions": [], "questions": [WITHHELD_QUESTION], "may_ask": may_ask,
+                "blocked_by": "author"}
     role = RoleRun.open("decomposer", state, runtime.context)
     messages = [
         SystemMessage(prompts.render("decomposer.system", forge_terms=prompts.terms(state["forge"]))),
         HumanMessage(prompts.render("decomposer.task", title=seen["title"], body=seen["body"],
                                     discussion=seen.get("discussion", []), answers=answers)),
     ]
-    answer = await role.ask(Decomposition, messages)
+    try:
+        answer = await role.ask(Decomposition, messages)
+    except StructuredOutputError as exc:  # recorded in the trace as the model's invalid answer
+        return {**snapshot, "criteria": [], "assumptions": [], "questions": [], "may_ask": may_ask,
+                "blocked_by": "model", "blocked_reason": f"its answer did not validate ({exc.failure.reason})",
+                **role.update()}
     # a "question" that asks nothing (a statement, a heading) would block the task on no question at all
     asked = [q.strip() for q in answer.questions if "?" in q]
-    questions = asked or ([] if answer.criteria else [UNCLEAR_QUESTION])
-    return {
+    update: dict[str, Any] = {
         **snapshot,
         "criteria": [c.model_dump() for c in answer.criteria],
+        "criteria_source": "model",
         "assumptions": answer.assumptions,
-        "questions": questions,
+        "questions": asked,
         "may_ask": may_ask,
         **role.update(),
     }
+    if not answer.criteria:
+        update["blocked_by"] = "author" if asked else "model"
+        if not asked:
+            update["blocked_reason"] = "it answered with neither acceptance criteria nor questions"
+    return update

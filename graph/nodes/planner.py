@@ -32,6 +32,8 @@ from graph.state import TaskState
 from graph.structured import StructuredOutputError
 from project.embedding import embedder_for
 
+MIN_CONTEXT_TOKENS = 64  # less cannot even name what was left out
+
 
 class PlanProposal(BaseModel):
     """The planner's answer: the plan (None when it cannot plan) and the files it creates."""
@@ -104,13 +106,17 @@ def injected_files(state: TaskState) -> str:
 
 
 def code_context(state: TaskState, settings: Settings, fixed_text: str, role: str, *,
-                 execution: str = "", with_diff: bool = True) -> tuple[str, dict[str, Any]]:
+                 execution: str = "", with_diff: bool = True, budget: int | None = None) -> tuple[str, dict[str, Any]]:
     """The code around the analysis, fitted by the context engine; the text and the state update
     recording its tokens for `role`. Tier 1: the investigation notes, `execution` output (checks'
-    stdout/stderr, cut to its tail) and the task's diff; then graph signatures; then search hits."""
+    stdout/stderr, cut to its tail) and the task's diff; then graph signatures; then search hits.
+    `budget` (tokens) replaces the default share of the window when the role has measured its room;
+    below `MIN_CONTEXT_TOKENS` there is no room for context at all."""
     analysis = state.get("analysis", {})
     query = " ".join(c["text"] for c in state.get("criteria", []))
-    budget = budget_for(settings.llm.context_window_tokens, fixed_text)
+    budget = budget_for(settings.llm.context_window_tokens, fixed_text) if budget is None else budget
+    if budget < MIN_CONTEXT_TOKENS:
+        return "", {"context_tokens": {role: {"tokens": 0, "budget": max(0, budget), "by_kind": {}, "omitted": 0}}}
     first = notes_part(state.get("notes", {}))
     if execution:
         first.append(execution_part("gates and review", execution, budget // 2))

@@ -55,6 +55,9 @@ def report_body(state: TaskState, *, wait_hours: float = 0) -> str:
         wait_hours=f"{wait_hours:g}" if wait_hours else 0,
         context_only=state.get("scope", {}).get("context_only", []),
         withheld=state.get("withheld", []),
+        blocked_by=state.get("blocked_by", "author"),
+        blocked_reason=state.get("blocked_reason", ""),
+        criteria_source=state.get("criteria_source", "model"),
     )
 
 

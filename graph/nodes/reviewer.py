@@ -11,23 +11,27 @@ override contracts when an index is open) under an inspection budget, then answe
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 import prompts
+from foundation.settings import Settings
 from graph.conventions import standards_for
 from graph.deps import Deps
 from graph.nodes.planner import code_context
 from graph.reviewdiff import DiffLimits, DiffView, collect
-from graph.runtime.budget import call_budget
+from graph.runtime.budget import call_budget, estimate_tokens
 from graph.runtime.memory import Memory
 from graph.runtime.roles import RoleRun
-from graph.schemas import GateResult, Review, final_verdict, settle_verdict
+from graph.runtime.window import Window, WindowTooSmall, message_tokens, tool_tokens
+from graph.schemas import GateResult, Review, final_verdict, settle_answer, settle_verdict
 from graph.state import TaskState
+from graph.structured import StructuredOutputError
 from graph.tools import tools_for
 from graph.tools.code import graph_tools, search_tools
 from graph.tools.files import file_tools
@@ -62,27 +66,27 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     settings = runtime.context.settings
     root = Path(state["workspace"])
     criteria = state.get("criteria") or [GENERAL_CRITERION]
-    view = collect(root, state["review_base"], DiffLimits(**state.get("review_limits", {})))
+    ids = [int(c["id"]) for c in criteria]
     memory = Memory()
     role = RoleRun.open("reviewer", state, runtime.context)
-    role.session(root=root, system=lambda: _system(state), targets=lambda: view.paths, memory=memory,
-                 max_calls=call_budget(settings.llm, "reviewer", criteria=len(criteria)))
-    text = _task(state, criteria, view)
-    # the context engine: investigation notes and failed checks' output first, then graph and search
-    # (the diff is already in the task, so it is not assembled twice)
-    context, record = code_context(state, settings, text, "reviewer", execution=state.get("fix_context", ""),
-                                   with_diff=False)
-    task = HumanMessage(f"{text}\n\n{context}".strip())
     index = state.get("index")
     conn = connect(index, readonly=True) if index and Path(index).is_file() else None
     try:
-        result = await role.loop(_tools(root, conn, memory, embedder_for(settings.embedder)), [task])
+        tools = _tools(root, conn, memory, embedder_for(settings.embedder))
+        view, task, record = _fitted_task(state, settings, role.window, criteria, tools)
+        role.session(root=root, system=lambda: _system(state), targets=lambda: view.paths, memory=memory,
+                     max_calls=call_budget(settings.llm, "reviewer", criteria=len(criteria)))
+        result = await role.loop(tools, [task])
     finally:
         if conn is not None:
             conn.close()
-    review = await role.conclude(Review, system=_system(state), criteria=criteria, memory=memory, result=result,
-                                 task=[task])
-    review = settle_verdict(review, [int(c["id"]) for c in criteria])
+    try:
+        review = await role.conclude(Review, system=_system(state), criteria=criteria, memory=memory, result=result,
+                                     task=[task], settle=lambda data: settle_answer(data, ids))
+    except StructuredOutputError as exc:  # no usable answer even after the repair turn: nothing is verified
+        review = Review(verdict="incomplete", unverified_criteria=ids,
+                        summary=f"The model gave no usable review ({exc.failure.reason}), so nothing was verified.")
+    review = settle_verdict(review, ids)
     if result.outcome in STOPPED:
         review = _not_approved(review, criteria, result.reason)
     gates = [GateResult.model_validate(g) for g in state.get("gates", [])]
@@ -94,6 +98,30 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         "review_scope": {"base": view.base, "head": view.head, "files": view.paths,
                          "skipped": [list(s) for s in view.skipped]},
     }
+
+
+def _fitted_task(state: TaskState, settings: Settings, window: Window, criteria: list[dict[str, Any]],
+                 tools: list[BaseTool]) -> tuple[DiffView, HumanMessage, dict[str, Any]]:
+    """The review's task message fitted to the model's window: the prompt, standards, tools and task
+    text are fixed; the diff takes up to two thirds of the rest, the code context half of what is then
+    left, and the tool loop fits the injected files and its history into the remainder."""
+    root = Path(state["workspace"])
+    limits = DiffLimits(**state.get("review_limits", {}))
+    bare = _task(state, criteria, DiffView(base="", head=""))
+    fixed = message_tokens([SystemMessage(_system(state)), HumanMessage(bare)]) + tool_tokens(tools)
+    room = window.room(fixed)
+    view = collect(root, state["review_base"], replace(limits, budget_tokens=min(limits.budget_tokens, room * 2 // 3)))
+    if not view.files and any("diff budget" in reason for _, reason in view.skipped):
+        whole = collect(root, state["review_base"], replace(limits, budget_tokens=10**9))
+        smallest = min(estimate_tokens(f.text) for f in whole.files)
+        raise WindowTooSmall("reviewer", window.needed(fixed + smallest * 3 // 2), window.tokens,
+                             "input (its prompt, standards and tools with the smallest file of the diff)")
+    text = _task(state, criteria, view)
+    # the context engine: investigation notes and failed checks' output first, then graph and search
+    # (the diff is already in the task, so it is not assembled twice)
+    context, record = code_context(state, settings, text, "reviewer", execution=state.get("fix_context", ""),
+                                   with_diff=False, budget=(room - estimate_tokens(view.text)) // 2)
+    return view, HumanMessage(f"{text}\n\n{context}".strip()), record
 
 
 def _system(state: TaskState) -> str:

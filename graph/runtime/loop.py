@@ -34,6 +34,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
 import prompts
+from foundation.settings import LLMSettings
 from graph.llm import Failure, ModelCallError, Profile, invoke, profile
 from graph.runtime import journal as journaling
 from graph.runtime.accounting import Ledger, usage_of
@@ -44,6 +45,7 @@ from graph.runtime.journal import Entry, Kept, SessionJournal
 from graph.runtime.memory import END, Memory, prune
 from graph.runtime.tool_calls import ToolOutcome, read_of, run_tool
 from graph.runtime.trace import Trace, content_hash
+from graph.runtime.window import Window, fit_turn, tool_tokens
 from graph.tools import WRITE_TOOLS, check_role_tools
 
 Outcome = Literal["finished", "synthesize", "looping", "report", "budget_exhausted", "tokens_exhausted"]
@@ -76,6 +78,8 @@ class Session:
     models: list[str] = field(default_factory=list)  # model name per call
     journal: SessionJournal | None = None  # None: the session is not saved between calls
     kept: Kept | None = None  # the role's own state its tools change, saved with the session
+    window: Window = field(default_factory=lambda: Window.of(LLMSettings()))  # every request is fitted to it
+    estimate: int = 0  # the last request's tokens by the window's estimate (traced beside the reported)
 
     def __post_init__(self) -> None:
         self.guard = ToolLoopGuard(self.role)
@@ -162,12 +166,12 @@ async def _run(model: BaseChatModel, tools: Sequence[BaseTool], messages: Sequen
         ended = await _answer(session, by_name, history, injection, shrunk, stop)
         if ended is not None:
             return ended
+    schemas = tool_tokens(tools)
     while True:
         stop = _exhausted(session, history)
         if stop is not None:
             return stop
-        history, injection = _prepare(session, history)
-        system = SystemMessage(session.system() + ("\n\n" + injection.render() if injection.files else ""))
+        history, injection, system = _prepare(session, history, schemas)
         try:
             reply = await _ask(bound, [system, *history], prof)
         except ModelCallError as exc:
@@ -248,6 +252,11 @@ async def _ask(bound: Runnable[Any, Any], sent: list[BaseMessage], prof: Profile
     return reply
 
 
+def _finish_reason(reply: AIMessage) -> str:
+    meta = reply.response_metadata
+    return str(meta.get("finish_reason") or meta.get("stop_reason") or meta.get("done_reason") or "")
+
+
 def _cut(reply: AIMessage) -> bool:
     """The reply stopped at the output token limit (OpenAI `length`, Anthropic `max_tokens`, Ollama `length`)."""
     meta = reply.response_metadata
@@ -282,19 +291,29 @@ def _exhausted(session: Session, history: list[BaseMessage]) -> LoopResult | Non
     return result
 
 
-def _prepare(session: Session, history: list[BaseMessage]) -> tuple[list[BaseMessage], Injection]:
-    """Prune, mark stale reads, inject from disk, replace the reminder: the turn's fresh context."""
+def _prepare(session: Session, history: list[BaseMessage],
+             schemas: int) -> tuple[list[BaseMessage], Injection, SystemMessage]:
+    """Prune, mark stale reads, inject from disk, fit the model's window, replace the reminder: the
+    turn's fresh context (`schemas`: the tool schemas' tokens, which every request carries)."""
     if session.memory is not None:
         history, event = session.memory.before_call(history)
         if event is not None:
             session.event("memory", **event)
     targets = list(session.targets())
     session.watched.update(targets)
-    injection = inject(session.root, targets, session.limits)
     history = [_freshen(session, m) for m in history if not m.additional_kwargs.get(REMINDER)]
+    base = session.system()
+    turn = fit_turn(session.role, session.window, base, history, schemas,
+                    lambda limits: inject(session.root, targets, limits or session.limits), session.reminder)
+    if turn.pruned or turn.cut:
+        session.event("memory", event="fitted_to_window", removed_calls=turn.pruned, cut_results=turn.cut,
+                      tokens=turn.tokens, window=session.window.tokens)
+    history, injection = turn.history, turn.injection
     if session.reminder and injection.files:
         history.append(HumanMessage(injection.reminder(), additional_kwargs={REMINDER: True}))
-    return history, injection
+    system = SystemMessage(base + ("\n\n" + injection.render() if injection.files else ""))
+    session.estimate = turn.tokens
+    return history, injection, system
 
 
 def _freshen(session: Session, msg: BaseMessage) -> BaseMessage:
@@ -320,7 +339,8 @@ def _account(session: Session, model: BaseChatModel, sent: list[BaseMessage], re
         "model", model=name, call=session.ledger.roles[session.role].calls, messages=len(sent),
         bytes=sum(len(t.encode("utf-8")) for t in texts), context_hash=content_hash(texts),
         injected=inj.metrics(), input_tokens=tokens_in, output_tokens=tokens_out,
-        tool_calls=[c["name"] for c in reply.tool_calls],
+        estimated_tokens=session.estimate, window=session.window.tokens, output_cap=session.window.output,
+        finish=_finish_reason(reply), tool_calls=[c["name"] for c in reply.tool_calls],
     )
 
 

@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import BaseTool
 
 import prompts
+from graph.runtime.budget import estimate_tokens
 from graph.tools.functiontool import function_tool
 
 NoteKind = Literal["fact", "path", "question"]
@@ -142,14 +143,22 @@ class Memory:
 
 
 def handoff_summary(
-    criteria: Sequence[dict[str, Any]], memory: Memory, declared_files: Sequence[str], reason: str
+    criteria: Sequence[dict[str, Any]], memory: Memory, declared_files: Sequence[str], reason: str,
+    budget_tokens: int | None = None,
 ) -> str:
-    """The code-assembled input of structured synthesis (no tool history, no model summary)."""
-    return prompts.render(
-        "runtime.handoff",
-        criteria=list(criteria),
-        notes=memory.scratchpad.as_dict(),
-        read_ranges=memory.reads.render(),
-        declared_files=list(declared_files),
-        reason=reason,
-    )
+    """The code-assembled input of structured synthesis (no tool history, no model summary); with a
+    budget, the notes are kept in the order they were written while the whole fits it."""
+    notes = list(memory.scratchpad.notes)
+    while True:
+        text = prompts.render(
+            "runtime.handoff",
+            criteria=list(criteria),
+            notes={k: [t for kind, t in notes if kind == k] for k in ("fact", "path", "question")},
+            read_ranges=memory.reads.render(),
+            declared_files=list(declared_files),
+            reason=reason,
+            left_out=len(memory.scratchpad.notes) - len(notes),
+        )
+        if budget_tokens is None or not notes or estimate_tokens(text) + 4 <= budget_tokens:
+            return text
+        notes.pop()

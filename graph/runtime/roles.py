@@ -20,7 +20,7 @@ synthesis); single-answer roles call `ask(...)`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +29,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
+from foundation.settings import LLMSettings
 from graph.deps import Deps
 from graph.runtime.accounting import Ledger
 from graph.runtime.journal import Kept, SessionJournal, journal_here
@@ -37,8 +38,9 @@ from graph.runtime.loop import LoopResult, Session, invoke_llm_with_tools, state
 from graph.runtime.memory import Memory
 from graph.runtime.synthesis import record_structured, synthesize
 from graph.runtime.trace import Trace
+from graph.runtime.window import Window
 from graph.state import TaskState
-from graph.structured import ask_structured
+from graph.structured import Settle, ask_structured
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -52,6 +54,7 @@ class RoleRun:
     ledger: Ledger
     trace: Trace
     journal: SessionJournal | None = None
+    window: Window = field(default_factory=lambda: Window.of(LLMSettings()))
     _session: Session | None = None
     _result: LoopResult | None = None
 
@@ -65,7 +68,8 @@ class RoleRun:
             cost_left = max(0.0, limits.max_cost_usd - float(state.get("usage", {}).get("cost_usd", 0.0)))
         ledger = Ledger(token_budget=tokens_left, prices=settings.llm.prices, cost_budget=cost_left)
         return cls(role=role, model=deps.model_for(role), ledger=ledger,
-                   trace=Trace.open(settings.data_dir, state["task_id"]), journal=journal_here(deps.journal, role))
+                   trace=Trace.open(settings.data_dir, state["task_id"]), journal=journal_here(deps.journal, role),
+                   window=Window.of(settings.llm))
 
     def session(
         self, *, root: Path, system: Callable[[], str], targets: Callable[[], Sequence[str]], max_calls: int,
@@ -76,7 +80,7 @@ class RoleRun:
         extra: dict[str, Any] = {} if finish_tools is None else {"finish_tools": finish_tools}
         self._session = Session(role=self.role, root=root, system=system, targets=targets, max_calls=max_calls,
                                 ledger=self.ledger, trace=self.trace, memory=memory, journal=self.journal,
-                                kept=kept, **extra)
+                                kept=kept, window=self.window, **extra)
         return self._session
 
     async def loop(self, tools: Sequence[BaseTool], messages: Sequence[BaseMessage]) -> LoopResult:
@@ -89,18 +93,21 @@ class RoleRun:
     async def conclude(
         self, schema: type[T], *, system: str, criteria: Sequence[dict[str, Any]], memory: Memory,
         result: LoopResult, declared: Sequence[str] = (), task: Sequence[BaseMessage] = (),
+        settle: Settle[T] | None = None,
     ) -> T:
-        """The structured answer after the loop, from the code-built handoff (never the tool history)."""
+        """The structured answer after the loop, from the code-built handoff (never the tool history);
+        `settle` turns an answer that still breaks a code-checked rule after the repair turn into the
+        honest one (see `ask_structured`)."""
         answer, _ = await synthesize(
             self.model, schema, role=self.role, system=system, criteria=criteria, memory=memory,
             declared=declared, reason=result.reason, ledger=self.ledger, trace=self.trace, notice=result.notice,
-            task=task,
+            task=task, window=self.window, settle=settle,
         )
         return answer
 
     async def ask(self, schema: type[T], messages: list[BaseMessage]) -> T:
         """A single structured answer (decomposer, planner), counted and traced like a loop's calls."""
-        answer, usage = await ask_structured(self.model, schema, messages)
+        answer, usage = await ask_structured(self.model, schema, messages, window=self.window, trace=self.trace)
         name = record_structured(self.ledger, self.role, usage)
         self.trace.event("answer", role=self.role, model=name, schema=schema.__name__,
                          input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0))

@@ -21,7 +21,8 @@ from pydantic import BaseModel
 from graph.runtime.accounting import Ledger
 from graph.runtime.memory import Memory, handoff_summary
 from graph.runtime.trace import Trace, content_hash
-from graph.structured import ask_structured
+from graph.runtime.window import Window, message_tokens, schema_tokens
+from graph.structured import Settle, ask_structured
 from graph.tools.functiontool import function_tool
 from graph.tools.paths import relative
 
@@ -57,19 +58,27 @@ class Declared:
 async def synthesize(
     model: BaseChatModel, schema: type[T], *, role: str, system: str, criteria: Sequence[dict[str, Any]],
     memory: Memory, declared: Sequence[str], reason: str, ledger: Ledger, trace: Trace | None = None,
-    notice: str = "", task: Sequence[BaseMessage] = (),
+    notice: str = "", task: Sequence[BaseMessage] = (), window: Window | None = None,
+    settle: Settle[T] | None = None,
 ) -> tuple[T, dict[str, Any]]:
     """One structured call from the handoff summary (and the fragment that ended the session, if any).
 
     `task` is what the role must still see to answer (the reviewer's diff, the architect's plan);
-    the tool history never comes along. The call is counted once, in `ledger`.
+    the tool history never comes along. The call is counted once, in `ledger`. With a `window`, the
+    scratchpad's notes are kept, oldest first, while the request fits it (the handoff says how many
+    were left out).
     """
-    handoff = handoff_summary(criteria, memory, declared, reason)
+    fixed = [SystemMessage(system), *task] + ([HumanMessage(notice)] if notice else [])
+    room = None if window is None else window.room(message_tokens(fixed), schema_tokens(schema))
+    handoff = handoff_summary(criteria, memory, declared, reason, budget_tokens=room)
     messages = [SystemMessage(system), *task, HumanMessage(handoff)] + ([HumanMessage(notice)] if notice else [])
-    answer, usage = await ask_structured(model, schema, messages)
+    answer, usage = await ask_structured(model, schema, messages, window=window, settle=settle, trace=trace)
     name = record_structured(ledger, role, usage)
     if trace is not None:
         trace.event("synthesis", role=role, model=name, schema=schema.__name__, tokens=usage["tokens"],
+                    input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
+                    estimated_tokens=usage.get("estimated_tokens", 0),
+                    window=window.tokens if window is not None else None,
                     context_hash=content_hash([system, handoff]), bytes=len(handoff.encode("utf-8")))
     return answer, usage
 

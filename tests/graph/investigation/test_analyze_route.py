@@ -129,5 +129,8 @@ async def test_an_issue_written_by_a_stranger_is_not_sent_to_the_model(
 
 def test_routing_after_decomposer() -> None:
     assert routing.after_decomposer({"criteria": [{"id": 1, "text": "x y z"}]}) == "analyzer"
-    assert routing.after_decomposer({"criteria": [], "may_ask": True}) == "ask"
-    assert routing.after_decomposer({"criteria": [], "may_ask": False}) == "publisher"
+    assert routing.after_decomposer({"criteria": [], "may_ask": True, "questions": ["Which class?"]}) == "ask"
+    assert routing.after_decomposer({"criteria": [], "may_ask": False, "questions": ["Which class?"]}) == "publisher"
+    # the model gave nothing to ask: the author is not asked to make up for it
+    assert routing.after_decomposer({"criteria": [], "may_ask": True, "questions": [], "blocked_by": "model"}) == (
+        "publisher")
