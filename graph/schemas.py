@@ -276,9 +276,8 @@ def settle_answer(data: Mapping[str, Any], criteria_ids: Sequence[int]) -> Revie
     only a review with every criterion verified and nothing blocking approves.
     """
     findings: list[Finding] = []
-    raw_findings = data.get("findings")
     dropped = 0
-    for item in raw_findings if isinstance(raw_findings, list) else []:
+    for item in _items(data.get("findings")):
         try:
             findings.append(Finding.model_validate(item))
         except ValueError:
@@ -301,6 +300,51 @@ def settle_answer(data: Mapping[str, Any], criteria_ids: Sequence[int]) -> Revie
     return Review(verdict=verdict, summary=f"{summary}\n\n{note}", findings=findings,
                   verified_criteria=sorted(i for i in verified if i not in unverified),
                   unverified_criteria=unverified if verdict == "incomplete" else [])
+
+
+def settle_decomposition(data: Mapping[str, Any]) -> Decomposition:
+    """A decomposition whose only faults are code's to fix: criteria renumbered in order, entries that
+    do not validate (no text, too short) left out, and lists of text kept as text."""
+    texts = [c.get("text") for c in _items(data.get("criteria")) if isinstance(c, dict)]
+    kept = [t.strip() for t in texts if isinstance(t, str) and len(t.strip()) >= 3]
+    return Decomposition(criteria=[AcceptanceCriterion(id=i, text=t) for i, t in enumerate(kept, 1)],
+                         assumptions=_texts(data.get("assumptions")), questions=_texts(data.get("questions")))
+
+
+def settle_analysis(data: Mapping[str, Any]) -> Analysis:
+    """An analysis with what validates: citations that do not (a path outside the repository, lines out
+    of order) are left out like the citations the checkout does not have; no summary, no analysis."""
+    summary = data.get("summary")
+    if not isinstance(summary, str) or not summary.strip():
+        raise ValueError("the analysis has no summary")
+    evidence = []
+    for item in _items(data.get("evidence")):
+        try:
+            evidence.append(Evidence.model_validate(item))
+        except ValueError:
+            continue
+    impact = data.get("impact")
+    return Analysis(summary=summary, affected_files=_texts(data.get("affected_files")),
+                    symbols=_texts(data.get("symbols")), evidence=evidence,
+                    impact=impact if isinstance(impact, str) else "", risks=_texts(data.get("risks")),
+                    open_questions=_texts(data.get("open_questions")))
+
+
+def settle_architect(data: Mapping[str, Any]) -> ArchitectVerdict:
+    """Only an explicit approval approves; a rejection that gave no reason says so as its feedback."""
+    feedback = _texts(data.get("feedback"))
+    approved = data.get("approved") is True
+    if not approved and not feedback:
+        feedback = ["the architect rejected the plan without giving a reason; check each item's files and criteria"]
+    return ArchitectVerdict(approved=approved, feedback=[] if approved else feedback)
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _texts(value: Any) -> list[str]:
+    return [v for v in _items(value) if isinstance(v, str) and v.strip()]
 
 
 def _ids_in(value: Any) -> list[int]:

@@ -24,7 +24,7 @@ from graph.runtime.budget import call_budget
 from graph.runtime.memory import Memory
 from graph.runtime.roles import RoleRun
 from graph.runtime.synthesis import Declared
-from graph.schemas import Analysis, FileScope
+from graph.schemas import Analysis, FileScope, settle_analysis
 from graph.state import TaskState
 from graph.tools import tools_for
 from graph.tools.database import ReadOnlyDatabase, connection_for
@@ -100,7 +100,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         result = await role.loop(tools_for("analyzer", tools), [_task_message(state)])
     listed = [*declared.files, *(f"{p} (context only)" for p in declared.context_only)]
     answer = await role.conclude(Analysis, system=system, criteria=state["criteria"], memory=memory,
-                                 result=result, declared=listed)
+                                 result=result, declared=listed, settle=settle_analysis)
     update = role.update()
     update["analysis"] = _checked(root, answer)
     update["scope"] = FileScope(writable=declared.files, context_only=declared.context_only).model_dump()

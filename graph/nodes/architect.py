@@ -23,7 +23,7 @@ from graph.nodes.planner import task_text
 from graph.runtime.budget import call_budget
 from graph.runtime.memory import Memory
 from graph.runtime.roles import RoleRun
-from graph.schemas import ArchitectVerdict
+from graph.schemas import ArchitectVerdict, settle_architect
 from graph.state import TaskState
 from graph.tools import tools_for
 from graph.tools.code import search_tools
@@ -70,6 +70,6 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     with open_index(state.get("index") or "") as conn:
         result = await role.loop(_tools(root, memory, conn, embedder_for(settings.embedder)), [task])
     verdict = await role.conclude(ArchitectVerdict, system=system, criteria=criteria, memory=memory, result=result,
-                                  task=[task])
+                                  task=[task], settle=settle_architect)
     feedback = [] if verdict.approved else verdict.feedback
     return {**role.update(), "architect": verdict.model_dump(), "plan_feedback": feedback}

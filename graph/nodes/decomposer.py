@@ -23,7 +23,7 @@ from graph.deps import Deps
 from graph.discussion import WITHHELD_QUESTION, take_snapshot
 from graph.nodes.review_intake import list_items
 from graph.runtime.roles import RoleRun
-from graph.schemas import Decomposition
+from graph.schemas import Decomposition, settle_decomposition
 from graph.state import TaskState
 from graph.structured import StructuredOutputError
 
@@ -63,7 +63,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
                                     discussion=seen.get("discussion", []), answers=answers)),
     ]
     try:
-        answer = await role.ask(Decomposition, messages)
+        answer = await role.ask(Decomposition, messages, settle=settle_decomposition)
     except StructuredOutputError as exc:  # recorded in the trace as the model's invalid answer
         return {**snapshot, "criteria": [], "assumptions": [], "questions": [], "may_ask": may_ask,
                 "blocked_by": "model", "blocked_reason": f"its answer did not validate ({exc.failure.reason})",

@@ -105,12 +105,14 @@ class RoleRun:
         )
         return answer
 
-    async def ask(self, schema: type[T], messages: list[BaseMessage]) -> T:
+    async def ask(self, schema: type[T], messages: list[BaseMessage], settle: Settle[T] | None = None) -> T:
         """A single structured answer (decomposer, planner), counted and traced like a loop's calls."""
-        answer, usage = await ask_structured(self.model, schema, messages, window=self.window, trace=self.trace)
+        answer, usage = await ask_structured(self.model, schema, messages, window=self.window, settle=settle,
+                                             trace=self.trace)
         name = record_structured(self.ledger, self.role, usage)
         self.trace.event("answer", role=self.role, model=name, schema=schema.__name__,
-                         input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0))
+                         input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
+                         estimated_tokens=usage.get("estimated_tokens", 0), window=self.window.tokens)
         return answer
 
     def update(self) -> dict[str, Any]:

@@ -72,7 +72,7 @@ class Window:
 class WindowTooSmall(ModelCallError):
     """The part of a request the role cannot do without does not fit the configured window."""
 
-    def __init__(self, role: str, needed: int, window: int, what: str = "its input") -> None:
+    def __init__(self, role: str, needed: int, window: int, what: str = "input") -> None:
         self.needed, self.window = needed, window
         reason = (f"{what} needs a context window of at least {needed} tokens, and "
                   f"FORGEBOT_LLM__CONTEXT_WINDOW_TOKENS is {window}")
@@ -114,7 +114,7 @@ def schema_tokens(schema: type[BaseModel]) -> int:
     return estimate_tokens(json.dumps(schema.model_json_schema()))
 
 
-def check(role: str, window: Window, tokens: int, what: str = "its input") -> None:
+def check(role: str, window: Window, tokens: int, what: str = "input") -> None:
     """Refuse a request of `tokens` (everything but the answer's reserve) that the window cannot hold."""
     if tokens > window.prompt:
         raise WindowTooSmall(role, window.needed(tokens), window.tokens, what)

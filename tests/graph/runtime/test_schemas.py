@@ -19,6 +19,10 @@ from graph.schemas import (
     Review,
     final_verdict,
     plan_problems,
+    settle_analysis,
+    settle_answer,
+    settle_architect,
+    settle_decomposition,
 )
 
 CRITERIA = [AcceptanceCriterion(id=1, text="returns 2"), AcceptanceCriterion(id=2, text="logs the call")]
@@ -103,3 +107,42 @@ def test_settled_verdicts_agree_with_their_findings_and_criteria() -> None:
     assert settle_verdict(kept, [1, 2]) is kept
     fine = Review(verdict="approve", summary="ok", verified_criteria=[1, 2])
     assert settle_verdict(fine, [1, 2]) is fine
+
+
+MAJOR = {"severity": "major", "message": "totals overflow", "path": "src/Cart.php", "line": 8}
+
+
+@pytest.mark.parametrize(("answer", "verdict", "unverified"), [
+    # approves what it did not verify: incomplete, its findings kept
+    ({"verdict": "approve", "verified_criteria": [1], "unverified_criteria": [2]}, "incomplete", [2]),
+    # approves with a major finding and everything verified: the finding requests changes
+    ({"verdict": "approve", "verified_criteria": [1, 2], "findings": [MAJOR]}, "request_changes", []),
+    # calls itself incomplete but names nothing unverified: it verified nothing
+    ({"verdict": "incomplete", "verified_criteria": [1, 2]}, "incomplete", [1, 2]),
+    # no verdict at all
+    ({"summary": "hm", "verified_criteria": [1, 2]}, "incomplete", [1, 2]),
+])
+def test_a_review_answer_that_breaks_a_rule_settles_to_what_its_content_supports(
+    answer: dict[str, object], verdict: str, unverified: list[int]
+) -> None:
+    settled = settle_answer({"summary": "s", **answer}, [1, 2])
+    assert (settled.verdict, settled.unverified_criteria) == (verdict, unverified)
+    assert "broke a rule code checks" in settled.summary
+
+
+def test_settling_keeps_only_what_validates() -> None:
+    bad = {"severity": "major", "message": "x", "path": "../etc/passwd", "line": 1}
+    settled = settle_answer({"verdict": "approve", "summary": "s", "verified_criteria": [1, 7],
+                             "findings": [bad, MAJOR]}, [1])
+    assert [f.message for f in settled.findings] == ["totals overflow"] and settled.verdict == "request_changes"
+    assert "1 findings that did not validate are left out" in settled.summary
+    decomposition = settle_decomposition({"criteria": [{"id": 3, "text": "returns 2"}, {"id": 9, "text": "x"},
+                                                       {"text": "logs the call"}], "questions": ["Why?", 4]})
+    assert [(c.id, c.text) for c in decomposition.criteria] == [(1, "returns 2"), (2, "logs the call")]
+    assert decomposition.questions == ["Why?"]
+    analysis = settle_analysis({"summary": "s", "evidence": [{"path": "a.php", "start_line": 5, "end_line": 2},
+                                                             {"path": "b.php", "start_line": 1, "end_line": 2}]})
+    assert [e.path for e in analysis.evidence] == ["b.php"]
+    with pytest.raises(ValueError):
+        settle_analysis({"evidence": []})
+    assert settle_architect({"approved": False}).feedback and settle_architect({"approved": "yes"}).approved is False
