@@ -1,9 +1,11 @@
 """Node boundaries in the trace: snapshots after each node, transitions with the router's reason.
 
 `traced_node(name, run)` wraps a node so its state after the update is snapshotted (keys and sizes)
-in the task's trace; `traced_route(source, route, explain)` wraps a conditional-edge function so each
-transition is recorded with its reason. `graph_config` carries the recursion limit into every run,
-so a graph that cycles (review rounds, amendments) stops with LangGraph's error, never silently.
+in the task's trace, and an exception it raises is recorded (`error`: the node, the exception, its
+reason, and the model failure's kind when a model call caused it); `traced_route(source, route,
+explain)` wraps a conditional-edge function so each transition is recorded with its reason.
+`graph_config` carries the recursion limit into every run, so a graph that cycles (review rounds,
+amendments) stops with LangGraph's error, never silently.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime, get_runtime
 
 from foundation.settings import LLMSettings
 from graph.deps import Deps
+from graph.llm import ModelCallError
 from graph.runtime.trace import Trace
 from graph.state import TaskState
 
@@ -34,7 +38,15 @@ def _trace(runtime: Runtime[Deps], state: TaskState) -> Trace:
 
 def traced_node(name: str, run: NodeFn) -> NodeFn:
     async def node(state: TaskState, *, runtime: Runtime[Deps]) -> dict[str, Any]:
-        update = await run(state, runtime=runtime)
+        try:
+            update = await run(state, runtime=runtime)
+        except GraphBubbleUp:  # a pause for an answer, not an error
+            raise
+        except Exception as exc:  # the trace says where the run broke, and whether the model's answer did it
+            failure = exc.failure.kind if isinstance(exc, ModelCallError) else None
+            _trace(runtime, state).event("error", node=name, error=type(exc).__name__,
+                                         reason=" ".join(str(exc).split())[:300], model_failure=failure)
+            raise
         _trace(runtime, state).snapshot(name, {**state, **update}, changed=update)
         return update
 

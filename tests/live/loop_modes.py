@@ -3,9 +3,10 @@
 
     .venv/bin/python -m tests.live.loop_modes --per-mode 10 [--modes analyze,implement,review]
 
-Every run must end honestly: a report (with the footer) or a one-line model problem (what the CLI
-prints before exiting 2). Anything else is counted as a traceback and printed. The figures are the
-live lane's goal: 0 tracebacks over at least 10 different tasks per mode.
+Every run's end is classified by the lane's oracle (`tests.live.oracle`): finished, model incapable
+(its answers were invalid after repair, and the product said so), or product error (an exception, a
+request the server rejected, a missing footer or reason). The figures are the live lane's goal: 0
+product errors over at least 10 different tasks per mode.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from bot.local import ModelProblem, one_line, run_local
 from foundation.settings import Settings
 from tests.live.conftest import live_llm, php_checkout
 from tests.live.llama import LlamaServer
+from tests.live.oracle import classify, trace_events
 
 TASKS = [
     "Add subtraction\nThe calculator needs a subtract(a, b) method returning a - b.",
@@ -46,21 +48,20 @@ async def _one(settings: Settings, root: Path, mode: str, task: str) -> tuple[st
     try:
         result = await run_local(settings, repo, mode, task, base="main")  # type: ignore[arg-type]
     except ModelProblem as exc:
-        return "failed", one_line(exc, settings)
-    if isinstance(result.error, ModelProblem):
-        return "failed", one_line(result.error, settings)
-    if result.error is not None:
-        raise result.error
-    if not result.comments or not all("forgebot · task" in c for c in result.comments):
-        return "no_footer", f"{len(result.comments)} comments"
-    return str(result.state.get("outcome", "?")), result.comments[-1].splitlines()[0][:80]
+        reason, comments = one_line(exc, settings), []
+    else:
+        # a run that failed after it started keeps its comments
+        reason = one_line(result.error, settings) if result.error is not None else str(result.outcome)
+        comments = result.comments
+    end = classify(trace_events(settings.data_dir), comments, reason, window=settings.llm.context_window_tokens)
+    return end.verdict, f"{reason[:80]} · {end}"
 
 
 async def main(per_mode: int, modes: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="fb-live-") as tmp:
         server = LlamaServer(Path(tmp) / "llama.log")
         try:
-            tracebacks = 0
+            errors = 0
             figures: dict[str, Counter[str]] = {mode: Counter() for mode in modes}
             # task by task across the modes, so a run cut short still covers every mode
             for index, task in enumerate(TASKS[:per_mode]):
@@ -71,19 +72,19 @@ async def main(per_mode: int, modes: list[str]) -> int:
                     try:
                         outcome, detail = await _one(settings, root, mode, task)
                     except Exception:  # the thing this lane exists to find
-                        tracebacks += 1
-                        outcome, detail = "TRACEBACK", traceback.format_exc()
+                        outcome, detail = "product error", traceback.format_exc()
+                    errors += outcome == "product error"
                     figures[mode][outcome] += 1
                     print(f"{mode:9} {index:2} {time.monotonic() - started:6.1f}s {outcome:12} {detail}", flush=True)
-                    print(f"  so far: {tracebacks} tracebacks; { {m: dict(c) for m, c in figures.items()} }",
+                    print(f"  so far: {errors} product errors; { {m: dict(c) for m, c in figures.items()} }",
                           flush=True)
         finally:
             server.stop()
-    print("\nmode       runs  tracebacks  outcomes")
+    print("\nmode       runs  product errors  outcomes")
     for mode, counts in figures.items():
-        print(f"{mode:9} {sum(counts.values()):5}  {counts['TRACEBACK']:10}  {dict(counts)}")
-    print(f"tracebacks: {tracebacks} over {sum(sum(c.values()) for c in figures.values())} runs")
-    return 1 if tracebacks else 0
+        print(f"{mode:9} {sum(counts.values()):5}  {counts['product error']:14}  {dict(counts)}")
+    print(f"product errors: {errors} over {sum(sum(c.values()) for c in figures.values())} runs")
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":
