@@ -109,6 +109,8 @@ async def ask_structured(
             result = await invoke(runnable, sent, prof)
         except ModelCallError as exc:
             if auto and exc.failure.kind == "format" and index + 1 < len(methods):
+                if trace is not None:  # a request the server refused: the trace keeps every one
+                    trace.event("rejected", role=prof.role, method=method, reason=exc.failure.reason[:300])
                 index += 1  # the server rejected this method: the next one
                 continue
             raise
@@ -135,16 +137,23 @@ async def ask_structured(
         answer = _answer_object(raw, error)
         repair = None if repaired else _repair_fitted(schema, answer, problem, messages, fixed, window)
         if repair is None:
-            settled = _settled(settle, answer)
-            if trace is not None:
-                trace.event("invalid_answer", role=prof.role, schema=schema.__name__, problem=problem[:300],
-                            repaired=repaired, settled=settled is not None)
-            if settled is None:
-                raise StructuredOutputError(prof.role, schema.__name__, problem)
-            return settled, usage
+            return _final(prof.role, schema, answer, problem, repaired, settle, trace), usage
         repaired = True
         sent = [*messages, repair]
         estimated = max(estimated, message_tokens(sent) + fixed)
+
+
+def _final(role: str, schema: type[T], answer: str, problem: str, repaired: bool, settle: Settle[T] | None,
+           trace: Trace | None) -> T:
+    """An answer that is still invalid: settled by the caller's rule, or a `StructuredOutputError`;
+    the trace records it either way."""
+    settled = _settled(settle, answer)
+    if trace is not None:
+        trace.event("invalid_answer", role=role, schema=schema.__name__, problem=problem[:300], repaired=repaired,
+                    settled=settled is not None)
+    if settled is None:
+        raise StructuredOutputError(role, schema.__name__, problem)
+    return settled
 
 
 def _repair_fitted(schema: type[BaseModel], answer: str, problem: str, messages: list[BaseMessage], fixed: int,

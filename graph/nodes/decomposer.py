@@ -83,4 +83,6 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         update["blocked_by"] = "author" if asked else "model"
         if not asked:
             update["blocked_reason"] = "it answered with neither acceptance criteria nor questions"
+            role.trace.event("empty_answer", role="decomposer", schema="Decomposition",
+                             problem=update["blocked_reason"])
     return update

@@ -6,6 +6,8 @@ injection metrics), `tool` (call, result size and preview, error), `guard`, `mem
 boundary), `synthesis` and `answer` (a structured answer after a loop, or a role's only call),
 `phase` (a step before the graph: mirror, worktree, index, memory; `graph.runtime.phases`),
 `invalid_answer` (an answer still invalid after its repair turn, and whether code settled it),
+`empty_answer` (a valid answer with nothing in it the task can go on from),
+`rejected` (a structured-output method the server refused, before the next one was tried),
 `error` (an exception that ended a node). Model calls carry the request's estimated tokens beside
 the tokens the provider reported, the window and the output cap they were fitted to.
 `format_trace` turns them into the story of the run.

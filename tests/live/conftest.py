@@ -46,8 +46,11 @@ def live_llm(llama: LlamaServer) -> LLMSettings:
     (it writes nothing long that is usable, and a long answer is minutes of CPU), small call
     budgets, no retry of a call that already took minutes."""
     return LLMSettings(base_url=llama.url, model="smollm2", timeout=240, max_retries=0,
-                       context_window_tokens=WINDOW, max_output_tokens=256, research_max_calls=3,
-                       coder_max_calls=4, task_token_budget=200_000)
+                       context_window_tokens=WINDOW, max_output_tokens=256, research_max_calls=2,
+                       coder_max_calls=3, task_token_budget=200_000,
+                       # llama-cpp-python refuses `json_schema` (HTTP 500): an operator who knows the
+                       # server sets the method instead of letting every process probe it
+                       structured_output="function_calling")
 
 
 def live_env(llama: LlamaServer, data_dir: Path) -> dict[str, str]:
@@ -59,7 +62,7 @@ def live_env(llama: LlamaServer, data_dir: Path) -> dict[str, str]:
     env.update({"FORGEBOT_DATA_DIR": str(data_dir), "FORGEBOT_EMBEDDER__KIND": "off",
                 **{f"FORGEBOT_LLM__{name.upper()}": str(getattr(llm, name)) for name in (
                     "base_url", "model", "timeout", "max_retries", "context_window_tokens", "max_output_tokens",
-                    "research_max_calls", "coder_max_calls", "task_token_budget")}})
+                    "research_max_calls", "coder_max_calls", "task_token_budget", "structured_output")}})
     return env
 
 

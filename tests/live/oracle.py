@@ -4,7 +4,7 @@ A 135M model solves nothing, so "the task failed" proves nothing either way. Wha
 apart is *who* failed:
 
 - **model incapable**: the model's answers were empty or invalid even after the repair turn, and
-  the product recorded that (`invalid_answer` in the trace) and still ended honestly: a comment
+  the product recorded that (`empty_answer`, `invalid_answer` in the trace) and still ended honestly: a comment
   with its footer, a closing reason, a settled verdict or a blocked report. The lane passes.
 - **product error**: an exception (a traceback, an `error` event that is not the model's invalid
   answer), a request the model server rejected for its size or format (a failure naming an HTTP
@@ -38,10 +38,13 @@ class End:
     reasons: list[str] = field(default_factory=list)
     calls: int = 0  # model calls the trace recorded
     largest_prompt: int = 0  # the largest prompt the server reported, in its own tokens
+    read: int = 0  # prompt tokens over every call, as the server counted them
+    written: int = 0  # answer tokens over every call
 
     def __str__(self) -> str:
         why = "; ".join(self.reasons) or "every answer usable"
-        return f"{self.verdict} ({why}; {self.calls} model calls, largest prompt {self.largest_prompt} tokens)"
+        return (f"{self.verdict} ({why}; {self.calls} model calls, {self.read} prompt tokens read, {self.written} "
+                f"written, largest prompt {self.largest_prompt})")
 
 
 def trace_events(data_dir: Path) -> list[dict[str, Any]]:
@@ -57,7 +60,8 @@ def classify(events: Sequence[dict[str, Any]], comments: Iterable[str], reason: 
     """The run's end: `comments` are what it posted (or printed), `reason` the line that closed it
     (empty when nothing did), `output` anything else it printed (where a traceback would show)."""
     calls = [e for e in events if e.get("kind") in _MODEL_EVENTS]
-    largest = max((int(e.get("input_tokens") or 0) for e in calls), default=0)
+    prompts = [int(e.get("input_tokens") or 0) for e in calls]
+    figures = (len(calls), max(prompts, default=0), sum(prompts), sum(int(e.get("output_tokens") or 0) for e in calls))
     errors: list[str] = []
     if "Traceback (most recent call last)" in output + reason:
         errors.append("a traceback")
@@ -66,6 +70,8 @@ def classify(events: Sequence[dict[str, Any]], comments: Iterable[str], reason: 
     rejected = _REJECTED.search(reason)
     if rejected:
         errors.append(f"the model server rejected a request ({rejected.group(0)})")
+    errors += [f"the model server refused {e.get('role')}'s {e.get('method')} request: {e.get('reason')}"
+               for e in events if e.get("kind") == "rejected"]
     for event in calls:
         cap = int(event.get("output_cap") or 0)
         if int(event.get("input_tokens") or 0) + cap > window:
@@ -78,7 +84,9 @@ def classify(events: Sequence[dict[str, Any]], comments: Iterable[str], reason: 
     if not reason.strip():
         errors.append("no closing reason")
     if errors:
-        return End("product error", errors, len(calls), largest)
+        return End("product error", errors, *figures)
     invalid = [f"{e.get('role')}'s {e.get('schema')} answer invalid after repair"
                + (", settled" if e.get("settled") else "") for e in events if e.get("kind") == "invalid_answer"]
-    return End("model incapable" if invalid else "finished", invalid, len(calls), largest)
+    invalid += [f"{e.get('role')}'s {e.get('schema')} answer empty: {e.get('problem')}"
+                for e in events if e.get("kind") == "empty_answer"]
+    return End("model incapable" if invalid else "finished", invalid, *figures)
