@@ -170,6 +170,12 @@ def _model(exc: Any, role: str, secrets: Sequence[str], tries: int) -> TaskFailu
                     f"Please {ASK}.", f"the endpoint rejected the request: see the detail; check {setting}"),
     }
     label, reason, author, operator = words.get(kind, words["request"])
+    needed = getattr(exc, "needed", None)  # forgebot measured it before sending (graph.runtime.window)
+    if kind == "context" and isinstance(needed, int):
+        reason = (f"{step} needs an AI model that can read at least {needed} tokens at once, and the one "
+                  f"configured reads {exc.window}")
+        operator = (f"set FORGEBOT_LLM__CONTEXT_WINDOW_TOKENS to {needed} or more, for a model whose window is "
+                    "that large")
     return TaskFailure(kind=label, reason=reason, author_action=author, operator_action=operator, role=exc.role or role,
                        detail=provider, transient=kind in ("transient", "unreachable"))
 

@@ -156,8 +156,8 @@ async def test_a_window_too_small_stops_the_review_naming_the_window_it_needs(
     await run_worker(settings)
     assert server.requests == []  # nothing was sent that the model could not hold
     (note,) = [n for n in notes_on_change(fake_forge) if "could not finish" in n]
-    found = re.search(r"needs a context window of at least (\d+) tokens, and FORGEBOT_LLM__CONTEXT_WINDOW_TOKENS "
-                      r"is 2048", note)
+    found = re.search(r"the reviewer step needs an AI model that can read at least (\d+) tokens at once, and the "
+                      r"one configured reads 2048", note)
     assert found, note
     needed = int(found.group(1))
     assert 2048 < needed <= WINDOW
