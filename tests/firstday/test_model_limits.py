@@ -122,15 +122,21 @@ def review_repo(settings: Settings, redis_url: str, fake_forge: FakeForgeState, 
     return repo
 
 
+async def review_approved(settings: Settings, server: ModelServer, fake_forge: FakeForgeState, repo: ChangeRepo,
+                          window: int, comment_id: int) -> None:
+    """A `/review` with `window` configured, the scripted model approving it: the review is posted."""
+    server.script(REVIEWER_DONE, wire.structured("Review", {
+        "verdict": "approve", "summary": "Rounding to three places is consistent.", "verified_criteria": [1, 2]}))
+    settings.llm = llm_settings(server, context_window_tokens=window)
+    await deliver(settings, "gitlab", comment_id, f"file://{repo.root}")
+    await run_worker(settings)
+    assert "### Review: approved" in review_summary(fake_forge)
+
+
 async def test_a_small_diff_in_a_large_file_is_reviewed_within_an_8k_window(
     settings: Settings, fake_forge: FakeForgeState, review_repo: ChangeRepo, server: ModelServer
 ) -> None:
-    server.script(REVIEWER_DONE, wire.structured("Review", {
-        "verdict": "approve", "summary": "Rounding to three places is consistent.", "verified_criteria": [1, 2]}))
-    settings.llm = llm_settings(server, context_window_tokens=WINDOW)
-    await deliver(settings, "gitlab", 101, f"file://{review_repo.root}")
-    await run_worker(settings)
-    assert "### Review: approved" in review_summary(fake_forge)
+    await review_approved(settings, server, fake_forge, review_repo, WINDOW, 101)
     assert len(server.requests) == 2  # the tool loop's one turn, then the structured review
     for request in server.requests:
         assert wire_tokens(request) + cap_of(request) <= WINDOW, (wire_tokens(request), cap_of(request))
@@ -163,12 +169,7 @@ async def test_a_window_too_small_stops_the_review_naming_the_window_it_needs(
     assert 2048 < needed <= WINDOW
 
     # the window it named is enough: the same review, asked again, runs and fits it
-    server.script(REVIEWER_DONE, wire.structured("Review", {
-        "verdict": "approve", "summary": "Fine.", "verified_criteria": [1, 2]}))
-    settings.llm = llm_settings(server, context_window_tokens=needed)
-    await deliver(settings, "gitlab", 102, f"file://{review_repo.root}")
-    await run_worker(settings)
-    assert "### Review: approved" in review_summary(fake_forge)
+    await review_approved(settings, server, fake_forge, review_repo, needed, 102)
     assert server.requests and all(wire_tokens(r) + cap_of(r) <= needed for r in server.requests)
 
 
