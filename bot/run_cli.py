@@ -136,4 +136,6 @@ def closing(result: LocalResult, root: Path, settings: Settings) -> tuple[int, s
         return REACHED, f"done ({result.outcome}) · {int(state.get('tokens') or 0)} tokens · {task}"
     why = NOT_GOAL.get(result.outcome) or one_line(Exception(state.get("failure") or "it ended without a result"),
                                                    settings)
+    if result.outcome == "blocked" and state.get("blocked_by") == "model":  # whose answer is missing
+        why = f"the model gave no usable answer ({state.get('blocked_reason') or 'none'}), not the task's text"
     return NOT_REACHED, f"did not reach its goal ({result.outcome or 'no outcome'}): {why} · {task}"

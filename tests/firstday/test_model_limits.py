@@ -8,7 +8,7 @@ model server over HTTP, where every request is measured as it went over the wire
 - a review answer that still breaks a code-checked rule after its repair turn settles to the
   verdict its content supports, instead of failing the task;
 - acceptance criteria the issue states are taken as written; an empty decomposition blocks on the
-  model's missing answer, not the author's.
+  model's missing answer, not the author's (in the issue's report, and in `forgebot run`'s closing line).
 """
 
 from __future__ import annotations
@@ -254,3 +254,22 @@ async def test_an_empty_decomposition_blocks_on_the_models_answer_not_the_author
     (report,) = [c.body for c in fake_forge.comments_on("gitlab", "1", 23) if "blocked" in c.body]
     assert "the model gave no usable answer" in report and "missing is the model's, not yours" in report
     assert "Please answer" not in report and "could not form testable acceptance criteria" not in report
+
+
+def test_a_local_run_blocked_on_the_models_empty_answer_says_whose_answer_is_missing(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    from tests.firstday.cli import forgebot
+    from tests.repos import init_repo
+
+    repo = tmp_path / "calc"
+    repo.mkdir()
+    (repo / "Calculator.php").write_text("<?php\nclass Calculator { public function add($a, $b) { return $a; } }\n")
+    server.responder = _by_schema({"Decomposition": {"criteria": [], "questions": []}})
+    seen = forgebot("run", "--repo", str(init_repo(repo)), "--mode", "analyze", "--task", "Subtraction\nAdd it.",
+                    cwd=tmp_path, FORGEBOT_DATA_DIR=str(tmp_path / "data"), FORGEBOT_EMBEDDER__KIND="off",
+                    FORGEBOT_LLM__BASE_URL=server.openai_url, FORGEBOT_LLM__MODEL=server.model)
+    assert seen.code == 1, seen.err
+    assert any("missing is the model's, not yours" in line for line in seen.out)
+    assert seen.err[-1].startswith("forgebot run: did not reach its goal (blocked): the model gave no usable answer "
+                                   "(it answered with neither acceptance criteria nor questions), not the task's text")

@@ -56,9 +56,10 @@ def test_forgebot_run_ends_honestly_in_every_mode(
     done = subprocess.run([sys.executable, "-m", "bot", *command], env=live_env(llama, tmp_path / "data"),
                           capture_output=True, text=True, timeout=270)
     shown = [done.stdout] if done.stdout.strip() else []
-    end = classify(trace_events(tmp_path / "data"), shown, closing_reason(done.stdout, done.stderr), window=WINDOW,
-                   output=done.stderr)
-    _say(capsys, f"forgebot run --mode {mode} (exit {done.returncode})", end, time.monotonic() - started)
+    reason = closing_reason(done.stdout, done.stderr)
+    end = classify(trace_events(tmp_path / "data"), shown, reason, window=WINDOW, output=done.stderr)
+    _say(capsys, f"forgebot run --mode {mode} (exit {done.returncode}: {reason[14:90]})", end,
+         time.monotonic() - started)
     assert end.verdict != "product error", f"{end}\n{done.stderr[-3000:]}"
     assert f"mode {mode}" in done.stdout
 
