@@ -60,10 +60,8 @@ async def index_with_memory(
     start is a memory sync: the base of a new commit, the merged changes and closed issues since.
     """
     store = forge_memory.store_path(settings.data_dir, repo)
-    names = [n for n in (settings.github.bot_login,) if n]
     async with step("memory"):
-        fetched = await forge_memory.fetch(forge, repo, store, limit=settings.memory.discussions_per_sync,
-                                           bot_names=names)
+        fetched = await forge_memory.fetch(forge, repo, store, limit=settings.memory.discussions_per_sync)
     async with step("index"):
         indexed = await asyncio.to_thread(index_checkout, settings.data_dir, key, root, task_id, settings.embedder,
                                           settings.memory.max_commits)

@@ -9,11 +9,10 @@ does not change the task, and a resumed run does not read the issue again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from foundation.forge import AccessLevel, ChangeRef, Comment, Forge, ForgeUser, IssueRef
+from foundation.forge import AccessLevel, ChangeRef, Forge, ForgeUser, IssueRef
 
 REQUIRED = AccessLevel.DEVELOPER
 WITHHELD_QUESTION = (
@@ -54,14 +53,7 @@ async def is_member(forge: Forge, ref: IssueRef | ChangeRef, author: str, author
     return await _Access(forge, ref).member(author, author_id)
 
 
-def is_ours(comment: Comment, bot_names: Sequence[str]) -> bool:
-    """A comment the bot wrote (by its login, or carrying its hidden marker)."""
-    return comment.author in bot_names or "<!-- forgebot:" in comment.body
-
-
-async def take_snapshot(
-    forge: Forge, ref: IssueRef, title: str, body: str, *, bot_names: Sequence[str] = ()
-) -> Snapshot:
+async def take_snapshot(forge: Forge, ref: IssueRef, title: str, body: str) -> Snapshot:
     """Read the issue's comments and keep the text only of authors with write access.
 
     `title` and `body` are the ones the trigger carried (the issue as the user saw it then).
@@ -73,7 +65,7 @@ async def take_snapshot(
         snapshot.title, snapshot.body = "", ""
         snapshot.withheld.append(f"issue title and description: @{issue.author} has no write access")
     for comment in issue.comments:
-        if comment.system or is_ours(comment, bot_names):
+        if comment.system or forge.bot.wrote(comment):  # the bot's own text, known by its author
             continue
         if await access.member(comment.author, comment.author_id):
             snapshot.discussion.append({"author": comment.author, "body": comment.body})

@@ -10,7 +10,9 @@ Only members' text is stored, by the decomposer's rule (`graph.discussion.is_mem
 asked of the forge): a title or description by a non-member is left out with its item, a non-member's
 comment is dropped. Anyone can comment on a public issue, and memory text reaches model prompts
 through `search_memory` and the context engine. The bot's own review findings on a merged change are
-kept with the members' replies in their thread ("the authors' answers"), as items of kind `finding`.
+kept with the members' replies in their thread ("the authors' answers"), as items of kind `finding`;
+a comment is the bot's by its author (`Forge.bot`), never by the hidden marker in its text, which
+anyone can type: a non-member's note carrying one passes the member check like any other.
 """
 
 from __future__ import annotations
@@ -19,15 +21,14 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from foundation.forge import ChangeRef, Closed, Comment, Forge, ForgeError, IssueRef, RepoRef
+from foundation.forge import BotIdentity, ChangeRef, Closed, Comment, Forge, ForgeError, IssueRef, RepoRef
 from foundation.workspace import repo_key
-from graph.discussion import is_member, is_ours
+from graph.discussion import is_member
 from project.index import memory
 from project.index.db import Connection, connect
 from project.index.memory import MemoryItem
@@ -81,7 +82,7 @@ class _Members:
 
 
 async def _members_text(
-    members: _Members, closed: Closed, comments: list[Comment], bot_names: Sequence[str], fetched: Fetched
+    members: _Members, closed: Closed, comments: list[Comment], bot: BotIdentity, fetched: Fetched
 ) -> list[MemoryItem]:
     """The discussion item (members' title, description and comments) and the bot's findings with answers."""
     ref = closed.ref
@@ -101,7 +102,8 @@ async def _members_text(
     for comment in comments:
         if comment.system:
             continue
-        if is_ours(comment, bot_names):  # a finding is a diff note; status and summary comments are not kept
+        if bot.wrote(comment):  # by its author: a marker anyone can type makes no finding
+            # a finding is a diff note; status and summary comments are not kept
             if ref.kind == "change" and comment.path and comment.ref.thread:
                 findings.setdefault(comment.ref.thread, []).append(_MARKER.sub("", comment.body).strip())
             continue
@@ -121,9 +123,7 @@ async def _members_text(
     return items
 
 
-async def fetch(
-    forge: Forge, repo: RepoRef, store: Path, *, limit: int, bot_names: Sequence[str] = ()
-) -> Fetched:
+async def fetch(forge: Forge, repo: RepoRef, store: Path, *, limit: int) -> Fetched:
     """Merged changes and closed issues updated since the store's cursors, as members-only items.
 
     A forge error ends the read where it is (the items read so far are kept): memory is an aid, and a
@@ -139,7 +139,7 @@ async def fetch(
             listed = await forge.list_closed(repo, kind, cursors.get(kind, ""), limit)
             for closed in listed:
                 comments = await forge.list_comments(closed.ref)
-                fetched.items += await _members_text(members, closed, comments, bot_names, fetched)
+                fetched.items += await _members_text(members, closed, comments, forge.bot, fetched)
                 fetched.cursors[kind] = max(fetched.cursors.get(kind, ""), closed.updated_at)
         except ForgeError as exc:
             fetched.notes.append(f"{kind} discussions not read: {exc}")

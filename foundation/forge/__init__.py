@@ -127,7 +127,7 @@ def _open_gitlab(settings: Settings) -> Forge:
     # personal, project and group access tokens all authenticate as PRIVATE-TOKEN
     client = GitLabClient(conf.url, private_token=conf.token.get_secret_value(), timeout=conf.timeout)
     policy = RetryPolicy(attempts=conf.max_retries + 1, max_wait=conf.max_rate_limit_wait)
-    return GitLabForge(client, policy)
+    return GitLabForge(client, policy, BotIdentity(id=conf.bot_user_id))
 
 
 def _github_auth(conf: GitHubSettings, installation: int | None) -> Auth:
@@ -167,4 +167,5 @@ def _open_github(settings: Settings, installation: int | None) -> Forge:
     app = None
     if conf.app_id is not None and conf.private_key is not None:
         app = github.Auth.AppAuth(conf.app_id, conf.private_key.get_secret_value())
-    return GitHubForge(client, policy, WritePacer(interval=conf.min_write_interval), app)
+    return GitHubForge(client, policy, WritePacer(interval=conf.min_write_interval), app,
+                       BotIdentity(login=conf.bot_login or ""))

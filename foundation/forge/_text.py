@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from foundation.forge.limits import GITHUB_COMMENT_LIMIT as GITHUB_COMMENT_LIMIT
 from foundation.forge.limits import GITLAB_COMMENT_LIMIT as GITLAB_COMMENT_LIMIT
-from foundation.forge.models import Comment, CommentRef, DiffLine, FileChange, InlineNote, Marker
+from foundation.forge.models import BotIdentity, Comment, CommentRef, DiffLine, FileChange, InlineNote, Marker
 
 _TRUNCATED = "\n\n*… truncated to fit the forge's comment limit.*"
 _SAFE = re.compile(r"[A-Za-z0-9._/@#=+-]+")
@@ -31,9 +31,10 @@ def has_marker(body: str, marker: Marker) -> bool:
     return render_marker(marker) in body
 
 
-def marked(comments: Iterable[Comment], marker: Marker) -> CommentRef | None:
-    """The first of `comments` that carries `marker`: where a write keyed by it already stands."""
-    return next((comment.ref for comment in comments if has_marker(comment.body, marker)), None)
+def marked(comments: Iterable[Comment], marker: Marker, bot: BotIdentity) -> CommentRef | None:
+    """The first of the bot's `comments` that carries `marker`: where a write keyed by it already
+    stands. Anyone can type a marker; only a comment the bot authored counts."""
+    return next((c.ref for c in comments if bot.wrote(c) and has_marker(c.body, marker)), None)
 
 
 def with_marker(body: str, marker: Marker | None, limit: int) -> str:

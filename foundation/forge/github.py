@@ -98,11 +98,17 @@ class GitHubForge:
         policy: _retry.RetryPolicy | None = None,
         pacer: _retry.WritePacer | None = None,
         app: github.Auth.AppAuth | None = None,
+        bot: BotIdentity | None = None,
     ) -> None:
         self._gh = client
+        self._bot = bot or BotIdentity()  # unknown: no comment counts as the bot's
         self._app = app  # the App's own credentials (JWT), for what only the App may ask
         policy = dataclasses.replace(policy or _retry.RetryPolicy(), forge="github")
         self._calls = _retry.Calls("github", _failure, policy, pacer or _retry.WritePacer(interval=1.0))
+
+    @property
+    def bot(self) -> BotIdentity:
+        return self._bot
 
     # --- plumbing ------------------------------------------------------------------------------
 
@@ -120,7 +126,7 @@ class GitHubForge:
         return None if marker is None else partial(self._find, target, marker)
 
     async def _find(self, target: IssueRef | ChangeRef, marker: Marker) -> CommentRef | None:
-        return marked(await self.list_comments(target), marker)
+        return marked(await self.list_comments(target), marker, self._bot)
 
     # --- conversations -------------------------------------------------------------------------
 
@@ -394,7 +400,7 @@ class GitHubForge:
 
     async def post_inline(self, ref: ChangeRef, notes: Sequence[InlineNote], task: str) -> list[InlineNote]:
         change = await self.get_change(ref)
-        bodies = [c.body for c in await self.list_comments(ref)]
+        bodies = [c.body for c in await self.list_comments(ref) if self._bot.wrote(c)]
         unanchored: list[InlineNote] = []
         comments: list[ReviewComment] = []
         markers: list[Marker] = []

@@ -110,10 +110,17 @@ class GitLabForge:
         {Capability.ISSUE_THREADS, Capability.RESOLVE_THREADS, Capability.MULTILINE_INLINE, Capability.DRAFT_CHANGES}
     )
 
-    def __init__(self, client: gitlab.Gitlab, policy: _retry.RetryPolicy | None = None) -> None:
+    def __init__(
+        self, client: gitlab.Gitlab, policy: _retry.RetryPolicy | None = None, bot: BotIdentity | None = None
+    ) -> None:
         self._gl = client
+        self._bot = bot or BotIdentity()  # unknown: no comment counts as the bot's
         policy = dataclasses.replace(policy or _retry.RetryPolicy(), forge="gitlab")
         self._calls = _retry.Calls("gitlab", self._failure, policy)
+
+    @property
+    def bot(self) -> BotIdentity:
+        return self._bot
 
     # --- plumbing ------------------------------------------------------------------------------
 
@@ -150,7 +157,7 @@ class GitLabForge:
         return None if marker is None else partial(self._find, target, marker)
 
     async def _find(self, target: IssueRef | ChangeRef, marker: Marker) -> CommentRef | None:
-        return marked(await self.list_comments(target), marker)
+        return marked(await self.list_comments(target), marker, self._bot)
 
     # --- conversations -------------------------------------------------------------------------
 
@@ -385,7 +392,7 @@ class GitLabForge:
 
     async def post_inline(self, ref: ChangeRef, notes: Sequence[InlineNote], task: str) -> list[InlineNote]:
         change = await self.get_change(ref)
-        bodies = [c.body for c in await self.list_comments(ref)]
+        bodies = [c.body for c in await self.list_comments(ref) if self._bot.wrote(c)]
         unanchored: list[InlineNote] = []
         for note in notes:
             marker = inline_marker(task, note)

@@ -110,8 +110,12 @@ class MemoryForge:
         """A comment written by someone else (what a webhook would announce)."""
         return self._add(target, body, author=author, author_id=author_id)
 
+    @property
+    def bot(self) -> BotIdentity:
+        return BotIdentity(id=self.bot_user_id, login=self.bot_user)
+
     def _find(self, target: Target, marker: Marker) -> CommentRef | None:
-        return marked(self.posted.get(target, []), marker)
+        return marked(self.posted.get(target, []), marker, self.bot)
 
     async def get_issue(self, ref: IssueRef) -> Issue:
         if ref not in self.issues:

@@ -269,10 +269,18 @@ class GitCredentials(_Frozen):
 
 
 class BotIdentity(_Frozen):
-    """Who the bot's token acts as, asked of the forge at start-up: its events never trigger."""
+    """Who the bot's token acts as, asked of the forge at start-up: its events never trigger, and its
+    own comments are known by their author, never by the hidden marker anyone can type."""
 
     id: int | None = None
     login: str = ""
+
+    def wrote(self, comment: Comment) -> bool:
+        """Whether the bot is `comment`'s author: the forge's user id when both are known (GitLab),
+        else the login (GitHub logins are unique; an App's `<slug>[bot]` cannot be registered)."""
+        if self.id is not None and comment.author_id:
+            return comment.author_id == self.id
+        return bool(self.login) and comment.author.lower() == self.login.lower()
 
 
 class Hook(_Frozen):

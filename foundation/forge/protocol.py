@@ -44,6 +44,11 @@ class Conversations(Protocol):
         """What this forge can do beyond the common ground; branch on these, never on the class."""
         ...
 
+    @property
+    def bot(self) -> BotIdentity:
+        """Who the bot is here (learned at start-up): its own comments are the ones it authored."""
+        ...
+
     async def get_issue(self, ref: IssueRef) -> Issue:
         """Read an issue's title, body, labels, author and comments (with their thread ids)."""
         ...

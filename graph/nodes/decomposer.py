@@ -35,8 +35,7 @@ async def _snapshot(state: TaskState, deps: Deps) -> dict[str, Any]:
     if state["forge"] == "local":  # `forgebot run`: the text was typed by the person running it
         return {"discussion": [], "withheld": []}
     ref = IssueRef(repo=RepoRef.model_validate(state["repo"]), number=state["number"])
-    names = [n for n in (deps.settings.github.bot_login,) if n]
-    snapshot = await take_snapshot(deps.forge, ref, state["title"], state["body"], bot_names=names)
+    snapshot = await take_snapshot(deps.forge, ref, state["title"], state["body"])
     return snapshot.state()
 
 

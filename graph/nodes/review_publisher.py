@@ -63,11 +63,11 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
 
 
 async def _with_answers(forge: Forge, ref: ChangeRef, open_: list[Tracked]) -> list[Tracked]:
-    """Mark findings whose thread has a reply from someone other than the bot (no bot marker)."""
+    """Mark findings whose thread has a reply from someone other than the bot (by author, not marker)."""
     if not any(t.thread for t in open_):
         return open_
     comments = await forge.list_comments(ref)
-    answered = {c.ref.thread for c in comments if c.ref.thread and "<!-- forgebot:" not in c.body}
+    answered = {c.ref.thread for c in comments if c.ref.thread and not forge.bot.wrote(c)}
     return [t.model_copy(update={"status": "answered"}) if t.thread in answered else t for t in open_]
 
 

@@ -22,6 +22,7 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
+from bot.identity import Identities
 from bot.jobs import build_worker
 from bot.webhooks import github_signature
 from foundation.settings import Settings
@@ -99,7 +100,8 @@ def _failing_models() -> Callable[[str], BaseChatModel]:
 
 async def _work(settings: Settings, models: Callable[[str], BaseChatModel]) -> None:
     assert settings.redis_url
-    worker = build_worker(settings, settings.redis_url, model_factory=models, burst=True, handle_signals=False)
+    worker = build_worker(settings, settings.redis_url, model_factory=models, burst=True, handle_signals=False,
+                          identities=Identities(settings))  # as `forgebot worker`: the bot's identity first
     try:
         await worker.main()
     finally:

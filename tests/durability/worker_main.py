@@ -33,6 +33,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.config import get_config
 from pydantic import SecretStr
 
+from bot.identity import Identities
 from bot.jobs import build_worker
 from foundation.forge import Forge, ForgeKind, open_forge
 from foundation.settings import (
@@ -189,6 +190,7 @@ def main(path: str) -> None:
         forge_factory=forge_factory,
         model_factory=None if config.get("llm") else model_factory(config),  # None: the product's clients
         checkout=local_checkout(project, key=f"local-{os.getpid()}"),
+        identities=Identities(settings),  # as `forgebot worker`: its writes are found again by their author
     )
     worker.run()  # arq's own loop and signal handling, as `forgebot worker` runs it
 

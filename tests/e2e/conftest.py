@@ -85,10 +85,12 @@ async def post(settings: Settings, forge: str, body: bytes, headers: dict[str, s
 
 async def work(settings: Settings, models: Any) -> Any:
     """Run a burst worker on the real Redis until the queue is empty; the worker, for its counters."""
+    from bot.identity import Identities
     from bot.jobs import build_worker
 
     assert settings.redis_url
-    worker = build_worker(settings, settings.redis_url, model_factory=models, burst=True, handle_signals=False)
+    worker = build_worker(settings, settings.redis_url, model_factory=models, burst=True, handle_signals=False,
+                          identities=Identities(settings))  # as `forgebot worker`: the bot's identity first
     try:
         await worker.main()
     finally:

@@ -13,6 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 
 from bot.app import create_app
+from bot.identity import Identities
 from bot.jobs import build_worker
 from bot.webhooks import github_signature
 from foundation.forge.diff import parse
@@ -74,7 +75,8 @@ async def deliver(settings: Settings, forge: str, comment_id: int, clone_url: st
 
 
 async def work(settings: Settings, redis_url: str, models: Models) -> None:
-    worker = build_worker(settings, redis_url, model_factory=models, burst=True, handle_signals=False)
+    worker = build_worker(settings, redis_url, model_factory=models, burst=True, handle_signals=False,
+                          identities=Identities(settings))  # as `forgebot worker`: the bot's identity first
     try:
         await worker.main()
     finally:

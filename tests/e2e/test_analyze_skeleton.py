@@ -13,6 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 
 from bot.app import create_app
+from bot.identity import Identities
 from bot.jobs import build_worker
 from bot.webhooks import github_signature
 from foundation.settings import Settings
@@ -46,7 +47,8 @@ def _models() -> Callable[[str], BaseChatModel]:
 
 
 async def _run_worker(settings: Settings, redis_url: str, models: Callable[[str], BaseChatModel]) -> None:
-    worker = build_worker(settings, redis_url, model_factory=models, burst=True, handle_signals=False)
+    worker = build_worker(settings, redis_url, model_factory=models, burst=True, handle_signals=False,
+                          identities=Identities(settings))  # as `forgebot worker`: the bot's identity first
     try:
         await worker.main()
     finally:

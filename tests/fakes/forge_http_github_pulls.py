@@ -130,7 +130,8 @@ async def reply(request: Request) -> JSONResponse:
     top = [t for t in threads if t.review and t.id == str(request.path_params["id"])]
     if not top:  # "Replies to replies are not supported."
         return not_found()
-    comment = FakeComment(id=state.next_id(), body=str((await request.json())["body"]), author=state.bot_user)
+    comment = FakeComment(id=state.next_id(), body=str((await request.json())["body"]), author=state.bot_user,
+                          author_id=state.bot_user_id)
     with state.lock:
         top[0].comments.append(comment)
     return JSONResponse(comment_json(request, full_name, comment, top[0], number), status_code=201)

@@ -143,7 +143,8 @@ async def discussion_notes(request: Request) -> JSONResponse:
     if thread is None:
         return _error(404, "404 Discussion Not Found")
     state = _state(request)
-    comment = FakeComment(id=state.next_id(), body=str((await request.json())["body"]), author=state.bot_user)
+    comment = FakeComment(id=state.next_id(), body=str((await request.json())["body"]), author=state.bot_user,
+                          author_id=state.bot_user_id)
     with state.lock:
         thread.comments.append(comment)
         thread.individual = False  # replying to a stand-alone comment makes it a thread

@@ -39,6 +39,7 @@ class FakeComment:
     body: str
     author: str
     system: bool = False
+    author_id: int = 0  # the bot's comments carry its user id (`bot_user_id`); 0: the fake's other users (7)
     position: dict[str, object] | None = None  # GitLab position or GitHub {path, line, side, start_line}
     reactions: list[str] = field(default_factory=list)
 
@@ -218,9 +219,14 @@ class FakeForgeState:
         return [c for c in found if status or ":purpose=status -->" not in c.body]
 
     def add_thread(self, key: ThreadKey, body: str, *, individual: bool = True, review: bool = False,
-                   position: dict[str, object] | None = None, author: str | None = None) -> FakeThread:
+                   position: dict[str, object] | None = None, author: str | None = None,
+                   author_id: int = 0) -> FakeThread:
+        """A thread whose first comment is by `author` (the bot when None; GitLab ids: the bot's own,
+        `author_id`, or the fake's 7 for everyone else)."""
         with self.lock:
-            comment = FakeComment(id=next(self._ids), body=body, author=author or self.bot_user, position=position)
+            by = author or self.bot_user
+            comment = FakeComment(id=next(self._ids), body=body, author=by, position=position,
+                                  author_id=author_id or (self.bot_user_id if by == self.bot_user else 0))
             thread_id = str(comment.id) if review else hashlib.sha1(str(comment.id).encode()).hexdigest()
             thread = FakeThread(id=thread_id, comments=[comment], individual=individual, review=review)
             self.threads.setdefault(key, []).append(thread)

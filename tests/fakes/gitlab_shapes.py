@@ -66,7 +66,8 @@ def note(comment: FakeComment, thread: FakeThread, kind: Kind, iid: int) -> dict
     """An item of `notes.json` (the answer to creating or editing a note)."""
     body: dict[str, Any] = {
         "id": comment.id, "type": _type(comment, thread), "body": comment.body, "attachment": None,
-        "author": user(comment.author), "created_at": CREATED, "updated_at": CREATED, "system": comment.system,
+        "author": user(comment.author, comment.author_id or 7), "created_at": CREATED, "updated_at": CREATED,
+        "system": comment.system,
         "noteable_id": iid + (10_000 if kind == "issue" else 20_000), "noteable_iid": iid,
         "noteable_type": "Issue" if kind == "issue" else "MergeRequest", "resolvable": _resolvable(thread, kind),
         "confidential": False, "internal": False, "commands_changes": {},
@@ -90,7 +91,8 @@ def discussion_note(project: str, comment: FakeComment, thread: FakeThread, kind
     """A note inside a discussion, with the fields of the documentation's discussion examples."""
     body: dict[str, Any] = {
         "id": comment.id, "type": _type(comment, thread), "body": comment.body, "attachment": None,
-        "author": user(comment.author), "created_at": CREATED, "updated_at": CREATED, "system": comment.system,
+        "author": user(comment.author, comment.author_id or 7), "created_at": CREATED, "updated_at": CREATED,
+        "system": comment.system,
         "noteable_id": iid + (10_000 if kind == "issue" else 20_000), "noteable_iid": iid,
         "noteable_type": "Issue" if kind == "issue" else "MergeRequest", "project_id": int(project),
         "resolvable": _resolvable(thread, kind), "resolved": thread.resolved, "resolved_by": None,

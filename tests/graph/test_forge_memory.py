@@ -61,7 +61,7 @@ def _index(tmp_path: Path, root: Path) -> Path:
 async def test_only_members_text_is_remembered(project: tuple[Path, dict[str, str]], tmp_path: Path) -> None:  # noqa: F811
     root, _ = project
     index, store = _index(tmp_path, root), tmp_path / "store.sqlite"
-    fetched = await forge_memory.fetch(_forge(), REPO, store, limit=10, bot_names=["forgebot"])
+    fetched = await forge_memory.fetch(_forge(), REPO, store, limit=10)
     assert fetched.withheld == 3  # the outsider's issue (title and description), comment, and reply
     forge_memory.remember(store, index, fetched)
     for path in (store, index):
@@ -87,15 +87,15 @@ async def test_discussions_are_read_incrementally_and_reach_each_task_index(
     root, _ = project
     base, store = _index(tmp_path, root), tmp_path / "store.sqlite"
     forge = _forge()
-    first = await forge_memory.fetch(forge, REPO, store, limit=10, bot_names=["forgebot"])
+    first = await forge_memory.fetch(forge, REPO, store, limit=10)
     task = tmp_path / "task.db"
     task.write_bytes(base.read_bytes())
     assert forge_memory.remember(store, task, first) == 4  # issue 3, the change and its finding, issue 4's comment
-    again = await forge_memory.fetch(forge, REPO, store, limit=10, bot_names=["forgebot"])
+    again = await forge_memory.fetch(forge, REPO, store, limit=10)
     assert {i.source for i in again.items} <= {"change 7", "issue 4"}  # only the last update of each kind again
     forge.closed.append(Closed(ref=IssueRef(repo=REPO, number=9), title="Cache misses return null", body="Load them.",
                                author="maria", author_id=MEMBER, updated_at="2026-01-05T00:00:00Z"))
-    newer = await forge_memory.fetch(forge, REPO, store, limit=10, bot_names=["forgebot"])
+    newer = await forge_memory.fetch(forge, REPO, store, limit=10)
     assert "issue 9" in {i.source for i in newer.items}
     assert forge_memory.remember(store, task, newer) == 1  # only the new issue enters the task index
     other = tmp_path / "other-task.db"

@@ -14,7 +14,17 @@ from pathlib import Path
 import github
 import pytest
 
-from foundation.forge import AccessLevel, Change, ChangeRef, FileChange, Forge, ForgeUser, IssueRef, RepoRef
+from foundation.forge import (
+    AccessLevel,
+    BotIdentity,
+    Change,
+    ChangeRef,
+    FileChange,
+    Forge,
+    ForgeUser,
+    IssueRef,
+    RepoRef,
+)
 from foundation.forge._retry import RetryPolicy, WritePacer
 from foundation.forge.diff import parse_hunks
 from foundation.forge.github import GitHubForge
@@ -190,7 +200,7 @@ def recording_policy(sleeps: list[float]) -> RetryPolicy:
 def gitlab_backend(server: ServerThread, state: FakeForgeState, token: str = GITLAB_TOKEN) -> Backend:
     sleeps: list[float] = []
     client = GitLabClient(f"{server.url}/gitlab", private_token=token, timeout=5)
-    forge = GitLabForge(client, recording_policy(sleeps))
+    forge = GitLabForge(client, recording_policy(sleeps), BotIdentity(id=state.bot_user_id))  # as learned at start-up
     return Backend("gitlab", forge, GITLAB_REPO, state=state, sleeps=sleeps)
 
 
@@ -202,7 +212,8 @@ def github_backend(server: ServerThread, state: FakeForgeState, token: str = GIT
     async def no_wait(seconds: float) -> None:
         return None  # pacing has its own test with a fake clock
 
-    forge = GitHubForge(client, recording_policy(sleeps), WritePacer(interval=1.0, sleep=no_wait))
+    forge = GitHubForge(client, recording_policy(sleeps), WritePacer(interval=1.0, sleep=no_wait),
+                        bot=BotIdentity(login=state.bot_user))
     return Backend("github", forge, GITHUB_REPO, state=state, sleeps=sleeps)
 
 

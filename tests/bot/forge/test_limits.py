@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from foundation.forge import (
+    BotIdentity,
     ChangeRef,
     CommentRef,
     ForgeAuthError,
@@ -130,7 +131,8 @@ async def test_resolving_a_thread_is_a_paced_write(forge_server: ServerThread, h
     client = github.Github(auth=github.Auth.Token("ghp_test_token_do_not_log"),
                            base_url=f"{forge_server.url}/github", retry=None, lazy=True,
                            seconds_between_requests=0, seconds_between_writes=0)
-    forge = GitHubForge(client, recording_policy([]), WritePacer(interval=1.0, clock=lambda: now[0], sleep=sleep))
+    forge = GitHubForge(client, recording_policy([]), WritePacer(interval=1.0, clock=lambda: now[0], sleep=sleep),
+                        bot=BotIdentity(login="forgebot"))
     backend = Backend("github", forge, github_backend(forge_server, http_state).repo, state=http_state)
     change: ChangeRef = backend.seed_change(7)
     thread = http_state.add_thread(("github", backend.repo.project, "change", 7), "note", review=True,

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from pydantic import SecretStr
 
 from foundation.forge import (
+    BotIdentity,
     ChangeRequest,
     ForgeAuthError,
     ForgeRateLimited,
@@ -117,7 +118,8 @@ async def test_github_writes_are_spaced(forge_server: ServerThread, http_state: 
 
     client = github.Github(auth=github.Auth.Token(GITHUB_TOKEN), base_url=f"{forge_server.url}/github", retry=None,
                            seconds_between_requests=0, seconds_between_writes=0, lazy=True)
-    forge = GitHubForge(client, recording_policy([]), WritePacer(interval=1.0, clock=lambda: now[0], sleep=sleep))
+    forge = GitHubForge(client, recording_policy([]), WritePacer(interval=1.0, clock=lambda: now[0], sleep=sleep),
+                        bot=BotIdentity(login="forgebot"))
     backend = Backend("github", forge, GITHUB_REPO, state=http_state)
     ref = backend.seed_issue(3)
     await forge.post_comment(ref, "one")

@@ -124,7 +124,9 @@ async def test_re_review_covers_the_delta_resolves_fixed_and_posts_no_duplicates
     await _review(forge, change_repo, tmp_path, Models(scripted([done(), answer(Review, FIRST)])), "t1")
     (summary_id,) = [c.ref.id for c in forge.posted[ref] if not c.path]
     runner = next(c for c in forge.posted[ref] if c.path == "src/Runner.php")
-    await forge.reply(runner.ref, "Callers were updated in another change; this is intended.")
+    # the change's author answers in the finding's thread (a reply by the bot itself would answer nothing)
+    forge._add(ref, "Callers were updated in another change; this is intended.", thread=runner.ref.thread,
+               review=runner.ref.review, author="alice", author_id=11)
     cart = (change_repo.root / "src/Cart.php").read_text().replace("$item * 2", "$this->double($item)")
     change_repo.commit({"src/Cart.php": cart, "src/Extra.php": "<?php\nfunction extra(): int\n{\n    return 1;\n}\n"})
     _seed(forge, change_repo)
