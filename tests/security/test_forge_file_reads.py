@@ -10,60 +10,73 @@ its length is refused without being read.
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import github
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
 
 from foundation.forge import ForgeError, RepoRef
 from foundation.forge.github import GitHubForge
 from foundation.forge.gitlab import GitLabClient, GitLabForge
 from foundation.forge.protocol import Forge
-from tests.fakes.server import ServerThread, serving
 
 TOTAL = 100 * 1024 * 1024
 CHUNK = b"labels: " + b"x" * (64 * 1024 - 9) + b"\n"
 LIMIT = 64 * 1024
-# what the server can push into loopback socket buffers and its transport before the client's close
-# reaches it (26 MB seen): generous, and still far from the whole file every read took before
-IN_FLIGHT = 64 * 1024 * 1024
+# what can sit in the loopback sockets' buffers (the server's send buffer is kept small; the client's
+# receive buffer grows to a few MB) when the client stops reading: far from the whole file
+IN_FLIGHT = 24 * 1024 * 1024
 
 
 @dataclass
 class Served:
-    sent: int = 0
+    """A file server that writes with blocking sends: `sent` is what the client's socket accepted."""
+
     declare: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    sent: int = 0
+    listener: socket.socket = field(default_factory=lambda: socket.create_server(("127.0.0.1", 0)))
 
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
 
-def _app(served: Served) -> Starlette:
-    async def body() -> AsyncIterator[bytes]:
-        while served.sent < TOTAL:
-            with served.lock:
-                served.sent += len(CHUNK)
-            yield CHUNK
+    def serve(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = self.listener.accept()
+                with conn:
+                    self._answer(conn)
 
-    async def file(request: Request) -> Response:
-        headers = {"content-length": str(TOTAL)} if served.declare else {}
-        return StreamingResponse(body(), media_type="application/octet-stream", headers=headers)
-
-    return Starlette(routes=[
-        Route("/api/v4/projects/{project}/repository/files/{path:path}/raw", file),
-        Route("/repos/{owner}/{name}/contents/{path:path}", file),
-    ])
+    def _answer(self, conn: socket.socket) -> None:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
+        request = b""
+        while b"\r\n\r\n" not in request:
+            request += conn.recv(65536) or b"\r\n\r\n"
+        framing = f"Content-Length: {TOTAL}" if self.declare else "Transfer-Encoding: chunked"
+        with contextlib.suppress(OSError):  # the client closed: it stopped reading
+            conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n{framing}\r\n\r\n".encode())
+            piece = CHUNK if self.declare else b"%x\r\n" % len(CHUNK) + CHUNK + b"\r\n"
+            while self.sent < TOTAL:
+                conn.sendall(piece)
+                self.sent += len(CHUNK)
+            if not self.declare:
+                conn.sendall(b"0\r\n\r\n")
 
 
 @pytest.fixture
-def served() -> Iterator[tuple[Served, ServerThread]]:
+def served() -> Iterator[Served]:
     state = Served()
-    with serving(_app(state)) as server:
-        yield state, server
+    thread = threading.Thread(target=state.serve, daemon=True)
+    thread.start()
+    yield state
+    with contextlib.suppress(OSError):
+        state.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept (close alone does not)
+    state.listener.close()
+    thread.join(5)
 
 
 def _forge(kind: str, url: str) -> tuple[Forge, RepoRef]:
@@ -75,21 +88,17 @@ def _forge(kind: str, url: str) -> tuple[Forge, RepoRef]:
 
 
 @pytest.mark.parametrize("kind", ["gitlab", "github"])
-async def test_a_huge_file_is_refused_before_it_is_downloaded(
-    served: tuple[Served, ServerThread], kind: str
-) -> None:
-    state, server = served
-    forge, repo = _forge(kind, server.url)
+async def test_a_huge_file_is_refused_before_it_is_downloaded(served: Served, kind: str) -> None:
+    forge, repo = _forge(kind, served.url)
     with pytest.raises(ForgeError, match="larger than 65536 bytes"):
         await forge.read_file(repo, ".forgebot.yml", "main", LIMIT)
-    assert state.sent < IN_FLIGHT, state.sent
+    assert served.sent < IN_FLIGHT, served.sent
 
 
 @pytest.mark.parametrize("kind", ["gitlab", "github"])
-async def test_a_declared_huge_file_is_refused_unread(served: tuple[Served, ServerThread], kind: str) -> None:
-    state, server = served
-    state.declare = True
-    forge, repo = _forge(kind, server.url)
+async def test_a_declared_huge_file_is_refused_unread(served: Served, kind: str) -> None:
+    served.declare = True
+    forge, repo = _forge(kind, served.url)
     with pytest.raises(ForgeError, match="larger than 65536 bytes"):
         await forge.read_file(repo, ".forgebot.yml", "main", LIMIT)
-    assert state.sent < IN_FLIGHT, state.sent
+    assert served.sent < IN_FLIGHT, served.sent
