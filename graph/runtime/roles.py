@@ -112,7 +112,8 @@ class RoleRun:
         name = record_structured(self.ledger, self.role, usage)
         self.trace.event("answer", role=self.role, model=name, schema=schema.__name__,
                          input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
-                         estimated_tokens=usage.get("estimated_tokens", 0), window=self.window.tokens)
+                         estimated_tokens=usage.get("estimated_tokens", 0), window=self.window.tokens,
+                         output_cap=self.window.output)
         return answer
 
     def update(self) -> dict[str, Any]:

@@ -79,6 +79,7 @@ async def synthesize(
                     input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
                     estimated_tokens=usage.get("estimated_tokens", 0),
                     window=window.tokens if window is not None else None,
+                    output_cap=window.output if window is not None else None,
                     context_hash=content_hash([system, handoff]), bytes=len(handoff.encode("utf-8")))
     return answer, usage
 
