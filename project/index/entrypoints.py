@@ -272,16 +272,31 @@ class EntryPoint:
 
 
 def at_head(conn: Connection, names: Sequence[str], since: float) -> list[EntryPoint]:
-    """Today's name of each of `names` (as a commit at time `since` knew them), following later moves."""
+    """Today's name of each of `names` (as a commit at time `since` knew them), following later moves.
+
+    Most names never moved: one query finds the moves of all names and their classes, and one the names
+    the graph still has; only a name that moved is followed further, a query a step."""
     graph = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'symbols'").fetchone() is not None
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_moves'").fetchone() is None:
+    if not names or conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_moves'").fetchone() is None:
         return [EntryPoint(name, name, "") for name in names]
+    owners = {name.split("::", 1)[0] for name in names if "::" in name}
+    asked = [*names, *owners]
+    marks = ",".join("?" * len(asked))
+    moved = {str(r[0]) for r in conn.execute(
+        f"SELECT old_fqn FROM memory_moves WHERE old_fqn IN ({marks}) AND ts >= ?", (*asked, since))}
+    today = {name: _follow(conn, name, since) if name in moved or name.split("::", 1)[0] in moved else name
+             for name in names}
+    existing: set[str] = set()
+    if graph:
+        wanted = list(dict.fromkeys(today.values()))
+        existing = {str(r[0]) for r in conn.execute(
+            f"SELECT fqn FROM symbols WHERE fqn IN ({','.join('?' * len(wanted))})", wanted)}
     out = []
     for name in names:
-        current = _follow(conn, name, since)
+        current = today[name]
         if not graph:
             out.append(EntryPoint(name, current, ""))
-        elif conn.execute("SELECT 1 FROM symbols WHERE fqn = ? LIMIT 1", (current,)).fetchone() is None:
+        elif current not in existing:
             out.append(EntryPoint(name, "", "gone"))
         else:
             out.append(EntryPoint(name, current, "kept" if current == name else "moved"))
@@ -302,4 +317,3 @@ def _follow(conn: Connection, name: str, since: float) -> str:
             return current
         current, when = str(row[0]), float(row[1])
     return current
-
