@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from foundation.gitrunner import GitTampered
 from project.index.db import connect
 from project.index.memory_cli import checked_root, fresh_index
 from project.index.memory_history import MAX_COMMITS
@@ -38,7 +39,11 @@ def run_history(args: argparse.Namespace) -> int:
     root = checked_root(args, "history")
     if root is None:
         return 2
-    index, refreshed = fresh_index(args, root, None)
+    try:
+        index, refreshed = fresh_index(args, root, None)
+    except GitTampered as exc:
+        sys.stderr.write(f"forgebot history: {exc}\n")
+        return 2
     with connect(index, readonly=True) as conn:
         answer = history(conn, root, args.fqn, limit=args.n)
     if args.json:

@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from foundation.gitrunner import GitError, Repo, run
+from foundation.gitrunner import GitError, GitTampered, Repo, run
 from project.embedding import embedder_for
 from project.index import memory, memory_sources, taskindex
 from project.index.db import Connection, connect
@@ -85,6 +85,8 @@ def fresh_index(args: argparse.Namespace, root: Path, embedder: Embedder | None)
         report = memory_sources.refresh(conn, root, embedder=embedder, max_commits=args.max_commits)
         with conn:
             memory.write_meta(conn, checkout_state=state)
+    except GitError as exc:  # what git cannot read now is said; the answer comes from what is remembered
+        return index, [f"memory not brought up to date: {exc}"]
     finally:
         conn.close()
     return index, report.notes
@@ -100,7 +102,7 @@ def checked_root(args: argparse.Namespace, command: str) -> Path | None:
         root = Path(args.path).resolve()
         taskindex.head_commit(root)
         return root
-    except (ValueError, OSError, GitError) as exc:
+    except (ValueError, OSError, GitError, GitTampered) as exc:
         sys.stderr.write(f"forgebot {command}: {exc}\n")
         return None
 
@@ -117,7 +119,11 @@ def run_memory(args: argparse.Namespace) -> int:
     if root is None:
         return 2
     embedder = None if args.no_embeddings else embedder_for(args.settings.embedder)
-    index, refreshed = fresh_index(args, root, embedder)
+    try:
+        index, refreshed = fresh_index(args, root, embedder)
+    except GitTampered as exc:
+        sys.stderr.write(f"forgebot memory: {exc}\n")
+        return 2
     with connect(index, readonly=True) as conn:
         for question in questions:
             hits, notes = memory.search(conn, question, embedder=embedder, limit=args.k)

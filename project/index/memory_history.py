@@ -24,9 +24,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
-from foundation.gitrunner import git
+from foundation.gitrunner import GitError, git
 from project.index import history, memory
 from project.index.db import Connection, connect
 from project.index.declarations import READERS
@@ -73,7 +74,7 @@ def refresh(conn: Connection, root: Path, max_commits: int, journal: Path | None
         if kept is not None and journal is not None:
             report.from_journal = _take_over(conn, journal, todo)
             unread = [sha for sha in todo if sha not in _remembered(conn)]
-        touches = Touches(lambda blobs: history.blobs(root, blobs))
+        touches = Touches(partial(_contents, root))
         for batch, contents in _prefetched(root, unread, tuple(READERS)):
             rows = _rows(batch, touches, contents, report)
             if kept is not None:
@@ -89,6 +90,14 @@ def refresh(conn: Connection, root: Path, max_commits: int, journal: Path | None
     if skipped:
         report.notes.append(skipped)
     return report
+
+
+def _contents(root: Path, blobs: list[str]) -> dict[str, bytes | None]:
+    """The blobs' contents; when git cannot even list them, none (each change is then skipped as unreadable)."""
+    try:
+        return history.blobs(root, blobs)
+    except GitError:
+        return dict.fromkeys(blobs)
 
 
 def _journal(path: Path | None) -> Connection | None:
@@ -158,7 +167,7 @@ def _prefetched(root: Path, todo: Sequence[str], patterns: Sequence[str]
                     supplied.move_to_end(change.new_blob)
                 while len(supplied) > CACHED_VERSIONS // 2:
                     supplied.popitem(last=False)
-                item: object = (batch, history.blobs(root, blobs))
+                item: object = (batch, _contents(root, blobs))
                 while not stop.is_set():
                     try:
                         ahead.put(item, timeout=0.5)

@@ -279,6 +279,17 @@ def documents(conn: Connection, sections: int) -> None:
         f"once included; {resolved} sections name symbols)")
 
 
+def document(conn: Connection, path: Path) -> None:
+    """A document given by path (e.g. an old CHANGELOG of the same repository), split and resolved as a
+    refresh would: the sections, the name index built once, every section's symbols."""
+    start = time.perf_counter()
+    parts = memory_sources.sections(path.name, path.read_text(errors="replace"))
+    names = SymbolIndex.of(conn)
+    named = sum(1 for heading, body in parts if names.resolve(f"{heading}\n{body}"))
+    out(f"{path.name}: {len(parts)} sections resolved in {time.perf_counter() - start:.2f} s, the name index "
+        f"built once included ({named} sections name symbols; {load()})")
+
+
 def questions(repo: Path, data: Path, max_commits: int, asked: list[str], work: Path) -> None:
     out("\n# questions")
     args = argparse.Namespace(data_dir=str(data), command="memory", max_commits=max_commits, batch=None)
@@ -313,6 +324,8 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=100, help='"why is this line here" questions')
     parser.add_argument("--sections", type=int, default=50, help="document sections printed for a hand check")
     parser.add_argument("--work", type=Path, default=None, help="where the index goes (default: a temporary dir)")
+    parser.add_argument("--document", type=Path, action="append", default=[],
+                        help="also time resolving this document's sections (a long CHANGELOG)")
     args = parser.parse_args()
     repo = args.repo.resolve()
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-memory-"))
@@ -330,6 +343,8 @@ def main() -> None:
     out(f"MRR@10 with the symbol-history leg: {mrr(conn, asked, True):.3f}; lexical leg alone: "
         f"{mrr(conn, asked, False):.3f}")
     documents(conn, args.sections)
+    for extra in args.document:
+        document(conn, extra)
     conn.close()
     questions(repo, data, args.max_commits, [q for q, _ in asked] or ["why"], work)
 

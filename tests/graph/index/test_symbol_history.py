@@ -107,3 +107,23 @@ def test_the_command_line_answers_history_and_batches_without_refreshing(
     assert {p: p.stat().st_mtime_ns for p in files} != {p: m for p, (m, _) in before.items()}  # an edit refreshes
     missing = _forgebot(tmp_path, "history", str(repo.root), "Nowhere::nothing")
     assert missing.returncode == 1 and "no such symbol" in missing.stdout
+
+
+def test_the_command_line_answers_on_a_damaged_history(tmp_path: Path) -> None:
+    """An object lost from a clone is said in the answer's notes; the command line does not fail on it."""
+    repo = Repo(tmp_path / "app")
+    repo.write("src/Cart.php", php_class("App", "Cart", {"add": "        return 1;"}))
+    repo.commit("Cart")
+    repo.write("src/Cart.php", php_class("App", "Cart", {"add": "        return 2;"}))
+    lost = repo.commit("Cart adds two")
+    blob = repo.git("rev-parse", f"{lost}:src/Cart.php").strip()
+    repo.write("src/Cart.php", php_class("App", "Cart", {"add": "        return 3;"}))
+    repo.commit("Cart adds three")
+    (repo.root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    done = _forgebot(tmp_path, "memory", str(repo.root), "cart adds", "--json", "--no-embeddings")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    answer = json.loads(done.stdout)
+    assert len([h for h in answer["hits"] if h["kind"] == "commit"]) == 3
+    assert any("unreadable" in note for note in answer["notes"])
+    history_done = _forgebot(tmp_path, "history", str(repo.root), "Cart::add", "--json")
+    assert history_done.returncode == 0 and "Traceback" not in history_done.stderr
