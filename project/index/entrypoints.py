@@ -87,6 +87,10 @@ class Touches:
         self._fetch = fetch
 
     def of(self, commit: Commit, contents: Mapping[str, bytes | None]) -> tuple[list[Touch], list[Move]]:
+        missing = [b for change in commit.changes for b in (change.old_blob, change.new_blob)
+                   if b and b not in contents and b not in self._versions]
+        if missing and self._fetch is not None:  # read together what the batch's reader expected cached
+            contents = {**contents, **self._fetch(list(dict.fromkeys(missing)))}
         touches: dict[str, Touch] = {}
         removed: list[Touch] = []
         added: list[Touch] = []

@@ -165,7 +165,7 @@ def _prefetched(root: Path, todo: Sequence[str], patterns: Sequence[str]
                 for change in changes:
                     supplied[change.new_blob] = None
                     supplied.move_to_end(change.new_blob)
-                while len(supplied) > CACHED_VERSIONS // 2:
+                while len(supplied) > CACHED_VERSIONS // 4:  # well inside what the parser keeps
                     supplied.popitem(last=False)
                 item: object = (batch, _contents(root, blobs))
                 while not stop.is_set():
