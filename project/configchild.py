@@ -6,8 +6,8 @@ event loop it stalled every project's webhooks and `/healthz` for 30-54 s (a 64 
 invalid entries, whose error description grew quadratically); a timeout around synchronous work
 cannot interrupt it, and a thread would still hold the interpreter. So the receiver hands the text
 to one long-lived child process (`python -m project.configchild`) and awaits its answer: the
-loop stays free, and a parse that outlasts its time — or a caller that gives up — kills the child,
-which really stops the work; the next request starts a new one.
+loop stays free, and a parse that outlasts its time kills the child, which really stops the work;
+the next request starts a new one.
 
 The child gets no secret (no `FORGEBOT_*` variable), limits its own address space, and answers
 only the repository's labels (small, re-validated here). Requests and answers are one line of
@@ -39,20 +39,29 @@ class ConfigChild:
         self._lock = asyncio.Lock()
 
     async def labels(self, text: str, source: str) -> Labels:
-        """The file's `labels`; `RepoConfigError` when it is invalid or took longer than the timeout."""
+        """The file's `labels`; `RepoConfigError` when it is invalid or took longer than the timeout.
+
+        A caller that gives up does not stop a validation under way: it finishes (or is killed at its
+        own timeout) for the callers queued behind it, instead of costing each of them a new child.
+        """
         request = json.dumps({"text": text, "source": source}).encode() + b"\n"
-        async with self._lock:
-            try:
-                answer = await asyncio.wait_for(self._exchange(request), self._timeout)
-            except TimeoutError:
-                await self._kill()
-                raise RepoConfigError(f"`{source}` took longer than {self._timeout:g} s to validate") from None
-            except BaseException:  # cancelled, or the child died: its next answer would be this one's
-                await self._kill()
-                raise
+        served = asyncio.ensure_future(self._serve(request, source))
+        served.add_done_callback(_retrieved)
+        answer = await asyncio.shield(served)
         if "error" in answer:
             raise RepoConfigError(str(answer["error"]))
         return Labels.model_validate(answer["labels"])
+
+    async def _serve(self, request: bytes, source: str) -> dict[str, Any]:
+        async with self._lock:
+            try:
+                return await asyncio.wait_for(self._exchange(request), self._timeout)
+            except TimeoutError:
+                await self._kill()
+                raise RepoConfigError(f"`{source}` took longer than {self._timeout:g} s to validate") from None
+            except BaseException:  # the child died or answered nonsense: its next answer would be this one's
+                await self._kill()
+                raise
 
     async def _exchange(self, request: bytes) -> dict[str, Any]:
         process = self._process if self._process is not None and self._process.returncode is None else None
@@ -79,6 +88,12 @@ class ConfigChild:
     async def close(self) -> None:
         async with self._lock:
             await self._kill()
+
+
+def _retrieved(served: asyncio.Future[dict[str, Any]]) -> None:
+    """Mark a validation's outcome as seen, when its caller gave up before it ended."""
+    if not served.cancelled():
+        served.exception()
 
 
 async def _start() -> asyncio.subprocess.Process:

@@ -25,21 +25,11 @@ from starlette.routing import Route
 
 from bot.app import create_app
 from foundation.settings import ConsoleSettings, Settings
+from tests.console.test_access import _Queue  # the console never enqueues
 from tests.fakes.server import ServerThread, serving
 
 OPERATOR = "operator-token-b1d3f5a7c9e1b3d5f7a9c1e3"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class _Queue:
-    async def enqueue(self, event: object) -> bool:
-        raise AssertionError("nothing here is queued")
-
-    async def ping(self) -> bool:
-        return True
-
-    async def close(self) -> None:
-        return None
 
 
 async def _later(request: Request) -> Response:
