@@ -60,7 +60,8 @@ async def readyz(request: Request) -> JSONResponse:
 
 async def metrics(request: Request) -> Response:
     registry: CollectorRegistry = request.state.registry
-    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+    # collecting may wait on Redis or serve's worker (a second at most each): not on the event loop
+    return Response(await asyncio.to_thread(generate_latest, registry), media_type=CONTENT_TYPE_LATEST)
 
 
 async def _console(stack: contextlib.AsyncExitStack, settings: Settings, inbox: Inbox) -> Records:
@@ -82,18 +83,20 @@ async def _stopped(task: asyncio.Task[None]) -> None:
 
 
 def create_app(
-    settings: Settings | None = None, queue: JobQueue | None = None, identities: Identities | None = None
+    settings: Settings | None = None, queue: JobQueue | None = None, identities: Identities | None = None,
+    worker_metrics: str | None = None,
 ) -> Starlette:
     """Build the receiver; `uvicorn --factory bot.app:create_app` calls this with no arguments.
 
     With `identities` (always when built from the environment) the bot's identity on each forge is
-    learned in the background while the receiver serves (`bot.identity`).
+    learned in the background while the receiver serves (`bot.identity`). `worker_metrics` is the
+    metrics URL of serve's worker child, whose task families `/metrics` then reports.
     """
     resolved = settings or Settings.load()
     learning = identities if identities is not None or settings is not None else Identities(resolved)
     registry = CollectorRegistry()
     app_metrics = Metrics.create(registry)
-    register_collectors(registry, resolved.redis_url)
+    register_collectors(registry, resolved.redis_url, tasks_from=worker_metrics)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:

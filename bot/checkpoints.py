@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, closing
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -163,9 +163,18 @@ async def delete_checkpoints(settings: Settings, thread_ids: list[str]) -> int:
     return len(thread_ids)
 
 
-async def spent(saver: BaseCheckpointSaver[str], task_id: str) -> tuple[int, float]:
-    """(tokens, cost in USD) of a task from its last checkpoint; (0, 0.0) when it has none."""
+class Spent(NamedTuple):
+    """What a task spent: tokens, cost in USD, and the models it called that have no price."""
+
+    tokens: int
+    cost_usd: float
+    unpriced: tuple[str, ...] = ()
+
+
+async def spent(saver: BaseCheckpointSaver[str], task_id: str) -> Spent:
+    """What a task spent, from its last checkpoint; nothing when it has none."""
     checkpoint = await saver.aget_tuple({"configurable": {"thread_id": task_id, "checkpoint_ns": ""}})
     values: dict[str, Any] = checkpoint.checkpoint.get("channel_values", {}) if checkpoint else {}
     usage = values.get("usage") or {}
-    return int(values.get("tokens") or 0), float(usage.get("cost_usd") or 0.0)
+    return Spent(int(values.get("tokens") or 0), float(usage.get("cost_usd") or 0.0),
+                 tuple(str(m) for m in usage.get("unpriced") or ()))

@@ -19,12 +19,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from bot.commands import Command, first_line_command
-from foundation.forge.models import ForgeKind, RepoRef
-from foundation.settings import TriggerSettings
+from foundation.forge.models import ForgeKind, RepoRef, item_url
+from foundation.settings import Settings, TriggerSettings
 
 __all__ = [
     "Actor", "ForgeEvent", "ForgeKind", "PayloadError", "RepoRef", "adds_labels", "claimed_id", "installation_of",
-    "parse_github", "parse_gitlab",
+    "parse_github", "parse_gitlab", "web_link",
 ]
 Mode = Literal["implement", "analyze", "review"]
 Trigger = Literal["label", "command", "reply", "cancel"]
@@ -94,6 +94,23 @@ class ForgeEvent(BaseModel):
     def task_id(self) -> str:
         """Derived from the delivery, so a retried job resumes the same checkpoint thread."""
         return hashlib.sha256(self.delivery_id.encode()).hexdigest()[:16]
+
+
+def web_link(settings: Settings, event: ForgeEvent) -> str:
+    """The web address of the event's issue or change, built from the service's forge URLs; a local
+    run's checkout path.
+
+    The receiver stores it with each task (the job replaces it with the forge's own address once it
+    resolved the repository); readers build it only for a task stored without one, never from the
+    variables of whatever shell runs `forgebot tasks`.
+    """
+    if event.forge == "local":
+        return event.repo.clone_url
+    api = settings.github.api_url.rstrip("/")
+    web = settings.gitlab.url if event.forge == "gitlab" else (
+        "https://github.com" if api == "https://api.github.com" else api.removesuffix("/api/v3"))
+    repo = event.repo if event.repo.path else event.repo.model_copy(update={"path": event.repo.project})
+    return item_url(repo, event.target, event.number, web)
 
 
 @dataclass(frozen=True)

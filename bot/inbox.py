@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -53,6 +53,7 @@ class TaskRow:
     detail: str
     event_json: str
     failure: str = ""  # a failed task's record (`graph.failure.TaskFailure` as JSON), "" otherwise
+    link: str = ""  # the issue or change's web address, written by the service (its forge URL, then the forge's)
 
 
 class _Record(NamedTuple):
@@ -61,6 +62,7 @@ class _Record(NamedTuple):
     event_name: str
     event: ForgeEvent | None
     now: float
+    link: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,9 +101,11 @@ class ListedTask:
     updated_at: float
     tokens: int = 0  # what the finished task spent, recorded with its final state (0 until then)
     cost_usd: float = 0.0
+    unpriced: tuple[str, ...] = ()  # models it called that have no price (its cost leaves them out)
 
 
-_TASK_COLUMNS = "t.task_id, t.task_key, t.state, t.mode, t.delivery_id, t.job_id, t.detail, d.event_json, t.failure"
+_TASK_COLUMNS = ("t.task_id, t.task_key, t.state, t.mode, t.delivery_id, t.job_id, t.detail, d.event_json, t.failure,"
+                 " t.link")
 _TASK_FROM = "tasks t JOIN deliveries d ON d.delivery_id = t.delivery_id"
 
 
@@ -162,13 +166,15 @@ class Inbox:
 
     # --- the request path ------------------------------------------------------------------------
 
-    async def record(self, forge: str, delivery_id: str, event_name: str, event: ForgeEvent | None) -> Intake:
+    async def record(
+        self, forge: str, delivery_id: str, event_name: str, event: ForgeEvent | None, link: str = ""
+    ) -> Intake:
         """Record one authentic delivery and decide its outcome; returns once it is committed.
 
         Group commit: deliveries arriving while a commit is in progress are written together in
         the next transaction, so a burst costs one disk sync per batch, not one per delivery.
         """
-        return await self._group.submit(_Record(forge, delivery_id, event_name, event, self._clock()))
+        return await self._group.submit(_Record(forge, delivery_id, event_name, event, self._clock(), link))
 
     async def _commit(self, records: list[_Record]) -> list[Intake]:
         results = await self._run(partial(self._write, records))
@@ -182,7 +188,7 @@ class Inbox:
         return self._db.transaction(lambda: [self._record(item) for item in records])
 
     def _record(self, item: _Record) -> Intake:
-        forge, delivery_id, event_name, event, now = item
+        forge, delivery_id, event_name, event, now, link = item
         fresh = self._db.execute(
             "INSERT INTO deliveries (delivery_id, forge, event_name, received_at, result) VALUES (?, ?, ?, ?, ?)"
             " ON CONFLICT DO NOTHING",
@@ -190,7 +196,7 @@ class Inbox:
         )
         if not fresh:
             return Intake("duplicate", reason="delivery id seen before")
-        intake = self._decide(delivery_id, event, now)
+        intake = self._decide(delivery_id, event, now, link)
         self._db.execute(
             "UPDATE deliveries SET result = ?, task_id = ?, event_json = ? WHERE delivery_id = ?",
             (
@@ -202,7 +208,7 @@ class Inbox:
         )
         return intake
 
-    def _decide(self, delivery_id: str, event: ForgeEvent | None, now: float) -> Intake:
+    def _decide(self, delivery_id: str, event: ForgeEvent | None, now: float, link: str = "") -> Intake:
         if event is None:
             return Intake("ignored", reason="not a trigger")
         if not self._db.execute(
@@ -217,9 +223,9 @@ class Inbox:
                 return Intake("ignored", reason=f"no task to {event.trigger}")
             return Intake("accepted", task.task_id)
         self._db.execute(
-            "INSERT INTO tasks (task_id, task_key, state, mode, delivery_id, job_id, detail, created_at, updated_at)"
-            " VALUES (?, ?, 'queued', ?, ?, ?, '', ?, ?) ON CONFLICT DO NOTHING",
-            (event.task_id, event.task_key, event.mode or "", delivery_id, delivery_id, now, now),
+            "INSERT INTO tasks (task_id, task_key, state, mode, delivery_id, job_id, detail, created_at, updated_at,"
+            " link) VALUES (?, ?, 'queued', ?, ?, ?, '', ?, ?, ?) ON CONFLICT DO NOTHING",
+            (event.task_id, event.task_key, event.mode or "", delivery_id, delivery_id, now, now, link[:1000]),
         )
         return Intake("accepted", event.task_id)
 
@@ -338,6 +344,11 @@ class Inbox:
             params += only_from
         return await self._run(lambda: self._db.transaction(lambda: self._db.execute(sql, params)))
 
+    async def set_link(self, task_id: str, link: str) -> None:
+        """Keep the issue or change's web address as the forge gave it (the job, once it resolved the repository)."""
+        sql = "UPDATE tasks SET link = ? WHERE task_id = ?"
+        await self._run(lambda: self._db.transaction(lambda: self._db.execute(sql, (link[:1000], task_id))))
+
     async def handled(self, delivery_id: str) -> None:
         """The job is finished with this delivery: the sweeper leaves it alone from now on."""
         now = self._clock()
@@ -369,7 +380,7 @@ class Inbox:
         def page() -> tuple[list[tuple[Any, ...]], int]:
             total = self._db.one(f"SELECT COUNT(*) FROM tasks t WHERE {clause}", tuple(params))
             rows = self._db.all(
-                f"SELECT {_TASK_COLUMNS}, t.created_at, t.updated_at, t.tokens, t.cost_usd FROM {_TASK_FROM}"
+                f"SELECT {_TASK_COLUMNS}, {_SPENT_COLUMNS} FROM {_TASK_FROM}"
                 f" WHERE {clause}"
                 " ORDER BY t.created_at DESC, t.task_id LIMIT ? OFFSET ?",
                 (*params, query.limit, query.offset),
@@ -377,8 +388,7 @@ class Inbox:
             return rows, int(total[0]) if total else 0
 
         rows, total = await self._run(page)
-        listed = [ListedTask(task, float(r[-4]), float(r[-3]), int(r[-2] or 0), float(r[-1] or 0.0))
-                  for r in rows if (task := _task(r[:-4])) is not None]
+        listed = [found for r in rows if (found := _listed(r)) is not None]
         return listed, total
 
     async def task_repos(self) -> dict[str, str]:
@@ -418,17 +428,14 @@ class Inbox:
     async def listed(self, task_id: str) -> ListedTask | None:
         """One task as the console lists it."""
         row = await self._run(lambda: self._db.one(
-            f"SELECT {_TASK_COLUMNS}, t.created_at, t.updated_at, t.tokens, t.cost_usd FROM {_TASK_FROM}"
-            " WHERE t.task_id = ?", (task_id,)))
-        task = _task(row[:-4]) if row else None
-        if row is None or task is None:
-            return None
-        return ListedTask(task, float(row[-4]), float(row[-3]), int(row[-2] or 0), float(row[-1] or 0.0))
+            f"SELECT {_TASK_COLUMNS}, {_SPENT_COLUMNS} FROM {_TASK_FROM} WHERE t.task_id = ?", (task_id,)))
+        return _listed(row) if row else None
 
-    async def spent(self, task_id: str, tokens: int, cost_usd: float) -> None:
+    async def spent(self, task_id: str, tokens: int, cost_usd: float, unpriced: Sequence[str] = ()) -> None:
         """Record what a task spent (its final tokens and cost), so listing it needs no checkpoint read."""
-        sql = "UPDATE tasks SET tokens = ?, cost_usd = ? WHERE task_id = ?"
-        await self._run(lambda: self._db.transaction(lambda: self._db.execute(sql, (tokens, cost_usd, task_id))))
+        sql = "UPDATE tasks SET tokens = ?, cost_usd = ?, unpriced = ? WHERE task_id = ?"
+        params = (tokens, cost_usd, ",".join(unpriced), task_id)
+        await self._run(lambda: self._db.transaction(lambda: self._db.execute(sql, params)))
 
     # --- the sweeper -----------------------------------------------------------------------------
 
@@ -464,6 +471,19 @@ class Inbox:
             lambda: self._db.all("SELECT delivery_id, result, task_id FROM deliveries ORDER BY received_at")
         )
         return [(str(r[0]), str(r[1]), None if r[2] is None else str(r[2])) for r in rows]
+
+
+_SPENT_COLUMNS = "t.created_at, t.updated_at, t.tokens, t.cost_usd, t.unpriced"
+
+
+def _listed(row: tuple[Any, ...]) -> ListedTask | None:
+    """A row of `_TASK_COLUMNS` then `_SPENT_COLUMNS`."""
+    task = _task(row[:-5])
+    if task is None:
+        return None
+    created, updated, tokens, cost, unpriced = row[-5:]
+    return ListedTask(task, float(created), float(updated), int(tokens or 0), float(cost or 0.0),
+                      tuple(name for name in str(unpriced or "").split(",") if name))
 
 
 def _task(row: tuple[Any, ...] | None) -> TaskRow | None:

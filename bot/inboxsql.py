@@ -46,7 +46,9 @@ CREATE TABLE IF NOT EXISTS tasks (
     updated_at DOUBLE PRECISION NOT NULL,
     tokens BIGINT NOT NULL DEFAULT 0,
     cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
-    failure TEXT NOT NULL DEFAULT ''
+    failure TEXT NOT NULL DEFAULT '',
+    unpriced TEXT NOT NULL DEFAULT '',
+    link TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS tasks_key ON tasks (task_key, state);
 CREATE INDEX IF NOT EXISTS tasks_state ON tasks (state, updated_at);
@@ -60,6 +62,8 @@ ADDED_COLUMNS = (
     ("tasks", "tokens", "BIGINT NOT NULL DEFAULT 0"),
     ("tasks", "cost_usd", "DOUBLE PRECISION NOT NULL DEFAULT 0"),
     ("tasks", "failure", "TEXT NOT NULL DEFAULT ''"),  # the failure record (graph.failure.TaskFailure, JSON)
+    ("tasks", "unpriced", "TEXT NOT NULL DEFAULT ''"),  # models the task called without a price, comma-separated
+    ("tasks", "link", "TEXT NOT NULL DEFAULT ''"),  # the issue or change's web address, as the service knew it
 )
 
 

@@ -32,6 +32,7 @@ from bot.idempotency import task_forge
 from bot.identity import Identities, IdentityRefused, resolve
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
 from bot.jobcodec import PLAIN, JobCodec, JobFailed
+from bot.presence import announce
 from bot.queue import RUN_TASK, eviction_policy, job_handle
 from bot.recovery import failure_marker, lease, reaper_loop
 from bot.retention import cleanup
@@ -43,6 +44,7 @@ from foundation.forge import (
     ForgeNotFound,
     IssueRef,
     Marker,
+    item_url,
     open_forge,
     where_task_speaks,
 )
@@ -188,8 +190,12 @@ async def run_task(ctx: dict[str, Any], event_json: str) -> str:
     """arq job: under the worker's lease, authorize, then cancel, resume or start the task."""
     if "redis_url" not in ctx or "job_id" not in ctx:  # called directly (tests, `forgebot run`)
         return await _run_event(ctx, event_json)
-    async with lease(ctx["redis_url"], ctx["job_id"], ctx["settings"].durability.lease_seconds):
-        return await _run_event(ctx, event_json)
+    ctx["presence"] = f"running job {ctx['job_id']}"  # what the health page says this worker does
+    try:
+        async with lease(ctx["redis_url"], ctx["job_id"], ctx["settings"].durability.lease_seconds):
+            return await _run_event(ctx, event_json)
+    finally:
+        ctx["presence"] = "idle"
 
 
 async def _run_event(ctx: dict[str, Any], event_json: str) -> str:
@@ -213,6 +219,8 @@ async def _run_event(ctx: dict[str, Any], event_json: str) -> str:
         return "refused"
     if event.trigger == "cancel":
         return await _cancel(ctx, forge, event)
+    if event.trigger in ("label", "command") and event.repo.web_url:  # the address as the forge gives it
+        await inbox.set_link(event.task_id, item_url(event.repo, event.target, event.number))
     task = await (_resumable(ctx, event) if event.trigger == "reply" else _claim(ctx, forge, event))
     if task is None:
         await inbox.handled(event.delivery_id)
@@ -514,14 +522,17 @@ async def _startup(ctx: dict[str, Any]) -> None:
     except Exception as exc:
         log.warning("start-up sweep failed: %s: %s", type(exc).__name__, exc)
     ctx["sweeper"] = asyncio.create_task(sweeper_loop(ctx))
+    ctx["announcer"] = asyncio.create_task(announce(ctx["redis"], ctx, ctx["settings"].durability.reap_interval))
     identities: Identities | None = ctx.get("identities")
     if identities is not None and identities.pending():
-        log.info("waiting for %s to say who the bot is before taking jobs", " and ".join(identities.pending()))
+        ctx["presence"] = f"waiting for {' and '.join(identities.pending())} to say who the bot is"
+        log.info("%s before taking jobs", ctx["presence"])
         await identities.learn()
+        ctx["presence"] = "idle"
 
 
 async def _shutdown(ctx: dict[str, Any]) -> None:
-    for name in ("reaper", "sweeper"):
+    for name in ("reaper", "sweeper", "announcer"):
         loop = ctx.pop(name, None)
         if loop is not None:
             loop.cancel()

@@ -26,8 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -39,6 +37,7 @@ from arq.jobs import JobStatus
 from bot.events import ForgeEvent
 from bot.inbox import Inbox, TaskRow
 from bot.jobcodec import PLAIN, JobCodec
+from bot.presence import worker_name
 from bot.queue import job_handle
 from foundation import arqlayout
 from foundation.forge import Forge, Marker, where_task_speaks
@@ -65,7 +64,7 @@ async def lease(redis_url: str, job_id: str, seconds: float) -> AsyncIterator[No
     live worker look dead, or a second worker would run the same task at the same time.
     """
     key, ttl_ms = LEASE_PREFIX + job_id, max(int(seconds * 1000), 100)
-    holder = f"{socket.gethostname()}:{os.getpid()}".encode()  # who holds it: the console's health page shows it
+    holder = worker_name().encode()  # who holds it: the console's health page shows it
     stop = threading.Event()
     client = redis.Redis.from_url(redis_url)
 

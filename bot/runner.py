@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -39,9 +40,9 @@ def redis_for(settings: Settings) -> Iterator[Settings]:
         yield settings.model_copy(update={"redis_url": server.url})
 
 
-def _server(settings: Settings, host: str, port: int) -> uvicorn.Server:
+def _server(settings: Settings, host: str, port: int, worker_metrics: str | None = None) -> uvicorn.Server:
     config = uvicorn.Config(
-        create_app(settings, identities=Identities(settings)),
+        create_app(settings, identities=Identities(settings), worker_metrics=worker_metrics),
         host=host,
         port=port,
         log_level="info",
@@ -64,7 +65,7 @@ def run_worker(settings: Settings) -> None:
     if settings.worker_metrics_port is not None:
         from foundation.metrics import start_metrics_server
 
-        start_metrics_server(settings.worker_metrics_port, redis_url=settings.redis_url)
+        start_metrics_server(settings.worker_metrics_port, settings.worker_metrics_host, redis_url=settings.redis_url)
     build_worker(settings, settings.redis_url, identities=Identities(settings)).run()
 
 
@@ -82,8 +83,8 @@ class WorkerProcess:
     terminal's Ctrl-C away from it: `serve` decides when it stops.
     """
 
-    def __init__(self, redis_url: str) -> None:
-        env = {**os.environ, "FORGEBOT_REDIS_URL": redis_url}
+    def __init__(self, redis_url: str, metrics: dict[str, str] | None = None) -> None:
+        env = {**os.environ, "FORGEBOT_REDIS_URL": redis_url, **(metrics or {})}
         self.process = subprocess.Popen(
             WORKER_COMMAND, env=env, start_new_session=True, preexec_fn=die_with_parent(signal.SIGKILL)
         )
@@ -123,6 +124,23 @@ class WorkerProcess:
             server.should_exit = True
 
 
+def worker_metrics(settings: Settings) -> tuple[str, dict[str, str]]:
+    """Where serve's worker serves its metrics, and the variables that tell it so.
+
+    The operator's port when one is set; else a free loopback port, so a one-box install is scraped at
+    one address (serve's `/metrics`) without the worker's port showing on the network.
+    """
+    if settings.worker_metrics_port is not None:
+        host = settings.worker_metrics_host
+        reach = "127.0.0.1" if host in ("0.0.0.0", "") else host
+        return f"http://{reach}:{settings.worker_metrics_port}/metrics", {}
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    env = {"FORGEBOT_WORKER_METRICS_PORT": str(port), "FORGEBOT_WORKER_METRICS_HOST": "127.0.0.1"}
+    return f"http://127.0.0.1:{port}/metrics", env
+
+
 def _forward_signals(worker: WorkerProcess) -> None:
     """SIGTERM/SIGINT reach the worker once the receiver has stopped: uvicorn holds them while it
     serves and re-raises them, to these handlers, when it returns."""
@@ -136,8 +154,9 @@ def _forward_signals(worker: WorkerProcess) -> None:
 
 async def _serve(settings: Settings, host: str, port: int) -> int:
     assert settings.redis_url
-    server = _server(settings, host, port)
-    worker = WorkerProcess(settings.redis_url)
+    url, metrics = worker_metrics(settings)
+    server = _server(settings, host, port, worker_metrics=url)
+    worker = WorkerProcess(settings.redis_url, metrics)
     _forward_signals(worker)
     watch = asyncio.create_task(worker.watch(server))
     try:

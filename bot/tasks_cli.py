@@ -13,7 +13,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-from bot.events import ForgeEvent
+from bot.events import ForgeEvent, web_link
 from bot.inbox import Inbox, TaskRow, open_inbox
 from foundation.settings import Settings
 
@@ -28,6 +28,7 @@ class TaskLine:
     cost_usd: float
     link: str
     detail: str
+    cost: str = ""  # as people read it: "$0.0123", "free", "no price" (`cost_text`)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -36,16 +37,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--limit", type=int, default=50, help="newest N tasks (0: all)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.set_defaults(handler=run)
-
-
-def link(settings: Settings, event: ForgeEvent) -> str:
-    """The web address of the task's issue or change; a local run's checkout path."""
-    if event.forge == "local":
-        return event.repo.clone_url
-    kind = "issues" if event.target == "issue" else ("merge_requests" if event.forge == "gitlab" else "pull")
-    if event.forge == "gitlab":
-        return f"{settings.gitlab.url.rstrip('/')}/{event.repo.path}/-/{kind}/{event.number}"
-    return f"https://github.com/{event.repo.path or event.repo.project}/{kind}/{event.number}"
 
 
 async def collect(settings: Settings, states: list[str] | None = None, limit: int = 50) -> list[TaskLine]:
@@ -67,30 +58,33 @@ async def collect(settings: Settings, states: list[str] | None = None, limit: in
     return [_line(settings, r, times.get(r.task_id, (now, now)), spending[r.task_id], now) for r in rows]
 
 
-async def _recorded(inbox: Inbox, rows: list[TaskRow]) -> dict[str, tuple[int, float]]:
+async def _recorded(inbox: Inbox, rows: list[TaskRow]) -> dict[str, tuple[int, float, tuple[str, ...]]]:
     """What finished tasks spent, as the task store recorded it with their final state."""
-    found: dict[str, tuple[int, float]] = {}
+    found: dict[str, tuple[int, float, tuple[str, ...]]] = {}
     for row in rows:
         item = await inbox.listed(row.task_id)
         if item is not None and (item.tokens or row.state == "queued"):
-            found[row.task_id] = (item.tokens, item.cost_usd)
+            found[row.task_id] = (item.tokens, item.cost_usd, item.unpriced)
     return found
 
 
 def _line(
-    settings: Settings, row: TaskRow, times: tuple[float, float], spent: tuple[int, float], now: float
+    settings: Settings, row: TaskRow, times: tuple[float, float], spent: tuple[int, float, tuple[str, ...]],
+    now: float,
 ) -> TaskLine:
+    from graph.runtime.accounting import cost_text
+
     created, updated = times
     end = now if row.state in ("queued", "running") else updated
     event = ForgeEvent.model_validate_json(row.event_json)
     return TaskLine(row.task_id, row.state, row.mode, round(end - created, 1), spent[0], spent[1],
-                    link(settings, event), row.detail)
+                    row.link or web_link(settings, event), row.detail, cost_text(spent[1], spent[0], spent[2]))
 
 
 def render(lines: list[TaskLine]) -> str:
-    header = f"{'TASK':16}  {'STATE':9}  {'MODE':9}  {'TIME':>8}  {'TOKENS':>8}  {'COST $':>8}  LINK"
+    header = f"{'TASK':16}  {'STATE':9}  {'MODE':9}  {'TIME':>8}  {'TOKENS':>8}  {'COST':>8}  LINK"
     body = [
-        f"{t.task:16}  {t.state:9}  {t.mode:9}  {_duration(t.seconds):>8}  {t.tokens:>8}  {t.cost_usd:>8.4f}  {t.link}"
+        f"{t.task:16}  {t.state:9}  {t.mode:9}  {_duration(t.seconds):>8}  {t.tokens:>8}  {t.cost:>8}  {t.link}"
         + (f"  ({t.detail})" if t.detail and t.state in ("failed", "cancelled") else "")
         for t in lines
     ]

@@ -43,6 +43,7 @@ from bot.events import (
     installation_of,
     parse_github,
     parse_gitlab,
+    web_link,
 )
 from bot.inbox import Inbox
 from bot.queue import JobQueue
@@ -349,7 +350,8 @@ async def _enqueue(request: Request, event: ForgeEvent) -> bool:
 async def _outcome(request: Request, forge: ForgeKind, delivery: Delivery) -> Outcome:
     inbox: Inbox = request.state.inbox
     try:
-        intake = await inbox.record(forge, delivery.id, delivery.event_name, delivery.event)
+        known = web_link(request.state.settings, delivery.event) if delivery.event else ""  # the service's forge URL
+        intake = await inbox.record(forge, delivery.id, delivery.event_name, delivery.event, known)
     except Exception as exc:  # the store is down: no 2xx for what we could not record
         log.error("inbox unavailable delivery=%s error=%s", delivery.id, type(exc).__name__)
         return Outcome("rejected", 503, {"error": "store unavailable"}, reason="store unavailable")

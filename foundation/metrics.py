@@ -8,13 +8,16 @@ inside jobs and graph nodes; threading a registry through every node would touch
 for no gain, so they live in one process-wide `TASK_REGISTRY` and the `record_*` functions take
 `metrics=` only so tests can count into a registry of their own. `register_collectors` puts both
 behind the web app's `/metrics`; a worker process can serve them with `start_metrics_server`.
-The webhook families stay in `bot/webhooks.py`.
+`forgebot serve` runs its worker as a child process, whose task families are its own: the
+receiver's `/metrics` reads them from the child's metrics server at scrape time (`tasks_from`), so
+one scrape of serve has them all. The webhook families stay in `bot/webhooks.py`.
 """
 
 from __future__ import annotations
 
 import re
 import time
+import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
@@ -23,6 +26,7 @@ import redis
 from arq.constants import default_queue_name
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from foundation.arqlayout import in_progress_key
@@ -246,9 +250,41 @@ class _Forward(Collector):
         return iter(self._source.collect())
 
 
-def register_collectors(registry: CollectorRegistry, redis_url: str | None) -> None:
-    """Add the task families and, with a Redis URL, the queue collector to an app's registry."""
-    registry.register(_Forward(TASK_REGISTRY))
+class _Scraped(Collector):
+    """The task families of another process (serve's worker child), read from its `/metrics` at scrape time.
+
+    Only the task families are taken (the receiver reports the queue itself); `forgebot_worker_metrics_up`
+    says whether the worker answered, so a scrape never fails because the worker is busy or gone.
+    """
+
+    def __init__(self, url: str, timeout: float = 2.0) -> None:
+        self._url, self._timeout = url, timeout
+
+    def describe(self) -> Iterable[Metric]:
+        return []  # registering must not call the worker
+
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily("forgebot_worker_metrics_up", "1 when serve's worker answered this scrape")
+        try:
+            with urllib.request.urlopen(self._url, timeout=self._timeout) as response:
+                text = response.read().decode("utf-8", errors="replace")
+        except (OSError, ValueError):
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
+        names = {family.name for family in TASK_REGISTRY.collect()}
+        yield from (family for family in text_string_to_metric_families(text) if family.name in names)
+
+
+def register_collectors(registry: CollectorRegistry, redis_url: str | None, tasks_from: str | None = None) -> None:
+    """Add the task families and, with a Redis URL, the queue collector to an app's registry.
+
+    `tasks_from`: the metrics URL of the process that runs the tasks (serve's worker child), read
+    instead of this process's own task families.
+    """
+    registry.register(_Scraped(tasks_from) if tasks_from else _Forward(TASK_REGISTRY))
     if redis_url:
         registry.register(QueueCollector.from_url(redis_url))
 

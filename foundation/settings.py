@@ -562,7 +562,11 @@ class Settings(BaseSettings):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     worker_metrics_port: int | None = Field(
         default=None,
-        description="`forgebot worker` serves its task, token, gate and forge metrics on this port (unset: none)",
+        description="`forgebot worker` serves its task, token, gate and forge metrics on this port (unset: none; "
+        "`forgebot serve` then gives its worker a free loopback port and adds them to its own `/metrics`)",
+    )
+    worker_metrics_host: str = Field(
+        default="0.0.0.0", description="the address `forgebot worker` serves its metrics on"
     )
     databases: dict[str, DatabaseConnection] = Field(
         default_factory=dict,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -171,6 +172,16 @@ async def task_list(request: Request) -> Response:
     size = _settings(request).console.page_size
     query, number = _filter(request, size)
     records = _records(request)
+    named = "".join(ch for ch in request.query_params.get("repo", "")[:300] if ch.isprintable())
+    unknown = ""
+    if named:  # the select's key, or a path typed or linked (`group/app`): filtered by, never ignored
+        key = await records.repo_key(named)
+        if key is None:
+            unknown = named
+        query = replace(query, repo=key or "")
+    if unknown:
+        return _page("tasks.html", tasks=[], total=0, page=1, pages=1, query=query, states=STATES, modes=MODES,
+                     repos=await records.repos(), prev="", next="", unknown=unknown)
     tasks, total = await records.page(query)
     pages = max((total + size - 1) // size, 1)
     kept = {k: v for k, v in (("state", query.state), ("mode", query.mode), ("repo", query.repo)) if v}

@@ -19,13 +19,14 @@ from arq.constants import default_queue_name
 from pydantic import ValidationError
 
 from bot.console import timeline
-from bot.events import ForgeEvent
+from bot.events import ForgeEvent, web_link
 from bot.inbox import FailureGroup, Inbox, ListedTask, TaskFilter, TaskRow
+from bot.presence import MISSED, Presence, workers
 from bot.recovery import LEASE_PREFIX
-from bot.tasks_cli import link
 from foundation.settings import Settings
 from graph.failure import TaskFailure, failure_of_state
 from graph.redact import redact, secrets_of
+from graph.runtime.accounting import cost_text
 from graph.runtime.trace import read_trace, trace_path
 
 REPOS_SECONDS = 30.0  # the repository filter's choices: a new repository shows up within this
@@ -47,6 +48,12 @@ class TaskSummary:
     cost_usd: float
     detail: str
     failure: TaskFailure | None = None  # a failed task's record (redacted for the page)
+    unpriced: tuple[str, ...] = ()  # models it called that have no price
+
+    @property
+    def cost(self) -> str:
+        """The cost as the pages show it: "$0.0123", "free", "no price" or "—" (`cost_text`)."""
+        return cost_text(self.cost_usd, self.tokens, self.unpriced)
 
     @property
     def why(self) -> str:
@@ -105,9 +112,11 @@ class Health:
     depth: int = 0
     oldest_seconds: float | None = None
     leases: list[Lease] = field(default_factory=list)
+    workers: list[Presence] = field(default_factory=list)
     failures: list[TaskSummary] = field(default_factory=list)
     by_kind: list[FailureKind] = field(default_factory=list)
     failure_hours: float = FAILURE_HOURS
+    silence: float = 0.0  # seconds after which a worker that stopped announcing itself is gone
 
 
 class Records:
@@ -145,7 +154,7 @@ class Records:
     async def _spending(self, item: ListedTask) -> dict[str, Any]:
         """Tokens and cost: recorded with a task's final state; a live (or older-release) one's from its checkpoint."""
         if item.tokens or item.row.state == "queued":
-            return {"tokens": item.tokens, "usage": {"cost_usd": item.cost_usd}}
+            return {"tokens": item.tokens, "usage": {"cost_usd": item.cost_usd, "unpriced": list(item.unpriced)}}
         return await self.values(item.row.task_id)
 
     async def repos(self) -> list[tuple[str, str]]:
@@ -163,6 +172,16 @@ class Records:
         self._repos = (time.monotonic(), sorted(out, key=lambda pair: pair[1]))
         return self._repos[1]
 
+    async def repo_key(self, named: str) -> str | None:
+        """The filter value of the repository `named`: its key, its path (`group/app`) or `forge:path`,
+        compared without case; None when no repository with tasks has that name."""
+        wanted = named.strip().lower()
+        for key, label in await self.repos():
+            forge = key.split(":", 1)[0]
+            if wanted in (key.lower(), label.lower(), f"{forge}:{label}".lower()):
+                return key
+        return None
+
     def summary(self, item: ListedTask, values: dict[str, Any]) -> TaskSummary:
         row, now = item.row, time.time()
         event = ForgeEvent.model_validate_json(row.event_json)
@@ -174,11 +193,11 @@ class Records:
             repo=self.clean(event.repo.path or event.repo.project),
             target=self.clean(f"local run #{event.number} in {event.repo.clone_url}") if event.forge == "local"
             else f"{word.get(event.target, '#')}{event.number}",
-            link="" if event.forge == "local" else link(self.settings, event),  # a checkout has no web page
+            link="" if event.forge == "local" else row.link or web_link(self.settings, event),  # a checkout has none
             started=item.created_at, seconds=max(end - item.created_at, 0.0),
             tokens=int(values.get("tokens") or usage.get("tokens") or 0),
             cost_usd=float(usage.get("cost_usd") or 0.0), detail=self.clean(row.detail),
-            failure=self.failure(row),
+            failure=self.failure(row), unpriced=tuple(self.clean(m) for m in usage.get("unpriced") or ()),
         )
 
     async def detail(self, task_id: str) -> TaskDetail | None:
@@ -280,7 +299,11 @@ class Records:
             worker = value.decode(errors="replace") if isinstance(value, bytes) else str(value or "")
             leases.append(Lease(job_id, await self._task_of(job_id), self.clean(worker), max(ttl, 0) / 1000))
         return Health(queue_ok=True, depth=depth, oldest_seconds=age, leases=leases, failures=failures,
-                      by_kind=by_kind)
+                      by_kind=by_kind, workers=[self._worker(p) for p in await workers(redis)],
+                      silence=MISSED * self.settings.durability.reap_interval)
+
+    def _worker(self, found: Presence) -> Presence:
+        return Presence(self.clean(found.worker), self.clean(found.doing), found.seconds_ago, found.started)
 
     async def _task_of(self, job_id: str) -> str:
         listed, _ = await self.inbox.task_page(TaskFilter(state="running", limit=500))

@@ -41,6 +41,7 @@ from foundation.forge.models import (
     Marker,
     Reaction,
     RepoRef,
+    item_url,
     where_task_speaks,
 )
 from foundation.forge.protocol import Changes, Conversations, Forge
@@ -84,6 +85,7 @@ __all__ = [
     "Reaction",
     "RepoRef",
     "bot_identity",
+    "item_url",
     "open_forge",
     "where_task_speaks",
 ]

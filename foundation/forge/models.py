@@ -63,6 +63,20 @@ def where_task_speaks(repo: RepoRef, number: int, *, target: str = "", mode: str
     return IssueRef(repo=repo, number=number)
 
 
+def item_url(repo: RepoRef, target: str, number: int, web_root: str = "") -> str:
+    """The web address of an issue or change ("" when it cannot be known).
+
+    From the repository's own web URL as the forge answered it; without one (a task not resolved
+    yet), from `web_root`, the forge's web address as the service is configured.
+    """
+    root = repo.web_url.rstrip("/") or (f"{web_root.rstrip('/')}/{repo.path}" if web_root and repo.path else "")
+    if not root:
+        return ""
+    if repo.forge == "gitlab":
+        return f"{root}/-/{'issues' if target == 'issue' else 'merge_requests'}/{number}"
+    return f"{root}/{'issues' if target == 'issue' else 'pull'}/{number}"
+
+
 class CommentRef(_Frozen):
     """A comment the bot can edit, reply to or react to.
 

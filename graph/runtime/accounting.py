@@ -11,6 +11,7 @@ of every node's, whichever order they ran in — never the last node's alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,3 +118,16 @@ def usage_of(message: Any) -> tuple[int, int]:
     """(input, output) tokens from a LangChain message's usage metadata; (0, 0) when absent."""
     meta = getattr(message, "usage_metadata", None) or {}
     return int(meta.get("input_tokens", 0)), int(meta.get("output_tokens", 0))
+
+
+def cost_text(cost_usd: float, tokens: int, unpriced: Sequence[str]) -> str:
+    """A task's cost as an operator reads it, never a bare `$0.0000` that could mean two things.
+
+    "free" when every model it called is priced at 0; "no price" when a model it called has no
+    configured price (its calls are not in the sum); "—" before any model call.
+    """
+    if tokens <= 0 and cost_usd <= 0:
+        return "—"
+    if unpriced:
+        return f"${cost_usd:.4f} + no price" if cost_usd > 0 else "no price"
+    return f"${cost_usd:.4f}" if cost_usd > 0 else "free"

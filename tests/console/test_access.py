@@ -139,7 +139,7 @@ def test_bad_filters_and_ids_are_clear_refusals(console: ServerThread) -> None:
     auth = {"authorization": f"Bearer {OPERATOR}"}
     odd = httpx.get(console.url + "/console/tasks", params={"state": "'; DROP TABLE tasks; --", "page": "x" * 50,
                                                              "repo": "gitlab:1\x00"}, headers=auth)
-    assert odd.status_code == 200 and "2 in all" in odd.text  # unknown values are ignored, not errors
+    assert odd.status_code == 200 and "2 in all" in odd.text  # odd values are not errors: ignored or cleaned
     assert httpx.get(console.url + "/console/tasks/..%2F..%2Fetc", headers=auth).status_code == 404
     assert httpx.get(console.url + "/console/tasks/ffffffffffffffff", headers=auth).status_code == 404
 
@@ -163,3 +163,27 @@ async def test_health_shows_queue_depth_and_the_leases_workers_hold(settings: Se
     assert '<dd id="depth">1</dd>' in page
     assert "h" in page.split('id="oldest">')[1].split("<")[0]  # decades old: shown in hours
     assert "job-running" in page and f"{socket.gethostname()}:{os.getpid()}" in page
+
+
+async def test_the_repository_filter_takes_a_path_and_never_ignores_one(settings: Settings, tasks: list[str]) -> None:
+    """`?repo=` by the select's key, by the path people type or link (any case, with or without the
+    forge), and a name with no tasks: that says so instead of listing every task (on main a path was
+    ignored: every task was listed)."""
+    inbox = await Inbox.open(sqlite_path=settings.inbox_path)
+    try:
+        other = await add_task(inbox, event(3, project="9", path="other/service"))
+    finally:
+        await inbox.close()
+    settings.console = ConsoleSettings(operator_token=SecretStr(OPERATOR), public_url="http://console.example")
+    with serving(create_app(settings, queue=_Queue())) as server:
+        async with httpx.AsyncClient(base_url=server.url, headers={"authorization": f"Bearer {OPERATOR}"}) as client:
+            async def listed(repo: str) -> str:
+                response = await client.get("/console/tasks", params={"repo": repo})
+                assert response.status_code == 200
+                return response.text
+
+            for name in ("gitlab:9", "other/service", "Other/Service", "gitlab:other/service"):
+                page = await listed(name)
+                assert other in page and tasks[0] not in page and tasks[1] not in page, name
+            page = await listed("nobody/here")
+            assert "No repository named nobody/here has tasks." in page and other not in page

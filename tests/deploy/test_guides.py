@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from bot import configdoc
 from bot.cli import COMMANDS, build_parser
 from bot.webhooks import Metrics
-from foundation.metrics import QueueCollector, QueueSnapshot, TaskMetrics
+from foundation.metrics import QueueCollector, QueueSnapshot, TaskMetrics, register_collectors
 from tests.deploy import chart
 from tests.deploy.chart import ROOT
 
@@ -114,8 +114,12 @@ def _known_metrics() -> set[str]:
     TaskMetrics.create(registry)
     Metrics.create(registry)
     registry.register(QueueCollector(lambda: QueueSnapshot(0, 0, 0, 0, 0.0)))
+    # serve's view of its worker child (nothing listens on port 9: only the `up` gauge, at 0)
+    serve = CollectorRegistry()
+    register_collectors(serve, None, tasks_from="http://127.0.0.1:9/metrics")
     suffixes = {"counter": ["_total"], "histogram": ["", "_bucket", "_sum", "_count"], "gauge": [""]}
-    return {family.name + s for family in registry.collect() for s in suffixes[family.type]}
+    families = [*registry.collect(), *serve.collect()]
+    return {family.name + s for family in families for s in suffixes[family.type]}
 
 
 def test_metric_names_in_the_guides_exist() -> None:

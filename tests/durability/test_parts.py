@@ -214,6 +214,37 @@ async def test_the_reaper_reads_running_tasks_only_and_through_an_index(tmp_path
         await inbox.close()
 
 
+async def test_the_reaper_settles_a_finished_task_from_its_jobs_outcome(tmp_path: Path, redis_url: str,
+                                                                      pool: ArqRedis) -> None:
+    """A job that finished its task but could not record it (the store away through every retry) left
+    the outcome as its result: the reaper finishes the task from it, never fails it or comments."""
+    from arq.worker import Worker, func
+
+    from bot.jobcodec import PLAIN
+    from bot.queue import RUN_TASK
+
+    inbox = await Inbox.open(sqlite_path=tmp_path / "inbox.sqlite")
+    try:
+        event = analyze_event(42, "finished-unrecorded")
+        await inbox.record("gitlab", event.delivery_id, "Issue Hook", event)
+        assert await inbox.claim(event.task_id, event.delivery_id) is not None
+
+        async def finished(ctx: dict[str, Any], event_json: str) -> str:
+            return "blocked"  # what run_task returns for a task it finished
+
+        await pool.enqueue_job(RUN_TASK, event.model_dump_json(), _job_id=event.delivery_id)
+        worker = Worker(functions=[func(finished, name=RUN_TASK)], redis_pool=pool, burst=True, poll_delay=0.01,
+                        handle_signals=False, job_serializer=PLAIN.dumps, job_deserializer=PLAIN.loads)
+        await worker.main()
+        forge = MemoryForge()
+        assert await fail_orphans(inbox, pool, lambda kind: forge, tries=3) == []
+        task = await inbox.task(event.task_id)
+        assert task is not None and (task.state, task.detail) == ("done", "blocked")
+        assert not forge.comments
+    finally:
+        await inbox.close()
+
+
 async def test_the_workers_own_reaper_posts_the_failure_note_on_the_forge(
     settings: Settings, redis_url: str, pool: ArqRedis, fake_forge: FakeForgeState
 ) -> None:

@@ -4,7 +4,8 @@ Through `forgebot serve` with the real OpenAI client against a wire-level model 
 
 * A model endpoint that answers 503 to the first two calls (a blip): the task is deferred twice
   with growing pauses and then finishes; the log has two `task deferred` lines and no failure
-  (on main: `failed` at the first 503, 0 retries with FORGEBOT_MAX_TRIES=3).
+  (on main: `failed` at the first 503, 0 retries with FORGEBOT_MAX_TRIES=3). Its model is priced at
+  0: the console says "free" (on main `$0.0000`, as for a model without a price).
 * A model endpoint down for good, three tasks: each is tried FORGEBOT_MAX_TRIES times and then
   fails once. The issue's author reads, in the status and failure comments, what happened in plain
   words and what to do (no exception name, no server variable; on main: `ModelCallError`'s text with
@@ -49,7 +50,7 @@ def test_a_model_blip_is_retried_and_the_task_finishes(
 ) -> None:
     seen, respond = _outage(calls_down=2)
     model.responder = respond  # type: ignore[assignment]
-    service = _start(launch, forge_env, model)
+    service = _start(launch, {**forge_env, "FORGEBOT_LLM__PRICES": f'{{"{model.model}": [0, 0]}}'}, model)
     assert service.label(origin_url) == 202
     service.wait_states(lambda states: states == ["done"], "the task to finish")
     assert service.task_states() == [("done", "blocked")]
@@ -58,6 +59,8 @@ def test_a_model_blip_is_retried_and_the_task_finishes(
     (status,) = [c.body for c in fake_forge.comments_on("gitlab", "1", ISSUE, status=True) if "Status:" in c.body]
     assert status.startswith("**Status: done (blocked)**")
     assert f"model {model.model}" in status  # the configured model, never "model none"
+    (task,) = service.tasks()
+    assert 'id="cost">free</dd>' in service.console(f"/console/tasks/{task.task_id}")  # priced at 0: free
     assert service.stop() == 0 and "Traceback" not in service.logs()
 
 
@@ -84,7 +87,7 @@ def test_an_outage_that_outlasts_the_tries_fails_each_task_once_with_one_record(
         for text in (status, note):
             assert "the AI model service was unavailable while the decomposer step ran" in text
             assert "Start the task again (re-add the label or repeat the command) later" in text
-            assert "FORGEBOT_" not in text and "Error" not in text and "503" not in text
+            assert "FORGEBOT_" not in text and "Error" not in text and "503" not in text, text
 
     # the operator: one record per task, on the console's task page, list and health page
     records = service.failures()
@@ -109,3 +112,31 @@ def test_an_outage_that_outlasts_the_tries_fails_each_task_once_with_one_record(
     assert len(service.log_lines("task failed")) == 3
     assert len(service.log_lines("task deferred")) == 2 * 3
     assert "Traceback" not in service.logs()
+
+
+def test_a_failure_before_the_graph_is_a_step_on_the_timeline_with_its_trace(
+    launch: Launch, forge_env: dict[str, str], model: ModelServer, fake_forge: FakeForgeState, origin_url: str
+) -> None:
+    """The repository cannot be fetched (the forge names a clone URL its git server does not have): the
+    task fails in its `mirror` step, before any model call. The author reads that forgebot could not
+    prepare a working copy (on main: `forgebot could not finish this task: GitError.`); the console's
+    page draws the failed step with its duration, shows where it failed and git's own message, and
+    has the step's trace (on main: no timeline, and "no trace for this task in this server's data
+    directory", blaming the deployment)."""
+    fake_forge.projects[("gitlab", "1")].clone_url = origin_url.replace("/app.git", "/gone.git")
+    model.responder = lambda request: structured("Decomposition", BLOCKED)
+    service = _start(launch, forge_env, model)
+    assert service.label(origin_url) == 202
+    service.wait_states(lambda states: states == ["failed"], "the task to fail")
+    (record,) = service.failures()
+    assert (record.kind, record.phase, record.transient) == ("git", "mirror", False)
+    assert not model.requests  # it never reached the graph
+    (note,) = [c.body for c in fake_forge.comments_on("gitlab", "1", ISSUE) if "could not finish" in c.body]
+    assert "forgebot could not prepare a working copy of the repository" in note and "GitError" not in note
+
+    page = service.console(f"/console/tasks/{service.tasks()[0].task_id}")
+    assert '<g class="bar failed" data-node="mirror">' in page, page
+    assert 'id="failure-where">mirror</dd>' in page and "not found" in page  # git's message, for the operator
+    assert "step mirror:" in page and "no trace for this task" not in page
+    assert service.stop() == 0
+    assert len(service.log_lines("task failed")) == 1 and "Traceback" not in service.logs()

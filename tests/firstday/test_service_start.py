@@ -7,7 +7,8 @@
   exit 2, a crash loop under a supervisor); deliveries are accepted; the task waits in the queue,
   neither failed nor run, and `/readyz` says the forge has not said who the bot is. Once the forge
   answers, the task runs, and a `/analyze` comment the bot itself wrote during the outage (accepted:
-  nobody knew the bot's id yet) is refused as the bot's own.
+  nobody knew the bot's id yet) is refused as the bot's own. The console's health page says the worker
+  waits for the forge.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ def test_a_forge_down_at_start_delays_tasks_without_failing_them(
     assert status == 200 and ready["bot"] == {"gitlab": None}, ready
     assert any("gitlab: the forge has not said who the bot is" in m and "503" in m for m in ready["missing"]), ready
     assert [state for state, _ in service.task_states()] == ["queued", "queued"]  # waiting: not run, not failed
+    # the operator sees why nothing runs: the worker is up, waiting for the forge
+    wait_until(lambda: "waiting for gitlab to say who the bot is" in service.console("/console/health"), 60,
+               "the worker to say what it waits for")
     assert not model.requests
 
     fake_forge.faults.clear()  # the forge is back

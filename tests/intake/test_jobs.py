@@ -3,7 +3,9 @@ authorization before the graph, the one-active-task rule, /cancel, replies resum
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -213,6 +215,32 @@ async def test_a_forge_outage_before_the_last_try_defers_the_job_by_the_configur
     assert comments(ctx, task) == []
 
 
+class StoreAwayAtTheEnd:
+    """The real inbox, except that the first `failures` writes of a final state fail (the store is busy)."""
+
+    def __init__(self, inner: Inbox, failures: int) -> None:
+        self.inner, self.failures = inner, failures
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def set_state(self, task_id: str, state: str, *args: Any, **kwargs: Any) -> bool:
+        if state in ("done", "failed", "waiting") and self.failures > 0:
+            self.failures -= 1
+            raise sqlite3.OperationalError("database is locked")
+        return await self.inner.set_state(task_id, state, *args, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_a_finished_task_whose_end_cannot_be_written_at_first_is_still_done(ctx: dict[str, Any]) -> None:
+    """Recording the end is retried: the task is done, not a failed job (on main the job raised, and the
+    reaper later failed the finished task with a failure comment)."""
+    event = await deliver(ctx, "/analyze", 15)
+    ctx["inbox"] = StoreAwayAtTheEnd(ctx["inbox"], failures=2)
+    assert await run_task(ctx, event.model_dump_json()) == "blocked"
+    assert await state_of(ctx, event.task_id) == ("done", "blocked")
+    assert not any("could not finish" in note for note in comments(ctx, event))
+
+
 async def test_a_retried_job_carries_on_with_its_own_running_task(ctx: dict[str, Any]) -> None:
     event = await deliver(ctx, "/analyze", 12)
     await ctx["inbox"].claim(event.task_id, event.delivery_id)  # the first try claimed it, then was deferred
@@ -294,4 +322,64 @@ async def test_the_production_worker_posts_expiry_notes_through_its_own_forge(
         assert "No answer arrived within" in note.body
     finally:
         await pool.aclose()
+        await inbox.close()
+
+
+@pytest.mark.timeout(180)
+async def test_the_sweeper_queues_a_stranded_delivery_while_the_only_job_slot_runs_a_task(
+    settings: Settings, redis_url: str, tmp_path: Path
+) -> None:
+    """The sweeper is beside the job slot, not an arq cron job queued behind it: a delivery that never
+    reached Redis is queued again within a sweep interval while a long task holds `max_jobs=1` (on main
+    it waited for the running task to end)."""
+    import asyncio
+
+    import redis.asyncio as aioredis
+
+    from bot.jobs import build_worker
+    from bot.queue import ArqQueue
+
+    settings.questions.max_rounds = 0
+    settings.intake.sweep_interval, settings.intake.sweep_grace = 5, 0
+    forge = FakeForge()
+    forge.access[("5", ROOT)] = AccessLevel.DEVELOPER
+    forge.add_repo(sample_repo(settings))
+    entered, release = asyncio.Event(), asyncio.Event()
+    checkout = local_checkout(php_project(tmp_path))
+
+    async def slow_checkout(*args: Any) -> dict[str, Any]:  # the running task's long first step
+        entered.set()
+        await release.wait()
+        return await checkout(*args)
+
+    inbox = await Inbox.open(sqlite_path=settings.inbox_path)
+    queue = await ArqQueue.connect(redis_url)
+    client = aioredis.Redis.from_url(redis_url)
+    worker = build_worker(settings, redis_url, forge_factory=lambda kind: forge, model_factory=blocked_model,
+                          inbox=inbox, checkout=slow_checkout, handle_signals=False)
+    running = asyncio.create_task(worker.main())
+    try:
+        events = [parse_gitlab({"x-gitlab-event": "Note Hook"}, gitlab_note("/analyze", id=n, noteable_id=n),
+                               f"gitlab:s{n}", TRIGGERS) for n in (41, 42)]
+        first, stranded = [e for e in events if e is not None]
+        stranded = stranded.model_copy(update={"number": 99})  # another issue: no busy answer
+        assert (await inbox.record("gitlab", first.delivery_id, "Note Hook", first)).result == "accepted"
+        await queue.enqueue(first)
+        await asyncio.wait_for(entered.wait(), 60)  # the only slot is taken, the start-up sweep long done
+        # a delivery recorded while Redis was away: in the task store, never queued
+        assert (await inbox.record("gitlab", stranded.delivery_id, "Note Hook", stranded)).result == "accepted"
+        deadline = asyncio.get_running_loop().time() + 30
+        while await client.zscore("arq:queue", stranded.delivery_id) is None:
+            assert asyncio.get_running_loop().time() < deadline, "the sweeper waited for the job slot"
+            assert not running.done()
+            await asyncio.sleep(0.2)
+        assert (await inbox.task(first.task_id)).state == "running"  # type: ignore[union-attr]
+    finally:
+        release.set()
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        await worker.close()
+        await client.aclose()
+        await queue.close()
         await inbox.close()
