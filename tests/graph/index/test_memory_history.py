@@ -247,3 +247,25 @@ def test_a_killed_base_build_resumes_from_the_repositorys_journal(tmp_path: Path
     with connect(base) as conn:
         assert conn.execute("SELECT count(DISTINCT source) FROM memory_items WHERE kind = 'commit'").fetchone()[0] == 50
         assert conn.execute("SELECT count(*) FROM memory_touches").fetchone()[0] == 51
+
+
+def test_a_lost_commit_object_cuts_history_there_and_says_so(tmp_path: Path) -> None:
+    """git rev-list fails on a missing commit; the history is then walked through the readable commit
+    objects: the commits after the lost one are remembered, and the note says what was not read."""
+    repo = Repo(tmp_path / "app")
+    shas = []
+    for i in range(5):
+        repo.write("src/Counter.php", php_class("App", "Counter", {"value": f"        return {i};"}))
+        shas.append(repo.commit(f"Counter {i}"))
+    index = tmp_path / "index.db"
+    taskindex.refresh(index, repo.root, embedder=None)
+    (repo.root / ".git" / "objects" / shas[1][:2] / shas[1][2:]).unlink()
+    conn = connect(index)
+    report = memory_sources.refresh(conn, repo.root, embedder=None)
+    remembered = {str(r[0]) for r in conn.execute("SELECT source FROM memory_items WHERE kind = 'commit'")}
+    assert remembered == set(shas[2:])  # behind the lost commit nothing is reachable
+    assert any("history listed without git rev-list" in note and "1 commit objects missing" in note
+               for note in report.notes)
+    skipped = {str(r[0]) for r in conn.execute("SELECT commit_sha FROM memory_skipped")}
+    assert skipped == {shas[2]}  # its diff needs its parent, the lost commit: its message is kept
+    assert symbols_of(conn, shas[3]) == ["App\\Counter::value"]
