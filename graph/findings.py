@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from foundation.forge.models import Hunk, LineKind
 from graph.schemas import SEVERITY_RANK, Finding
@@ -31,6 +31,18 @@ class Tracked(BaseModel):
     thread: str = ""
     review: bool = False
     status: Literal["open", "fixed", "answered"] = "open"
+
+
+class ReviewRecord(BaseModel):
+    """What a published review leaves for the next one on the same change (kept by the review store)."""
+
+    head: str
+    tracked: list[Tracked] = Field(default_factory=list)
+    summary_comment_id: int | None = None
+
+    @property
+    def open(self) -> list[Tracked]:
+        return [t for t in self.tracked if t.status != "fixed"]
 
 
 def finding_key(finding: Finding) -> str:

@@ -1,9 +1,11 @@
-"""The last review of each change: the head SHA it reviewed and the findings it left open.
+"""The last review of each change, by change key: the head SHA it reviewed and a record of it.
 
-A re-review needs both: the SHA to review only what changed since, and the findings (with the
-threads they were posted in) to carry forward, resolve when fixed, and not raise again when the
-author answered. One small SQLite table under the data directory; a row is replaced whole after
-each published review, so a crash mid-publication leaves the previous review as the reference.
+A re-review needs both: the SHA to review only what changed since, and the record (the findings
+left open, with the threads they were posted in) to carry forward, resolve when fixed, and not
+raise again when the author answered. One small SQLite table under the data directory; a row is
+replaced whole after each published review, so a crash mid-publication leaves the previous review
+as the reference. The store keeps any pydantic record as JSON; what a record holds is the review
+route's (`graph.findings.ReviewRecord`), so the store needs nothing of the agent.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ import sqlite3
 import time
 from contextlib import closing
 from pathlib import Path
+from typing import TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from foundation.sqlitewal import enable_wal
-from graph.findings import Tracked
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS reviews (
@@ -28,14 +30,7 @@ CREATE TABLE IF NOT EXISTS reviews (
 """
 
 
-class ReviewRecord(BaseModel):
-    head: str
-    tracked: list[Tracked] = Field(default_factory=list)
-    summary_comment_id: int | None = None
-
-    @property
-    def open(self) -> list[Tracked]:
-        return [t for t in self.tracked if t.status != "fixed"]
+R = TypeVar("R", bound=BaseModel)
 
 
 def change_key(forge: str, project: str, number: int) -> str:
@@ -61,16 +56,18 @@ class ReviewStore:
         enable_wal(conn)  # workers open the one file side by side
         return conn
 
-    def load(self, change: str) -> ReviewRecord | None:
+    def load(self, change: str, record: type[R]) -> R | None:
+        """The last review of `change` read as `record`, None when it was never reviewed."""
         with closing(self._connect()) as conn:
             row = conn.execute("SELECT record FROM reviews WHERE change = ?", (change,)).fetchone()
-        return None if row is None else ReviewRecord.model_validate_json(row[0])
+        return None if row is None else record.model_validate_json(row[0])
 
-    def save(self, change: str, record: ReviewRecord) -> None:
+    def save(self, change: str, head: str, record: BaseModel) -> None:
+        """Replace `change`'s review with `record`, made at `head`."""
         with closing(self._connect()) as conn, conn:
             conn.execute(
                 "INSERT INTO reviews (change, head, record, updated_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(change) DO UPDATE SET head = excluded.head, record = excluded.record, "
                 "updated_at = excluded.updated_at",
-                (change, record.head, record.model_dump_json(), time.time()),
+                (change, head, record.model_dump_json(), time.time()),
             )

@@ -27,6 +27,7 @@ from foundation.workspace import Workspaces, repo_key
 from graph.checkout import review_index
 from graph.deps import Deps
 from graph.discussion import is_member
+from graph.findings import ReviewRecord
 from graph.nodes.publisher import footer
 from graph.reviewlint import linted
 from graph.reviewstore import ReviewStore, change_key
@@ -111,7 +112,8 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
                                       f"origin/{change.source_branch}")
     head = git(workspace, "rev-parse", "HEAD").strip()
     base = git(workspace, "merge-base", f"origin/{change.target_branch}", "HEAD").strip()
-    record = ReviewStore.in_data_dir(deps.settings.data_dir).load(change_key(state["forge"], repo.project, ref.number))
+    store = ReviewStore.in_data_dir(deps.settings.data_dir)
+    record = store.load(change_key(state["forge"], repo.project, ref.number), ReviewRecord)
     if record is not None and record.head == head:
         body = prompts.render("review.up_to_date", head=head[:12], footer=footer(state))
         comment = await deps.forge.post_comment(ref, body, Marker(task=state["task_id"], purpose="up-to-date"))

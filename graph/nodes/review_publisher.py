@@ -23,9 +23,9 @@ from foundation.forge._text import render_marker
 from foundation.forge.diff import parse
 from foundation.gitrunner import GitError, git
 from graph.deps import Deps
-from graph.findings import Noise, Reconciled, Tracked, filter_noise, finding_key, reconcile
+from graph.findings import Noise, Reconciled, ReviewRecord, Tracked, filter_noise, finding_key, reconcile
 from graph.nodes.publisher import footer
-from graph.reviewstore import ReviewRecord, ReviewStore, change_key
+from graph.reviewstore import ReviewStore, change_key
 from graph.schemas import SEVERITY_RANK, Finding, Review
 from graph.state import TaskState
 
@@ -40,7 +40,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     ref = ChangeRef(repo=RepoRef.model_validate(state["repo"]), number=state["number"])
     store = ReviewStore.in_data_dir(deps.settings.data_dir)
     key = change_key(state["forge"], ref.repo.project, ref.number)
-    record = store.load(key)
+    record = store.load(key, ReviewRecord)
     review = Review.model_validate(state["review"])
     scope = state["review_scope"]
     noise_cfg = state.get("review_noise", {})
@@ -58,7 +58,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     body = _summary(state, review, kept, unanchored, rec, noise, incremental)
     comment = await deps.forge.post_comment(ref, body, SUMMARY)
     tracked = [*rec.carried, *again, *posted]
-    store.save(key, ReviewRecord(head=scope["head"], tracked=tracked, summary_comment_id=comment.id))
+    store.save(key, scope["head"], ReviewRecord(head=scope["head"], tracked=tracked, summary_comment_id=comment.id))
     return {"outcome": state.get("verdict", review.verdict), "report_comment_id": comment.id}
 
 
