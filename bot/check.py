@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel
 
 from foundation.forge.models import ForgeKind
-from graph.redact import redact, secrets_of
+from foundation.redact import redact, secrets_of
 
 if TYPE_CHECKING:
     from foundation.forge import BotIdentity
@@ -206,7 +206,7 @@ async def _model(settings: Settings) -> Line:
     from langchain_core.messages import HumanMessage
     from langchain_core.tools import StructuredTool
 
-    from graph.llm import ModelProblem, chat_model, invoke, profile
+    from foundation.llm import ModelProblem, chat_model, invoke, profile
     from graph.structured import LEARNED, ask_structured
 
     def echo(word: str) -> str:

@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     from bot.logredact import install
-    from graph.redact import secrets_of
+    from foundation.redact import secrets_of
 
     install(secrets_of(settings))
     args.settings = settings

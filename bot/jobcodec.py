@@ -59,7 +59,7 @@ class JobCodec:
 
     def reduce(self, exc: BaseException) -> str:
         """The exception's message without credentials, at most `MESSAGE_LIMIT` characters."""
-        from graph.redact import redact  # only a worker stores exceptions: the receiver never imports graph
+        from foundation.redact import redact  # only a worker stores exceptions: the receiver never imports graph
 
         return redact(str(exc), self._secrets)[:MESSAGE_LIMIT]
 

@@ -48,7 +48,9 @@ from foundation.forge import (
     open_forge,
     where_task_speaks,
 )
+from foundation.llm import chat_model, check_config
 from foundation.metrics import MODES, record_task
+from foundation.redact import secrets_of
 from foundation.settings import Settings
 from foundation.workspace import Workspaces
 from graph import status
@@ -56,8 +58,6 @@ from graph.builder import build_graph
 from graph.checkout import Checkout, prepare, release
 from graph.deps import Deps
 from graph.failure import TaskFailure, failure_of, failure_of_state, is_transient, retry_after
-from graph.llm import chat_model, check_config
-from graph.redact import secrets_of
 from graph.resume import run_or_resume
 from graph.routing import CHECKOUT_MODES, check_mode
 from graph.runtime.boundaries import graph_config

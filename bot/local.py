@@ -44,14 +44,14 @@ from foundation.forge import Change, ChangeRef, Comment, Issue, IssueRef, RepoRe
 from foundation.forge.diff import parse
 from foundation.forge.memory import MemoryForge
 from foundation.gitrunner import GitError, git
+from foundation.llm import ROLES, ModelCallError, ModelProblem, chat_model, check_config, invoke, profile, resolve
+from foundation.redact import redact, secrets_of
 from foundation.settings import LLMSettings, Settings
 from foundation.workspace import Workspaces, repo_key
 from graph.checkout import index_checkout, release
 from graph.coder.gitstate import diff
 from graph.deps import Deps
 from graph.failure import TaskFailure, failure_of, failure_of_state
-from graph.llm import ROLES, ModelCallError, ModelProblem, chat_model, check_config, invoke, profile, resolve
-from graph.redact import redact, secrets_of
 from graph.routing import check_mode
 from graph.runtime.phases import GRAPH, Phases, step
 from graph.state import TaskState

@@ -5,7 +5,7 @@ An exception can carry a secret in its message: a model gateway that echoes the 
 failed job with its traceback, and the job's own handler logs it again; without this filter the
 model key would be in the worker's log for anyone who reads logs. `install` puts a filter on the
 root logger's handlers that passes the formatted message and the traceback text through
-`graph.redact.redact` with every configured secret.
+`foundation.redact.redact` with every configured secret.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class RedactingFilter(logging.Filter):
         self._formatter = logging.Formatter()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from graph.redact import redact  # a leaf module of patterns; nothing of the agent is loaded
+        from foundation.redact import redact  # a leaf module of patterns; nothing of the agent is loaded
 
         message = record.getMessage()
         cleaned = redact(message, self._secrets)

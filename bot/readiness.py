@@ -54,7 +54,7 @@ def _forge_gaps(settings: Settings) -> list[Gap]:
 
 
 def _model_gap(settings: Settings) -> list[Gap]:
-    from graph.llm import ModelConfigError, check_config
+    from foundation.llm import ModelConfigError, check_config
 
     try:
         check_config(settings.llm)

@@ -96,7 +96,7 @@ class TaskFailure:
 
 
 def _clean(text: str, secrets: Sequence[str]) -> str:
-    from graph.redact import redact
+    from foundation.redact import redact
 
     return " ".join(redact(text, secrets).split())[:500]
 
@@ -110,8 +110,8 @@ def is_transient(exc: BaseException) -> bool:
     """An outage worth retrying: a model or forge that did not answer, a 5xx, a 429, a timeout."""
     from foundation.forge import ForgeRateLimited, ForgeUnavailable
     from foundation.gitrunner import GitError
+    from foundation.llm import ModelCallError
     from foundation.workspace import CredentialsRefused, WorkspaceFull
-    from graph.llm import ModelCallError
 
     if isinstance(exc, ForgeRateLimited | ForgeUnavailable):
         return True
@@ -125,7 +125,7 @@ def is_transient(exc: BaseException) -> bool:
 def retry_after(exc: BaseException) -> float | None:
     """The wait the service itself asked for (Retry-After), if any."""
     from foundation.forge import ForgeRateLimited
-    from graph.llm import ModelCallError
+    from foundation.llm import ModelCallError
 
     if isinstance(exc, ForgeRateLimited):
         return exc.retry_after
@@ -249,7 +249,7 @@ def failure_of(exc: BaseException, *, phase: str = "", role: str = "", secrets: 
                tries: int = 1) -> TaskFailure:
     """The record for an exception that ended a task (`tries`: how many times the job ran it)."""
     from foundation.gitrunner import GitError, GitTampered
-    from graph.llm import ModelCallError, ModelConfigError
+    from foundation.llm import ModelCallError, ModelConfigError
     from graph.routing import ModeUnavailable
     from project.repoconfig import RepoConfigError
 

@@ -31,7 +31,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
 
-from graph.llm import Failure, ModelCallError, Profile, invoke, model_name, profile
+from foundation.llm import Failure, ModelCallError, Profile, invoke, model_name, profile
 from graph.runtime.trace import Trace
 from graph.runtime.window import Window, check, message_tokens, schema_tokens
 

@@ -23,9 +23,9 @@ from bot.events import ForgeEvent, web_link
 from bot.inbox import FailureGroup, Inbox, ListedTask, TaskFilter, TaskRow
 from bot.presence import MISSED, Presence, workers
 from bot.recovery import LEASE_PREFIX
+from foundation.redact import redact, secrets_of
 from foundation.settings import Settings
 from graph.failure import TaskFailure, failure_of_state
-from graph.redact import redact, secrets_of
 from graph.runtime.accounting import cost_text
 from graph.runtime.trace import read_trace, trace_path
 

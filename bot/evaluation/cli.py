@@ -24,7 +24,7 @@ def _eval(args: argparse.Namespace, path: Path) -> int:
     from bot.evaluation.report import write_reports
     from bot.evaluation.runner import Prices, RunOptions, run_taskset
     from bot.evaluation.taskset import TaskSetError, load_taskset
-    from graph.llm import ModelConfigError, chat_model
+    from foundation.llm import ModelConfigError, chat_model
 
     try:
         taskset = load_taskset(path)

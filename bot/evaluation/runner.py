@@ -33,9 +33,9 @@ from bot.evaluation.verification import (
 )
 from bot.evaluation.workspace import Workspace, WorkspaceError, build_workspace, changed_files, take_branch
 from bot.local import LocalResult, run_local
+from foundation.llm import chat_model
 from foundation.settings import Settings
 from graph import routing
-from graph.llm import chat_model
 from project.index import basevectors
 
 ModelFactory = Callable[[str], BaseChatModel]

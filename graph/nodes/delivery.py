@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 
 from foundation.forge import ChangeRequest, IssueRef, Marker, RepoRef
 from foundation.gitrunner import git
+from foundation.redact import fence, redact, secrets_of
 from foundation.workspace import Workspaces
 from graph.deps import Deps
 from graph.findings import same_finding, stalled
@@ -25,7 +26,6 @@ from graph.nodes import bounds
 from graph.nodes.gates import environment_broken
 from graph.nodes.publisher import footer
 from graph.protections import note
-from graph.redact import fence, redact, secrets_of
 from graph.runtime.limits import limits_of
 from graph.schemas import ChecklistItem, Finding, GateResult, Plan, Review, final_verdict
 from graph.state import ChangeRecord, TaskState

@@ -30,9 +30,9 @@ from graph.discussion import is_member
 from graph.findings import ReviewRecord
 from graph.nodes.publisher import footer
 from graph.reviewlint import linted
-from graph.reviewstore import ReviewStore, change_key
 from graph.state import TaskState
 from project.repoconfig import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
+from project.reviewstore import ReviewStore, change_key
 
 _CLOSES = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?|implement[sd]?)(?:\s*:)?\s+#(\d+)", re.IGNORECASE)
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(\S.{2,})$")

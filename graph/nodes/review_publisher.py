@@ -25,9 +25,9 @@ from foundation.gitrunner import GitError, git
 from graph.deps import Deps
 from graph.findings import Noise, Reconciled, ReviewRecord, Tracked, filter_noise, finding_key, reconcile
 from graph.nodes.publisher import footer
-from graph.reviewstore import ReviewStore, change_key
 from graph.schemas import SEVERITY_RANK, Finding, Review
 from graph.state import TaskState
+from project.reviewstore import ReviewStore, change_key
 
 log = logging.getLogger(__name__)
 SUMMARY = Marker(task="review", purpose="summary")  # one summary per change, edited by every review

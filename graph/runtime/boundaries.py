@@ -17,9 +17,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime, get_runtime
 
+from foundation.llm import ModelCallError
 from foundation.settings import LLMSettings
 from graph.deps import Deps
-from graph.llm import ModelCallError
 from graph.runtime.trace import Trace
 from graph.state import TaskState
 

@@ -13,7 +13,7 @@ tool response (also a call that is not run); a call whose arguments are not vali
 call budget and the loop guard, and a reply whose only calls are malformed never ends the session
 as finished. A reply cut at the output limit, or a request over the context window, is retried once
 with the history pruned to its last call group; a second time the session fails saying so. Rate
-limits, 5xx and timeouts are retried inside `graph.llm.invoke`; a refusal fails the role naming it.
+limits, 5xx and timeouts are retried inside `foundation.llm.invoke`; a refusal fails the role naming it.
 
 With a journal (`graph.runtime.journal`) the session's state and the run's history are saved after
 every model reply and every tool call, so a worker killed mid-session continues at its next call.
@@ -34,8 +34,8 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
 import prompts
+from foundation.llm import Failure, ModelCallError, Profile, invoke, profile
 from foundation.settings import LLMSettings
-from graph.llm import Failure, ModelCallError, Profile, invoke, profile
 from graph.runtime import journal as journaling
 from graph.runtime.accounting import Ledger, usage_of
 from graph.runtime.budget import Exhausted

@@ -2,7 +2,7 @@
 
 A request is the system prompt (role prompt, standards, injected files), the messages, the tool
 schemas or the answer's schema, and the room the answer may take (the output cap sent with every
-call, `graph.llm.output_cap`). All of it must fit `FORGEBOT_LLM__CONTEXT_WINDOW_TOKENS`. It is
+call, `foundation.llm.output_cap`). All of it must fit `FORGEBOT_LLM__CONTEXT_WINDOW_TOKENS`. It is
 measured with the pessimistic estimate of `graph.runtime.budget` (UTF-8 bytes / 3, plus a few
 tokens per message for the chat template), so a request that fits here fits for every tokenizer
 we have met; a server never has to reject it, and never silently cuts its start.
@@ -25,8 +25,8 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
+from foundation.llm import Failure, ModelCallError, output_cap
 from foundation.settings import LLMSettings
-from graph.llm import Failure, ModelCallError, output_cap
 from graph.runtime.budget import estimate_tokens
 from graph.runtime.injection import Injection, InjectionLimits
 from graph.runtime.memory import prune, tool_groups

@@ -4,7 +4,7 @@ Used when a repository's `.forgebot.yml` names a connection the server configure
 (the URL and its credentials live in the server's settings, never in the repository; `connection_for`
 refuses a connection not bound to the project). Postgres, MariaDB/MySQL and
 SQLite. Every query runs in a read-only transaction (SQLite: a read-only open, `query_only` and an
-authorizer) after the statement check in `sql_statement`, with a row limit and a time limit.
+authorizer) after the statement check in `project.database.statement`, with a row limit and a time limit.
 Messages never contain the URL.
 """
 
@@ -21,9 +21,9 @@ from pydantic import BaseModel
 
 from foundation.forge import RepoRef
 from foundation.settings import Settings
-from graph.tools import database_backends
-from graph.tools.database_backends import DatabaseError
-from graph.tools.sql_statement import Dialect, StatementRefused, check_statement
+from project.database import drivers
+from project.database.drivers import DatabaseError
+from project.database.statement import Dialect, StatementRefused, check_statement
 from project.repoconfig import RepoConfigError
 
 Cell = str | int | float | bool | None
@@ -90,7 +90,7 @@ class ReadOnlyDatabase:
     def __init__(
         self, url: str, *, max_rows: int = 200, timeout_seconds: float = 5.0, max_cell_chars: int = 1000
     ) -> None:
-        self._backend = database_backends.backend_for(url)
+        self._backend = drivers.backend_for(url)
         self._url = url
         self.max_rows = max_rows
         self.timeout_seconds = timeout_seconds
@@ -132,18 +132,18 @@ class ReadOnlyDatabase:
         )
 
     @contextmanager
-    def _session(self) -> Iterator[database_backends.Session]:
+    def _session(self) -> Iterator[drivers.Session]:
         try:
             with self._backend.open(self._url, self.timeout_seconds) as session:
                 yield session
         except DatabaseError:
             raise
-        except database_backends.QueryTimeout as exc:
+        except drivers.QueryTimeout as exc:
             raise DatabaseError(f"query exceeded the time limit of {self.timeout_seconds:g}s") from exc
         except Exception as exc:  # driver errors differ per backend; none may escape untranslated
-            if not database_backends.is_driver_error(exc):
+            if not drivers.is_driver_error(exc):
                 raise
-            raise DatabaseError(f"{type(exc).__name__}: {database_backends.describe(exc)}") from exc
+            raise DatabaseError(f"{type(exc).__name__}: {drivers.describe(exc)}") from exc
 
     def _cell(self, value: Any) -> Cell:
         if value is None or isinstance(value, bool | int | float):

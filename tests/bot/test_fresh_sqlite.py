@@ -21,8 +21,8 @@ import pytest
 from bot.checkpoints import open_checkpointer
 from bot.inboxsql import connect_sqlite
 from foundation.settings import Settings
-from graph.reviewstore import ReviewStore
 from project.index.db import connect
+from project.reviewstore import ReviewStore
 
 ROUNDS = 100  # of four openers on a new file: with the unguarded switch, 4 to 7 rounds in 100 failed
 

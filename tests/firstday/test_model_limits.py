@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from bot.jobs import build_worker
+from foundation.llm import chat_model
 from foundation.settings import Settings
-from graph.llm import chat_model
 from graph.runtime.trace import read_trace, trace_path
 from tests.e2e.conftest import allow_http_git, origin_url, pointed_at, post, task_states  # noqa: F401 - fixture
 from tests.e2e.review_harness import deliver, fake_change, prepare

@@ -15,8 +15,8 @@ import pymysql
 import pytest
 
 from graph.tools.database import DatabaseError, ReadOnlyDatabase
-from graph.tools.database_backends import backend_for
-from graph.tools.sql_statement import StatementRefused, check_statement
+from project.database.drivers import backend_for
+from project.database.statement import StatementRefused, check_statement
 
 ROWS = 500
 SLOW_QUERY = {

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from foundation.llm import chat_model
 from foundation.settings import Settings
-from graph.llm import chat_model
 from tests.e2e.conftest import allow_http_git, post, task_states, work
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
 from tests.live.conftest import WINDOW, live_env, live_llm, php_checkout

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr
 
+from foundation.llm import chat_model
 from foundation.settings import Settings
 from graph.failure import TaskFailure
-from graph.llm import chat_model
 from tests.e2e.conftest import allow_http_git, origin_url, post, task_states, work  # noqa: F401 - fixture
 from tests.e2e.test_need_info_gitlab import _label
 from tests.fakes import model_server as wire

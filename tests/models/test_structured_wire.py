@@ -7,7 +7,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from pydantic import BaseModel
 
-from graph.llm import ModelCallError, chat_model
+from foundation.llm import ModelCallError, chat_model
 from graph.structured import LEARNED, StructuredOutputError, ask_structured
 from tests.fakes import model_server as wire
 from tests.fakes.model_server import ModelServer

@@ -13,12 +13,12 @@ from typing import Any, cast
 
 import pytest
 
+from foundation.redact import redact
 from graph.coder import patch as patching
 from graph.coder.checklist import Checklist
 from graph.coder.tools import coder_tools
 from graph.nodes import delivery
 from graph.nodes.gates import gate_of
-from graph.redact import redact
 from graph.schemas import Plan
 from graph.state import TaskState
 from graph.tools.paths import PathRejected, resolve_in_worktree
@@ -140,8 +140,8 @@ def test_a_failing_checks_token_never_reaches_the_description() -> None:
 
 
 def test_the_configured_secrets_are_what_deliver_redacts() -> None:
+    from foundation.redact import secrets_of
     from foundation.settings import Settings
-    from graph.redact import secrets_of
 
     settings = Settings(_env_file=None, _secrets_dir=None,  # type: ignore[call-arg]
                         gitlab={"token": "configured-gitlab-token"}, databases={"main": "mysql://u:pw-1234@db/x"})

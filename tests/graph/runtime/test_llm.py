@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr
 
+from foundation.llm import ModelConfigError, chat_model, model_name, profile, resolve
 from foundation.settings import LLMSettings, RoleModel
-from graph.llm import ModelConfigError, chat_model, model_name, profile, resolve
 
 
 def test_role_overrides_apply_over_defaults() -> None:
@@ -21,7 +21,7 @@ def test_openai_compatible_endpoint_without_key() -> None:
     model = chat_model(LLMSettings(model="qwen", base_url="http://localhost:8080/v1", timeout=9, max_retries=4), "x")
     assert model_name(model) == "qwen"
     assert getattr(model, "request_timeout", None) == 9
-    # the SDK does not retry: graph.llm.invoke does, with the configured count, for every provider
+    # the SDK does not retry: foundation.llm.invoke does, with the configured count, for every provider
     assert getattr(model, "max_retries", None) == 0 and profile(model).max_retries == 4
     assert profile(model).role == "x" and profile(model).structured_output == "auto"
 

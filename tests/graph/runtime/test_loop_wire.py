@@ -12,7 +12,7 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
-from graph.llm import ModelCallError, chat_model
+from foundation.llm import ModelCallError, chat_model
 from graph.runtime.loop import LoopResult, invoke_llm_with_tools
 from tests.fakes import model_server as wire
 from tests.fakes.model_server import ModelServer

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from graph.llm import output_cap
+from foundation.llm import output_cap
 from graph.runtime.injection import Injection, InjectionLimits, inject
 from graph.runtime.window import Window, WindowTooSmall, fit_turn, message_tokens
 from tests.graph.runtime.script import call

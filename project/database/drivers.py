@@ -20,7 +20,7 @@ import psycopg
 import pymysql
 from psycopg import sql as pgsql
 
-from graph.tools.sql_statement import Dialect
+from project.database.statement import Dialect
 
 Rows = list[tuple[Any, ...]]
 _PG_TABLES = """
