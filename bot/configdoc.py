@@ -18,7 +18,6 @@ from typing import Any
 
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
 
 from foundation.settings import Settings
 from foundation.variables import dict_value, model_of, strip_optional
@@ -72,7 +71,7 @@ def _type_name(annotation: Any) -> str:
 def _default(field: FieldInfo) -> str:
     if field.default_factory is not None:
         value = field.default_factory()  # type: ignore[call-arg]
-    elif field.default is PydanticUndefined:
+    elif field.is_required():
         return "required"
     else:
         value = field.default

@@ -1,9 +1,9 @@
 """Chat models per role, built from settings through LangChain, and the one place model calls fail.
 
 Providers: `openai` — any OpenAI-compatible endpoint through `base_url` (OpenAI, vLLM, llama.cpp,
-Ollama's /v1, gateways); `anthropic` (langchain-anthropic); `ollama` — Ollama's native API
-(langchain-ollama). A provider whose package is missing, or a hosted provider without a key, is a
-`ModelConfigError` that says what to do.
+Ollama's /v1, gateways); `anthropic` (langchain-anthropic, the `anthropic` extra); `ollama` — Ollama's
+native API (langchain-ollama, the `ollama` extra). A provider whose extra is not installed, or a
+hosted provider without a key, is a `ModelConfigError` that says what to do.
 
 Every call goes through `invoke`: the SDKs' own retries are off, so one policy covers all three
 providers — a rate limit (429, honouring Retry-After), a 5xx, a timeout or a refused connection is
@@ -294,7 +294,8 @@ def _anthropic(r: ResolvedModel) -> BaseChatModel:
     try:
         from langchain_anthropic import ChatAnthropic
     except ImportError as exc:
-        raise ModelConfigError("provider anthropic needs `pip install langchain-anthropic`") from exc
+        raise ModelConfigError(
+            "provider anthropic needs the anthropic extra: pip install 'forgebot[anthropic]'") from exc
     options: dict[str, Any] = {
         "model": r.model, "api_key": r.api_key, "temperature": r.temperature,
         "timeout": r.timeout, "max_retries": 0, "max_tokens": r.output_tokens,
@@ -308,7 +309,7 @@ def _ollama(r: ResolvedModel) -> BaseChatModel:
     try:
         from langchain_ollama import ChatOllama
     except ImportError as exc:
-        raise ModelConfigError("provider ollama needs `pip install langchain-ollama`") from exc
+        raise ModelConfigError("provider ollama needs the ollama extra: pip install 'forgebot[ollama]'") from exc
     return ChatOllama(
         model=r.model,
         base_url=r.base_url,

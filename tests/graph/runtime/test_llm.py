@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from pydantic import SecretStr
 
@@ -39,3 +41,13 @@ def test_anthropic_and_ollama_native() -> None:
     assert model_name(claude) == "claude-x" and getattr(claude, "default_request_timeout", None) == 7
     local = chat_model(LLMSettings(provider="ollama", model="llama3", base_url="http://ollama:11434"), "r")
     assert model_name(local) == "llama3" and getattr(local, "base_url", None) == "http://ollama:11434"
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "ollama"])
+def test_a_provider_without_its_extra_names_the_extra(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a None entry in sys.modules makes the import fail as it does when the package is not installed
+    monkeypatch.setitem(sys.modules, f"langchain_{provider}", None)
+    settings = LLMSettings(provider=provider, model="m", api_key=SecretStr("k"), base_url="http://127.0.0.1:9")
+    with pytest.raises(ModelConfigError) as caught:
+        chat_model(settings, "analyzer")
+    assert str(caught.value) == f"provider {provider} needs the {provider} extra: pip install 'forgebot[{provider}]'"
