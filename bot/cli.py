@@ -126,8 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if settings is None:
         return 2
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    from bot.logredact import install
-    from foundation.redact import secrets_of
+    from foundation.redact import install, secrets_of
 
     install(secrets_of(settings))
     args.settings = settings

@@ -20,7 +20,8 @@ program outside the sandbox. So every git command goes through `run` here, which
   refused when their config names a program (a deny-list: their other settings are the user's);
 - adds `-c` overrides that beat the repository's config: no hooks, no fsmonitor, no credential
   helper, no signing, no submodule recursion, only the allowed transports;
-- bounds each command's time and output, and redacts secrets and URL passwords from errors.
+- bounds each command's time and output, and passes its errors through `foundation.redact` (the given
+  secrets, token shapes and URL passwords).
 
 Credentials reach git only through `config`, for the one command that needs them, as
 `GIT_CONFIG_*` variables: never in argv, a remote URL or a file.
@@ -42,6 +43,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from foundation.redact import redact
 
 # the workspace layout (`foundation.workspace`): <root>/mirrors/<key>.git and <root>/tasks/<task id>
 MIRRORS, TASKS = "mirrors", "tasks"
@@ -70,7 +73,6 @@ _PROGRAM_KEYS = re.compile(
 # commands that look inside a gitlink's directory (a populated submodule) for changes, running that
 # repository's own filters: `status` and `diff` do not (`diff.ignoreSubmodules=all`), these do
 _DESCENDING = frozenset({"add", "commit", "diff-files", "stash", "update-index"})
-_URL_PASSWORD = re.compile(r"(://[^/\s:@]+):[^/\s@]+@")
 
 
 class GitError(RuntimeError):
@@ -290,13 +292,6 @@ def overrides(protocols: Iterable[str] = (), safe: Sequence[Path] = ()) -> list[
     return [arg for key, value in pairs for arg in ("-c", f"{key}={value}")]
 
 
-def _redact(text: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return _URL_PASSWORD.sub(r"\1:***@", text)
-
-
 def run(
     args: Sequence[str],
     repo: Repo | None,
@@ -363,7 +358,7 @@ def run_bytes(
     verb = args[0] if args else "git"
     if problem:
         raise (GitTimeout if problem.startswith("timed out") else GitError)(f"git {verb} {problem}")
-    return CompletedBytes(proc.returncode, out, _redact(err.decode(errors="replace").strip()[-_KEEP_STDERR:],
+    return CompletedBytes(proc.returncode, out, redact(err.decode(errors="replace").strip()[-_KEEP_STDERR:],
                                                         secret_list))
 
 

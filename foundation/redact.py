@@ -1,4 +1,8 @@
-"""Redaction of untrusted text the bot republishes (check output in a change description).
+"""Redaction: the one place secrets are taken out of text that leaves the process.
+
+Three kinds of text pass here: what the bot republishes (check output in a change description, a
+failure's reason in a comment), git's error output (`foundation.gitrunner`), and every log record
+(`install` puts `RedactingFilter` on the root logger's handlers).
 
 Check output is written by the repository's own code: it can print anything, including a token it
 found in the environment or a file. Before such text is published it passes through `redact`:
@@ -9,6 +13,7 @@ it as untrusted text in Markdown, in a code fence no backtick run inside it can 
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Iterator
 
@@ -61,3 +66,36 @@ def _walk(value: object) -> Iterator[str]:
     elif isinstance(value, (list, tuple)):
         for item in value:
             yield from _walk(item)
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites a record's message and exception text with secrets replaced by `[REDACTED]`.
+
+    An exception can carry a secret in its message: a model gateway that echoes the request's
+    `Authorization: Bearer …` header in its 401, a URL with user info in a git error. arq logs every
+    failed job with its traceback, and the job's own handler logs it again; without this filter the
+    model key would be in the worker's log for anyone who reads logs.
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        super().__init__()
+        self._secrets = tuple(s for s in secrets if s)
+        self._formatter = logging.Formatter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message, self._secrets)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self._formatter.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text, self._secrets)
+        return True
+
+
+def install(secrets: Iterable[str]) -> None:
+    """Filter every handler of the root logger (call after `logging.basicConfig`)."""
+    kept = tuple(secrets)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter(kept))
