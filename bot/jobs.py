@@ -32,9 +32,10 @@ from bot.idempotency import task_forge
 from bot.identity import Identities, IdentityRefused, resolve
 from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
 from bot.jobcodec import PLAIN, JobCodec, JobFailed
+from bot.leases import lease
 from bot.presence import announce
 from bot.queue import RUN_TASK, eviction_policy, job_handle
-from bot.recovery import failure_marker, lease, reaper_loop
+from bot.recovery import failure_marker, reaper_loop
 from bot.retention import cleanup
 from bot.sweeper import sweep
 from foundation.forge import (

@@ -8,7 +8,7 @@ one-active-task index.
 
 Two mechanisms bound that:
 
-* **Lease.** While a job runs, its worker refreshes `forgebot:lease:<job id>` (TTL `lease_seconds`)
+* **Lease** (`bot.leases`). While a job runs, its worker refreshes `forgebot:lease:<job id>` (TTL `lease_seconds`)
   every third of the lease, from a thread, so a busy event loop does not lose it. The reaper (a
   task in every worker, every `reap_interval` seconds) deletes the in-progress key of a job that
   has held it longer than a lease without a live lease: the job
@@ -24,20 +24,17 @@ Two mechanisms bound that:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
-import redis
 from arq.connections import ArqRedis
 from arq.jobs import JobStatus
 
 from bot.events import ForgeEvent
 from bot.inbox import Inbox, TaskRow
 from bot.jobcodec import PLAIN, JobCodec
-from bot.presence import worker_name
+from bot.leases import LEASE_PREFIX
 from bot.queue import job_handle
 from foundation import arqlayout
 from foundation.forge import Forge, Marker, where_task_speaks
@@ -45,7 +42,6 @@ from graph.failure import TaskFailure, worker_lost
 
 log = logging.getLogger(__name__)
 
-LEASE_PREFIX = "forgebot:lease:"
 LOCAL = "local:"  # the key prefix of tasks `forgebot run` records (bot.local)
 ForgeForEvent = Callable[[ForgeEvent], Forge]  # the forge a task's notes go to (GitHub App: its installation)
 FAILURE = "failure"  # the marker purpose of the one failure comment a task can get
@@ -53,39 +49,6 @@ FAILURE = "failure"  # the marker purpose of the one failure comment a task can 
 
 def failure_marker(task_id: str) -> Marker:
     return Marker(task=task_id, purpose=FAILURE)
-
-
-@contextlib.asynccontextmanager
-async def lease(redis_url: str, job_id: str, seconds: float) -> AsyncIterator[None]:
-    """Hold the job's lease while the block runs; a heartbeat renews it every third of its life.
-
-    The heartbeat is a thread with its own connection, not a task on the event loop: a node that
-    blocks the loop for longer than a lease (a big parse, a slow synchronous call) must not make a
-    live worker look dead, or a second worker would run the same task at the same time.
-    """
-    key, ttl_ms = LEASE_PREFIX + job_id, max(int(seconds * 1000), 100)
-    holder = worker_name().encode()  # who holds it: the console's health page shows it
-    stop = threading.Event()
-    client = redis.Redis.from_url(redis_url)
-
-    def beat() -> None:
-        while not stop.is_set():
-            try:
-                client.psetex(key, ttl_ms, holder)
-            except redis.RedisError:  # Redis briefly away: the next beat tries again
-                log.warning("lease not renewed job=%s", job_id)
-            stop.wait(seconds / 3)
-
-    heart = threading.Thread(target=beat, name=f"lease-{job_id}", daemon=True)
-    heart.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        await asyncio.to_thread(heart.join)
-        with contextlib.suppress(redis.RedisError):  # an expired lease is as good as a deleted one
-            await asyncio.to_thread(client.delete, key)
-        client.close()
 
 
 async def release_abandoned(redis: ArqRedis, lease_seconds: float, in_progress_seconds: float) -> list[str]:

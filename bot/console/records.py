@@ -21,8 +21,8 @@ from pydantic import ValidationError
 from bot.console import timeline
 from bot.events import ForgeEvent, web_link
 from bot.inbox import FailureGroup, Inbox, ListedTask, TaskFilter, TaskRow
+from bot.leases import LEASE_PREFIX
 from bot.presence import MISSED, Presence, workers
-from bot.recovery import LEASE_PREFIX
 from foundation.redact import redact, secrets_of
 from foundation.settings import Settings
 from graph.failure import TaskFailure, failure_of_state

@@ -151,7 +151,7 @@ async def test_health_shows_queue_depth_and_the_leases_workers_hold(settings: Se
 
     import redis
 
-    from bot.recovery import lease
+    from bot.leases import lease
 
     settings.redis_url = redis_url
     settings.console = ConsoleSettings(operator_token=SecretStr(OPERATOR))

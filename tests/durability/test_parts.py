@@ -24,8 +24,9 @@ from bot.cli import build_parser
 from bot.idempotency import task_forge
 from bot.inbox import Inbox, open_inbox
 from bot.jobs import build_worker
+from bot.leases import LEASE_PREFIX, lease
 from bot.queue import open_pool
-from bot.recovery import LEASE_PREFIX, fail_orphans, lease, reap, release_abandoned
+from bot.recovery import fail_orphans, reap, release_abandoned
 from bot.retention import clean
 from bot.tasks_cli import collect, render, run
 from foundation.forge import IssueRef, RepoRef
