@@ -5,7 +5,7 @@ Two needs have no public API:
 
 * **Freeing a dead worker's job.** arq marks a job taken with an "in progress" key that expires
   `job_timeout + 10 s` after the start; a worker killed with SIGKILL leaves it behind, and arq has
-  no call to give the job back. The reaper (`bot.recovery`) finds such keys and deletes them.
+  no call to give the job back. The reaper (`bot.worker.recovery`) finds such keys and deletes them.
 * **Counting running jobs** for the queue metrics, cheaply and without deserializing records.
 
 `tests/durability/test_arq_layout.py` runs real arq workers against these helpers: if an arq

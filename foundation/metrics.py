@@ -10,7 +10,7 @@ for no gain, so they live in one process-wide `TASK_REGISTRY` and the `record_*`
 behind the web app's `/metrics`; a worker process can serve them with `start_metrics_server`.
 `forgebot serve` runs its worker as a child process, whose task families are its own: the
 receiver's `/metrics` reads them from the child's metrics server at scrape time (`tasks_from`), so
-one scrape of serve has them all. The webhook families stay in `bot/webhooks.py`.
+one scrape of serve has them all. The webhook families stay in `bot/intake/webhooks.py`.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import pytest
 import redis
 from pydantic import SecretStr
 
-from bot.redisserver import PrivateRedis
+from bot.cli.redisserver import PrivateRedis
 from foundation.settings import (
     EmbedderSettings,
     GitHubSettings,

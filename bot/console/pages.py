@@ -26,11 +26,11 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from bot.bodies import BodyRefused, read_body
 from bot.console import links
 from bot.console.records import Records
 from bot.console.throttle import Throttle
-from bot.inbox import TaskFilter
+from bot.intake.bodies import BodyRefused, read_body
+from bot.tasks.inbox import TaskFilter
 from foundation.settings import Settings
 
 HERE = Path(__file__).parent

@@ -19,10 +19,10 @@ from arq.constants import default_queue_name
 from pydantic import ValidationError
 
 from bot.console import timeline
-from bot.events import ForgeEvent, web_link
-from bot.inbox import FailureGroup, Inbox, ListedTask, TaskFilter, TaskRow
-from bot.leases import LEASE_PREFIX
-from bot.presence import MISSED, Presence, workers
+from bot.tasks.events import ForgeEvent, web_link
+from bot.tasks.inbox import FailureGroup, Inbox, ListedTask, TaskFilter, TaskRow
+from bot.tasks.leases import LEASE_PREFIX
+from bot.tasks.presence import MISSED, Presence, workers
 from foundation.redact import redact, secrets_of
 from foundation.settings import Settings
 from graph.failure import TaskFailure, failure_of_state

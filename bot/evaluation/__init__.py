@@ -3,10 +3,6 @@
 Modules: `taskset` (the task file model), `workspace` (a git repository per task from a Debian
 package), `verification` and `quality` (the checks), `runner` (tasks through `run_local`),
 `usage` (tokens per role), `scripted` (the synthetic model) and `baseline` (its answers),
-`fingerprint`, `report`, `compare`, `cli`. Only `register` is imported here, so adding the
-subcommand to `forgebot` stays cheap: the graph and the model clients load when `eval` runs.
+`fingerprint`, `report`, `compare`. The command itself is `bot.cli.eval_cli`, which imports these
+only when `eval` runs: the graph and the model clients stay unloaded for every other command.
 """
-
-from bot.evaluation.cli import register
-
-__all__ = ["register"]

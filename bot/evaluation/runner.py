@@ -32,7 +32,7 @@ from bot.evaluation.verification import (
     run_hidden_tests,
 )
 from bot.evaluation.workspace import Workspace, WorkspaceError, build_workspace, changed_files, take_branch
-from bot.local import LocalResult, run_local
+from bot.worker.local import LocalResult, run_local
 from foundation.llm import chat_model
 from foundation.settings import Settings
 from graph import routing

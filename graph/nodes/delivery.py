@@ -174,7 +174,7 @@ async def _push(state: TaskState, runtime: Runtime[Deps]) -> str:
     branch = state.get("branch") or branch_name(state["number"], state.get("title", ""))
     if not branch.startswith("forgebot/"):
         raise ValueError(f"refusing to push {branch!r}: the bot only replaces its own forgebot/ branches")
-    if repo.forge == "local" or not repo.clone_url:  # `forgebot run` delivers its branch itself (bot.local)
+    if repo.forge == "local" or not repo.clone_url:  # `forgebot run` delivers its branch itself (bot.worker.local)
         return branch
     spaces = Workspaces.for_settings(settings)
     # the branch is the bot's own: a FULL_RESET or a later task on the issue replaces it

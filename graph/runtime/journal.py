@@ -16,7 +16,7 @@ recorded result of a run that ended (state restored as it was then, no model cal
 (state and history restored, continuing at the next model call or the next unanswered tool call),
 or a fresh run. A tool call that was in flight when the worker died has no recorded result and runs
 again; a completed one never does. The journal holds model output: it is JSON, stored in the
-checkpointer's database (`bot.checkpoints.SqlJournal`), and restoring it constructs messages of the
+checkpointer's database (`bot.tasks.checkpoints.SqlJournal`), and restoring it constructs messages of the
 four kinds the loop uses and plain counters — nothing is executed or imported by name.
 """
 

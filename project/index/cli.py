@@ -1,6 +1,6 @@
 """`forgebot index | symbols | callers | impact | outline`: the code graph on the command line.
 
-`register()` adds the subcommands to the product's parser; `bot/cli.py` sets `args.data_dir` before
+`register()` adds the subcommands to the product's parser; `bot/cli/main.py` sets `args.data_dir` before
 calling a handler. `index` builds what a task's base index holds, in one pass over the files: the
 code graph, the search tables (the same index `forgebot search` answers from) and, in a git
 checkout, the project memory; then the vectors unless `--no-embeddings`. `--timings` prints where

@@ -64,7 +64,7 @@ def _raw_parse(root: Path, files: list[str]) -> Timing:
 def _index(root: Path, data: Path, workers: int) -> tuple[float, str]:
     """Wall seconds of one `forgebot index` into an empty data directory, and what it printed."""
     shutil.rmtree(data, ignore_errors=True)
-    command = [sys.executable, "-m", "bot.cli", "index", str(root), "--no-embeddings", "--workers", str(workers),
+    command = [sys.executable, "-m", "bot.cli.main", "index", str(root), "--no-embeddings", "--workers", str(workers),
                "--timings"]
     env = {**os.environ, "FORGEBOT_DATA_DIR": str(data)}
     start = time.perf_counter()

@@ -21,10 +21,10 @@ import httpx
 from langgraph.checkpoint.base import empty_checkpoint
 from pydantic import SecretStr
 
-from bot.app import create_app
-from bot.checkpoints import open_checkpointer
 from bot.console import links
-from bot.inbox import Inbox
+from bot.tasks.checkpoints import open_checkpointer
+from bot.tasks.inbox import Inbox
+from bot.web.app import create_app
 from foundation.settings import ConsoleSettings, Settings
 from graph.runtime.trace import Trace
 from tests.console.store import add_task, event

@@ -39,8 +39,8 @@ import redis
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bot.redisserver import PrivateRedis  # noqa: E402
-from bot.webhooks import github_signature, project_secret  # noqa: E402
+from bot.cli.redisserver import PrivateRedis  # noqa: E402
+from bot.intake.webhooks import github_signature, project_secret  # noqa: E402
 from tests.fakes.samples import sample  # noqa: E402
 from tests.fakes.server import free_port  # noqa: E402
 

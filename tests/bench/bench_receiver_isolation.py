@@ -42,7 +42,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bot.redisserver import PrivateRedis  # noqa: E402
+from bot.cli.redisserver import PrivateRedis  # noqa: E402
 from tests.bench.bench_intake import cpu_seconds, process  # noqa: E402
 from tests.conftest import GITLAB_SECRET  # noqa: E402
 from tests.e2e.test_receiver_isolation import hostile_config  # noqa: E402

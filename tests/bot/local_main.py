@@ -1,7 +1,7 @@
 """`forgebot run` as a user runs it, with scripted models in place of the LLM.
 
 `python -m tests.bot.local_main ARGS...` puts the implement route's scripted roles (one pass
-through every role, `tests.graph.implement.route`) where `bot.local` asks for a chat model, then
+through every role, `tests.graph.implement.route`) where `bot.worker.local` asks for a chat model, then
 runs the real command line with ARGS: settings from the environment, the real checkpointer,
 git and PHP gates.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 
-import bot.local
-from bot.cli import main
+import bot.worker.local
+from bot.cli.main import main
 from tests.graph.implement import route
 
 
@@ -25,9 +25,9 @@ def run(argv: list[str]) -> int:
         planner=[route.plan(route.ONE_ITEM)], architect=route.approve_plan(),
         coder=route.coder_happy(), reviewer=route.review(),
     )
-    setattr(bot.local, "chat_model", lambda _llm, role: roles[role])  # noqa: B010 (a test hook)
-    setattr(bot.local, "check_config", lambda _llm: None)  # noqa: B010 (scripted roles need no endpoint)
-    setattr(bot.local, "probe_models", _answering)  # noqa: B010 (nor a probe of it)
+    setattr(bot.worker.local, "chat_model", lambda _llm, role: roles[role])  # noqa: B010 (a test hook)
+    setattr(bot.worker.local, "check_config", lambda _llm: None)  # noqa: B010 (scripted roles need no endpoint)
+    setattr(bot.worker.local, "probe_models", _answering)  # noqa: B010 (nor a probe of it)
     return main(argv)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.events import PayloadError, parse_github, parse_gitlab
+from bot.tasks.events import PayloadError, parse_github, parse_gitlab
 from foundation.settings import TriggerSettings
 from tests.fakes.samples import sample
 

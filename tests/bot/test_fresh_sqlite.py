@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from bot.checkpoints import open_checkpointer
-from bot.inboxsql import connect_sqlite
+from bot.tasks.checkpoints import open_checkpointer
+from bot.tasks.inboxsql import connect_sqlite
 from foundation.settings import Settings
 from project.index.db import connect
 from project.reviewstore import ReviewStore

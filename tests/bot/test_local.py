@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage
 
-from bot.local import run_local
+from bot.worker.local import run_local
 from foundation.settings import Settings
 from graph.routing import ModeUnavailable
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
@@ -72,7 +72,7 @@ def _branch_with_changes(root: Path) -> None:
 
 
 def test_local_change_describes_the_branch_against_its_base(tmp_path: Path) -> None:
-    from bot.local import local_change
+    from bot.worker.local import local_change
     from foundation.forge import ChangeRef, RepoRef
 
     root = tmp_path / "repo"

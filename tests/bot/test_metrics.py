@@ -13,8 +13,8 @@ import redis
 from prometheus_client import CollectorRegistry, generate_latest
 from starlette.testclient import TestClient
 
-from bot.app import create_app
-from bot.queue import open_pool
+from bot.tasks.queue import open_pool
+from bot.web.app import create_app
 from foundation import metrics
 from foundation.arqlayout import in_progress_key
 from foundation.forge.errors import ForgeAuthError, ForgeRateLimited, error_for_status

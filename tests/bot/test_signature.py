@@ -1,6 +1,6 @@
 """GitHub's HMAC-SHA256 signature, checked against the vectors GitHub and Octokit publish."""
 
-from bot.webhooks import github_signature
+from bot.intake.webhooks import github_signature
 
 
 def test_github_published_test_vector() -> None:

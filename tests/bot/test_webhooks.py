@@ -8,8 +8,8 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from bot.app import create_app
-from bot.webhooks import github_signature
+from bot.intake.webhooks import github_signature
+from bot.web.app import create_app
 from foundation.settings import Settings
 from tests.fakes.samples import sample_bytes
 from tests.intake.deliveries import path, project_of, secret

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bot.redisserver import PrivateRedis
+from bot.cli.redisserver import PrivateRedis
 from tests.durability.harness import Cluster, analyze_event, drop_schema, fresh_schema, seed_forge, submit, task_rows
 from tests.fakes.forge_http import FakeForgeState, create_fake_forge
 from tests.fakes.server import ServerThread

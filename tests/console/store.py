@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.events import Actor, ForgeEvent, RepoRef
-from bot.inbox import Inbox, TaskStatus
+from bot.tasks.events import Actor, ForgeEvent, RepoRef
+from bot.tasks.inbox import Inbox, TaskStatus
 
 
 def event(number: int, *, forge: str = "gitlab", project: str = "1", path: str = "group/app",

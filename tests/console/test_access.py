@@ -13,9 +13,9 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from bot.app import create_app
 from bot.console import links
-from bot.inbox import Inbox
+from bot.tasks.inbox import Inbox
+from bot.web.app import create_app
 from foundation.settings import ConsoleSettings, Settings
 from tests.conftest import GITLAB_TOKEN
 from tests.console.store import add_task, event
@@ -151,7 +151,7 @@ async def test_health_shows_queue_depth_and_the_leases_workers_hold(settings: Se
 
     import redis
 
-    from bot.leases import lease
+    from bot.tasks.leases import lease
 
     settings.redis_url = redis_url
     settings.console = ConsoleSettings(operator_token=SecretStr(OPERATOR))

@@ -22,9 +22,9 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
-from bot.identity import Identities
-from bot.jobs import build_worker
-from bot.webhooks import github_signature
+from bot.intake.identity import Identities
+from bot.intake.webhooks import github_signature
+from bot.worker.jobs import build_worker
 from foundation.settings import Settings
 from tests.conftest import GITHUB_SECRET, GITLAB_SECRET
 from tests.console.browser import browser, need_browser, screenshot

@@ -24,7 +24,7 @@ import referencing.jsonschema
 from hypothesis import HealthCheck, given, settings
 from starlette.testclient import TestClient
 
-from bot.app import create_app
+from bot.web.app import create_app
 from foundation.settings import Settings, TriggerSettings
 from tests.fakes.contract import documents
 from tests.fakes.contract.generate import strategy
@@ -51,7 +51,7 @@ def receiver(settings: Settings, redis_url: str) -> Iterator[TestClient]:
 
 def _outcomes(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
     return [json.loads(r.getMessage().removeprefix("webhook ")) for r in caplog.records
-            if r.name == "bot.webhooks" and r.getMessage().startswith("webhook {")]
+            if r.name == "bot.intake.webhooks" and r.getMessage().startswith("webhook {")]
 
 
 def _post(client: TestClient, forge: str, payload: dict[str, Any], event: str) -> tuple[int, str]:
@@ -107,7 +107,7 @@ def test_github_deliveries_from_the_official_schemas_end_well(
     receiver: TestClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     need(documents.available(), "shared/forge-contract (GitHub's webhooks description)")
-    caplog.set_level(logging.INFO, "bot.webhooks")
+    caplog.set_level(logging.INFO, "bot.intake.webhooks")
     spec = documents.github_webhooks()
     cases = _github_cases()
     assert {key for key, _ in cases} >= set(HANDLED)
@@ -166,7 +166,7 @@ def _without(payload: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def test_gitlab_documented_deliveries_end_well(receiver: TestClient, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, "bot.webhooks")
+    caplog.set_level(logging.INFO, "bot.intake.webhooks")
     failures = []
     for path, event in GITLAB_EXAMPLES:
         for payload in _gitlab_variants(path):

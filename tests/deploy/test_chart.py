@@ -156,7 +156,7 @@ def test_worker_grace_follows_the_job_timeout() -> None:
 
 
 def test_web_and_worker_run_the_same_image_with_commands_the_cli_accepts() -> None:
-    from bot.cli import build_parser
+    from bot.cli.main import build_parser
 
     parser = build_parser()
     for name in ("deployment-web.yaml", "deployment-worker.yaml"):

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot import configdoc
-from bot.cli import build_parser
+from bot.cli.main import build_parser, configdoc
 from foundation.settings import Settings
 from tests.deploy import chart, helmchart
 

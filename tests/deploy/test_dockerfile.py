@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.cli import build_parser
+from bot.cli.main import build_parser
 from tests.deploy import chart
 from tests.deploy.chart import ROOT
 

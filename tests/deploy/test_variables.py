@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from bot.configdoc import rows
+from bot.cli.configdoc import rows
 from foundation import variables
 from foundation.settings import ConfigError, Settings
 

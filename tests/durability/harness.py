@@ -27,16 +27,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.events import Actor, ForgeEvent, RepoRef
-from bot.inbox import Inbox, TaskRow, open_inbox
-from bot.queue import ArqQueue
+from bot.tasks.events import Actor, ForgeEvent, RepoRef
+from bot.tasks.inbox import Inbox, TaskRow, open_inbox
+from bot.tasks.queue import ArqQueue
 from tests.durability.worker_main import settings_from
 from tests.fakes.forge_http import FakeForgeState, FakeIssue, FakeProject
 
 ROOT = Path(__file__).resolve().parents[2]
 TERMINAL = ("done", "failed", "cancelled", "waiting")
 PROJECT = "1"
-REAPER_PASS = "bot.recovery reaper pass done"  # bot.recovery's debug line, enabled by worker_main
+REAPER_PASS = "bot.worker.recovery reaper pass done"  # bot.worker.recovery's debug line, enabled by worker_main
 # Deadlines of the polls below: upper bounds for a machine under heavy load (a worker process takes
 # seconds to import and start there), never waited out when things go right.
 DEADLINE = 120.0

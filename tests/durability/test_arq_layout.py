@@ -18,8 +18,8 @@ from arq.connections import ArqRedis, RedisSettings
 from arq.jobs import JobStatus
 from arq.worker import Worker, func
 
-from bot.jobcodec import PLAIN
-from bot.queue import job_handle, open_pool
+from bot.tasks.jobcodec import PLAIN
+from bot.tasks.queue import job_handle, open_pool
 from foundation import arqlayout
 
 JOB_TIMEOUT = 60

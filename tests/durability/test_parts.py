@@ -19,16 +19,16 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import SecretStr
 from typing_extensions import TypedDict
 
-from bot.checkpoints import open_checkpointer, safe_serializer
-from bot.cli import build_parser
-from bot.idempotency import task_forge
-from bot.inbox import Inbox, open_inbox
-from bot.jobs import build_worker
-from bot.leases import LEASE_PREFIX, lease
-from bot.queue import open_pool
-from bot.recovery import fail_orphans, reap, release_abandoned
-from bot.retention import clean
-from bot.tasks_cli import collect, render, run
+from bot.cli.main import build_parser
+from bot.cli.tasks_cli import collect, render, run
+from bot.tasks.checkpoints import open_checkpointer, safe_serializer
+from bot.tasks.inbox import Inbox, open_inbox
+from bot.tasks.leases import LEASE_PREFIX, lease
+from bot.tasks.queue import open_pool
+from bot.worker.idempotency import task_forge
+from bot.worker.jobs import build_worker
+from bot.worker.recovery import fail_orphans, reap, release_abandoned
+from bot.worker.retention import clean
 from foundation.forge import IssueRef, RepoRef
 from foundation.forge.memory import MemoryForge
 from foundation.settings import Settings
@@ -169,7 +169,7 @@ async def test_lease_survives_a_blocked_event_loop_and_ends_with_the_block(redis
 async def test_workers_starting_together_migrate_the_postgres_checkpointer_once() -> None:
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-    from bot import checkpoints
+    from bot.tasks import checkpoints
     from tests.durability.conftest import postgres_schema
 
     url = postgres_schema()
@@ -221,8 +221,8 @@ async def test_the_reaper_settles_a_finished_task_from_its_jobs_outcome(tmp_path
     the outcome as its result: the reaper finishes the task from it, never fails it or comments."""
     from arq.worker import Worker, func
 
-    from bot.jobcodec import PLAIN
-    from bot.queue import RUN_TASK
+    from bot.tasks.jobcodec import PLAIN
+    from bot.tasks.queue import RUN_TASK
 
     inbox = await Inbox.open(sqlite_path=tmp_path / "inbox.sqlite")
     try:

@@ -11,10 +11,10 @@ from typing import Any
 
 from arq.connections import ArqRedis
 
-from bot.events import Actor, ForgeEvent
-from bot.inbox import Inbox
-from bot.queue import open_pool
-from bot.recovery import reap
+from bot.tasks.events import Actor, ForgeEvent
+from bot.tasks.inbox import Inbox
+from bot.tasks.queue import open_pool
+from bot.worker.recovery import reap
 from foundation.forge import RepoRef, open_forge
 from foundation.settings import Settings
 from tests.fakes.forge_http import FakeChange, FakeForgeState, FakeIssue

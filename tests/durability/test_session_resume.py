@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from bot.events import Actor, ForgeEvent, RepoRef
+from bot.tasks.events import Actor, ForgeEvent, RepoRef
 from tests.durability.harness import PROJECT, Cluster, seed_forge, submit, until, wait_for
 from tests.e2e import implement_harness as h
 from tests.fakes import model_server as wire

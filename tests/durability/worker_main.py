@@ -1,6 +1,6 @@
 """A real forgebot worker process for the durability tests and the chaos script.
 
-`python -m tests.durability.worker_main CONFIG.json` runs `bot.jobs.build_worker` (the product's
+`python -m tests.durability.worker_main CONFIG.json` runs `bot.worker.jobs.build_worker` (the product's
 worker: leases, reaper, sweeper, arq signal handling) against a real Redis and the fake HTTP forge,
 with scripted models in place of the LLM. Two test hooks, both read from the config:
 
@@ -33,8 +33,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.config import get_config
 from pydantic import SecretStr
 
-from bot.identity import Identities
-from bot.jobs import build_worker
+from bot.intake.identity import Identities
+from bot.worker.jobs import build_worker
 from foundation.forge import Forge, ForgeKind, open_forge
 from foundation.settings import (
     DurabilitySettings,
@@ -176,7 +176,7 @@ def main(path: str) -> None:
     config = json.loads(Path(path).read_text())
     log_format = f"%(created).3f w{os.getpid()} %(name)s %(message)s"  # the chaos script reads the times
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=log_format)
-    logging.getLogger("bot.recovery").setLevel(logging.DEBUG)  # a line per reaper pass: tests wait on passes
+    logging.getLogger("bot.worker.recovery").setLevel(logging.DEBUG)  # a line per reaper pass: tests wait on passes
     settings = settings_from(config)
 
     def forge_factory(kind: str) -> Forge:

@@ -75,7 +75,7 @@ async def post(settings: Settings, forge: str, body: bytes, headers: dict[str, s
     """Deliver one webhook to a real receiver over HTTP; the status code."""
     import httpx
 
-    from bot.app import create_app
+    from bot.web.app import create_app
 
     with serving(create_app(settings)) as receiver:
         async with httpx.AsyncClient() as client:
@@ -85,8 +85,8 @@ async def post(settings: Settings, forge: str, body: bytes, headers: dict[str, s
 
 async def work(settings: Settings, models: Any) -> Any:
     """Run a burst worker on the real Redis until the queue is empty; the worker, for its counters."""
-    from bot.identity import Identities
-    from bot.jobs import build_worker
+    from bot.intake.identity import Identities
+    from bot.worker.jobs import build_worker
 
     assert settings.redis_url
     worker = build_worker(settings, settings.redis_url, model_factory=models, burst=True, handle_signals=False,
@@ -99,7 +99,7 @@ async def work(settings: Settings, models: Any) -> Any:
 
 
 async def task_states(settings: Settings) -> list[tuple[str, str]]:
-    from bot.inbox import Inbox
+    from bot.tasks.inbox import Inbox
 
     inbox = await Inbox.open(sqlite_path=settings.inbox_path)
     try:

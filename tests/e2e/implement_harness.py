@@ -1,7 +1,7 @@
 """The implement route as a job, shared by the GitLab and GitHub end-to-end tests.
 
 A label delivery goes over HTTP to the real receiver, a burst arq worker on the real Redis runs
-`bot/jobs.py`, the task worktree comes from a mirror of the PHP fixture project served by real
+`bot/worker/jobs.py`, the task worktree comes from a mirror of the PHP fixture project served by real
 `git http-backend` (which demands the forge token), the gates run real `php -l` and PHPUnit, and
 delivery pushes the branch back to the served repository and opens the change on the fake forge
 through the real python-gitlab / PyGithub client.

@@ -12,10 +12,10 @@ import httpx
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 
-from bot.app import create_app
-from bot.identity import Identities
-from bot.jobs import build_worker
-from bot.webhooks import github_signature
+from bot.intake.identity import Identities
+from bot.intake.webhooks import github_signature
+from bot.web.app import create_app
+from bot.worker.jobs import build_worker
 from foundation.forge.diff import parse
 from foundation.gitrunner import git as git_text
 from foundation.settings import Settings

@@ -12,10 +12,10 @@ import redis
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 
-from bot.app import create_app
-from bot.identity import Identities
-from bot.jobs import build_worker
-from bot.webhooks import github_signature
+from bot.intake.identity import Identities
+from bot.intake.webhooks import github_signature
+from bot.web.app import create_app
+from bot.worker.jobs import build_worker
 from foundation.settings import Settings
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
 from tests.e2e.conftest import allow_http_git, pointed_at

@@ -18,8 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot.inbox import Inbox
-from bot.webhooks import github_signature
+from bot.intake.webhooks import github_signature
+from bot.tasks.inbox import Inbox
 from foundation.settings import Settings
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
 from project.index.db import connect

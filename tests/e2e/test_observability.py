@@ -25,8 +25,8 @@ import pytest
 from langchain_core.messages import AIMessage
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.app import create_app
-from bot.inbox import Inbox
+from bot.tasks.inbox import Inbox
+from bot.web.app import create_app
 from foundation.metrics import start_metrics_server
 from foundation.settings import Settings
 from tests.conftest import GITLAB_TOKEN

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.app import create_app
+from bot.web.app import create_app
 from foundation.settings import Settings
 from project.configchild import ConfigChild
 from project.repoconfig import RepoConfigError

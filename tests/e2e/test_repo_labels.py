@@ -68,7 +68,7 @@ def _setup(forge: str, settings: Settings, redis_url: str, fake_forge: FakeForge
 
 
 async def _modes(settings: Settings) -> list[str]:
-    from bot.inbox import Inbox
+    from bot.tasks.inbox import Inbox
 
     inbox = await Inbox.open(sqlite_path=settings.inbox_path)
     try:
@@ -114,9 +114,9 @@ async def test_broken_config_leaves_the_server_labels(
 ) -> None:
     _setup(forge, settings, redis_url, fake_forge)
     _commit_config(tmp_path, f'labels:\n  implemnt: "{CUSTOM}"\n')  # a typo: unknown field
-    with caplog.at_level(logging.WARNING, logger="bot.repolabels"):
+    with caplog.at_level(logging.WARNING, logger="bot.intake.repolabels"):
         assert await post(settings, forge, *_labeled(forge, origin_url, CUSTOM)) == 200
         assert await post(settings, forge, *_labeled(forge, origin_url, SAMPLES[forge][0])) == 202
     assert await _modes(settings) == ["implement"]  # the server's label, not the broken file's
-    warnings = [r.getMessage() for r in caplog.records if r.name == "bot.repolabels"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "bot.intake.repolabels"]
     assert len(warnings) == 2 and all("the server's labels apply" in w and "labels.implemnt" in w for w in warnings)

@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.inbox import Inbox
+from bot.tasks.inbox import Inbox
 from tests.conftest import GITLAB_SECRET, GITLAB_TOKEN
 from tests.e2e.conftest import pointed_at
 from tests.fakes.forge_http import FakeForgeState, FakeIssue

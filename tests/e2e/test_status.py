@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx
 
-from bot.app import create_app
+from bot.web.app import create_app
 from foundation.settings import Settings
 from tests.e2e.conftest import allow_http_git, pointed_at
 from tests.e2e.test_analyze_skeleton import _models, _run_worker

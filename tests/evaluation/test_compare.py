@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.evaluation.cli import register
+from bot.cli.eval_cli import register
 from bot.evaluation.compare import IncomparableReports, compare_reports, render_comparison
 from bot.evaluation.report import Report, TaskResult, write_reports
 

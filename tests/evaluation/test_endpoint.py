@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from bot.evaluation.cli import register
+from bot.cli.eval_cli import register
 from foundation.settings import EmbedderSettings, LLMSettings, Settings
 from tests.fakes.server import serving
 

@@ -13,7 +13,7 @@ import yaml
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from bot.evaluation.cli import register
+from bot.cli.eval_cli import register
 from bot.evaluation.report import SYNTHETIC_NOTICE
 from bot.evaluation.runner import Prices, RunOptions, guard_events, run_task
 from bot.evaluation.taskset import ExpectedFindings, Task, TaskSet

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.evaluation.cli import register
+from bot.cli.eval_cli import register
 from foundation.settings import EmbedderSettings, Settings
 from tests.evaluation.test_run import ANALYZE
 from tests.fakes.embeddings_http import EmbeddingsState, create_embeddings_app

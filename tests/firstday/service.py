@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from bot.inbox import Inbox, TaskRow
+from bot.tasks.inbox import Inbox, TaskRow
 from graph.failure import TaskFailure
 from tests.e2e.conftest import pointed_at
 from tests.fakes.samples import sample

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from bot.cli import COMMANDS
+from bot.cli.main import COMMANDS
 
 # what made `forgebot --help` take seconds: each is imported by some command, none is needed to list them
 HEAVY = {"langchain_core", "langchain_openai", "langchain_anthropic", "langgraph", "numpy", "onnxruntime",
@@ -22,7 +22,7 @@ HEAVY = {"langchain_core", "langchain_openai", "langchain_anthropic", "langgraph
          "pydantic", "pydantic_settings", "httpx", "requests", "yaml", "jinja2"}
 PROBE = """
 import json, sys
-from bot.cli import main
+from bot.cli.main import main
 try:
     main(sys.argv[1:])
 except SystemExit:

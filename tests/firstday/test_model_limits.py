@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from bot.jobs import build_worker
+from bot.worker.jobs import build_worker
 from foundation.llm import chat_model
 from foundation.settings import Settings
 from graph.runtime.trace import read_trace, trace_path

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.inbox import Inbox
+from bot.tasks.inbox import Inbox
 from tests.tools import need
 
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")

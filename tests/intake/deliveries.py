@@ -10,7 +10,7 @@ import json
 import uuid
 from typing import Any
 
-from bot.webhooks import github_signature, project_secret
+from bot.intake.webhooks import github_signature, project_secret
 from tests.conftest import GITHUB_SECRET, GITLAB_SECRET
 
 # the samples' projects: GitLab note samples name project 5, GitHub's Codertocat/Hello-World

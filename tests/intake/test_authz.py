@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.authz import Authorizer
-from bot.events import ForgeEvent, parse_github, parse_gitlab
+from bot.intake.authz import Authorizer
+from bot.tasks.events import ForgeEvent, parse_github, parse_gitlab
 from foundation.forge import AccessLevel, ForgeUser, RepoRef, open_forge
 from foundation.settings import Settings, TriggerSettings
 from tests.fakes.forge import FakeForge

@@ -13,10 +13,10 @@ import httpx
 import pytest
 import redis
 
-from bot.app import create_app
-from bot.inbox import Inbox
-from bot.jobs import build_worker
-from bot.redisserver import PrivateRedis
+from bot.cli.redisserver import PrivateRedis
+from bot.tasks.inbox import Inbox
+from bot.web.app import create_app
+from bot.worker.jobs import build_worker
 from foundation.forge import AccessLevel
 from foundation.settings import Settings
 from tests.fakes.checkout import local_checkout, php_project

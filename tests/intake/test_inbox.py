@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from bot.events import ForgeEvent, parse_github, parse_gitlab
-from bot.inbox import CHECKPOINT_EVERY, Inbox
+from bot.tasks.events import ForgeEvent, parse_github, parse_gitlab
+from bot.tasks.inbox import CHECKPOINT_EVERY, Inbox
 from foundation.settings import TriggerSettings
 from tests.fakes.samples import sample
 from tests.intake.payloads import github_comment, gitlab_note

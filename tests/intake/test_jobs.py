@@ -14,12 +14,12 @@ import pytest
 from arq.worker import Retry
 from langchain_core.language_models import BaseChatModel
 
-import bot.jobs
-from bot.authz import Authorizer
-from bot.events import ForgeEvent, parse_gitlab
-from bot.inbox import Inbox
-from bot.jobs import run_task
-from bot.queue import open_pool
+import bot.worker.jobs
+from bot.intake.authz import Authorizer
+from bot.tasks.events import ForgeEvent, parse_gitlab
+from bot.tasks.inbox import Inbox
+from bot.tasks.queue import open_pool
+from bot.worker.jobs import run_task
 from foundation.forge import AccessLevel, ForgeUnavailable, Issue, IssueRef
 from foundation.settings import Settings, TriggerSettings
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
@@ -186,7 +186,7 @@ def forge_down(monkeypatch: pytest.MonkeyPatch) -> None:
     async def execute(settings: Settings, deps: Any, event: ForgeEvent, answer: Any, *_: Any) -> dict[str, Any]:
         raise ForgeUnavailable("502 from the forge")
 
-    monkeypatch.setattr(bot.jobs, "execute", execute)
+    monkeypatch.setattr(bot.worker.jobs, "execute", execute)
 
 
 @pytest.mark.usefixtures("forge_down")
@@ -261,8 +261,8 @@ async def test_no_token_or_secret_in_any_log_line_of_a_job(
 ) -> None:
     """The job path with the real python-gitlab adapter over HTTP, every logger at DEBUG."""
     settings.questions.max_rounds = 0
-    from bot.jobs import build_worker
-    from bot.queue import ArqQueue
+    from bot.tasks.queue import ArqQueue
+    from bot.worker.jobs import build_worker
     from tests.conftest import GITHUB_SECRET, GITHUB_TOKEN, GITLAB_SECRET, GITLAB_TOKEN
     from tests.fakes.forge_http import FakeIssue
 
@@ -300,7 +300,7 @@ async def test_the_production_worker_posts_expiry_notes_through_its_own_forge(
 ) -> None:
     """`forgebot worker` has no injected forge factory (`ctx["forge_factory"]` is None): the sweeper's
     expiry note and the reaper's failure note open the forge from the settings instead of failing."""
-    from bot.jobs import build_worker, sweep_inbox
+    from bot.worker.jobs import build_worker, sweep_inbox
     from tests.fakes.forge_http import FakeIssue
 
     fake_forge.add_issue("gitlab", "5", 17, FakeIssue(title="t", body="b"))
@@ -336,8 +336,8 @@ async def test_the_sweeper_queues_a_stranded_delivery_while_the_only_job_slot_ru
 
     import redis.asyncio as aioredis
 
-    from bot.jobs import build_worker
-    from bot.queue import ArqQueue
+    from bot.tasks.queue import ArqQueue
+    from bot.worker.jobs import build_worker
 
     settings.questions.max_rounds = 0
     settings.intake.sweep_interval, settings.intake.sweep_grace = 5, 0

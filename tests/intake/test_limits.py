@@ -13,10 +13,10 @@ from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from bot.app import create_app
-from bot.events import PayloadError, parse_github, parse_gitlab
-from bot.inbox import Inbox
-from bot.webhooks import Metrics
+from bot.intake.webhooks import Metrics
+from bot.tasks.events import PayloadError, parse_github, parse_gitlab
+from bot.tasks.inbox import Inbox
+from bot.web.app import create_app
 from foundation.settings import Settings, TriggerSettings
 from tests.intake import deliveries
 from tests.intake.payloads import github_comment, gitlab_note

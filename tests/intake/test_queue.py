@@ -7,8 +7,8 @@ import asyncio
 import redis
 from arq.jobs import JobStatus
 
-from bot.events import parse_gitlab
-from bot.queue import RUN_TASK, ArqQueue, job_handle
+from bot.tasks.events import parse_gitlab
+from bot.tasks.queue import RUN_TASK, ArqQueue, job_handle
 from foundation.settings import TriggerSettings
 from tests.intake.payloads import gitlab_note
 

@@ -13,8 +13,8 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from bot.app import create_app
-from bot.inbox import Inbox
+from bot.tasks.inbox import Inbox
+from bot.web.app import create_app
 from foundation.settings import Settings, TriggerSettings
 from tests.conftest import GITHUB_SECRET, GITHUB_TOKEN, GITLAB_SECRET, GITLAB_TOKEN
 from tests.fakes.samples import sample, sample_bytes
@@ -242,7 +242,8 @@ def test_one_structured_log_line_per_delivery_and_no_secret_anywhere(
     wrong = headers | {"x-gitlab-token": GITLAB_SECRET + "x"}
     client.post(deliveries.path("gitlab", body), content=body, headers=wrong)
     lines = [
-        r.getMessage() for r in caplog.records if r.name == "bot.webhooks" and r.getMessage().startswith("webhook ")
+        r.getMessage() for r in caplog.records
+        if r.name == "bot.intake.webhooks" and r.getMessage().startswith("webhook ")
     ]
     records = [json.loads(line.removeprefix("webhook ")) for line in lines]
     assert [(r["delivery"], r["result"]) for r in records] == [
@@ -279,12 +280,12 @@ def test_a_receiver_bug_answers_500_so_the_forge_delivers_again(
 ) -> None:
     """An exception no rule expects (here: the parser breaks) is the receiver's fault, not the delivery's:
     500, which the forge retries (a 4xx would drop the delivery), and nothing recorded or queued."""
-    import bot.webhooks
+    import bot.intake.webhooks
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug in the parser")
 
-    monkeypatch.setattr(bot.webhooks, "parse_gitlab", broken)
+    monkeypatch.setattr(bot.intake.webhooks, "parse_gitlab", broken)
     response = post(client, "gitlab", deliveries.gitlab(gitlab_note("/implement"), "Note Hook"))
     assert (response.status_code, response.json()) == (500, {"error": "delivery not understood"})
     assert queued(client.app_state["settings"].redis_url) == 0

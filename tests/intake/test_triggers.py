@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.commands import first_line_command
-from bot.events import ForgeEvent, PayloadError, parse_github, parse_gitlab
+from bot.tasks.commands import first_line_command
+from bot.tasks.events import ForgeEvent, PayloadError, parse_github, parse_gitlab
 from foundation.settings import TriggerSettings
 from tests.fakes.samples import sample
 from tests.intake.payloads import GITHUB_BOT, GITLAB_BOT_ID, github_comment, gitlab_note
@@ -244,7 +244,7 @@ def test_configured_command_words() -> None:
 
 
 def test_only_deliveries_adding_a_label_ask_for_the_repository_labels() -> None:
-    from bot.events import adds_labels
+    from bot.tasks.events import adds_labels
 
     issue = {"x-gitlab-event": "Issue Hook"}
     added = sample("gitlab/issue.labels-changed.json")

@@ -21,7 +21,7 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
-from bot.local import ModelProblem, one_line, run_local
+from bot.worker.local import ModelProblem, one_line, run_local
 from foundation.settings import Settings
 from tests.live.conftest import live_llm, php_checkout
 from tests.live.llama import LlamaServer

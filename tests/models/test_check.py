@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot.check import run_checks
-from bot.cli import main
+from bot.cli.check import run_checks
+from bot.cli.main import main
 from foundation.settings import Settings
 from tests.fakes import model_server as wire
 from tests.fakes.forge_http import FakeForgeState

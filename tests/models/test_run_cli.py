@@ -74,7 +74,7 @@ PAYLOADS = {
 
 
 async def test_a_question_that_asks_nothing_is_not_asked(tmp_path: Path) -> None:
-    from bot.local import run_local
+    from bot.worker.local import run_local
     from foundation.settings import Settings
     from tests.models.conftest import llm_settings
 

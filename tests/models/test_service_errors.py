@@ -44,7 +44,7 @@ async def test_a_task_failing_on_the_model_says_role_reason_and_setting(
 
 
 async def failure_of_task(settings: Settings) -> TaskFailure:
-    from bot.inbox import Inbox
+    from bot.tasks.inbox import Inbox
 
     inbox = await Inbox.open(sqlite_path=settings.inbox_path)
     try:

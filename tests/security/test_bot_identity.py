@@ -1,7 +1,7 @@
 """The bot knows itself from its token (issue 17, item 10): `serve`, `web` and `worker` ask the forge
 who the token is, so the bot's own comments never trigger it even when neither
 FORGEBOT_GITLAB__BOT_USER_ID nor FORGEBOT_GITHUB__BOT_LOGIN is set. They ask in the background
-(`bot.identity.Identities`): starting never waits for the forge, and the worker takes no job until
+(`bot.intake.identity.Identities`): starting never waits for the forge, and the worker takes no job until
 the answer is in (tests/firstday/test_service_start.py runs that through `forgebot serve`)."""
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pydantic import SecretStr
 
-import bot.runner
-from bot.app import create_app
-from bot.authz import Authorizer
-from bot.cli import main
-from bot.events import parse_github, parse_gitlab
-from bot.identity import Identities
-from bot.jobs import build_worker
-from bot.readiness import readiness
+import bot.cli.serve
+from bot.cli.main import main
+from bot.intake.authz import Authorizer
+from bot.intake.identity import Identities
+from bot.tasks.events import parse_github, parse_gitlab
+from bot.web.app import create_app
+from bot.web.readiness import readiness
+from bot.worker.jobs import build_worker
 from foundation.forge import AccessLevel
 from foundation.settings import Settings, TriggerSettings
 from tests.conftest import GITHUB_SECRET, GITHUB_TOKEN, GITLAB_SECRET, GITLAB_TOKEN
@@ -72,7 +72,7 @@ def test_no_service_waits_for_the_forge_to_start(
     _env(monkeypatch, settings, redis_url, tmp_path)
     started: list[Settings] = []
     runner = {"web": "run_web", "worker": "run_worker", "serve": "run_serve"}[command]
-    monkeypatch.setattr(bot.runner, runner, lambda s, *args: started.append(s) or 0)  # serve returns its exit code
+    monkeypatch.setattr(bot.cli.serve, runner, lambda s, *args: started.append(s) or 0)  # serve returns its exit code
     assert main([command]) == 0 and len(started) == 1
     assert fake_forge.requests_to("GET", "/user") == 0
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 import redis
 
-from bot.app import create_app
+from bot.web.app import create_app
 from foundation.settings import Settings
 from tests.fakes.server import serving
 from tests.intake import deliveries

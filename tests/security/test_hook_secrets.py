@@ -22,10 +22,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pydantic import SecretStr
 
-from bot.app import create_app
-from bot.cli import main
-from bot.inbox import Inbox
-from bot.webhooks import github_signature, project_secret
+from bot.cli.main import main
+from bot.intake.webhooks import github_signature, project_secret
+from bot.tasks.inbox import Inbox
+from bot.web.app import create_app
 from foundation.settings import Settings
 from tests.conftest import GITHUB_SECRET, GITHUB_TOKEN, GITLAB_SECRET, GITLAB_TOKEN
 from tests.fakes.forge_http import FakeForgeState

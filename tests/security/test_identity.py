@@ -190,7 +190,7 @@ async def test_a_cancel_naming_the_victims_project_beside_another_id_cancels_not
 ) -> None:
     """Every route resolves first: Mallory's `/cancel` carries the victim's path (on GitHub, also its
     task key) with her own repository id and secret; the victim's waiting task keeps waiting."""
-    from bot.inbox import Inbox
+    from bot.tasks.inbox import Inbox
     from tests.intake.payloads import github_comment, gitlab_note
 
     _setup(settings, redis_url, fake_forge, forge, git_server[0].url)

@@ -1,5 +1,5 @@
 """Nothing secret and nothing executable in Redis (#17 item 9), against a real Redis and the real
-worker (`bot.jobs.build_worker`), with the real model client failing over HTTP.
+worker (`bot.worker.jobs.build_worker`), with the real model client failing over HTTP.
 
 * A model call refused with 401 raises `ModelCallError` around the OpenAI client's `AuthenticationError`,
   which holds the request (its `Authorization: Bearer …` header) and, here, a gateway message echoing that header.
@@ -20,10 +20,10 @@ from typing import Any
 import redis
 from pydantic import SecretStr
 
-from bot.inbox import open_inbox
-from bot.jobcodec import JobFailed
-from bot.jobs import build_worker
-from bot.queue import ArqQueue, job_handle, open_pool
+from bot.tasks.inbox import open_inbox
+from bot.tasks.jobcodec import JobFailed
+from bot.tasks.queue import ArqQueue, job_handle, open_pool
+from bot.worker.jobs import build_worker
 from foundation.arqlayout import QUEUE
 from foundation.settings import Settings
 from graph.failure import TaskFailure

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.app import create_app
+from bot.web.app import create_app
 from foundation.settings import Settings
 from tests.fakes.server import ServerThread, serving
 from tests.intake import deliveries
@@ -54,7 +54,7 @@ def test_another_repositorys_name_in_a_payload_squats_nothing(receiver: ServerTh
 
 
 def test_task_keys_name_the_repository_id() -> None:
-    from bot.events import parse_github
+    from bot.tasks.events import parse_github
     from foundation.settings import TriggerSettings
 
     body, headers = deliveries.github(_command(MALLORY, VICTIM_NAME), "issue_comment")

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from bot.app import create_app
+from bot.web.app import create_app
 from foundation.settings import ConsoleSettings, Settings
 from tests.console.test_access import _Queue  # the console never enqueues
 from tests.fakes.server import ServerThread, serving

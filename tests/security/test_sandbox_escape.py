@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.redisserver import PrivateRedis
+from bot.cli.redisserver import PrivateRedis
 from foundation.settings import SandboxSettings, Settings
 from project.checks import sandbox_policy
 from project.repoconfig import RepoConfig

@@ -19,8 +19,8 @@ import redis
 import uvicorn
 from pydantic import SecretStr
 
-from bot.app import create_app
-from bot.inbox import Inbox
+from bot.tasks.inbox import Inbox
+from bot.web.app import create_app
 from foundation.settings import GitHubSettings, GitLabSettings, Settings
 from tests.intake import deliveries
 from tests.intake.payloads import github_comment, gitlab_note
@@ -105,7 +105,7 @@ def _blank_signed(forge: str, blank: str) -> tuple[bytes, dict[str, str]]:
     """A delivery authenticated with the blank secret itself: what a stranger can forge."""
     body, headers = _valid(forge)
     if forge == "github":
-        from bot.webhooks import github_signature
+        from bot.intake.webhooks import github_signature
 
         return body, headers | {"x-hub-signature-256": github_signature(blank.encode(), body)}
     # HTTP strips a header value's surrounding whitespace: a blank token arrives as none at all
@@ -270,7 +270,7 @@ def test_replay_guard_is_off_at_zero(receiver: Receiver, redis_url: str) -> None
     ],
 )
 def test_forge_timestamps_are_understood(text: str, iso: str) -> None:
-    from bot.webhooks import _parse_time
+    from bot.intake.webhooks import _parse_time
 
     parsed = _parse_time(text)
     assert parsed is not None and parsed.isoformat() == iso
@@ -280,7 +280,7 @@ def test_forge_timestamps_are_understood(text: str, iso: str) -> None:
 def test_receiver_server_limits_connections_and_keep_alive(intake_settings: Settings) -> None:
     """`forgebot web`/`serve` build uvicorn with the connection limit and keep-alive from settings,
     and past the limit a real connection gets 503 instead of a slot."""
-    from bot.runner import _server
+    from bot.cli.serve import _server
 
     intake_settings.max_connections = 2  # uvicorn counts the asking connection too
     intake_settings.keep_alive_seconds = 2

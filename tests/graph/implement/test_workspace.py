@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.events import Actor, ForgeEvent
-from bot.jobs import prepare_workspace
+from bot.tasks.events import Actor, ForgeEvent
+from bot.worker.jobs import prepare_workspace
 from foundation.forge import RepoRef
 from foundation.settings import Settings
 from tests.fakes.forge import FakeForge

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.events import parse_gitlab
-from bot.expiry import expire_waiting
-from bot.inbox import Inbox
+from bot.tasks.events import parse_gitlab
+from bot.tasks.inbox import Inbox
+from bot.worker.expiry import expire_waiting
 from foundation.forge import IssueRef
 from foundation.settings import TriggerSettings
 from tests.fakes.forge import FakeForge

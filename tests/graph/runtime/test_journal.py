@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import StateGraph
 
-from bot.checkpoints import SqlJournal, delete_checkpoints, open_checkpointer
+from bot.tasks.checkpoints import SqlJournal, delete_checkpoints, open_checkpointer
 from foundation.settings import Settings
 from graph.deps import Deps
 from graph.resume import run_or_resume

@@ -1,7 +1,7 @@
 """`forgebot hooks`: each allowed project's webhook URL and its own secret; `--register` saves them.
 
 Every project gets a different secret, derived from the master webhook secret and the project's
-id (`bot.webhooks.project_secret`), so a maintainer who configures one project's hook learns
+id (`bot.intake.webhooks.project_secret`), so a maintainer who configures one project's hook learns
 nothing that authenticates a delivery for another. The projects are the allow-list
 (`FORGEBOT_INTAKE__ALLOWED_PROJECTS`), each resolved through the forge's API: the hook is bound
 to the id the forge reports, whatever name was listed.
@@ -15,7 +15,7 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 
-from bot.webhooks import project_secret
+from bot.intake.webhooks import project_secret
 from foundation.forge import ForgeError, ForgeKind, open_forge
 from foundation.settings import Settings
 

@@ -5,7 +5,7 @@ worker, and a pickled exception carries whatever it holds: a model client's erro
 request, `authorization: Bearer …` header included, for as long as arq keeps the result.
 
 `JobCodec` is given to every arq object that reads or writes those records (the pool in
-`bot.queue`, the `Worker` in `bot.jobs`, each `Job` handle). Its `dumps` writes plain JSON and
+`bot.tasks.queue`, the `Worker` in `bot.worker.jobs`, each `Job` handle). Its `dumps` writes plain JSON and
 reduces an exception to its type name and a redacted, shortened message; any other value JSON
 cannot hold is refused (arq then stores "unable to serialize result"). Its `loads` accepts only a
 JSON object, so a pickle written into the queue is a failed job, never code that runs. Reading a

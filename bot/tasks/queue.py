@@ -3,7 +3,7 @@
 The receiver depends on this Protocol, not on arq, so tests pass an in-memory queue and the web
 process stays free of graph imports. `ArqQueue` is the production implementation; it and every
 other arq pool or job handle in the product come from `open_pool` / `job_handle`, so job records
-are JSON everywhere (`bot.jobcodec`) and arq is used only through its public API.
+are JSON everywhere (`bot.tasks.jobcodec`) and arq is used only through its public API.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from arq import create_pool
 from arq.connections import ArqRedis, RedisSettings
 from arq.jobs import Job
 
-from bot.events import ForgeEvent
-from bot.jobcodec import PLAIN, JobCodec
+from bot.tasks.events import ForgeEvent
+from bot.tasks.jobcodec import PLAIN, JobCodec
 
 RUN_TASK = "run_task"
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ class JobQueue(Protocol):
 
 
 async def open_pool(redis_url: str, codec: JobCodec = PLAIN) -> ArqRedis:
-    """An arq connection pool that reads and writes job records as JSON (see `bot.jobcodec`)."""
+    """An arq connection pool that reads and writes job records as JSON (see `bot.tasks.jobcodec`)."""
     return await create_pool(
         RedisSettings.from_dsn(redis_url), job_serializer=codec.dumps, job_deserializer=codec.loads
     )

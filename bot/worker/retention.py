@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from bot.checkpoints import delete_checkpoints
-from bot.events import ForgeEvent
-from bot.inbox import Inbox
+from bot.tasks.checkpoints import delete_checkpoints
+from bot.tasks.events import ForgeEvent
+from bot.tasks.inbox import Inbox
 from foundation.settings import Settings
 from foundation.workspace import Workspaces, repo_key
 

@@ -20,10 +20,10 @@ from collections.abc import Iterator
 
 import uvicorn
 
-from bot.app import create_app
-from bot.children import die_with_parent
-from bot.identity import Identities
-from bot.redisserver import private_redis
+from bot.cli.children import die_with_parent
+from bot.cli.redisserver import private_redis
+from bot.intake.identity import Identities
+from bot.web.app import create_app
 from foundation.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ def run_web(settings: Settings, host: str, port: int) -> None:
 
 def run_worker(settings: Settings) -> None:
     """The arq worker; it takes jobs once every configured forge has said who the bot is."""
-    from bot.jobs import build_worker
+    from bot.worker.jobs import build_worker
 
     assert settings.redis_url
     if settings.worker_metrics_port is not None:

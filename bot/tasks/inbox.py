@@ -23,9 +23,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeVar
 
-from bot.batching import Batcher
-from bot.events import ForgeEvent
-from bot.inboxsql import Connection, connect_postgres, connect_sqlite, upgrade
+from bot.tasks.batching import Batcher
+from bot.tasks.events import ForgeEvent
+from bot.tasks.inboxsql import Connection, connect_postgres, connect_sqlite, upgrade
 from foundation.settings import Settings
 
 IntakeResult = Literal["accepted", "duplicate", "ignored"]

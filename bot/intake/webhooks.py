@@ -2,7 +2,7 @@
 
 The one forge call a delivery can cost is for a label added to an issue: which labels trigger is the
 repository's own setting (`.forgebot.yml`), read through the forge's API, cached and bounded in
-time (`bot.repolabels`). Everything else is answered before any forge call.
+time (`bot.intake.repolabels`). Everything else is answered before any forge call.
 
 Fail closed: a forge whose secret is not configured accepts nothing. Secrets are compared in
 constant time. Authentic deliveries that are not triggers get 200 `ignored` (GitLab disables hooks
@@ -33,8 +33,9 @@ from pydantic import SecretStr
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from bot.bodies import BodyRefused, read_body
-from bot.events import (
+from bot.intake.bodies import BodyRefused, read_body
+from bot.intake.repolabels import RepoLabels
+from bot.tasks.events import (
     ForgeEvent,
     ForgeKind,
     PayloadError,
@@ -45,9 +46,8 @@ from bot.events import (
     parse_gitlab,
     web_link,
 )
-from bot.inbox import Inbox
-from bot.queue import JobQueue
-from bot.repolabels import RepoLabels
+from bot.tasks.inbox import Inbox
+from bot.tasks.queue import JobQueue
 from foundation.settings import Settings, TriggerSettings
 
 log = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ def _same_project(forge: ForgeKind, payload: dict[str, Any], project_id: int | N
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
-    """The body through the app's one bounded reader (`bot.bodies`): past `limit` bytes 413, past
+    """The body through the app's one bounded reader (`bot.intake.bodies`): past `limit` bytes 413, past
     the body time limit 408, answered like every other rejection (counted and logged)."""
     try:
         return await read_body(request, limit)

@@ -4,7 +4,7 @@ With no `FORGEBOT_REDIS_URL`, `serve` runs the real `redis-server` binary that t
 package ships, under the data directory, on a Unix socket nobody else uses, and stops it on exit.
 It is never a fake: the same binary and protocol as production Redis. The server gets SIGTERM
 (a clean shutdown that flushes its append-only file) when the process that started it dies, even
-by SIGKILL (`bot.children`), so no redis-server is ever left behind.
+by SIGKILL (`bot.cli.children`), so no redis-server is ever left behind.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import redis
 
-from bot.children import die_with_parent
+from bot.cli.children import die_with_parent
 
 
 class RedisStartError(RuntimeError):

@@ -1,6 +1,6 @@
 """A running job's lease: `forgebot:lease:<job id>` in Redis, alive while its worker is.
 
-The reaper (`bot.recovery`) frees the job of a worker whose lease expired; the console reads the
+The reaper (`bot.worker.recovery`) frees the job of a worker whose lease expired; the console reads the
 leases to show which jobs are running and on which worker. The key's value names the holder.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 
 import redis
 
-from bot.presence import worker_name
+from bot.tasks.presence import worker_name
 
 log = logging.getLogger(__name__)
 

@@ -91,7 +91,7 @@ async def _variables(settings: Settings) -> Line:
 
 async def _missing(settings: Settings) -> list[Line]:
     """What the configuration lacks, one line each, in the words and from the same source as `/readyz`."""
-    from bot.readiness import gaps
+    from bot.web.readiness import gaps
 
     found = gaps(settings)
     if found:
@@ -114,7 +114,7 @@ async def _redis(settings: Settings) -> Line:
 
 
 async def _store(settings: Settings) -> Line:
-    from bot.inbox import open_inbox
+    from bot.tasks.inbox import open_inbox
 
     inbox = await open_inbox(settings)
     await inbox.close()

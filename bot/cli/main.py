@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # `forgebot --help` shows. Listing a command needs no import; only the named command's module is
 # imported (a test checks that each module registers exactly these names with these help lines).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("bot.run_cli", "one task on a local checkout, no forge needed"),
+    "run": ("bot.cli.run_cli", "one task on a local checkout, no forge needed"),
     "index": ("project.index.cli", "build or refresh the code index of a checkout"),
     "symbols": ("project.index.cli", "every definition: kind, fqn, path, start_line, end_line"),
     "callers": ("project.index.cli", "call sites of a symbol"),
@@ -31,12 +31,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("project.index.search_cli", "hybrid (full-text, vector, symbol) search of a checkout"),
     "memory": ("project.index.memory_cli", "search a checkout's documents and history (why and where decided)"),
     "history": ("project.index.history_cli", "the commits that changed one symbol, with their hunks"),
-    "trace": ("bot.trace_cli", "print one task's trace"),
-    "eval": ("bot.evaluation.cli",
+    "trace": ("bot.cli.trace_cli", "print one task's trace"),
+    "eval": ("bot.cli.eval_cli",
              "run a task set and write a fingerprinted report; `eval compare A B` compares two reports"),
-    "tasks": ("bot.tasks_cli", "list tasks: state, mode, duration, tokens, cost, link"),
-    "hooks": ("bot.hooks_cli", "each allowed project's webhook URL and secret (--register: save them)"),
-    "check": ("bot.check", "verify Redis, the store, the forges, the model and the embedder"),
+    "tasks": ("bot.cli.tasks_cli", "list tasks: state, mode, duration, tokens, cost, link"),
+    "hooks": ("bot.cli.hooks_cli", "each allowed project's webhook URL and secret (--register: save them)"),
+    "check": ("bot.cli.check", "verify Redis, the store, the forges, the model and the embedder"),
 }
 
 
@@ -46,13 +46,13 @@ def _add_server_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from bot.runner import run_serve
+    from bot.cli.serve import run_serve
 
     return run_serve(args.settings, args.host or args.settings.host, args.port or args.settings.port)
 
 
 def _web(args: argparse.Namespace) -> int:
-    from bot.runner import run_web
+    from bot.cli.serve import run_web
 
     if not args.settings.redis_url:
         sys.stderr.write("forgebot web needs FORGEBOT_REDIS_URL (forgebot serve starts its own Redis)\n")
@@ -62,7 +62,7 @@ def _web(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from bot.runner import run_worker
+    from bot.cli.serve import run_worker
 
     if not args.settings.redis_url:
         sys.stderr.write("forgebot worker needs FORGEBOT_REDIS_URL\n")

@@ -8,7 +8,7 @@ one-active-task index.
 
 Two mechanisms bound that:
 
-* **Lease** (`bot.leases`). While a job runs, its worker refreshes `forgebot:lease:<job id>` (TTL `lease_seconds`)
+* **Lease** (`bot.tasks.leases`). While a job runs, its worker refreshes `forgebot:lease:<job id>` (TTL `lease_seconds`)
   every third of the lease, from a thread, so a busy event loop does not lose it. The reaper (a
   task in every worker, every `reap_interval` seconds) deletes the in-progress key of a job that
   has held it longer than a lease without a live lease: the job
@@ -31,18 +31,18 @@ from typing import Any
 from arq.connections import ArqRedis
 from arq.jobs import JobStatus
 
-from bot.events import ForgeEvent
-from bot.inbox import Inbox, TaskRow
-from bot.jobcodec import PLAIN, JobCodec
-from bot.leases import LEASE_PREFIX
-from bot.queue import job_handle
+from bot.tasks.events import ForgeEvent
+from bot.tasks.inbox import Inbox, TaskRow
+from bot.tasks.jobcodec import PLAIN, JobCodec
+from bot.tasks.leases import LEASE_PREFIX
+from bot.tasks.queue import job_handle
 from foundation import arqlayout
 from foundation.forge import Forge, Marker, where_task_speaks
 from graph.failure import TaskFailure, worker_lost
 
 log = logging.getLogger(__name__)
 
-LOCAL = "local:"  # the key prefix of tasks `forgebot run` records (bot.local)
+LOCAL = "local:"  # the key prefix of tasks `forgebot run` records (bot.worker.local)
 ForgeForEvent = Callable[[ForgeEvent], Forge]  # the forge a task's notes go to (GitHub App: its installation)
 FAILURE = "failure"  # the marker purpose of the one failure comment a task can get
 

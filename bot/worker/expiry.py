@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from bot.events import ForgeEvent
-from bot.inbox import Inbox
+from bot.tasks.events import ForgeEvent
+from bot.tasks.inbox import Inbox
 from foundation.forge import Forge, Marker, where_task_speaks
 
 log = logging.getLogger(__name__)

@@ -23,21 +23,21 @@ from arq.worker import Worker, func
 from langchain_core.language_models import BaseChatModel
 from langgraph.errors import GraphRecursionError
 
-from bot.authz import Authorizer, Decision
-from bot.checkpoints import SqlJournal, open_checkpointer, spent
 from bot.console.links import task_link
-from bot.events import ForgeEvent
-from bot.expiry import expire_waiting
-from bot.idempotency import task_forge
-from bot.identity import Identities, IdentityRefused, resolve
-from bot.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
-from bot.jobcodec import PLAIN, JobCodec, JobFailed
-from bot.leases import lease
-from bot.presence import announce
-from bot.queue import RUN_TASK, eviction_policy, job_handle
-from bot.recovery import failure_marker, reaper_loop
-from bot.retention import cleanup
-from bot.sweeper import sweep
+from bot.intake.authz import Authorizer, Decision
+from bot.intake.identity import Identities, IdentityRefused, resolve
+from bot.tasks.checkpoints import SqlJournal, open_checkpointer, spent
+from bot.tasks.events import ForgeEvent
+from bot.tasks.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
+from bot.tasks.jobcodec import PLAIN, JobCodec, JobFailed
+from bot.tasks.leases import lease
+from bot.tasks.presence import announce
+from bot.tasks.queue import RUN_TASK, eviction_policy, job_handle
+from bot.worker.expiry import expire_waiting
+from bot.worker.idempotency import task_forge
+from bot.worker.recovery import failure_marker, reaper_loop
+from bot.worker.retention import cleanup
+from bot.worker.sweeper import sweep
 from foundation.forge import (
     ChangeRef,
     CommentRef,
@@ -558,7 +558,7 @@ def build_worker(
     """An arq worker running `run_task`, one job at a time (the seed's scaling model), with the reaper
     and the sweeper beside it; with `identities`, it takes jobs once the bot's identity is known.
 
-    Job records and results are JSON, exceptions reduced to redacted messages (`bot.jobcodec`);
+    Job records and results are JSON, exceptions reduced to redacted messages (`bot.tasks.jobcodec`);
     the codec also removes every configured secret from those messages.
     """
     codec = JobCodec(secrets_of(settings))

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.commands import Command, first_line_command
+from bot.tasks.commands import Command, first_line_command
 from foundation.forge.models import ForgeKind, RepoRef, item_url
 from foundation.settings import Settings, TriggerSettings
 
@@ -197,7 +197,7 @@ def parse_gitlab(
 
 def _gitlab_repo(payload: dict[str, Any]) -> RepoRef:
     """The project as the payload claims it: id and path only. Its URLs and default branch are not
-    read: the worker resolves them through the forge's API (`bot.identity`)."""
+    read: the worker resolves them through the forge's API (`bot.intake.identity`)."""
     project = payload["project"]
     return RepoRef(
         forge="gitlab", project=str(int(project["id"])), path=str(project["path_with_namespace"]), default_branch=""
@@ -306,7 +306,7 @@ def claimed_id(forge: ForgeKind, payload: dict[str, Any]) -> int | None:
 
 def adds_labels(forge: ForgeKind, headers: Mapping[str, str], payload: dict[str, Any]) -> bool:
     """Whether the delivery adds labels to an issue: the only deliveries whose trigger depends on the
-    repository's own `.forgebot.yml` (`bot.repolabels`), so the only ones worth asking the forge about."""
+    repository's own `.forgebot.yml` (`bot.intake.repolabels`), so the only ones worth asking the forge about."""
     if forge == "github":
         return headers.get("x-github-event") == "issues" and payload.get("action") == "labeled"
     changes = payload.get("changes")

@@ -21,7 +21,7 @@ import asyncio
 import logging
 from typing import Literal
 
-from bot.events import ForgeEvent
+from bot.tasks.events import ForgeEvent
 from foundation.forge import Forge, RepoRef, bot_identity
 from foundation.settings import Settings
 from foundation.workspace import forge_origins, origin_of

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from bot.local import LocalResult
+    from bot.worker.local import LocalResult
     from foundation.settings import Settings
 
 REACHED, NOT_REACHED, NOT_STARTED, WAITING = 0, 1, 2, 3
@@ -64,7 +64,7 @@ def _usage(args: argparse.Namespace) -> str | None:
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from bot.local import LocalRunError, ModelProblem, answer_local, one_line, run_local
+    from bot.worker.local import LocalRunError, ModelProblem, answer_local, one_line, run_local
     from foundation.gitrunner import GitTampered
     from graph.routing import ModeUnavailable
 
@@ -119,7 +119,7 @@ NOT_GOAL = {
 
 def closing(result: LocalResult, root: Path, settings: Settings) -> tuple[int, str]:
     """The exit status and the closing line: how the task ended, the next step, and its trace."""
-    from bot.local import one_line
+    from bot.worker.local import one_line
 
     task = f"task {result.task_id} · the whole story: forgebot trace {result.task_id}"
     record = result.failure

@@ -4,7 +4,7 @@ The answer comes from the forge's permission API through `Forge.user_access`, ne
 `author_association`, a display name or anything else in the payload, and is cached briefly so a
 burst of comments costs one API call. The bot's own account is refused before any call, and an
 optional allow-list restricts the projects the bot serves at all; the job resolves the event's
-repository through the forge before asking (`bot.identity`).
+repository through the forge before asking (`bot.intake.identity`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot.events import ForgeEvent
+from bot.tasks.events import ForgeEvent
 from foundation.forge import AccessLevel, Forge, ForgeUser
 from foundation.settings import Settings
 
@@ -45,7 +45,7 @@ class Authorizer:
         return bool(login) and event.actor.username.lower() == login
 
     def _project_allowed(self, event: ForgeEvent) -> bool:
-        """Compare the repository the forge resolved (`bot.identity`): its id and its path, never
+        """Compare the repository the forge resolved (`bot.intake.identity`): its id and its path, never
         the payload's text, so an allowed path beside another project's id matches nothing."""
         if not self._allowed:
             return True

@@ -1,7 +1,7 @@
 """create_app(): the Starlette receiver, with its queue opened in the lifespan.
 
 The receiver verifies, parses and queues, and that is all (a label delivery first learns its
-repository's trigger labels, `bot.repolabels`); the read-only task console
+repository's trigger labels, `bot.intake.repolabels`); the read-only task console
 (`bot.console`, docs/console.md) is mounted beside it under `/console` when configured.
 """
 
@@ -21,16 +21,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from bot.bodies import BodyLimits
 from bot.console.pages import routes as console_routes
 from bot.console.records import Records
 from bot.console.throttle import Throttle
-from bot.identity import Identities
-from bot.inbox import Inbox, open_inbox
-from bot.queue import ArqQueue, JobQueue
-from bot.readiness import gaps, readiness
-from bot.repolabels import RepoLabels
-from bot.webhooks import Metrics, github_webhook, gitlab_webhook
+from bot.intake.bodies import BodyLimits
+from bot.intake.identity import Identities
+from bot.intake.repolabels import RepoLabels
+from bot.intake.webhooks import Metrics, github_webhook, gitlab_webhook
+from bot.tasks.inbox import Inbox, open_inbox
+from bot.tasks.queue import ArqQueue, JobQueue
+from bot.web.readiness import gaps, readiness
 from foundation.metrics import register_collectors
 from foundation.settings import Settings
 
@@ -66,7 +66,7 @@ async def metrics(request: Request) -> Response:
 
 async def _console(stack: contextlib.AsyncExitStack, settings: Settings, inbox: Inbox) -> Records:
     """The console's read access: the task store (shared), the checkpointer and a Redis client."""
-    from bot.checkpoints import open_checkpointer
+    from bot.tasks.checkpoints import open_checkpointer
 
     saver = await stack.enter_async_context(open_checkpointer(settings))
     client = None
@@ -86,10 +86,10 @@ def create_app(
     settings: Settings | None = None, queue: JobQueue | None = None, identities: Identities | None = None,
     worker_metrics: str | None = None,
 ) -> Starlette:
-    """Build the receiver; `uvicorn --factory bot.app:create_app` calls this with no arguments.
+    """Build the receiver; `uvicorn --factory bot.web.app:create_app` calls this with no arguments.
 
     With `identities` (always when built from the environment) the bot's identity on each forge is
-    learned in the background while the receiver serves (`bot.identity`). `worker_metrics` is the
+    learned in the background while the receiver serves (`bot.intake.identity`). `worker_metrics` is the
     metrics URL of serve's worker child, whose task families `/metrics` then reports.
     """
     resolved = settings or Settings.load()
@@ -134,6 +134,6 @@ def create_app(
         Route("/metrics", metrics, methods=["GET"]),
         *console_routes(),
     ]
-    # every body any route reads is bounded in size and time (bot.bodies), routes added later included
+    # every body any route reads is bounded in size and time (bot.intake.bodies), routes added later included
     limits = Middleware(BodyLimits, max_bytes=resolved.max_body_bytes, timeout=resolved.body_timeout_seconds)
     return Starlette(routes=routes, lifespan=lifespan, middleware=[limits])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from bot.inbox import Inbox
+from bot.tasks.inbox import Inbox
 
 log = logging.getLogger(__name__)
 

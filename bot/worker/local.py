@@ -35,10 +35,10 @@ from typing import Any, cast
 
 from langchain_core.messages import HumanMessage
 
-from bot.checkpoints import open_checkpointer, spent
-from bot.events import Actor, ForgeEvent, Mode
-from bot.inbox import Inbox, TaskRow, TaskStatus, open_inbox
-from bot.jobs import ModelFactory, run_graph
+from bot.tasks.checkpoints import open_checkpointer, spent
+from bot.tasks.events import Actor, ForgeEvent, Mode
+from bot.tasks.inbox import Inbox, TaskRow, TaskStatus, open_inbox
+from bot.worker.jobs import ModelFactory, run_graph
 from foundation import gitrunner
 from foundation.forge import Change, ChangeRef, Comment, Issue, IssueRef, RepoRef
 from foundation.forge.diff import parse

@@ -5,7 +5,7 @@ data directory must come up and say what to set, not exit with a traceback. `gap
 configuration alone shows to be missing (no forge, a forge without its webhook secret, no usable
 model), each naming the variable to set; `forgebot check`, which goes on to ask the services
 themselves, can reuse it. `readiness` adds what the running process knows: whether Redis and the
-task store answer, and whether each forge has said who the bot is (`bot.identity.Identities`).
+task store answer, and whether each forge has said who the bot is (`bot.intake.identity.Identities`).
 
 The status code answers the probe's question alone — can this process take deliveries (Redis and
 the store answer) — so a receiver is not taken out of its load balancer for what only the worker
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bot.identity import ForgeKind, Identities, configured, known
+from bot.intake.identity import ForgeKind, Identities, configured, known
 from foundation.settings import Settings
 
 FORGES: tuple[ForgeKind, ...] = ("gitlab", "github")

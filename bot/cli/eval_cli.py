@@ -1,6 +1,6 @@
 """`forgebot eval TASKSET` and `forgebot eval compare A B`: the evaluation's command line.
 
-`register()` adds the subcommand; `bot/cli.py` sets `args.settings` and `args.data_dir` before
+`register()` adds the subcommand; `bot/cli/main.py` sets `args.settings` and `args.data_dir` before
 calling the handler. The harness is imported inside the handlers: building the parser for
 `forgebot web` must not load the graph.
 """

@@ -13,8 +13,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-from bot.events import ForgeEvent, web_link
-from bot.inbox import Inbox, TaskRow, open_inbox
+from bot.tasks.events import ForgeEvent, web_link
+from bot.tasks.inbox import Inbox, TaskRow, open_inbox
 from foundation.settings import Settings
 
 
@@ -50,7 +50,7 @@ async def collect(settings: Settings, states: list[str] | None = None, limit: in
         await inbox.close()
     live = [r for r in rows if r.task_id not in spending]
     if live:  # a running task's spending so far is in its checkpoint (the graph's store, loaded only then)
-        from bot.checkpoints import open_checkpointer, spent
+        from bot.tasks.checkpoints import open_checkpointer, spent
 
         async with open_checkpointer(settings) as saver:
             spending |= {r.task_id: await spent(saver, r.task_id) for r in live}
