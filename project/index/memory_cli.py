@@ -4,8 +4,8 @@ Like `forgebot search`, the checkout's index (under the data directory) is broug
 answering — the code graph first, so every hit's entry-point symbols exist in it — and the answer
 says what it ran without (no embedder, memory not embedded, history it could not read). A checkout
 that has not changed since the last question (same HEAD, same uncommitted files) is not refreshed
-at all: a question then costs one `git status` and the search. Discussions on merged changes and
-closed issues need a forge, so the command line has documents and commits only.
+at all: a question then costs one `git status`, run while the index is searched. Discussions on
+merged changes and closed issues need a forge, so the command line has documents and commits only.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from foundation.gitrunner import GitError, GitTampered, Repo, run
@@ -50,12 +51,18 @@ def _questions(args: argparse.Namespace) -> list[str]:
 
 def checkout_state(root: Path) -> str:
     """What the index of a checkout depends on, in one `git status`: HEAD, and each changed or untracked
-    file with its size and modification time (an edited file that stays edited still changes it)."""
-    done = run(["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"], Repo.at(root))
+    file with its size and modification time (an edited file that stays edited still changes it). Where
+    the upstream branch is does not count: a `git fetch` changes nothing the index holds, and counting
+    how far ahead or behind it is costs a walk of the history."""
+    done = run(["status", "--porcelain=v2", "--branch", "--no-ahead-behind", "-z", "--untracked-files=all"],
+               Repo.at(root))
     if done.returncode != 0:
         raise GitError(f"git status failed: {done.stderr[-300:]}")
-    digest = hashlib.sha256(done.stdout.encode())
+    digest = hashlib.sha256()
     for entry in done.stdout.split("\0"):
+        if entry.startswith(("# branch.upstream ", "# branch.ab ")):
+            continue
+        digest.update(f"{entry}\0".encode())
         if entry[:1] in ("1", "2", "?", "u"):
             path = entry.rsplit(" ", 1)[-1] if entry[:1] != "?" else entry[2:]
             try:
@@ -74,10 +81,15 @@ def fresh_index(args: argparse.Namespace, root: Path, embedder: Embedder | None)
     state = checkout_state(root)
     if index.is_file():
         with connect(index, readonly=True) as conn:
-            if memory.present(conn) and memory.read_meta(conn).get("checkout_state") == state and (
-                    embedder is None or not _pending(conn)):
+            if _current(conn, embedder) == state:
                 return index, []
-    else:
+    return _refresh(args, root, embedder, state)
+
+
+def _refresh(args: argparse.Namespace, root: Path, embedder: Embedder | None, state: str) -> tuple[Path, list[str]]:
+    """Bring the checkout's index up to date (the graph, then memory) and record `state` as what it describes."""
+    index = index_path(Path(args.data_dir), root)
+    if not index.is_file():
         sys.stderr.write(f"forgebot {args.command}: remembering the history of {root} (first run)\n")
     taskindex.refresh(index, root, embedder=None)  # the graph the entry points resolve against
     conn = connect(index)
@@ -90,6 +102,68 @@ def fresh_index(args: argparse.Namespace, root: Path, embedder: Embedder | None)
     finally:
         conn.close()
     return index, report.notes
+
+
+def _current(conn: Connection, embedder: Embedder | None) -> str | None:
+    """The checkout state this index was last brought up to date with; None when it must be refreshed
+    whatever the checkout says (no memory yet, or items still to embed for a configured embedder)."""
+    if not memory.present(conn) or (embedder is not None and _pending(conn)):
+        return None
+    return memory.read_meta(conn).get("checkout_state")
+
+
+Answer = tuple[str, list[MemoryHit], list[str]]
+
+
+def answers(args: argparse.Namespace, root: Path, embedder: Embedder | None, questions: list[str]) -> list[Answer]:
+    """Each question's hits and notes, from an index that describes the checkout as it is.
+
+    The freshness check (`git status`) and the search of the index as it stands run side by side: on a
+    checkout unchanged since the last question, the common case, those answers stand and a question
+    costs the longer of the two rather than their sum. When the checkout changed, the index is brought
+    up to date and the questions asked again. When git cannot say (a failed `git status`), the answers
+    come from what is remembered, and say so."""
+    index = index_path(Path(args.data_dir), root)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        probe = pool.submit(checkout_state, root)
+        early = _ask(index, questions, embedder, args.k, None) if index.is_file() else None
+        problem = ""
+        try:
+            state: str | None = probe.result()
+        except GitTampered:
+            raise
+        except GitError as exc:
+            state, problem = None, f"memory not brought up to date: {exc}"
+    if state is None:
+        if early is not None and early[0] is not None:
+            return [(q, hits, [problem, *notes]) for q, hits, notes in early[1]]
+        raise GitError(problem)
+    if early is not None and early[0] == state:
+        return early[1]
+    index, refreshed = _refresh(args, root, embedder, state)
+    return _ask(index, questions, embedder, args.k, refreshed)[1]
+
+
+def _ask(index: Path, questions: list[str], embedder: Embedder | None, k: int, refreshed: list[str] | None
+         ) -> tuple[str | None, list[Answer]]:
+    """The state the index describes and its answers, read in one transaction (a refresh by another
+    process in between cannot mix two states). Before a refresh (`refreshed` None), no answers when
+    the index must be refreshed whatever the checkout says; after one, its notes go with the first answer."""
+    with connect(index, readonly=True) as conn:
+        conn.execute("BEGIN")
+        try:
+            state = _current(conn, embedder) if refreshed is None else ""
+            if state is None:
+                return None, []
+            first = refreshed or []
+            found: list[Answer] = []
+            for question in questions:
+                hits, notes = memory.search(conn, question, embedder=embedder, limit=k)
+                found.append((question, hits, list(dict.fromkeys([*first, *notes]))))
+                first = []
+            return state, found
+        finally:
+            conn.execute("COMMIT")
 
 
 def _pending(conn: Connection) -> bool:
@@ -120,15 +194,12 @@ def run_memory(args: argparse.Namespace) -> int:
         return 2
     embedder = None if args.no_embeddings else embedder_for(args.settings.embedder)
     try:
-        index, refreshed = fresh_index(args, root, embedder)
-    except GitTampered as exc:
+        found = answers(args, root, embedder, questions)
+    except (GitTampered, GitError) as exc:
         sys.stderr.write(f"forgebot memory: {exc}\n")
         return 2
-    with connect(index, readonly=True) as conn:
-        for question in questions:
-            hits, notes = memory.search(conn, question, embedder=embedder, limit=args.k)
-            _print(question, hits, list(dict.fromkeys([*refreshed, *notes])), args.json, single=args.batch is None)
-            refreshed = []
+    for question, hits, notes in found:
+        _print(question, hits, notes, args.json, single=args.batch is None)
     return 0
 
 

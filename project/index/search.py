@@ -125,8 +125,9 @@ def rrf(rankings: dict[str, list[int]], weights: Weights) -> dict[int, tuple[flo
     return fused
 
 
-def lexical_ranking(conn: Connection, query: str, limit: int, *, budget: int = 2000) -> list[int]:
-    """BM25 over the FTS5 table, on the query's rarer terms.
+def lexical_ranking(conn: Connection, query: str, limit: int, *, budget: int = 2000, table: str = "chunks_fts",
+                    columns: Sequence[float] = BM25_COLUMNS) -> list[int]:
+    """BM25 over an FTS5 table (code chunks by default; project memory's too), on the query's rarer terms.
 
     Ranking costs FTS5 a few microseconds per matching row, so a query word found in most chunks
     ("get", "value") would make latency grow with the index. Terms are taken rarest first while
@@ -137,7 +138,7 @@ def lexical_ranking(conn: Connection, query: str, limit: int, *, budget: int = 2
     terms = query_terms(query)
     if not terms:
         return []
-    frequency = {term: _capped_count(conn, term, budget) for term in terms}
+    frequency = {term: _capped_count(conn, term, budget, table) for term in terms}
     rare: list[str] = []
     postings = 0
     for term in sorted(terms, key=lambda t: frequency[t]):
@@ -150,17 +151,18 @@ def lexical_ranking(conn: Connection, query: str, limit: int, *, budget: int = 2
     else:
         match = " AND ".join(f'"{t}"' for t in terms)
     # The inner LIMIT caps the rows BM25 scores: an AND of common words can still match thousands.
+    weights = ", ".join("?" * len(columns))
     rows = conn.execute(
-        "SELECT rowid FROM (SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS score FROM chunks_fts "
-        "WHERE chunks_fts MATCH ? LIMIT ?) ORDER BY score LIMIT ?",
-        (*BM25_COLUMNS, match, budget, limit),
+        f"SELECT rowid FROM (SELECT rowid, bm25({table}, {weights}) AS score FROM {table} "
+        f"WHERE {table} MATCH ? LIMIT ?) ORDER BY score LIMIT ?",
+        (*columns, match, budget, limit),
     )
-    return [row[0] for row in rows]
+    return [int(row[0]) for row in rows]
 
 
-def _capped_count(conn: Connection, term: str, cap: int) -> int:
+def _capped_count(conn: Connection, term: str, cap: int, table: str) -> int:
     row = conn.execute(
-        "SELECT count(*) FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
+        f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?)",
         (f'"{term}"', cap),
     ).fetchone()
     return int(row[0])

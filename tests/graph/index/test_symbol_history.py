@@ -100,6 +100,11 @@ def test_the_command_line_answers_history_and_batches_without_refreshing(
     assert [a["query"] for a in answers] == ["why does Mailer::enqueue call retryLater", "when did the mailer move"]
     assert answers[0]["hits"][0]["source"] == shas["retry"] and answers[1]["hits"][0]["source"] == shas["moved"]
     assert {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in files} == before  # nothing refreshed or written
+    repo.git("update-ref", "refs/remotes/origin/main", shas["added"])  # an upstream, far behind: not the checkout
+    repo.git("config", "branch.main.remote", "origin")
+    repo.git("config", "branch.main.merge", "refs/heads/main")
+    assert _forgebot(tmp_path, "memory", str(repo.root), "mailer", "--no-embeddings").returncode == 0
+    assert {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in files} == before
     repo.write("src/Mail/Mailer.php", (repo.root / "src/Mail/Mailer.php").read_text().replace("push(3)", "push(4)"))
     done = _forgebot(tmp_path, "history", str(repo.root), "Mailer::send", "-n", "1")
     assert done.returncode == 0, done.stderr
@@ -107,6 +112,12 @@ def test_the_command_line_answers_history_and_batches_without_refreshing(
     assert {p: p.stat().st_mtime_ns for p in files} != {p: m for p, (m, _) in before.items()}  # an edit refreshes
     missing = _forgebot(tmp_path, "history", str(repo.root), "Nowhere::nothing")
     assert missing.returncode == 1 and "no such symbol" in missing.stdout
+    # the index is searched while git status runs; a checkout that changed meanwhile is answered afresh
+    repo.write("src/Mail/Mailer.php", (repo.root / "src/Mail/Mailer.php").read_text().replace("push(4)", "push(5)"))
+    fresh = repo.commit("Push five times: the relay drops every fourth message")
+    done = _forgebot(tmp_path, "memory", str(repo.root), "relay drops messages", "--json", "--no-embeddings")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["hits"][0]["source"] == fresh
 
 
 def test_the_command_line_answers_on_a_damaged_history(tmp_path: Path) -> None:
