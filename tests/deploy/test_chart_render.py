@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.cli.main import build_parser, configdoc
+from bot.cli import configdoc
+from bot.cli.main import build_parser
 from foundation.settings import Settings
 from tests.deploy import chart, helmchart
 

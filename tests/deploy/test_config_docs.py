@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings
 
-from bot.cli.main import configdoc
+from bot.cli import configdoc
 from tests.deploy import chart
 from tests.deploy.chart import ROOT
 

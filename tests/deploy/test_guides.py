@@ -11,7 +11,8 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from bot.cli.main import COMMANDS, build_parser, configdoc
+from bot.cli import configdoc
+from bot.cli.main import COMMANDS, build_parser
 from bot.intake.webhooks import Metrics
 from foundation.metrics import QueueCollector, QueueSnapshot, TaskMetrics, register_collectors
 from tests.deploy import chart

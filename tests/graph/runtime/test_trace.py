@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from bot.cli.main import trace_cli
+from bot.cli import trace_cli
 from graph.runtime.loop import invoke_llm_with_tools
 from graph.runtime.memory import Memory
 from graph.runtime.trace import Trace, format_trace, read_trace, trace_path
