@@ -30,7 +30,7 @@ from graph.nodes import (
     semantic_sync,
 )
 from graph.runtime.boundaries import NodeFn, traced_node, traced_route
-from graph.runtime.limits import with_limits
+from graph.runtime.tasklimits import with_limits
 from graph.state import TaskState
 from graph.status import with_status
 

@@ -228,7 +228,7 @@ def _forge(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailur
 def _limit(exc: BaseException) -> TaskFailure | None:
     from langgraph.errors import GraphRecursionError
 
-    from graph.runtime.limits import BudgetExceeded
+    from graph.runtime.tasklimits import BudgetExceeded
 
     if isinstance(exc, BudgetExceeded):
         return TaskFailure(f"budget: {exc.budget}", str(exc),

@@ -15,7 +15,7 @@ from foundation.gitrunner import Repo, run
 from graph.runtime.budget import estimate_tokens
 from graph.runtime.context import Assembled, Part, assemble_traced
 from graph.runtime.trace import Trace
-from graph.tools.search import search_memory, semantic_search
+from graph.tools.code_search import search_memory, semantic_search
 from project.index.db import connect
 from project.index.embed import Embedder
 from project.index.queries import explore

@@ -20,9 +20,9 @@ def _write(line: str) -> None:
 
 
 def _eval(args: argparse.Namespace, path: Path) -> int:
-    from bot.evaluation.commands import CommandError
+    from bot.evaluation.execution import Prices, RunOptions, run_taskset
+    from bot.evaluation.external import CommandError
     from bot.evaluation.report import write_reports
-    from bot.evaluation.runner import Prices, RunOptions, run_taskset
     from bot.evaluation.taskset import TaskSetError, load_taskset
     from foundation.llm import ModelConfigError, chat_model
 

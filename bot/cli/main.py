@@ -23,11 +23,11 @@ if TYPE_CHECKING:
 # imported (a test checks that each module registers exactly these names with these help lines).
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("bot.cli.run_cli", "one task on a local checkout, no forge needed"),
-    "index": ("project.index.cli", "build or refresh the code index of a checkout"),
-    "symbols": ("project.index.cli", "every definition: kind, fqn, path, start_line, end_line"),
-    "callers": ("project.index.cli", "call sites of a symbol"),
-    "impact": ("project.index.cli", "symbols that depend on a symbol, up to --depth hops"),
-    "outline": ("project.index.cli", "definitions of one file with their signatures"),
+    "index": ("project.index.index_cli", "build or refresh the code index of a checkout"),
+    "symbols": ("project.index.index_cli", "every definition: kind, fqn, path, start_line, end_line"),
+    "callers": ("project.index.index_cli", "call sites of a symbol"),
+    "impact": ("project.index.index_cli", "symbols that depend on a symbol, up to --depth hops"),
+    "outline": ("project.index.index_cli", "definitions of one file with their signatures"),
     "search": ("project.index.search_cli", "hybrid (full-text, vector, symbol) search of a checkout"),
     "memory": ("project.index.memory_cli", "search a checkout's documents and history (why and where decided)"),
     "history": ("project.index.history_cli", "the commits that changed one symbol, with their hunks"),

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bot.evaluation.commands import CommandError, run_command
+from bot.evaluation.external import CommandError, run_command
 from bot.evaluation.taskset import HiddenTests, TaskSet
 from foundation.gitrunner import GitError, GitTampered, git
 from foundation.settings import Settings
@@ -25,7 +25,7 @@ CODE_PACKAGES = ("bot", "graph", "project", "foundation", "prompts", "standards"
 # settings that change where or how the process listens, never what a task run does
 _NOT_BEHAVIOUR = {"data_dir", "redis_url", "host", "port", "log_level", "gitlab", "github", "max_body_bytes"}
 # the harness's own checks: a change here changes what "passed" means
-_CHECK_MODULES = ("verification.py", "quality.py", "symbols.php", "workspace.py", "commands.py")
+_CHECK_MODULES = ("verification.py", "quality.py", "symbols.php", "taskrepos.py", "external.py")
 
 
 def _digest(data: object) -> str:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from bot.evaluation.commands import run_command
-from bot.evaluation.workspace import Workspace, file_at
+from bot.evaluation.external import run_command
+from bot.evaluation.taskrepos import Workspace, file_at
 
 
 @dataclass(frozen=True)

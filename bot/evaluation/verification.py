@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.evaluation.commands import run_command
+from bot.evaluation.external import run_command
 from bot.evaluation.taskset import ExpectedFindings, ExpectedLocations, HiddenTests
 
 

@@ -62,8 +62,8 @@ from graph.failure import TaskFailure, failure_of, failure_of_state, is_transien
 from graph.resume import run_or_resume
 from graph.routing import CHECKOUT_MODES, check_mode
 from graph.runtime.boundaries import graph_config
-from graph.runtime.limits import BudgetExceeded
 from graph.runtime.phases import GRAPH, Phases, step
+from graph.runtime.tasklimits import BudgetExceeded
 from graph.state import TaskState
 
 log = logging.getLogger(__name__)

@@ -42,7 +42,7 @@ from bot.worker.jobs import ModelFactory, run_graph
 from foundation import gitrunner
 from foundation.forge import Change, ChangeRef, Comment, Issue, IssueRef, RepoRef
 from foundation.forge.diff import parse
-from foundation.forge.memory import MemoryForge
+from foundation.forge.inmemory import MemoryForge
 from foundation.gitrunner import GitError, git
 from foundation.llm import ROLES, ModelCallError, ModelProblem, chat_model, check_config, invoke, profile, resolve
 from foundation.redact import redact, secrets_of

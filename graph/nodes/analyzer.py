@@ -21,8 +21,8 @@ from foundation.forge import RepoRef
 from graph.deps import Deps
 from graph.evidence import check_evidence, existing_files
 from graph.runtime.budget import call_budget
-from graph.runtime.memory import Memory
 from graph.runtime.roles import RoleRun
+from graph.runtime.scratchpad import Memory
 from graph.runtime.synthesis import Declared
 from graph.schemas import Analysis, FileScope, settle_analysis
 from graph.state import TaskState

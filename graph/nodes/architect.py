@@ -21,8 +21,8 @@ import prompts
 from graph.deps import Deps
 from graph.nodes.planner import task_text
 from graph.runtime.budget import call_budget
-from graph.runtime.memory import Memory
 from graph.runtime.roles import RoleRun
+from graph.runtime.scratchpad import Memory
 from graph.schemas import ArchitectVerdict, settle_architect
 from graph.state import TaskState
 from graph.tools import tools_for

@@ -1,7 +1,7 @@
 """Bounds of the implement route: architect rounds, amendments, restarts, review rounds, tokens.
 
 Every loop of the route passes through `spend`, so no path can run forever; the task's budgets
-(`graph.runtime.limits`: tokens, cost, minutes) bound all of them together.
+(`graph.runtime.tasklimits`: tokens, cost, minutes) bound all of them together.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from graph.runtime.limits import DEFAULT_REVIEW_ROUNDS
+from graph.runtime.tasklimits import DEFAULT_REVIEW_ROUNDS
 from graph.state import TaskState
 
 

@@ -26,7 +26,7 @@ from graph.nodes import bounds
 from graph.nodes.gates import environment_broken
 from graph.nodes.publisher import footer
 from graph.protections import note
-from graph.runtime.limits import limits_of
+from graph.runtime.tasklimits import limits_of
 from graph.schemas import ChecklistItem, Finding, GateResult, Plan, Review, final_verdict
 from graph.state import ChangeRecord, TaskState
 

@@ -26,8 +26,8 @@ from graph.deps import Deps
 from graph.nodes.planner import code_context
 from graph.reviewdiff import DiffLimits, DiffView, collect
 from graph.runtime.budget import call_budget, estimate_tokens
-from graph.runtime.memory import Memory
 from graph.runtime.roles import RoleRun
+from graph.runtime.scratchpad import Memory
 from graph.runtime.window import Window, WindowTooSmall, message_tokens, tool_tokens
 from graph.schemas import GateResult, Review, final_verdict, settle_answer, settle_verdict
 from graph.state import TaskState

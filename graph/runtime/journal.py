@@ -33,7 +33,7 @@ from langgraph.config import get_config
 
 from graph.runtime.accounting import Ledger, RoleUsage
 from graph.runtime.guard import Read, ToolLoopGuard
-from graph.runtime.memory import Memory
+from graph.runtime.scratchpad import Memory
 
 VERSION = 1
 _KINDS = frozenset({"human", "ai", "tool", "system"})  # the message kinds a loop's history holds

@@ -42,7 +42,7 @@ from graph.runtime.budget import Exhausted
 from graph.runtime.guard import Action, Cause, ToolLoopGuard, Verdict
 from graph.runtime.injection import Injection, InjectionLimits, file_sha, inject
 from graph.runtime.journal import Entry, Kept, SessionJournal
-from graph.runtime.memory import END, Memory, prune
+from graph.runtime.scratchpad import END, Memory, prune
 from graph.runtime.tool_calls import ToolOutcome, read_of, run_tool
 from graph.runtime.trace import Trace, content_hash
 from graph.runtime.window import Window, fit_turn, tool_tokens

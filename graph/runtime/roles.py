@@ -6,7 +6,7 @@ opens one `RoleRun` for its role and gets, in one place:
 
 * the role's model (`Deps.model_for`);
 * a ledger priced from `LLMSettings.prices` and bounded by what the task has *left* of its token
-  and cost budgets (`graph.runtime.limits`), so a late role cannot spend the whole budget again;
+  and cost budgets (`graph.runtime.tasklimits`), so a late role cannot spend the whole budget again;
 * the task's trace, which records every model call, tool call, session end and structured answer;
 * one state update (`update`) whose `tokens`, `models` and `usage` are all this ledger's figures,
   so the footer's tokens and cost are the per-role sum by construction (`usage` has a reducer);
@@ -33,10 +33,10 @@ from foundation.settings import LLMSettings
 from graph.deps import Deps
 from graph.runtime.accounting import Ledger
 from graph.runtime.journal import Kept, SessionJournal, journal_here
-from graph.runtime.limits import limits_of
 from graph.runtime.loop import LoopResult, Session, invoke_llm_with_tools, state_update
-from graph.runtime.memory import Memory
+from graph.runtime.scratchpad import Memory
 from graph.runtime.synthesis import record_structured, synthesize
+from graph.runtime.tasklimits import limits_of
 from graph.runtime.trace import Trace
 from graph.runtime.window import Window
 from graph.state import TaskState

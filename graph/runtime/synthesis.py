@@ -19,7 +19,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
 from graph.runtime.accounting import Ledger
-from graph.runtime.memory import Memory, handoff_summary
+from graph.runtime.scratchpad import Memory, handoff_summary
 from graph.runtime.trace import Trace, content_hash
 from graph.runtime.window import Window, message_tokens, schema_tokens
 from graph.structured import Settle, ask_structured

@@ -29,7 +29,7 @@ from foundation.llm import Failure, ModelCallError, output_cap
 from foundation.settings import LLMSettings
 from graph.runtime.budget import estimate_tokens
 from graph.runtime.injection import Injection, InjectionLimits
-from graph.runtime.memory import prune, tool_groups
+from graph.runtime.scratchpad import prune, tool_groups
 
 MESSAGE_OVERHEAD = 4  # role markers and separators a chat template adds around each message
 

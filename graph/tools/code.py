@@ -1,6 +1,6 @@
 """The code index as agent tools: search by meaning and text, line ranges, and the code graph.
 
-Thin LangChain adapters over `graph.tools.search` (issue 6) and `project.index.queries` /
+Thin LangChain adapters over `graph.tools.code_search` (issue 6) and `project.index.queries` /
 `project.index.contract` (issue 5): each returns text the model can read — hits as `path:line`
 lines, graph answers as compact JSON that includes the index status, so a missing or stale index
 is said rather than hidden. Paths are validated by the functions they wrap and again by the loop.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from langchain_core.tools import BaseTool
 
-from graph.tools import search as _search
+from graph.tools import code_search as _search
 from graph.tools.functiontool import function_tool
 from project.index import queries
 from project.index.contract import override_contract as _contract

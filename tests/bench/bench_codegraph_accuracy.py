@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from project.index.cli import register
 from project.index.db import connect
+from project.index.index_cli import register
 from project.index.location import index_path
 
 HERE = Path(__file__).resolve().parent

@@ -34,9 +34,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from project.index.bindings import definition
-from project.index.cli import list_files, register
 from project.index.db import Connection, connect
 from project.index.extractors import extractor_for
+from project.index.index_cli import list_files, register
 from project.index.location import index_path
 from project.index.python_graph import module_name
 

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from foundation.forge import AccessLevel, ChangeRef, Closed, RepoRef
-from foundation.forge.memory import MemoryForge
+from foundation.forge.inmemory import MemoryForge
 from foundation.settings import EmbedderSettings
 from graph import forge_memory
 from project.embedding import embedder_for

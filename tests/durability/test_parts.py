@@ -30,7 +30,7 @@ from bot.worker.jobs import build_worker
 from bot.worker.recovery import fail_orphans, reap, release_abandoned
 from bot.worker.retention import clean
 from foundation.forge import IssueRef, RepoRef
-from foundation.forge.memory import MemoryForge
+from foundation.forge.inmemory import MemoryForge
 from foundation.settings import Settings
 from graph.runtime.trace import trace_path
 from graph.schemas import Analysis

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from bot.evaluation.quality import assess
+from bot.evaluation.taskrepos import build_workspace, changed_files
 from bot.evaluation.taskset import TaskSet
-from bot.evaluation.workspace import build_workspace, changed_files
 
 pytestmark = [pytest.mark.php, pytest.mark.usefixtures("php_tools")]
 

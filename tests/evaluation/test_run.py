@@ -14,11 +14,11 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
 from bot.cli.eval_cli import register
+from bot.evaluation.execution import Prices, RunOptions, guard_events, run_task
 from bot.evaluation.report import SYNTHETIC_NOTICE
-from bot.evaluation.runner import Prices, RunOptions, guard_events, run_task
+from bot.evaluation.taskrepos import Workspace
 from bot.evaluation.taskset import ExpectedFindings, Task, TaskSet
 from bot.evaluation.usage import UsageRecorder
-from bot.evaluation.workspace import Workspace
 from foundation.settings import Settings
 from graph.routing import ModeUnavailable
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition

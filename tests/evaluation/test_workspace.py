@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.evaluation.taskrepos import PHP_ROOT, WorkspaceError, build_workspace, changed_files
 from bot.evaluation.taskset import ExpectedFindings, HiddenTests, Task, TaskSet
 from bot.evaluation.verification import run_hidden_tests
-from bot.evaluation.workspace import PHP_ROOT, WorkspaceError, build_workspace, changed_files
 from tests.evaluation.conftest import STARTER
 
 pytestmark = [pytest.mark.php, pytest.mark.usefixtures("php_tools")]

@@ -1,5 +1,5 @@
-"""FakeForge: the in-memory forge (`foundation.forge.memory.MemoryForge`) under the name tests use."""
+"""FakeForge: the in-memory forge (`foundation.forge.inmemory.MemoryForge`) under the name tests use."""
 
-from foundation.forge.memory import MemoryForge as FakeForge
+from foundation.forge.inmemory import MemoryForge as FakeForge
 
 __all__ = ["FakeForge"]

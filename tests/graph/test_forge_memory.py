@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from foundation.forge import AccessLevel, ChangeRef, Closed, InlineNote, IssueRef, RepoRef
-from foundation.forge.memory import MemoryForge
+from foundation.forge.inmemory import MemoryForge
 from graph import forge_memory
 from graph.tools.code import render_memory
-from graph.tools.search import search_memory
+from graph.tools.code_search import search_memory
 from project.index import memory
 from project.index.db import connect
 from tests.graph.index.test_memory import project  # noqa: F401 (fixture)

@@ -26,8 +26,8 @@ from graph.coder import gitstate
 from graph.coder.patch import PatchPolicy, apply
 from graph.planning_context import diff_part
 from graph.reviewdiff import collect
-from graph.tools.search import search_code
-from project.index.cli import list_files
+from graph.tools.code_search import search_code
+from project.index.index_cli import list_files
 from project.index.taskindex import source_files
 from project.repoconfig import load_repo_config
 from project.sandbox import SandboxPolicy

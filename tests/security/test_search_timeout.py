@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from graph.runtime.tool_calls import run_tool
-from graph.tools import search as search_module
+from graph.tools import code_search as search_module
 from graph.tools.code import search_tools
-from graph.tools.search import search_code
+from graph.tools.code_search import search_code
 from tests.graph.index.searchrepo import make_repo
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from project.index.cli import list_files, register
 from project.index.db import connect
+from project.index.index_cli import list_files, register
 
 Capture = pytest.CaptureFixture[str]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.tools.search import CodeMatch, read_file_snippet, search_code, semantic_search
+from graph.tools.code_search import CodeMatch, read_file_snippet, search_code, semantic_search
 from project.index import search_cli, taskindex
 from project.index.db import connect
 from project.index.search_cli import register

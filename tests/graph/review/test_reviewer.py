@@ -118,7 +118,7 @@ async def test_code_graph_and_contract_tools_come_with_an_index(change_repo: Cha
 def _bound_tools(repo: ChangeRepo, index: str) -> list[dict[str, Any]]:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
-    from graph.runtime.memory import Memory
+    from graph.runtime.scratchpad import Memory
     from project.index.db import connect
 
     conn = connect(index, readonly=True)

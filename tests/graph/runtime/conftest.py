@@ -13,7 +13,7 @@ from foundation.settings import LLMSettings
 from graph.runtime.accounting import Ledger
 from graph.runtime.injection import InjectionLimits
 from graph.runtime.loop import Session
-from graph.runtime.memory import Memory
+from graph.runtime.scratchpad import Memory
 from graph.runtime.trace import Trace
 from graph.tools.files import file_tools
 from graph.tools.paths import resolve_in_worktree

@@ -89,7 +89,7 @@ async def test_investigation_role_cannot_be_given_a_write_tool(worktree: Path) -
 
 
 async def test_exhaustion_notice_reaches_synthesis(worktree: Path) -> None:
-    from graph.runtime.memory import Memory
+    from graph.runtime.scratchpad import Memory
     from graph.runtime.synthesis import synthesize
     from graph.schemas import Review
     from tests.fakes.chat import answer

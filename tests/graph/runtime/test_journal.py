@@ -27,7 +27,7 @@ from graph.deps import Deps
 from graph.resume import run_or_resume
 from graph.runtime.journal import SessionJournal, journal_here, load_messages
 from graph.runtime.loop import Session, invoke_llm_with_tools
-from graph.runtime.memory import Memory
+from graph.runtime.scratchpad import Memory
 from tests.fakes.chat import ScriptedChatModel
 from tests.graph.runtime.conftest import make_session, tools
 

@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from graph.runtime.loop import invoke_llm_with_tools
-from graph.runtime.memory import Memory, Scratchpad, handoff_summary, prune, tool_groups
+from graph.runtime.scratchpad import Memory, Scratchpad, handoff_summary, prune, tool_groups
 from tests.fakes.chat import scripted
 from tests.graph.runtime.conftest import make_session, tools
 from tests.graph.runtime.script import call, calls, done, humans

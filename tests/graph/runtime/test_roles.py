@@ -11,8 +11,8 @@ import pytest
 from foundation.settings import LLMSettings, Settings
 from graph.deps import Deps
 from graph.runtime.accounting import Ledger, merge_usage
-from graph.runtime.limits import BudgetExceeded, check, limits_of, resolve
 from graph.runtime.roles import RoleRun
+from graph.runtime.tasklimits import BudgetExceeded, check, limits_of, resolve
 from graph.state import TaskState
 from project.repoconfig import parse_repo_config
 from tests.fakes.chat import scripted

@@ -8,7 +8,7 @@ from langchain_core.messages import HumanMessage
 
 from graph.runtime.accounting import Ledger
 from graph.runtime.loop import invoke_llm_with_tools
-from graph.runtime.memory import Memory
+from graph.runtime.scratchpad import Memory
 from graph.runtime.synthesis import Declared, synthesize
 from graph.runtime.trace import Trace, read_trace
 from graph.schemas import Analysis

@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage
 
 from bot.cli import trace_cli
 from graph.runtime.loop import invoke_llm_with_tools
-from graph.runtime.memory import Memory
+from graph.runtime.scratchpad import Memory
 from graph.runtime.trace import Trace, format_trace, read_trace, trace_path
 from tests.fakes.chat import scripted
 from tests.graph.runtime.conftest import make_session, tools

@@ -19,10 +19,11 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from bot.evaluation import fingerprint
-from bot.evaluation.commands import CommandError
+from bot.evaluation.external import CommandError
 from bot.evaluation.quality import assess
 from bot.evaluation.report import SYNTHETIC_NOTICE, Report, RoleFigures, TaskResult, summarize
 from bot.evaluation.scripted import SyntheticChatModel, baseline_responder
+from bot.evaluation.taskrepos import Workspace, WorkspaceError, build_workspace, changed_files, take_branch
 from bot.evaluation.taskset import ExpectedFindings, ExpectedLocations, HiddenTests, Task, TaskSet
 from bot.evaluation.usage import UsageRecorder
 from bot.evaluation.verification import (
@@ -31,7 +32,6 @@ from bot.evaluation.verification import (
     reported_findings,
     run_hidden_tests,
 )
-from bot.evaluation.workspace import Workspace, WorkspaceError, build_workspace, changed_files, take_branch
 from bot.worker.local import LocalResult, run_local
 from foundation.llm import chat_model
 from foundation.settings import Settings

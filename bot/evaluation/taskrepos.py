@@ -15,7 +15,7 @@ from pathlib import Path
 import tree_sitter
 import tree_sitter_php
 
-from bot.evaluation.commands import CommandError, run_command
+from bot.evaluation.external import CommandError, run_command
 from bot.evaluation.taskset import Edit, RemoveBody, Replace, Task
 from foundation import gitrunner
 from foundation.gitrunner import GitError, Repo
