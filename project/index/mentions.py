@@ -36,6 +36,8 @@ _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _URL = re.compile(r"\]\([^)\s]*\)|\b[a-z][a-z0-9+.-]*://\S+|[\w.+-]+@[\w-]+\.[\w.]+|@[\w-]+")
 _SPAN = re.compile(r"`+([^`\n]{2,160}?)`+")
 _ALIAS = re.compile(rf"\buse\s+\\?({_IDENT}(?:\\{_IDENT})*)\s+as\s+({_IDENT})\s*;", re.I)
+# `use Composer\Semver\VersionParser;`: in that text, `VersionParser` is that class and no other
+_IMPORT = re.compile(rf"\buse\s+\\?((?:{_IDENT}\\)+({_IDENT}))\s*;", re.I)
 _TOKEN = re.compile(
     rf"(?P<qualified>\\?{_IDENT}(?:\\{_IDENT})+(?:::\$?{_IDENT})?)"  # App\Lock\LockManager[::member]
     rf"|(?P<variable>\$(?:{_IDENT})->{_IDENT})\("  # $this->release(), $em->persist(): a call
@@ -152,12 +154,15 @@ def candidates(text: str) -> Iterator[tuple[str, str]]:
     URLs and e-mail addresses are not text; `use A\\B as C` makes `C\\X` read as `A\\B\\X`."""
     text = _URL.sub(" ", text)
     aliases = {alias.lower(): target for target, alias in _ALIAS.findall(text)}
+    # a class name alone means the class imported by that name (a qualified one is written as it is meant:
+    # `use Composer\Composer;` does not make `Composer\IO\IOInterface` anything else)
+    classes = {short.lower(): target for target, short in _IMPORT.findall(text)} | aliases
     for span in _SPAN.finditer(text):
-        yield from _tokens(span.group(1).strip(), aliases, prose=False)
-    yield from _tokens(_SPAN.sub(" ", text), aliases, prose=True)
+        yield from _tokens(span.group(1).strip(), aliases, classes, prose=False)
+    yield from _tokens(_SPAN.sub(" ", text), aliases, classes, prose=True)
 
 
-def _tokens(text: str, aliases: dict[str, str], prose: bool) -> Iterator[tuple[str, str]]:
+def _tokens(text: str, aliases: dict[str, str], classes: dict[str, str], prose: bool) -> Iterator[tuple[str, str]]:
     for match in _TOKEN.finditer(text):
         form = match.lastgroup or ""
         token = match.group(form)
@@ -174,6 +179,10 @@ def _tokens(text: str, aliases: dict[str, str], prose: bool) -> Iterator[tuple[s
             head, _, rest = token.partition("\\")
             if head.lower() in aliases:
                 token = f"{aliases[head.lower()]}\\{rest}"
+        elif form in ("camel", "member") and token[:1].isupper():  # an imported class, whole, as the text imports it
+            owner, sep, member = token.partition("::" if "::" in token else "#")
+            if owner.lower() in classes:
+                form, token = "qualified", f"\\{classes[owner.lower()]}" + (f"::{member}" if sep else "")
         yield form, token
 
 

@@ -78,6 +78,10 @@ def test_bare_names_examples_and_keys_name_only_what_is_certain(tmp_path: Path) 
     assert names.resolve("public function persist($x) {} and function flush()") == ()  # an example declares them
     assert names.resolve("#[ManyToMany(mappedBy: 'users')] and __serialize()") == ()  # a named argument, magic
     assert names.resolve("use Orm\\Mapping as ORM;\n#[ORM\\Entity]") == ("Orm\\Mapping\\Entity",)
+    # an example that imports another library's class of the same short name names none of this one's
+    assert names.resolve("use Vendor\\Work\\UnitOfWork;\n$uow = new UnitOfWork(); UnitOfWork::persist($x);") == ()
+    assert names.resolve("use Orm\\UnitOfWork;\n$uow = new UnitOfWork(); UnitOfWork::persist($x);") == (
+        "Orm\\UnitOfWork", "Orm\\UnitOfWork::persist")
     assert names.resolve("``mappedBy`` in Entity::mappedBy") == ("Orm\\Mapping\\Entity::mappedBy",)
     assert names.resolve("Fixed GitHub token prompts; see `GitHub`") == ("Orm\\GitHub",)  # the product, the class
     assert names.resolve("@throws \\UnitOfWork, but new UnitOfWork() and \\Orm\\UnitOfWork") == (
