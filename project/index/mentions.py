@@ -123,7 +123,8 @@ class SymbolIndex:
         if form == "variable":  # `$em->persist()`: the member of the class the variable is named for, if any
             variable, member = token[1:].split("->", 1)
             rows = [row for row in self._by_name(member) if row[1] in _CALLABLE_KINDS and "::" in row[0]]
-            owned = [row for row in rows if _names(row[0].split("::")[0], variable)]
+            # a variable's name is weak evidence: an example's `$state` is its own entity, not a test model's
+            owned = [row for row in rows if _names(row[0].split("::")[0], variable) and not is_test(row[2])]
             return (owned, True) if owned else ([] if member.startswith("__") else rows, False)
         if form == "member":
             owner, member = re.split(r"::|#", token, maxsplit=1)
