@@ -46,6 +46,8 @@ _TOKEN = re.compile(
     # LockManager (a class), orWhereKey (a method)
     r"|(?P<camel>\b(?:[A-Z][a-z0-9]+){2,}[A-Za-z0-9]*\b|\b[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+\b)"
 )
+# "the `mappedBy` attribute", "the 'inversedBy' option": a name of a mapping option or setting, not a method
+_OPTION = re.compile(r"[*`'\"\]]*\s+(?:attribute|option|parameter|argument|key|setting|flag)s?\b", re.I)
 _DECLARING = re.compile(r"\b(?:function|class|interface|trait|enum|const)\s+&?\s*$", re.I)
 _SELF = frozenset({"self", "static", "parent"})
 # products and services whose names prose writes in CamelCase; the classes named for them (a GitHub API
@@ -131,7 +133,10 @@ class SymbolIndex:
             rows = self._by_name(member)
             if owner.lower() in _SELF:
                 return [row for row in rows if "::" in row[0]], False
-            return [row for row in rows if _names(row[0], f"{owner}::{member}")], True
+            # `User::$address` in an example is its own entity's: a test is named only by a test's name
+            tests = re.search(r"Test(Case)?$", owner) is not None
+            named = [row for row in rows if _names(row[0], f"{owner}::{member}")]
+            return [row for row in named if tests or not is_test(row[2])], True
         if form == "camel" and token[0].isupper():
             return [row for row in self._by_name(token) if row[1] in _CLASS_KINDS], False
         if token.startswith("__"):  # `__construct`, `__serialize`: every class may have one
@@ -159,6 +164,8 @@ def candidates(text: str) -> Iterator[tuple[str, str]]:
     # `use Composer\Composer;` does not make `Composer\IO\IOInterface` anything else)
     classes = {short.lower(): target for target, short in _IMPORT.findall(text)} | aliases
     for span in _SPAN.finditer(text):
+        if re.fullmatch(r"[a-z]\w*", span.group(1).strip()) and _OPTION.match(text, span.end()):
+            continue
         yield from _tokens(span.group(1).strip(), aliases, classes, prose=False)
     yield from _tokens(_SPAN.sub(" ", text), aliases, classes, prose=True)
 
@@ -171,6 +178,8 @@ def _tokens(text: str, aliases: dict[str, str], classes: dict[str, str], prose: 
             continue  # a declaration in an example, or a key or named argument
         if prose and form == "camel" and token in PRODUCTS:
             continue  # "GitHub Actions", "your GitLab token": the product, not a class named for it
+        if form == "camel" and token[0].islower() and _OPTION.match(text, match.end(form)):
+            continue
         before = text[max(0, match.start() - 5):match.start()]
         if form in ("camel", "call") and before.endswith("\\"):
             form, token = "qualified", f"\\{token}"  # `\InvalidArgumentException`: a global name, whole

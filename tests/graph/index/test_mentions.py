@@ -74,6 +74,9 @@ def test_bare_names_examples_and_keys_name_only_what_is_certain(tmp_path: Path) 
     assert names.resolve("$em->persist($user); $em->flush(); $user->addComment($c);") == ("Orm\\EntityManager::flush",)
     assert names.resolve("$entityManager->persist($user)") == ("Orm\\EntityManager::persist",)  # named for its class
     assert names.resolve("$article->addComment($c)") == ()  # a test model's name on a variable names no test
+    assert names.resolve("Article::addComment() keeps the order") == ()  # nor a test model's name as an owner
+    assert names.resolve("the `mappedBy` attribute, the 'mappedBy' option") == ()  # a mapping option, not the method
+    assert names.resolve("then call `mappedBy`") == ("Orm\\Mapping\\Entity::mappedBy",)
     assert names.resolve("call ``EntityManager#persist($entity)`` then flush()") == (
         "Orm\\EntityManager::persist", "Orm\\EntityManager::flush")
     assert names.resolve("public function persist($x) {} and function flush()") == ()  # an example declares them
