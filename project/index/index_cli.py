@@ -16,17 +16,18 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Protocol, TypeVar
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from foundation.gitrunner import GitError, GitTampered, git
 from project.index.db import Connection, connect
 from project.index.location import index_path
-from project.index.queries import callers, impact, index_ready, outline
-from project.index.results import IndexStatus
-from project.index.store import default_workers, relative_path
+from project.index.store import SyncReport, default_workers, relative_path
 from project.index.timings import Timings, process_age
+
+if TYPE_CHECKING:  # the answers' models (pydantic) load with the commands that answer, not with `index`
+    from pydantic import BaseModel
+
+    from project.index.results import IndexStatus
 
 
 class _Answered(Protocol):
@@ -35,7 +36,7 @@ class _Answered(Protocol):
 
 
 _R = TypeVar("_R", bound=_Answered)
-_H = TypeVar("_H", bound=BaseModel)
+_H = TypeVar("_H", bound="BaseModel")
 
 
 def list_files(root: Path) -> list[str]:
@@ -94,15 +95,46 @@ def _report_status(status: IndexStatus, root: Path) -> int:
 
 
 def run_index(args: argparse.Namespace) -> int:
-    from project.embedding import embedder_for  # onnxruntime and the settings load only when indexing
-    from project.index import taskindex
-
     timings = Timings()
     timings.add("start", time.process_time(), process_age())  # interpreter start, imports, arguments
     root = _root(args)
     db = index_path(Path(args.data_dir), root)
     with timings.phase("file walk"):
         files = list_files(root)
+    if args.no_embeddings and not args.full_text:
+        lines = _index_graph(db, root, files, args.workers, timings)
+    else:
+        lines = _index_all(args, db, root, files, timings)
+    _emit([*lines, "memory: deferred (`forgebot memory` reads the documents and history on its first question)"])
+    if args.timings:
+        _emit(timings.table(total_wall=process_age(), total_cpu=time.process_time() + timings.cpu_elsewhere))
+    return 0
+
+
+def _index_graph(db: Path, root: Path, files: list[str], workers: int, timings: Timings) -> list[str]:
+    """The code graph alone: what the graph commands read and a first task needs before anything else.
+
+    The full-text tables wait for the first `forgebot search`, which brings them in line with the
+    graph before answering (as the vectors wait for `--embed`); neither is read by the graph commands.
+    """
+    from project.index.store import build
+
+    db.parent.mkdir(parents=True, exist_ok=True)
+    conn = connect(db, vectors=False)
+    try:
+        graph = build(conn, root, files, workers=workers, timings=timings)
+        counts = [conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("symbols", "relations")]
+    finally:
+        conn.close()
+    return [_graph_line(graph, counts),
+            "search: deferred (`forgebot search` builds its full-text tables on first use; `--full-text` now)"]
+
+
+def _index_all(args: argparse.Namespace, db: Path, root: Path, files: list[str], timings: Timings) -> list[str]:
+    """The graph, the full-text tables and (unless `--no-embeddings`) the vectors, in one pass."""
+    from project.embedding import embedder_for  # onnxruntime and the settings load only when embedding
+    from project.index import taskindex
+
     embedder = None
     if not args.no_embeddings:
         from foundation.settings import Settings
@@ -113,38 +145,25 @@ def run_index(args: argparse.Namespace) -> int:
     try:
         counts = [conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
                   for table in ("symbols", "relations", "chunks")]
-        with timings.phase("memory"):
-            remembered = _remember(conn, root)
     finally:
         conn.close()
-    graph = report.graph
-    assert graph is not None  # a refresh always builds the graph
-    _emit([
-        f"graph: {len(graph.parsed)} parsed, {len(graph.unchanged)} unchanged, {len(graph.removed)} removed, "
-        f"{len(graph.stale)} stale; {counts[0]} symbols, {counts[1]} relations",
+    assert report.graph is not None  # a refresh always builds the graph
+    return [
+        _graph_line(report.graph, counts),
         f"search: {counts[2]} chunks, {report.embedded} embedded"
         + ("" if embedder else " (no vector leg: --no-embeddings or FORGEBOT_EMBEDDER__KIND=off)"),
-        remembered,
-    ])
-    if args.timings:
-        _emit(timings.table(total_wall=process_age(), total_cpu=time.process_time() + timings.cpu_elsewhere))
-    return 0
+    ]
 
 
-def _remember(conn: Connection, root: Path) -> str:
-    """Project memory for a git checkout (documents and history); a plain directory has none."""
-    from project.index.memory_sources import refresh
-
-    try:
-        report = refresh(conn, root, embedder=None)
-    except GitTampered:
-        raise
-    except GitError as exc:
-        return f"memory: none ({str(exc).splitlines()[0] if str(exc) else 'not a git checkout'})"
-    return f"memory: {report.documents} documents, {report.commits_added} commits added"
+def _graph_line(graph: SyncReport, counts: list[int]) -> str:
+    return (f"graph: {len(graph.parsed)} parsed, {len(graph.unchanged)} unchanged, {len(graph.removed)} removed, "
+            f"{len(graph.stale)} stale; {counts[0]} symbols, {counts[1]} relations")
 
 
 def run_symbols(args: argparse.Namespace) -> int:
+    from project.index.queries import index_ready
+    from project.index.results import IndexStatus
+
     root = _root(args)
     conn = _open(args, root)
     if conn is None or not index_ready(conn):
@@ -168,6 +187,8 @@ def _answer(
     text: Callable[[_H], str],
 ) -> int:
     """Ask the index one question; print each hit (as JSON with `--json`, else `text`) and the status."""
+    from project.index.results import IndexStatus
+
     root = _root(args)
     conn = _open(args, root)
     if conn is None:
@@ -178,16 +199,22 @@ def _answer(
 
 
 def run_callers(args: argparse.Namespace) -> int:
+    from project.index.queries import callers
+
     return _answer(args, lambda conn, root: callers(conn, root, args.fqn, limit=args.limit), lambda r: r.sites,
                    lambda site: f"{site.path}:{site.line}\t{site.caller or '(file)'}\t{site.certainty}")
 
 
 def run_impact(args: argparse.Namespace) -> int:
+    from project.index.queries import impact
+
     return _answer(args, lambda conn, root: impact(conn, root, args.fqn, depth=args.depth), lambda r: r.nodes,
                    lambda node: f"{node.distance}\t{node.relation}\t{node.fqn or '(file)'}\t{node.path}:{node.line}")
 
 
 def run_outline(args: argparse.Namespace) -> int:
+    from project.index.queries import outline
+
     return _answer(args, lambda conn, root: outline(conn, root, relative_path(root, args.file)), lambda r: r.symbols,
                    lambda hit: f"{hit.start_line}-{hit.end_line}\t{hit.kind}\t{hit.signature or hit.fqn}")
 
@@ -196,7 +223,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the code-graph subcommands to the `forgebot` parser."""
     index = sub.add_parser("index", help="build or refresh the code index of a checkout")
     index.add_argument("path")
-    index.add_argument("--no-embeddings", action="store_true", help="skip the vector leg of search")
+    index.add_argument("--no-embeddings", action="store_true",
+                       help="the code graph only: no vectors, and the full-text tables wait for `forgebot search`")
+    index.add_argument("--full-text", action="store_true",
+                       help="with --no-embeddings: build the full-text tables now, not on the first search")
     index.add_argument("--workers", type=int, default=default_workers(), help="parser processes")
     index.add_argument("--timings", action="store_true",
                        help="print the CPU and wall time of each build phase (file walk, parse, ...)")

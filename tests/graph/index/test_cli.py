@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from project.index import search_cli
 from project.index.db import connect
 from project.index.index_cli import list_files, register
 
@@ -16,7 +17,9 @@ Capture = pytest.CaptureFixture[str]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="forgebot")
-    register(parser.add_subparsers(required=True))
+    sub = parser.add_subparsers(required=True)
+    register(sub)
+    search_cli.register(sub)
     return parser
 
 
@@ -109,9 +112,9 @@ def test_index_builds_what_search_answers_from_and_times_each_phase(
     repo: Path, tmp_path: Path, capsys: Capture
 ) -> None:
     data = tmp_path / "data"
-    assert _run(data, "index", str(repo), "--no-embeddings", "--workers", "1", "--timings") == 0
+    assert _run(data, "index", str(repo), "--no-embeddings", "--full-text", "--workers", "1", "--timings") == 0
     out = capsys.readouterr().out
-    assert "graph: 7 parsed, 0 unchanged" in out and "search: " in out and "memory: " in out
+    assert "graph: 7 parsed, 0 unchanged" in out and "search: " in out and "memory: deferred" in out
     table = {line.split()[0]: line.split()[1:] for line in out.splitlines()[3:] if line and line[0].isalpha()}
     for phase in ("start", "file", "read", "parse", "extract", "chunking", "FTS", "graph", "search", "total"):
         assert phase in table, out
@@ -120,6 +123,30 @@ def test_index_builds_what_search_answers_from_and_times_each_phase(
     conn = connect(index, readonly=True)
     try:  # the search tables are there: `forgebot search` finds nothing left to chunk
         assert conn.execute("SELECT count(*) FROM chunks WHERE path = 'src/Model/Circle.php'").fetchone()[0] > 1
+        assert conn.execute("SELECT count(*) FROM search_files").fetchone()[0] == 7
+    finally:
+        conn.close()
+
+
+def test_index_without_embeddings_builds_the_graph_and_leaves_full_text_to_the_first_search(
+    repo: Path, tmp_path: Path, capsys: Capture
+) -> None:
+    data = tmp_path / "data"
+    assert _run(data, "index", str(repo), "--no-embeddings", "--workers", "1", "--timings") == 0
+    out = capsys.readouterr().out
+    assert "graph: 7 parsed" in out and "search: deferred" in out
+    assert "chunking" not in out and "FTS terms" not in out
+    index = next(data.rglob("index.db"))
+    conn = connect(index, readonly=True)
+    try:
+        assert conn.execute("SELECT count(*) FROM symbols WHERE path = 'src/Model/Circle.php'").fetchone()[0] > 1
+        assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks'").fetchone() is None
+    finally:
+        conn.close()
+    assert _run(data, "search", str(repo), "circle area", "--no-embeddings") == 0
+    assert "src/Model/Circle.php" in capsys.readouterr().out  # the first search built the full-text tables
+    conn = connect(index, readonly=True)
+    try:
         assert conn.execute("SELECT count(*) FROM search_files").fetchone()[0] == 7
     finally:
         conn.close()
