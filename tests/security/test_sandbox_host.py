@@ -184,14 +184,17 @@ def test_a_check_creates_no_file_outside_its_worktree_home_and_tmp(host: Path, u
     assert "read_only_root" in result.enforced
 
 
-def test_a_check_writing_past_the_disk_limit_is_stopped_while_writing_and_leaves_nothing(host: Path) -> None:
+@pytest.mark.parametrize("uid", [0, UNPRIVILEGED], ids=["root-worker", "unprivileged-worker"])
+def test_a_check_writing_past_the_disk_limit_is_stopped_while_writing_and_leaves_nothing(host: Path, uid: int) -> None:
     need_namespaces()
-    worktree = _worker_files(host, os.geteuid())["worktree"]
+    if uid == 0:
+        need(os.geteuid() == 0, "a worker running as root")
+    worktree = _worker_files(host, uid)["worktree"]
     before = shutil.disk_usage(host).used
     settings = _settings(host / "data", disk_mb=8)
     policy = sandbox_policy(settings, RepoConfig()).model_copy(update={"timeout_seconds": 60})
     command = f"head -c {64 * 2**20} /dev/zero > blob; echo written=$(wc -c < blob)"
-    result = run_sandboxed(command, worktree, policy, ENV)
+    (result,) = _run_as(uid, worktree, policy, [command])
     assert "No space left on device" in result.output  # the write itself failed, at the limit
     written = int(result.output.split("written=")[1].split()[0])
     assert written <= 8 * 2**20  # the file never grew past the limit
