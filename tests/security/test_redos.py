@@ -27,12 +27,15 @@ from pathlib import Path
 
 import pytest
 
+from foundation.settings import SandboxSettings, Settings
 from graph.coder.checklist import ItemRejected, check_evidence
 from graph.nodes.analyzer import _PATHLIKE, pathlike
 from graph.nodes.review_intake import closed_issues, heading_title, list_items
+from project.checks import context_for, run_checks
 from project.classify import _pytest_summaries, classify
 from project.repoconfig import RepoConfigError, parse_repo_config
 from prompts import neutralise
+from tests.tools import need_namespaces
 
 OLD_HEADING = re.compile(r"^\s*(?:#{1,6}\s+|\*\*)(.+?)(?:\*\*)?\s*:?\s*$")
 OLD_SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+|no tests ran)(?:, \d+ \w+)* in [\d.]+s.*?)\s*=*$", re.M)
@@ -149,3 +152,36 @@ def test_evidence_names_an_existing_line() -> None:
 def test_many_failed_lines_keep_their_traceback_detail() -> None:
     result = classify("pytest", _failed_lines(400), 1)
     assert len(result.failures) == 10 and {f.message for f in result.failures} == {"boom"}
+
+
+def test_a_checks_failed_lines_are_classified_in_linear_time_through_the_sandbox(tmp_path: Path) -> None:
+    """The attack as a repository makes it: its test command prints one traceback and thousands of
+    FAILED lines naming it, in the real check sandbox, and the worker classifies what came back
+    (`run_checks` of the Python profile). The worker thread's CPU time grows with the output: at
+    8x the output at most 20x the time (linear is 8x and the sandbox's fixed cost makes it less).
+    Before, the classification alone was quadratic: ~18 s of the worker at the output cap."""
+    need_namespaces()
+    worktree = tmp_path / "repo"
+    worktree.mkdir()
+    (worktree / "emit.py").write_text("import sys\nsys.stdout.write(open(sys.argv[1]).read())\nsys.exit(1)\n")
+    settings = Settings(_env_file=None, _secrets_dir=None, data_dir=tmp_path / "data",  # type: ignore[call-arg]
+                        sandbox=SandboxSettings(allow_root=True))
+    config = parse_repo_config("profile: python\ncommands:\n  test: python3 emit.py output.txt\n  lint: false\n")
+    context = context_for(worktree, config, [], settings, {"PATH": "/usr/local/bin:/usr/bin:/bin"})
+
+    def checked(size: int) -> Callable[[], object]:
+        (worktree / "output.txt").write_text(_failed_lines(size))  # under the 64 KiB the worker keeps
+
+        def run() -> object:
+            (test,) = run_checks(context, ("test",)).results
+            assert test.status == "failed" and test.classification is not None, test
+            failures = test.classification.failures  # one per FAILED line, each with the section's detail
+            assert len(failures) == size // 40 and {f.message for f in failures} == {"boom"}
+            return test
+        return run
+
+    small = checked(7_000)
+    small_time = _seconds(small)
+    large = checked(56_000)
+    large_time = _seconds(large)
+    assert large_time / small_time < 20, (small_time, large_time)
