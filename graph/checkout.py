@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,8 @@ from graph import forge_memory
 from graph.runtime.phases import step
 from graph.tools.database import connection_for
 from project.embedding import embedder_for
-from project.index import basevectors
+from project.index import basecomplete, basevectors
+from project.index.embed import Embedder
 from project.index.memory_history import MAX_COMMITS
 from project.index.store import default_workers
 from project.index.taskindex import build_base, copy_for_task, task_index_path
@@ -82,15 +84,30 @@ def index_checkout(
 
     The base's vectors are started in the background; the task waits for them at most
     `embedding.wait_seconds` (a small repository is done by then), so a large one starts at once.
+    A large repository's task (with `embedding` given, as the service does) starts on the code graph
+    alone: the full-text tables and the project memory follow in the background (`basecomplete`),
+    waited for as long as the vectors, and the task's searches take them in when they are built.
     """
-    base = build_base(data_dir, key, root, workers=default_workers(), memory_commits=memory_commits)
+    defer = basecomplete.DEFER_FROM_FILES if embedding is not None else None
+    base = build_base(data_dir, key, root, workers=default_workers(), memory_commits=memory_commits,
+                      defer_from=defer)
     index = copy_for_task(base, data_dir, task_id)
     embedder = embedder_for(embedding) if embedding is not None else None
-    if embedder is not None and embedding is not None:
+    if basecomplete.is_graph_only(base) and embedding is not None:
+        then = partial(_vectors_of, embedder) if embedder is not None else None
+        basecomplete.start(base, root, memory_commits=memory_commits, then=then).wait(embedding.wait_seconds)
+        basecomplete.adopt(index, root)  # at once when it was quick
+        if embedder is not None:
+            basevectors.state(index, embedder)
+    elif embedder is not None and embedding is not None:
         basevectors.start(base, embedder).wait(embedding.wait_seconds)
         basevectors.state(index, embedder)  # adopt them now when they are there
     config = load_repo_config(root, "HEAD")
     return {"index": str(index), "database": config.database or ""}
+
+
+def _vectors_of(embedder: Embedder, whole: Path) -> None:
+    basevectors.start(whole, embedder)  # in its own thread: the whole base's background ends here
 
 
 def review_index(data_dir: Path, key: str, root: Path, embedding: EmbedderSettings) -> str:

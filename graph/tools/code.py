@@ -83,7 +83,7 @@ def search_tools(root: Path, conn: Connection | None, embedder: Embedder | None 
             """Search the project's memory: design docs and ADRs, commit messages, merged changes, closed
             issues and past review findings, for why and where something was decided. Each hit lists
             the code symbols it concerns (fully qualified): explore them, or find their callers, next."""
-            return render_memory(*_search.search_memory(conn, query, embedder=embedder, k=k))
+            return render_memory(*_search.search_memory(conn, query, embedder=embedder, k=k, root=root))
 
         def symbol_history(symbol: str, limit: int = 8) -> str:
             """The commits that changed one symbol (`Class::method`, a class or function; followed across

@@ -12,11 +12,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from foundation.gitrunner import GitTimeout, Repo, run
-from project.index import memory
+from project.index import basecomplete, memory
 from project.index.basevectors import VectorState, index_file, state
 from project.index.db import Connection
 from project.index.embed import Embedder
-from project.index.search import Answer, Weights, search
+from project.index.search import Answer, Weights, definition_search, search
+from project.index.search_store import lexical_pending
 from project.index.store import relative_path
 from project.index.taskindex import live_stale_files
 
@@ -61,6 +62,9 @@ def semantic_search(
     """
     if path_glob:
         _check_glob(path_glob)
+    pending = adopt_base(conn, root)
+    if pending:
+        return definition_search(conn, query, limit=k, path_glob=path_glob, kinds=kinds, why=pending)
     leg = vector_leg(conn, embedder)
     answer = search(
         conn, query, embedder=leg.embedder, limit=k, path_glob=path_glob, kinds=kinds, weights=weights,
@@ -70,19 +74,35 @@ def semantic_search(
     return replace(answer, freshness=replace(answer.freshness, stale_files=stale))
 
 
+def adopt_base(conn: Connection, root: Path | None) -> str:
+    """Take the whole base's full-text tables and memory into a task index that started on the code
+    graph alone, once they are built; "" when the index has them, else why not."""
+    pending = lexical_pending(conn)
+    path = index_file(conn)
+    if not pending or path is None or root is None:
+        return pending
+    return basecomplete.adopt(path, root)
+
+
 def search_memory(
-    conn: Connection, query: str, *, embedder: Embedder | None = None, k: int = 8
+    conn: Connection, query: str, *, embedder: Embedder | None = None, k: int = 8, root: Path | None = None,
 ) -> tuple[list[memory.MemoryHit], list[str]]:
     """Project memory (documents, ADRs, commits, merged changes, closed issues, past findings) by
-    meaning; each hit names the graph symbols it concerns. An index without memory says so."""
+    meaning; each hit names the graph symbols it concerns. An index without memory says so, and so
+    does one whose documents and history are still being read (`root` lets it take them in)."""
     if not query.strip():
         raise ValueError("query is empty")
+    pending = adopt_base(conn, root)
+    if pending and not memory.present(conn):
+        return [], [f"no project memory yet: {pending}"]
     if not memory.present(conn):
         return [], ["no project memory in this index (built before memory existed)"]
     leg = vector_leg(conn, embedder)  # adopts the base's vectors (code and memory) once they are built
     hits, notes = memory.search(conn, query, embedder=leg.embedder, limit=max(1, min(k, 20)))
     if leg.embedder is None and embedder is not None:
         notes = [f"vector leg absent: {leg.absent}; lexical memory search only"]
+    if pending:
+        notes = [*notes, f"the task's discussions only, documents and history not yet: {pending}"]
     return hits, notes
 
 

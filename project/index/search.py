@@ -198,6 +198,20 @@ def graph_ranking(conn: Connection, query: str, limit: int) -> list[int]:
     single plain word ("get", "count") is not taken as a name: in a sentence it is far more often
     just a word, and would pull in every method of that name.
     """
+    names = _names_asked(query)
+    if not names:
+        return []
+    marks = ",".join("?" * len(names))
+    rows = conn.execute(
+        f"SELECT id, lower(name) FROM chunks WHERE name COLLATE NOCASE IN ({marks}) LIMIT ?",
+        (*names, limit * 4),
+    ).fetchall()
+    rows.sort(key=lambda row: -names.get(row[1], 0))
+    return [row[0] for row in rows[:limit]]
+
+
+def _names_asked(query: str) -> dict[str, int]:
+    """Lower-cased names the query may mean, each with its weight (a literal identifier first)."""
     names: dict[str, int] = {}
     for token in _TOKEN.findall(query):
         if len(words(token).split()) > 1 or "_" in token:
@@ -208,15 +222,43 @@ def graph_ranking(conn: Connection, query: str, limit: int) -> list[int]:
         for size in (4, 3, 2):
             for start in range(len(sequence) - size + 1):
                 names.setdefault("".join(sequence[start : start + size]), size)
-    if not names:
-        return []
-    marks = ",".join("?" * len(names))
-    rows = conn.execute(
-        f"SELECT id, lower(name) FROM chunks WHERE name COLLATE NOCASE IN ({marks}) LIMIT ?",
-        (*names, limit * 4),
-    ).fetchall()
-    rows.sort(key=lambda row: -names.get(row[1], 0))
-    return [row[0] for row in rows[:limit]]
+    return names
+
+
+def definition_search(
+    conn: Connection, query: str, *, limit: int = 10, path_glob: str = "", kinds: Sequence[str] = (), why: str = "",
+) -> Answer:
+    """The definitions the query names, from the code graph alone: the answer of an index whose
+    full-text tables are not built yet (`why`). Single words count here too (weakest), since no
+    other leg can find anything."""
+    if not query.strip():
+        raise ValueError("query is empty")
+    names = _names_asked(query)
+    for token in _TOKEN.findall(query):
+        for word in words(token).split():
+            if word.lower() not in _STOPWORDS:
+                names.setdefault(word.lower(), 1)
+    rows: list[tuple[object, ...]] = []
+    if names:
+        marks = ",".join("?" * len(names))
+        rows = conn.execute(
+            f"SELECT path, start_line, end_line, fqn, kind, signature, lower(name) FROM symbols "
+            f"WHERE name IN ({marks}) AND kind != 'namespace' LIMIT ?",
+            (*names, limit * 40),
+        ).fetchall()
+    rows.sort(key=lambda r: (-names.get(str(r[6]), 0), str(r[0]), int(str(r[1]))))
+    hits: list[Hit] = []
+    for path, start, end, fqn, kind, signature, name in rows:
+        if (kinds and kind not in kinds) or (path_glob and not fnmatch.fnmatchcase(str(path), path_glob)):
+            continue
+        score = names.get(str(name), 0) / 10
+        hits.append(Hit(str(path), int(str(start)), int(str(end)), str(fqn), str(kind), str(signature), score,
+                        ("definitions",)))
+        if len(hits) == limit:
+            break
+    note = (f"full-text and vector legs absent: {why}; definitions named by the question only "
+            "(search_code finds any text)")
+    return Answer(query, tuple(hits), ("definitions",), read_freshness(conn), (note,))
 
 
 def stem(word: str) -> str:

@@ -72,6 +72,16 @@ def ensure_schema(conn: Connection, embedder: Embedder | None) -> bool:
     return True
 
 
+# search_meta key of an index whose full-text tables are not built yet (a large repository's base
+# starts as its code graph alone, `basecomplete`): its value says why
+LEXICAL_PENDING = "lexical_pending"
+
+
+def lexical_pending(conn: Connection) -> str:
+    """Why this index's full-text tables are still empty, or "" when they are built."""
+    return read_meta(conn).get(LEXICAL_PENDING, "")
+
+
 def _has_vectors(conn: Connection) -> bool:
     row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_vec'").fetchone()
     return row is not None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import partial
@@ -98,7 +98,7 @@ def _search_rows(rows: FileRows, source: bytes, timings: Timings) -> list[search
     """In a parser process: the search rows of a freshly parsed file, cut along the symbols the
     graph stores for it (as `graph_symbols` reads them back); None for a file that did not parse."""
     if rows.has_errors:
-        return None  # the graph marks it stale; `_index_files` leaves stale files out too
+        return None  # the graph marks it stale; `index_files` leaves stale files out too
     with timings.phase("chunking"):
         symbols = [
             Symbol(kind=r[1], fqn=r[2], name=r[3], path=rows.path, start_line=r[5], end_line=r[6],  # type: ignore[arg-type]
@@ -116,7 +116,7 @@ def _add_search_rows(conn: Connection, timings: Timings, rows: FileRows) -> None
             search_store.add_file(conn, rows.path, rows.content_hash, rows.prepared)
 
 
-def _index_files(conn: Connection, root: Path, paths: Sequence[str]) -> tuple[list[str], list[str]]:
+def index_files(conn: Connection, root: Path, paths: Sequence[str]) -> tuple[list[str], list[str]]:
     """Bring the search tables of `paths` in line with the graph's rows; return (changed, removed).
 
     A file the graph marked stale (it stopped parsing) keeps its old chunks, as the graph keeps its old
@@ -151,29 +151,64 @@ def _index_each(
         if content_hash(source) != digest:
             continue
         chunks = chunk_file(path, source.decode(errors="replace"), graph_symbols(conn, path))
-        search_store.replace_file(conn, path, digest, chunks)
+        if path in known:
+            search_store.replace_file(conn, path, digest, chunks)
+        else:  # a first fill (a deferred base): the ids are new, one statement per table
+            search_store.add_file(conn, path, digest, [search_store.chunk_row(chunk) for chunk in chunks])
         changed.append(path)
 
 
 def index_stale_files(conn: Connection) -> list[str]:
-    """Files whose search rows do not match the graph's (stale graph rows or a skipped update)."""
+    """Files whose search rows do not match the graph's (stale graph rows or a skipped update).
+
+    While the full-text tables wait for the background build, only files the graph marked stale
+    count: every file lacks its search rows then, which the answers say once, not file by file.
+    """
+    if search_store.lexical_pending(conn):
+        return [row[0] for row in conn.execute("SELECT path FROM files WHERE stale = 1 ORDER BY path")]
     known = search_store.indexed_files(conn)
     rows = conn.execute("SELECT path, content_hash, stale FROM files").fetchall()
     return sorted(r[0] for r in rows if r[2] or known.get(r[0]) != r[1])
 
 
-def build_base(data_dir: Path, repo: str, root: Path, *, workers: int = 1, memory_commits: int = MAX_COMMITS) -> Path:
+def build_base(
+    data_dir: Path, repo: str, root: Path, *, workers: int = 1, memory_commits: int = MAX_COMMITS,
+    defer_from: int | None = None,
+) -> Path:
     """Build (or reuse) the base index of the checkout at `root` for its HEAD commit.
 
     Graph and full-text tables only: a task can start on them at once. The vector leg is built
     next to it in the background (`basevectors`). The project memory (documents and history) starts
     from the newest older base of the repository and reads only what changed since (`memory_sources`).
+
+    With `defer_from`, a checkout of at least that many source files gets its code graph alone now
+    (`<commit>.graph.db`, returned): a task starts on it while `basecomplete` builds the rest.
     """
     commit = head_commit(root)
     target = base_index_path(data_dir, repo, commit)
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    graph = graph_base_path(target)
+    paths = source_files(root)
+    if defer_from is not None and len(paths) >= defer_from:
+        if not graph.is_file():
+            _build(graph, lambda conn: _graph_only(conn, root, paths, workers))
+        return graph
+    def whole(conn: Connection) -> None:
+        _refresh(conn, root, None, workers, files=paths)
+        remember(conn, root, memory_commits, newest_base(target), target.parent / HISTORY_JOURNAL)
+
+    _build(target, whole)
+    return target
+
+
+def graph_base_path(target: Path) -> Path:
+    """Where the code graph of the base `target` waits while the rest of it is built."""
+    return target.with_name(f"{target.stem}.graph.db")
+
+
+def _build(target: Path, fill: Callable[[Connection], None]) -> None:
     partial = target.with_suffix(".building")
     partial.unlink(missing_ok=True)
     conn = connect(partial)
@@ -183,17 +218,24 @@ def build_base(data_dir: Path, repo: str, root: Path, *, workers: int = 1, memor
         conn.execute("PRAGMA journal_mode=MEMORY")
         conn.execute("PRAGMA synchronous=OFF")
         conn.execute("PRAGMA cache_size=-65536")
-        _refresh(conn, root, None, workers)
-        _remember(conn, root, memory_commits, _newest(target), target.parent / HISTORY_JOURNAL)
+        fill(conn)
         # One self-contained file: a task copy is then a plain file copy.
         conn.execute("PRAGMA journal_mode=DELETE")
     finally:
         conn.close()
     partial.replace(target)  # readers never see a half-built base
-    return target
 
 
-def _remember(conn: Connection, root: Path, max_commits: int, previous: Path | None, journal: Path) -> None:
+def _graph_only(conn: Connection, root: Path, paths: Sequence[str], workers: int) -> None:
+    """The code graph, and empty search tables marked as waiting for the background build."""
+    search_store.ensure_schema(conn, None)
+    store.build(conn, root, paths, workers=workers)
+    search_store.write_meta(conn, **{search_store.LEXICAL_PENDING: "the full-text leg and the project memory are "
+                                     "being built in the background"})
+    search_store.set_freshness(conn, commit=commit_or_none(root), stale=index_stale_files(conn))
+
+
+def remember(conn: Connection, root: Path, max_commits: int, previous: Path | None, journal: Path) -> None:
     """The base's project memory; a failure leaves the base without it (search_memory says so), not broken.
 
     History read for it is also kept in the repository's `journal`, durably (the base is built in a
@@ -207,7 +249,7 @@ def _remember(conn: Connection, root: Path, max_commits: int, previous: Path | N
         log.warning("project memory not built for %s: %s", root, exc)
 
 
-def _newest(target: Path) -> Path | None:
+def newest_base(target: Path) -> Path | None:
     """The most recently built other base of the same repository, if any (not a vectors file beside one)."""
     others = [p for p in target.parent.glob("*.db") if p != target and _COMMIT.match(p.stem)]
     return max(others, key=lambda p: p.stat().st_mtime, default=None)
@@ -245,16 +287,16 @@ def _refresh(
         graph = store.build(conn, root, paths, workers=workers, prepare=_search_rows,
                             consume=partial(_add_search_rows, conn, timings), timings=timings)
     with timings.phase("search writes"):
-        changed, removed = _index_files(conn, root, sorted(set(paths) | set(search_store.indexed_files(conn))))
+        changed, removed = index_files(conn, root, sorted(set(paths) | set(search_store.indexed_files(conn))))
     embedded = 0
     if embedder is not None:
         with timings.phase("vectors"):
             embedded = search_store.embed_pending(conn, embedder)
-    search_store.set_freshness(conn, commit=_commit_or_none(root), stale=index_stale_files(conn))
+    search_store.set_freshness(conn, commit=commit_or_none(root), stale=index_stale_files(conn))
     return SyncReport(tuple(changed), tuple(removed), embedded, read_freshness(conn), graph)
 
 
-def _commit_or_none(root: Path) -> str:
+def commit_or_none(root: Path) -> str:
     """HEAD's commit, or "" for a directory that is not a git checkout (`forgebot index` takes both)."""
     try:
         return head_commit(root)
@@ -315,7 +357,7 @@ def _sync(conn: Connection, root: Path, paths: list[str], embedder: Embedder | N
     # here would embed the whole repository on the task's time
     search_store.ensure_schema(conn, None if task else embedder)
     store.sync_files(conn, root, paths)
-    changed, removed = _index_files(conn, root, paths)
+    changed, removed = index_files(conn, root, paths)
     if embedder is None:
         embedded = 0
     elif task:
