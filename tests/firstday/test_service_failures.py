@@ -87,7 +87,10 @@ def test_an_outage_that_outlasts_the_tries_fails_each_task_once_with_one_record(
         for text in (status, note):
             assert "the AI model service was unavailable while the decomposer step ran" in text
             assert "Start the task again (re-add the label or repeat the command) later" in text
-            assert "FORGEBOT_" not in text and "Error" not in text and "503" not in text, text
+            # no exception name, no server setting, not the provider's own words (the operator's detail):
+            # a bare "503" is no test of that, the signed console link's hex can hold those digits
+            assert "FORGEBOT_" not in text and "Error" not in text, text
+            assert "HTTP 503" not in text and "upstream connect error" not in text, text
 
     # the operator: one record per task, on the console's task page, list and health page
     records = service.failures()
