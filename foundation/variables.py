@@ -127,17 +127,22 @@ def _suggestion(model: type[BaseModel], name: str, miss: Miss) -> str | None:
     return whole[0] if whole else None
 
 
+def unknown_names(model: type[BaseModel], environ: Mapping[str, str]) -> list[str]:
+    """The `FORGEBOT_*` variables no setting reads, sorted."""
+    return [name for name in sorted(environ)
+            if name.upper().startswith(PREFIX) and name.upper() not in NOT_SETTINGS
+            and isinstance(locate(model, name), Miss)]
+
+
 def unknown(model: type[BaseModel], environ: Mapping[str, str]) -> list[str]:
     """One line per `FORGEBOT_*` variable no setting reads, with the likely intended name."""
     lines = []
-    for name in sorted(environ):
-        if not name.upper().startswith(PREFIX) or name.upper() in NOT_SETTINGS:
-            continue
+    for name in unknown_names(model, environ):
         found = locate(model, name)
-        if isinstance(found, Miss):
-            guess = _suggestion(model, name, found)
-            hint = f"did you mean {guess}?" if guess else "docs/configuration.md lists every setting"
-            lines.append(f"{name} is not a forgebot setting and is ignored ({hint})")
+        assert isinstance(found, Miss)  # unknown_names keeps only those
+        guess = _suggestion(model, name, found)
+        hint = f"did you mean {guess}?" if guess else "docs/configuration.md lists every setting"
+        lines.append(f"{name} is not a forgebot setting and is ignored ({hint})")
     return lines
 
 

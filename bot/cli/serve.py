@@ -79,12 +79,18 @@ class WorkerProcess:
     """`forgebot worker` as a child process of `serve`, on the given Redis, dying with `serve`.
 
     It reads the same environment and secret files as this process (so the same settings); only
-    the Redis URL is added, for the private Redis this process started. Its own session keeps a
+    the Redis URL is added, for the private Redis this process started. `FORGEBOT_*` variables no
+    setting reads are left out: serve already named each once, and they change nothing, so the
+    operator reads one warning per misspelt name, not one per process. Its own session keeps a
     terminal's Ctrl-C away from it: `serve` decides when it stops.
     """
 
     def __init__(self, redis_url: str, metrics: dict[str, str] | None = None) -> None:
-        env = {**os.environ, "FORGEBOT_REDIS_URL": redis_url, **(metrics or {})}
+        from foundation.variables import unknown_names
+
+        ignored = set(unknown_names(Settings, os.environ))
+        env = {**{k: v for k, v in os.environ.items() if k not in ignored}, "FORGEBOT_REDIS_URL": redis_url,
+               **(metrics or {})}
         self.process = subprocess.Popen(
             WORKER_COMMAND, env=env, start_new_session=True, preexec_fn=die_with_parent(signal.SIGKILL)
         )

@@ -2,7 +2,8 @@
 
 * With nothing configured but a data directory, serve comes up (on main it exited 2 after a model
   check); `/readyz` answers 200 (deliveries can be taken) and names every missing variable, and a
-  delivery for the forge without a secret is still refused (fail closed). No traceback in the log.
+  delivery for the forge without a secret is still refused (fail closed). No traceback in the log;
+  a misspelt variable is named once, not once by serve and again by its worker child.
 * With the forge down while serve starts (its `/user` answers 503), serve comes up anyway (on main:
   exit 2, a crash loop under a supervisor); deliveries are accepted; the task waits in the queue,
   neither failed nor run, and `/readyz` says the forge has not said who the bot is. Once the forge
@@ -24,7 +25,7 @@ BLOCKED = {"criteria": [], "assumptions": [], "questions": ["Which calculator?"]
 
 
 def test_serve_with_nothing_configured_starts_and_readyz_names_what_is_missing(launch: Launch) -> None:
-    service = launch("serve").wait_healthy()
+    service = launch("serve", FORGEBOT_GITLAB__TOKN="x").wait_healthy()  # and a misspelt variable
     status, ready = service.get_json("/readyz")
     assert status == 200 and ready["redis"] is True and ready["store"] is True, ready
     missing = "\n".join(ready["missing"])
@@ -34,6 +35,10 @@ def test_serve_with_nothing_configured_starts_and_readyz_names_what_is_missing(l
     assert service.stop() == 0, service.logs()
     assert "Traceback" not in service.logs(), service.logs()
     assert len(service.log_lines("not configured: ")) == len(ready["missing"])  # each gap once, at start
+    # named once (by serve; on main its worker child said it again), with the likely spelling
+    assert service.log_lines("FORGEBOT_GITLAB__TOKN") == [
+        "forgebot: FORGEBOT_GITLAB__TOKN is not a forgebot setting and is ignored (did you mean "
+        "FORGEBOT_GITLAB__TOKEN?)"]
 
 
 def _bot_note(fake_forge: FakeForgeState) -> tuple[bytes, dict[str, str]]:
