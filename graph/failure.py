@@ -306,3 +306,12 @@ def worker_lost(how: str, tries: int) -> TaskFailure:
                        RETRY_OR_ASK,
                        f"the job ended ({how}) without finishing the task, after at most {tries} tries: look for "
                        "killed workers (out of memory, FORGEBOT_JOB_TIMEOUT) in the worker log", phase="worker")
+
+
+def run_lost(pid: int, host: str) -> TaskFailure:
+    """The record of a `forgebot run` whose process ended without writing how the run ended."""
+    return TaskFailure("run lost", "the forgebot run process stopped before the run finished",
+                       "Run it again with the same forgebot run command.",
+                       f"process {pid} on {host} is gone without having recorded the run's end (killed: kill -9, "
+                       "out of memory, a restart); its worktree is removed with the task's retention",
+                       phase="run")

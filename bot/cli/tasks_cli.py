@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 
 from bot.tasks.events import ForgeEvent, web_link
 from bot.tasks.inbox import Inbox, TaskRow, open_inbox
+from bot.tasks.localruns import settle_lost
 from foundation.settings import Settings
 
 
@@ -42,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 async def collect(settings: Settings, states: list[str] | None = None, limit: int = 50) -> list[TaskLine]:
     inbox = await open_inbox(settings)
     try:
+        await settle_lost(inbox)  # a `forgebot run` killed outright is not left `running` forever
         rows, times = await inbox.tasks(), await inbox.task_times()
         rows = [r for r in rows if not states or r.state in states]
         rows = rows[-limit:] if limit > 0 else rows

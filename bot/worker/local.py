@@ -23,7 +23,6 @@ import asyncio
 import getpass
 import hashlib
 import logging
-import os
 import re
 import time
 import uuid
@@ -38,6 +37,7 @@ from langchain_core.messages import HumanMessage
 from bot.tasks.checkpoints import open_checkpointer, spent
 from bot.tasks.events import Actor, ForgeEvent, Mode
 from bot.tasks.inbox import Inbox, TaskRow, TaskStatus, open_inbox
+from bot.tasks.localruns import owner
 from bot.worker.jobs import ModelFactory, run_graph
 from foundation import gitrunner
 from foundation.forge import Change, ChangeRef, Comment, Issue, IssueRef, RepoRef
@@ -314,7 +314,7 @@ async def _record(inbox: Inbox, root: Path, mode: Mode, title: str, body: str, b
         number = 1 + len(await inbox.keyed(prefix))
         event = _event(root, mode, title, body, base, number)
         try:
-            return await inbox.record_run(event, f"local:{os.getpid()}")
+            return await inbox.record_run(event, owner())
         except inbox.integrity_errors:
             continue
     raise LocalRunError(f"could not record the run in the task store ({prefix})")
@@ -478,7 +478,7 @@ async def answer_local(
     try:
         row = await _waiting(inbox, root, task_id)
         models = await _ready(settings, model_factory)
-        claimed = await inbox.claim(row.task_id, f"local:{os.getpid()}", from_state="waiting")
+        claimed = await inbox.claim(row.task_id, owner(), from_state="waiting")
         if claimed is None:
             raise LocalRunError(f"run {row.task_id} is no longer waiting (answered or cancelled meanwhile)")
         return await _drive(settings, inbox, claimed, root, models, None, {"author": _user(), "body": text.strip()})

@@ -19,6 +19,8 @@ Two mechanisms bound that:
   so that a second reaper pass or a late job never posts another. A job that finished its task but
   could not write that down (the store was away through every retry) left its outcome as the job's
   result: the task is settled from it, never failed.
+
+The reaper also settles `forgebot run` tasks of this host whose process is gone (`bot.tasks.localruns`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from bot.tasks.events import ForgeEvent
 from bot.tasks.inbox import Inbox, TaskRow
 from bot.tasks.jobcodec import PLAIN, JobCodec
 from bot.tasks.leases import LEASE_PREFIX
+from bot.tasks.localruns import settle_lost
 from bot.tasks.queue import job_handle
 from foundation import arqlayout
 from foundation.forge import Forge, Marker, where_task_speaks
@@ -80,7 +83,7 @@ async def fail_orphans(
     failed: list[str] = []
     for task in await inbox.tasks_in("running"):
         if task.task_key.startswith(LOCAL):
-            continue  # a `forgebot run` process's own task: no arq job ever ran it
+            continue  # a `forgebot run` process's own task: no arq job ever ran it (`settle_lost`'s)
         handle = job_handle(task.job_id, redis, codec)
         status = await handle.status()
         if status not in (JobStatus.complete, JobStatus.not_found):
@@ -129,7 +132,8 @@ async def reap(ctx: dict[str, Any]) -> int:
     released = await release_abandoned(redis, settings.durability.lease_seconds, settings.job_timeout + 10)
     forge_for: ForgeForEvent = ctx["forge_for_event"]
     failed = await fail_orphans(ctx["inbox"], redis, forge_for, settings.max_tries, ctx.get("codec", PLAIN))
-    return len(released) + len(failed)
+    lost = await settle_lost(ctx["inbox"])  # `forgebot run` processes of this host killed outright
+    return len(released) + len(failed) + len(lost)
 
 
 async def reaper_loop(ctx: dict[str, Any]) -> None:

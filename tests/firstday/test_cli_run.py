@@ -15,6 +15,7 @@ from tests.fakes import model_server as wire
 from tests.fakes.model_server import ModelServer
 from tests.firstday.cli import Typed, forgebot
 from tests.firstday.conftest import Launch
+from tests.firstday.service import wait_until
 from tests.repos import git, init_repo
 
 pytestmark = pytest.mark.timeout(600)
@@ -212,6 +213,64 @@ def test_ctrl_c_ends_the_run_as_cancelled_without_a_traceback(
     tasks = forgebot("tasks", cwd=tmp_path, **_env(tmp_path))
     (row,) = [line.split() for line in tasks.out[1:]]
     assert row[1] == "cancelled"
+
+
+def _killed_run(tmp_path: Path, model: ModelServer, checkout: Path, data_dir: Path) -> int:
+    """A `forgebot run` killed with SIGKILL at its first role's call (nothing it could write down); its pid."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from tests.firstday.cli import FORGEBOT
+
+    def slow(request: wire.Request) -> wire.Reply:
+        if "tools" in request.body or "response_format" in request.body:
+            return wire.Reply(text="{}", delay=30.0)
+        return wire.text("ok")
+
+    model.responder = slow
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")} | _env(
+        tmp_path, model, FORGEBOT_DATA_DIR=str(data_dir))
+    proc = subprocess.Popen([str(FORGEBOT), "run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not any("response_format" in r.body or "tools" in r.body for r in model.requests):
+        assert time.monotonic() < deadline and proc.poll() is None, "the run never reached its first role"
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+    return proc.pid
+
+
+def test_a_run_killed_outright_is_listed_as_lost_not_running_forever(
+    tmp_path: Path, model: ModelServer, checkout: Path
+) -> None:
+    """kill -9 leaves the run no chance to record its end: `forgebot tasks` finds its process gone and
+    says so (on main the run read `running` forever)."""
+    pid = _killed_run(tmp_path, model, checkout, tmp_path / "data")
+    tasks = forgebot("tasks", cwd=tmp_path, **_env(tmp_path))
+    (row,) = tasks.out[1:]
+    assert row.split()[1] == "failed" and row.endswith("(run lost)"), tasks.text
+    again = forgebot("tasks", "--json", cwd=tmp_path, **_env(tmp_path))
+    assert again.code == 0 and '"state": "failed"' in again.out[0]
+    trace = forgebot("trace", row.split()[0], cwd=tmp_path, **_env(tmp_path))
+    assert trace.code == 0 and trace.out  # what it did before it was killed is still there
+    assert str(pid) not in row  # the operator's detail (which process, where) is for the console
+
+
+def test_a_run_killed_outright_is_settled_on_the_console_by_the_services_reaper(
+    tmp_path: Path, model: ModelServer, checkout: Path, launch: Launch
+) -> None:
+    service = launch("serve", FORGEBOT_DURABILITY__REAP_INTERVAL="1").wait_healthy()
+    pid = _killed_run(tmp_path, model, checkout, service.data_dir)
+    (task,) = service.tasks()
+    path = f"/console/tasks/{task.task_id}"
+    page = wait_until(lambda: 'id="failure-kind">run lost' in (text := service.console(path)) and text, 60,
+                      "the reaper to settle the lost run")
+    assert f"process {pid} on " in page and "is gone without having recorded the run" in page
+    assert [(t.state, t.detail) for t in service.tasks()] == [("failed", "run lost")]
+    assert len(service.log_lines("task failed")) == 1 and "Traceback" not in service.logs()
 
 
 def test_a_local_run_is_on_the_console_beside_the_services_tasks(
