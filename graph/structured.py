@@ -52,9 +52,10 @@ _REPAIR_CHARS = 2000
 class StructuredOutputError(ModelCallError):
     """The model's answer did not validate against the schema, even after a repair turn."""
 
-    def __init__(self, role: str, schema: str, problem: str) -> None:
+    def __init__(self, role: str, schema: str, problem: str, repaired: bool = True) -> None:
         self.schema = schema
-        super().__init__(role, Failure("invalid", f"its {schema} answer did not validate: {problem}"))
+        turn = "even after a repair turn" if repaired else "(a repair turn would not fit the window)"
+        super().__init__(role, Failure("invalid", f"its {schema} answer could not be used {turn}: {problem}"))
 
 
 class _Learned:
@@ -152,7 +153,7 @@ def _final(role: str, schema: type[T], answer: str, problem: str, repaired: bool
         trace.event("invalid_answer", role=role, schema=schema.__name__, problem=problem[:300], repaired=repaired,
                     settled=settled is not None)
     if settled is None:
-        raise StructuredOutputError(role, schema.__name__, problem)
+        raise StructuredOutputError(role, schema.__name__, problem, repaired)
     return settled
 
 
@@ -243,12 +244,17 @@ def _not_json(exc: Exception) -> bool:
 
 
 def _problem(error: Any, raw: Any) -> str:
-    if isinstance(error, ValidationError):
+    if isinstance(error, ValidationError) and not _not_json(error):
         parts = [f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in error.errors()[:8]]
         return "; ".join(parts)
+    text = " ".join(_answer_text(raw).split())
+    if error is not None and text and _ignored(raw, None):
+        # prose where JSON was asked for: its opening says what the model did; the parser's own
+        # message adds only its troubleshooting link
+        return f"the answer is not JSON (it began: {text[:160]!r})"
     if error is not None:
         return " ".join(str(error).split())[:300]
-    return "the answer was empty" if not _answer_text(raw) else "the answer did not match the schema"
+    return "the answer was empty" if not text else "the answer did not match the schema"
 
 
 def _repair_text(schema: type[BaseModel], answer: str, problem: str, *, with_schema: bool = True) -> str:

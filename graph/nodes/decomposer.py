@@ -65,7 +65,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         answer = await role.ask(Decomposition, messages, settle=settle_decomposition)
     except StructuredOutputError as exc:  # recorded in the trace as the model's invalid answer
         return {**snapshot, "criteria": [], "assumptions": [], "questions": [], "may_ask": may_ask,
-                "blocked_by": "model", "blocked_reason": f"its answer did not validate ({exc.failure.reason})",
+                "blocked_by": "model", "blocked_reason": exc.failure.reason,
                 **role.update()}
     # a "question" that asks nothing (a statement, a heading) would block the task on no question at all
     asked = [q.strip() for q in answer.questions if "?" in q]

@@ -273,3 +273,68 @@ def test_a_local_run_blocked_on_the_models_empty_answer_says_whose_answer_is_mis
     assert any("missing is the model's, not yours" in line for line in seen.out)
     assert seen.err[-1].startswith("forgebot run: did not reach its goal (blocked): the model gave no usable answer "
                                    "(it answered with neither acceptance criteria nor questions), not the task's text")
+
+
+PROSE = "The total lacks tax: Cart::total in Cart.php should multiply by 1.2."
+
+
+def _prose_analysis(repaired: dict[str, Any] | None) -> wire.Responder:
+    """The decomposer answers; every structured Analysis request gets prose, except the repair turn
+    (which shows the model its unusable answer) when `repaired` is given."""
+
+    def respond(request: Request) -> wire.Reply:
+        fmt = request.body.get("response_format") or {}
+        name = (fmt.get("json_schema") or {}).get("name")
+        choice = request.body.get("tool_choice")
+        if not name and isinstance(choice, dict):
+            name = (choice.get("function") or {}).get("name")
+        if name == "Decomposition":
+            return wire.structured(name, {"criteria": [{"id": 1, "text": "Totals include 20% VAT"}],
+                                          "assumptions": [], "questions": []})
+        if repaired is not None and "Your previous answer could not be used" in json.dumps(request.messages):
+            return wire.structured("Analysis", repaired)
+        return wire.text(PROSE)
+
+    return respond
+
+
+def _run_analyze(tmp_path: Path, server: ModelServer) -> Any:
+    from tests.firstday.cli import forgebot
+    from tests.repos import init_repo
+
+    repo = tmp_path / "shop"
+    repo.mkdir()
+    (repo / "Cart.php").write_text("<?php\nclass Cart { public function total(): int { return 1; } }\n")
+    return forgebot("run", "--repo", str(init_repo(repo)), "--mode", "analyze", "--task", "Tax\nAdd 20% VAT.",
+                    cwd=tmp_path, FORGEBOT_DATA_DIR=str(tmp_path / "data"), FORGEBOT_EMBEDDER__KIND="off",
+                    FORGEBOT_LLM__MAX_RETRIES="0", FORGEBOT_LLM__BASE_URL=server.openai_url,
+                    FORGEBOT_LLM__MODEL=server.model)
+
+
+def test_an_analysis_in_prose_gets_a_repair_turn_and_its_json_answer_is_the_report(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    server.responder = _prose_analysis({"summary": "Cart::total leaves out VAT.", "affected_files": ["Cart.php"]})
+    seen = _run_analyze(tmp_path, server)
+    assert seen.code == 0, seen.err
+    assert "Cart::total leaves out VAT." in seen.out
+    (repair,) = [r for r in server.requests if "Your previous answer could not be used" in json.dumps(r.messages)]
+    assert f"The problem: the answer is not JSON (it began: {PROSE!r})" in repair.messages[-1]["content"]
+
+
+def test_an_analysis_still_in_prose_after_its_repair_turn_fails_saying_so(tmp_path: Path, server: ModelServer) -> None:
+    server.responder = _prose_analysis(None)
+    seen = _run_analyze(tmp_path, server)
+    assert seen.code == 1 and "Traceback" not in seen.text
+    task = seen.err[-1].rsplit(" ", 1)[1]
+    assert seen.err[-2:] == [
+        "forgebot run: model answer invalid: its Analysis answer could not be used even after a repair turn: the "
+        f"answer is not JSON (it began: {PROSE!r})",
+        "forgebot run: failed: the AI model's answer in the analyzer step could not be used (model answer invalid, "
+        "in analyzer); the model's answer broke the required schema; check FORGEBOT_LLM__STRUCTURED_OUTPUT or "
+        f"FORGEBOT_LLM__ROLES__ANALYZER__STRUCTURED_OUTPUT or use a more capable model · task {task} · the whole "
+        f"story: forgebot trace {task}"]
+    assert sum("Your previous answer could not be used" in json.dumps(r.messages) for r in server.requests) == 1
+    events = read_trace(trace_path(tmp_path / "data", task))
+    (invalid,) = [e for e in events if e["kind"] == "invalid_answer"]
+    assert invalid["role"] == "analyzer" and invalid["repaired"] is True and invalid["settled"] is False
