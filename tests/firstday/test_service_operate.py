@@ -4,10 +4,11 @@
   after the worker is killed it says no worker has reported (on main both looked the same: "No job
   is running").
 * `forgebot serve` runs an analyze task: serve's own `/metrics` has the worker's task and token
-  series (on main they were counted in the worker child and never shown; docs/alerts.md said they were).
-  Its model has no price: the console and `forgebot tasks` say "no price", not `$0.0000`; and
-  `forgebot tasks`, run from a shell that has only the data directory set, links the issue where the
-  forge said it is (on main: built from that shell's variables, https://gitlab.com/...).
+  series (on main they were counted in the worker child and never shown; docs/alerts.md said they
+  were), and every series docs/alerts.md's rules read. Its model has no price: the console and
+  `forgebot tasks` say "no price", not `$0.0000`; and `forgebot tasks`, run from a shell that has
+  only the data directory set, links the issue where the forge said it is (on main: built from that
+  shell's variables, https://gitlab.com/...).
 * `forgebot serve` started from a directory holding a `bot/` package of its own: its worker child
   runs the installed forgebot, not that directory (on main `python -m bot worker` ran the decoy,
   which exited, and serve stopped with exit 1).
@@ -16,6 +17,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import textwrap
 import time
@@ -32,6 +34,7 @@ from tests.firstday.service import FORGEBOT, Service, wait_until
 
 BLOCKED = {"criteria": [], "assumptions": [], "questions": ["Which calculator?"]}
 WEB = "https://gitlab.example.test/gitlabhq/gitlab-test"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _worker_pid(parent: int) -> int | None:
@@ -75,6 +78,11 @@ def test_serve_metrics_include_the_worker_childs_task_series(
     assert sum(tokens.values()) > 0 and all(dict(labels)["role"] == "decomposer" for labels in tokens), tokens
     assert _samples(text, "forgebot_webhook_deliveries_total")  # the receiver's own series stay
     assert len(_samples(text, "forgebot_queue_up")) == 1  # the queue once, from the receiver
+    # every series docs/alerts.md's rules read is in this one scrape (it says one scrape of serve has them)
+    (rules,) = re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "alerts.md").read_text(), re.S)
+    used = set(re.findall(r"\bforgebot_[a-z_]+", rules))
+    declared = set(re.findall(r"^# TYPE (\S+) ", text, re.M))
+    assert len(used) >= 5 and {m for m in used if re.sub(r"_(bucket|sum|count)$", "", m) not in declared} == set()
 
     (task,) = service.tasks()
     assert 'id="cost">no price</dd>' in service.console(f"/console/tasks/{task.task_id}")
