@@ -6,9 +6,9 @@
 * `forgebot serve` runs an analyze task: serve's own `/metrics` has the worker's task and token
   series (on main they were counted in the worker child and never shown; docs/alerts.md said they
   were), and every series docs/alerts.md's rules read. Its model has no price: the console and
-  `forgebot tasks` say "no price", not `$0.0000`; and `forgebot tasks`, run from a shell that has
-  only the data directory set, links the issue where the forge said it is (on main: built from that
-  shell's variables, https://gitlab.com/...).
+  `forgebot tasks` say "no price", not `$0.0000`; the console's list filters by the path people
+  type; and `forgebot tasks`, run from a shell that has only the data directory set, links the
+  issue where the forge said it is (on main: built from that shell's variables, https://gitlab.com/...).
 * `forgebot serve` started from a directory holding a `bot/` package of its own: its worker child
   runs the installed forgebot, not that directory (on main `python -m bot worker` ran the decoy,
   which exited, and serve stopped with exit 1).
@@ -86,6 +86,11 @@ def test_serve_metrics_include_the_worker_childs_task_series(
 
     (task,) = service.tasks()
     assert 'id="cost">no price</dd>' in service.console(f"/console/tasks/{task.task_id}")
+    # the console's repository filter by the path people type (on main a path was ignored: all were listed)
+    for name in ("gitlabhq/gitlab-test", "GitLabHQ/GitLab-Test", "gitlab:gitlabhq/gitlab-test"):
+        assert f"/console/tasks/{task.task_id}" in service.console(f"/console/tasks?repo={name}"), name
+    other = service.console("/console/tasks?repo=nobody/here")
+    assert "No repository named nobody/here has tasks." in other and task.task_id not in other
     listed = forgebot("tasks", cwd=service.cwd, FORGEBOT_DATA_DIR=str(service.data_dir))  # another shell
     (line,) = [row for row in listed.out if row.startswith(task.task_id)]
     assert f"{WEB}/-/issues/{ISSUE}" in line and "no price" in line and "gitlab.com" not in line, listed.text

@@ -8,6 +8,8 @@ find its own worktree.
   `GitError`: git refuses a second checkout of a branch).
 * An implement task whose model blips is deferred and tried again: the retry takes up the worktree
   its first try made (same branch, nothing to free), and the finished task's worktree is removed.
+* A delivery the store took while Redis was away is queued by the sweeper while serve's only job
+  slot runs a long task.
 
 Through `forgebot serve`, the real model client and git over HTTP.
 """
@@ -17,10 +19,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.fakes.forge_http import FakeForgeState
+import pytest
+
+from tests.fakes.forge_http import FakeForgeState, FakeIssue
 from tests.fakes.model_server import ModelServer, Reply, Request, error, structured
 from tests.firstday.conftest import ISSUE, Launch, model_env
-from tests.firstday.service import Service
+from tests.firstday.service import Service, wait_until
 
 BLOCKED = {"criteria": [], "assumptions": [], "questions": ["Which calculator?"]}
 
@@ -94,3 +98,57 @@ def _registered(service: Service) -> list[str]:
     listing = subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=mirror, capture_output=True, text=True,
                              check=True).stdout
     return [line for line in listing.splitlines() if line.startswith("worktree ") and "/tasks/" in line]
+
+
+@pytest.mark.timeout(300)  # a 25 s model call, then a second task, on a shared machine
+def test_a_stranded_delivery_is_queued_while_the_only_job_slot_runs_a_task(
+    launch: Launch, forge_env: dict[str, str], model: ModelServer, fake_forge: FakeForgeState, origin_url: str
+) -> None:
+    """The sweeper works beside the job slot: a delivery the store took while Redis was away is queued
+    within a sweep interval although serve's one worker is busy with a long model call (as an arq
+    cron job it waited for the running task to end)."""
+    import asyncio
+    import json
+    import time
+
+    from bot.tasks.events import parse_gitlab
+    from bot.tasks.inbox import Inbox
+    from foundation.settings import TriggerSettings
+    from tests.e2e.conftest import pointed_at
+    from tests.fakes.samples import sample
+
+    fake_forge.add_issue("gitlab", "1", 24, FakeIssue(title="Division", body="The calculator cannot divide."))
+    started: list[float] = []
+
+    def slow_first(request: Request) -> Reply:
+        started.append(time.monotonic())
+        return Reply(text=json.dumps(BLOCKED), calls=structured("Decomposition", BLOCKED).calls,
+                     delay=25.0 if len(started) == 1 else 0.0)
+
+    model.responder = slow_first
+    env = {**forge_env, **model_env(model, FORGEBOT_LLM__MAX_RETRIES="0", FORGEBOT_LLM__TIMEOUT="90"),
+           "FORGEBOT_QUESTIONS__MAX_ROUNDS": "0", "FORGEBOT_INTAKE__SWEEP_INTERVAL": "5",
+           "FORGEBOT_INTAKE__SWEEP_GRACE": "0"}
+    service = launch("serve", **env).wait_healthy()
+    assert service.label(origin_url) == 202
+    wait_until(lambda: started, 120, "the first task's model call")  # the only job slot is taken
+
+    payload = sample("gitlab/issue.labels-changed.json")
+    payload["object_attributes"]["iid"] = 24
+    event = parse_gitlab({"x-gitlab-event": "Issue Hook"}, json.loads(pointed_at(json.dumps(payload).encode(),
+                         origin_url)), "gitlab:stranded-24", TriggerSettings(analyze_label="Platform"))
+    assert event is not None
+
+    async def strand() -> str:  # what the receiver writes when Redis does not answer in time
+        inbox = await Inbox.open(sqlite_path=service.data_dir / "inbox.sqlite")
+        try:
+            return (await inbox.record("gitlab", event.delivery_id, "Issue Hook", event)).result
+        finally:
+            await inbox.close()
+
+    assert asyncio.run(strand()) == "accepted"
+    wait_until(lambda: service.log_lines("sweeper re-enqueued delivery=gitlab:stranded-24"), 30,
+               "the sweeper to queue the stranded delivery")
+    assert len(started) == 1 and [s for s, _ in service.task_states()][0] == "running"  # still in its first call
+    service.wait_states(lambda states: states == ["done", "done"], "both tasks to end")
+    assert service.stop() == 0 and "Traceback" not in service.logs()
