@@ -17,13 +17,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from foundation.forge import Forge, RepoRef
 from foundation.settings import EmbedderSettings, Settings
 from foundation.workspace import Workspaces, repo_key
 from graph import forge_memory
 from graph.runtime.phases import step
+from graph.state import TaskState
 from graph.tools.database import connection_for
 from project.embedding import embedder_for
 from project.index import basecomplete, basevectors
@@ -36,10 +36,10 @@ from project.repoconfig import load_repo_config
 log = logging.getLogger(__name__)
 
 # how a job gets its checkout: `prepare` in production; tests pass one over a local repository
-Checkout = Callable[[Settings, Forge, RepoRef, str], Awaitable[dict[str, Any]]]
+Checkout = Callable[[Settings, Forge, RepoRef, str], Awaitable[TaskState]]
 
 
-async def prepare(settings: Settings, forge: Forge, repo: RepoRef, task_id: str) -> dict[str, Any]:
+async def prepare(settings: Settings, forge: Forge, repo: RepoRef, task_id: str) -> TaskState:
     """Mirror, check out and index `repo` for `task_id`; the state keys the analyzer reads."""
     if not repo.clone_url:
         raise ValueError(f"repository {repo.path} has no clone URL")
@@ -55,7 +55,7 @@ async def prepare(settings: Settings, forge: Forge, repo: RepoRef, task_id: str)
 
 async def index_with_memory(
     settings: Settings, forge: Forge, repo: RepoRef, key: str, root: Path, task_id: str
-) -> dict[str, Any]:
+) -> TaskState:
     """`index_checkout`, with the forge's new discussions read first and taken into the task index.
 
     Every task that gets an index comes through here (analyze and implement alike), so each task
@@ -79,7 +79,7 @@ async def index_with_memory(
 def index_checkout(
     data_dir: Path, key: str, root: Path, task_id: str, embedding: EmbedderSettings | None = None,
     memory_commits: int = MAX_COMMITS,
-) -> dict[str, Any]:
+) -> TaskState:
     """The task index of the checkout at `root` and the database `.forgebot.yml` names ("" if none).
 
     The base's vectors are started in the background; the task waits for them at most

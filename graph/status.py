@@ -28,7 +28,7 @@ from graph.nodes.publisher import footer
 from graph.protections import note
 from graph.runtime.boundaries import NodeFn
 from graph.schemas import GateResult
-from graph.state import TaskState
+from graph.state import PlanDump, TaskState
 
 log = logging.getLogger(__name__)
 
@@ -143,13 +143,13 @@ async def conclude(forge: Forge, state: TaskState, outcome: str, failure: TaskFa
     await write(forge, state, final_phase(outcome), final=True, failure=failure)
 
 
-async def progress(forge: Forge, state: TaskState, plan: dict[str, Any], shown: str | None) -> str | None:
+async def progress(forge: Forge, state: TaskState, plan: PlanDump, shown: str | None) -> str | None:
     """Inside the coder's session: when the next checklist item starts, edit the status; the phase shown.
 
     The coder works through the whole checklist in one node, so its node boundary alone would show
     only the first item; the session calls this as each item starts.
     """
-    current = TaskState(**{**state, "plan": plan})
+    current: TaskState = {**state, "plan": plan}
     phase = phase_of("coder", current)
     if not state.get("status_comment_id") or phase is None or phase == shown:
         return shown

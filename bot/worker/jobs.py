@@ -64,7 +64,7 @@ from graph.routing import CHECKOUT_MODES, check_mode
 from graph.runtime.boundaries import graph_config
 from graph.runtime.phases import GRAPH, Phases, step
 from graph.runtime.tasklimits import BudgetExceeded
-from graph.state import TaskState
+from graph.state import RepoDump, TaskState, dump
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -86,7 +86,7 @@ def initial_state(event: ForgeEvent, task_id: str, model: str = "") -> TaskState
         task_id=task_id,
         mode=event.mode or "",
         forge=event.forge,
-        repo=event.repo.model_dump(),
+        repo=dump(event.repo, RepoDump),
         number=event.number,
         title=event.title,
         body=event.body,
@@ -122,7 +122,7 @@ async def execute(
         state["status_comment_id"] = status_comment
         state["console_url"] = task_link(settings.console, task_id)
         if event.mode in CHECKOUT_MODES:  # the review route checks out the change's branch itself
-            state.update(await checkout(settings, deps.forge, event.repo, task_id))  # type: ignore[typeddict-item]
+            state.update(await checkout(settings, deps.forge, event.repo, task_id))
         elif event.mode == "implement":
             state.update(await prepare_workspace(settings, deps.forge, event, task_id))
         return state
@@ -360,8 +360,9 @@ async def _failed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, task: Ta
         return "gone"
     log.error("%s", record.log_line(task.task_id), exc_info=exc if record.bug else None)
     stopped = isinstance(exc, BudgetExceeded | GraphRecursionError)  # a limit ended the task: say which
-    used = exc.spent if isinstance(exc, BudgetExceeded) else {}
-    await status.conclude(forge, TaskState(**{**acked, **used}), "stopped" if stopped else "failed", record)  # type: ignore[typeddict-item]
+    used: TaskState = exc.spent if isinstance(exc, BudgetExceeded) else {}
+    concluded: TaskState = {**acked, **used}
+    await status.conclude(forge, concluded, "stopped" if stopped else "failed", record)
     await _post_failure(forge, event, task.task_id, record)
     await _finish(ctx["inbox"], task.task_id, event.delivery_id, "failed", record.kind, settings, record)
     return "stopped" if stopped else "failed"

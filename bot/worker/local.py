@@ -54,7 +54,7 @@ from graph.deps import Deps
 from graph.failure import TaskFailure, failure_of, failure_of_state
 from graph.routing import check_mode
 from graph.runtime.phases import GRAPH, Phases, step
-from graph.state import TaskState
+from graph.state import RepoDump, TaskState, dump
 
 __all__ = ["LocalResult", "LocalRunError", "ModelProblem", "answer_local", "checkout_root", "local_change", "one_line",
            "probe_models", "run_local", "uncommitted"]
@@ -448,7 +448,7 @@ async def run_local(
             nonlocal work
             event = ForgeEvent.model_validate_json(row.event_json)
             state = TaskState(
-                task_id=row.task_id, mode=mode, forge="local", repo=event.repo.model_dump(), number=event.number,
+                task_id=row.task_id, mode=mode, forge="local", repo=dump(event.repo, RepoDump), number=event.number,
                 title=title, body=body, workspace=str(root), started_at=time.time(), tokens=0, models=[],
             )
             if mode != "review":  # the review route checks out the branch under review itself
@@ -458,7 +458,7 @@ async def run_local(
                 async with step("index"):
                     indexed = await asyncio.to_thread(index_checkout, settings.data_dir, work.key, work.path,
                                                       row.task_id, settings.embedder, settings.memory.max_commits)
-                state.update(indexed)  # type: ignore[typeddict-item]
+                state.update(indexed)
             return state
 
         return await _drive(settings, inbox, row, root, models, start, None)

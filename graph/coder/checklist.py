@@ -18,6 +18,7 @@ from typing import Any, Literal
 from foundation.gitrunner import git
 from graph.coder import gitstate
 from graph.schemas import ChecklistItem, Plan
+from graph.state import Decision
 from graph.tools.paths import PathRejected, resolve_in_worktree
 
 Lint = Callable[[Sequence[str]], list[str]]  # modified files -> problems (empty: clean)
@@ -39,7 +40,7 @@ class Checklist:
     lint: Lint
     step_commits: bool = True
     author: tuple[str, str] = ("forgebot", "forgebot@users.noreply.invalid")
-    decisions: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
     reports: dict[int, str] = field(default_factory=dict)
     commits: list[str] = field(default_factory=list)
     files_read: list[str] = field(default_factory=list)
@@ -200,7 +201,7 @@ class Checklist:
         if doc["end"] not in ("", "finished", "looping", "blocked", "infrastructure"):
             raise ValueError(f"not a session end: {str(doc['end'])[:40]!r}")
         self.plan = Plan.model_validate(doc["plan"])
-        self.decisions = [dict(d) for d in doc["decisions"]]
+        self.decisions = list(doc["decisions"])  # read fresh from the journal: nothing else holds them
         self.reports = {int(k): str(v) for k, v in doc["reports"].items()}
         self.commits = [str(c) for c in doc["commits"]]
         self.files_read = [str(f) for f in doc["files_read"]]

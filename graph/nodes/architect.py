@@ -24,7 +24,7 @@ from graph.runtime.budget import call_budget
 from graph.runtime.roles import RoleRun
 from graph.runtime.scratchpad import Memory
 from graph.schemas import ArchitectVerdict, settle_architect
-from graph.state import TaskState
+from graph.state import PlanDump, TaskState
 from graph.tools import tools_for
 from graph.tools.code import search_tools
 from graph.tools.files import file_tools
@@ -34,8 +34,10 @@ from project.index.db import Connection
 from project.index.embed import Embedder
 
 
-def _targets(plan: dict[str, Any]) -> list[str]:
-    scope = plan.get("scope", {})
+def _targets(plan: PlanDump | None) -> list[str]:
+    scope = plan.get("scope") if plan else None
+    if not scope:
+        return []
     return [*scope.get("writable", []), *scope.get("context_only", [])]
 
 
@@ -51,7 +53,7 @@ def _tools(root: Path, memory: Memory, conn: Connection | None, embedder: Embedd
 
 async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     settings = runtime.context.settings
-    plan = state.get("plan") or {}
+    plan = state.get("plan")
     root = Path(state["workspace"])
     criteria = state.get("criteria", [])
     system = prompts.render("architect.system", forge_terms=prompts.terms(state["forge"]))
@@ -61,7 +63,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
                  max_calls=call_budget(settings.llm, "architect", criteria=len(criteria)))
     task = HumanMessage("\n\n".join([
         task_text(state, settings.data_dir),
-        prompts.boundary("plan", "planner", json.dumps(plan, indent=1)),
+        prompts.boundary("plan", "planner", json.dumps(plan or {}, indent=1)),
         *([prompts.boundary("plan_warnings", "code graph", "\n".join(state["plan_warnings"]))]
           if state.get("plan_warnings") else []),
         "Investigate what you need, then approve the plan or reject it with one actionable feedback line per "

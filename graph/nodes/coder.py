@@ -39,7 +39,7 @@ from graph.runtime.guard import Cause
 from graph.runtime.loop import LoopResult
 from graph.runtime.roles import RoleRun
 from graph.schemas import Plan
-from graph.state import CoderRecord, TaskState
+from graph.state import CoderRecord, PlanDump, TaskState, dump
 from graph.tools import tools_for
 from graph.tools.code import graph_tools, search_tools
 from project.embedding import embedder_for
@@ -157,7 +157,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     try:
         while True:
             item = checklist.current()
-            shown = await status.progress(runtime.context.forge, state, checklist.plan.model_dump(), shown)
+            shown = await status.progress(runtime.context.forge, state, dump(checklist.plan, PlanDump), shown)
             step = f"Work on item {item.id}. {item.title}" if item else "No item is open: call `finish`."
             messages = [HumanMessage(kept.intro + "\n\n" + step)]  # the journal's intro once restored
             result = await role.loop(tools, messages)

@@ -28,7 +28,7 @@ from graph.nodes.publisher import footer
 from graph.protections import note
 from graph.runtime.tasklimits import limits_of
 from graph.schemas import ChecklistItem, Finding, GateResult, Plan, Review, final_verdict
-from graph.state import ChangeRecord, TaskState
+from graph.state import ChangeRecord, FindingDump, TaskState
 
 
 def branch_name(number: int, title: str) -> str:
@@ -71,7 +71,7 @@ def decide(state: TaskState) -> dict[str, Any]:
     return {**_fix_round(state, now), "review_findings": [_blocking(state)]}  # appended by TaskState
 
 
-def _blocking(state: TaskState) -> list[dict[str, Any]]:
+def _blocking(state: TaskState) -> list[FindingDump]:
     return [f for f in state.get("review", {}).get("findings", []) if f["severity"] in ("blocker", "major")]
 
 

@@ -28,7 +28,7 @@ from graph.runtime.injection import inject
 from graph.runtime.roles import RoleRun
 from graph.runtime.trace import Trace
 from graph.schemas import AcceptanceCriterion, Plan, plan_problems
-from graph.state import TaskState
+from graph.state import ScopeDump, TaskState
 from graph.structured import StructuredOutputError
 from project.embedding import embedder_for
 
@@ -98,9 +98,12 @@ def _system(state: TaskState) -> SystemMessage:
 def injected_files(state: TaskState) -> str:
     """Live injection for the planner roles (seed 000): one snapshot from disk per node invoke, with
     the tool loops' tiers and limits — the files the analysis names and the scope of the plan so far."""
-    scope = state.get("scope", {})
-    plan_scope = (state.get("plan") or {}).get("scope", {})
-    targets = [*state.get("analysis", {}).get("affected_files", []), *scope.get("writable", []),
+    none: ScopeDump = {"writable": [], "context_only": []}
+    scope = state.get("scope", none)
+    plan = state.get("plan")
+    plan_scope = plan.get("scope", none) if plan else none
+    analysis = state.get("analysis")
+    targets = [*(analysis.get("affected_files", []) if analysis else []), *scope.get("writable", []),
                *plan_scope.get("writable", []), *scope.get("context_only", []), *plan_scope.get("context_only", [])]
     return inject(Path(state["workspace"]), [t for t in targets if isinstance(t, str)]).render()
 

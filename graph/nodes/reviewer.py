@@ -30,7 +30,7 @@ from graph.runtime.roles import RoleRun
 from graph.runtime.scratchpad import Memory
 from graph.runtime.window import Window, WindowTooSmall, message_tokens, tool_tokens
 from graph.schemas import GateResult, Review, final_verdict, settle_answer, settle_verdict
-from graph.state import TaskState
+from graph.state import CriterionDump, TaskState
 from graph.structured import StructuredOutputError
 from graph.tools import tools_for
 from graph.tools.code import graph_tools, search_tools
@@ -40,7 +40,8 @@ from project.index.db import Connection, connect
 from project.index.embed import Embedder
 
 # A review always checks something: with no stated criteria, the change is checked for this one.
-GENERAL_CRITERION = {"id": 1, "text": "The change introduces no defect, security problem or architecture violation"}
+GENERAL_CRITERION: CriterionDump = {
+    "id": 1, "text": "The change introduces no defect, security problem or architecture violation"}
 STOPPED = frozenset({"budget_exhausted", "tokens_exhausted", "report", "looping"})
 
 
@@ -100,7 +101,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     }
 
 
-def _fitted_task(state: TaskState, settings: Settings, window: Window, criteria: list[dict[str, Any]],
+def _fitted_task(state: TaskState, settings: Settings, window: Window, criteria: list[CriterionDump],
                  tools: list[BaseTool]) -> tuple[DiffView, HumanMessage, dict[str, Any]]:
     """The review's task message fitted to the model's window: the prompt, standards, tools and task
     text are fixed; the diff takes up to two thirds of the rest, the code context half of what is then
@@ -129,7 +130,7 @@ def _system(state: TaskState) -> str:
     return rendered + "\n\n" + standards_for(state)
 
 
-def _task(state: TaskState, criteria: list[dict[str, Any]], view: DiffView) -> str:
+def _task(state: TaskState, criteria: list[CriterionDump], view: DiffView) -> str:
     terms = prompts.terms(state.get("forge", "gitlab"))
     decisions = [str(d.get("reason", d)) for d in state.get("plan_decisions", [])]
     return prompts.render(
@@ -148,7 +149,7 @@ def _tools(root: Path, conn: Connection | None, memory: Memory, embedder: Embedd
     return tools_for("reviewer", available)
 
 
-def _not_approved(review: Review, criteria: list[dict[str, Any]], reason: str) -> Review:
+def _not_approved(review: Review, criteria: list[CriterionDump], reason: str) -> Review:
     """An unfinished inspection: every criterion not shown verified is listed, and it never approves."""
     ids = [int(c["id"]) for c in criteria]
     verified = [i for i in review.verified_criteria if i in ids]

@@ -13,10 +13,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from typing_extensions import TypedDict
 
 from foundation.metrics import record_tokens, safe_label
 from graph.runtime.budget import Exhausted
+
+
+class RoleUsageRecord(TypedDict):
+    """One role's calls, tokens and cost, as state and traces keep them."""
+
+    calls: int
+    input: int
+    output: int
+    cost_usd: float
+
+
+class UsageRecord(TypedDict, total=False):
+    """A ledger's snapshot, or their sum (`merge_usage`); empty before any model call."""
+
+    tokens: int
+    cost_usd: float
+    unpriced: list[str]
+    roles: dict[str, RoleUsageRecord]
 
 
 @dataclass
@@ -79,7 +99,7 @@ class Ledger:
             return Exhausted(kind="cost", limit=round(self.cost_budget * 1e6), used=round(self.cost_usd * 1e6))
         return None
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> UsageRecord:
         """A JSON-able summary for state and traces."""
         return {
             "tokens": self.tokens,
@@ -90,22 +110,23 @@ class Ledger:
         }
 
 
-_ROLE_FIELDS = ("calls", "input", "output")
+_ROLE_FIELDS: tuple[Literal["calls", "input", "output"], ...] = ("calls", "input", "output")
 
 
-def merge_usage(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+def merge_usage(left: UsageRecord | None, right: UsageRecord | None) -> UsageRecord:
     """The `usage` reducer: per-role calls, tokens and cost added, `unpriced` lists merged.
 
     Totals are recomputed from the roles, so the footer's figures are always the per-role sum.
     """
-    roles: dict[str, dict[str, Any]] = {}
-    for part in (left or {}, right or {}):
+    roles: dict[str, RoleUsageRecord] = {}
+    parts = [part for part in (left, right) if part]
+    for part in parts:
         for role, usage in (part.get("roles") or {}).items():
             into = roles.setdefault(role, {"calls": 0, "input": 0, "output": 0, "cost_usd": 0.0})
             for key in _ROLE_FIELDS:
                 into[key] += int(usage.get(key, 0))
             into["cost_usd"] = round(into["cost_usd"] + float(usage.get("cost_usd", 0.0)), 6)
-    unpriced = sorted({*(left or {}).get("unpriced", []), *(right or {}).get("unpriced", [])})
+    unpriced = sorted({name for part in parts for name in part.get("unpriced", [])})
     return {
         "tokens": sum(r["input"] + r["output"] for r in roles.values()),
         "cost_usd": round(sum(r["cost_usd"] for r in roles.values()), 6),

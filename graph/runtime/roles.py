@@ -39,7 +39,7 @@ from graph.runtime.synthesis import record_structured, synthesize
 from graph.runtime.tasklimits import limits_of
 from graph.runtime.trace import Trace
 from graph.runtime.window import Window
-from graph.state import TaskState
+from graph.state import CriterionDump, TaskState
 from graph.structured import Settle, ask_structured
 
 T = TypeVar("T", bound=BaseModel)
@@ -91,7 +91,7 @@ class RoleRun:
         return self._result
 
     async def conclude(
-        self, schema: type[T], *, system: str, criteria: Sequence[dict[str, Any]], memory: Memory,
+        self, schema: type[T], *, system: str, criteria: Sequence[CriterionDump], memory: Memory,
         result: LoopResult, declared: Sequence[str] = (), task: Sequence[BaseMessage] = (),
         settle: Settle[T] | None = None,
     ) -> T:

@@ -19,9 +19,11 @@ from langchain_core.tools import BaseTool
 
 import prompts
 from graph.runtime.budget import estimate_tokens
+from graph.state import CriterionDump
 from graph.tools.functiontool import function_tool
 
 NoteKind = Literal["fact", "path", "question"]
+_KINDS: dict[str, NoteKind] = {"fact": "fact", "path": "path", "question": "question"}
 TOMBSTONE = "forgebot:tombstone"
 MAX_NOTE_CHARS = 2_000
 END = 10**9  # "to the end of the file" in a read range
@@ -32,13 +34,14 @@ class Scratchpad:
     notes: list[tuple[NoteKind, str]] = field(default_factory=list)
 
     def write(self, kind: str, text: str) -> str:
-        if kind not in ("fact", "path", "question"):
+        checked = _KINDS.get(kind)
+        if checked is None:
             raise ValueError("kind must be one of: fact, path, question")
         text = text.strip()
         if not text or len(text) > MAX_NOTE_CHARS:
             raise ValueError(f"a note is 1..{MAX_NOTE_CHARS} characters")
-        if (kind, text) not in self.notes:
-            self.notes.append((kind, text))  # type: ignore[arg-type]
+        if (checked, text) not in self.notes:
+            self.notes.append((checked, text))
         return f"saved ({len(self.notes)} notes)"
 
     def tool(self) -> BaseTool:
@@ -143,7 +146,7 @@ class Memory:
 
 
 def handoff_summary(
-    criteria: Sequence[dict[str, Any]], memory: Memory, declared_files: Sequence[str], reason: str,
+    criteria: Sequence[CriterionDump], memory: Memory, declared_files: Sequence[str], reason: str,
     budget_tokens: int | None = None,
 ) -> str:
     """The code-assembled input of structured synthesis (no tool history, no model summary); with a

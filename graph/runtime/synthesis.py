@@ -22,6 +22,7 @@ from graph.runtime.accounting import Ledger
 from graph.runtime.scratchpad import Memory, handoff_summary
 from graph.runtime.trace import Trace, content_hash
 from graph.runtime.window import Window, message_tokens, schema_tokens
+from graph.state import CriterionDump
 from graph.structured import Settle, ask_structured
 from graph.tools.functiontool import function_tool
 from graph.tools.paths import relative
@@ -56,7 +57,7 @@ class Declared:
 
 
 async def synthesize(
-    model: BaseChatModel, schema: type[T], *, role: str, system: str, criteria: Sequence[dict[str, Any]],
+    model: BaseChatModel, schema: type[T], *, role: str, system: str, criteria: Sequence[CriterionDump],
     memory: Memory, declared: Sequence[str], reason: str, ledger: Ledger, trace: Trace | None = None,
     notice: str = "", task: Sequence[BaseMessage] = (), window: Window | None = None,
     settle: Settle[T] | None = None,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ class BudgetExceeded(RuntimeError):
 
     def __init__(self, budget: str, limit: str, used: str, configured: bool) -> None:
         self.budget, self.limit, self.used = budget, limit, used
-        self.spent: dict[str, Any] = {}  # the task's tokens, models and usage when it stopped (for the footer)
+        self.spent: TaskState = {}  # the task's tokens, models and usage when it stopped (for the footer)
         where = " set in `.forgebot.yml`" if configured else ""
         super().__init__(f"the task's {budget} budget{where} ({limit}) is used up ({used} spent)")
 
@@ -72,16 +73,16 @@ def limits_of(state: TaskState, settings: Settings) -> TaskLimits:
     return resolve(settings, RepoConfig())
 
 
-def config_revision(state: TaskState) -> str:
+def config_revision(state: Mapping[str, Any]) -> str:
     """Where `.forgebot.yml` is read: the implement task's base, else the default branch."""
     if state.get("base"):
-        return state["base"]
+        return str(state["base"])
     if state.get("mode") == "review":  # the checkout is the change's branch: read the target's config
         return f"origin/{state['repo'].get('default_branch') or 'main'}"
     return "HEAD"  # analyze: a read-only checkout of the default branch
 
 
-def read_limits(state: TaskState, settings: Settings) -> TaskLimits | None:
+def read_limits(state: Mapping[str, Any], settings: Settings) -> TaskLimits | None:
     """Resolve from the task's checkout; None while there is none. An unreadable file keeps the defaults
     (the routes report an invalid `.forgebot.yml` themselves)."""
     root = state.get("workspace") or ""
@@ -93,6 +94,20 @@ def read_limits(state: TaskState, settings: Settings) -> TaskLimits | None:
         log.info("task %s: budgets from the server defaults (%s)", state.get("task_id"), str(exc).splitlines()[0])
         config = RepoConfig()
     return resolve(settings, config)
+
+
+def spent_of(state: TaskState) -> TaskState:
+    """What the task had spent when a budget stopped it: the footer's tokens, models, cost and time."""
+    spent: TaskState = {}
+    if "tokens" in state:
+        spent["tokens"] = state["tokens"]
+    if "models" in state:
+        spent["models"] = state["models"]
+    if "usage" in state:
+        spent["usage"] = state["usage"]
+    if "started_at" in state:
+        spent["started_at"] = state["started_at"]
+    return spent
 
 
 def check(state: TaskState, limits: TaskLimits, now: float | None = None) -> None:
@@ -121,11 +136,11 @@ def with_limits(run: NodeFn) -> NodeFn:
         try:
             check(state, limits)
         except BudgetExceeded as exc:
-            exc.spent = {k: state[k] for k in ("tokens", "models", "usage", "started_at") if k in state}
+            exc.spent = spent_of(state)
             raise
         update = await run(state, runtime=runtime)
         if resolved is None and not state.get("limits") and isinstance(update, dict):
-            resolved = read_limits({**state, **update}, settings)  # type: ignore[typeddict-item]
+            resolved = read_limits({**state, **update}, settings)
         if resolved is not None and isinstance(update, dict) and not update.get("limits"):
             return {**update, "limits": resolved.model_dump()}
         return update
