@@ -26,7 +26,7 @@ from starlette.routing import Route
 from bot.web.app import create_app
 from foundation.settings import ConsoleSettings, Settings
 from tests.console.test_access import _Queue  # the console never enqueues
-from tests.fakes.server import ServerThread, serving
+from tests.fakes.server import ServerThread, free_port, serving
 
 OPERATOR = "operator-token-b1d3f5a7c9e1b3d5f7a9c1e3"
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,9 +157,11 @@ def test_wrong_bearer_tokens_are_throttled(web: ServerThread) -> None:
     assert list_tasks(OPERATOR) == 429
 
 
-def test_a_weak_operator_token_stops_the_service_at_start_up(tmp_path: Path) -> None:
+def test_a_weak_operator_token_stops_the_service_at_start_up(tmp_path: Path, redis_url: str) -> None:
+    # everything else a web process needs is there (a live Redis): only the token can stop it
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "FORGEBOT_DATA_DIR": str(tmp_path / "data"),
-           "FORGEBOT_CONSOLE__OPERATOR_TOKEN": "hunter2"}
+           "FORGEBOT_CONSOLE__OPERATOR_TOKEN": "hunter2", "FORGEBOT_REDIS_URL": redis_url,
+           "FORGEBOT_PORT": str(free_port())}
     done = subprocess.run([sys.executable, "-m", "bot", "web"], env=env, cwd=ROOT, capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode != 0
