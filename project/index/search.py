@@ -9,6 +9,7 @@ the vector leg was off instead of pretending. Every answer carries the index's f
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -49,15 +50,20 @@ class Weights:
     vector_candidates: int = 20
     # Reranking of the fused top `rerank_depth` by what the code graph knows of each chunk: `name` is
     # added times the share of the symbol's name words the question uses ("the default driver" ->
-    # getDefaultDriver), `owner` the same for its class's name; both in the units of the fused score
-    # (a first rank in one leg is worth 1 / (k + 1)).
-    name: float = 0.1
+    # getDefaultDriver; a question's opening verb also counts as the name words it stands for,
+    # "Returns the ..." -> get), `owner` the same for its class's name; both in the units of the
+    # fused score (a first rank in one leg is worth 1 / (k + 1)).
+    name: float = 0.2
     owner: float = 0.06
     rerank_depth: int = 30
+    # Every fused candidate gains `cosine` times its exact cosine similarity to the question (when
+    # the vector leg runs): a chunk only the lexical or graph leg found still gets the model's
+    # opinion, which rank fusion alone gives only to the vector leg's own top 20.
+    cosine: float = 0.3
 
     def __post_init__(self) -> None:
         if (
-            min(self.lexical, self.vector, self.graph, self.k) < 0
+            min(self.lexical, self.vector, self.graph, self.k, self.cosine) < 0
             or min(self.candidates, self.vector_candidates) < 1
         ):
             raise ValueError("weights must be >= 0, k >= 0 and candidates >= 1")
@@ -169,8 +175,25 @@ def _capped_count(conn: Connection, term: str, cap: int, table: str) -> int:
 
 
 def vector_ranking(conn: Connection, embedder: Embedder, query: str, limit: int) -> list[int]:
-    vector = np.asarray(embedder.embed([query])[0], dtype=np.float32)
-    return vector_ranking_for(conn, vector, limit)
+    return vector_ranking_for(conn, _query_vector(embedder, query), limit)
+
+
+def _query_vector(embedder: Embedder, query: str) -> np.ndarray:
+    return np.asarray(embedder.embed([query])[0], dtype=np.float32)
+
+
+def cosines(conn: Connection, vector: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
+    """Exact cosine of the question to each chunk in `ids` that has a vector (vectors are unit length)."""
+    out: dict[int, float] = {}
+    query = np.asarray(vector, dtype=np.float32)
+    for start in range(0, len(ids), 500):
+        batch = list(ids[start : start + 500])
+        marks = ",".join("?" * len(batch))
+        rows = conn.execute(f"SELECT id, embedding FROM chunk_vectors WHERE id IN ({marks})", batch).fetchall()
+        if rows:
+            matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
+            out.update(zip((int(row[0]) for row in rows), (matrix @ query).tolist(), strict=True))
+    return out
 
 
 def vector_ranking_for(conn: Connection, vector: np.ndarray, limit: int, *, oversample: int = 2) -> list[int]:
@@ -261,6 +284,7 @@ def definition_search(
     return Answer(query, tuple(hits), ("definitions",), read_freshness(conn), (note,))
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def stem(word: str) -> str:
     """A crude English stem, enough for "drivers", "driving" and "drive" to meet a name's "Driver"."""
     low = word.lower()
@@ -279,9 +303,39 @@ def stem(word: str) -> str:
     return low[:-1] if low.endswith("e") and len(low) > 3 else low
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def _name_stems(name: str) -> tuple[str, ...]:
+    return tuple(stem(w) for w in words(name).split())
+
+
 def _coverage(name: str, asked: set[str]) -> float:
-    parts = [stem(w) for w in words(name).split()]
+    parts = _name_stems(name)
     return sum(part in asked for part in parts) / len(parts) if parts else 0.0
+
+
+# A summary's opening verb and the words code names the same act with: "Returns the default driver"
+# is `getDefaultDriver`, "Determine if the user ..." is `isUser...` or `hasUser...`.
+_VERB_NAMES = {
+    stem(verb): tuple(stem(name) for name in names.split())
+    for verb, names in {
+        "return": "get", "retrieve": "get fetch find", "fetch": "get", "find": "find get",
+        "determine": "is has can should", "check": "is has can", "tell": "is has",
+        "set": "set", "specify": "set", "assign": "set",
+        "remove": "remove delete forget unset", "delete": "delete remove forget",
+        "add": "add push append", "append": "append add push",
+        "create": "create make new", "make": "make create", "build": "build make create",
+        "convert": "to", "transform": "to map", "count": "count",
+    }.items()
+}
+
+
+def asked_stems(query: str) -> set[str]:
+    """The stems of a question's words, with the name words its opening verb stands for."""
+    asked = {stem(term) for term in query_terms(query)}
+    opening = query_terms(query, stopwords=True)[:1]
+    for word in opening:
+        asked.update(_VERB_NAMES.get(stem(word), ()))
+    return asked
 
 
 def rerank(
@@ -292,7 +346,7 @@ def rerank(
     A question about code tends to use the words its answer is named with; the legs see them only
     as one term among the body's, the reranker as the name's own.
     """
-    asked = {stem(term) for term in query_terms(query)}
+    asked = asked_stems(query)
     top = sorted(fused, key=lambda chunk_id: -fused[chunk_id][0])[: weights.rerank_depth]
     if not top or not asked:
         return fused
@@ -305,6 +359,13 @@ def rerank(
         score, legs = out[chunk_id]
         out[chunk_id] = (score + bonus, legs)
     return out
+
+
+def _add_cosines(
+    conn: Connection, fused: dict[int, tuple[float, tuple[str, ...]]], vector: np.ndarray, weight: float
+) -> dict[int, tuple[float, tuple[str, ...]]]:
+    similarity = cosines(conn, vector, list(fused))
+    return {i: (score + weight * similarity.get(i, 0.0), legs) for i, (score, legs) in fused.items()}
 
 
 def read_freshness(conn: Connection) -> Freshness:
@@ -343,6 +404,7 @@ def search(
     depth = weights.candidates * widen
     rankings: dict[str, list[int]] = {}
     notes: list[str] = []
+    vector: np.ndarray | None = None
     if weights.lexical:
         rankings["lexical"] = lexical_ranking(conn, query, depth)
     if weights.graph:
@@ -356,9 +418,13 @@ def search(
             f"vector leg off: the index holds vectors of {meta.get('model_id') or 'no model'}, "
             f"not {embedder.model_id}; lexical and graph legs only"
         )
-    elif weights.vector:
-        rankings["vector"] = vector_ranking(conn, embedder, query, weights.vector_candidates * widen)
+    elif weights.vector or weights.cosine:
+        vector = _query_vector(embedder, query)
+        if weights.vector:
+            rankings["vector"] = vector_ranking_for(conn, vector, weights.vector_candidates * widen)
     fused = rrf(rankings, weights)
+    if vector is not None and weights.cosine:
+        fused = _add_cosines(conn, fused, vector, weights.cosine)
     if weights.name or weights.owner:
         fused = rerank(conn, fused, query, weights)
     hits = _hits(conn, fused, path_glob, set(kinds), limit)

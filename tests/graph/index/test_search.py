@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from project.index import search_store
 from project.index.db import Connection, connect
 from project.index.search import (
     Weights,
+    asked_stems,
     graph_ranking,
     lexical_ranking,
     query_terms,
@@ -153,3 +155,60 @@ def test_an_embedder_of_another_model_turns_the_vector_leg_off_and_says_so(conn:
         "lexical and graph legs only",
     )
     assert answer.hits[0].symbol == "App\\User\\UserRepository::findById"
+
+
+def test_a_questions_opening_verb_counts_as_the_name_words_code_uses() -> None:
+    assert {"get"} <= asked_stems("Returns the default driver")
+    assert {"is", "has"} <= asked_stems("Determine if the user is verified")
+    # only the opening word is a summary's verb; later in the sentence it is just a word
+    assert "get" not in asked_stems("The value this returns")
+
+
+def test_reranker_prefers_the_name_the_opening_verb_implies(tmp_path: Path) -> None:
+    source = """<?php
+namespace App;
+
+class Profile
+{
+    private string $name = '';
+
+    public function nameLength(): int
+    {
+        return strlen($this->name);
+    }
+
+    public function getName(): string
+    {
+        $trimmed = trim($this->name, " \\t\\n");
+        $collapsed = preg_replace('/\\s+/', ' ', $trimmed);
+        $visible = mb_substr($collapsed ?? '', 0, 80);
+        return $visible;
+    }
+}
+"""
+    connection = connect(tmp_path / "verbs.db")
+    index_files(connection, {"src/Profile.php": source}, HashingEmbedder(dimension=64))
+    only_lexical = Weights(vector=0, graph=0, cosine=0, name=0, owner=0)
+    plain = search(connection, "Returns the name", limit=2, kinds=["method"], weights=only_lexical)
+    assert plain.hits[0].symbol == "App\\Profile::nameLength"  # the premise: the words alone favour it
+    reranked = search(
+        connection, "Returns the name", limit=2, kinds=["method"], weights=dataclasses.replace(only_lexical, name=0.2)
+    )
+    assert reranked.hits[0].symbol == "App\\Profile::getName"
+    connection.close()
+
+
+def test_every_fused_candidate_gains_its_exact_cosine(conn: Connection) -> None:
+    embedder = HashingEmbedder(dimension=64)
+    question = "user repository save"
+    without = Weights(vector=0, cosine=0, name=0, owner=0)
+    base = {h.symbol: h.score for h in search(conn, question, embedder=embedder, limit=20, weights=without).hits}
+    lifted = search(conn, question, embedder=embedder, limit=20, weights=dataclasses.replace(without, cosine=0.3))
+    vectors = {
+        row[0]: np.frombuffer(row[1], dtype=np.float32)
+        for row in conn.execute("SELECT c.symbol, v.embedding FROM chunks c JOIN chunk_vectors v ON v.id = c.id")
+    }
+    query = embedder.embed([question])[0]
+    assert lifted.hits and {h.symbol for h in lifted.hits} == set(base)
+    for hit in lifted.hits:  # none of these came from the vector leg (it is off): the cosine is added to all
+        assert hit.score == pytest.approx(base[hit.symbol] + 0.3 * float(vectors[hit.symbol] @ query), abs=1e-6)
