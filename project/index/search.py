@@ -330,10 +330,13 @@ _VERB_NAMES = {
 
 
 def asked_stems(query: str) -> set[str]:
-    """The stems of a question's words, with the name words its opening verb stands for."""
-    asked = {stem(term) for term in query_terms(query)}
-    opening = query_terms(query, stopwords=True)[:1]
-    for word in opening:
+    """The stems of a question's words, with the name words its opening verb stands for.
+
+    Stopwords stay: in a name they carry meaning (`toArray`, `isEmpty`, `findBy`, `createFrom`).
+    """
+    terms = query_terms(query, stopwords=True)
+    asked = {stem(term) for term in terms}
+    for word in terms[:1]:
         asked.update(_VERB_NAMES.get(stem(word), ()))
     return asked
 

@@ -162,6 +162,7 @@ def test_a_questions_opening_verb_counts_as_the_name_words_code_uses() -> None:
     assert {"is", "has"} <= asked_stems("Determine if the user is verified")
     # only the opening word is a summary's verb; later in the sentence it is just a word
     assert "get" not in asked_stems("The value this returns")
+    assert {"to", "array"} <= asked_stems("Convert the items to an array")  # `toArray`
 
 
 def test_reranker_prefers_the_name_the_opening_verb_implies(tmp_path: Path) -> None:
