@@ -413,7 +413,10 @@ async def _recorded(write: Callable[[], Awaitable[T]], what: str, tries: int = E
             if number == tries:
                 log.error("task end not recorded (%s) after %d tries: %s: %s", what, tries, type(exc).__name__, exc)
                 return None
-            await asyncio.sleep(pause * 2 ** (number - 1))
+            wait = pause * 2 ** (number - 1)
+            log.warning("task end not recorded yet (%s), try %d of %d, again in %.1f s: %s: %s", what, number, tries,
+                        wait, type(exc).__name__, exc)
+            await asyncio.sleep(wait)
     return None
 
 

@@ -10,6 +10,8 @@ find its own worktree.
   its first try made (same branch, nothing to free), and the finished task's worktree is removed.
 * A delivery the store took while Redis was away is queued by the sweeper while serve's only job
   slot runs a long task.
+* A task that finishes while another process holds the store's write lock is recorded done once the
+  lock is gone (its end is written again, one warning line a try), never failed.
 
 Through `forgebot serve`, the real model client and git over HTTP.
 """
@@ -151,4 +153,45 @@ def test_a_stranded_delivery_is_queued_while_the_only_job_slot_runs_a_task(
                "the sweeper to queue the stranded delivery")
     assert len(started) == 1 and [s for s, _ in service.task_states()][0] == "running"  # still in its first call
     service.wait_states(lambda states: states == ["done", "done"], "both tasks to end")
+    assert service.stop() == 0 and "Traceback" not in service.logs()
+
+
+@pytest.mark.timeout(300)
+def test_a_finished_task_whose_end_meets_a_locked_store_is_recorded_done(
+    launch: Launch, forge_env: dict[str, str], model: ModelServer, fake_forge: FakeForgeState, origin_url: str
+) -> None:
+    """Another process holds the task store's write lock for longer than a writer waits (10 s) just as
+    the task finishes: writing its end fails with "database is locked" and is tried again, and the task
+    is done, without a failure comment (on main the job raised, and the reaper later failed the finished
+    task and told its author so)."""
+    import sqlite3
+    import threading
+    import time
+
+    released = threading.Event()
+
+    def hold_the_store() -> None:
+        lock = sqlite3.connect(service.data_dir / "inbox.sqlite", isolation_level=None, timeout=30)
+        lock.execute("BEGIN EXCLUSIVE")
+        time.sleep(22)
+        lock.execute("COMMIT")
+        lock.close()
+        released.set()
+
+    def answer_then_lock(request: Request) -> Reply:
+        threading.Thread(target=hold_the_store, daemon=True).start()
+        time.sleep(1)  # the lock is held before the answer leaves
+        return structured("Decomposition", BLOCKED)
+
+    model.responder = answer_then_lock
+    env = {**forge_env, **model_env(model), "FORGEBOT_QUESTIONS__MAX_ROUNDS": "0"}
+    service = launch("serve", **env).wait_healthy()
+    assert service.label(origin_url) == 202
+    wait_until(released.is_set, 120, "the store's lock to be held and released")  # the test reads it after
+    service.wait_states(lambda states: states == ["done"], "the task to be recorded done", timeout=120)
+    assert service.task_states() == [("done", "blocked")]
+    retried = service.log_lines("task end not recorded yet (")
+    assert retried and all("database is locked" in line for line in retried), retried
+    assert not service.log_lines("task failed") and not service.log_lines("after 5 tries")
+    assert not [c for c in fake_forge.comments_on("gitlab", "1", ISSUE) if "could not finish" in c.body]
     assert service.stop() == 0 and "Traceback" not in service.logs()
