@@ -326,10 +326,9 @@ def _vector(conn: Connection, embedder: Embedder, query: str, limit: int) -> lis
 def search(conn: Connection, query: str, *, embedder: Embedder | None, limit: int = 10,
            kinds: Sequence[Kind] = ()) -> tuple[list[MemoryHit], list[str]]:
     """Hybrid memory search: hits (best first) and notes (e.g. which leg was absent)."""
-    notes: list[str] = []
-    skipped = read_meta(conn).get("history_skipped", "")
-    if skipped:  # what history could not read is said with every answer it is missing from
-        notes.append(skipped)
+    meta = read_meta(conn)
+    # what history could not read, and where a lost commit object cut it, is said with every answer
+    notes = [meta[key] for key in ("history_listing", "history_skipped") if meta.get(key)]
     depth = max(limit * 5, 50)
     rankings = {"lexical": _lexical(conn, query, depth)}
     named = _history_leg(conn, query, depth)

@@ -85,7 +85,8 @@ def refresh(conn: Connection, root: Path, max_commits: int, journal: Path | None
             kept.close()
     with conn:
         _link_merges(conn, [sha for sha in todo if len(parents.get(sha, ())) > 1], parents, shas[-1:])
-        memory.write_meta(conn, last_commit=head, history_skipped=_summary(conn))
+        # both go with every answer: what could not be read, and where the listing of history was cut
+        memory.write_meta(conn, last_commit=head, history_skipped=_summary(conn), history_listing=note)
     skipped = _summary(conn)
     if skipped:
         report.notes.append(skipped)

@@ -1,12 +1,14 @@
 """Project memory of a hard history through the running service, on GitHub.
 
 The served repository's history holds a 100 MB minified bundle (added, then dropped), and the worker's
-mirror of it has lost one old blob (a damaged clone: the blob of `Calculator.php` at one commit).
+mirror of it is damaged: it has lost one old blob (`Calculator.php` at one commit) and its first commit
+object.
 A label delivery goes over HTTP to the real receiver; a burst arq worker on the real Redis builds the
 base index and its memory, and the analyzer (a scripted model) asks `symbol_history` how `divide`
-came to be, then `search_memory` why it throws. Every commit is remembered; the two whose diff needs
-the lost blob keep their message and say what was not read; the others have their entry points; and
-`forgebot trace TASK` shows the analyzer's `symbol_history` call and its answer.
+came to be, then `search_memory` why it throws. Every commit but the lost one is remembered; the two
+whose diff needs the lost blob, and the one whose parent is lost, keep their message and say what was
+not read; the others have their entry points; every memory answer says where history was cut and what
+was not read; and `forgebot trace TASK` shows the analyzer's `symbol_history` call and its answer.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pytest
 from foundation.settings import Settings
 from foundation.workspace import repo_key
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
+from project.index import memory
 from project.index.db import connect
 from tests.e2e.conftest import allow_http_git, work
 from tests.e2e.test_memory_service import REPO, _deliver, _task_ids, _trace
@@ -79,14 +82,16 @@ def hard_origin(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) 
     subprocess.run(["git", "-C", str(served / "app.git"), "branch", "master", "main"], check=True)
     shas["lost_blob"] = subprocess.run(["git", "-C", str(work), "rev-parse", f"{shas['rounds']}:src/Calculator.php"],
                                        capture_output=True, text=True, check=True).stdout.strip()
+    shas["lost_commit"] = subprocess.run(["git", "-C", str(work), "rev-list", "--max-parents=0", "HEAD"],
+                                         capture_output=True, text=True, check=True).stdout.strip()
     with serving(create_git_server(served, None)) as server:
         settings.workspace.git_hosts = (server.url,)
         serve_samples(fake_forge, settings, clone_url=f"{server.url}/app.git", git_dir=str(served / "app.git"))
         yield f"{server.url}/app.git", shas
 
 
-def _damaged_mirror(settings: Settings, url: str, source: Path, lost_blob: str) -> None:
-    """The worker's mirror as a damaged clone leaves it: every object loose, one old blob gone."""
+def _damaged_mirror(settings: Settings, url: str, source: Path, lost: list[str]) -> None:
+    """The worker's mirror as a damaged clone leaves it: every object loose, some old ones gone."""
     mirror = settings.data_dir / "workspaces" / "mirrors" / f"{repo_key('github', REPO)}.git"
     mirror.parent.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", "--bare", str(mirror)], check=True)
@@ -95,7 +100,8 @@ def _damaged_mirror(settings: Settings, url: str, source: Path, lost_blob: str) 
                    check=True)
     subprocess.run(["git", "-C", str(mirror), "-c", "fetch.unpackLimit=100000", "fetch", "-q", str(source),
                     "+refs/heads/*:refs/remotes/origin/*"], check=True)
-    (mirror / "objects" / lost_blob[:2] / lost_blob[2:]).unlink()
+    for sha in lost:
+        (mirror / "objects" / sha[:2] / sha[2:]).unlink()
 
 
 def _models() -> object:
@@ -123,7 +129,7 @@ async def test_a_hard_history_is_remembered_through_the_service_and_read_by_a_ro
     fake_forge.grant("github", REPO, "Codertocat", "write")  # the sample's actor
     fake_forge.grant("github", REPO, "alice", "write")  # the issue's author
     fake_forge.add_issue("github", REPO, 1, FakeIssue(title="Why does divide throw?", body="Invoices need a number."))
-    _damaged_mirror(settings, url, tmp_path / "served" / "app.git", shas["lost_blob"])
+    _damaged_mirror(settings, url, tmp_path / "served" / "app.git", [shas["lost_blob"], shas["lost_commit"]])
 
     await _deliver(settings, url, 1, "72d3162e-cc78-11e3-81ab-4c9367dc0958")
     assert (await work(settings, _models())).jobs_failed == 0
@@ -134,11 +140,15 @@ async def test_a_hard_history_is_remembered_through_the_service_and_read_by_a_ro
         commits = {str(r[0]): json.loads(r[1]) for r in conn.execute(
             "SELECT source, symbols FROM memory_items WHERE kind = 'commit'")}
         skipped = {str(r[0]): str(r[1]) for r in conn.execute("SELECT commit_sha, reason FROM memory_skipped")}
-    assert set(shas.values()) - {shas["lost_blob"]} <= set(commits) and len(commits) == 7  # every commit
+        notes = memory.search(conn, "why does divide throw", embedder=None)[1]
+    assert set(commits) == set(shas.values()) - {shas["lost_blob"], shas["lost_commit"]}  # all but the lost one
     lost = {sha: reason for sha, reason in skipped.items() if "unreadable" in reason}
     assert set(lost) == {shas["rounds"], shas["names"]}  # the two whose diff needs the lost blob
+    assert "unable to parse commit" in skipped[shas["bundle"]]  # its parent is the lost commit
     # the bundle, where a language of the code graph reads .js, is left out by its size, never read
-    assert all("over the 1 MiB limit" in reason for sha, reason in skipped.items() if sha not in lost)
+    assert "over the 1 MiB limit" in skipped[shas["drop"]] and set(skipped) == {*lost, shas["bundle"], shas["drop"]}
+    assert any("1 commit objects missing" in note for note in notes)  # every answer says where history was cut
+    assert any(note.startswith("history: 4 commits remembered without part of their diff") for note in notes)
     assert commits[shas["multiply"]][0] == "App\\Calculator::multiply"
     assert commits[shas["explains"]] == ["App\\Calculator::divide"]
     assert commits[shas["bundle"]] == [] and commits[shas["drop"]] == []  # the bundle was never read

@@ -266,6 +266,8 @@ def test_a_lost_commit_object_cuts_history_there_and_says_so(tmp_path: Path) -> 
     assert remembered == set(shas[2:])  # behind the lost commit nothing is reachable
     assert any("history listed without git rev-list" in note and "1 commit objects missing" in note
                for note in report.notes)
+    notes = memory.search(conn, "counter", embedder=None)[1]  # and every answer says so, not only this refresh
+    assert any("1 commit objects missing, history behind them not read" in note for note in notes)
     skipped = {str(r[0]) for r in conn.execute("SELECT commit_sha FROM memory_skipped")}
     assert skipped == {shas[2]}  # its diff needs its parent, the lost commit: its message is kept
     assert symbols_of(conn, shas[3]) == ["App\\Counter::value"]
