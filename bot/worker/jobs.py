@@ -238,7 +238,7 @@ async def _unauthorized(ctx: dict[str, Any], event: ForgeEvent, exc: Exception) 
     tries = int(ctx.get("job_try", 1))
     if is_transient(exc) and tries < settings.max_tries:
         delay = _defer_seconds(settings, tries, retry_after(exc))
-        log.warning("task deferred delivery=%s step=authorize try=%d of %d, again in %.0f s: %s", event.delivery_id,
+        log.warning("task deferred delivery=%s step=authorize try=%d of %d, again in %g s: %s", event.delivery_id,
                     tries, settings.max_tries, delay, type(exc).__name__)
         raise Retry(defer=delay) from exc
     record = failure_of(exc, phase="authorize", secrets=secrets_of(settings), tries=tries)
@@ -350,9 +350,9 @@ async def _failed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, task: Ta
     record = failure_of(exc, phase=phase, secrets=secrets_of(settings), tries=tries)
     if record.transient and tries < settings.max_tries:  # the task stays running: the next try carries on
         delay = _defer_seconds(settings, tries, retry_after(exc))
-        log.warning("task deferred task=%s step=%s try=%d of %d, again in %.0f s: %s (%s)", task.task_id,
+        log.warning("task deferred task=%s step=%s try=%d of %d, again in %g s: %s (%s)", task.task_id,
                     record.where(), tries, settings.max_tries, delay, record.kind, record.detail)
-        await status.write(forge, acked, f"waiting to try again in {delay:.0f} s ({record.reason})")
+        await status.write(forge, acked, f"waiting to try again in {delay:g} s ({record.reason})")
         raise Retry(defer=delay) from exc
     if isinstance(exc, ForgeNotFound):  # the item or project is gone: nobody to tell
         log.info("%s", record.log_line(task.task_id))

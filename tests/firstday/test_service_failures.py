@@ -115,6 +115,11 @@ def test_an_outage_that_outlasts_the_tries_fails_each_task_once_with_one_record(
     assert len(service.log_lines("task failed")) == 3
     assert len(service.log_lines("task deferred")) == 2 * 3
     assert "Traceback" not in service.logs()
+    # what an operator filtering for warnings reads: those nine lines and nothing else (on main: 54
+    # tracebacks in ~1,900 lines for 6 failed tasks)
+    signal = [line for line in service.logs().splitlines() if " WARNING " in line or " ERROR " in line]
+    assert len(signal) == 3 + 2 * 3, "\n".join(signal)
+    assert len([line for line in signal if "try=1 of 3, again in 0.5 s: model unavailable" in line]) == 3
 
 
 def test_a_failure_before_the_graph_is_a_step_on_the_timeline_with_its_trace(
