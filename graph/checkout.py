@@ -23,7 +23,8 @@ from foundation.settings import EmbedderSettings, Settings
 from foundation.workspace import Workspaces, repo_key
 from graph import forge_memory
 from graph.runtime.phases import step
-from graph.state import TaskState
+from graph.runtime.trace import Trace
+from graph.state import ProfileNote, TaskState
 from graph.tools.database import connection_for
 from project.embedding import embedder_for
 from project.index import basecomplete, basevectors
@@ -31,6 +32,7 @@ from project.index.embed import Embedder
 from project.index.memory_history import MAX_COMMITS
 from project.index.store import default_workers
 from project.index.taskindex import build_base, copy_for_task, task_index_path
+from project.profiles.detect import ProfileChoice
 from project.repoconfig import load_repo_config
 
 log = logging.getLogger(__name__)
@@ -103,7 +105,16 @@ def index_checkout(
         basevectors.start(base, embedder).wait(embedding.wait_seconds)
         basevectors.state(index, embedder)  # adopt them now when they are there
     config = load_repo_config(root, "HEAD")
-    return {"index": str(index), "database": config.database or ""}
+    return {"index": str(index), "database": config.database or "",
+            "profile": profile_note(config.profile_choice(), data_dir, task_id)}
+
+
+def profile_note(choice: ProfileChoice, data_dir: Path, task_id: str) -> ProfileNote:
+    """The task's profile and why, as its state keeps it; traced once, where the task's story is read."""
+    Trace.open(data_dir, task_id).event("profile", name=choice.name or "", reason=choice.reason,
+                                        detected=choice.detected, line=choice.describe())
+    return {"name": choice.name or "", "reason": choice.reason, "detected": choice.detected,
+            "line": choice.describe()}
 
 
 def _vectors_of(embedder: Embedder, whole: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import prompts
 import standards
 from graph.runtime.budget import estimate_tokens, fit_to_budget
-from project.repoconfig import RepoConfig, RepoConfigError, load_repo_config
+from project.repoconfig import RepoConfig, RepoConfigError, defaults_at, load_repo_config
 
 # tokens of the standards block in a system prompt (php.md is ~1,000 by the pessimistic estimate)
 STANDARDS_BUDGET_TOKENS = 1200
@@ -28,7 +28,12 @@ def standards_block(config: RepoConfig, budget_tokens: int = STANDARDS_BUDGET_TO
     try:
         name = config.resolve_profile().standards
     except (RepoConfigError, ValueError, LookupError):
-        name = RepoConfig().resolve_profile().standards
+        name = ""
+    if not name:  # no profile matched (or the named one is broken): no language's rules are imposed
+        choice = config.profile_choice()
+        why = choice.reason if choice.name is None else f"the profile `{choice.name}` names no standards document"
+        return prompts.boundary("standards", "none", f"No language standards apply to this repository ({why}); "
+                                "follow the conventions of the code around each change.")
     text = standards.load(name)
     frame = prompts.boundary("standards", f"standards/{name}.md", "")
     sections = [s.strip() for s in _SECTION.split(text) if s.strip()]
@@ -49,7 +54,7 @@ def config_for(state: Mapping[str, Any]) -> RepoConfig:
         try:
             return load_repo_config(Path(state["workspace"]), base)
         except (RepoConfigError, OSError):
-            pass
+            return defaults_at(Path(state["workspace"]), base)
     return RepoConfig()
 
 

@@ -238,6 +238,15 @@ class IndexSync(TypedDict):
     detail: str
 
 
+class ProfileNote(TypedDict):
+    """The repository's profile as the task chose it: "" when none matched, why, and the line users read."""
+
+    name: str
+    reason: str
+    detected: bool
+    line: str
+
+
 class ChangeRecord(TypedDict):
     """The change the implement route opened."""
 
@@ -323,6 +332,7 @@ class TaskState(TypedDict, total=False):
     # investigation and need_info (issue 8)
     index: str  # the code index of `workspace` (a task copy, or the review head's base index), "" when none
     database: str  # the connection `.forgebot.yml` names (a key of Settings.databases), "" when none
+    profile: ProfileNote  # the repository's profile and why (`project.profiles.detect`)
     discussion: list[Comment]  # issue comments by members, snapshotted at the task's start
     withheld: list[str]  # what of the issue text was not used, and why (never the text)
     answers: Annotated[list[Answer], operator.add]  # replies to need_info

@@ -102,6 +102,9 @@ def render(state: TaskState, phase: str, *, final: bool = False, failure: TaskFa
     items = checklist(state)
     if items:
         parts.append("\n".join(items))
+    chosen = state.get("profile", {}).get("line")
+    if chosen:
+        parts.append(f"Profile: {chosen}")
     sandbox = note([GateResult.model_validate(g) for g in state.get("gates", [])])
     if sandbox:
         parts.append("\n".join(sandbox))

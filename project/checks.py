@@ -88,6 +88,7 @@ class CheckContext(BaseModel):
     base_env: dict[str, str] = {}
     install_network: bool = False
     offline_hint: str = ""  # why the install has no network, for its failure reason
+    no_profile: str = ""  # why no profile matched: a check `.forgebot.yml` does not give is `not_run` for it
 
 
 def hidden_paths(settings: Settings) -> tuple[Path, ...]:
@@ -136,9 +137,11 @@ def context_for(
                 "to public addresses")
     elif not allowed:
         hint = "it ran without network: this server gives no install network (`FORGEBOT_SANDBOX__INSTALL_NETWORK`)"
+    choice = config.profile_choice()
     return CheckContext(
         worktree=worktree,
         profile=config.resolve_profile(),
+        no_profile="" if choice.name else choice.reason,
         changed_files=tuple(changed_files),
         policy=sandbox_policy(settings, config),
         base_env=dict(base_env),
@@ -170,6 +173,8 @@ def run_checks(context: CheckContext, kinds: Iterable[CheckKind] = ALL_KINDS) ->
 def run_single(ctx: CheckContext, kind: Literal["install", "test", "smoke"], box: Sandbox) -> CheckResult:
     """Run the profile's install, test or smoke command in the run's sandbox."""
     spec: CommandSpec | None = getattr(ctx.profile, kind)
+    if spec is None and ctx.no_profile:  # not switched off: there is no profile to have a command
+        return _result(kind, kind, "not_run", f"no profile for this repository: {ctx.no_profile}")
     if spec is None:
         return _result(kind, kind, "disabled", f"no {kind} command configured")
     missing = _missing_files(spec, box.view())
@@ -201,6 +206,8 @@ def run_lints(ctx: CheckContext, box: Sandbox | None = None) -> list[CheckResult
     if box is None:
         with open_sandbox(ctx.worktree, ctx.policy, ctx.base_env) as own:
             return run_lints(ctx, own)
+    if not ctx.profile.lint and ctx.no_profile:
+        return [_result("lint", "lint", "not_run", f"no profile for this repository: {ctx.no_profile}")]
     if not ctx.profile.lint:
         return [_result("lint", "lint", "disabled", "no lint command configured")]
     files = matching_files(ctx.profile, ctx.worktree, ctx.changed_files)

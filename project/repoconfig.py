@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from foundation.gitrunner import Repo, run
-from project.profiles import CommandSpec, Profile, ProfileError, load_profile
+from project.profiles import CommandSpec, Profile, ProfileError, load_profile, unmatched_profile
+from project.profiles.detect import ProfileChoice, detect_profile
 
 CONFIG_PATH = ".forgebot.yml"
 MAX_CONFIG_BYTES = 64 * 1024
@@ -87,7 +88,9 @@ class Review(_Strict):
 class RepoConfig(_Strict):
     """The validated content of `.forgebot.yml`; an absent file gives these defaults."""
 
-    profile: str = "php"
+    profile: str | None = Field(
+        default=None, description="absent: detected from the repository's files (docs/profiles.md)"
+    )
     commands: Commands = Field(default_factory=Commands)
     labels: Labels = Field(default_factory=Labels)
     budgets: Budgets = Field(default_factory=Budgets)
@@ -121,9 +124,26 @@ class RepoConfig(_Strict):
                 return True
         return False
 
+    _detected: ProfileChoice | None = PrivateAttr(default=None)
+
+    def with_detection(self, choice: ProfileChoice) -> RepoConfig:
+        """This configuration carrying the profile detected from the repository (used when none is named)."""
+        copy = self.model_copy()
+        copy._detected = choice
+        return copy
+
+    def profile_choice(self) -> ProfileChoice:
+        """The profile this repository gets and why: the one named here, else the detected one."""
+        if self.profile:
+            return ProfileChoice(self.profile, f"named in `{CONFIG_PATH}`", detected=False)
+        if self._detected is not None:
+            return self._detected
+        return ProfileChoice(None, "no checkout of the repository to detect it from", detected=True)
+
     def resolve_profile(self) -> Profile:
-        """The profile named by `profile` with `commands` applied."""
-        return apply_overrides(load_profile(self.profile), self.commands)
+        """The chosen profile with `commands` applied; the empty stand-in when nothing matched."""
+        name = self.profile_choice().name
+        return apply_overrides(load_profile(name) if name else unmatched_profile(), self.commands)
 
 
 def apply_overrides(profile: Profile, commands: Commands) -> Profile:
@@ -171,7 +191,8 @@ def parse_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
     except ValidationError as exc:
         raise RepoConfigError(_describe(exc, source)) from exc
     try:
-        config.resolve_profile()
+        if config.profile:
+            load_profile(config.profile)
     except ProfileError as exc:
         raise RepoConfigError(f"`{source}` is invalid:\n- `profile`: {exc}") from exc
     return config
@@ -195,8 +216,19 @@ def load_repo_config(repo_dir: Path, default_branch: str) -> RepoConfig:
     """Read `.forgebot.yml` from `default_branch` of the repository at `repo_dir`.
 
     The working tree and any other branch are ignored. A missing file gives the defaults; a missing
-    branch or an invalid file raises RepoConfigError.
+    branch or an invalid file raises RepoConfigError. Without a `profile:` the configuration carries
+    the profile detected from the files of that same revision (`project.profiles.detect`).
     """
+    config = _read_repo_config(repo_dir, default_branch)
+    return config if config.profile else config.with_detection(detect_profile(repo_dir, default_branch))
+
+
+def defaults_at(repo_dir: Path, revision: str) -> RepoConfig:
+    """The defaults, with the profile detected at `revision`: for a caller that goes on without the file."""
+    return RepoConfig().with_detection(detect_profile(repo_dir, revision))
+
+
+def _read_repo_config(repo_dir: Path, default_branch: str) -> RepoConfig:
     if not _REF.match(default_branch) or ".." in default_branch:
         raise RepoConfigError(f"invalid default branch name {default_branch!r}")
     if _git(repo_dir, "rev-parse", "--verify", "--quiet", f"{default_branch}^{{commit}}") is None:

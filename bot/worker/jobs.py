@@ -183,7 +183,8 @@ async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent,
     base = git(path, "merge-base", "HEAD", f"origin/{event.repo.default_branch}").strip()
     indexed = await index_with_memory(settings, forge, event.repo, key, path, task_id)
     return TaskState(
-        workspace=str(path), branch=branch, base=base, index=indexed["index"], database=indexed["database"]
+        workspace=str(path), branch=branch, base=base, index=indexed["index"], database=indexed["database"],
+        profile=indexed["profile"],
     )
 
 

@@ -424,7 +424,7 @@ async def run_local(
 
     Review mode reviews the checked-out branch against `base` as if it were a change; the other
     modes work in the run's own worktree started at HEAD or `base`. `notify` hears what the user
-    should know before the run ends (uncommitted changes it leaves out).
+    should know before the run ends (uncommitted changes it leaves out, the profile chosen and why).
     """
     check_mode(mode)
     root = checkout_root(repo)
@@ -459,9 +459,13 @@ async def run_local(
                     indexed = await asyncio.to_thread(index_checkout, settings.data_dir, work.key, work.path,
                                                       row.task_id, settings.embedder, settings.memory.max_commits)
                 state.update(indexed)
+                notify(f"profile: {indexed['profile']['line']}")
             return state
 
-        return await _drive(settings, inbox, row, root, models, start, None)
+        result = await _drive(settings, inbox, row, root, models, start, None)
+        if mode == "review" and result.state.get("profile"):  # the review route read it from the base branch
+            notify(f"profile: {result.state['profile']['line']}")
+        return result
     finally:
         await inbox.close()
 

@@ -151,7 +151,10 @@ def description(state: TaskState, secrets: Sequence[str] = ()) -> str:
         lines += ["", "### Decisions"]
         lines += [f"- {d['kind']}: {d.get('reason', '')}" + (f" ({d['evidence']})" if d.get("evidence") else "")
                   for d in decisions]
-    lines += ["", "### Gates", "| gate | status | detail |", "|---|---|---|"]
+    lines += ["", "### Gates"]
+    chosen = state.get("profile", {}).get("line")
+    lines += [f"Profile: {chosen}", ""] if chosen else []
+    lines += ["| gate | status | detail |", "|---|---|---|"]
     failed = [g for g in gates if g.status == "failed" and g.detail.strip()]
     lines += [f"| {g.name} | `{g.status}` | {'output below' if g in failed else _cell(g.detail, secrets)} |"
               for g in gates]

@@ -23,7 +23,7 @@ from graph.runtime.trace import Trace
 from graph.schemas import GateResult
 from graph.state import TaskState
 from project.checks import CheckContext, CheckResult, context_for, run_checks, run_lints
-from project.repoconfig import RepoConfig, RepoConfigError, load_repo_config
+from project.repoconfig import RepoConfig, RepoConfigError, defaults_at, load_repo_config
 
 # The only variables a check sees from us: no token, no key, nothing from the worker's environment.
 CHECK_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
@@ -33,12 +33,13 @@ _NAMES = {"test": "test_runner", "smoke": "smoke", "install": "install"}
 def repo_config(state: TaskState) -> RepoConfig:
     """`.forgebot.yml` as of the task's base commit, never the task's own edits to it.
 
-    Without a base (no git history to read it from) the defaults apply; the default protected paths
-    still hold. An invalid file raises RepoConfigError, whose message is fit for the failure comment.
+    Without a base (no git history to read it from) the defaults apply, with the profile detected
+    from the checkout's HEAD; the default protected paths still hold. An invalid file raises
+    RepoConfigError, whose message is fit for the failure comment.
     """
     base = state.get("base", "")
     if not base:
-        return RepoConfig()
+        return defaults_at(Path(state["workspace"]), "HEAD") if state.get("workspace") else RepoConfig()
     try:
         return load_repo_config(Path(state["workspace"]), base)
     except OSError as exc:  # git missing or the worktree gone

@@ -24,13 +24,14 @@ import prompts
 from foundation.forge import Change, ChangeRef, ForgeNotFound, IssueRef, Marker, RepoRef
 from foundation.gitrunner import GitError, git
 from foundation.workspace import Workspaces, repo_key
-from graph.checkout import review_index
+from graph.checkout import profile_note, review_index
 from graph.deps import Deps
 from graph.discussion import is_member
 from graph.findings import ReviewRecord
 from graph.nodes.publisher import footer
 from graph.reviewlint import linted
 from graph.state import TaskState
+from project.profiles.detect import detect_profile
 from project.repoconfig import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
 from project.reviewstore import ReviewStore, change_key
 
@@ -121,6 +122,9 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     if record is not None and _is_ancestor(workspace, record.head, head):
         base = record.head  # a re-review: only what changed since the last one
     config = await _repo_config(spaces, key, repo.default_branch)
+    if not config.profile:  # detected from the target branch's files, like the configuration is read from it
+        config = config.with_detection(await asyncio.to_thread(detect_profile, workspace,
+                                                               f"origin/{repo.default_branch}"))
     again = record is not None and base == record.head
     member = await is_member(deps.forge, ref, change.author, change.author_id)
     criteria, withheld = await _criteria(deps, ref, change, member)
@@ -129,6 +133,7 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         "body": change.body if member else "", "withheld": withheld, "criteria": criteria,
         "review_limits": _limits(deps, config), "review_noise": _noise(deps, config),
         "linted": await _linted(deps, workspace, base, config),
+        "profile": profile_note(config.profile_choice(), deps.settings.data_dir, state["task_id"]),
         # the code graph of the head under review (read-only for the reviewer; reused per commit)
         "index": await asyncio.to_thread(review_index, deps.settings.data_dir, key, workspace, deps.settings.embedder),
         "review_open": [_line(t.finding) for t in record.open] if record is not None and again else [],

@@ -58,6 +58,20 @@ class CommandSpec(BaseModel):
         return self.per_file or "{files}" in self.run
 
 
+class DetectRules(BaseModel):
+    """How a repository without a `profile:` is recognised as this profile (`project.profiles.detect`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    manifests: tuple[str, ...] = Field(default=(), description="top-level files that claim the repository")
+    sources: tuple[str, ...] = Field(default=(), description="the language's own source files; empty: file_globs")
+    confirm_files: tuple[str, ...] = Field(default=(), description="top-level files that confirm a claim")
+    confirm_dependencies: tuple[str, ...] = Field(
+        default=(), description="packages whose presence in the JSON manifest's dependencies confirms a claim"
+    )
+    confirm_sources: bool = Field(default=False, description="one file of `sources` confirms a claim")
+
+
 class Profile(BaseModel):
     """A target stack: how to install, test, smoke-test and lint a repository, and how to read failures."""
 
@@ -76,6 +90,7 @@ class Profile(BaseModel):
     test: CommandSpec | None = None
     smoke: CommandSpec | None = None
     lint: tuple[CommandSpec, ...] = ()
+    detect: DetectRules = Field(default_factory=DetectRules)
 
     @model_validator(mode="before")
     @classmethod
@@ -92,6 +107,15 @@ class Profile(BaseModel):
     def search_only(self) -> bool:
         """True when no grammar exists for the language: the code graph is text search only."""
         return self.parser is None
+
+
+# The stand-in for a repository no profile matched: no command, no standards, no grammar.
+NO_PROFILE = "none"
+
+
+def unmatched_profile() -> Profile:
+    """What a repository no profile matches runs with: nothing, so its checks report `not_run`."""
+    return Profile(name=NO_PROFILE, language="unknown", standards="", file_globs=("*",))
 
 
 def available_profiles() -> list[str]:
@@ -121,8 +145,11 @@ def load_profile(name: str) -> Profile:
 __all__ = [
     "ClassifierName",
     "CommandSpec",
+    "DetectRules",
+    "NO_PROFILE",
     "Profile",
     "ProfileError",
     "available_profiles",
     "load_profile",
+    "unmatched_profile",
 ]

@@ -72,7 +72,7 @@ def test_failing_assertion_is_failed_and_classified(project: ProjectFactory) -> 
 @pytest.mark.php
 def test_without_install_phpunit_fails_on_the_environment(project: ProjectFactory) -> None:
     need_tools("php", "phpunit")
-    profile = parse_repo_config("commands:\n  install: false\n").resolve_profile()
+    profile = parse_repo_config("profile: php\ncommands:\n  install: false\n").resolve_profile()
     report = run_checks(_php(project("php_project"), profile=profile), ("install", "test"))
     assert _statuses(report) == {"install": "disabled", "test": "failed"}
     (test,) = report.of_kind("test")
@@ -227,7 +227,7 @@ def test_context_for_a_repository_hides_the_data_directory(project: ProjectFacto
     data_dir.mkdir()
     (data_dir / "tasks.sqlite").write_text("task store\n")
     config = parse_repo_config(
-        f"commands:\n  test: cat {data_dir}/tasks.sqlite\n  timeout_seconds: 30\n  memory_mb: 512\n"
+        f"profile: php\ncommands:\n  test: cat {data_dir}/tasks.sqlite\n  timeout_seconds: 30\n  memory_mb: 512\n"
     )
     settings = Settings(_env_file=None, _secrets_dir=None, data_dir=data_dir,  # type: ignore[call-arg]
                         sandbox=SandboxSettings(allow_root=True))

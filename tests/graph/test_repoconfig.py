@@ -47,8 +47,13 @@ def _repo(tmp_path: Path, config: str | None) -> Path:
 
 def test_a_missing_file_gives_the_defaults(tmp_path: Path) -> None:
     config = load_repo_config(_repo(tmp_path, None), "main")
-    assert config == RepoConfig()
-    assert config.profile == "php" and config.database is None
+    assert config.model_dump() == RepoConfig().model_dump()
+    assert config.profile is None and config.database is None
+    # a README alone is no language: no profile, said with what was looked for, and no check to run
+    choice = config.profile_choice()
+    assert choice.name is None and choice.detected
+    assert "no composer.json, package.json, pyproject.toml, setup.cfg or setup.py at" in choice.reason
+    assert config.resolve_profile().test is None and config.resolve_profile().lint == ()
 
 
 def test_every_field_is_read_from_the_default_branch(tmp_path: Path) -> None:
@@ -80,7 +85,7 @@ def test_a_file_added_only_on_the_change_branch_is_ignored(tmp_path: Path) -> No
     (repo / ".forgebot.yml").write_text("profile: python\n")
     git(repo, "add", ".forgebot.yml")
     git(repo, *COMMIT, "add config")
-    assert load_repo_config(repo, "main").profile == "php"
+    assert load_repo_config(repo, "main").profile_choice().name is None
     assert load_repo_config(repo, "change").profile == "python"
 
 
@@ -147,11 +152,12 @@ def test_a_directory_named_like_the_file_is_an_error(tmp_path: Path) -> None:
 
 
 def test_lint_false_drops_every_linter_and_overrides_keep_the_others() -> None:
-    assert parse_repo_config("commands:\n  lint: false\n").resolve_profile().lint == ()
-    profile = parse_repo_config("commands:\n  lint:\n    phpcs: false\n").resolve_profile()
+    assert parse_repo_config("profile: php\ncommands:\n  lint: false\n").resolve_profile().lint == ()
+    profile = parse_repo_config("profile: php\ncommands:\n  lint:\n    phpcs: false\n").resolve_profile()
     assert [spec.name for spec in profile.lint] == ["php-lint"]
     install = (
-        parse_repo_config("commands:\n  install: composer install --no-scripts\n").resolve_profile().install
+        parse_repo_config("profile: php\ncommands:\n  install: composer install --no-scripts\n").resolve_profile()
+        .install
     )
     assert install is not None and install.network and install.when_files == ()
 
