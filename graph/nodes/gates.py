@@ -59,6 +59,8 @@ def gate_of(result: CheckResult) -> GateResult:
     detail = result.reason
     if result.classification is not None and result.status == "failed":
         detail = f"{result.classification.outcome}: {result.classification.summary}"
+    elif result.classification is not None and result.status == "passed" and not detail:
+        detail = result.classification.summary  # what ran: "4 passed in 0.02s", not a bare status
     name = _NAMES.get(result.kind, result.name)
     return GateResult(name=name, status=result.status, mandatory=True, detail=detail,
                       not_enforced=result.not_enforced)
@@ -75,8 +77,9 @@ def run_gates(state: TaskState, settings: Settings) -> tuple[list[GateResult], l
 async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     gates, results = await asyncio.to_thread(run_gates, state, runtime.context.settings)
     _count(gates)
+    ran = {_NAMES.get(r.kind, r.name): r.command for r in results if r.command}  # the profile's or the file's
     Trace.open(runtime.context.settings.data_dir, state["task_id"]).event(
-        "gates", results=[f"{g.name} {g.status}" for g in gates])
+        "gates", results=[f"{g.name} {g.status}" for g in gates], commands=ran)
     failed = [r for r in results if r.status == "failed"]
     output = "\n\n".join(f"{r.name} ({r.reason}):\n{r.output.strip()[-3000:]}" for r in failed)
     # the unified reviewer diffs the task's work from its start, and knows what the last round left open

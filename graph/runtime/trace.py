@@ -125,7 +125,10 @@ _FORMATS: dict[str, Callable[[dict[str, Any]], str]] = {
         + (f", wrote {', '.join(e['changed'])}" if e.get("changed") else "")
     ),
     "phase": lambda e: f"  step {e['phase']}: {float(e['seconds']):.1f} s, {e['status']}",
-    "gates": lambda e: f"  gates: {', '.join(e['results']) or 'none ran'}",
+    "gates": lambda e: f"  gates: {', '.join(e['results']) or 'none ran'}" + (
+        "; ran " + "; ".join(f"{name}: {str(command)[:160]}" for name, command in e["commands"].items())
+        if e.get("commands") else ""),
+    "profile": lambda e: f"  profile: {e['line']}",
     "synthesis": lambda e: f"  [{e['role']}] synthesis {e['schema']} by {e['model']}: {e['tokens']} tokens",
     "answer": lambda e: (
         f"  [{e['role']}] answer {e['schema']} by {e['model']}: tokens in {e['input_tokens']} "

@@ -1,0 +1,121 @@
+"""A Python repository with no `.forgebot.yml`, through the running service: its profile is detected.
+
+A label delivery goes over HTTP to the real receiver, a burst arq worker on the real Redis runs the
+implement route on a mirror of the repository served by `git http-backend`, and the gates run the
+Python profile's checks in the real sandbox: pytest (the system's `python3 -m pytest`) on the
+coder's change. The trace (`forgebot trace TASK`, as a user types it), the status comment and the
+pull request say which profile was chosen and why; without detection the PHP profile's phpunit
+would have been looked for and the test gate reported `not_run`.
+"""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from foundation.settings import Settings
+from graph.schemas import Analysis, Decomposition
+from tests.conftest import GITHUB_TOKEN
+from tests.e2e import implement_harness as h
+from tests.e2e.test_memory_service import _task_ids, _trace
+from tests.fakes.chat import ScriptedChatModel, answer, scripted
+from tests.fakes.forge_http import FakeForgeState, FakeIssue
+from tests.fakes.git_http import create_git_server
+from tests.fakes.samples import sample
+from tests.fakes.server import serving
+from tests.graph.conftest import FIXTURES
+from tests.graph.implement import route
+from tests.graph.implement.conftest import GIT_ENV
+from tests.intake import deliveries
+from tests.intake.payloads import serve_samples
+from tests.tools import need
+
+pytestmark = pytest.mark.timeout(600)
+
+REPO = "Codertocat/Hello-World"
+SAMPLE = sample("github/issues.labeled.json")
+CALC, TEST = "calc/__init__.py", "tests/test_calc.py"
+SOURCE = (FIXTURES / "python_project" / CALC).read_text()
+TESTS = (FIXTURES / "python_project" / TEST).read_text()
+MULTIPLY = SOURCE + "\n\ndef multiply(a: int, b: int) -> int:\n    return a * b\n"
+MULTIPLY_TEST = TESTS.replace("from calc import add, divide", "from calc import add, divide, multiply") + (
+    "\n\ndef test_multiplies_two_numbers() -> None:\n    assert multiply(2, 3) == 6\n")
+
+
+def _system_pytest() -> bool:
+    """Whether the checks' `python3` (the system's, from the sandbox's PATH) has pytest."""
+    python = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
+    return python is not None and subprocess.run([python, "-c", "import pytest"], capture_output=True,
+                                                 check=False).returncode == 0
+
+
+@pytest.fixture
+def served(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) -> Iterator[h.Served]:
+    """The fixture's Python package, without any `.forgebot.yml`, served as the sample's repository."""
+    need(_system_pytest(), "pytest for the system's python3 (Debian: python3-pytest)")
+    seed = tmp_path / "seed"
+    shutil.copytree(FIXTURES / "python_project", seed)
+    assert not (seed / ".forgebot.yml").exists()
+    for args in (["init", "-q", "-b", "master"], ["add", "-A"], ["commit", "-qm", "initial"]):
+        subprocess.run(["git", "-C", str(seed), *args], env=GIT_ENV, check=True)
+    forge = tmp_path / "forge"
+    forge.mkdir()
+    origin = forge / "app.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(seed), str(origin)], env=GIT_ENV, check=True)
+    expected = "Basic " + base64.b64encode(f"x-access-token:{GITHUB_TOKEN}".encode()).decode()
+    with serving(create_git_server(forge, expected)) as server:
+        url = f"{server.url}/app.git"
+        settings.workspace.git_hosts = (url,)
+        serve_samples(fake_forge, settings, clone_url=url)
+        yield h.Served(origin=origin, url=url)
+
+
+def _roles() -> dict[str, ScriptedChatModel]:
+    analysis = Analysis(summary="Add calc.multiply next to add", affected_files=[CALC, TEST], symbols=["calc.add"])
+    roles = route.models(
+        decomposer=[answer(Decomposition, {"criteria": [{"id": 1, "text": "calc multiplies two integers"}]})],
+        planner=[route.plan([route.item(1, "Add multiply with its test", CALC, TEST)], writable=(CALC, TEST))],
+        architect=route.approve_plan(),
+        coder=[route.patch(CALC, SOURCE, MULTIPLY), route.patch(TEST, TESTS, MULTIPLY_TEST),
+               route.call("complete_item", item_id=1, note="multiply added with a test"), route.call("finish")],
+        reviewer=route.review(),
+    )
+    roles["analyzer"] = scripted([route.call("finish_exploration", files=[CALC], context_only=[TEST], reason="seen"),
+                                  answer(Analysis, analysis)])
+    return roles
+
+
+async def test_a_python_repository_without_configuration_is_tested_with_pytest(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    h.setup(settings, redis_url, "bug")  # the sample adds "bug"
+    fake_forge.grant("github", REPO, "Codertocat", "write")
+    fake_forge.grant("github", REPO, "alice", "write")
+    fake_forge.add_issue("github", REPO, 1, FakeIssue(title="Add multiplication", body="calc should multiply."))
+    roles = _roles()
+    delivery = deliveries.github(h.labelled(SAMPLE, served.url), "issues")
+    assert await h.post(settings, "github", *delivery) == 202
+    assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("done", "delivered")]
+
+    chosen = "`python` (detected: pyproject.toml at the top level)"
+    change = h.the_change(fake_forge, "github", REPO)
+    assert f"Profile: {chosen}" in change.body
+    # pytest really ran, on the coder's change: the fixture's three tests and the new one
+    assert "| test_runner | `passed` | 4 passed" in change.body and "| py-syntax | `passed` |" in change.body
+    assert "def multiply" in served.show(change.source_branch, CALC)
+    status = [c for c in fake_forge.comments_on("github", REPO, 1, status=True) if ":purpose=status -->" in c.body]
+    assert len(status) == 1 and f"Profile: {chosen}" in status[0].body
+
+    (task,) = await _task_ids(settings)
+    story = _trace(settings, task)
+    assert f"profile: {chosen}" in story
+    (gates,) = [line for line in story.splitlines() if "   gates: " in line]
+    assert "test_runner passed" in gates and "test_runner: python3 -m pytest -q -p no:cacheprovider" in gates
+    assert "phpunit" not in story and "composer install" not in story
+
