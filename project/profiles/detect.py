@@ -152,8 +152,8 @@ def choose(profiles: list[Profile], tree: Tree) -> ProfileChoice:
     counts = {name: _count(tree.paths, _sources(by_name[name])) for name in candidates}
     best = max(counts.values(), default=0)
     if best == 0 and not claims:
-        manifests = sorted({m for p in profiles for m in p.detect.manifests})
-        looked = " or ".join([", ".join(manifests[:-1]), manifests[-1]] if len(manifests) > 1 else manifests)
+        every = sorted({m for p in profiles for m in p.detect.manifests})
+        looked = " or ".join([", ".join(every[:-1]), every[-1]] if len(every) > 1 else every)
         return ProfileChoice(None, f"nothing matched: no {looked} at the top level and no source file of a known "
                              f"language; name one with `profile:` in `.forgebot.yml` ({_known(profiles)})",
                              detected=True)
