@@ -4,8 +4,10 @@ What a new installation gets wrong is found here instead of in the first task's 
 Redis (when configured), the task store, each configured forge (the token works, whose account it
 is, a webhook secret is set — the receiver refuses unsigned deliveries), the model endpoint (one
 tiny tool call and one structured answer with the configured method; with `auto`, the method the
-endpoint accepted) and the embedder. The exit status is 1 when any line failed. Details are
-redacted: a provider's error text may echo a key.
+endpoint accepted), the embedder, and the check sandbox (one command run as a repository's check
+would be: namespaces or why not, whether a root worker may run checks, whether the memory and
+process limits are held by the kernel or only sampled). The exit status is 1 when any line failed.
+Details are redacted: a provider's error text may echo a key.
 """
 
 from __future__ import annotations
@@ -43,9 +45,11 @@ class CheckAnswer(BaseModel):
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("check", help="verify Redis, the store, the forges, the model and the embedder")
+    parser = sub.add_parser("check", help="verify Redis, the store, the forges, the model, the embedder and the "
+                            "check sandbox")
     parser.add_argument("--skip", action="append", default=[], choices=["settings", "missing", "redis", "store",
-                                                                         "gitlab", "github", "model", "embedder"],
+                                                                         "gitlab", "github", "model", "embedder",
+                                                                         "sandbox"],
                         help="leave out one check (repeatable)")
     parser.set_defaults(handler=_handler)
 
@@ -64,7 +68,7 @@ def render(lines: list[Line]) -> str:
 async def run_checks(settings: Settings, skip: frozenset[str] = frozenset()) -> list[Line]:
     checks: list[tuple[str, Callable[[Settings], Awaitable[Line | list[Line]]]]] = [
         ("settings", _variables), ("missing", _missing), ("redis", _redis), ("store", _store), ("gitlab", _gitlab),
-        ("github", _github), ("model", _model), ("embedder", _embedder),
+        ("github", _github), ("model", _model), ("embedder", _embedder), ("sandbox", _sandbox),
     ]
     secrets = secrets_of(settings)
     lines = []
@@ -244,3 +248,44 @@ async def _embedder(settings: Settings) -> Line:
     except Exception as exc:
         return Line("embedder", "FAIL", f"{type(exc).__name__}: {exc}")
     return Line("embedder", "ok", f"{embedder.model_id}: {rows.shape[1]} dimensions")
+
+
+async def _sandbox(settings: Settings) -> Line:
+    """Run `true` as a repository's check would run (the server's sandbox settings) and say what held.
+
+    A sandbox that refuses every check (a root worker not accepted, no namespaces and running without
+    them not accepted) fails the line: no implementation on this server would have its tests run.
+    """
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from project.checks import sandbox_policy
+    from project.repoconfig import RepoConfig
+    from project.sandbox import ROOT_SETTING, UNISOLATED_SETTING, open_sandbox, probe_isolation
+
+    def probe() -> tuple[str, str]:
+        policy = sandbox_policy(settings, RepoConfig()).model_copy(update={"timeout_seconds": 30})
+        isolation = probe_isolation()
+        spaces = "namespaces available" if isolation.available else f"namespaces unavailable ({isolation.reason})"
+        with tempfile.TemporaryDirectory(prefix="forgebot-check-") as target, \
+                open_sandbox(Path(target), policy, {"PATH": "/usr/local/bin:/usr/bin:/bin"}) as box:
+            result = box.run("true")
+        if result.status == "refused":
+            why = result.output.strip().splitlines()[0] if result.output.strip() else "refused"
+            return "FAIL", f"{spaces}; checks are NOT run: {why}"
+        if result.status != "passed":
+            return "FAIL", f"{spaces}; a trivial check did not pass ({result.status}): {result.output.strip()[-200:]}"
+        parts = [spaces if isolation.available else f"{spaces}, checks run without them ({UNISOLATED_SETTING})"]
+        if os.geteuid() == 0:
+            parts.append(f"the worker runs as root, checks allowed ({ROOT_SETTING})")
+        for key, label in (("memory_limit", "memory limit"), ("pid_limit", "process limit")):
+            if key in result.enforced:
+                parts.append(f"{label} enforced")
+            else:
+                why = result.not_enforced.get(key, "not applied").split(":")[0]
+                parts.append(f"{label} NOT enforced ({why})")
+        return "ok", "; ".join(parts)
+
+    status, detail = await asyncio.to_thread(probe)
+    return Line("sandbox", "ok" if status == "ok" else "FAIL", detail)

@@ -4,6 +4,7 @@ user are five different lines, each naming the one setting to fix."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,10 @@ from tests.fakes.forge_http import FakeForgeState
 from tests.fakes.server import ServerThread, free_port
 from tests.firstday.cli import Typed, forgebot
 from tests.firstday.conftest import Launch
+from tests.tools import need_namespaces
 
 pytestmark = pytest.mark.timeout(300)
-ONLY_FORGES = ["--skip", "redis", "--skip", "store", "--skip", "model", "--skip", "embedder"]
+ONLY_FORGES = ["--skip", "redis", "--skip", "store", "--skip", "model", "--skip", "embedder", "--skip", "sandbox"]
 
 
 def _check(tmp_path: Path, **env: str) -> Typed:
@@ -94,3 +96,29 @@ def test_what_is_missing_is_what_readyz_names(tmp_path: Path, launch: Launch) ->
     _, ready = service.get_json("/readyz")
     assert rows == [["FAIL", gap] for gap in ready["missing"]]
     assert rows[0][1].startswith("forge: no forge is configured: set FORGEBOT_GITLAB__TOKEN")
+
+
+ONLY_SANDBOX = [arg for name in ("settings", "missing", "redis", "store", "gitlab", "github", "model", "embedder")
+                for arg in ("--skip", name)]
+
+
+def test_the_sandbox_line_says_what_checks_get_here(tmp_path: Path) -> None:
+    """One real command through the check sandbox with the server's settings: whether checks run at all
+    (a root worker is refused unless accepted), and whether the memory and process limits are held."""
+    need_namespaces()
+    env = {"FORGEBOT_DATA_DIR": str(tmp_path / "data")}
+    allowed = forgebot("check", *ONLY_SANDBOX, cwd=tmp_path, FORGEBOT_SANDBOX__ALLOW_ROOT="true", **env)
+    status, detail = _row(allowed, "sandbox")
+    assert allowed.code == 0 and status == "ok", allowed.text
+    assert detail.startswith("namespaces available; ")
+    assert "memory limit " in detail and "process limit " in detail
+    default = forgebot("check", *ONLY_SANDBOX, cwd=tmp_path, **env)
+    if os.geteuid() == 0:  # CI's case: the worker is root and nothing accepted that
+        assert default.code == 1 and _row(default, "sandbox") == (
+            "FAIL", "namespaces available; checks are NOT run: the worker runs as root, and a check run as root can "
+                    "read every file root can; run the worker as an unprivileged user (the image does), or accept "
+                    "it with `FORGEBOT_SANDBOX__ALLOW_ROOT=true`")
+        assert "the worker runs as root, checks allowed (FORGEBOT_SANDBOX__ALLOW_ROOT=true)" in detail
+    else:
+        assert default.code == 0 and _row(default, "sandbox") == ("ok", detail)
+        assert "process limit enforced" in detail
