@@ -12,11 +12,13 @@ Through `forgebot serve` with the real OpenAI client against a wire-level model 
   `check FORGEBOT_LLM__…`); the operator reads, on the console's task page, list and health page
   (grouped by reason, with the count), the kind, the place, the provider's message and the
   setting to check; the log has exactly one `task failed` line per task and no traceback.
+* GitLab answers 502 to the report's comment twice: the task is deferred twice and posts its report
+  once, resumed from its checkpoint (the model is not asked again).
 """
 
 from __future__ import annotations
 
-from tests.fakes.forge_http import FakeForgeState, FakeIssue
+from tests.fakes.forge_http import FakeForgeState, FakeIssue, Fault
 from tests.fakes.model_server import ModelServer, Reply, Request, error, structured
 from tests.firstday.conftest import ISSUE, Launch, model_env
 from tests.firstday.service import Service
@@ -148,3 +150,24 @@ def test_a_failure_before_the_graph_is_a_step_on_the_timeline_with_its_trace(
     assert "step mirror:" in page and "no trace for this task" not in page
     assert service.stop() == 0
     assert len(service.log_lines("task failed")) == 1 and "Traceback" not in service.logs()
+
+
+def test_a_forge_blip_while_reporting_is_retried_from_the_checkpoint(
+    launch: Launch, forge_env: dict[str, str], model: ModelServer, fake_forge: FakeForgeState, origin_url: str
+) -> None:
+    """GitLab answers 502 to the report's comment twice (its own retries off): the task is deferred
+    twice and then posts the report once, resuming after the model's answer (the model is asked once),
+    and nobody is told it failed."""
+    model.responder = lambda request: structured("Decomposition", BLOCKED)
+    fake_forge.faults.append(Fault("POST", "/gitlab/api/v4/projects/1/issues/23/notes", 502, count=2, skip=1))
+    service = _start(launch, {**forge_env, "FORGEBOT_GITLAB__MAX_RETRIES": "0"}, model)
+    assert service.label(origin_url) == 202
+    service.wait_states(lambda states: states == ["done"], "the task to finish")
+    assert service.task_states() == [("done", "blocked")]
+    assert len(model.requests) == 1  # resumed from its checkpoint, not asked again
+    deferred = service.log_lines("task deferred")
+    assert len(deferred) == 2 and all("forge" in line and "502" in line for line in deferred), deferred
+    comments = [c.body for c in fake_forge.comments_on("gitlab", "1", ISSUE)]
+    assert len([c for c in comments if "Analysis blocked" in c]) == 1, comments
+    assert not [c for c in comments if "could not finish" in c]
+    assert service.stop() == 0 and "Traceback" not in service.logs() and not service.log_lines("task failed")
