@@ -5,12 +5,14 @@ implement route on a mirror of the repository served by `git http-backend`, and 
 Python profile's checks in the real sandbox: pytest (the system's `python3 -m pytest`) on the
 coder's change. The trace (`forgebot trace TASK`, as a user types it), the status comment and the
 pull request say which profile was chosen and why; without detection the PHP profile's phpunit
-would have been looked for and the test gate reported `not_run`.
+would have been looked for and the test gate reported `not_run`. A `/review` reads the profile from
+the target branch's files, never from the change under review.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -19,9 +21,12 @@ from pathlib import Path
 import pytest
 
 from foundation.settings import Settings
-from graph.schemas import Analysis, Decomposition
+from graph.schemas import Analysis, Decomposition, Review
 from tests.conftest import GITHUB_TOKEN
 from tests.e2e import implement_harness as h
+from tests.e2e.review_harness import Models, deliver, fake_change, prepare
+from tests.e2e.review_harness import work as review_work
+from tests.e2e.test_languages_service import POLYGLOT, REPO
 from tests.e2e.test_memory_service import _task_ids, _trace
 from tests.fakes.chat import ScriptedChatModel, answer, scripted
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
@@ -31,13 +36,15 @@ from tests.fakes.server import serving
 from tests.graph.conftest import FIXTURES
 from tests.graph.implement import route
 from tests.graph.implement.conftest import GIT_ENV
+from tests.graph.review.conftest import ChangeRepo
+from tests.graph.review.conftest import git as git_in
+from tests.graph.runtime.script import done
 from tests.intake import deliveries
 from tests.intake.payloads import serve_samples
 from tests.tools import need
 
 pytestmark = pytest.mark.timeout(600)
 
-REPO = "Codertocat/Hello-World"
 SAMPLE = sample("github/issues.labeled.json")
 CALC, TEST = "calc/__init__.py", "tests/test_calc.py"
 SOURCE = (FIXTURES / "python_project" / CALC).read_text()
@@ -119,3 +126,29 @@ async def test_a_python_repository_without_configuration_is_tested_with_pytest(
     assert "test_runner passed" in gates and "test_runner: python3 -m pytest -q -p no:cacheprovider" in gates
     assert "phpunit" not in story and "composer install" not in story
 
+
+
+async def test_a_review_reads_the_profile_from_the_target_branch_not_the_change(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path
+) -> None:
+    """A `/review` on a TypeScript package without `.forgebot.yml`: TypeScript, from the default branch's
+    package.json; the change under review dropping the compiler and adding a pyproject.toml changes nothing."""
+    root = tmp_path / "repo"
+    shutil.copytree(POLYGLOT / "src", root / "src")
+    (root / "package.json").write_text(json.dumps({"name": "shop", "devDependencies": {"typescript": "^5.4.0"}}))
+    git_in(root, "init", "-q", "-b", "main")
+    git_in(root, "add", "-A")
+    git_in(root, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-q", "-m", "base")
+    base = git_in(root, "rev-parse", "HEAD").strip()
+    git_in(root, "checkout", "-q", "-b", "feature")
+    repo = ChangeRepo(root=root, base=base, head=base)
+    repo.commit({"package.json": '{"name": "shop"}', "pyproject.toml": "[project]\nname = 'shop'\n",
+                 "src/tax.py": "RATE = 0.2\n"}, "Move to Python")
+    prepare(settings, redis_url, fake_forge, repo.root)
+    fake_forge.add_change("github", REPO, 1, fake_change(repo))
+    review = Review(verdict="approve", summary="fine", verified_criteria=[], unverified_criteria=[], findings=[])
+    await deliver(settings, "github", 301, f"file://{repo.root}")
+    await review_work(settings, redis_url, Models([done(), answer(Review, review)]))
+    (task,) = await _task_ids(settings)
+    story = _trace(settings, task)
+    assert "profile: `typescript` (detected: package.json at the top level, depending on typescript)" in story
