@@ -46,3 +46,14 @@ def need_namespaces() -> None:
 
     probe = probe_isolation()
     need(probe.available, f"user namespaces for the check sandbox ({probe.reason})")
+
+
+def need_check_pytest() -> None:
+    """Skip (or fail) unless the `python3` a check finds on the sandbox's PATH has pytest: the Python
+    profile's test check runs `python3 -m pytest` (CI installs it; Debian: python3-pytest)."""
+    import subprocess
+
+    python = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
+    found = python is not None and subprocess.run([python, "-c", "import pytest"], capture_output=True,
+                                                  check=False, timeout=60).returncode == 0
+    need(found, "pytest for the checks' python3")

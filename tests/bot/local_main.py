@@ -12,7 +12,7 @@ import sys
 
 import bot.worker.local
 from bot.cli.main import main
-from tests.graph.implement import route
+from tests.graph.implement import python_route, route
 
 
 async def _answering(_llm: object) -> None:
@@ -20,11 +20,14 @@ async def _answering(_llm: object) -> None:
 
 
 def run(argv: list[str]) -> int:
+    """`--python` first: the roles of the Python fixture package (`python_route`), else the PHP project's."""
     roles = route.models(
         decomposer=[route.decomposition()], analyzer=[route.analysis()],
         planner=[route.plan(route.ONE_ITEM)], architect=route.approve_plan(),
         coder=route.coder_happy(), reviewer=route.review(),
     )
+    if argv[:1] == ["--python"]:
+        argv, roles = argv[1:], python_route.roles()
     setattr(bot.worker.local, "chat_model", lambda _llm, role: roles[role])  # noqa: B010 (a test hook)
     setattr(bot.worker.local, "check_config", lambda _llm: None)  # noqa: B010 (scripted roles need no endpoint)
     setattr(bot.worker.local, "probe_models", _answering)  # noqa: B010 (nor a probe of it)

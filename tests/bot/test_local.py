@@ -184,3 +184,33 @@ def test_forgebot_run_refuses_a_checkout_whose_config_names_a_program(tmp_path: 
     refs = subprocess.run(["git", "-C", str(root), "for-each-ref", "--format=%(refname)"], capture_output=True,
                           text=True, check=True).stdout
     assert "forgebot/" not in refs
+
+
+def test_forgebot_run_implement_on_a_python_checkout_without_configuration_runs_pytest(tmp_path: Path) -> None:
+    """No `.forgebot.yml`: the run says it detected Python from pyproject.toml, and the gates it prints
+    in the change's description ran pytest on the coder's change (the fixture's three tests and one new)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.graph.conftest import FIXTURES, init_repo
+    from tests.tools import need_check_pytest
+
+    need_check_pytest()
+    root = tmp_path / "calc"
+    shutil.copytree(FIXTURES / "python_project", root)
+    init_repo(root)
+    env = {**os.environ, "FORGEBOT_DATA_DIR": str(tmp_path / "data"), "FORGEBOT_EMBEDDER__KIND": "off",
+           "FORGEBOT_SANDBOX__ALLOW_ROOT": "true"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.bot.local_main", "--python", "run", "--repo", str(root), "--mode", "implement",
+         "--task", "Add multiplication\ncalc should multiply."],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    chosen = "`python` (detected: pyproject.toml at the top level)"
+    assert f"forgebot run: profile: {chosen}\n" in done.stderr
+    assert f"Profile: {chosen}" in done.stdout
+    assert "| test_runner | `passed` | 4 passed" in done.stdout
+    assert "+def multiply(a: int, b: int) -> int:" in done.stdout  # the patch

@@ -21,50 +21,37 @@ from pathlib import Path
 import pytest
 
 from foundation.settings import Settings
-from graph.schemas import Analysis, Decomposition, Review
+from graph.schemas import Review
 from tests.conftest import GITHUB_TOKEN
 from tests.e2e import implement_harness as h
 from tests.e2e.review_harness import Models, deliver, fake_change, prepare
 from tests.e2e.review_harness import work as review_work
 from tests.e2e.test_languages_service import POLYGLOT, REPO
 from tests.e2e.test_memory_service import _task_ids, _trace
-from tests.fakes.chat import ScriptedChatModel, answer, scripted
+from tests.fakes.chat import answer
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
 from tests.fakes.git_http import create_git_server
 from tests.fakes.samples import sample
 from tests.fakes.server import serving
 from tests.graph.conftest import FIXTURES
-from tests.graph.implement import route
+from tests.graph.implement import python_route
 from tests.graph.implement.conftest import GIT_ENV
 from tests.graph.review.conftest import ChangeRepo
 from tests.graph.review.conftest import git as git_in
 from tests.graph.runtime.script import done
 from tests.intake import deliveries
 from tests.intake.payloads import serve_samples
-from tests.tools import need
+from tests.tools import need_check_pytest
 
 pytestmark = pytest.mark.timeout(600)
 
 SAMPLE = sample("github/issues.labeled.json")
-CALC, TEST = "calc/__init__.py", "tests/test_calc.py"
-SOURCE = (FIXTURES / "python_project" / CALC).read_text()
-TESTS = (FIXTURES / "python_project" / TEST).read_text()
-MULTIPLY = SOURCE + "\n\ndef multiply(a: int, b: int) -> int:\n    return a * b\n"
-MULTIPLY_TEST = TESTS.replace("from calc import add, divide", "from calc import add, divide, multiply") + (
-    "\n\ndef test_multiplies_two_numbers() -> None:\n    assert multiply(2, 3) == 6\n")
-
-
-def _system_pytest() -> bool:
-    """Whether the checks' `python3` (the system's, from the sandbox's PATH) has pytest."""
-    python = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
-    return python is not None and subprocess.run([python, "-c", "import pytest"], capture_output=True,
-                                                 check=False).returncode == 0
-
+CALC = python_route.CALC
 
 @pytest.fixture
 def served(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) -> Iterator[h.Served]:
     """The fixture's Python package, without any `.forgebot.yml`, served as the sample's repository."""
-    need(_system_pytest(), "pytest for the system's python3 (Debian: python3-pytest)")
+    need_check_pytest()
     seed = tmp_path / "seed"
     shutil.copytree(FIXTURES / "python_project", seed)
     assert not (seed / ".forgebot.yml").exists()
@@ -82,21 +69,6 @@ def served(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) -> It
         yield h.Served(origin=origin, url=url)
 
 
-def _roles() -> dict[str, ScriptedChatModel]:
-    analysis = Analysis(summary="Add calc.multiply next to add", affected_files=[CALC, TEST], symbols=["calc.add"])
-    roles = route.models(
-        decomposer=[answer(Decomposition, {"criteria": [{"id": 1, "text": "calc multiplies two integers"}]})],
-        planner=[route.plan([route.item(1, "Add multiply with its test", CALC, TEST)], writable=(CALC, TEST))],
-        architect=route.approve_plan(),
-        coder=[route.patch(CALC, SOURCE, MULTIPLY), route.patch(TEST, TESTS, MULTIPLY_TEST),
-               route.call("complete_item", item_id=1, note="multiply added with a test"), route.call("finish")],
-        reviewer=route.review(),
-    )
-    roles["analyzer"] = scripted([route.call("finish_exploration", files=[CALC], context_only=[TEST], reason="seen"),
-                                  answer(Analysis, analysis)])
-    return roles
-
-
 async def test_a_python_repository_without_configuration_is_tested_with_pytest(
     settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
 ) -> None:
@@ -104,7 +76,7 @@ async def test_a_python_repository_without_configuration_is_tested_with_pytest(
     fake_forge.grant("github", REPO, "Codertocat", "write")
     fake_forge.grant("github", REPO, "alice", "write")
     fake_forge.add_issue("github", REPO, 1, FakeIssue(title="Add multiplication", body="calc should multiply."))
-    roles = _roles()
+    roles = python_route.roles()
     delivery = deliveries.github(h.labelled(SAMPLE, served.url), "issues")
     assert await h.post(settings, "github", *delivery) == 202
     assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
