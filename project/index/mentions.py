@@ -64,10 +64,15 @@ Row = tuple[str, str, str]  # fqn, kind, path
 class SymbolIndex:
     """Whole-name lookups over a code graph's symbols, all through one primitive: the symbols of a short
     name. `of` loads them all at once (a document refresh resolves thousands of tokens); `live` asks
-    the graph's name index per token (a question names a handful)."""
+    the graph's name index per token (a question names a handful).
 
-    def __init__(self, by_name: Callable[[str], list[Row]]) -> None:
+    `question`: the text is someone asking about this repository, who names its tests' classes as
+    they are (`CmsUser::getName`); in a document or discussion, an owner only tests have is the
+    example's own class (`User::$address`), and names none."""
+
+    def __init__(self, by_name: Callable[[str], list[Row]], question: bool = False) -> None:
         self._by_name = by_name
+        self._question = question
 
     @classmethod
     def of(cls, conn: Connection) -> SymbolIndex:
@@ -79,11 +84,11 @@ class SymbolIndex:
         return cls(lambda name: names.get(name, []))
 
     @classmethod
-    def live(cls, conn: Connection) -> SymbolIndex:
+    def live(cls, conn: Connection, *, question: bool = False) -> SymbolIndex:
         if not _has_graph(conn):
-            return cls(lambda name: [])
+            return cls(lambda name: [], question)
         return cls(lambda name: [(str(r[0]), str(r[1]), str(r[2])) for r in conn.execute(
-            "SELECT fqn, kind, path FROM symbols WHERE name = ? AND kind != 'namespace'", (name,))])
+            "SELECT fqn, kind, path FROM symbols WHERE name = ? AND kind != 'namespace'", (name,))], question)
 
     def resolve(self, text: str) -> tuple[str, ...]:
         """The symbols `text` names, in the order it names them, at most MAX_SYMBOLS."""
@@ -134,7 +139,7 @@ class SymbolIndex:
             if owner.lower() in _SELF:
                 return [row for row in rows if "::" in row[0]], False
             # `User::$address` in an example is its own entity's: a test is named only by a test's name
-            tests = re.search(r"Test(Case)?$", owner) is not None
+            tests = self._question or re.search(r"Test(Case)?$", owner) is not None
             named = [row for row in rows if _names(row[0], f"{owner}::{member}")]
             return [row for row in named if tests or not is_test(row[2])], True
         if form == "camel" and token[0].isupper():

@@ -72,7 +72,7 @@ def resolve(conn: Connection, asked: str) -> tuple[str, list[str]]:
     name = asked.strip().lstrip("\\").replace("->", "::")
     if _known(conn, name):
         return name, []
-    index = SymbolIndex.live(conn)
+    index = SymbolIndex.live(conn, question=True)
     found: list[str] = []
     for form, token in _forms(name):
         found = index.lookup(form, token, ambiguous=None)
@@ -212,7 +212,7 @@ def links(conn: Connection, sha: str) -> list[str]:
 def named(conn: Connection, query: str) -> list[str]:
     """The symbols a question is about, at most MAX_SYMBOLS: the ones it names in full (`Class::method`,
     a namespaced name) first, then bare class or method names."""
-    index = SymbolIndex.live(conn)
+    index = SymbolIndex.live(conn, question=True)
     explicit: dict[str, None] = {}
     bare: dict[str, None] = {}
     for form, token in candidates(query):

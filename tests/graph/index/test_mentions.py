@@ -75,6 +75,8 @@ def test_bare_names_examples_and_keys_name_only_what_is_certain(tmp_path: Path) 
     assert names.resolve("$entityManager->persist($user)") == ("Orm\\EntityManager::persist",)  # named for its class
     assert names.resolve("$article->addComment($c)") == ()  # a test model's name on a variable names no test
     assert names.resolve("Article::addComment() keeps the order") == ()  # nor a test model's name as an owner
+    asked = SymbolIndex.live(connect(index), question=True)  # but a question about the tests names them
+    assert asked.resolve("why does Article::addComment() keep the order") == ("Tests\\Models\\Article::addComment",)
     assert names.resolve("the `mappedBy` attribute, the 'mappedBy' option") == ()  # a mapping option, not the method
     assert names.resolve("then call `mappedBy`") == ("Orm\\Mapping\\Entity::mappedBy",)
     assert names.resolve("call ``EntityManager#persist($entity)`` then flush()") == (
