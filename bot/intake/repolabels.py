@@ -5,8 +5,8 @@ labels before it answers; deciding later would turn every unrelated label in eve
 a task row and a job. The payload is not trusted for this: the receiver asks the forge at the
 configured base URL for the repository by the numeric id the (verified) payload names, and for
 `.forgebot.yml` on the default branch the forge reports (streamed, at most 64 KiB), validated by
-`project.repoconfig` in a child process (`project.configchild`): never on the event loop, and killed
-when it outlasts the look-up's time.
+`project.repoconfig` in a child process (`project.configchild`, started with the receiver): never on
+the event loop, and killed when the validation outlasts the look-up's time.
 
 Only label deliveries ask, each repository's answer is reused for `repo_labels_cache_seconds`, a
 burst for one repository waits on a single lookup, and the lookup is bounded by
@@ -25,7 +25,7 @@ import asyncio
 import logging
 import time
 
-from foundation.forge import ForgeError, ForgeKind, open_forge
+from foundation.forge import Forge, ForgeError, ForgeKind, RepoRef, open_forge
 from foundation.settings import Settings, TriggerSettings
 from project.configchild import ConfigChild
 from project.repoconfig import CONFIG_PATH, MAX_CONFIG_BYTES, RepoConfigError
@@ -44,6 +44,10 @@ class RepoLabels:
         self._pending: dict[Key, asyncio.Future[TriggerSettings]] = {}
         # validation runs in a child process, off the event loop, and is killed past the time limit
         self._child = ConfigChild(timeout=settings.intake.repo_labels_timeout)
+
+    def start(self) -> None:
+        """Start the validating child now, so a first label delivery does not wait for Python to start."""
+        self._child.start()
 
     async def close(self) -> None:
         """Stop the validating child process (the receiver's shutdown)."""
@@ -65,7 +69,7 @@ class RepoLabels:
     async def _fetch(self, kind: ForgeKind, repo_id: int, installation: int | None) -> TriggerSettings:
         intake = self._settings.intake
         try:
-            found = await asyncio.wait_for(self._read(kind, repo_id, installation), intake.repo_labels_timeout)
+            found = await self._read(kind, repo_id, installation, intake.repo_labels_timeout)
         except Exception as exc:  # fail closed to the server's labels; the reason goes to the log
             reason = " ".join(str(exc).split()) if isinstance(exc, RepoConfigError | ForgeError) else type(exc).__name__
             log.warning("repository labels unavailable, the server's labels apply forge=%s repo=%s reason=%s",
@@ -74,10 +78,10 @@ class RepoLabels:
         self._remember((kind, repo_id), found)
         return found
 
-    async def _read(self, kind: ForgeKind, repo_id: int, installation: int | None) -> TriggerSettings:
+    async def _read(self, kind: ForgeKind, repo_id: int, installation: int | None, timeout: float) -> TriggerSettings:
+        """The forge's answers within `timeout`, then the file validated within the child's own limit."""
         forge = open_forge(self._settings, kind, installation)
-        repo = await forge.resolve_repo(repo_id)
-        content = await forge.read_file(repo, CONFIG_PATH, repo.default_branch, MAX_CONFIG_BYTES)
+        repo, content = await asyncio.wait_for(self._fetch_file(forge, repo_id), timeout)
         server = self._settings.triggers
         if content is None:
             return server
@@ -85,6 +89,11 @@ class RepoLabels:
         labels = await self._child.labels(content.decode(errors="replace"), source)
         update = {"implement_label": labels.implement, "analyze_label": labels.analyze}
         return server.model_copy(update={k: v for k, v in update.items() if v is not None})
+
+    @staticmethod
+    async def _fetch_file(forge: Forge, repo_id: int) -> tuple[RepoRef, bytes | None]:
+        repo = await forge.resolve_repo(repo_id)
+        return repo, await forge.read_file(repo, CONFIG_PATH, repo.default_branch, MAX_CONFIG_BYTES)
 
     def _remember(self, key: Key, found: TriggerSettings) -> None:
         now = time.monotonic()

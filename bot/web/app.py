@@ -115,6 +115,7 @@ def create_app(
             throttle = Throttle(resolved.console.failed_logins_per_client, resolved.console.failed_logins_overall)
             repo_labels = RepoLabels(resolved)
             stack.push_async_callback(repo_labels.close)
+            repo_labels.start()
             if learning is not None and learning.pending():
                 stack.push_async_callback(_stopped, asyncio.create_task(learning.learn()))
             missing = await asyncio.to_thread(gaps, resolved)  # the model check builds clients: off the loop

@@ -12,6 +12,7 @@ while the delivery is being answered, `/healthz` keeps answering at once.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from pathlib import Path
@@ -70,10 +71,12 @@ def test_a_hostile_config_leaves_healthz_answering(
 
 
 async def test_a_validation_past_its_time_is_killed_and_the_next_one_runs() -> None:
-    child = ConfigChild(timeout=0.001)  # no child starts and answers in a millisecond
+    child = ConfigChild(timeout=0.001)  # 60 KB of YAML is not read and validated in a millisecond
+    slow = "labels:\n  implement: go\n" + "".join(f"# {'x' * 70}\nk{i}: {i}\n" for i in range(800))
     with pytest.raises(RepoConfigError, match="took longer than"):
-        await child.labels("labels:\n  implement: go\n", ".forgebot.yml")
-    assert child._process is None  # killed, not left running
+        await child.labels(slow, ".forgebot.yml")
+    killed = child._process
+    assert killed is None  # killed, not left running; a new child is already starting
     child._timeout = 30.0
     assert (await child.labels("labels:\n  implement: go\n", ".forgebot.yml")).implement == "go"
     with pytest.raises(RepoConfigError, match="is invalid") as refused:
@@ -83,3 +86,17 @@ async def test_a_validation_past_its_time_is_killed_and_the_next_one_runs() -> N
     await child.close()
     assert process is not None and process.returncode is not None
     await asyncio.sleep(0)
+
+
+async def test_a_slow_child_start_does_not_count_against_the_validation(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a busy machine: the child's Python takes 2 s to start (a sitecustomize that sleeps), the limit is 1 s
+    (tmp_path / "sitecustomize.py").write_text("import time\ntime.sleep(2)\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    child = ConfigChild(timeout=1.0)
+    child.start()
+    try:
+        # before: the start counted, and the repository's labels were refused as "took longer than 1 s"
+        assert (await child.labels("labels:\n  implement: go\n", ".forgebot.yml")).implement == "go"
+    finally:
+        await child.close()
