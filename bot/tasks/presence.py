@@ -16,6 +16,7 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,17 +45,14 @@ class Presence:
         return max(time.time() - self.started, 0.0)
 
 
-def doing(ctx: dict[str, Any]) -> str:
-    return str(ctx.get("presence") or "idle")
-
-
-async def announce(redis: Any, ctx: dict[str, Any], interval: float) -> None:
-    """Announce this worker every `interval` seconds until cancelled; the key goes with it."""
+async def announce(redis: Any, doing: Callable[[], str], interval: float) -> None:
+    """Announce this worker and what it is `doing()` every `interval` seconds until cancelled; the key
+    goes with it."""
     key = PREFIX + worker_name()
     started = time.time()
     try:
         while True:
-            record = json.dumps({"doing": doing(ctx), "seen": time.time(), "started": started})
+            record = json.dumps({"doing": doing() or "idle", "seen": time.time(), "started": started})
             try:
                 await redis.set(key, record, px=int(interval * MISSED * 1000))
             except Exception as exc:  # Redis briefly away: the next announcement tries again

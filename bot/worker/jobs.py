@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 from arq import Retry, cron
 from arq.connections import ArqRedis, RedisSettings
 from arq.worker import Worker, func
-from langchain_core.language_models import BaseChatModel
 from langgraph.errors import GraphRecursionError
 
 from bot.console.links import task_link
@@ -29,12 +28,13 @@ from bot.intake.identity import Identities, IdentityRefused, resolve
 from bot.tasks.checkpoints import SqlJournal, open_checkpointer, spent
 from bot.tasks.events import ForgeEvent
 from bot.tasks.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
-from bot.tasks.jobcodec import PLAIN, JobCodec, JobFailed
+from bot.tasks.jobcodec import JobCodec, JobFailed
 from bot.tasks.leases import lease
 from bot.tasks.presence import announce
 from bot.tasks.queue import RUN_TASK, eviction_policy, job_handle
 from bot.worker.expiry import expire_waiting
 from bot.worker.idempotency import task_forge
+from bot.worker.jobcontext import KEY, ForgeFactory, Job, ModelFactory, WorkerContext
 from bot.worker.recovery import failure_marker, reaper_loop
 from bot.worker.retention import cleanup
 from bot.worker.sweeper import sweep
@@ -71,8 +71,6 @@ T = TypeVar("T")
 MAX_DEFER = 600.0  # seconds: the longest pause before a job's next try after an outage
 END_TRIES = 5  # attempts to record a task's end (store or checkpointer briefly away)
 
-ForgeFactory = Callable[[str], Forge]
-ModelFactory = Callable[[str], BaseChatModel]
 
 
 def task_id_for(event: ForgeEvent) -> str:
@@ -190,29 +188,32 @@ async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent,
 
 async def run_task(ctx: dict[str, Any], event_json: str) -> str:
     """arq job: under the worker's lease, authorize, then cancel, resume or start the task."""
-    if "redis_url" not in ctx or "job_id" not in ctx:  # called directly (tests, `forgebot run`)
-        return await _run_event(ctx, event_json)
-    ctx["presence"] = f"running job {ctx['job_id']}"  # what the health page says this worker does
+    job = Job.of(ctx)
+    work = job.worker
+    if not work.redis_url or not job.job_id:  # called directly (tests, `forgebot run`)
+        return await _run_event(job, event_json)
+    work.presence = f"running job {job.job_id}"  # what the health page says this worker does
     try:
-        async with lease(ctx["redis_url"], ctx["job_id"], ctx["settings"].durability.lease_seconds):
-            return await _run_event(ctx, event_json)
+        async with lease(work.redis_url, job.job_id, work.settings.durability.lease_seconds):
+            return await _run_event(job, event_json)
     finally:
-        ctx["presence"] = "idle"
+        work.presence = "idle"
 
 
-async def _run_event(ctx: dict[str, Any], event_json: str) -> str:
+async def _run_event(job: Job, event_json: str) -> str:
     event = ForgeEvent.model_validate_json(event_json)
-    inbox: Inbox = ctx["inbox"]
-    factory: ForgeFactory | None = ctx.get("forge_factory")
+    work = job.worker
+    inbox = work.store()
+    factory = work.forge_factory
     try:
-        forge = factory(event.forge) if factory else open_forge(ctx["settings"], event.forge, event.installation)
+        forge = factory(event.forge) if factory else open_forge(work.settings, event.forge, event.installation)
         # first, for every route: the repository as the forge names it; the payload's is never used
-        event = event.model_copy(update={"repo": await resolve(ctx["settings"], forge, event)})
-        decision = await ctx["authorizer"].decide(forge, event)
+        event = event.model_copy(update={"repo": await resolve(work.settings, forge, event)})
+        decision = await work.authorizer.decide(forge, event)
     except (IdentityRefused, ForgeNotFound) as exc:
         decision = Decision(False, f"repository: {exc}")
     except Exception as exc:  # the forge is down or refuses the token: nobody is authorized yet, nothing is posted
-        return await _unauthorized(ctx, event, exc)
+        return await _unauthorized(job, event, exc)
     if not decision.allowed:
         log.info("task refused delivery=%s reason=%s", event.delivery_id, decision.reason)
         if event.trigger in ("label", "command"):
@@ -220,23 +221,22 @@ async def _run_event(ctx: dict[str, Any], event_json: str) -> str:
         await inbox.handled(event.delivery_id)
         return "refused"
     if event.trigger == "cancel":
-        return await _cancel(ctx, forge, event)
+        return await _cancel(job, forge, event)
     if event.trigger in ("label", "command") and event.repo.web_url:  # the address as the forge gives it
         await inbox.set_link(event.task_id, item_url(event.repo, event.target, event.number))
-    task = await (_resumable(ctx, event) if event.trigger == "reply" else _claim(ctx, forge, event))
+    task = await (_resumable(inbox, event) if event.trigger == "reply" else _claim(inbox, forge, event))
     if task is None:
         await inbox.handled(event.delivery_id)
         return "skipped"
-    return await _counted(task.mode, _run_claimed(ctx, forge, event, task))
+    return await _counted(task.mode, _run_claimed(job, forge, event, task))
 
 
-async def _unauthorized(ctx: dict[str, Any], event: ForgeEvent, exc: Exception) -> str:
+async def _unauthorized(job: Job, event: ForgeEvent, exc: Exception) -> str:
     """The forge could not say whether the actor may trigger: retry an outage, else fail the task quietly.
 
     No comment is posted: the actor's right to an answer on the item is what could not be checked.
     """
-    settings: Settings = ctx["settings"]
-    tries = int(ctx.get("job_try", 1))
+    settings, tries = job.worker.settings, job.job_try
     if is_transient(exc) and tries < settings.max_tries:
         delay = _defer_seconds(settings, tries, retry_after(exc))
         log.warning("task deferred delivery=%s step=authorize try=%d of %d, again in %g s: %s", event.delivery_id,
@@ -244,7 +244,7 @@ async def _unauthorized(ctx: dict[str, Any], event: ForgeEvent, exc: Exception) 
         raise Retry(defer=delay) from exc
     record = failure_of(exc, phase="authorize", secrets=secrets_of(settings), tries=tries)
     log.error("%s", record.log_line(event.task_id), exc_info=exc if record.bug else None)
-    inbox: Inbox = ctx["inbox"]
+    inbox = job.worker.store()
     if event.trigger in ("label", "command"):
         await _recorded(lambda: inbox.set_state(event.task_id, "failed", record.kind, only_from=("queued",),
                                                 failure=record.to_json()), "state")
@@ -267,9 +267,8 @@ async def _counted(mode: str, run: Awaitable[str]) -> str:
             record_task(mode, outcome, time.monotonic() - started)
 
 
-async def _claim(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> TaskRow | None:
+async def _claim(inbox: Inbox, forge: Forge, event: ForgeEvent) -> TaskRow | None:
     """Start the event's own task, or answer that another task is active on the item."""
-    inbox: Inbox = ctx["inbox"]
     current = await inbox.task(event.task_id)
     if current is not None and current.state == "running" and current.job_id == event.delivery_id:
         return current  # an earlier try of this very job was deferred or its worker died: carry on
@@ -292,9 +291,8 @@ async def _claim(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> TaskRo
     return None
 
 
-async def _resumable(ctx: dict[str, Any], event: ForgeEvent) -> TaskRow | None:
+async def _resumable(inbox: Inbox, event: ForgeEvent) -> TaskRow | None:
     """The waiting task a reply resumes, moved to running."""
-    inbox: Inbox = ctx["inbox"]
     task = await inbox.active_task(event.task_key, ("waiting", "running"))
     if task is None:
         return None
@@ -303,17 +301,17 @@ async def _resumable(ctx: dict[str, Any], event: ForgeEvent) -> TaskRow | None:
     return await inbox.claim(task.task_id, event.delivery_id, from_state="waiting")
 
 
-async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, task: TaskRow) -> str:
+async def _run_claimed(job: Job, forge: Forge, event: ForgeEvent, task: TaskRow) -> str:
     """Run (or resume) the graph for a running task and record how it ended."""
-    inbox: Inbox = ctx["inbox"]
-    settings: Settings = ctx["settings"]
+    work = job.worker
+    inbox, settings = work.store(), work.settings
     original = _stored(task, event)
     answer: dict[str, str] | None = None
     if event.trigger == "reply":  # same delivery id → same thread id → resume from the checkpoint
         original = original.model_copy(update={"comment": event.comment, "comment_id": event.comment_id})
         answer = {"author": event.actor.username, "body": event.comment}  # authorized above, like a trigger
-    deps = Deps(settings=settings, forge=task_forge(forge, task.task_id), model_for=ctx["model_factory"])
-    tries = int(ctx.get("job_try", 1))
+    deps = Deps(settings=settings, forge=task_forge(forge, task.task_id), model_for=work.model_factory)
+    tries = job.job_try
     log.info("task start delivery=%s task=%s mode=%s try=%d", event.delivery_id, task.task_id, task.mode, tries)
     acked = initial_state(original, task.task_id, settings.llm.model)
     acked["console_url"] = task_link(settings.console, task.task_id)
@@ -323,13 +321,13 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
     comment_id = await status.acknowledge(forge, acked, trigger, phase)
     phases = Phases(settings.data_dir, task.task_id)
     try:
-        if ctx.get("configured_models"):  # no usable model: say so before any clone or index is paid for
+        if work.configured_models:  # no usable model: say so before any clone or index is paid for
             phases.current = "start"
             check_config(settings.llm)
         await _bound_workspaces(settings, inbox)  # before this task may add a worktree
-        state = await execute(settings, deps, original, answer, ctx.get("checkout", prepare), comment_id, phases)
+        state = await execute(settings, deps, original, answer, work.checkout, comment_id, phases)
     except Exception as exc:
-        return await _failed(ctx, forge, original, task, acked, exc, phases.current)
+        return await _failed(job, forge, original, task, acked, exc, phases.current)
     outcome = str(state.get("outcome", "done"))
     if outcome == "failed":  # the route ended itself as failed and wrote its own comment (a kept branch…)
         record = failure_of_state(state, secrets_of(settings))
@@ -343,11 +341,10 @@ async def _run_claimed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, tas
     return outcome
 
 
-async def _failed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, task: TaskRow, acked: TaskState,
+async def _failed(job: Job, forge: Forge, event: ForgeEvent, task: TaskRow, acked: TaskState,
                   exc: Exception, phase: str) -> str:
     """Defer an outage while tries are left; else fail the task with its one record, shown everywhere."""
-    settings: Settings = ctx["settings"]
-    tries = int(ctx.get("job_try", 1))
+    settings, tries = job.worker.settings, job.job_try
     record = failure_of(exc, phase=phase, secrets=secrets_of(settings), tries=tries)
     if record.transient and tries < settings.max_tries:  # the task stays running: the next try carries on
         delay = _defer_seconds(settings, tries, retry_after(exc))
@@ -357,7 +354,7 @@ async def _failed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, task: Ta
         raise Retry(defer=delay) from exc
     if isinstance(exc, ForgeNotFound):  # the item or project is gone: nobody to tell
         log.info("%s", record.log_line(task.task_id))
-        await _finish(ctx["inbox"], task.task_id, event.delivery_id, "failed", record.kind, settings, record)
+        await _finish(job.worker.store(), task.task_id, event.delivery_id, "failed", record.kind, settings, record)
         return "gone"
     log.error("%s", record.log_line(task.task_id), exc_info=exc if record.bug else None)
     stopped = isinstance(exc, BudgetExceeded | GraphRecursionError)  # a limit ended the task: say which
@@ -365,7 +362,7 @@ async def _failed(ctx: dict[str, Any], forge: Forge, event: ForgeEvent, task: Ta
     concluded: TaskState = {**acked, **used}
     await status.conclude(forge, concluded, "stopped" if stopped else "failed", record)
     await _post_failure(forge, event, task.task_id, record)
-    await _finish(ctx["inbox"], task.task_id, event.delivery_id, "failed", record.kind, settings, record)
+    await _finish(job.worker.store(), task.task_id, event.delivery_id, "failed", record.kind, settings, record)
     return "stopped" if stopped else "failed"
 
 
@@ -432,15 +429,15 @@ def _defer_seconds(settings: Settings, tries: int, asked: float | None) -> float
     return min(settings.durability.retry_seconds * float(4 ** (tries - 1)), MAX_DEFER)
 
 
-async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:
+async def _cancel(job: Job, forge: Forge, event: ForgeEvent) -> str:
     """Stop the item's active task: mark it cancelled and ask arq to abort its running job."""
-    inbox: Inbox = ctx["inbox"]
+    inbox = job.worker.store()
     task = await inbox.active_task(event.task_key)
     if task is not None and await inbox.set_state(
         task.task_id, "cancelled", f"cancelled by {event.actor.username}", only_from=ACTIVE
     ):
-        if task.state == "running" and "redis" in ctx:
-            await _abort(ctx, task.job_id)
+        if task.state == "running" and job.redis is not None:
+            await _abort(job.redis, job.worker.codec, task.job_id)
         if task.state != "queued":  # a queued task was never acknowledged: its "Cancelled" note says it all
             cancelled = _stored(task, event)
             await status.conclude(forge, initial_state(cancelled, task.task_id), "cancelled")
@@ -455,10 +452,10 @@ async def _cancel(ctx: dict[str, Any], forge: Forge, event: ForgeEvent) -> str:
     return "cancelled" if task is not None else "nothing to cancel"
 
 
-async def _abort(ctx: dict[str, Any], job_id: str) -> None:
+async def _abort(redis: ArqRedis, codec: JobCodec, job_id: str) -> None:
     """Ask arq to abort the job (the worker running it cancels it); do not wait for it to stop."""
     with contextlib.suppress(asyncio.TimeoutError, JobFailed):  # still running, or already failed
-        await job_handle(job_id, ctx["redis"], ctx.get("codec", PLAIN)).abort(timeout=0, poll_delay=0.01)
+        await job_handle(job_id, redis, codec).abort(timeout=0, poll_delay=0.01)
 
 
 def target_of(event: ForgeEvent) -> IssueRef | ChangeRef:
@@ -486,14 +483,15 @@ async def _post_failure(forge: Forge, event: ForgeEvent, task_id: str, record: T
 
 async def sweep_inbox(ctx: dict[str, Any]) -> int:
     """Queue accepted deliveries that never reached (or fell out of) Redis; expire unanswered questions."""
-    settings: Settings = ctx["settings"]
-    pool: ArqRedis = ctx["redis"]
+    job = Job.of(ctx)
+    work, pool = job.worker, job.pool()
+    settings = work.settings
 
     async def enqueue(delivery_id: str, event_json: str) -> bool:
         return await pool.enqueue_job(RUN_TASK, event_json, _job_id=delivery_id) is not None
 
-    requeued = await sweep(ctx["inbox"], enqueue, settings.intake.sweep_grace, settings.intake.dedupe_hours)
-    await expire_waiting(ctx["inbox"], ctx["forge_for_event"], settings.questions.wait_hours)
+    requeued = await sweep(work.store(), enqueue, settings.intake.sweep_grace, settings.intake.dedupe_hours)
+    await expire_waiting(work.store(), work.forge_for_event, settings.questions.wait_hours)
     return requeued
 
 
@@ -503,7 +501,7 @@ async def sweeper_loop(ctx: dict[str, Any]) -> None:
     A task of its own, like the reaper, not an arq cron job: a cron job waits for the worker's one
     job slot, so while a long task ran nothing stranded was queued again.
     """
-    interval = ctx["settings"].intake.sweep_interval
+    interval = Job.of(ctx).worker.settings.intake.sweep_interval
     while True:
         await asyncio.sleep(interval)
         try:
@@ -518,34 +516,38 @@ async def _startup(ctx: dict[str, Any]) -> None:
     The worker takes jobs only once every configured forge has said who the bot is (its own
     comments must never trigger it): until then deliveries wait in the queue, neither run nor failed.
     """
-    if "inbox" not in ctx:
-        ctx["inbox"] = await open_inbox(ctx["settings"])
-        ctx["own_inbox"] = True
-    await eviction_policy(ctx["redis"])
-    ctx["reaper"] = asyncio.create_task(reaper_loop(ctx))
+    job = Job.of(ctx)
+    work = job.worker
+    if work.inbox is None:
+        work.inbox = await open_inbox(work.settings)
+        work.own_inbox = True
+    await eviction_policy(job.pool())
+    work.loops.append(asyncio.create_task(reaper_loop(ctx)))
     try:
         await sweep_inbox(ctx)  # what Redis lost while no worker ran, queued before the first poll
     except Exception as exc:
         log.warning("start-up sweep failed: %s: %s", type(exc).__name__, exc)
-    ctx["sweeper"] = asyncio.create_task(sweeper_loop(ctx))
-    ctx["announcer"] = asyncio.create_task(announce(ctx["redis"], ctx, ctx["settings"].durability.reap_interval))
-    identities: Identities | None = ctx.get("identities")
+    work.loops.append(asyncio.create_task(sweeper_loop(ctx)))
+    doing = lambda: work.presence  # noqa: E731  (read at each announcement)
+    work.loops.append(asyncio.create_task(announce(job.pool(), doing, work.settings.durability.reap_interval)))
+    identities = work.identities
     if identities is not None and identities.pending():
-        ctx["presence"] = f"waiting for {' and '.join(identities.pending())} to say who the bot is"
-        log.info("%s before taking jobs", ctx["presence"])
+        work.presence = f"waiting for {' and '.join(identities.pending())} to say who the bot is"
+        log.info("%s before taking jobs", work.presence)
         await identities.learn()
-        ctx["presence"] = "idle"
+        work.presence = "idle"
 
 
 async def _shutdown(ctx: dict[str, Any]) -> None:
-    for name in ("reaper", "sweeper", "announcer"):
-        loop = ctx.pop(name, None)
-        if loop is not None:
-            loop.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await loop
-    if ctx.pop("own_inbox", False):
-        await ctx.pop("inbox").close()
+    work = Job.of(ctx).worker
+    while work.loops:
+        loop = work.loops.pop()
+        loop.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loop
+    if work.own_inbox and work.inbox is not None:
+        inbox, work.inbox, work.own_inbox = work.inbox, None, False
+        await inbox.close()
 
 
 def build_worker(
@@ -567,26 +569,24 @@ def build_worker(
     the codec also removes every configured secret from those messages.
     """
     codec = JobCodec(secrets_of(settings))
-    ctx: dict[str, Any] = {
-        "settings": settings,
-        "forge_factory": forge_factory,  # None: open_forge per event (GitHub App installation from the payload)
-        "model_factory": model_factory or (lambda role: chat_model(settings.llm, role)),
-        "configured_models": model_factory is None,  # the settings' models: checked before each task
-        "authorizer": Authorizer(settings),
-        "redis_url": redis_url,  # the lease's heartbeat thread opens its own connection
-        "codec": codec,
-    }
-    # the reaper's and the expiry's notes: the injected factory, else the forge the event names
-    # (a GitHub App event's own installation), as `_run_event` opens it
-    ctx["forge_for_event"] = lambda event: (
-        forge_factory(event.forge) if forge_factory else open_forge(settings, event.forge, event.installation)
+    work = WorkerContext(
+        settings=settings,
+        model_factory=model_factory or (lambda role: chat_model(settings.llm, role)),
+        # the reaper's and the expiry's notes: the injected factory, else the forge the event names
+        # (a GitHub App event's own installation), as `_run_event` opens it
+        forge_for_event=lambda event: (
+            forge_factory(event.forge) if forge_factory else open_forge(settings, event.forge, event.installation)
+        ),
+        authorizer=Authorizer(settings),
+        forge_factory=forge_factory,
+        configured_models=model_factory is None,
+        checkout=checkout or prepare,
+        identities=identities,
+        codec=codec,
+        redis_url=redis_url,
+        inbox=inbox,
     )
-    if inbox is not None:
-        ctx["inbox"] = inbox
-    if checkout is not None:
-        ctx["checkout"] = checkout
-    if identities is not None:
-        ctx["identities"] = identities
+    ctx: dict[str, Any] = {KEY: work}
     return Worker(
         functions=[func(run_task, name=RUN_TASK)],
         cron_jobs=[cron(cleanup, hour=3, minute=17, second=0)],  # retention, once a day

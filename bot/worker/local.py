@@ -38,7 +38,8 @@ from bot.tasks.checkpoints import open_checkpointer, spent
 from bot.tasks.events import Actor, ForgeEvent, Mode
 from bot.tasks.inbox import Inbox, TaskRow, TaskStatus, open_inbox
 from bot.tasks.localruns import owner
-from bot.worker.jobs import ModelFactory, run_graph
+from bot.worker.jobcontext import ModelFactory
+from bot.worker.jobs import run_graph
 from foundation import gitrunner
 from foundation.forge import Change, ChangeRef, Comment, Issue, IssueRef, RepoRef
 from foundation.forge.diff import parse

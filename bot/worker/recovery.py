@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from arq.connections import ArqRedis
@@ -39,14 +38,14 @@ from bot.tasks.jobcodec import PLAIN, JobCodec
 from bot.tasks.leases import LEASE_PREFIX
 from bot.tasks.localruns import settle_lost
 from bot.tasks.queue import job_handle
+from bot.worker.jobcontext import ForgeForEvent, Job
 from foundation import arqlayout
-from foundation.forge import Forge, Marker, where_task_speaks
+from foundation.forge import Marker, where_task_speaks
 from graph.failure import TaskFailure, worker_lost
 
 log = logging.getLogger(__name__)
 
 LOCAL = "local:"  # the key prefix of tasks `forgebot run` records (bot.worker.local)
-ForgeForEvent = Callable[[ForgeEvent], Forge]  # the forge a task's notes go to (GitHub App: its installation)
 FAILURE = "failure"  # the marker purpose of the one failure comment a task can get
 
 
@@ -127,12 +126,12 @@ async def post_failure(forge_for: ForgeForEvent, task: TaskRow, record: TaskFail
 
 async def reap(ctx: dict[str, Any]) -> int:
     """One reaper pass: release abandoned jobs, then fail orphaned tasks. Returns how many it acted on."""
-    settings = ctx["settings"]
-    redis: ArqRedis = ctx["redis"]
+    job = Job.of(ctx)
+    work, redis = job.worker, job.pool()
+    settings = work.settings
     released = await release_abandoned(redis, settings.durability.lease_seconds, settings.job_timeout + 10)
-    forge_for: ForgeForEvent = ctx["forge_for_event"]
-    failed = await fail_orphans(ctx["inbox"], redis, forge_for, settings.max_tries, ctx.get("codec", PLAIN))
-    lost = await settle_lost(ctx["inbox"])  # `forgebot run` processes of this host killed outright
+    failed = await fail_orphans(work.store(), redis, work.forge_for_event, settings.max_tries, work.codec)
+    lost = await settle_lost(work.store())  # `forgebot run` processes of this host killed outright
     return len(released) + len(failed) + len(lost)
 
 
@@ -142,7 +141,7 @@ async def reaper_loop(ctx: dict[str, Any]) -> None:
     A task of its own, not an arq cron job: a cron job waits for the worker's one job slot, which is
     taken while a task runs, so with every worker busy nobody would notice a dead one.
     """
-    interval = ctx["settings"].durability.reap_interval
+    interval = Job.of(ctx).worker.settings.durability.reap_interval
     while True:
         try:
             acted = await reap(ctx)

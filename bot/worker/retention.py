@@ -15,6 +15,7 @@ from typing import Any
 from bot.tasks.checkpoints import delete_checkpoints
 from bot.tasks.events import ForgeEvent
 from bot.tasks.inbox import Inbox
+from bot.worker.jobcontext import Job
 from foundation.settings import Settings
 from foundation.workspace import Workspaces, repo_key
 
@@ -64,4 +65,5 @@ async def clean(settings: Settings, inbox: Inbox, now: float | None = None) -> C
 
 async def cleanup(ctx: dict[str, Any]) -> int:
     """arq cron: one retention pass."""
-    return (await clean(ctx["settings"], ctx["inbox"])).tasks
+    work = Job.of(ctx).worker
+    return (await clean(work.settings, work.store())).tasks

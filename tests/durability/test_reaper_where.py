@@ -10,14 +10,21 @@ from __future__ import annotations
 from typing import Any
 
 from arq.connections import ArqRedis
+from langchain_core.language_models import BaseChatModel
 
+from bot.intake.authz import Authorizer
 from bot.tasks.events import Actor, ForgeEvent
 from bot.tasks.inbox import Inbox
 from bot.tasks.queue import open_pool
+from bot.worker.jobcontext import WorkerContext
 from bot.worker.recovery import reap
 from foundation.forge import RepoRef, open_forge
 from foundation.settings import Settings
 from tests.fakes.forge_http import FakeChange, FakeForgeState, FakeIssue
+
+
+def _no_model(role: str) -> BaseChatModel:
+    raise AssertionError("the reaper calls no model")
 
 
 def _event(mode: str, target: str, number: int, delivery: str) -> ForgeEvent:
@@ -40,8 +47,9 @@ async def test_a_dead_review_task_fails_with_its_note_on_the_merge_request(
         for event in (_event("review", "change", 7, "review-7"), _event("analyze", "issue", 8, "analyze-8")):
             await inbox.record("gitlab", event.delivery_id, "Note Hook", event)
             assert await inbox.claim(event.task_id, event.delivery_id) is not None  # running; no arq job exists
-        ctx: dict[str, Any] = {"settings": settings, "redis": pool, "inbox": inbox,
-                               "forge_for_event": lambda event: open_forge(settings, event.forge)}
+        worker = WorkerContext(settings=settings, model_factory=_no_model, authorizer=Authorizer(settings),
+                               forge_for_event=lambda event: open_forge(settings, event.forge), inbox=inbox)
+        ctx: dict[str, Any] = {"worker": worker, "redis": pool}
         assert await reap(ctx) == 2
     finally:
         await pool.aclose()

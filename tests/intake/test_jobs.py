@@ -19,6 +19,7 @@ from bot.intake.authz import Authorizer
 from bot.tasks.events import ForgeEvent, parse_gitlab
 from bot.tasks.inbox import Inbox
 from bot.tasks.queue import open_pool
+from bot.worker.jobcontext import WorkerContext
 from bot.worker.jobs import run_task
 from foundation.forge import AccessLevel, ForgeUnavailable, Issue, IssueRef
 from foundation.settings import Settings, TriggerSettings
@@ -47,18 +48,13 @@ async def ctx(settings: Settings, tmp_path: Path, redis_url: str) -> AsyncIterat
     forge.access[("5", ROOT)] = AccessLevel.DEVELOPER
     repo = forge.add_repo(sample_repo(settings))
     pool = await open_pool(redis_url)
-    yield {
-        "repo": repo,
-        "settings": settings,
-        "inbox": inbox,
-        "forge": forge,
-        "forge_factory": lambda kind: forge,
-        "model_factory": blocked_model,
-        "authorizer": Authorizer(settings),
-        "redis": pool,
-        "job_try": 1,
-        "checkout": local_checkout(php_project(tmp_path)),
-    }
+    worker = WorkerContext(
+        settings=settings, model_factory=blocked_model, forge_for_event=lambda event: forge,
+        authorizer=Authorizer(settings), forge_factory=lambda kind: forge,
+        checkout=local_checkout(php_project(tmp_path)), inbox=inbox,
+    )
+    # arq's context as a job sees it (the worker's object, arq's pool and try), with the test's own keys
+    yield {"worker": worker, "redis": pool, "job_try": 1, "repo": repo, "forge": forge}
     await pool.aclose()
     await inbox.close()
 
@@ -68,7 +64,7 @@ async def deliver(ctx: dict[str, Any], text: str, comment_id: int) -> ForgeEvent
     delivery = f"gitlab:{comment_id}"
     event = parse_gitlab({"x-gitlab-event": "Note Hook"}, gitlab_note(text, id=comment_id), delivery, TRIGGERS)
     assert event is not None
-    intake = await ctx["inbox"].record("gitlab", delivery, "Note Hook", event)
+    intake = await ctx["worker"].inbox.record("gitlab", delivery, "Note Hook", event)
     assert intake.result == "accepted", intake
     return event
 
@@ -88,7 +84,7 @@ def status_of(ctx: dict[str, Any], event: ForgeEvent) -> str:
 
 
 async def state_of(ctx: dict[str, Any], task_id: str) -> tuple[str, str]:
-    row = await ctx["inbox"].task(task_id)
+    row = await ctx["worker"].inbox.task(task_id)
     assert row is not None
     return row.state, row.detail
 
@@ -99,24 +95,24 @@ async def test_allowed_command_runs_the_graph_and_finishes(ctx: dict[str, Any]) 
     assert await state_of(ctx, event.task_id) == ("done", "blocked")
     assert "Analysis blocked" in comments(ctx, event)[0]
     assert status_of(ctx, event) == "**Status: done (blocked)**"
-    assert await ctx["inbox"].unhandled(grace=-1) == []
+    assert await ctx["worker"].inbox.unhandled(grace=-1) == []
 
 
 @pytest.mark.parametrize("level", [AccessLevel.NONE, AccessLevel.GUEST, AccessLevel.REPORTER])
 async def test_refused_actor_never_reaches_the_graph(ctx: dict[str, Any], level: AccessLevel) -> None:
     ctx["forge"].access[("5", ROOT)] = level
-    ctx["model_factory"] = lambda role: pytest.fail("the graph ran for an unauthorized actor")
+    ctx["worker"].model_factory = lambda role: pytest.fail("the graph ran for an unauthorized actor")
     event = await deliver(ctx, "/analyze", 2)
     assert await run_task(ctx, event.model_dump_json()) == "refused"
     state, detail = await state_of(ctx, event.task_id)
     assert state == "cancelled" and detail.startswith("refused: root has")
     assert comments(ctx, event) == []
-    assert await ctx["inbox"].unhandled(grace=-1) == []
+    assert await ctx["worker"].inbox.unhandled(grace=-1) == []
 
 
 async def test_second_trigger_while_one_runs_gets_a_busy_reply(ctx: dict[str, Any]) -> None:
     first = await deliver(ctx, "/implement", 3)
-    await ctx["inbox"].claim(first.task_id, first.delivery_id)  # a worker is running it
+    await ctx["worker"].inbox.claim(first.task_id, first.delivery_id)  # a worker is running it
     second = await deliver(ctx, "/analyze", 4)
     assert await run_task(ctx, second.model_dump_json()) == "skipped"
     assert await state_of(ctx, second.task_id) == ("cancelled", f"busy: task {first.task_id} is active")
@@ -127,7 +123,7 @@ async def test_second_trigger_while_one_runs_gets_a_busy_reply(ctx: dict[str, An
 
 async def test_cancel_stops_a_running_task(ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     task = await deliver(ctx, "/analyze", 5)
-    await ctx["inbox"].claim(task.task_id, task.delivery_id)
+    await ctx["worker"].inbox.claim(task.task_id, task.delivery_id)
     cancel = await deliver(ctx, "/cancel", 6)
     assert await run_task(ctx, cancel.model_dump_json()) == "cancelled"
     assert await state_of(ctx, task.task_id) == ("cancelled", "cancelled by root")
@@ -139,7 +135,7 @@ async def test_cancelled_queued_task_never_starts(ctx: dict[str, Any]) -> None:
     task = await deliver(ctx, "/analyze", 7)
     cancel = await deliver(ctx, "/cancel", 8)
     await run_task(ctx, cancel.model_dump_json())
-    ctx["model_factory"] = lambda role: pytest.fail("a cancelled task ran")
+    ctx["worker"].model_factory = lambda role: pytest.fail("a cancelled task ran")
     assert await run_task(ctx, task.model_dump_json()) == "skipped"
     assert (await state_of(ctx, task.task_id))[0] == "cancelled"
 
@@ -147,14 +143,14 @@ async def test_cancelled_queued_task_never_starts(ctx: dict[str, Any]) -> None:
 async def test_reply_resumes_the_waiting_task_on_its_own_thread(ctx: dict[str, Any]) -> None:
     """Through the real `execute` and checkpointer: the decomposer asks, the task waits, the reply's
     job resumes the same thread with the answer, and the analysis is reported."""
-    ctx["settings"].questions.max_rounds = 1
+    ctx["worker"].settings.questions.max_rounds = 1
     models = {
         "decomposer": scripted([answer(Decomposition, Decomposition(questions=["Which endpoint?"])),
                                 answer(Decomposition, CRITERIA)]),
         "analyzer": scripted([call("finish_exploration", files=["src/Calculator.php"], reason="seen"),
                               answer(Analysis, Analysis(summary="Use the v2 endpoint in the client."))]),
     }
-    ctx["model_factory"] = models.__getitem__
+    ctx["worker"].model_factory = models.__getitem__
     task = await deliver(ctx, "/analyze", 9)
     issue = IssueRef(repo=ctx["repo"], number=task.number)  # the forge's own record; by a member: it reaches the model
     ctx["forge"].issues[issue] = Issue(ref=issue, title="Client", body="Move the client to the new API.",
@@ -168,7 +164,7 @@ async def test_reply_resumes_the_waiting_task_on_its_own_thread(ctx: dict[str, A
     assert reply.trigger == "reply"
     assert await run_task(ctx, reply.model_dump_json()) == "reported"
     assert await state_of(ctx, task.task_id) == ("done", "reported")
-    assert (await ctx["inbox"].task(task.task_id)).job_id == reply.delivery_id
+    assert (await ctx["worker"].inbox.task(task.task_id)).job_id == reply.delivery_id
     # resumed from the checkpoint, not started again: the question is asked once, the decomposer's
     # second (and last) call carries the answer, and the analyzer sees it too
     asked, resumed = models["decomposer"].received
@@ -192,20 +188,20 @@ def forge_down(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("forge_down")
 async def test_forge_outage_on_the_last_try_fails_the_task_visibly(ctx: dict[str, Any]) -> None:
     task = await deliver(ctx, "/analyze", 11)
-    ctx["job_try"] = ctx["settings"].max_tries
+    ctx["job_try"] = ctx["worker"].settings.max_tries
     assert await run_task(ctx, task.model_dump_json()) == "failed"
     assert await state_of(ctx, task.task_id) == ("failed", "forge unavailable")
     (note,) = comments(ctx, task)
     assert f"task {task.task_id}" in note and "the forge did not answer, and retrying did not help" in note
     assert status_of(ctx, task) == "**Status: failed**"
-    assert await ctx["inbox"].unhandled(grace=-1) == []
+    assert await ctx["worker"].inbox.unhandled(grace=-1) == []
 
 
 @pytest.mark.usefixtures("forge_down")
 async def test_a_forge_outage_before_the_last_try_defers_the_job_by_the_configured_back_off(
     ctx: dict[str, Any],
 ) -> None:
-    ctx["settings"].durability.retry_seconds = 7.0
+    ctx["worker"].settings.durability.retry_seconds = 7.0
     task = await deliver(ctx, "/analyze", 14)
     ctx["job_try"] = 2
     with pytest.raises(Retry) as deferred:
@@ -235,7 +231,7 @@ async def test_a_finished_task_whose_end_cannot_be_written_at_first_is_still_don
     """Recording the end is retried: the task is done, not a failed job (on main the job raised, and the
     reaper later failed the finished task with a failure comment)."""
     event = await deliver(ctx, "/analyze", 15)
-    ctx["inbox"] = StoreAwayAtTheEnd(ctx["inbox"], failures=2)
+    ctx["worker"].inbox = StoreAwayAtTheEnd(ctx["worker"].inbox, failures=2)
     assert await run_task(ctx, event.model_dump_json()) == "blocked"
     assert await state_of(ctx, event.task_id) == ("done", "blocked")
     assert not any("could not finish" in note for note in comments(ctx, event))
@@ -243,15 +239,15 @@ async def test_a_finished_task_whose_end_cannot_be_written_at_first_is_still_don
 
 async def test_a_retried_job_carries_on_with_its_own_running_task(ctx: dict[str, Any]) -> None:
     event = await deliver(ctx, "/analyze", 12)
-    await ctx["inbox"].claim(event.task_id, event.delivery_id)  # the first try claimed it, then was deferred
+    await ctx["worker"].inbox.claim(event.task_id, event.delivery_id)  # the first try claimed it, then was deferred
     assert await run_task(ctx, event.model_dump_json()) == "blocked"
     assert await state_of(ctx, event.task_id) == ("done", "blocked")
 
 
 async def test_a_task_running_under_another_job_is_not_run_twice(ctx: dict[str, Any]) -> None:
     event = await deliver(ctx, "/analyze", 13)
-    await ctx["inbox"].claim(event.task_id, "gitlab:a-reply")  # resumed by a reply's job
-    ctx["model_factory"] = lambda role: pytest.fail("ran twice")
+    await ctx["worker"].inbox.claim(event.task_id, "gitlab:a-reply")  # resumed by a reply's job
+    ctx["worker"].model_factory = lambda role: pytest.fail("ran twice")
     assert await run_task(ctx, event.model_dump_json()) == "skipped"
     assert (await state_of(ctx, event.task_id))[0] == "running"
 
@@ -298,7 +294,7 @@ async def test_no_token_or_secret_in_any_log_line_of_a_job(
 async def test_the_production_worker_posts_expiry_notes_through_its_own_forge(
     settings: Settings, redis_url: str, fake_forge: Any, tmp_path: Path
 ) -> None:
-    """`forgebot worker` has no injected forge factory (`ctx["forge_factory"]` is None): the sweeper's
+    """`forgebot worker` has no injected forge factory (`forge_factory` is None): the sweeper's
     expiry note and the reaper's failure note open the forge from the settings instead of failing."""
     from bot.worker.jobs import build_worker, sweep_inbox
     from tests.fakes.forge_http import FakeIssue
@@ -314,7 +310,7 @@ async def test_the_production_worker_posts_expiry_notes_through_its_own_forge(
         assert await inbox.claim(event.task_id, event.delivery_id) is not None
         assert await inbox.set_state(event.task_id, "waiting", "need_info")
         worker = build_worker(settings, redis_url, inbox=inbox, burst=True, handle_signals=False)
-        assert worker.ctx["forge_factory"] is None  # as `forgebot worker` builds it
+        assert worker.ctx["worker"].forge_factory is None  # as `forgebot worker` builds it
         now[0] += settings.questions.wait_hours * 3600 + 1
         await sweep_inbox({**worker.ctx, "redis": pool})
         assert (await inbox.task(event.task_id)).state == "cancelled"  # type: ignore[union-attr]
