@@ -44,7 +44,7 @@ class CheckAnswer(BaseModel):
     word: str
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("check", help="verify Redis, the store, the forges, the model, the embedder and the "
                             "check sandbox")
     parser.add_argument("--skip", action="append", default=[], choices=["settings", "missing", "redis", "store",

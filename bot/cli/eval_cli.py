@@ -72,7 +72,7 @@ def _compare(a: str, b: str) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `eval TASKSET [--out DIR] [--scripted]` and `eval compare A B` to the `forgebot` parser."""
     ev = sub.add_parser(
         "eval",

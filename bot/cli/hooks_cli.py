@@ -30,7 +30,7 @@ class HookLine:
     registered: str = ""  # "created", "updated" or "" (not asked to register)
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("hooks", help="each allowed project's webhook URL and secret (--register: save them)")
     parser.add_argument("--forge", choices=["gitlab", "github"], help="only this forge (default: both, if configured)")
     parser.add_argument("--url", help="the receiver's public base URL (default: FORGEBOT_INTAKE__PUBLIC_URL)")

@@ -28,7 +28,7 @@ _MARKER = re.compile(r"<!--.*?-->", re.S)
 _TAG = re.compile(r"</?(sub|sup|details|summary|small|b|i|em|strong)>|<br\s*/?>", re.I)
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = sub.add_parser("run", help="one task on a local checkout, no forge needed")
     run.add_argument("--repo", required=True, help="path of the checkout (its top directory)")
     run.add_argument("--mode", choices=["analyze", "implement", "review"])

@@ -32,7 +32,7 @@ class TaskLine:
     cost: str = ""  # as people read it: "$0.0123", "free", "no price" (`cost_text`)
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("tasks", help="list tasks: state, mode, duration, tokens, cost, link")
     parser.add_argument("--state", action="append", help="only tasks in this state (repeatable)")
     parser.add_argument("--limit", type=int, default=50, help="newest N tasks (0: all)")

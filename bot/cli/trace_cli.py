@@ -8,7 +8,7 @@ import sys
 from graph.runtime.trace import format_trace, read_trace, trace_path
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("trace", help="print one task's trace")
     parser.add_argument("task", metavar="TASK", help="the task id")
     parser.add_argument("--json", action="store_true", help="raw JSON lines instead of the readable form")

@@ -21,7 +21,7 @@ from project.index.memory_history import MAX_COMMITS
 from project.index.symbol_history import history, render
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("history", help="the commits that changed one symbol, with their hunks")
     parser.add_argument("path", type=Path, help="the checkout (a git worktree)")
     parser.add_argument("fqn", help="the symbol: a fully qualified name, Class::member, or a class or function name")

@@ -219,7 +219,7 @@ def run_outline(args: argparse.Namespace) -> int:
                    lambda hit: f"{hit.start_line}-{hit.end_line}\t{hit.kind}\t{hit.signature or hit.fqn}")
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the code-graph subcommands to the `forgebot` parser."""
     index = sub.add_parser("index", help="build or refresh the code index of a checkout")
     index.add_argument("path")

@@ -28,7 +28,7 @@ from project.index.memory import MemoryHit
 from project.index.memory_history import MAX_COMMITS
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("memory", help="search a checkout's documents and history (why and where decided)")
     parser.add_argument("path", type=Path, help="the checkout (a git worktree)")
     parser.add_argument("query", nargs="?", default=None, help="a question in natural language")

@@ -28,7 +28,7 @@ from project.index.location import index_path
 from project.index.search import Answer, search
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("search", help="hybrid (full-text, vector, symbol) search of a checkout")
     parser.add_argument("path", type=Path, help="the checkout (a git worktree)")
     parser.add_argument("query", nargs="?", default=None, help="what to look for")

@@ -16,26 +16,16 @@ from pydantic import BaseModel
 
 from bot.tasks.checkpoints import safe_serializer
 from foundation.forge import RepoRef
-from graph import state
+from graph import schemas, state
 from graph.runtime.tasklimits import TaskLimits
-from graph.schemas import (
-    AcceptanceCriterion,
-    Analysis,
-    ArchitectVerdict,
-    ChecklistItem,
-    Evidence,
-    FileScope,
-    Finding,
-    GateResult,
-    Plan,
-    Review,
-)
 
 SHAPES: list[tuple[type, type[BaseModel]]] = [
-    (state.RepoDump, RepoRef), (state.CriterionDump, AcceptanceCriterion), (state.EvidenceDump, Evidence),
-    (state.AnalysisDump, Analysis), (state.ScopeDump, FileScope), (state.ChecklistItemDump, ChecklistItem),
-    (state.PlanDump, Plan), (state.ArchitectDump, ArchitectVerdict), (state.GateDump, GateResult),
-    (state.FindingDump, Finding), (state.ReviewDump, Review), (state.LimitsDump, TaskLimits),
+    (state.RepoDump, RepoRef), (state.CriterionDump, schemas.AcceptanceCriterion),
+    (state.EvidenceDump, schemas.Evidence), (state.AnalysisDump, schemas.Analysis),
+    (state.ScopeDump, schemas.FileScope),
+    (state.ChecklistItemDump, schemas.ChecklistItem), (state.PlanDump, schemas.Plan),
+    (state.ArchitectDump, schemas.ArchitectVerdict), (state.GateDump, schemas.GateResult),
+    (state.FindingDump, schemas.Finding), (state.ReviewDump, schemas.Review), (state.LimitsDump, TaskLimits),
 ]
 
 
@@ -44,9 +34,9 @@ def test_each_shape_has_exactly_its_models_fields(shape: type, model: type[BaseM
     assert set(typing.get_type_hints(shape)) == set(model.model_fields)
 
 
-def _plan() -> Plan:
-    return Plan(items=[ChecklistItem(id=1, title="add the route", paths=["app/a.php"], criteria=[1])],
-                scope=FileScope(writable=["app/a.php"], context_only=["README.md"]))
+def _plan() -> schemas.Plan:
+    return schemas.Plan(items=[schemas.ChecklistItem(id=1, title="add the route", paths=["app/a.php"], criteria=[1])],
+                scope=schemas.FileScope(writable=["app/a.php"], context_only=["README.md"]))
 
 
 def test_dump_is_the_models_own_dump() -> None:
@@ -61,7 +51,7 @@ def test_a_shape_missing_a_field_would_be_seen() -> None:
     class Short(typing.TypedDict):
         writable: list[str]
 
-    assert set(typing.get_type_hints(Short)) != set(FileScope.model_fields)
+    assert set(typing.get_type_hints(Short)) != set(schemas.FileScope.model_fields)
 
 
 def test_a_state_written_as_plain_dicts_loads_as_the_same_values() -> None:
