@@ -33,7 +33,7 @@ from arq.connections import ArqRedis
 from arq.jobs import JobStatus
 
 from bot.tasks.events import ForgeEvent
-from bot.tasks.inbox import Inbox, TaskRow
+from bot.tasks.inbox import Inbox, TaskRow, TaskStatus
 from bot.tasks.jobcodec import PLAIN, JobCodec
 from bot.tasks.leases import LEASE_PREFIX
 from bot.tasks.localruns import settle_lost
@@ -106,8 +106,8 @@ async def _settled(inbox: Inbox, task: TaskRow, result: Any) -> bool:
     outcome = getattr(result, "result", None)
     if not getattr(result, "success", False) or not isinstance(outcome, str) or not outcome:
         return False
-    state = "failed" if outcome in FAILED_OUTCOMES else "waiting" if outcome == "need_info" else "done"
-    if await inbox.set_state(task.task_id, state, outcome, only_from=("running",)):  # type: ignore[arg-type]
+    state: TaskStatus = "failed" if outcome in FAILED_OUTCOMES else "waiting" if outcome == "need_info" else "done"
+    if await inbox.set_state(task.task_id, state, outcome, only_from=("running",)):
         log.warning("task %s settled from its job's result (%s): its end had not been recorded", task.task_id,
                     outcome)
     return True
