@@ -65,6 +65,9 @@ class DetectRules(BaseModel):
 
     manifests: tuple[str, ...] = Field(default=(), description="top-level files that claim the repository")
     sources: tuple[str, ...] = Field(default=(), description="the language's own source files; empty: file_globs")
+    ignore: tuple[str, ...] = Field(
+        default=(), description="files matching `sources` that are not the language's own (declaration files)"
+    )
     confirm_files: tuple[str, ...] = Field(default=(), description="top-level files that confirm a claim")
     confirm_dependencies: tuple[str, ...] = Field(
         default=(), description="packages whose presence in the JSON manifest's dependencies confirms a claim"

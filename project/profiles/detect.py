@@ -85,8 +85,15 @@ def _sources(profile: Profile) -> tuple[str, ...]:
     return profile.detect.sources or profile.file_globs
 
 
-def _count(paths: tuple[str, ...], globs: tuple[str, ...]) -> int:
-    return sum(1 for path in paths if any(fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], g) for g in globs))
+def _count(paths: tuple[str, ...], profile: Profile) -> int:
+    """How many of `paths` are the profile's own source files (`sources`, less `ignore`)."""
+    globs, ignore = _sources(profile), profile.detect.ignore
+    count = 0
+    for path in paths:
+        name = path.rsplit("/", 1)[-1]
+        if any(fnmatch.fnmatchcase(name, g) for g in globs) and not any(fnmatch.fnmatchcase(name, g) for g in ignore):
+            count += 1
+    return count
 
 
 def dependencies(text: bytes) -> set[str]:
@@ -124,7 +131,7 @@ def _claim(profile: Profile, tree: Tree) -> _Claim | None:
         if found is not None:
             return _Claim(profile.name, manifest, f"depending on {found}")
     if rules.confirm_sources and tree.paths is not None:
-        count = _count(tree.paths, _sources(profile))
+        count = _count(tree.paths, profile)
         if count:
             return _Claim(profile.name, manifest, f"with {count} {profile.language} source file(s)")
     return None
@@ -149,7 +156,7 @@ def choose(profiles: list[Profile], tree: Tree) -> ProfileChoice:
                                  "large to count source files, so the first by name", detected=True)
         return ProfileChoice(None, "no manifest at the top level and the tree is too large to count source files; "
                              f"name one with `profile:` in `.forgebot.yml` ({_known(profiles)})", detected=True)
-    counts = {name: _count(tree.paths, _sources(by_name[name])) for name in candidates}
+    counts = {name: _count(tree.paths, by_name[name]) for name in candidates}
     best = max(counts.values(), default=0)
     if best == 0 and not claims:
         every = sorted({m for p in profiles for m in p.detect.manifests})

@@ -63,10 +63,12 @@ def test_a_package_is_typescript_when_something_besides_package_json_says_so(
 
 
 def test_a_package_with_only_javascript_and_a_typescript_dependency_elsewhere_is_javascript(tmp_path: Path) -> None:
-    """`typescript` as a key outside the dependency tables (a script's name) is no evidence."""
+    """`typescript` as a key outside the dependency tables (a script's name) is no evidence, and neither
+    are the type declarations a JavaScript package ships."""
     package = json.dumps({"scripts": {"typescript": "echo"}, "dependencies": {"left-pad": "1"}})
-    assert _detect(tmp_path, {"package.json": package, "index.js": "1;\n"}) == (
-        "javascript", "package.json at the top level")
+    files: dict[str, str | bytes] = {"package.json": package, "index.js": "1;\n", "index.d.ts": "export {};\n",
+                                     "types/extra.d.mts": "export {};\n"}
+    assert _detect(tmp_path, files) == ("javascript", "package.json at the top level")
 
 
 def test_several_languages_are_decided_by_their_source_files(tmp_path: Path) -> None:
