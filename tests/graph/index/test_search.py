@@ -213,3 +213,7 @@ def test_every_fused_candidate_gains_its_exact_cosine(conn: Connection) -> None:
     assert lifted.hits and {h.symbol for h in lifted.hits} == set(base)
     for hit in lifted.hits:  # none of these came from the vector leg (it is off): the cosine is added to all
         assert hit.score == pytest.approx(base[hit.symbol] + 0.3 * float(vectors[hit.symbol] @ query), abs=1e-6)
+    # only the fused top `cosine_depth` are looked up: with 1, the best candidate alone gains
+    shallow = search(conn, question, embedder=embedder, limit=20,
+                     weights=dataclasses.replace(without, cosine=0.3, cosine_depth=1))
+    assert sum(h.score != pytest.approx(base[h.symbol], abs=1e-9) for h in shallow.hits) == 1
