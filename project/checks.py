@@ -71,10 +71,6 @@ class CheckReport(BaseModel):
     profile: str
     results: tuple[CheckResult, ...]
 
-    def of_kind(self, kind: CheckKind) -> list[CheckResult]:
-        """The results of one kind (lint has one per linter)."""
-        return [r for r in self.results if r.kind == kind]
-
 
 class CheckContext(BaseModel):
     """What every check of one run shares: where, which files, under which limits."""

@@ -303,7 +303,7 @@ class Records:
                       silence=MISSED * self.settings.durability.reap_interval)
 
     def _worker(self, found: Presence) -> Presence:
-        return Presence(self.clean(found.worker), self.clean(found.doing), found.seconds_ago, found.started)
+        return Presence(self.clean(found.worker), self.clean(found.doing), found.seconds_ago, found.seconds_up)
 
     async def _task_of(self, job_id: str) -> str:
         listed, _ = await self.inbox.task_page(TaskFilter(state="running", limit=500))

@@ -38,11 +38,7 @@ class Presence:
     worker: str
     doing: str  # "idle", "running job <id>", "waiting for gitlab to say who the bot is"
     seconds_ago: float
-    started: float
-
-    @property
-    def seconds_up(self) -> float:
-        return max(time.time() - self.started, 0.0)
+    seconds_up: float  # since the worker started, as of the read
 
 
 async def announce(redis: Any, doing: Callable[[], str], interval: float) -> None:
@@ -73,7 +69,7 @@ async def workers(redis: Any) -> list[Presence]:
         try:
             record = json.loads(value) if value else {}
             found.append(Presence(key.removeprefix(PREFIX), str(record["doing"]), max(now - float(record["seen"]), 0.0),
-                                  float(record["started"])))
+                                  max(now - float(record["started"]), 0.0)))
         except (ValueError, KeyError, TypeError):  # written by another release: shown as unknown
-            found.append(Presence(key.removeprefix(PREFIX), "?", 0.0, now))
-    return sorted(found, key=lambda p: p.started)
+            found.append(Presence(key.removeprefix(PREFIX), "?", 0.0, 0.0))
+    return sorted(found, key=lambda p: -p.seconds_up)

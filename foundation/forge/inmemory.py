@@ -106,10 +106,6 @@ class MemoryForge:
         self.posted.setdefault(target, []).append(comment)
         return ref
 
-    def seed_comment(self, target: Target, body: str, author: str, author_id: int = 0) -> CommentRef:
-        """A comment written by someone else (what a webhook would announce)."""
-        return self._add(target, body, author=author, author_id=author_id)
-
     @property
     def bot(self) -> BotIdentity:
         return BotIdentity(id=self.bot_user_id, login=self.bot_user)

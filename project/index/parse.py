@@ -103,11 +103,6 @@ def extract_tree(path: str, source: bytes, tree: tree_sitter.Tree) -> tuple[Extr
     return ex, tree.root_node.has_error
 
 
-def parse_rows(path: str, source: bytes, parser: tree_sitter.Parser | None = None) -> FileRows:
-    """Extract one file straight to table rows (the build path: no record objects)."""
-    return tree_rows(path, source, (parser or new_parser()).parse(source))
-
-
 def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = "") -> FileRows:
     """The table rows of a parsed file; `digest` is its `content_hash` when the caller has it."""
     ex, has_errors = extract_tree(path, source, tree)

@@ -177,10 +177,6 @@ def _capped_count(conn: Connection, term: str, cap: int, table: str) -> int:
     return int(row[0])
 
 
-def vector_ranking(conn: Connection, embedder: Embedder, query: str, limit: int) -> list[int]:
-    return vector_ranking_for(conn, _query_vector(embedder, query), limit)
-
-
 def _query_vector(embedder: Embedder, query: str) -> np.ndarray:
     return np.asarray(embedder.embed([query])[0], dtype=np.float32)
 

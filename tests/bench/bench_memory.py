@@ -28,12 +28,12 @@ import time
 from pathlib import Path
 
 from foundation.forge import AccessLevel, ChangeRef, Closed, RepoRef
-from foundation.forge.inmemory import MemoryForge
 from foundation.settings import EmbedderSettings
 from graph import forge_memory
 from project.embedding import embedder_for
 from project.index import memory, memory_sources, taskindex
 from project.index.db import connect
+from tests.fakes.forge import FakeForge
 
 
 def _strip_subjects(conn: object) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -126,7 +126,7 @@ def bases(root: Path, work: Path) -> None:
 
 def discussions(count: int, index: Path, work: Path) -> None:
     repo = RepoRef(forge="github", project="acme/app", path="acme/app")
-    forge = MemoryForge(kind="github")
+    forge = FakeForge(kind="github")
     forge.access[(repo.project, 1)] = AccessLevel.DEVELOPER
     for n in range(1, count + 2):
         ref = ChangeRef(repo=repo, number=n)

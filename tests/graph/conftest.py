@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from project.checks import CheckReport, CheckResult
 from tests.repos import FIXTURES, git, init_repo
 from tests.tools import REQUIRE_TOOLS, need, need_tools, port_open
 
@@ -80,3 +81,7 @@ def postgres_url() -> Iterator[str]:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
+
+def of_kind(report: CheckReport, kind: str) -> list[CheckResult]:
+    """The results of one kind in a report (lint has one per linter)."""
+    return [r for r in report.results if r.kind == kind]

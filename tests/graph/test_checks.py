@@ -17,7 +17,7 @@ from project.checks import CheckContext, CheckReport, context_for, matching_file
 from project.profiles import Profile, load_profile
 from project.repoconfig import parse_repo_config
 from project.sandbox import SandboxPolicy
-from tests.graph.conftest import FIXTURES, ProjectFactory, need, need_tools
+from tests.graph.conftest import FIXTURES, ProjectFactory, need, need_tools, of_kind
 from tests.tools import need_namespaces
 
 SECRET_ENV = {"FORGEBOT_GITLAB__TOKEN": "glpat-checks-leak", "OPENAI_API_KEY": "sk-checks-leak"}
@@ -49,10 +49,10 @@ def test_php_project_passes_install_tests_and_lint(project: ProjectFactory) -> N
         "php-lint": "passed",
         "phpcs": "passed",
     }
-    (install,) = report.of_kind("install")
+    (install,) = of_kind(report, "install")
     assert "--no-scripts" in (install.command or "")
     assert "no_network" in install.runs[0].enforced  # the repository did not ask for network
-    (test,) = report.of_kind("test")
+    (test,) = of_kind(report, "test")
     assert not (worktree / "vendor").exists()  # on the run's layer, gone with it: the worktree is untouched
     assert test.classification is not None and test.classification.outcome == "passed"
     assert "no_network" in test.runs[0].enforced or "no_network" in test.runs[0].not_enforced
@@ -75,7 +75,7 @@ def test_without_install_phpunit_fails_on_the_environment(project: ProjectFactor
     profile = parse_repo_config("profile: php\ncommands:\n  install: false\n").resolve_profile()
     report = run_checks(_php(project("php_project"), profile=profile), ("install", "test"))
     assert _statuses(report) == {"install": "disabled", "test": "failed"}
-    (test,) = report.of_kind("test")
+    (test,) = of_kind(report, "test")
     assert test.classification is not None and test.classification.outcome == "environment"
 
 
@@ -215,7 +215,7 @@ def test_python_profile_runs_pytest_and_ruff(tmp_path: Path) -> None:
         "py-syntax": "passed",
         "ruff": "failed",
     }
-    (test,) = report.of_kind("test")
+    (test,) = of_kind(report, "test")
     assert test.classification is not None and test.classification.outcome == "passed"
     assert test.classification.summary.startswith("3 passed")
     assert "calc/extra.py:1:8: F401" in report.results[-1].output

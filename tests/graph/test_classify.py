@@ -15,7 +15,7 @@ from project.checks import CheckContext, CheckResult, run_checks
 from project.classify import classify
 from project.profiles import load_profile
 from project.sandbox import SandboxPolicy
-from tests.graph.conftest import FIXTURES, ProjectFactory, need_tools
+from tests.graph.conftest import FIXTURES, ProjectFactory, need_tools, of_kind
 
 SAVED = FIXTURES / "phpunit_output"
 CASES = tomllib.loads((SAVED / "cases.toml").read_text())
@@ -87,7 +87,7 @@ def test_live_phpunit_matches_the_saved_classification(project: ProjectFactory, 
     worktree = project("php_project", *variants, installed=case != "bootstrap")
     context = CheckContext(worktree=worktree, profile=load_profile("php"), base_env=dict(os.environ),
                            policy=SandboxPolicy(allow_root=True))
-    (test,) = run_checks(context, ("test",)).of_kind("test")
+    (test,) = of_kind(run_checks(context, ("test",)), "test")
     assert test.classification is not None
     saved = classify("phpunit", (SAVED / f"{case}.txt").read_text(), CASES[case]["exit"], root=SAVED_ROOT)
     assert test.classification.outcome == saved.outcome
@@ -189,7 +189,7 @@ def _node_package(tmp_path: Path, test: str | None, body: str) -> Path:
 def _node_check(package: Path) -> CheckResult:
     context = CheckContext(worktree=package, profile=load_profile("typescript"), base_env=dict(os.environ),
                            policy=SandboxPolicy(allow_root=True))
-    (test,) = run_checks(context, ("test",)).of_kind("test")
+    (test,) = of_kind(run_checks(context, ("test",)), "test")
     return test
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from foundation.forge import AccessLevel, ChangeRef, Closed, InlineNote, IssueRef, RepoRef
-from foundation.forge.inmemory import MemoryForge
 from graph import forge_memory
 from graph.tools.code import render_memory
 from graph.tools.code_search import search_memory
 from project.index import memory
 from project.index.db import connect
+from tests.fakes.forge import FakeForge
 from tests.graph.index.test_memory import project  # noqa: F401 (fixture)
 
 REPO = RepoRef(forge="github", project="acme/app", path="acme/app")
@@ -24,8 +24,8 @@ CANARY = "canary-7f3e"
 MEMBER, OUTSIDER, BOT = 11, 99, 4242
 
 
-def _forge() -> MemoryForge:
-    forge = MemoryForge(kind="github", bot_user="forgebot")
+def _forge() -> FakeForge:
+    forge = FakeForge(kind="github", bot_user="forgebot")
     forge.access[(REPO.project, MEMBER)] = AccessLevel.DEVELOPER
     issue, hostile = IssueRef(repo=REPO, number=3), IssueRef(repo=REPO, number=4)
     change = ChangeRef(repo=REPO, number=7)
@@ -106,7 +106,7 @@ async def test_discussions_are_read_incrementally_and_reach_each_task_index(
 
 
 async def test_a_forge_error_leaves_memory_as_it_was(tmp_path: Path) -> None:
-    class Down(MemoryForge):
+    class Down(FakeForge):
         async def list_closed(self, *args: object, **kwargs: object) -> list[Closed]:
             from foundation.forge import ForgeUnavailable
 

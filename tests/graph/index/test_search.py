@@ -19,7 +19,6 @@ from project.index.search import (
     query_terms,
     rrf,
     search,
-    vector_ranking,
     vector_ranking_for,
 )
 from tests.fakes.embedder import HashingEmbedder
@@ -64,7 +63,8 @@ def test_lexical_leg_is_safe_against_fts_syntax(conn: Connection) -> None:
 
 def test_vector_leg_ranks_by_cosine(conn: Connection) -> None:
     embedder = HashingEmbedder(dimension=64)
-    found = _symbols(conn, vector_ranking(conn, embedder, "function format price cents currency", 3))
+    question = np.asarray(embedder.embed(["function format price cents currency"])[0], dtype=np.float32)
+    found = _symbols(conn, vector_ranking_for(conn, question, 3))
     assert found[0] == "App\\format_price"
 
 

@@ -6,11 +6,12 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+import tree_sitter
 
 from project.index import store
 from project.index.db import Connection, connect
 from project.index.extractors import extractor_for
-from project.index.parse import FileRows, parse_rows
+from project.index.parse import FileRows
 from project.index.store import build, relative_path, sync_files, write_file
 from tests.graph.index.conftest import php_files
 
@@ -108,11 +109,11 @@ def test_failed_first_build_rolls_back_completely(
     assert real is not None
     seen: list[str] = []
 
-    def failing(path: str, source: bytes, tree: object, digest: str) -> FileRows:
+    def failing(path: str, source: bytes, tree: tree_sitter.Tree, digest: str) -> FileRows:
         seen.append(path)
         if len(seen) == 3:
             raise OSError("disk went away")
-        return parse_rows(path, source)
+        return real.rows(path, source, tree, digest)
 
     monkeypatch.setattr(store, "extractor_for", lambda path: dataclasses.replace(real, rows=failing))
     conn = connect(tmp_path / "fresh.db")
