@@ -16,6 +16,7 @@ from typing import Any
 import prompts
 import standards
 from graph.runtime.budget import estimate_tokens, fit_to_budget
+from graph.runtime.tasklimits import config_revision
 from project.repoconfig import RepoConfig, RepoConfigError, defaults_at, load_repo_config
 
 # tokens of the standards block in a system prompt (php.md is ~1,000 by the pessimistic estimate)
@@ -47,15 +48,16 @@ def standards_block(config: RepoConfig, budget_tokens: int = STANDARDS_BUDGET_TO
 
 
 def config_for(state: Mapping[str, Any]) -> RepoConfig:
-    """`.forgebot.yml` of the task's base (defaults when there is no base or the file is unreadable:
-    the gates report that, not the prompt)."""
-    base = state.get("base") or state.get("review_base") or ""
-    if base and state.get("workspace"):
-        try:
-            return load_repo_config(Path(state["workspace"]), base)
-        except (RepoConfigError, OSError):
-            return defaults_at(Path(state["workspace"]), base)
-    return RepoConfig()
+    """`.forgebot.yml` where the task reads it (`config_revision`: the implement task's base, a review's
+    target branch, never the change under review), with the profile detected there when it names none;
+    defaults when there is no checkout or the file is unreadable: the gates report that, not the prompt."""
+    if not state.get("workspace"):
+        return RepoConfig()
+    revision = config_revision(state)
+    try:
+        return load_repo_config(Path(state["workspace"]), revision)
+    except (RepoConfigError, OSError):
+        return defaults_at(Path(state["workspace"]), revision)
 
 
 def standards_for(state: Mapping[str, Any]) -> str:
