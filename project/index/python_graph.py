@@ -17,12 +17,13 @@ an instance. Every other call keeps its name only (`by_name`).
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 import tree_sitter
 import tree_sitter_python
 
+from project.index import scopes
 from project.index.parse import FileRows
 from project.index.scopes import LOCAL, Binding, ClassInfo, Context, Rows, Scope, head, looks_like_class, sweep
 
@@ -68,21 +69,15 @@ _Context = Context
 
 
 @dataclass(slots=True)
-class _File:
-    rows: Rows
-    module: str
-    package: str
-    classes: dict[str, _Class] = field(default_factory=dict)
-    calls: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
-    assigns: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
-    bases: list[tuple[tree_sitter.Node, _Class, _Context]] = field(default_factory=list)
+class _File(scopes.FileSweep):
+    package: str = ""  # the package relative imports start from
 
 
 def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = "") -> FileRows:
     """The table rows of a parsed Python file; `digest` is its content hash when the caller has it."""
     module = module_name(path)
     package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
-    file = _File(Rows(path, source, "python"), module, package)
+    file = _File(Rows(path, source, "python"), module, package=package)
     root = tree.root_node
     file.rows.module(module, module.rsplit(".", 1)[-1], root, _docstring(file.rows, root))
     sweep(_language()[1], root, _Context(Scope(), module, module),
@@ -186,7 +181,7 @@ def _parameters(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
         if name not in ctx.scope.names:  # the receiver (`self`) is bound already
             ctx.scope.bind(name, LOCAL)
             if kind in ("typed_parameter", "typed_default_parameter"):
-                file.assigns.append((parameter, ctx))
+                file.typed.append((parameter, ctx))
 
 
 def _targets(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
@@ -211,10 +206,10 @@ def _assignment(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     if left.type == "identifier":
         ctx.scope.bind(file.rows.text(left), LOCAL)  # the value's class, if any, is known after the sweep
         if node.child_by_field_name("type") is not None or node.child_by_field_name("right") is not None:
-            file.assigns.append((node, ctx))
+            file.typed.append((node, ctx))
     elif left.type == "attribute":
         if ctx.cls is not None:
-            file.assigns.append((node, ctx))
+            file.typed.append((node, ctx))
     else:
         for name in _identifiers(left):
             ctx.scope.bind(file.rows.text(name), LOCAL)
@@ -309,17 +304,12 @@ def _resolve(file: _File) -> None:
             if found is not None and found.kind in ("class", "name") and found.fqn:
                 info.bases.append(found.fqn)
                 rows.relate("extends", info.fqn, found.fqn.rsplit(".", 1)[-1], found.fqn, base.start_point[0] + 1)
-    held: dict[tuple[int, str], tuple[Scope, list[str]]] = {}
-    for node, ctx in file.assigns:
-        _typed(file, node, ctx, held)
-    for (_, name), (scope, classes) in held.items():
-        scope.settle(name, classes)
+    scopes.settle_types(file.typed, lambda node, ctx, held: _typed(file, node, ctx, held))
     for node, ctx in file.calls:
         _call_row(file, node, ctx)
 
 
-def _typed(file: _File, node: tree_sitter.Node, ctx: _Context, held: dict[tuple[int, str], tuple[Scope, list[str]]]
-           ) -> None:
+def _typed(file: _File, node: tree_sitter.Node, ctx: _Context, held: scopes.Held) -> None:
     """The class a variable or `self.` attribute holds: from its annotation or `= Class(...)`."""
     annotation = node.child_by_field_name("type")
     right = node.child_by_field_name("right")
@@ -340,9 +330,7 @@ def _typed(file: _File, node: tree_sitter.Node, ctx: _Context, held: dict[tuple[
         owner = left.child_by_field_name("object")
         receiver = ctx.scope.lookup(file.rows.text(owner)) if owner is not None and owner.type == "identifier" else None
         if receiver is not None and receiver.kind == "instance" and receiver.fqn == ctx.cls.fqn:
-            attribute = file.rows.text(left.child_by_field_name("attribute"))
-            known = ctx.cls.attributes.get(attribute)
-            ctx.cls.attributes[attribute] = found if known in (None, found) else ""
+            ctx.cls.hold(file.rows.text(left.child_by_field_name("attribute")), found)
 
 
 def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context) -> str:
@@ -387,11 +375,7 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context) -> Binding | None
             return Binding("name", f"{value.fqn}.{name}")
         if value.kind == "class":
             return Binding("name", f"{value.fqn}.{name}") if looks_like_class(name) else None
-        if value.kind == "instance":
-            info = file.classes.get(value.fqn)
-            held = info.attributes.get(name, "") if info is not None else ""
-            return Binding("instance", held) if held else None
-        return None
+        return file.attribute(value.fqn, name) if value.kind == "instance" else None
     if kind == "call":
         callee = node.child_by_field_name("function")
         if callee is None:

@@ -84,6 +84,12 @@ class ClassInfo:
     bases: list[str] = field(default_factory=list)
     attributes: dict[str, str] = field(default_factory=dict)
 
+    def hold(self, name: str, found: str) -> None:
+        """Attribute `name` holds an instance of `found` ("" unknown); two different classes make it unknown."""
+        if name:
+            known = self.attributes.get(name)
+            self.attributes[name] = found if known in (None, found) else ""
+
 
 @dataclass(slots=True)
 class Context:
@@ -159,3 +165,36 @@ def head(source: bytes, node: tree_sitter.Node, body: tree_sitter.Node | None) -
     """A declaration's text up to its body, on one line: its signature."""
     end = body.start_byte if body is not None else node.end_byte
     return " ".join(source[node.start_byte:end].decode("utf-8", "replace").split()).rstrip(":{ ")
+
+
+Held = dict[tuple[int, str], tuple[Scope, list[str]]]  # (scope id, local) -> the scope, each class assigned
+
+
+@dataclass(slots=True)
+class FileSweep:
+    """What the sweep of one file collects for after it: the rows, the classes read, and the nodes whose
+    meaning needs every binding of the file (bases, typed assignments, calls)."""
+
+    rows: Rows
+    module: str
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    bases: list[tuple[tree_sitter.Node, ClassInfo, Context]] = field(default_factory=list)
+    typed: list[tuple[tree_sitter.Node, Context]] = field(default_factory=list)
+    calls: list[tuple[tree_sitter.Node, Context]] = field(default_factory=list)
+
+    def attribute(self, cls: str, name: str) -> Binding | None:
+        """What attribute `name` of an instance of `cls` holds, when the file tells (None: unknown)."""
+        info = self.classes.get(cls)
+        held = info.attributes.get(name, "") if info is not None else ""
+        return Binding("instance", held) if held else None
+
+
+def settle_types(typed: list[tuple[tree_sitter.Node, Context]],
+                 read: Callable[[tree_sitter.Node, Context, Held], None]) -> None:
+    """Read the class each typed node holds (`read` records it per local in `held`), then settle every local
+    all of whose assignments agree."""
+    held: Held = {}
+    for node, ctx in typed:
+        read(node, ctx, held)
+    for (_, name), (scope, classes) in held.items():
+        scope.settle(name, classes)

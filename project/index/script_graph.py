@@ -27,6 +27,7 @@ import tree_sitter
 import tree_sitter_javascript
 import tree_sitter_typescript
 
+from project.index import scopes
 from project.index.parse import FileRows
 from project.index.scopes import LOCAL, Binding, ClassInfo, Context, Rows, Scope, head, looks_like_class, sweep
 
@@ -92,14 +93,8 @@ _Context = Context
 
 
 @dataclass(slots=True)
-class _File:
-    rows: Rows
-    module: str
-    dialect: str
-    classes: dict[str, _Class] = field(default_factory=dict)
-    calls: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
-    typed: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
-    heritage: list[tuple[tree_sitter.Node, _Class, _Context]] = field(default_factory=list)
+class _File(scopes.FileSweep):  # `bases` holds the heritage clauses (`extends`, `implements`)
+    dialect: str = ""
     exports: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
 
     def name(self, prefix: str, name: str) -> str:
@@ -114,7 +109,7 @@ def rows_of(dialect: str) -> Callable[[str, bytes, tree_sitter.Tree, str], FileR
 
 def _rows(dialect: str, path: str, source: bytes, tree: tree_sitter.Tree, digest: str) -> FileRows:
     module = module_name(path)
-    file = _File(Rows(path, source, "javascript" if dialect == "javascript" else "typescript"), module, dialect)
+    file = _File(Rows(path, source, "javascript" if dialect == "javascript" else "typescript"), module, dialect=dialect)
     root = tree.root_node
     file.rows.module(module, module.rsplit("/", 1)[-1], root)
     sweep(_language(dialect)[1], root, _Context(Scope(), f"{module}:", module),
@@ -174,7 +169,7 @@ def _class(file: _File, node: tree_sitter.Node, ctx: _Context, name: str = "") -
     info = file.classes[fqn] = _Class(fqn)
     for child in node.named_children:
         if child.type == "class_heritage":
-            file.heritage.append((child, info, ctx))
+            file.bases.append((child, info, ctx))
     return _Context(Scope(outer=ctx.scope), fqn.replace("::", "."), fqn, info, in_body=True)
 
 
@@ -198,7 +193,7 @@ def _interface(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context |
     info = file.classes.setdefault(fqn, _Class(fqn))
     for child in node.named_children:
         if child.type == "extends_type_clause":
-            file.heritage.append((child, info, ctx))
+            file.bases.append((child, info, ctx))
     return _Context(Scope(outer=ctx.scope), fqn, fqn, info, in_body=True)
 
 
@@ -445,13 +440,9 @@ _HANDLERS: dict[str, Callable[[_File, tree_sitter.Node, _Context], _Context | No
 
 
 def _resolve(file: _File) -> None:
-    for clause, info, ctx in file.heritage:
+    for clause, info, ctx in file.bases:
         _heritage(file, clause, info, ctx)
-    held: dict[tuple[int, str], tuple[Scope, list[str]]] = {}
-    for node, ctx in file.typed:
-        _typed(file, node, ctx, held)
-    for (_, name), (scope, classes) in held.items():
-        scope.settle(name, classes)
+    scopes.settle_types(file.typed, lambda node, ctx, held: _typed(file, node, ctx, held))
     for node, ctx in file.exports:
         _exported(file, node, ctx)
     for node, ctx in file.calls:
@@ -478,8 +469,7 @@ def _short(fqn: str) -> str:
     return fqn.rsplit("::", 1)[-1].rsplit(":", 1)[-1].rsplit(".", 1)[-1].rsplit("/", 1)[-1]
 
 
-def _typed(file: _File, node: tree_sitter.Node, ctx: _Context, held: dict[tuple[int, str], tuple[Scope, list[str]]]
-           ) -> None:
+def _typed(file: _File, node: tree_sitter.Node, ctx: _Context, held: scopes.Held) -> None:
     """The class a variable, parameter or field holds: its type annotation, or `new X()` assigned."""
     annotation = node.child_by_field_name("type")
     value = node.child_by_field_name("value") or node.child_by_field_name("right")
@@ -489,13 +479,13 @@ def _typed(file: _File, node: tree_sitter.Node, ctx: _Context, held: dict[tuple[
         found = held_value.fqn if held_value is not None and held_value.kind == "instance" else ""
     if node.type in ("public_field_definition", "field_definition"):
         if ctx.cls is not None:
-            _attribute(ctx.cls, _name(file.rows, node.child_by_field_name("name")
+            ctx.cls.hold(_name(file.rows, node.child_by_field_name("name")
                                       or node.child_by_field_name("property")), found)
         return
     if node.type == "assignment_expression":
         left = node.child_by_field_name("left")
         if ctx.cls is not None and left is not None:
-            _attribute(ctx.cls, _name(file.rows, left.child_by_field_name("property")), found)
+            ctx.cls.hold(_name(file.rows, left.child_by_field_name("property")), found)
         return
     pattern = node.child_by_field_name("pattern") or node.child_by_field_name("name")
     if pattern is None or pattern.type != "identifier":
@@ -504,14 +494,8 @@ def _typed(file: _File, node: tree_sitter.Node, ctx: _Context, held: dict[tuple[
     if node.type in ("required_parameter", "optional_parameter") and ctx.cls is not None and any(
             c.type in ("accessibility_modifier", "override_modifier") or c.type == "readonly"
             for c in node.children):
-        _attribute(ctx.cls, name, found)  # a parameter property is a field too
+        ctx.cls.hold(name, found)  # a parameter property is a field too
     held.setdefault((id(ctx.scope), name), (ctx.scope, []))[1].append(found)
-
-
-def _attribute(info: _Class, name: str, found: str) -> None:
-    if name:
-        known = info.attributes.get(name)
-        info.attributes[name] = found if known in (None, found) else ""
 
 
 def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context) -> str:
@@ -560,11 +544,7 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context) -> Binding | None
             return Binding("name", f"{value.fqn}:{name}")
         if value.kind == "name":
             return Binding("name", f"{value.fqn}.{name}")
-        if value.kind == "instance":
-            info = file.classes.get(value.fqn)
-            held = info.attributes.get(name, "") if info is not None else ""
-            return Binding("instance", held) if held else None
-        return None
+        return file.attribute(value.fqn, name) if value.kind == "instance" else None
     if kind == "new_expression":
         created = node.child_by_field_name("constructor")
         value = _value(file, created, ctx) if created is not None else None
