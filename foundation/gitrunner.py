@@ -43,6 +43,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from foundation.redact import redact
 
@@ -292,25 +293,25 @@ def overrides(protocols: Iterable[str] = (), safe: Sequence[Path] = ()) -> list[
     return [arg for key, value in pairs for arg in ("-c", f"{key}={value}")]
 
 
-def run(
-    args: Sequence[str],
-    repo: Repo | None,
-    *,
-    input: str | None = None,
-    env: Mapping[str, str] = {},
-    config: Mapping[str, str] = {},
-    protocols: Iterable[str] = (),
-    secrets: Iterable[str] = (),
-    timeout: float = DEFAULT_TIMEOUT,
-    max_output: int = MAX_OUTPUT,
-) -> Completed:
+class GitOptions(TypedDict, total=False):
+    """The options `run` passes on to `run_bytes` unchanged (their defaults are `run_bytes`'s)."""
+
+    env: Mapping[str, str]
+    config: Mapping[str, str]
+    protocols: Iterable[str]
+    secrets: Iterable[str]
+    timeout: float
+    max_output: int
+
+
+def run(args: Sequence[str], repo: Repo | None, *, input: str | None = None, **options: Unpack[GitOptions]
+        ) -> Completed:
     """Run `git <args>` on `repo` (None: a command outside any repository) and return what it did.
 
     The repository is verified first (GitTampered). A timeout or output past `max_output` kills
     the command and raises GitError; a non-zero exit is returned, for the caller to judge.
     """
-    done = run_bytes(args, repo, input=None if input is None else input.encode(), env=env, config=config,
-                     protocols=protocols, secrets=secrets, timeout=timeout, max_output=max_output)
+    done = run_bytes(args, repo, input=None if input is None else input.encode(), **options)
     return Completed(done.returncode, done.stdout.decode(errors="replace"), done.stderr)
 
 
