@@ -18,15 +18,13 @@ follow it (`basevectors`).
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from project.index import basevectors, memory, search_store, taskindex
-from project.index.db import Connection, connect
+from project.index.db import Connection, connect, derive
 from project.index.memory_history import MAX_COMMITS
 
 log = logging.getLogger(__name__)
@@ -51,29 +49,21 @@ def is_graph_only(base: Path) -> bool:
 def complete(graph: Path, root: Path, *, memory_commits: int = MAX_COMMITS) -> Path:
     """Make the whole base from `graph` and the checkout at `root` (blocking); return its path."""
     target = whole_path(graph)
-    with target.with_suffix(".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker completing it: wait, then find it done
-        if target.is_file():
-            return target
-        partial = target.with_suffix(".completing")
-        shutil.copyfile(graph, partial)
-        conn = connect(partial)
-        try:
-            conn.execute("PRAGMA journal_mode=MEMORY")  # a throw-away file until the rename, as the graph's
-            conn.execute("PRAGMA synchronous=OFF")
-            conn.execute("PRAGMA cache_size=-65536")
-            with conn:
-                conn.execute("DELETE FROM search_meta WHERE key = ?", (search_store.LEXICAL_PENDING,))
-            paths = [row[0] for row in conn.execute("SELECT path FROM files ORDER BY path")]
-            taskindex.index_files(conn, root, paths)
-            search_store.set_freshness(conn, commit=taskindex.commit_or_none(root),
-                                       stale=taskindex.index_stale_files(conn))
-            taskindex.remember(conn, root, memory_commits, taskindex.newest_base(target),
-                               target.parent / taskindex.HISTORY_JOURNAL)
-            conn.execute("PRAGMA journal_mode=DELETE")
-        finally:
-            conn.close()
-        partial.replace(target)
+
+    def fill(conn: Connection) -> None:
+        conn.execute("PRAGMA journal_mode=MEMORY")  # a throw-away file until the rename, as the graph's
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("PRAGMA cache_size=-65536")
+        with conn:
+            conn.execute("DELETE FROM search_meta WHERE key = ?", (search_store.LEXICAL_PENDING,))
+        paths = [row[0] for row in conn.execute("SELECT path FROM files ORDER BY path")]
+        taskindex.index_files(conn, root, paths)
+        search_store.set_freshness(conn, commit=taskindex.commit_or_none(root),
+                                   stale=taskindex.index_stale_files(conn))
+        taskindex.remember(conn, root, memory_commits, taskindex.newest_base(target),
+                           target.parent / taskindex.HISTORY_JOURNAL)
+
+    derive(graph, target, fill, partial=".completing")
     return target
 
 

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import fcntl
 import hashlib
 import logging
-import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from project.index import memory, search_store
-from project.index.db import Connection, connect
+from project.index.db import Connection, connect, derive
 from project.index.embed import Embedder
 
 log = logging.getLogger(__name__)
@@ -143,28 +141,19 @@ def build(base: Path, embedder: Embedder, stop: Callable[[], bool] = _stopping.i
     `stop` is asked between batches; when it says so the partial file is dropped (`Stopped`).
     """
     target = vectors_path(base, embedder)
-    lock_file = target.with_suffix(".lock")
-    with lock_file.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker building it: wait, then find it done
-        if target.is_file():
-            return target
-        partial = target.with_suffix(".building")
-        shutil.copyfile(base, partial)
-        conn = connect(partial)
-        try:
-            search_store.ensure_schema(conn, embedder)
-            previous = _previous(base, embedder, target)
-            if previous is not None:
-                copy_vectors(conn, previous)
-            search_store.embed_pending(conn, embedder, batch_size=32, stop=stop)
-            _memory_vectors(conn, embedder, previous, stop)
-            if stop():
-                raise Stopped("the worker is exiting or its data directory is being removed")
-            search_store.write_meta(conn, **{_ADOPTED: embedder.model_id})
-            conn.execute("PRAGMA journal_mode=DELETE")
-        finally:
-            conn.close()
-        partial.replace(target)
+
+    def fill(conn: Connection) -> None:
+        search_store.ensure_schema(conn, embedder)
+        previous = _previous(base, embedder, target)
+        if previous is not None:
+            copy_vectors(conn, previous)
+        search_store.embed_pending(conn, embedder, batch_size=32, stop=stop)
+        _memory_vectors(conn, embedder, previous, stop)
+        if stop():
+            raise Stopped("the worker is exiting or its data directory is being removed")
+        search_store.write_meta(conn, **{_ADOPTED: embedder.model_id})
+
+    if derive(base, target, fill, partial=".building"):
         _failed_path(target).unlink(missing_ok=True)
     return target
 

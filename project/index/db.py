@@ -8,8 +8,11 @@ SQLite driver for index data.
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import os
+import shutil
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -48,3 +51,26 @@ def connect(path: Path | str, *, vectors: bool = True, readonly: bool = False) -
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA synchronous=NORMAL")
     return conn
+
+
+def derive(source: Path, target: Path, fill: Callable[[Connection], None], *, partial: str) -> bool:
+    """Build `target` once among workers as a copy of `source` that `fill` completes; False when it was
+    there already (another worker built it while this one waited on the lock).
+
+    The copy is filled under the name `partial` (a suffix) and renamed into place only when `fill`
+    returned, so a reader never opens a half-built file and a failure leaves no `target`.
+    """
+    with target.with_suffix(".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker building it: wait, then find it done
+        if target.is_file():
+            return False
+        building = target.with_suffix(partial)
+        shutil.copyfile(source, building)
+        conn = connect(building)
+        try:
+            fill(conn)
+            conn.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            conn.close()
+        building.replace(target)
+    return True
