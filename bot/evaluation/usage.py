@@ -15,6 +15,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.outputs import ChatGeneration, LLMResult
 
+from foundation.llm import model_name
+
 
 @dataclass
 class RoleUsage:
@@ -38,7 +40,7 @@ class UsageRecorder(BaseCallbackHandler):
     def attach(self, role: str, model: BaseChatModel) -> BaseChatModel:
         """Record `model`'s calls under `role`; returns the same model."""
         usage = self.roles.setdefault(role, RoleUsage())
-        name = model_id(model)
+        name = model_name(model)
         if name not in usage.models:
             usage.models.append(name)
         model.callbacks = [*(model.callbacks if isinstance(model.callbacks, list) else []), _RoleHandler(usage)]
@@ -68,12 +70,3 @@ class _RoleHandler(BaseCallbackHandler):
                     name = str(call.get("name", ""))
                     if name and not name[0].isupper():
                         self.usage.tool_calls[name] += 1
-
-
-def model_id(model: BaseChatModel) -> str:
-    """The provider's model name when the model has one, else its class name."""
-    for attr in ("model_name", "model"):
-        value = getattr(model, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    return type(model).__name__
