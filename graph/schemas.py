@@ -12,7 +12,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+def _portable(schema: dict[str, Any]) -> None:
+    """Leave out of an answer's JSON schema what a strict provider refuses in the schema it is sent
+    (OpenAI's strict mode takes neither `default` nor string lengths). The model still has to meet
+    them: pydantic checks every answer, and a violation gets the repair turn that names it."""
+    for prop in schema.get("properties", {}).values():
+        for key in ("default", "minLength", "maxLength"):
+            prop.pop(key, None)
+
+
+class Answer(BaseModel):
+    """A schema a model answers in (or a part of one): its JSON schema is one every provider takes."""
+
+    model_config = ConfigDict(json_schema_extra=_portable)
 
 
 def _relative(value: str) -> str:
@@ -27,12 +42,12 @@ def _numbered(ids: Sequence[int], what: str) -> None:
         raise ValueError(f"{what} must be numbered 1..n in order")
 
 
-class AcceptanceCriterion(BaseModel):
+class AcceptanceCriterion(Answer):
     id: int = Field(ge=1)
     text: str = Field(min_length=3)
 
 
-class Decomposition(BaseModel):
+class Decomposition(Answer):
     """The decomposer's answer: numbered, testable criteria, or the questions blocking them."""
 
     criteria: list[AcceptanceCriterion] = Field(default_factory=list)
@@ -46,7 +61,7 @@ class Decomposition(BaseModel):
         return value
 
 
-class Evidence(BaseModel):
+class Evidence(Answer):
     path: str
     start_line: int = Field(ge=1)
     end_line: int = Field(ge=1)
@@ -61,7 +76,7 @@ class Evidence(BaseModel):
         return self
 
 
-class Analysis(BaseModel):
+class Analysis(Answer):
     """The analyzer's report body."""
 
     summary: str
@@ -73,7 +88,7 @@ class Analysis(BaseModel):
     open_questions: list[str] = Field(default_factory=list)
 
 
-class FileScope(BaseModel):
+class FileScope(Answer):
     """Files a change may write, and files that are context only; never both."""
 
     writable: list[str] = Field(default_factory=list)
@@ -96,7 +111,7 @@ class FileScope(BaseModel):
         return self
 
 
-class ChecklistItem(BaseModel):
+class ChecklistItem(Answer):
     id: int = Field(ge=1)
     title: str = Field(min_length=3)
     kind: Literal["change", "report"] = "change"
@@ -117,7 +132,7 @@ class ChecklistItem(BaseModel):
         return self
 
 
-class Plan(BaseModel):
+class Plan(Answer):
     """The planner's checklist and the write scope it needs."""
 
     items: list[ChecklistItem] = Field(min_length=1)
@@ -160,7 +175,7 @@ def plan_problems(plan: Plan | None, criteria: Sequence[AcceptanceCriterion], ro
     return problems
 
 
-class ArchitectVerdict(BaseModel):
+class ArchitectVerdict(Answer):
     approved: bool
     feedback: list[str] = Field(default_factory=list)
 
@@ -189,7 +204,7 @@ Severity = Literal["blocker", "major", "minor", "info"]
 SEVERITY_RANK: dict[str, int] = {"blocker": 3, "major": 2, "minor": 1, "info": 0}
 
 
-class Finding(BaseModel):
+class Finding(Answer):
     """One review finding: what is wrong, where (`path`, `line`..`end_line` on `side`), why, and a fix.
 
     `criteria` names the acceptance criteria it concerns; `concern` names anything else (a security,
@@ -218,7 +233,7 @@ class Finding(BaseModel):
         return self
 
 
-class Review(BaseModel):
+class Review(Answer):
     """The reviewer's result; an incomplete inspection can never be an approval."""
 
     verdict: Literal["approve", "request_changes", "incomplete"]

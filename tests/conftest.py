@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,6 +106,18 @@ def php() -> str:
     """The `php` binary; a test using this fixture (directly or through another) is marked `php`."""
     need_tools("php")
     return shutil.which("php") or "php"
+
+
+@pytest.fixture(autouse=True)
+def honest_model_scripts() -> Iterator[None]:
+    """A scripted model reply that breaks the schema its request sent fails the test (the server
+    answered it with a 500, which the product may have handled as a provider's failure)."""
+    yield
+    server = sys.modules.get("tests.fakes.model_server")  # not imported: no scripted model ran
+    if server is not None and server.SCRIPT_ERRORS:
+        errors = list(server.SCRIPT_ERRORS)
+        server.SCRIPT_ERRORS.clear()
+        pytest.fail("the model script broke the schemas the product sent:\n" + "\n".join(errors), pytrace=False)
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 import prompts
 from foundation.settings import Settings
@@ -27,7 +27,7 @@ from graph.runtime.context import execution_part
 from graph.runtime.injection import inject
 from graph.runtime.roles import RoleRun
 from graph.runtime.trace import Trace
-from graph.schemas import AcceptanceCriterion, Plan, plan_problems
+from graph.schemas import AcceptanceCriterion, Answer, Plan, plan_problems
 from graph.state import ScopeDump, TaskState
 from graph.structured import StructuredOutputError
 from project.embedding import embedder_for
@@ -35,7 +35,7 @@ from project.embedding import embedder_for
 MIN_CONTEXT_TOKENS = 64  # less cannot even name what was left out
 
 
-class PlanProposal(BaseModel):
+class PlanProposal(Answer):
     """The planner's answer: the plan (None when it cannot plan) and the files it creates."""
 
     plan: Plan | None = None
@@ -96,7 +96,7 @@ def _system(state: TaskState) -> SystemMessage:
 
 
 def injected_files(state: TaskState) -> str:
-    """Live injection for the planner roles (seed 000): one snapshot from disk per node invoke, with
+    """Live injection for the planner roles: one snapshot from disk per node invoke, with
     the tool loops' tiers and limits — the files the analysis names and the scope of the plan so far."""
     none: ScopeDump = {"writable": [], "context_only": []}
     scope = state.get("scope", none)

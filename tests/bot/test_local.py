@@ -11,7 +11,7 @@ from bot.worker.local import run_local
 from foundation.settings import Settings
 from graph.routing import ModeUnavailable
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
-from tests.fakes.chat import ScriptedChatModel, answer, scripted
+from tests.fakes.model_server import ScriptedModel, answer, scripted
 from tests.repos import init_repo
 
 
@@ -103,7 +103,7 @@ async def test_run_local_review_reviews_the_checked_out_branch(tmp_path: Path) -
     reviewer = scripted([AIMessage(content="done"), answer(Review, review)])
     asked: list[str] = []
 
-    def models(role: str) -> ScriptedChatModel:
+    def models(role: str) -> ScriptedModel:
         asked.append(role)
         return reviewer
 

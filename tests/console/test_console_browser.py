@@ -30,8 +30,8 @@ from tests.conftest import GITHUB_SECRET, GITLAB_SECRET
 from tests.console.browser import browser, need_browser, screenshot
 from tests.e2e.conftest import allow_http_git, pointed_at
 from tests.e2e.test_analyze_skeleton import _models
-from tests.fakes.chat import scripted
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
+from tests.fakes.model_server import scripted
 from tests.fakes.samples import sample_bytes
 from tests.fakes.server import free_port
 from tests.intake import deliveries
@@ -94,7 +94,7 @@ def web(settings: Settings, redis_url: str) -> Iterator[str]:
 
 
 def _failing_models() -> Callable[[str], BaseChatModel]:
-    broken = scripted([])  # the first call finds an empty script: the model "fails"
+    broken = scripted([])  # every call finds an empty script: the model's endpoint answers 500, an outage
     return lambda role: broken
 
 
@@ -285,5 +285,6 @@ async def test_console_in_a_real_browser(
         assert _text(driver, "#depth") == "0"
         assert "Codertocat/Hello-World" in _text(driver, "#failures")
         kinds = _text(driver, "#failure-kinds")
-        assert "internal error" in kinds and "please report it" in kinds  # grouped, with what to do
+        # grouped, with what to do
+        assert "model unavailable" in kinds and "check that it is up (`forgebot check`)" in kinds
         screenshot(driver, "health", tmp_path)

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from arq.connections import ArqRedis
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END, START, StateGraph
 from pydantic import SecretStr
@@ -58,7 +57,7 @@ class Flow(TypedDict, total=False):
     n: int
 
 
-async def test_a_node_replayed_after_a_crash_edits_its_comment_instead_of_posting_again() -> None:
+async def test_a_node_replayed_after_a_crash_edits_its_comment_instead_of_posting_again(tmp_path: Path) -> None:
     forge, ref = MemoryForge(), IssueRef(repo=RepoRef(forge="gitlab", project="1", path="g/p"), number=1)
     crash = {"armed": True}
 
@@ -74,11 +73,14 @@ async def test_a_node_replayed_after_a_crash_edits_its_comment_instead_of_postin
     graph.add_node("publish", publish)
     graph.add_edge(START, "publish")
     graph.add_edge("publish", END)
-    compiled = graph.compile(checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "task1"}}
-    with pytest.raises(RuntimeError):
-        await compiled.ainvoke({"n": 0}, config, durability="sync")
-    assert await compiled.ainvoke(None, config, durability="sync") == {"n": 1}
+    # the product's checkpointer, opened again after the crash as a restarted worker opens it
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data")  # type: ignore[call-arg]
+    async with open_checkpointer(settings) as saver:
+        with pytest.raises(RuntimeError):
+            await graph.compile(checkpointer=saver).ainvoke({"n": 0}, config, durability="sync")
+    async with open_checkpointer(settings) as saver:
+        assert await graph.compile(checkpointer=saver).ainvoke(None, config, durability="sync") == {"n": 1}
     bodies = [c.body for c in forge.posted[ref]]
     assert len(bodies) == 2 and bodies[0].startswith("report") and bodies[1].startswith("second note"), bodies
     # outside a graph the caller owns idempotency: nothing is added

@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from bot.tasks.events import Actor, ForgeEvent, RepoRef
+from graph.nodes.planner import PlanProposal
+from graph.schemas import Analysis, ArchitectVerdict, Decomposition, Review
 from tests.durability.harness import PROJECT, Cluster, seed_forge, submit, until, wait_for
 from tests.e2e import implement_harness as h
 from tests.fakes import model_server as wire
@@ -41,6 +44,8 @@ PAYLOADS: dict[str, dict[str, Any]] = {
     "ArchitectVerdict": {"approved": True, "feedback": []},
     "Review": {"verdict": "approve", "summary": "review: approve", "findings": [], "verified_criteria": [1]},
 }
+SCHEMAS: dict[str, type[BaseModel]] = {
+    s.__name__: s for s in (Decomposition, Analysis, PlanProposal, ArchitectVerdict, Review)}
 CODER = [  # the coder's call by how many tool results its request carries (its first item's run)
     wire.call("apply_patch", patch=make_patch(route.CALC, route.CALCULATOR, route.MULTIPLY)),
     wire.call("apply_patch", patch=make_patch(route.TEST, route.CALCULATOR_TEST, route.MULTIPLY_TEST)),
@@ -60,7 +65,7 @@ class Script:
     def __call__(self, request: wire.Request) -> wire.Reply:
         name = _schema(request)
         if name:
-            return wire.structured(name, PAYLOADS[name])
+            return wire.answer(SCHEMAS[name], PAYLOADS[name])
         tools = request.tool_names
         if "finish_exploration" in tools:
             return wire.tools(wire.call("finish_exploration", files=[route.CALC], context_only=[route.TEST],

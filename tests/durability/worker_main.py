@@ -18,7 +18,6 @@ repository the test serves over HTTP (the implement route).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import logging
 import os
@@ -28,8 +27,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import BaseMessage
 from langgraph.config import get_config
 from pydantic import SecretStr
 
@@ -47,8 +45,8 @@ from foundation.settings import (
 )
 from graph.schemas import Analysis, Decomposition
 from tests.durability.script import ANALYSIS, DECOMPOSITION
-from tests.fakes.chat import ScriptedChatModel, answer
 from tests.fakes.checkout import local_checkout, php_project
+from tests.fakes.model_server import Reply, Request, ScriptedModel, answer, call, scripted, tools
 
 
 def _where() -> tuple[str, str]:
@@ -77,56 +75,38 @@ def maybe_die(kill_dir: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-class SlowModel(ScriptedChatModel):
-    """Answers the same scripted message every time, after `delay` seconds; may kill the worker.
-
-    A tool-loop turn (tools bound without a structured-output schema) gets `loop_reply` instead:
-    the analyzer ends its exploration, then answers the structured call with the script.
-    """
+class SlowModel(ScriptedModel):
+    """Each call takes `delay` seconds and may kill the worker after its answer; the answers come
+    from the scripted server (`model_factory`)."""
 
     delay: float = 0.0
     kill_dir: str = ""
-    loop_reply: AIMessage | None = None
-    structured: bool = True
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> SlowModel:  # type: ignore[override]
-        return self.model_copy(update={"structured": "ls_structured_output_format" in kwargs})
 
     async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
         logging.getLogger("scripted").info("model-call task=%s node=%s", *_where())
         await asyncio.sleep(self.delay)
-        if self.loop_reply is not None and not self.structured:
-            result = ChatResult(generations=[ChatGeneration(message=self.loop_reply)])
-        else:
-            result = self._generate(messages, *args, **kwargs)
+        result = await super()._agenerate(messages, *args, **kwargs)
         maybe_die(self.kill_dir)
         return result
 
 
 def model_factory(config: dict[str, Any]) -> Any:
-    script: dict[str, AIMessage] = {
+    script: dict[str, Reply] = {
         "decomposer": answer(Decomposition, DECOMPOSITION, tokens=120),
         "analyzer": answer(Analysis, ANALYSIS, tokens=300),
     }
-
-    finish = AIMessage(
-        content="",
-        tool_calls=[
-            {
-                "name": "finish_exploration",
-                "id": "call_finish",
-                "args": {"files": ["src/Calculator.php"], "reason": "seen"},
-            }
-        ],
-    )
+    finish = tools(call("finish_exploration", files=["src/Calculator.php"], reason="seen"))
 
     def build(role: str) -> BaseChatModel:
-        return SlowModel(
-            messages=itertools.repeat(script[role]),
-            delay=config.get("delay", 0.0),
-            kill_dir=config["kill_dir"],
-            loop_reply=finish if role == "analyzer" else None,
-        )
+        def respond(request: Request) -> Reply:
+            # the analyzer's tool loop (its tools offered, no answer format asked) ends its exploration;
+            # every structured call gets the role's answer, as often as it is asked
+            if role == "analyzer" and "finish_exploration" in request.tool_schemas:
+                return finish
+            return script[role]
+
+        return scripted([], cls=SlowModel, responder=respond, delay=config.get("delay", 0.0),
+                        kill_dir=config["kill_dir"])
 
     return build
 

@@ -55,7 +55,7 @@ class NeedInfoScript:
 
     def __init__(self) -> None:
         from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
-        from tests.fakes.chat import answer, scripted
+        from tests.fakes.model_server import answer, scripted
         from tests.graph.runtime.script import call
 
         self.decomposer = scripted([

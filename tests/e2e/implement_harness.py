@@ -19,9 +19,9 @@ from typing import Any
 from foundation.settings import Settings
 from graph.nodes.delivery import branch_name
 from tests.e2e.conftest import allow_http_git, pointed_at, post, task_states, work
-from tests.fakes.chat import ScriptedChatModel
 from tests.fakes.forge_http import FakeChange, FakeComment, FakeForgeState, FakeIssue
 from tests.fakes.git_http import create_git_server
+from tests.fakes.model_server import ScriptedModel
 from tests.fakes.server import serving
 from tests.graph.implement import route
 from tests.graph.implement.conftest import GIT_ENV, make_project, need_php
@@ -58,7 +58,7 @@ def served_project(root: Path, username: str, token: str) -> Iterator[Served]:
         yield Served(origin=project.origin, url=f"{server.url}/{project.origin.name}")
 
 
-def implement_roles() -> dict[str, ScriptedChatModel]:
+def implement_roles() -> dict[str, ScriptedModel]:
     """One pass through every role: criteria, analysis, a one-item plan, approval, the patch, approval."""
     return route.models(
         decomposer=[route.decomposition()], analyzer=[route.analysis()],
@@ -107,13 +107,13 @@ def assert_delivered(change: FakeChange, branch: str, served: Served) -> None:
     assert "Calculator multiplies two integers" in change.body
 
 
-def assert_resumed_at_delivery(roles: dict[str, ScriptedChatModel]) -> None:
+def assert_resumed_at_delivery(roles: dict[str, ScriptedModel]) -> None:
     """The retry continued from the checkpoint: no role before delivery was asked again."""
     assert len(roles["decomposer"].received) == 1 and len(roles["reviewer"].received) == 2
     assert len(roles["coder"].received) == 4  # two patches, complete_item, finish: once each
 
 
-def stuck_roles() -> dict[str, ScriptedChatModel]:
+def stuck_roles() -> dict[str, ScriptedModel]:
     """The test stays red through the fix round (a comment is all it changes): no progress, a failure report."""
     wrong, commented = route.WRONG_MULTIPLY, route.WRONG_MULTIPLY.replace(
         "    public function multiply", "    /** Multiplies. */\n    public function multiply")

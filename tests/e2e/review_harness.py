@@ -19,8 +19,8 @@ from bot.worker.jobs import build_worker
 from foundation.forge.diff import parse
 from foundation.gitrunner import git as git_text
 from foundation.settings import Settings
-from tests.fakes.chat import ScriptedChatModel, scripted
 from tests.fakes.forge_http import FakeChange, FakeFile, FakeForgeState
+from tests.fakes.model_server import ScriptedModel, scripted
 from tests.fakes.server import serving
 from tests.graph.review.conftest import ChangeRepo
 from tests.intake import deliveries
@@ -43,7 +43,7 @@ class Models:
     """The scripted reviewer; any other role asked for fails the test (the coder is never entered)."""
 
     def __init__(self, replies: Sequence[AIMessage]) -> None:
-        self.reviewer: ScriptedChatModel = scripted(replies)
+        self.reviewer: ScriptedModel = scripted(replies)
         self.asked: list[str] = []
 
     def __call__(self, role: str) -> BaseChatModel:

@@ -19,8 +19,8 @@ from bot.worker.jobs import build_worker
 from foundation.settings import Settings
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
 from tests.e2e.conftest import allow_http_git, pointed_at
-from tests.fakes.chat import answer, scripted
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
+from tests.fakes.model_server import answer, scripted
 from tests.fakes.samples import sample_bytes
 from tests.fakes.server import serving
 from tests.intake import deliveries

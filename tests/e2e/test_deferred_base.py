@@ -22,8 +22,8 @@ from project.index import basecomplete
 from project.index.search import Answer
 from tests.conftest import GITLAB_TOKEN
 from tests.e2e import implement_harness as h
-from tests.fakes.chat import scripted
 from tests.fakes.forge_http import FakeForgeState
+from tests.fakes.model_server import scripted
 from tests.fakes.samples import sample
 from tests.graph.implement import route
 from tests.intake import deliveries

@@ -23,8 +23,8 @@ from foundation.settings import Settings
 from foundation.workspace import Workspaces, repo_key
 from tests.conftest import GITLAB_TOKEN
 from tests.e2e import implement_harness as h
-from tests.fakes.chat import ScriptedChatModel
 from tests.fakes.forge_http import FakeForgeState
+from tests.fakes.model_server import ScriptedModel
 from tests.fakes.samples import sample
 from tests.graph.implement.conftest import FORGEBOT_YML, git
 from tests.intake import deliveries
@@ -54,7 +54,7 @@ def _configure(served: h.Served, tmp_path: Path, extra: str) -> None:
 
 
 async def _run(settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served,
-               roles: dict[str, ScriptedChatModel]) -> None:
+               roles: dict[str, ScriptedModel]) -> None:
     h.setup(settings, redis_url, "Platform")
     fake_forge.grant("gitlab", "1", "1", 30)
     fake_forge.grant("gitlab", "1", "7", 30)
@@ -72,8 +72,9 @@ async def test_a_forgebot_yml_budget_stops_the_task_with_one_comment_naming_it(
     budget: str, says: str,
 ) -> None:
     _configure(served, tmp_path, budget)
-    settings.llm.prices = {"ScriptedChatModel": (300.0, 1500.0)}  # the decomposer's answer alone costs $0.09
     roles = h.implement_roles()
+    # each role's model by its name; the decomposer's answer alone costs $0.09
+    settings.llm.prices = {model.model_name: (300.0, 1500.0) for model in roles.values()}
     await _run(settings, redis_url, fake_forge, served, roles)
     (state, detail), = await h.task_states(settings)
     assert (state, detail.split(":")[0]) == ("failed", "budget")

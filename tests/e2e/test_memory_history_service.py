@@ -28,9 +28,9 @@ from project.index import memory
 from project.index.db import connect
 from tests.e2e.conftest import allow_http_git, work
 from tests.e2e.test_memory_service import REPO, _deliver, _task_ids, _trace
-from tests.fakes.chat import answer, scripted
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
 from tests.fakes.git_http import create_git_server
+from tests.fakes.model_server import answer, scripted
 from tests.fakes.server import serving
 from tests.graph.conftest import FIXTURES, init_repo
 from tests.graph.runtime.script import call

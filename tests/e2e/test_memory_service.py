@@ -1,4 +1,4 @@
-"""Project memory through the running service (issue 21), on GitHub.
+"""Project memory through the running service, on GitHub.
 
 A label delivery goes over HTTP to the real receiver; a burst arq worker on the real Redis runs the
 analyze task; its analyzer (a scripted model) asks `search_memory` why division by zero throws.
@@ -24,8 +24,8 @@ from foundation.settings import Settings
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
 from project.index.db import connect
 from tests.e2e.conftest import allow_http_git, pointed_at, post, work
-from tests.fakes.chat import answer, scripted
 from tests.fakes.forge_http import FakeChange, FakeForgeState, FakeIssue
+from tests.fakes.model_server import answer, scripted
 from tests.fakes.samples import sample_bytes
 from tests.graph.runtime.script import call
 

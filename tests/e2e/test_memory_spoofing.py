@@ -24,9 +24,9 @@ from tests.conftest import GITHUB_TOKEN, GITLAB_TOKEN
 from tests.e2e import implement_harness as h
 from tests.e2e.conftest import allow_http_git, post, work
 from tests.e2e.test_repo_labels import SAMPLES, _labeled
-from tests.fakes.chat import answer, scripted
 from tests.fakes.forge_http import FakeChange, FakeForgeState, FakeIssue
 from tests.fakes.forge_state import ThreadKey
+from tests.fakes.model_server import answer, scripted
 from tests.fakes.samples import sample
 from tests.graph.runtime.script import call
 from tests.intake import deliveries

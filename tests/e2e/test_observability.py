@@ -31,8 +31,8 @@ from foundation.metrics import start_metrics_server
 from foundation.settings import Settings
 from tests.conftest import GITLAB_TOKEN
 from tests.e2e import implement_harness as h
-from tests.fakes.chat import scripted
 from tests.fakes.forge_http import FakeForgeState, Fault
+from tests.fakes.model_server import as_reply, scripted
 from tests.fakes.samples import sample
 from tests.fakes.server import serving
 from tests.graph.implement import route
@@ -111,12 +111,12 @@ async def test_an_implement_run_is_metered_priced_and_traced(
     fake_forge.grant("gitlab", "1", "1", 30)
     fake_forge.grant("gitlab", "1", "7", 30)
     h.issue(fake_forge, "gitlab", "1", 23)
-    settings.llm.prices = {"ScriptedChatModel": PRICE}
     # the first read of the issue's discussion is rate limited for a second, the next one fails with a 503
     fake_forge.faults += [Fault("GET", "/issues/23/discussions", 429, headers={"Retry-After": "1"}),
                           Fault("GET", "/issues/23/discussions", 503)]
     scripts = _scripts()
     roles = {role: scripted(messages) for role, messages in scripts.items()}
+    settings.llm.prices = {model.model_name: PRICE for model in roles.values()}  # each role's model by its name
     with serving(create_app(settings)) as receiver:
         before = _scrape(f"{receiver.url}/metrics")
         delivery = deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")
@@ -127,8 +127,8 @@ async def test_an_implement_run_is_metered_priced_and_traced(
 
     # what each role's model reported, call by call, priced: the footer must be exactly this sum
     used = {role: scripts[role][: len(roles[role].received)] for role in ROLES}
-    tokens = {role: [(m.usage_metadata or {}).get("input_tokens", 0) for m in msgs] for role, msgs in used.items()}
-    outputs = {role: [(m.usage_metadata or {}).get("output_tokens", 0) for m in msgs] for role, msgs in used.items()}
+    tokens = {role: [as_reply(m).usage[0] for m in msgs] for role, msgs in used.items()}
+    outputs = {role: [as_reply(m).usage[1] for m in msgs] for role, msgs in used.items()}
     total = sum(sum(tokens[r]) + sum(outputs[r]) for r in ROLES)
     cost = {r: (sum(tokens[r]) * PRICE[0] + sum(outputs[r]) * PRICE[1]) / 1e6 for r in ROLES}
     assert all(len(roles[r].received) == len(scripts[r]) for r in ROLES)  # every scripted call was made

@@ -28,9 +28,9 @@ from tests.e2e.review_harness import Models, deliver, fake_change, prepare
 from tests.e2e.review_harness import work as review_work
 from tests.e2e.test_languages_service import POLYGLOT, REPO
 from tests.e2e.test_memory_service import _task_ids, _trace
-from tests.fakes.chat import answer
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
 from tests.fakes.git_http import create_git_server
+from tests.fakes.model_server import answer
 from tests.fakes.samples import sample
 from tests.fakes.server import serving
 from tests.graph.conftest import FIXTURES

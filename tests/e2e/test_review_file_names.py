@@ -15,8 +15,8 @@ import pytest
 from foundation.settings import Settings
 from graph.schemas import Finding, Review
 from tests.e2e.review_harness import Models, deliver, fake_change, prepare, work
-from tests.fakes.chat import answer
 from tests.fakes.forge_http import FakeForgeState
+from tests.fakes.model_server import answer
 from tests.graph.review.conftest import make_change_repo
 from tests.graph.runtime.script import done
 

@@ -11,9 +11,9 @@ import pytest
 from foundation.settings import Settings
 from graph.schemas import Finding, Review
 from tests.e2e.review_harness import Models, deliver, fake_change, prepare, work
-from tests.fakes.chat import answer
 from tests.fakes.forge_http import FakeComment, FakeForgeState
 from tests.fakes.forge_state import FakeThread
+from tests.fakes.model_server import answer
 from tests.graph.review.conftest import make_change_repo
 from tests.graph.review.test_review_route import FIRST
 from tests.graph.runtime.script import done

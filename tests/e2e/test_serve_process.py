@@ -31,12 +31,13 @@ import httpx
 import pytest
 
 from bot.tasks.inbox import Inbox
+from graph.schemas import Decomposition
 from tests.conftest import GITLAB_SECRET, GITLAB_TOKEN
 from tests.e2e.conftest import pointed_at
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
-from tests.fakes.model_http import ModelScript, create_model_server
+from tests.fakes.model_server import Gate, ModelServer, answer
 from tests.fakes.samples import sample_bytes
-from tests.fakes.server import ServerThread, free_port, serving
+from tests.fakes.server import ServerThread, free_port
 from tests.intake import deliveries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,15 +137,17 @@ class Serve:
 
 
 @pytest.fixture
-def model() -> Iterator[tuple[ModelScript, ServerThread]]:
-    script = ModelScript(answers={"Decomposition": BLOCKED})
-    with serving(create_model_server(script)) as server:
-        yield script, server
+def model() -> Iterator[tuple[Gate, ModelServer]]:
+    gate = Gate(answer(Decomposition, BLOCKED))
+    with ModelServer() as server:
+        server.responder = gate
+        yield gate, server
+        gate.release()
 
 
 @pytest.fixture
 def serve(
-    forge_server: ServerThread, fake_forge: FakeForgeState, model: tuple[ModelScript, ServerThread], origin_url: str
+    forge_server: ServerThread, fake_forge: FakeForgeState, model: tuple[Gate, ModelServer], origin_url: str
 ) -> Iterator[Serve]:
     data_dir = Path(tempfile.mkdtemp(prefix="fb-serve-"))  # short: the private Redis's Unix socket lives here
     port = free_port()
@@ -159,7 +162,7 @@ def serve(
         "FORGEBOT_GITLAB__TOKEN": GITLAB_TOKEN,
         "FORGEBOT_GITLAB__WEBHOOK_SECRET": GITLAB_SECRET,
         "FORGEBOT_GITLAB__TIMEOUT": "5",
-        "FORGEBOT_LLM__BASE_URL": f"{model[1].url}/v1",
+        "FORGEBOT_LLM__BASE_URL": model[1].openai_url,
         "FORGEBOT_LLM__API_KEY": MODEL_KEY,
         "FORGEBOT_LLM__MAX_RETRIES": "0",
         "FORGEBOT_QUESTIONS__MAX_ROUNDS": "0",
@@ -199,13 +202,13 @@ def deliver(serve: Serve, origin: str) -> None:
 
 
 def test_sigterm_lets_the_running_task_finish_then_serve_exits_0(
-    serve: Serve, model: tuple[ModelScript, ServerThread], fake_forge: FakeForgeState, origin_url: str
+    serve: Serve, model: tuple[Gate, ModelServer], fake_forge: FakeForgeState, origin_url: str
 ) -> None:
-    script, _ = model
+    script, server = model
     script.hold()
     worker, redis_pid = serve.parts()
     deliver(serve, origin_url)
-    wait_until(lambda: bool(script.calls), START_TIMEOUT, "the task's model call")  # the task is mid-node
+    wait_until(lambda: bool(server.requests), START_TIMEOUT, "the task's model call")  # the task is mid-node
     serve.proc.send_signal(signal.SIGTERM)
     wait_until(lambda: serve.healthz() is None, 30, "the receiver to stop")
     assert serve.proc.poll() is None and alive(worker) and alive(redis_pid)  # waiting for the task
@@ -228,9 +231,9 @@ def test_sigkill_of_serve_leaves_no_worker_and_no_redis_server(serve: Serve) -> 
 
 
 def test_the_receiver_answers_while_the_worker_makes_no_progress(
-    serve: Serve, model: tuple[ModelScript, ServerThread], origin_url: str
+    serve: Serve, model: tuple[Gate, ModelServer], origin_url: str
 ) -> None:
-    script, _ = model
+    _, server = model
     worker, _ = serve.parts()
     assert worker != serve.proc.pid
     os.kill(worker, signal.SIGSTOP)
@@ -239,10 +242,10 @@ def test_the_receiver_answers_while_the_worker_makes_no_progress(
             assert serve.healthz() == 200
         deliver(serve, origin_url)
         assert serve.task_states() == [("queued", "")]  # recorded by the receiver alone
-        assert not script.calls
+        assert not server.requests
     finally:
         os.kill(worker, signal.SIGCONT)
-    wait_until(lambda: bool(script.calls), START_TIMEOUT, "the worker to take the task")
+    wait_until(lambda: bool(server.requests), START_TIMEOUT, "the worker to take the task")
     wait_until(lambda: serve.task_states() == [("done", "blocked")], START_TIMEOUT, "the task to finish")
 
 
@@ -257,7 +260,7 @@ def test_a_dead_worker_stops_serve_with_an_error(serve: Serve) -> None:
 
 
 def test_a_model_error_carrying_the_key_is_logged_redacted(
-    serve: Serve, model: tuple[ModelScript, ServerThread], origin_url: str
+    serve: Serve, model: tuple[Gate, ModelServer], origin_url: str
 ) -> None:
     """The gateway's 401 echoes `authorization: Bearer <key>`; the job logs the failure in one line
     with the provider's message. The log shows the failure, never the key."""

@@ -23,7 +23,7 @@ from foundation.settings import Settings
 from graph.routing import ModeUnavailable
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
 from tests.evaluation.conftest import STARTER
-from tests.fakes.chat import answer, scripted
+from tests.fakes.model_server import answer, scripted
 
 pytestmark = [pytest.mark.php, pytest.mark.usefixtures("php_tools")]
 

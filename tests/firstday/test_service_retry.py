@@ -110,6 +110,7 @@ def test_a_stranded_delivery_is_queued_while_the_only_job_slot_runs_a_task(
     within a sweep interval although serve's one worker is busy with a long model call (as an arq
     cron job it waited for the running task to end)."""
     import asyncio
+    import dataclasses
     import json
     import time
 
@@ -124,8 +125,7 @@ def test_a_stranded_delivery_is_queued_while_the_only_job_slot_runs_a_task(
 
     def slow_first(request: Request) -> Reply:
         started.append(time.monotonic())
-        return Reply(text=json.dumps(BLOCKED), calls=structured("Decomposition", BLOCKED).calls,
-                     delay=25.0 if len(started) == 1 else 0.0)
+        return dataclasses.replace(structured("Decomposition", BLOCKED), delay=25.0 if len(started) == 1 else 0.0)
 
     model.responder = slow_first
     env = {**forge_env, **model_env(model, FORGEBOT_LLM__MAX_RETRIES="0", FORGEBOT_LLM__TIMEOUT="90"),

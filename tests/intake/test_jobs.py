@@ -24,9 +24,9 @@ from bot.worker.jobs import run_task
 from foundation.forge import AccessLevel, ForgeUnavailable, Issue, IssueRef
 from foundation.settings import Settings, TriggerSettings
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
-from tests.fakes.chat import answer, scripted
 from tests.fakes.checkout import local_checkout, php_project
 from tests.fakes.forge import FakeForge
+from tests.fakes.model_server import answer, scripted
 from tests.graph.runtime.script import call
 from tests.intake.payloads import gitlab_note, sample_repo, serve_samples
 

@@ -86,7 +86,8 @@ async def test_a_configured_method_the_server_rejects_fails_naming_the_setting(s
 
 
 async def test_one_repair_turn_shows_the_validation_error(server: ModelServer) -> None:
-    server.script(wire.structured("Answer", {"name": "ok", "count": "many"}), wire.structured("Answer", GOOD))
+    server.script(wire.off_schema(wire.structured("Answer", {"name": "ok", "count": "many"})),
+                  wire.structured("Answer", GOOD))
     model = chat_model(llm_settings(server, structured_output="function_calling"), "decomposer")
     answer, usage = await ask_structured(model, Answer, ASK)
     assert answer.count == 3 and usage["tokens"] == 60
@@ -95,7 +96,7 @@ async def test_one_repair_turn_shows_the_validation_error(server: ModelServer) -
 
 
 async def test_after_the_repair_turn_the_failure_names_role_schema_and_problem(server: ModelServer) -> None:
-    bad = wire.structured("Answer", {"name": "ok"})
+    bad = wire.off_schema(wire.structured("Answer", {"name": "ok"}))  # a server that does not enforce the schema
     server.script(bad, bad)
     model = chat_model(llm_settings(server, structured_output="json_schema"), "reviewer")
     with pytest.raises(StructuredOutputError) as caught:

@@ -20,9 +20,9 @@ from langchain_core.messages import ToolMessage
 from foundation.settings import Settings
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
 from tests.e2e.conftest import allow_http_git, post, task_states, work
-from tests.fakes.chat import ScriptedChatModel, answer, scripted
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
 from tests.fakes.git_http import create_git_server
+from tests.fakes.model_server import ScriptedModel, answer, scripted
 from tests.fakes.samples import sample
 from tests.fakes.server import serving
 from tests.graph.conftest import FIXTURES, init_repo
@@ -59,7 +59,7 @@ def _shop(tmp_path: Path) -> str:
     return f"sqlite://{path}"
 
 
-def _roles() -> dict[str, ScriptedChatModel]:
+def _roles() -> dict[str, ScriptedModel]:
     criteria = Decomposition(criteria=[AcceptanceCriterion(id=1, text="Orders keep their cards")])
     return {
         "decomposer": scripted([answer(Decomposition, criteria)]),

@@ -1,4 +1,4 @@
-"""Nothing secret and nothing executable in Redis (#17 item 9), against a real Redis and the real
+"""Nothing secret and nothing executable in Redis, against a real Redis and the real
 worker (`bot.worker.jobs.build_worker`), with the real model client failing over HTTP.
 
 * A model call refused with 401 raises `ModelCallError` around the OpenAI client's `AuthenticationError`,
@@ -30,8 +30,7 @@ from graph.failure import TaskFailure
 from tests.durability.harness import analyze_event, seed_forge
 from tests.fakes.checkout import local_checkout, php_project
 from tests.fakes.forge_http import FakeForgeState
-from tests.fakes.model_http import ModelScript, create_model_server
-from tests.fakes.server import serving
+from tests.fakes.model_server import Gate, ModelServer, text
 
 MODEL_KEY = "sk-serve-queue-model-key-0123456789"
 PICKLE_PROTOCOL = b"\x80"  # the PROTO opcode every pickle since protocol 2 starts with
@@ -69,7 +68,8 @@ async def _run_worker(settings: Settings, redis_url: str, tmp_path: Path) -> Any
 async def test_a_model_auth_failure_leaves_no_token_and_no_pickle_in_redis(
     settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path
 ) -> None:
-    script = ModelScript(refuse_with=401)
+    script = Gate(text("never sent"))
+    script.refuse_with = 401
     seed_forge(fake_forge, [31])
     settings.questions.max_rounds = 0
     event = analyze_event(31, "auth-fails")
@@ -80,8 +80,9 @@ async def test_a_model_auth_failure_leaves_no_token_and_no_pickle_in_redis(
         assert await queue.enqueue(event)
     finally:
         await queue.close()
-    with serving(create_model_server(script)) as model:
-        settings.llm.base_url = f"{model.url}/v1"
+    with ModelServer() as model:
+        model.responder = script
+        settings.llm.base_url = model.openai_url
         settings.llm.api_key = SecretStr(MODEL_KEY)
         settings.llm.max_retries = 0
         await _run_worker(settings, redis_url, tmp_path)
@@ -89,7 +90,7 @@ async def test_a_model_auth_failure_leaves_no_token_and_no_pickle_in_redis(
         task = await inbox.task(event.task_id)
     finally:
         await inbox.close()
-    assert script.calls, "the model was never called: the attack did not happen"
+    assert model.requests, "the model was never called: the attack did not happen"
     assert task is not None and (task.state, task.detail) == ("failed", "model credentials"), task
     record = TaskFailure.from_json(task.failure)
     assert record is not None and "[REDACTED]" in record.detail  # the echoed header was there, and was removed

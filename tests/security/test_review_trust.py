@@ -1,4 +1,4 @@
-"""In review mode a non-member's text never becomes review criteria (issue 17, item 10).
+"""In review mode a non-member's text never becomes review criteria.
 
 Anyone may open a merge/pull request on a public project. Its description (and the issues it says
 it closes) used to become the criteria the reviewer checks and reports as verified; now only text
@@ -15,8 +15,8 @@ import pytest
 
 from foundation.forge import AccessLevel, Change, ChangeRef, Issue, IssueRef
 from graph.schemas import Review
-from tests.fakes.chat import answer, scripted
 from tests.fakes.forge import FakeForge
+from tests.fakes.model_server import answer, scripted
 from tests.graph.review.conftest import ChangeRepo, change_files, make_change_repo
 from tests.graph.review.test_review_route import Models, _repo_ref, _review
 from tests.graph.runtime.script import done

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from graph.schemas import Analysis, Decomposition
-from tests.fakes.chat import ScriptedChatModel, answer, scripted
+from tests.fakes.model_server import ScriptedModel, answer, scripted
 from tests.graph.conftest import FIXTURES
 from tests.graph.implement import route
 
@@ -16,7 +16,7 @@ MULTIPLY_TEST = TESTS.replace("from calc import add, divide", "from calc import 
     "\n\ndef test_multiplies_two_numbers() -> None:\n    assert multiply(2, 3) == 6\n")
 
 
-def roles() -> dict[str, ScriptedChatModel]:
+def roles() -> dict[str, ScriptedModel]:
     analysis = Analysis(summary="Add calc.multiply next to add", affected_files=[CALC, TEST], symbols=["calc.add"])
     scripts = route.models(
         decomposer=[answer(Decomposition, {"criteria": [{"id": 1, "text": "calc multiplies two integers"}]})],

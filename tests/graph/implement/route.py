@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.messages import AIMessage
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.memory import InMemorySaver
 
 from foundation.forge import AccessLevel, Issue, IssueRef, RepoRef
 from foundation.settings import Settings
-from graph.builder import build_graph
 from graph.deps import Deps
 from graph.nodes.planner import PlanProposal
 from graph.schemas import Analysis, ArchitectVerdict, Decomposition, Review
-from graph.state import TaskState
-from tests.fakes.chat import ScriptedChatModel, answer, scripted
 from tests.fakes.forge import FakeForge
+from tests.fakes.model_server import ScriptedModel, answer, scripted
+from tests.graph.checkpointed import run_task
 from tests.graph.implement.conftest import CALCULATOR, CALCULATOR_TEST, Project, make_patch
 
 __all__ = ["CALCULATOR", "CALCULATOR_TEST", "FakeForge"]
@@ -96,7 +93,7 @@ def coder_happy() -> list[AIMessage]:
             call("complete_item", item_id=1, note="multiply added with a test"), call("finish")]
 
 
-def models(**scripts: list[AIMessage]) -> dict[str, ScriptedChatModel]:
+def models(**scripts: list[AIMessage]) -> dict[str, ScriptedModel]:
     """Scripted roles; the analyzer (a tool loop) first ends its exploration, then answers."""
     if "analyzer" in scripts:
         scripts["analyzer"] = [call("finish_exploration", files=[CALC], context_only=[TEST], reason="seen"),
@@ -115,7 +112,7 @@ def initial(project: Project) -> dict[str, Any]:
             "branch": "forgebot/7-add-multiplication"}
 
 
-async def run(project: Project, settings: Settings, roles: dict[str, ScriptedChatModel],
+async def run(project: Project, settings: Settings, roles: dict[str, ScriptedModel],
               forge: FakeForge | None = None, extra: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], FakeForge]:
     """Run the route once; `extra` adds to the initial state (e.g. the status comment's id)."""
@@ -127,7 +124,5 @@ async def run(project: Project, settings: Settings, roles: dict[str, ScriptedCha
                               author="alice", author_id=7)
     forge.access[(repo.project, 7)] = AccessLevel.DEVELOPER
     deps = Deps(settings=settings, forge=forge, model_for=roles.__getitem__)
-    compiled = build_graph().compile(checkpointer=InMemorySaver())
-    config: RunnableConfig = {"configurable": {"thread_id": "task9"}, "recursion_limit": 80}
-    state = await compiled.ainvoke(cast(TaskState, {**initial(project), **(extra or {})}), config, context=deps)
-    return dict(state), forge
+    state, _ = await run_task(settings, deps, {**initial(project), **(extra or {})}, "task9")
+    return state, forge

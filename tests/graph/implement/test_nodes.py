@@ -18,8 +18,8 @@ from graph.nodes import delivery, planner_amend, semantic_sync
 from graph.schemas import FileScope, Plan
 from graph.state import TaskState
 from project.index.taskindex import task_index_path
-from tests.fakes.chat import scripted
 from tests.fakes.forge import FakeForge
+from tests.fakes.model_server import scripted
 from tests.graph.implement import route
 from tests.graph.implement.conftest import Project
 

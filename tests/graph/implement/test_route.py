@@ -12,7 +12,7 @@ from foundation.forge import IssueRef, RepoRef
 from foundation.settings import EmbedderSettings, Settings
 from graph.checkout import index_checkout
 from project.index.taskindex import task_index_path
-from tests.fakes.chat import ScriptedChatModel
+from tests.fakes.model_server import ScriptedModel, scripted
 from tests.graph.implement import route
 from tests.graph.implement.conftest import Project, git
 
@@ -170,28 +170,28 @@ async def test_architect_rounds_are_bounded(project: Project, settings: Settings
     assert "the plan was rejected" in forge.comments[issue][0]
 
 
-class _BreaksIndexFirst(ScriptedChatModel):
+class _BreaksIndexFirst(ScriptedModel):
     """The coder's model; before its first answer the task's index file is destroyed on disk."""
 
     index: str = ""
 
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+    async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
         if not self.received:
             Path(self.index).write_bytes(b"not a database" * 512)
-        return super()._generate(messages, *args, **kwargs)
+        return await super()._agenerate(messages, *args, **kwargs)
 
 
 async def test_an_infrastructure_failure_in_the_coder_loop_is_reported_not_amended(
     project: Project, settings: Settings
 ) -> None:
-    """Seed 000: an infrastructure failure is not disguised as a need to rewrite the plan."""
+    """An infrastructure failure is not disguised as a need to rewrite the plan."""
     index_checkout(settings.data_dir, "demo", project.root, "task9", EmbedderSettings(kind="off"))
     roles = route.models(
         decomposer=[route.decomposition()], analyzer=[route.analysis()],
         planner=[route.plan(route.ONE_ITEM)], architect=route.approve_plan(),
     )
-    coder = _BreaksIndexFirst(messages=iter([route.call("semantic_search", query="add")]),
-                              index=str(task_index_path(settings.data_dir, "task9")))
+    coder = scripted([route.call("semantic_search", query="add")], cls=_BreaksIndexFirst,
+                     index=str(task_index_path(settings.data_dir, "task9")))
     roles["coder"] = coder  # no planner_amend script: reaching it would fail the run
     state, forge = await route.run(project, settings, roles)
     assert state["coder"]["end"] == "infrastructure"

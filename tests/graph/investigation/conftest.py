@@ -9,16 +9,14 @@ from typing import Any
 
 import pytest
 from langchain_core.language_models import BaseChatModel
-from langgraph.checkpoint.memory import InMemorySaver
 
 from foundation.forge import AccessLevel, Issue, IssueRef, RepoRef
 from foundation.settings import Settings
-from graph.builder import build_graph
 from graph.checkout import index_checkout
 from graph.deps import Deps
-from graph.resume import run_or_resume
 from graph.state import TaskState
 from tests.fakes.forge import FakeForge
+from tests.graph.checkpointed import run_task
 from tests.graph.conftest import FIXTURES, init_repo
 
 REPO = RepoRef(forge="gitlab", project="1", path="group/app")
@@ -58,21 +56,14 @@ def task_state(root: Path, settings: Settings, **extra: Any) -> TaskState:
 
 
 class Runner:
-    """One task's graph on one checkpointer: run, then resume with an answer."""
+    """One task's graph as the job runs it (`tests.graph.checkpointed`): run, then resume with an answer."""
 
     def __init__(self, settings: Settings, forge: FakeForge, models: Callable[[str], BaseChatModel],
                  start: TaskState) -> None:
         self.deps = Deps(settings=settings, forge=forge, model_for=models)
-        self.compiled = build_graph().compile(checkpointer=InMemorySaver())
-        self.config: Any = {"configurable": {"thread_id": start["task_id"]}}
         self.start = start
         self.visited: list[str] = []
 
     async def run(self, answer: dict[str, str] | None = None) -> dict[str, Any]:
-        async def start() -> TaskState:
-            return self.start
-
-        result = await run_or_resume(self.compiled, self.config, start, self.deps, answer)
-        history = [s async for s in self.compiled.aget_state_history(self.config)]
-        self.visited = [n for s in reversed(history) for n in s.next if n != "__start__"]
-        return dict(result)
+        result, self.visited = await run_task(self.deps.settings, self.deps, self.start, self.start["task_id"], answer)
+        return result

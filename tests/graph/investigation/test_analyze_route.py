@@ -9,8 +9,8 @@ from langchain_core.messages import ToolMessage
 from foundation.settings import Settings
 from graph import routing
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
-from tests.fakes.chat import answer, scripted
 from tests.fakes.forge import FakeForge
+from tests.fakes.model_server import answer, scripted
 from tests.graph.investigation.conftest import ISSUE, STRANGER, Runner, task_state
 from tests.graph.runtime.script import call
 

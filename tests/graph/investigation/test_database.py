@@ -12,8 +12,8 @@ from langchain_core.messages import ToolMessage
 from foundation.settings import DatabaseConnection, Settings
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
 from graph.tools.database import DatabaseRefused
-from tests.fakes.chat import answer, scripted
 from tests.fakes.forge import FakeForge
+from tests.fakes.model_server import answer, scripted
 from tests.graph.conftest import git
 from tests.graph.investigation.conftest import Runner, task_state
 from tests.graph.runtime.script import call

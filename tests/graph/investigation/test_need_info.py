@@ -10,8 +10,8 @@ from foundation.forge import Comment
 from foundation.settings import Settings
 from graph.nodes.need_info import BadAnswer
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
-from tests.fakes.chat import answer, scripted
 from tests.fakes.forge import FakeForge
+from tests.fakes.model_server import answer, scripted
 from tests.graph.investigation.conftest import ISSUE, Runner, task_state
 from tests.graph.runtime.script import call
 

@@ -22,8 +22,8 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from foundation.settings import Settings
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
-from tests.fakes.chat import answer, scripted
 from tests.fakes.forge import FakeForge
+from tests.fakes.model_server import answer, scripted
 from tests.graph.investigation.conftest import ISSUE, MEMBER, Runner, task_state
 from tests.graph.runtime.script import call
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from foundation.settings import Settings
 from graph.evidence import line_count
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
-from tests.fakes.chat import answer, scripted
 from tests.fakes.forge import FakeForge
+from tests.fakes.model_server import answer, scripted
 from tests.graph.conftest import init_repo, need
 from tests.graph.investigation.conftest import ISSUE, Runner, task_state
 from tests.graph.runtime.script import call

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, cast
 
@@ -13,7 +14,7 @@ from foundation.settings import Settings
 from graph import status
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition
 from graph.state import TaskState
-from tests.fakes.chat import answer, scripted
+from tests.fakes.model_server import answer, scripted
 from tests.graph.investigation.conftest import ISSUE, MEMBER, REPO, Runner, task_state
 from tests.graph.runtime.script import call
 from tests.graph.statusforge import StatusForge, acknowledged
@@ -53,7 +54,8 @@ async def test_one_status_comment_follows_the_phases_and_ends_done(checkout: Pat
     (comment,) = forge.status_comments(ISSUE)
     assert forge.phases == ["started", "understanding the issue", "investigating", "publishing", "done (reported)"]
     assert comment.startswith("**Status: done (reported)**")
-    assert "forgebot · task t1 · mode analyze · model ScriptedChatModel" in comment  # the footer
+    # the footer: each role's model by its name (the scripted server names one per role)
+    assert re.search(r"forgebot · task t1 · mode analyze · model scripted-\d+, scripted-\d+ · ", comment)
     (report,) = forge.others(ISSUE)  # the report itself is untouched and separate
     assert "### Analysis" in report and "Working on it" not in report
 

@@ -6,15 +6,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph.checkpoint.memory import InMemorySaver
 
 from foundation.forge import AccessLevel, Change, ChangeRef, RepoRef
 from foundation.settings import SandboxSettings, Settings, WorkspaceSettings
 from graph.builder import build_graph
 from graph.deps import Deps
 from graph.schemas import Finding, Review
-from tests.fakes.chat import ScriptedChatModel, answer, scripted
 from tests.fakes.forge import FakeForge
+from tests.fakes.model_server import ScriptedModel, answer, scripted
+from tests.graph.checkpointed import run_task
 from tests.graph.conftest import need_tools
 from tests.graph.review.conftest import ChangeRepo, change_files
 from tests.graph.runtime.script import done
@@ -41,11 +41,11 @@ def _seed(forge: FakeForge, repo: ChangeRepo, branch: str = "feature") -> Change
 class Models:
     """Scripted model per role; remembers which roles were asked for (the coder never is)."""
 
-    def __init__(self, reviewer: ScriptedChatModel) -> None:
+    def __init__(self, reviewer: ScriptedModel) -> None:
         self.reviewer = reviewer
         self.asked: list[str] = []
 
-    def __call__(self, role: str) -> ScriptedChatModel:
+    def __call__(self, role: str) -> ScriptedModel:
         self.asked.append(role)
         if role != "reviewer":
             raise AssertionError(f"the review route asked for the {role} model")
@@ -58,15 +58,9 @@ async def _review(forge: FakeForge, repo: ChangeRepo, tmp_path: Path, models: Mo
                         workspace=WorkspaceSettings(allowed_protocols=("file",)),
                         sandbox=SandboxSettings(allow_root=True))  # the suite runs as root
     deps = Deps(settings=settings, forge=forge, model_for=models)
-    compiled = build_graph().compile(checkpointer=InMemorySaver())
     state: Any = {"task_id": task, "mode": "review", "forge": "gitlab", "repo": _repo_ref(repo).model_dump(),
              "number": 3, "title": "", "body": "", "started_at": 0.0, "tokens": 0, "models": []}
-    nodes: list[str] = []
-    config: Any = {"configurable": {"thread_id": task}}
-    async for update in compiled.astream(state, config, context=deps, stream_mode="updates"):
-        nodes.extend(update)
-    final = (await compiled.aget_state({"configurable": {"thread_id": task}})).values
-    return final, nodes
+    return await run_task(settings, deps, state, task)
 
 
 FIRST = Review(verdict="request_changes", summary="Two problems.", verified_criteria=[1], findings=[

@@ -14,15 +14,15 @@ from graph.nodes import reviewer
 from graph.reviewdiff import DiffLimits, collect
 from graph.schemas import Finding, Review
 from project.index.taskindex import build_base
-from tests.fakes.chat import ScriptedChatModel, answer, scripted
 from tests.fakes.forge import FakeForge
+from tests.fakes.model_server import ScriptedModel, answer, scripted
 from tests.graph.review.conftest import ChangeRepo
 from tests.graph.runtime.script import call, done, humans
 
 CRITERIA = [{"id": 1, "text": "Totals count each item twice"}, {"id": 2, "text": "Discounts subtract one"}]
 
 
-def _runtime(model: ScriptedChatModel, repo: ChangeRepo, **llm: Any) -> Runtime[Deps]:
+def _runtime(model: ScriptedModel, repo: ChangeRepo, **llm: Any) -> Runtime[Deps]:
     data_dir = repo.root.parent / "data"  # the trace's home, in the test's own directory
     settings = Settings(_env_file=None, data_dir=data_dir, llm=LLMSettings(**llm))  # type: ignore[call-arg]
     return Runtime(context=Deps(settings=settings, forge=FakeForge(), model_for=lambda role: model))

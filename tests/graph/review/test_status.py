@@ -6,17 +6,16 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from langgraph.checkpoint.memory import InMemorySaver
 
 from foundation.forge import Change, ChangeRef, CommentRef, RepoRef
 from foundation.forge.models import Reaction
 from foundation.settings import SandboxSettings, Settings, WorkspaceSettings
 from graph import status
-from graph.builder import build_graph
 from graph.deps import Deps
 from graph.schemas import Review
 from graph.state import TaskState
-from tests.fakes.chat import answer, scripted
+from tests.fakes.model_server import answer, scripted
+from tests.graph.checkpointed import run_task
 from tests.graph.review.conftest import ChangeRepo, change_files
 from tests.graph.runtime.script import done
 from tests.graph.statusforge import StatusForge, acknowledged
@@ -42,8 +41,7 @@ async def _review(forge: StatusForge, ref: ChangeRef, trigger: CommentRef, tmp_p
     start = TaskState(task_id="r1", mode="review", forge="gitlab", repo=ref.repo.model_dump(), number=3, title="",
                       body="", started_at=0.0, tokens=0, models=[])
     state = await acknowledged(forge, start, trigger)
-    compiled = build_graph().compile(checkpointer=InMemorySaver())
-    result = await compiled.ainvoke(state, {"configurable": {"thread_id": "r1"}}, context=deps)
+    result, _ = await run_task(deps.settings, deps, state, "r1")
     await status.conclude(forge, cast(TaskState, result), str(result["outcome"]))
     return dict(result)
 
@@ -60,8 +58,10 @@ async def test_review_status_reacts_on_the_command_and_edits_one_comment(
     (comment,) = forge.status_comments(ref)
     assert comment.startswith("**Status: done (approve)**") and "mode review" in comment
     assert len([b for b in forge.others(ref) if "### Review" in b]) == 1
-    again = await _review(forge, ref, trigger, tmp_path)  # the same task once more: same marker, same comment
-    assert again["outcome"] == "up_to_date"
+    # the same task delivered again: its checkpoint says it ended, so it is not run again, and its
+    # status is concluded in the same comment (same marker)
+    again = await _review(forge, ref, trigger, tmp_path)
+    assert again["outcome"] == "approve" and forge.phases[-1] == "done (approve)"
     assert len(forge.status_comments(ref)) == 1 and forge.reactions == [(trigger, Reaction.EYES)]
 
 

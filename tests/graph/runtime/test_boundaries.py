@@ -15,8 +15,8 @@ from graph.deps import Deps
 from graph.runtime.boundaries import graph_config, traced_node, traced_route
 from graph.runtime.trace import format_trace, read_trace, trace_path
 from graph.state import TaskState
-from tests.fakes.chat import scripted
 from tests.fakes.forge import FakeForge
+from tests.fakes.model_server import scripted
 
 
 async def _review(state: TaskState, *, runtime: Runtime[Deps]) -> dict[str, Any]:

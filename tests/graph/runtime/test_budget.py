@@ -11,7 +11,7 @@ from foundation.settings import LLMSettings
 from graph.runtime.accounting import Ledger
 from graph.runtime.budget import call_budget, estimate_tokens, fit_to_budget
 from graph.runtime.loop import invoke_llm_with_tools
-from tests.fakes.chat import scripted
+from tests.fakes.model_server import scripted
 from tests.graph.runtime.conftest import make_session, tools
 from tests.graph.runtime.script import call, calls, humans, tool_texts
 
@@ -92,7 +92,7 @@ async def test_exhaustion_notice_reaches_synthesis(worktree: Path) -> None:
     from graph.runtime.scratchpad import Memory
     from graph.runtime.synthesis import synthesize
     from graph.schemas import Review
-    from tests.fakes.chat import answer
+    from tests.fakes.model_server import answer
 
     session = make_session(worktree, "reviewer", max_calls=1)
     result = await invoke_llm_with_tools(scripted([call("list_files")]), tools(worktree), [], session)

@@ -1,4 +1,4 @@
-"""The index tools (issues 5 and 6) plugged into the loop by name, on a real indexed checkout."""
+"""The index tools (code graph and search) plugged into the loop by name, on a real indexed checkout."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from graph.tools.code import graph_tools, search_tools
 from graph.tools.files import file_tools
 from project.index import taskindex
 from project.index.db import Connection, connect
-from tests.fakes.chat import scripted
 from tests.fakes.embedder import HashingEmbedder
+from tests.fakes.model_server import scripted
 from tests.graph.index.searchrepo import make_repo
 from tests.graph.runtime.conftest import make_session
 from tests.graph.runtime.script import call, done, tool_texts

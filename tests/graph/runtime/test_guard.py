@@ -12,7 +12,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from graph.runtime.guard import Action, Cause, Read, ToolLoopGuard
 from graph.runtime.loop import invoke_llm_with_tools
 from graph.tools.paths import resolve_in_worktree
-from tests.fakes.chat import scripted
+from tests.fakes.model_server import scripted
 from tests.graph.runtime.conftest import make_session, tools, write_tool
 from tests.graph.runtime.script import call, tool_texts
 

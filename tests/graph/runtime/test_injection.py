@@ -8,7 +8,7 @@ from langchain_core.messages import HumanMessage
 
 from graph.runtime.injection import InjectionLimits, inject
 from graph.runtime.loop import invoke_llm_with_tools
-from tests.fakes.chat import scripted
+from tests.fakes.model_server import scripted
 from tests.graph.runtime.conftest import make_session, tools, write_tool
 from tests.graph.runtime.script import call, done, humans, system_text, tool_texts
 

@@ -9,6 +9,7 @@ the tool runner knows it, so it ends the run): what the journal saved before sta
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pickle
 from collections.abc import AsyncIterator
@@ -28,7 +29,7 @@ from graph.resume import run_or_resume
 from graph.runtime.journal import SessionJournal, journal_here, load_messages
 from graph.runtime.loop import Session, invoke_llm_with_tools
 from graph.runtime.scratchpad import Memory
-from tests.fakes.chat import ScriptedChatModel
+from tests.fakes.model_server import ScriptedModel, scripted
 from tests.graph.runtime.conftest import make_session, tools
 
 TASK = [HumanMessage("Which classes exist in src/?")]
@@ -39,20 +40,22 @@ class Killed(Exception):
     """The worker dies here."""
 
 
-class DyingModel(ScriptedChatModel):
-    """Answers `lives` calls from the script, then the worker dies inside the next one."""
+class DyingModel(ScriptedModel):
+    """Answers `lives` calls from the script, then the worker dies inside the next one (its request
+    went out: the server saw it, past the end of the script)."""
 
     lives: int = 1_000
 
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+    async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
         if len(self.received) >= self.lives:
-            self.received.append(list(messages))
+            with contextlib.suppress(Exception):
+                await super()._agenerate(messages, *args, **kwargs)
             raise Killed
-        return super()._generate(messages, *args, **kwargs)
+        return await super()._agenerate(messages, *args, **kwargs)
 
 
 def model(*replies: AIMessage, lives: int = 1_000) -> DyingModel:
-    return DyingModel(messages=iter(list(replies)), lives=lives)
+    return scripted(list(replies), cls=DyingModel, lives=lives)
 
 
 def calls(*named: tuple[str, dict[str, Any]]) -> AIMessage:

@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from graph.runtime.loop import invoke_llm_with_tools
 from graph.runtime.scratchpad import Memory, Scratchpad, handoff_summary, prune, tool_groups
-from tests.fakes.chat import scripted
+from tests.fakes.model_server import scripted
 from tests.graph.runtime.conftest import make_session, tools
 from tests.graph.runtime.script import call, calls, done, humans
 
@@ -112,4 +112,4 @@ async def test_session_state_update_carries_memory_and_usage(worktree: Path) -> 
     assert update["sessions"] == [{"role": "architect", "outcome": "finished", "calls": 1,
                                    "reason": "the model answered without tools"}]
     assert update["notes"]["question"] == ["Is m1 public API?"] and update["tokens"] == 100
-    assert update["usage"]["roles"]["architect"]["calls"] == 2 and update["models"] == ["ScriptedChatModel"]
+    assert update["usage"]["roles"]["architect"]["calls"] == 2 and update["models"] == [model.model_name]

@@ -15,8 +15,8 @@ from graph.runtime.roles import RoleRun
 from graph.runtime.tasklimits import BudgetExceeded, check, limits_of, resolve
 from graph.state import TaskState
 from project.repoconfig import parse_repo_config
-from tests.fakes.chat import scripted
 from tests.fakes.forge import FakeForge
+from tests.fakes.model_server import scripted
 
 
 def _deps(tmp_path: Path, **llm: Any) -> Deps:

@@ -12,7 +12,7 @@ from graph.runtime.scratchpad import Memory
 from graph.runtime.synthesis import Declared, synthesize
 from graph.runtime.trace import Trace, read_trace
 from graph.schemas import Analysis
-from tests.fakes.chat import answer, scripted
+from tests.fakes.model_server import answer, scripted
 from tests.graph.runtime.conftest import make_session, tools
 from tests.graph.runtime.script import call, tool_texts
 

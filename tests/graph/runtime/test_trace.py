@@ -13,12 +13,12 @@ from bot.cli import trace_cli
 from graph.runtime.loop import invoke_llm_with_tools
 from graph.runtime.scratchpad import Memory
 from graph.runtime.trace import Trace, format_trace, read_trace, trace_path
-from tests.fakes.chat import scripted
+from tests.fakes.model_server import scripted
 from tests.graph.runtime.conftest import make_session, tools
 from tests.graph.runtime.script import call, done
 
 
-async def _scripted_run(data_dir: Path, worktree: Path) -> Trace:
+async def _scripted_run(data_dir: Path, worktree: Path) -> tuple[Trace, str]:
     trace = Trace.open(data_dir, "task-42")
     trace.node("decomposer", "analyzer", "2 acceptance criteria")
     memory = Memory()
@@ -34,11 +34,11 @@ async def _scripted_run(data_dir: Path, worktree: Path) -> Trace:
     await invoke_llm_with_tools(model, [*tools(worktree), memory.scratchpad.tool()], [HumanMessage("go")], session)
     trace.snapshot("analyzer", {"criteria": [1, 2], "analysis": {"summary": "x"}}, changed=["analysis"])
     trace.node("analyzer", "publisher", "analysis complete")
-    return trace
+    return trace, model.model_name
 
 
 async def test_trace_tells_the_story_in_order(tmp_path: Path, worktree: Path) -> None:
-    trace = await _scripted_run(tmp_path, worktree)
+    trace, name = await _scripted_run(tmp_path, worktree)
     events = read_trace(trace.path)
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     kinds = [e["kind"] for e in events]
@@ -48,7 +48,7 @@ async def test_trace_tells_the_story_in_order(tmp_path: Path, worktree: Path) ->
     story = format_trace(events)
     expected = [
         "decomposer → analyzer: 2 acceptance criteria",
-        "[analyzer] model ScriptedChatModel call 1",
+        f"[analyzer] model {name} call 1",
         "asks for read_file",
         "read_file(path=src/Small.php) ✗ refused: Not read again",
         "write_scratchpad(kind=fact, text=Large::m4 returns 4) → ",
