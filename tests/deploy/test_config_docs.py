@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings
 
 from bot.cli import configdoc
+from foundation.settings import GitLabSettings, RoleModel, Settings
 from tests.deploy import chart
 from tests.deploy.chart import ROOT
 
@@ -67,11 +68,13 @@ def test_render_flattens_nested_models_dicts_secrets_and_literals() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["FORGEBOT_DATA_DIR", "FORGEBOT_GITLAB__TOKEN", "FORGEBOT_LLM__ROLES__<ROLE>__MODEL",
-             "FORGEBOT_LLM__ROLES__REVIEWER__API_KEY"],
+    ("name", "model", "field"),
+    [("FORGEBOT_DATA_DIR", Settings, "data_dir"), ("FORGEBOT_GITLAB__TOKEN", GitLabSettings, "token"),
+     ("FORGEBOT_LLM__ROLES__<ROLE>__MODEL", RoleModel, "model"),
+     ("FORGEBOT_LLM__ROLES__REVIEWER__API_KEY", RoleModel, "api_key")],
 )
-def test_resolve_known_names(name: str) -> None:
-    configdoc.resolve_env_name(name)
+def test_resolve_known_names(name: str, model: type[BaseModel], field: str) -> None:
+    assert configdoc.resolve_env_name(name) is model.model_fields[field]
 
 
 @pytest.mark.parametrize(
@@ -119,9 +122,22 @@ def test_names_that_are_not_settings_are_really_read_by_the_code() -> None:
         assert name in reader.read_text(encoding="utf-8"), f"{name} documented but not read by {reader.name}"
 
 
-@pytest.mark.parametrize("variant", sorted((chart.CHART / "ci").glob("values-*.yaml")), ids=lambda p: p.name)
-def test_chart_config_keys_are_settings(variant: Path) -> None:
-    """`config:` keys become FORGEBOT_<KEY> in the ConfigMap; a typo would be silently ignored."""
-    config = (chart.load_yaml(variant) or {}).get("config", {})
-    for key in config:
+def _setting(settings: Settings, key: str) -> Any:
+    """The value at a `config:` key's path (`LLM__ROLES__REVIEWER__MODEL`: a dict entry on the way)."""
+    node: Any = settings
+    for part in key.lower().split("__"):
+        node = node[part] if isinstance(node, dict) else getattr(node, part)
+    return node
+
+
+def test_chart_config_keys_reach_their_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`config:` keys become FORGEBOT_<KEY> in the ConfigMap; a typo would be silently ignored, so each
+    key of every values file is a setting, and the value set there is the value the service reads."""
+    rows = [(variant.name, str(key), value)
+            for variant in [chart.CHART / "values.yaml", *sorted((chart.CHART / "ci").glob("values-*.yaml"))]
+            for key, value in ((chart.load_yaml(variant) or {}).get("config") or {}).items()]
+    assert rows, "no values file sets `config:`: nothing here is checked"
+    for variant, key, value in rows:
         configdoc.resolve_env_name("FORGEBOT_" + key)
+        monkeypatch.setenv("FORGEBOT_" + key, str(value))
+        assert _setting(Settings(_env_file=None), key) == value, (variant, key)  # type: ignore[call-arg]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,8 +20,8 @@ from project.database.statement import StatementRefused, check_statement
 ROWS = 500
 SLOW_QUERY = {
     "sqlite": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
-    "postgres": "SELECT pg_sleep(5)",
-    "mysql": "SELECT SLEEP(5)",
+    "postgres": "SELECT pg_sleep(3600)",
+    "mysql": "SELECT SLEEP(3600)",
 }
 
 
@@ -170,11 +169,11 @@ def test_the_session_itself_is_read_only_when_the_check_is_bypassed(seeded: Seed
 
 
 def test_a_slow_query_is_stopped_at_the_time_limit(seeded: Seeded) -> None:
+    """The queries never end on their own (an hour's sleep, an endless recursion): an answer at all,
+    the time-limit error, is the stop."""
     db = ReadOnlyDatabase(seeded.url, timeout_seconds=0.5)
-    started = time.monotonic()
     with pytest.raises(DatabaseError, match="time limit of 0.5s"):
         db.run_readonly_sql(SLOW_QUERY[db.dialect])
-    assert time.monotonic() - started < 4
     assert db.run_readonly_sql("SELECT 1").rows == ((1,),)  # the next call gets a fresh session
 
 

@@ -80,7 +80,6 @@ def test_a_check_over_its_timeout_is_killed_with_its_children(worktree: Path, is
         BASE_ENV,
     )
     assert result.status == "timed_out" and result.exit_code is None
-    assert 1.0 <= result.duration_seconds < 5
     assert "never" not in result.output
     assert _processes_with(marker) == []
 
@@ -88,8 +87,8 @@ def test_a_check_over_its_timeout_is_killed_with_its_children(worktree: Path, is
 def test_a_background_child_does_not_hold_the_result(worktree: Path) -> None:
     unisolated = SandboxPolicy(allow_root=True, isolate=False, allow_unisolated=True)
     result = run_sandboxed("(sleep 54321 &); echo done", worktree, unisolated, BASE_ENV)
+    # a runner that waited for the child would wait its 54321 s (the test's timeout ends it first)
     assert result.status == "passed" and result.output == "done\n"
-    assert result.duration_seconds < 5
     assert _processes_with("54321") == []
 
 
@@ -121,7 +120,7 @@ def test_cpu_limit_stops_a_busy_loop_before_the_timeout(worktree: Path) -> None:
     result = run_sandboxed(
         "while :; do :; done", worktree, SandboxPolicy(allow_root=True, cpu_seconds=1, timeout_seconds=20), BASE_ENV
     )
-    assert result.status == "failed" and result.duration_seconds < 10
+    assert result.status == "failed"  # stopped by the CPU limit: a check killed at its timeout is `timed_out`
 
 
 def test_without_isolation_the_missing_limits_are_reported(worktree: Path) -> None:

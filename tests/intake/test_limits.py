@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from bot.intake.webhooks import Metrics
-from bot.tasks.events import PayloadError, parse_github, parse_gitlab
+from bot.tasks.events import ForgeEvent, PayloadError, parse_github, parse_gitlab
 from bot.tasks.inbox import Inbox
 from bot.web.app import create_app
 from foundation.settings import Settings, TriggerSettings
@@ -149,24 +149,57 @@ def _all_keys(payload: Any) -> set[str]:
     return set()
 
 
+def _accepted(event: ForgeEvent, forge: str, repo: Any, user: Any, number: Any) -> None:
+    """What an accepted event must be, whatever the payload: the payload's own facts (repository id,
+    actor, item number) and the same event after the queue's JSON round trip."""
+    assert event.forge == forge and event.delivery_id == f"{forge}:f"
+    assert event.repo_id == int(repo["id"]) and event.number == int(number)
+    login = user["login" if forge == "github" else "username"]
+    assert event.actor.id == int(user["id"]) and event.actor.username == str(login)
+    assert ForgeEvent.model_validate_json(event.model_dump_json()) == event
+
+
+def _gitlab(event: str, payload: dict[str, Any]) -> ForgeEvent | None:
+    return parse_gitlab({"x-gitlab-event": event}, payload, "gitlab:f", TriggerSettings(), bot_user_id=3)
+
+
+def _github(event: str, payload: dict[str, Any]) -> ForgeEvent | None:
+    return parse_github({"x-github-event": event}, payload, "github:f", TriggerSettings(), bot_login="bot")
+
+
+def test_the_fuzzed_payloads_are_triggers_before_mutation() -> None:
+    """The fuzz below starts from payloads the parsers accept, so their properties are exercised."""
+    assert _gitlab("Note Hook", gitlab_note("/implement")) is not None
+    assert _github("issue_comment", github_comment("/review", on="change")) is not None
+
+
 @hyp_settings(max_examples=120, deadline=None)
 @given(event=GITLAB_EVENTS, payload=_mutations(gitlab_note("/implement")) | st.dictionaries(st.text(), JSON))
-def test_gitlab_parser_returns_or_raises_payload_error(event: str, payload: dict[str, Any]) -> None:
+def test_gitlab_parser_accepts_only_well_formed_events(event: str, payload: dict[str, Any]) -> None:
     try:
-        parse_gitlab({"x-gitlab-event": event}, payload, "gitlab:f", TriggerSettings(), bot_user_id=3)
+        parsed = _gitlab(event, payload)
     except PayloadError:
-        pass
+        return
+    if parsed is not None:
+        section = "object_attributes" if "Issue" in event else ("issue" if parsed.target == "issue"
+                                                                else "merge_request")
+        _accepted(parsed, "gitlab", payload["project"], payload["user"], payload[section]["iid"])
+        assert parsed.actor.id != 3  # never the bot's own
 
 
 @hyp_settings(max_examples=120, deadline=None)
 @given(
     event=GITHUB_EVENTS, payload=_mutations(github_comment("/review", on="change")) | st.dictionaries(st.text(), JSON)
 )
-def test_github_parser_returns_or_raises_payload_error(event: str, payload: dict[str, Any]) -> None:
+def test_github_parser_accepts_only_well_formed_events(event: str, payload: dict[str, Any]) -> None:
     try:
-        parse_github({"x-github-event": event}, payload, "github:f", TriggerSettings(), bot_login="bot")
+        parsed = _github(event, payload)
     except PayloadError:
-        pass
+        return
+    if parsed is not None:
+        user = payload["comment"]["user"] if event == "issue_comment" else payload["sender"]
+        _accepted(parsed, "github", payload["repository"], user, payload["issue"]["number"])
+        assert parsed.actor.username.lower() != "bot"  # never the bot's own
 
 
 @hyp_settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -243,7 +243,7 @@ def test_a_fork_bomb_stops_at_the_process_limit(shared_worktree: Path) -> None:
     forks = int(counter["output"].split()[1])
     assert 20 <= forks < 40 and "Resource temporarily unavailable" in counter["output"]
     # killed at the timeout, or the shell itself could not fork `sleep` any more: either way it ended
-    assert bomb["status"] in ("timed_out", "failed") and bomb["duration_seconds"] < 15
+    assert bomb["status"] in ("timed_out", "failed")
     assert _none_left(UNPRIVILEGED, within=10)  # the bomb's processes died with its PID namespace
 
 

@@ -158,37 +158,34 @@ def test_blank_secret_refuses_every_delivery(
     assert recorded(intake_settings) == 0
 
 
-def _stalled(receiver: Receiver, forge: str, headers: dict[str, str], declared: int) -> tuple[float, bytes]:
-    """Send the headers and the first bytes of a `declared`-byte body, then stall; the answer and its delay."""
+def _stalled(receiver: Receiver, forge: str, headers: dict[str, str], declared: int) -> bytes:
+    """Send the headers and the first bytes of a `declared`-byte body, then stall; the answer."""
     body, _ = _valid(forge)
     hook = deliveries.path(forge, b"")
     lines = [f"POST {hook} HTTP/1.1", f"host: 127.0.0.1:{receiver.port}", f"content-length: {declared}"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
-    started = time.monotonic()
     with socket.create_connection(("127.0.0.1", receiver.port), timeout=10) as conn:
         conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body[:10])
-        answer = conn.recv(65536)
-    return time.monotonic() - started, answer
+        return conn.recv(65536)
 
 
 def test_gitlab_wrong_token_is_refused_before_the_body_is_read(
     receiver: Receiver, intake_settings: Settings, redis_url: str
 ) -> None:
-    """A 4 MiB body is declared and never sent; the 401 comes at once, well before the body timeout."""
+    """A 4 MiB body is declared and never sent; the answer is the 401, not the 408 a receiver that
+    waited for the body would give at its body timeout."""
     intake_settings.body_timeout_seconds = 5.0
     _, headers = _valid("gitlab")
-    elapsed, answer = _stalled(receiver, "gitlab", headers | {"x-gitlab-token": "guess"}, 4 * 1024 * 1024 - 1)
+    answer = _stalled(receiver, "gitlab", headers | {"x-gitlab-token": "guess"}, 4 * 1024 * 1024 - 1)
     assert answer.startswith(b"HTTP/1.1 401"), answer
-    assert elapsed < 2.0
     assert queued(redis_url) == 0
 
 
 @pytest.mark.parametrize("forge", ["gitlab", "github"])
 def test_stalled_body_is_408(receiver: Receiver, intake_settings: Settings, redis_url: str, forge: str) -> None:
     _, headers = _valid(forge)
-    elapsed, answer = _stalled(receiver, forge, headers, 5000)
-    assert answer.startswith(b"HTTP/1.1 408"), answer
-    assert 0.9 <= elapsed < 5.0
+    answer = _stalled(receiver, forge, headers, 5000)
+    assert answer.startswith(b"HTTP/1.1 408"), answer  # only the body timeout answers 408
     assert queued(redis_url) == 0
     assert recorded(intake_settings) == 0
 

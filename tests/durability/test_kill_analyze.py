@@ -1,4 +1,6 @@
-"""SIGKILL a real worker inside each graph node: every task still ends done, with exactly one report.
+"""SIGKILL a real worker inside each node of the analyze route (decomposer, analyzer, publisher): every
+task still ends done, with exactly one report. (The implement route's coder session is killed and
+resumed in test_session_resume.py.)
 
 Workers share one Redis and one store. Each task is armed to kill its worker inside one node, right
 after the node's model answer or forge write (before the node's checkpoint); a supervisor restarts
@@ -12,13 +14,11 @@ import re
 
 import pytest
 
-from graph.routing import ENTRY_NODES
 from tests.durability.harness import Cluster, analyze_event, seed_forge, submit, wait_for
 from tests.durability.script import REPORT_HEADING
 from tests.fakes.forge_http import FakeForgeState
 
-# the nodes of the routes built so far, selected by name; implement/review nodes join when they exist
-PHASES = {"analyze": ["decomposer", "analyzer", "publisher"]}
+NODES = ["decomposer", "analyzer", "publisher"]  # an analyze run that finds criteria passes each once
 pytestmark = pytest.mark.timeout(300)  # worker processes start slowly on a loaded machine; the polls bound each step
 
 
@@ -26,8 +26,10 @@ def _calls(logs: str, task: str, node: str) -> int:
     return len(re.findall(rf"model-call task={task} node={node}\b", logs))
 
 
-async def test_sigkill_inside_each_node_ends_done_with_one_report(cluster: Cluster, fake_forge: FakeForgeState) -> None:
-    nodes = [node for mode, names in PHASES.items() if mode in ENTRY_NODES for node in names]
+async def test_sigkill_inside_each_analyze_node_ends_done_with_one_report(
+    cluster: Cluster, fake_forge: FakeForgeState
+) -> None:
+    nodes = NODES
     seed_forge(fake_forge, range(1, len(nodes) + 1))
     events = [analyze_event(n, f"kill-{node}") for n, node in enumerate(nodes, start=1)]
     for event, node in zip(events, nodes, strict=True):
