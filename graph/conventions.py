@@ -1,6 +1,6 @@
 """The project standards a role writes or judges code by, as a bounded block of its system prompt.
 
-Seed 000: prompts and standards carry the language's rules; the profile names the document
+Prompts and standards carry the language's rules; the profile names the document
 (`standards/<name>.md`), `.forgebot.yml` names the profile. The coder, the reviewer and the planner
 roles get it. It competes with the task's code for the context window, so it has its own cap: whole
 `##` sections are kept in order while they fit (`fit_to_budget`), and the ones left out are named.

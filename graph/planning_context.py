@@ -1,4 +1,4 @@
-"""Code context for the planner, coder and reviewer, filled by the context window engine (seed 002).
+"""Code context for the planner, coder and reviewer, filled by the context window engine.
 
 The analyzer names files and symbols; the planner also needs what surrounds them: the signatures of
 those symbols with their callers and callees (graph memory) and the code chunks that match the
@@ -79,7 +79,7 @@ MEMORY_SYMBOLS = 6
 
 
 def memory_parts(index: Path, query: str, embedder: Embedder | None) -> tuple[list[Part], list[str]]:
-    """Discovery (seed 002's `assemble_context_window`): project-memory hits for the criteria, and the
+    """Discovery: project-memory hits for the criteria, and the
     graph symbols they name, whose signatures, callers and callees `graph_parts` then adds."""
     if not query.strip() or not index.exists():
         return [], []

@@ -1,4 +1,4 @@
-"""Plan-target checks against the code graph, before the architect sees a plan (seed 000).
+"""Plan-target checks against the code graph, before the architect sees a plan.
 
 A plan item names files (`paths`) and, in its title, symbols in backticks (`Calculator::add`,
 `App\\Calculator`). Code can tell whether they exist, so no model is asked: an item that rests on a

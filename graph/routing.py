@@ -31,7 +31,7 @@ def check_mode(mode: str) -> None:
 
 
 def route_by_mode(state: TaskState) -> str:
-    """The route is chosen before any generation starts (seed 000: three modes, shared infrastructure)."""
+    """The route is chosen before any generation starts (three modes over shared infrastructure)."""
     check_mode(state["mode"])
     return state["mode"]
 
@@ -96,7 +96,7 @@ def after_review_intake(state: TaskState) -> Literal["reviewer", "__end__"]:
 
 
 def after_reviewer(state: TaskState) -> str:
-    """The review route publishes the review; the implement route (issue 9) adds its own target here."""
+    """The review route publishes the review; the implement route goes on to its delivery."""
     if state["mode"] == "review":
         return "review_publisher"
     raise ModeUnavailable(f"the reviewer has no next step in mode {state['mode']!r}")

@@ -306,7 +306,7 @@ class TaskState(TypedDict, total=False):
     sessions: Annotated[list[SessionRecord], operator.add]  # per tool-loop session
     usage: Annotated[UsageRecord, merge_usage]  # Ledger snapshots summed: tokens and cost per role and in all
     limits: LimitsDump  # the server's budgets with `.forgebot.yml`'s applied (graph/runtime/tasklimits.py)
-    # implement route (issue 9)
+    # implement route
     base: str  # the commit the task's branch started from
     branch: str  # forgebot/<issue>-<slug>
     new_files: list[str]  # files the plan creates (in the write scope without existing yet)
@@ -329,7 +329,7 @@ class TaskState(TypedDict, total=False):
     review_open: list[str]  # findings still open from earlier rounds, one line each, for the prompt
     review_scope: ReviewScope
     verdict: str  # final_verdict(review, gates)
-    # investigation and need_info (issue 8)
+    # investigation and need_info
     index: str  # the code index of `workspace` (a task copy, or the review head's base index), "" when none
     database: str  # the connection `.forgebot.yml` names (a key of Settings.databases), "" when none
     profile: ProfileNote  # the repository's profile and why (`project.profiles.detect`)

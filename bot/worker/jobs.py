@@ -1,4 +1,4 @@
-"""arq job functions and the worker's construction; the only bot module that imports `graph`.
+"""arq job functions and the worker's construction: where the service runs the graph for one task.
 
 Errors are translated here, at the job's edge, into one failure record (`graph.failure`): an
 outage of the model or the forge (refused connections, 5xx, 429, timeouts) becomes a deferred
@@ -562,8 +562,9 @@ def build_worker(
     handle_signals: bool = True,
     identities: Identities | None = None,
 ) -> Worker:
-    """An arq worker running `run_task`, one job at a time (the seed's scaling model), with the reaper
-    and the sweeper beside it; with `identities`, it takes jobs once the bot's identity is known.
+    """An arq worker running `run_task`, one job at a time (a deployment scales by running more
+    workers), with the reaper and the sweeper beside it; with `identities`, it takes jobs once the
+    bot's identity is known.
 
     Job records and results are JSON, exceptions reduced to redacted messages (`bot.tasks.jobcodec`);
     the codec also removes every configured secret from those messages.

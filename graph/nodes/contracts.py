@@ -1,4 +1,4 @@
-"""Override contracts surfaced to the planner and the architect (seed 000: the parent's exits).
+"""Override contracts surfaced to the planner and the architect (a parent method's exits).
 
 For each `Class::method` the analysis names, the task's code index says how control leaves the
 ancestor implementation. Without an index the text says the check was not performed, so a model

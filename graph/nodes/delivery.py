@@ -4,7 +4,7 @@
 either approves, starts a fix round (a new checklist item carrying the failed gates and findings),
 or stops: a broken test environment, no progress (`no_progress`: findings judged by identity,
 not wording), or the rounds used up. `deliver` pushes `forgebot/<issue>-<slug>`, finds or opens the change (idempotent)
-with the description of PRODUCT.md and links it from the issue.
+with its description (what changed, the checks, the review) and links it from the issue.
 """
 
 from __future__ import annotations

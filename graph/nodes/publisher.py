@@ -1,6 +1,6 @@
 """publisher: the analysis report (or a blocked report with questions) posted on the issue.
 
-Report format (PRODUCT.md): acceptance criteria, affected files and symbols with `path:line`
+Report format (docs/analyze.md): acceptance criteria, affected files and symbols with `path:line`
 evidence, impact, risks, open questions; a blocked report lists numbered questions instead. Every
 write carries a hidden marker with the task id, so a retried or resumed run edits its own comment
 instead of posting a second one.

@@ -1,6 +1,6 @@
 """review_intake: load the change, check its branch, prepare the checkout, the base and the criteria.
 
-Review-only requires the code under review to exist in git (seed 000): the change's source
+Review-only requires the code under review to exist in git: the change's source
 branch must be in the repository, else the author gets a clear reply and the route ends. The
 base is the merge base with the target branch, or — on a re-review — the head reviewed last, so
 only what changed since is inspected. Criteria come from the change description and from the

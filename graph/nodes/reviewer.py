@@ -1,10 +1,10 @@
 """reviewer: the unified reviewer of the review route and of the implement route's fix rounds.
 
-One role checks requirements, architecture, security and tests (seed 000: no separate post-code
+One role checks requirements, architecture, security and tests (no separate post-code
 architect). It reads the diff, investigates with read-only tools (files, search, code graph and
 override contracts when an index is open) under an inspection budget, then answers a structured
-`Review`. Code, not the model, guarantees the seed's rule: an inspection that ran out of budget
-(or was stopped by the loop guard) is never an approval — the runtime's
+`Review`. Code, not the model, guarantees that an inspection that ran out of budget
+(or was stopped by the loop guard) is never an approval: the runtime's
 `reviewer.inspection_budget_exhausted` fragment asks for the unverified criteria, and
 `_not_approved` enforces it whatever the model answers.
 """

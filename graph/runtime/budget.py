@@ -2,7 +2,7 @@
 
 The token estimate is deliberately pessimistic (UTF-8 bytes / 3) and needs no tokenizer download;
 a budget computed with it holds for every real tokenizer we have met. Limits are a resource
-heuristic (seed 000): `min(max, base + per_criterion × criteria)` for investigation roles and
+heuristic: `min(max, base + per_criterion × criteria)` for investigation roles and
 `min(max, base + per_item × open items)` for the coder. Exhaustion is always visible: callers get
 an `Exhausted` record to turn into the matching orchestration fragment, never a silent cut.
 """

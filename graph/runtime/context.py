@@ -1,4 +1,4 @@
-"""The context window engine (seed 002): fill a role's token budget by priority, never past it.
+"""The context window engine: fill a role's token budget by priority, never past it.
 
 Parts come in three priority tiers: the active diff, the scratchpad and execution output (checks'
 stdout/stderr, cut to their tail by `execution_part`) first, then graph

@@ -1,6 +1,6 @@
 """ToolLoopGuard: recognises dead ends that a call budget alone would only bound.
 
-Rules (seed 000): the same tool and arguments again, alternating sequences (A B A B …), the same
+Rules: the same tool and arguments again, alternating sequences (A B A B …), the same
 tool error again, a read of lines already read, and runs of small adjacent reads. Every rule is
 keyed by the disk state the call saw, so a retry after a patch is a new attempt, not a repeat.
 The response depends on the cause and the role: a first repeat is refused with the `tool repeated`

@@ -1,6 +1,6 @@
 """Live injection: the role's target files, read from disk before each model call.
 
-Two tiers (seed 000): a small file goes into the system context in full, a large one as an
+Two tiers: a small file goes into the system context in full, a large one as an
 outline. Limits on file count and bytes bound the cost; `Injection.metrics()` reports it. A fully
 injected file may not be re-read (the refusal says where its text already is); outline-only files
 still allow ranged reads of method bodies. Because every snapshot is taken from disk, a file the

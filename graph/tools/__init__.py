@@ -18,7 +18,7 @@ READ_TOOLS = frozenset({
     "list_database_tables", "get_table_schema", "run_readonly_sql",
 })
 MEMORY_TOOLS = frozenset({"write_scratchpad", "finish_exploration"})
-# project memory (seed 002's second tier): for the roles that decide what to do, not the coder
+# project memory (the memory of intent beside the code graph): for the roles that decide what to do, not the coder
 RECALL_TOOLS = frozenset({"search_memory", "symbol_history"})
 WRITE_TOOLS = frozenset({
     "apply_patch", "write_file", "complete_item", "update_plan", "request_file", "report_plan_blocker", "finish",

@@ -1,7 +1,7 @@
 """The code index as agent tools: search by meaning and text, line ranges, and the code graph.
 
-Thin LangChain adapters over `graph.tools.code_search` (issue 6) and `project.index.queries` /
-`project.index.contract` (issue 5): each returns text the model can read — hits as `path:line`
+Thin LangChain adapters over `graph.tools.code_search` and `project.index.queries` /
+`project.index.contract`: each returns text the model can read — hits as `path:line`
 lines, graph answers as compact JSON that includes the index status, so a missing or stale index
 is said rather than hidden. Paths are validated by the functions they wrap and again by the loop.
 """

@@ -1,7 +1,7 @@
 """Read-only file tools: read a line range, list a directory, outline a file.
 
 These are the fallback investigation tools and the ones the runtime tests drive; the code-graph
-and search tools (issues 5 and 6) plug in beside them by name through `graph.tools.tools_for`.
+and search tools plug in beside them by name through `graph.tools.tools_for`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Project memory (seed 002, Tier 2): the memory of intent, kept in the repository's index beside the code.
+"""Project memory: the memory of intent, kept in the repository's index beside the code.
 
 Design documents and ADRs say *why*, commit messages say *when and what for*; a question like "where
 was the lock timeout decided" is answered from them, and each answer carries the **entry points**

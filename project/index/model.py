@@ -1,7 +1,7 @@
 """Records the code index exchanges between parsing, the code graph and search.
 
 These are plain frozen dataclasses: parsing produces them, the graph store and the search chunker
-consume them. Global ids follow seed 002: `repo::path::fqn`.
+consume them. Global ids are `repo::path::fqn`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ reference is `php_parser_symbols.php` beside this file. Run from the repository 
     /work/venv/bin/python tests/bench/bench_codegraph_accuracy.py            # Symfony and Laravel
     /work/venv/bin/python tests/bench/bench_codegraph_accuracy.py --show 5 --corpus m=/usr/share/php/Monolog
 
-Goal (issue 5): definitions precision and recall >= 99.5 %, call-site recall >= 99 %.
+Goal: definitions precision and recall >= 99.5 %, call-site recall >= 99 %.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The bot knows itself from its token (issue 17, item 10): `serve`, `web` and `worker` ask the forge
+"""The bot knows itself from its token: `serve`, `web` and `worker` ask the forge
 who the token is, so the bot's own comments never trigger it even when neither
 FORGEBOT_GITLAB__BOT_USER_ID nor FORGEBOT_GITHUB__BOT_LOGIN is set. They ask in the background
 (`bot.intake.identity.Identities`): starting never waits for the forge, and the worker takes no job until

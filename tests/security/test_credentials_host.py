@@ -1,4 +1,4 @@
-"""Forge credentials go only to the configured forge host (issue 17, item 1, defence in depth).
+"""Forge credentials go only to the configured forge host (defence in depth).
 
 An attacker's host is a plain loopback socket server on another port: it must see no connection
 at all, so no `Authorization` header can reach it.

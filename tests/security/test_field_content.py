@@ -1,4 +1,4 @@
-"""Bad content in a field is the sender's error (4xx), never the store's (503) — issue 17, item 10.
+"""Bad content in a field is the sender's error (4xx), never the store's (503).
 
 PostgreSQL's TEXT cannot hold U+0000: a signed delivery with a NUL in its label, title, comment
 or repository name used to reach the inbox, fail there and be answered 503 "store unavailable",

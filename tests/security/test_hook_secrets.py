@@ -1,4 +1,4 @@
-"""Per-project webhook secrets (issue 17, item 2) against the real receiver served by uvicorn.
+"""Per-project webhook secrets against the real receiver served by uvicorn.
 
 Each project's hook is `/webhooks/{forge}/{id}` with its own secret, HMAC(master, "forge:id"); the
 payload must name that same project. A maintainer knows their own project's secret and can forge

@@ -1,4 +1,4 @@
-"""The repository a task acts on comes from the forge's API, never from the payload (issue 17, items 1-2).
+"""The repository a task acts on comes from the forge's API, never from the payload.
 
 Everything runs through the real receiver over HTTP, a real burst arq worker on a real Redis, the
 real python-gitlab / PyGithub adapters against the fake forge, and real git against a real

@@ -1,4 +1,4 @@
-"""A very long path is the model's mistake, not the bot's (issue 17, item 10): the loop's own
+"""A very long path is the model's mistake, not the bot's: the loop's own
 dispatcher (`run_tool`) answers it as a tool error the model can act on, never as an `OSError` that
 reads as an infrastructure failure and stops the task; a patch naming one is refused before git runs."""
 

@@ -42,7 +42,7 @@ def worktree(tmp_path: Path) -> Path:
 
 
 def write_tool(root: Path, on_patch: Callable[[str], None] | None = None) -> BaseTool:
-    """A minimal `apply_patch` for the coder tests: replace text in a file (the real one is issue 9's)."""
+    """A minimal `apply_patch` for the coder tests: replace text in a file (the real one is `graph.coder.patch`'s)."""
 
     def apply_patch(path: str, old: str, new: str) -> str:
         """Replace `old` by `new` in a repository file."""
