@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
-import io
 import json
 import os
 import random
@@ -36,33 +34,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from project.index.bindings import definition
 from project.index.db import Connection, connect
 from project.index.extractors import extractor_for
-from project.index.index_cli import list_files, register
+from project.index.index_cli import list_files
 from project.index.location import index_path
 from project.index.python_graph import module_name
+from tests.bench.bench_codegraph_accuracy import _cli, say
 
 HERE = Path(__file__).resolve().parent
 NODE_DIR = Path.home() / ".cache" / "forgebot-bench" / "node"
 TYPESCRIPT = "typescript@5.9.3"  # the JavaScript compiler API (7.x is the native port, without it)
 Key = tuple[str, str, str, str]  # path, name, start line, kind
 FAMILY = {"python": "python", "typescript": "typescript/javascript", "javascript": "typescript/javascript"}
-
-
-def say(text: str) -> None:
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
-
-
-def _cli(data_dir: Path, *argv: str) -> str:
-    parser = argparse.ArgumentParser(prog="forgebot")
-    register(parser.add_subparsers(required=True))
-    args = parser.parse_args(list(argv))
-    args.data_dir = data_dir
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = args.handler(args)
-    if code != 0:
-        raise SystemExit(f"forgebot {' '.join(argv)} exited {code}")
-    return out.getvalue()
 
 
 # --- references ------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Fixtures of the attack tests: a listener standing in for the attacker's host."""
+"""Fixtures of the attack tests: listeners standing in for the attacker's host."""
 
 from __future__ import annotations
 
@@ -40,3 +40,13 @@ def attacker() -> Iterator[tuple[int, list[bytes]]]:
     stop.set()
     thread.join(2)
     server.close()
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    """A bare listening socket (accepting is the test's): did a sandboxed command reach it at all?"""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.settimeout(0.5)
+        yield server

@@ -129,15 +129,6 @@ def test_env_shows_no_secret_of_the_worker(data_dir: Path) -> None:
     assert "FORGEBOT_" not in result.output and "HOME=/root" not in result.output
 
 
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        server.settimeout(0.5)
-        yield server
-
-
 def _connect(port: int) -> str:
     return f"{INTERPRETER} -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 3); print(\"IN\")'"
 

@@ -273,15 +273,6 @@ def test_a_root_worker_runs_no_check_unless_the_operator_accepts_it(host: Path) 
     assert test.not_enforced == {"unprivileged": "the worker runs as root"}
 
 
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        server.settimeout(0.5)
-        yield server
-
-
 def _accepted(server: socket.socket) -> bool:
     try:
         connection, _ = server.accept()
