@@ -96,6 +96,16 @@ def _score(mine: Counter[Key], ref: Counter[Key]) -> tuple[int, int, int, float,
     return n_ref, n_mine, matched, matched / n_mine if n_mine else 1.0, matched / n_ref if n_ref else 1.0
 
 
+def kind_rows(mine: Counter[Key], ref: Counter[Key], at: int, total: str) -> None:
+    """Print a row of counts, precision and recall per kind (field `at` of a key), then `total` over all."""
+    kinds = sorted({k[at] for k in ref} | {k[at] for k in mine})
+    for kind in [*kinds, total]:
+        sub_mine = Counter({k: v for k, v in mine.items() if kind in (k[at], total)})
+        sub_ref = Counter({k: v for k, v in ref.items() if kind in (k[at], total)})
+        n_ref, n_mine, matched, precision, recall = _score(sub_mine, sub_ref)
+        say(f"{kind:<12}{n_ref:>10}{n_mine:>10}{matched:>10}{precision:>10.3%}{recall:>9.3%}")
+
+
 def compare(name: str, root: Path, show: int) -> None:
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.php") if p.is_file())
     ref_defs, ref_calls, errors = reference(root, files)
@@ -105,12 +115,7 @@ def compare(name: str, root: Path, show: int) -> None:
     my_calls, ref_calls = _drop(my_calls, errors, 0), _drop(ref_calls, errors, 0)
     say(f"\n== {name}: {root} ({len(files)} files, {len(errors)} rejected by php-parser and skipped)")
     say(f"{'kind':<12}{'reference':>10}{'ours':>10}{'matched':>10}{'precision':>11}{'recall':>9}")
-    kinds = sorted({k[0] for k in ref_defs} | {k[0] for k in my_defs})
-    for kind in [*kinds, "ALL defs"]:
-        mine = Counter({k: v for k, v in my_defs.items() if kind in (k[0], "ALL defs")})
-        ref = Counter({k: v for k, v in ref_defs.items() if kind in (k[0], "ALL defs")})
-        n_ref, n_mine, matched, precision, recall = _score(mine, ref)
-        say(f"{kind:<12}{n_ref:>10}{n_mine:>10}{matched:>10}{precision:>10.3%}{recall:>9.3%}")
+    kind_rows(my_defs, ref_defs, 0, "ALL defs")
     n_ref, n_mine, matched, precision, recall = _score(my_calls, ref_calls)
     say(f"{'call sites':<12}{n_ref:>10}{n_mine:>10}{matched:>10}{precision:>10.3%}{recall:>9.3%}")
     for label, diff in (

@@ -37,7 +37,7 @@ from project.index.extractors import extractor_for
 from project.index.index_cli import list_files
 from project.index.location import index_path
 from project.index.python_graph import module_name
-from tests.bench.bench_codegraph_accuracy import _cli, say
+from tests.bench.bench_codegraph_accuracy import _cli, kind_rows, say
 
 HERE = Path(__file__).resolve().parent
 NODE_DIR = Path.home() / ".cache" / "forgebot-bench" / "node"
@@ -111,12 +111,6 @@ def ours(root: Path, data: Path) -> tuple[Counter[Key], set[str]]:
     return found, stale
 
 
-def _score(mine: Counter[Key], ref: Counter[Key]) -> tuple[int, int, int, float, float]:
-    matched = sum((mine & ref).values())
-    n_mine, n_ref = sum(mine.values()), sum(ref.values())
-    return n_ref, n_mine, matched, matched / n_mine if n_mine else 1.0, matched / n_ref if n_ref else 1.0
-
-
 def compare(name: str, root: Path, show: int, edges: int, seed: int) -> None:
     listed = [f for f in list_files(root) if extractor_for(f) is not None and (root / f).is_file()]
     files = [f for f in listed if not (root / f).is_symlink()]  # the graph indexes a link at its target
@@ -151,12 +145,7 @@ def _report(name: str, family: str, root: Path, count: int, errors: set[str], st
     say(f"\n== {name} / {family}: {root} ({count} files; left out: {len(errors)} the compiler rejects, "
         f"{len(stale)} tree-sitter parses with errors)")
     say(f"{'kind':<12}{'reference':>10}{'ours':>10}{'matched':>10}{'precision':>11}{'recall':>9}")
-    kinds = sorted({k[3] for k in ref} | {k[3] for k in mine})
-    for kind in [*kinds, "ALL"]:
-        sub_mine = Counter({k: v for k, v in mine.items() if kind in (k[3], "ALL")})
-        sub_ref = Counter({k: v for k, v in ref.items() if kind in (k[3], "ALL")})
-        n_ref, n_mine, matched, precision, recall = _score(sub_mine, sub_ref)
-        say(f"{kind:<12}{n_ref:>10}{n_mine:>10}{matched:>10}{precision:>10.3%}{recall:>9.3%}")
+    kind_rows(mine, ref, 3, "ALL")
     for label, diff in (("missing", ref - mine), ("extra", mine - ref)):
         by_kind = Counter(k[3] for k in diff.elements())
         if by_kind:

@@ -50,3 +50,13 @@ def listener() -> Iterator[socket.socket]:
         server.listen()
         server.settimeout(0.5)
         yield server
+
+
+def accepted(server: socket.socket) -> bool:
+    """Whether something connected to the `listener` within its timeout."""
+    try:
+        connection, _ = server.accept()
+    except TimeoutError:
+        return False
+    connection.close()
+    return True

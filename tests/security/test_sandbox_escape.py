@@ -35,6 +35,7 @@ from project.repoconfig import RepoConfig
 from project.sandbox import INTERPRETER, SandboxPolicy, SandboxResult, probe_isolation
 from tests.fakes.forge_http import FakeForgeState
 from tests.sandboxes import run_sandboxed
+from tests.security.conftest import accepted
 from tests.tools import need, need_namespaces
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,20 +134,11 @@ def _connect(port: int) -> str:
     return f"{INTERPRETER} -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 3); print(\"IN\")'"
 
 
-def _accepted(server: socket.socket) -> bool:
-    try:
-        connection, _ = server.accept()
-    except TimeoutError:
-        return False
-    connection.close()
-    return True
-
-
 def test_a_check_cannot_connect_to_a_local_listener(data_dir: Path, listener: socket.socket) -> None:
     need_namespaces()
     result = _run(_connect(listener.getsockname()[1]), _settings(data_dir), _worktree(data_dir))
     assert result.status == "failed" and "IN" not in result.output
-    assert not _accepted(listener)
+    assert not accepted(listener)
 
 
 def test_writes_to_tmp_stay_inside_the_sandbox(data_dir: Path, tmp_path: Path) -> None:

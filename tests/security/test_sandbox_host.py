@@ -35,6 +35,7 @@ from project.checks import context_for, run_checks, sandbox_policy
 from project.repoconfig import RepoConfig, parse_repo_config
 from project.sandbox import INTERPRETER, SandboxPolicy, SandboxResult
 from tests.sandboxes import run_sandboxed
+from tests.security.conftest import accepted
 from tests.tools import need, need_namespaces
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -273,15 +274,6 @@ def test_a_root_worker_runs_no_check_unless_the_operator_accepts_it(host: Path) 
     assert test.not_enforced == {"unprivileged": "the worker runs as root"}
 
 
-def _accepted(server: socket.socket) -> bool:
-    try:
-        connection, _ = server.accept()
-    except TimeoutError:
-        return False
-    connection.close()
-    return True
-
-
 # Inside the install: connect to the worker's loopback directly, then through the proxy it was given.
 _REACH = ("import os, socket, sys\n"
           "port = int(sys.argv[1])\n"
@@ -316,7 +308,7 @@ def test_install_network_is_opt_in_per_repository_and_never_reaches_loopback(
     settings = _settings(host / "data", install_network=server_allows)
     install, test, _smoke = run_checks(context_for(worktree, config, [], settings, ENV),
                                        ("install", "test", "smoke")).results
-    assert not _accepted(listener)  # the worker's loopback service never saw a connection
+    assert not accepted(listener)  # the worker's loopback service never saw a connection
     assert "DIRECT reached" not in install.output and "DIRECT reached" not in test.output
     assert "PROXY none" in test.output and "no_network" in test.runs[0].enforced  # tests never have network
     if server_allows and repository_asks:
