@@ -25,8 +25,9 @@ from tests.fakes.model_server import ScriptedModel
 from tests.fakes.server import serving
 from tests.graph.implement import route
 from tests.graph.implement.conftest import GIT_ENV, make_project, need_php
+from tests.intake.payloads import serve_samples
 
-__all__ = ["Served", "implement_roles", "post", "served_project", "task_states", "work"]
+__all__ = ["Served", "implement_roles", "post", "served_project", "served_sample", "task_states", "work"]
 
 
 @dataclass
@@ -56,6 +57,15 @@ def served_project(root: Path, username: str, token: str) -> Iterator[Served]:
     expected = "Basic " + base64.b64encode(f"{username}:{token}".encode()).decode()
     with serving(create_git_server(root, expected)) as server:
         yield Served(origin=project.origin, url=f"{server.url}/{project.origin.name}")
+
+
+def served_sample(root: Path, settings: Settings, fake_forge: FakeForgeState, username: str, token: str
+                  ) -> Iterator[Served]:
+    """`served_project`, named by the fake forge API as the samples' repository and allowed as a git host."""
+    for project in served_project(root, username, token):
+        settings.workspace.git_hosts = (project.url,)  # the test git server is not the fake API's port
+        serve_samples(fake_forge, settings, clone_url=project.url)
+        yield project
 
 
 def implement_roles() -> dict[str, ScriptedModel]:

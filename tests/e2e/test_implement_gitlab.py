@@ -14,7 +14,6 @@ from tests.e2e import implement_harness as h
 from tests.fakes.forge_http import FakeForgeState, Fault
 from tests.fakes.samples import sample
 from tests.intake import deliveries
-from tests.intake.payloads import serve_samples
 
 pytestmark = pytest.mark.php
 
@@ -24,10 +23,7 @@ BRANCH = h.expected_branch(23, SAMPLE["object_attributes"]["title"])
 
 @pytest.fixture
 def served(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) -> Iterator[h.Served]:
-    for project in h.served_project(tmp_path / "forge", "oauth2", GITLAB_TOKEN):
-        settings.workspace.git_hosts = (project.url,)  # the test git server is not the fake API's port
-        serve_samples(fake_forge, settings, clone_url=project.url)
-        yield project
+    yield from h.served_sample(tmp_path / "forge", settings, fake_forge, "oauth2", GITLAB_TOKEN)
 
 
 def _setup(settings: Settings, redis_url: str, fake_forge: FakeForgeState) -> None:

@@ -37,7 +37,6 @@ from tests.fakes.samples import sample
 from tests.fakes.server import serving
 from tests.graph.implement import route
 from tests.intake import deliveries
-from tests.intake.payloads import serve_samples
 
 pytestmark = pytest.mark.php
 
@@ -49,10 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def served(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) -> Iterator[h.Served]:
-    for project in h.served_project(tmp_path / "forge", "oauth2", GITLAB_TOKEN):
-        settings.workspace.git_hosts = (project.url,)
-        serve_samples(fake_forge, settings, clone_url=project.url)  # the repository as the forge resolves it
-        yield project
+    yield from h.served_sample(tmp_path / "forge", settings, fake_forge, "oauth2", GITLAB_TOKEN)
 
 
 def _scripts() -> dict[str, list[AIMessage]]:

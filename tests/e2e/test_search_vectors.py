@@ -21,7 +21,6 @@ from tests.fakes.model_server import scripted
 from tests.fakes.samples import sample
 from tests.graph.implement import route
 from tests.intake import deliveries
-from tests.intake.payloads import serve_samples
 
 pytestmark = pytest.mark.php
 
@@ -30,10 +29,7 @@ SAMPLE = sample("gitlab/issue.labels-changed.json")
 
 @pytest.fixture
 def served(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) -> Iterator[h.Served]:
-    for project in h.served_project(tmp_path / "forge", "oauth2", GITLAB_TOKEN):
-        settings.workspace.git_hosts = (project.url,)
-        serve_samples(fake_forge, settings, clone_url=project.url)  # the repository as the forge resolves it
-        yield project
+    yield from h.served_sample(tmp_path / "forge", settings, fake_forge, "oauth2", GITLAB_TOKEN)
 
 
 def _tool_answers(received: list[list[BaseMessage]]) -> list[str]:
