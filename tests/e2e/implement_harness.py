@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import BaseMessage, ToolMessage
+
 from foundation.settings import Settings
 from graph.nodes.delivery import branch_name
 from tests.e2e.conftest import allow_http_git, pointed_at, post, task_states, work
@@ -27,7 +29,8 @@ from tests.graph.implement import route
 from tests.graph.implement.conftest import GIT_ENV, make_project, need_php
 from tests.intake.payloads import serve_samples
 
-__all__ = ["Served", "implement_roles", "post", "served_project", "served_sample", "task_states", "work"]
+__all__ = ["Served", "implement_roles", "post", "served_project", "served_sample", "task_states", "tool_answers",
+           "work"]
 
 
 @dataclass
@@ -66,6 +69,11 @@ def served_sample(root: Path, settings: Settings, fake_forge: FakeForgeState, us
         settings.workspace.git_hosts = (project.url,)  # the test git server is not the fake API's port
         serve_samples(fake_forge, settings, clone_url=project.url)
         yield project
+
+
+def tool_answers(received: list[list[BaseMessage]]) -> list[str]:
+    """What the tools answered, as the role's last request carried them to the model."""
+    return [str(m.content) for m in received[-1] if isinstance(m, ToolMessage)]
 
 
 def implement_roles() -> dict[str, ScriptedModel]:

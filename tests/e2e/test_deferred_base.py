@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage, ToolMessage
 
 from foundation.settings import Settings
 from graph.tools import code_search
@@ -36,10 +35,6 @@ SAMPLE = sample("gitlab/issue.labels-changed.json")
 @pytest.fixture
 def served(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) -> Iterator[h.Served]:
     yield from h.served_sample(tmp_path / "forge", settings, fake_forge, "oauth2", GITLAB_TOKEN)
-
-
-def _tool_answers(received: list[list[BaseMessage]]) -> list[str]:
-    return [str(m.content) for m in received[-1] if isinstance(m, ToolMessage)]
 
 
 async def test_a_large_repositorys_task_starts_on_the_graph_and_takes_in_full_text_mid_run(
@@ -86,9 +81,9 @@ async def test_a_large_repositorys_task_starts_on_the_graph_and_takes_in_full_te
     assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
     assert await h.task_states(settings) == [("done", "delivered")]
     assert held, "the task did not start on the code graph alone"
-    (early,) = _tool_answers(roles["analyzer"].received[:2])
+    (early,) = h.tool_answers(roles["analyzer"].received[:2])
     assert "legs: definitions\n" in early and "Calculator::add" in early
     assert "being built in the background" in early
-    later = _tool_answers(roles["coder"].received[:3])[-1]
+    later = h.tool_answers(roles["coder"].received[:3])[-1]
     assert "legs: lexical, graph\n" in later and "Calculator::multiply" in later
     assert "being built in the background" not in later and "changed since indexing" not in later

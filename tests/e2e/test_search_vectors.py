@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import BaseMessage, ToolMessage
 
 from foundation.settings import Settings
 from tests.conftest import GITLAB_TOKEN
@@ -30,10 +29,6 @@ SAMPLE = sample("gitlab/issue.labels-changed.json")
 @pytest.fixture
 def served(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) -> Iterator[h.Served]:
     yield from h.served_sample(tmp_path / "forge", settings, fake_forge, "oauth2", GITLAB_TOKEN)
-
-
-def _tool_answers(received: list[list[BaseMessage]]) -> list[str]:
-    return [str(m.content) for m in received[-1] if isinstance(m, ToolMessage)]
 
 
 @pytest.mark.parametrize("kind", ["offline", "off"])
@@ -65,10 +60,10 @@ async def test_agent_search_in_a_task_carries_the_vector_leg(
     assert await h.post(settings, "gitlab", *delivery) == 202
     assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
     assert await h.task_states(settings) == [("done", "delivered")]
-    (searched,) = _tool_answers(roles["analyzer"].received[:2])
+    (searched,) = h.tool_answers(roles["analyzer"].received[:2])
     planner_context = str(roles["planner"].received[0][-1].content)
     # the task index learnt the accepted patch at once: the coder's next search finds the new method
-    after_patch = _tool_answers(roles["coder"].received[:3])[-1]
+    after_patch = h.tool_answers(roles["coder"].received[:3])[-1]
     assert "Calculator::multiply" in after_patch and "changed since indexing" not in after_patch
     # the progress summary that replaces a closed item's history lists the files the coder read
     assert "Files read so far: phpunit.xml" in str(roles["coder"].received[-1][0].content)
