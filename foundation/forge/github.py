@@ -13,10 +13,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 from urllib.parse import quote
 
 import github
@@ -26,8 +26,9 @@ from github.PullRequest import ReviewComment
 from pydantic import SecretStr
 
 from foundation.forge import _retry
+from foundation.forge._adapter import SdkAdapter
 from foundation.forge._capped import read_capped
-from foundation.forge._text import GITHUB_COMMENT_LIMIT, anchor, has_marker, inline_marker, marked, with_marker
+from foundation.forge._text import GITHUB_COMMENT_LIMIT, anchor, has_marker, inline_marker, with_marker
 from foundation.forge.diff import parse_hunks
 from foundation.forge.errors import ForgeConflict, ForgeError, ForgeNotFound, ForgeUnsupported
 from foundation.forge.limits import MAX_PAGE
@@ -57,9 +58,6 @@ from foundation.forge.models import (
     RepoRef,
 )
 
-T = TypeVar("T")
-L = TypeVar("L")
-Finder = Callable[[], Awaitable[CommentRef | None]]
 _REACTIONS = {Reaction.EYES: "eyes", Reaction.THUMBS_UP: "+1", Reaction.ROCKET: "rocket",
               Reaction.CONFUSED: "confused"}
 _STATUS: dict[str, FileStatus] = {"added": "added", "removed": "deleted", "renamed": "renamed"}
@@ -86,7 +84,7 @@ def _failure(exc: Exception) -> _retry.Failure | None:
     return None
 
 
-class GitHubForge:
+class GitHubForge(SdkAdapter):
     """GitHub or GitHub Enterprise reached through an injected `github.Github` client."""
 
     kind: ForgeKind = "github"
@@ -106,27 +104,10 @@ class GitHubForge:
         policy = dataclasses.replace(policy or _retry.RetryPolicy(), forge="github")
         self._calls = _retry.Calls("github", _failure, policy, pacer or _retry.WritePacer(interval=1.0))
 
-    @property
-    def bot(self) -> BotIdentity:
-        return self._bot
-
     # --- plumbing ------------------------------------------------------------------------------
-
-    async def _read(self, fn: Callable[[], T]) -> T:
-        return await self._calls.read(fn)
-
-    async def _write(self, fn: Callable[[], T], landed: Callable[[], Awaitable[L | None]] | None) -> T | L:
-        return await self._calls.write(fn, landed)
 
     def _repo(self, repo: RepoRef) -> Any:
         return self._gh.get_repo(repo.project)
-
-    def _finder(self, target: IssueRef | ChangeRef, marker: Marker | None) -> Finder | None:
-        """How a write keyed by `marker` is found if its answer was lost; None: it cannot be."""
-        return None if marker is None else partial(self._find, target, marker)
-
-    async def _find(self, target: IssueRef | ChangeRef, marker: Marker) -> CommentRef | None:
-        return marked(await self.list_comments(target), marker, self._bot)
 
     # --- conversations -------------------------------------------------------------------------
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 from urllib.parse import quote
 
 import gitlab
@@ -23,6 +23,7 @@ from gitlab.exceptions import GitlabError, GitlabGetError
 from pydantic import SecretStr
 
 from foundation.forge import _retry
+from foundation.forge._adapter import SdkAdapter
 from foundation.forge._capped import read_capped
 from foundation.forge._text import (
     GITLAB_COMMENT_LIMIT,
@@ -30,7 +31,6 @@ from foundation.forge._text import (
     has_marker,
     inline_marker,
     line_code,
-    marked,
     with_marker,
 )
 from foundation.forge.diff import parse_hunks
@@ -62,9 +62,6 @@ from foundation.forge.models import (
     RepoRef,
 )
 
-T = TypeVar("T")
-L = TypeVar("L")
-Finder = Callable[[], Awaitable[CommentRef | None]]
 # what the bot's hook subscribes to: issue labels and comments (`/review` is a merge request note)
 _HOOK_EVENTS = {
     "issues_events": True, "confidential_issues_events": True, "note_events": True,
@@ -102,7 +99,7 @@ class GitLabClient(gitlab.Gitlab):
 
 
 
-class GitLabForge:
+class GitLabForge(SdkAdapter):
     """A GitLab instance reached through an injected `gitlab.Gitlab` client."""
 
     kind: ForgeKind = "gitlab"
@@ -118,10 +115,6 @@ class GitLabForge:
         policy = dataclasses.replace(policy or _retry.RetryPolicy(), forge="gitlab")
         self._calls = _retry.Calls("gitlab", self._failure, policy)
 
-    @property
-    def bot(self) -> BotIdentity:
-        return self._bot
-
     # --- plumbing ------------------------------------------------------------------------------
 
     def _failure(self, exc: Exception) -> _retry.Failure | None:
@@ -135,12 +128,6 @@ class GitLabForge:
             return 0, {}, type(exc).__name__
         return None
 
-    async def _read(self, fn: Callable[[], T]) -> T:
-        return await self._calls.read(fn)
-
-    async def _write(self, fn: Callable[[], T], landed: Callable[[], Awaitable[L | None]] | None) -> T | L:
-        return await self._calls.write(fn, landed)
-
     def _project(self, repo: RepoRef) -> Any:
         return self._gl.projects.get(repo.project, lazy=True)
 
@@ -151,13 +138,6 @@ class GitLabForge:
 
     def _create_discussion(self, ref: ChangeRef, data: dict[str, Any]) -> Any:
         return self._noteable(ref).discussions.create(data)
-
-    def _finder(self, target: IssueRef | ChangeRef, marker: Marker | None) -> Finder | None:
-        """How a write keyed by `marker` is found if its answer was lost; None: it cannot be."""
-        return None if marker is None else partial(self._find, target, marker)
-
-    async def _find(self, target: IssueRef | ChangeRef, marker: Marker) -> CommentRef | None:
-        return marked(await self.list_comments(target), marker, self._bot)
 
     # --- conversations -------------------------------------------------------------------------
 
