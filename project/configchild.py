@@ -33,7 +33,10 @@ from project.repoconfig import Labels, RepoConfigError, parse_repo_config
 
 MEMORY_BYTES = 1024 * 1024 * 1024  # the child's address space: Python, pydantic and a 64 KiB file
 MAX_ANSWER = 64 * 1024
-START_SECONDS = 30.0  # a child that is not ready by then is killed and the request refused
+# A child not ready by then is killed and the request refused (the server's labels apply). The child
+# is normally ready long before a delivery needs it; this bounds the rare cold start after a kill so
+# that the hook's answer still comes before the forges' 10 s webhook deadline.
+START_SECONDS = 5.0
 READY = b'{"ready": true}\n'
 
 
@@ -120,7 +123,7 @@ class ConfigChild:
             starting, self._starting = self._starting, None
             if starting is not None:
                 starting.cancel()
-                with contextlib.suppress(BaseException):
+                with contextlib.suppress(asyncio.CancelledError, RepoConfigError, OSError):
                     await _killed_and_waited(await starting)
 
 
