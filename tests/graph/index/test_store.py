@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -146,8 +149,30 @@ def test_paths_outside_the_checkout_are_rejected(repo: Path, tmp_path: Path) -> 
 def test_parallel_build_matches_serial_build(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store, "PARALLEL_FROM_FILES", 0)  # the fixture is small: parse it in processes anyway
     serial, parallel = connect(tmp_path / "a.db"), connect(tmp_path / "b.db")
-    build(serial, repo, php_files(repo), workers=1)
-    build(parallel, repo, php_files(repo), workers=2)
+    build(serial, repo, php_files(repo), workers=0)  # in this process; indexes made after the inserts
+    build(parallel, repo, php_files(repo), workers=2)  # parser processes; indexes kept while inserting
     query = "SELECT path, kind, fqn, start_line FROM symbols ORDER BY path, start_byte"
     assert serial.execute(query).fetchall() == parallel.execute(query).fetchall()
+    relations = ("SELECT path, kind, source_fqn, target_name, target_fqn, fallback_fqn, line FROM relations"
+                 " ORDER BY 1, 7, 2, 3, 4")
+    assert serial.execute(relations).fetchall() == parallel.execute(relations).fetchall()
     assert serial.execute("SELECT COUNT(*) FROM relations").fetchone()[0] > 50
+    indexes = "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    assert serial.execute(indexes).fetchall() == parallel.execute(indexes).fetchall()
+    assert len(parallel.execute(indexes).fetchall()) == 8
+
+
+def test_parser_processes_are_forked_only_from_a_single_thread() -> None:
+    """A fork copies one thread; a lock another thread held would stay locked in the child forever."""
+    alone = subprocess.run(  # a fresh interpreter: this one may hold other tests' threads
+        [sys.executable, "-c", "from project.index import store; print(store._start_method().get_start_method())"],
+        capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[3])
+    assert alone.stdout.strip() == "fork"
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert store._start_method().get_start_method() == "forkserver"
+    finally:
+        stop.set()
+        other.join()
