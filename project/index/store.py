@@ -308,7 +308,10 @@ def _bulk_load(
     `index_after`: insert without indexes, then index once (about half the CPU). That is the right
     trade when this process also parses; when parser processes do, this process mostly waits for
     their rows, and keeping the indexes while inserting spends that wait instead of adding an
-    indexing step after the last file (1.7 s of a 7 s build on sympy's 400,000 relations).
+    indexing step after the last file (1.7 s of a 7 s build on sympy's 400,000 relations). On a
+    machine with no idle core the extra CPU slows the parser processes a little instead (sympy at
+    load 1.3 on two cores: 9.4 s against 9.2 s); the 1-minute load average, the one cheap signal,
+    mostly shows the build's own recent past, so the choice does not depend on it.
     """
     indexes = [line for line in _SCHEMA.splitlines() if line.startswith("CREATE INDEX")]
     if index_after:
