@@ -32,7 +32,10 @@ _QUERY = """
 (function_definition) @function
 (import_statement) @import
 (import_from_statement) @import_from
-(call) @call
+(call function: (identifier) @call.name)
+(call function: (attribute attribute: (identifier) @call.member) @call.attribute)
+(call function: (attribute object: [(identifier) @call.owner.name
+                                    (attribute) @call.owner (call) @call.owner (parenthesized_expression) @call.owner]))
 (assignment) @assign
 (parameters) @params
 (for_statement left: (_) @target)
@@ -80,17 +83,20 @@ def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = ""
     file = _File(Rows(path, source, "python"), module, package=package)
     root = tree.root_node
     file.rows.module(module, module.rsplit(".", 1)[-1], root, _docstring(file.rows, root))
-    sweep(_language()[1], root, _Context(Scope(), module, module),
-          lambda capture, node, ctx: _HANDLERS[capture](file, node, ctx))
-    _resolve(file)
+    calls: scopes.Later = []
+    sweep(_language()[1], root, file, _Context(Scope(), module, module), _HANDLERS, calls)
+    _resolve(file, calls)
     return file.rows.done(tree, digest)
 
 
 def _docstring(rows: Rows, body: tree_sitter.Node | None) -> str:
-    first = body.named_children[0] if body is not None and body.named_children else None
-    if first is not None and first.type == "expression_statement" and first.named_children \
-            and first.named_children[0].type == "string":
-        return rows.text(first.named_children[0])
+    if body is None or not body.named_child_count:
+        return ""
+    first = body.named_child(0)  # one child, not a list of the whole body
+    if first.type == "expression_statement" and first.named_child_count:
+        string = first.named_child(0)
+        if string.type == "string":
+            return rows.text(string)
     return ""
 
 
@@ -101,8 +107,8 @@ def _decorators(rows: Rows, node: tree_sitter.Node) -> list[str]:
     return [rows.text(d).lstrip("@").split("(", 1)[0].strip() for d in parent.named_children if d.type == "decorator"]
 
 
-def _signature(rows: Rows, node: tree_sitter.Node, decorators: list[str]) -> str:
-    text = head(rows.source, node, node.child_by_field_name("body"))
+def _signature(rows: Rows, node: tree_sitter.Node, body: tree_sitter.Node | None, decorators: list[str]) -> str:
+    text = head(rows.source, node, body)
     return " ".join([*(f"@{d}" for d in decorators), text])
 
 
@@ -114,7 +120,7 @@ def _class(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | Non
     fqn = f"{ctx.prefix}.{name}"
     body = node.child_by_field_name("body")
     decorators = _decorators(rows, node)
-    rows.symbol("class", fqn, name, node, signature=_signature(rows, node, decorators),
+    rows.symbol("class", fqn, name, node, signature=_signature(rows, node, body, decorators),
                 docblock=_docstring(rows, body), attributes=tuple(decorators))
     ctx.scope.bind(name, Binding("class", fqn))
     info = _Class(fqn)
@@ -139,8 +145,9 @@ def _function(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
     else:
         fqn, parent, outer = f"{ctx.prefix}.{name}", "", ctx.scope
         ctx.scope.bind(name, Binding("function", fqn))
-    rows.symbol("method" if method else "function", fqn, name, node, parent, _signature(rows, node, decorators),
-                _docstring(rows, node.child_by_field_name("body")), tuple(decorators))
+    body = node.child_by_field_name("body")
+    rows.symbol("method" if method else "function", fqn, name, node, parent, _signature(rows, node, body, decorators),
+                _docstring(rows, body), tuple(decorators))
     scope = Scope(outer=outer)
     if method and ctx.cls is not None and "staticmethod" not in decorators:
         receiver = _first_parameter(rows, node)
@@ -280,12 +287,9 @@ def _absolute(file: _File, node: tree_sitter.Node) -> str:
     return ".".join([*base, *([_dotted(file.rows, rest)] if rest is not None else [])])
 
 
-def _call(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
-    file.calls.append((node, ctx))
-
-
-_HANDLERS = {
-    "class": _class, "function": _function, "import": _import, "import_from": _import_from, "call": _call,
+# the calls (`call.*` captures) are left to after the sweep
+_HANDLERS: dict[str, scopes.Handler[_File]] = {
+    "class": _class, "function": _function, "import": _import, "import_from": _import_from,
     "assign": _assignment, "params": _parameters, "target": _targets,
 }
 
@@ -293,7 +297,7 @@ _HANDLERS = {
 # --- after the sweep: bases, the classes of variables and attributes, then calls -----------------------
 
 
-def _resolve(file: _File) -> None:
+def _resolve(file: _File, calls: scopes.Later) -> None:
     rows = file.rows
     for bases, info, ctx in file.bases:
         for base in bases.named_children:
@@ -305,8 +309,7 @@ def _resolve(file: _File) -> None:
                 info.bases.append(found.fqn)
                 rows.relate("extends", info.fqn, found.fqn.rsplit(".", 1)[-1], found.fqn, base.start_point[0] + 1)
     scopes.settle_types(file.typed, lambda node, ctx, held: _typed(file, node, ctx, held))
-    for node, ctx in file.calls:
-        _call_row(file, node, ctx)
+    _call_rows(file, calls)
 
 
 def _typed(file: _File, node: tree_sitter.Node, ctx: _Context, held: scopes.Held) -> None:
@@ -360,11 +363,7 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context) -> Binding | None
     kind = node.type
     rows = file.rows
     if kind == "identifier":
-        name = rows.text(node)
-        found = ctx.scope.lookup(name)
-        if found is None and name in BUILTINS:
-            return Binding("name", f"builtins.{name}")
-        return None if found is None or found.kind == "local" else found
+        return _named(file, rows.text(node), ctx)
     if kind == "attribute":
         owner = node.child_by_field_name("object")
         name = rows.text(node.child_by_field_name("attribute"))
@@ -393,25 +392,53 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context) -> Binding | None
     return None
 
 
-def _call_row(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
-    callee = node.child_by_field_name("function")
-    if callee is None:
-        return
-    name_node: tree_sitter.Node | None = callee
-    if callee.type == "identifier":
-        name = file.rows.text(callee)
-        target, fallback = _named_target(_value(file, callee, ctx))
-    elif callee.type == "attribute":
-        name_node = callee.child_by_field_name("attribute")
-        owner = callee.child_by_field_name("object")
-        name = file.rows.text(name_node)
-        if name_node is None or owner is None:
-            return
-        target, fallback = _member_target(_value(file, owner, ctx), name)
-    else:
-        return
-    line = (name_node or node).start_point[0] + 1
-    file.rows.relate("calls", ctx.source, name, target, line, fallback)
+def _named(file: _File, name: str, ctx: _Context) -> Binding | None:
+    """What the identifier `name` is where `ctx` reads it (None: unknown)."""
+    found = ctx.scope.lookup(name)
+    if found is None and name in BUILTINS:
+        return Binding("name", f"builtins.{name}")
+    return None if found is None or found.kind == "local" else found
+
+
+def _call_rows(file: _File, calls: scopes.Later) -> None:
+    """The call rows, in the order of the calls: `f()` is one capture, its identifier; `x.f()` is its callee
+    (`call.attribute`, where its row goes), its owner when `_value` can read it (`call.owner.name` an
+    identifier, `call.owner` an expression) and its name (`call.member`), which ends the callee. A row of a
+    name already called from the same context, the same way, is the one made then on another line."""
+    rows = file.rows
+    text = rows.text
+    relations = rows.relations
+    path = rows.path
+    made: dict[tuple[Context, str, str], tuple[str, str, str, str, str, str]] = {}
+    open_: list[tuple[int, tree_sitter.Node | None, bool, _Context]] = []  # callees whose name is still ahead
+    for capture, node, ctx in calls:
+        if capture == "call.name":
+            name = text(node)
+            row = made.get((ctx, "", name))
+            if row is None:
+                target, fallback = _named_target(_named(file, name, ctx))
+                row = made[(ctx, "", name)] = (path, "calls", ctx.source, name, target, fallback)
+            relations.append((*row, node.start_point[0] + 1))
+        elif capture == "call.attribute":
+            open_.append((len(relations), None, False, ctx))
+            relations.append(("", "", "", "", "", "", 0))  # filled in at the callee's name
+        elif capture == "call.member":
+            slot, owner, named, ctx = open_.pop()
+            name = text(node)
+            if named:
+                assert owner is not None
+                key = (ctx, text(owner), name)
+                row = made.get(key)
+                if row is None:
+                    target, fallback = _member_target(_named(file, key[1], ctx), name)
+                    row = made[key] = (path, "calls", ctx.source, name, target, fallback)
+            else:
+                target, fallback = _member_target(_value(file, owner, ctx) if owner is not None else None, name)
+                row = (path, "calls", ctx.source, name, target, fallback)
+            relations[slot] = (*row, node.start_point[0] + 1)
+        else:  # the owner of the innermost open callee
+            slot, _, _, ctx = open_[-1]
+            open_[-1] = (slot, node, capture == "call.owner.name", ctx)
 
 
 def _named_target(value: Binding | None) -> tuple[str, str]:

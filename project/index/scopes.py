@@ -15,15 +15,17 @@ fallback only when no definition carries the primary name, as it does for PHP's 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from operator import itemgetter
+from typing import Literal, TypeVar
 
 import tree_sitter
 
 from project.index.parse import FileRows, StoredSymbolRow, content_hash
 from project.index.receivers import RelationRow
 
+F = TypeVar("F", bound="FileSweep")
 BindingKind = Literal["module", "class", "function", "instance", "name", "local"]
 
 
@@ -91,9 +93,9 @@ class ClassInfo:
             self.attributes[name] = found if known in (None, found) else ""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Context:
-    """What encloses a node during the sweep."""
+    """What encloses a node during the sweep (compared, and hashed, by identity)."""
 
     scope: Scope
     prefix: str  # the name definitions inside are named under
@@ -103,23 +105,44 @@ class Context:
 
 
 _HUGE = 1 << 62
+# a capture's sort key: its start byte in the high bits, then the longer node first (files < 4 GiB)
+_SHIFT = 32
+_LOW = (1 << _SHIFT) - 1
+
+Handler = Callable[[F, tree_sitter.Node, Context], "Context | None"]
+Later = list[tuple[str, tree_sitter.Node, Context]]
 
 
-def sweep(query: tree_sitter.Query, root: tree_sitter.Node, first: Context,
-          handle: Callable[[str, tree_sitter.Node, Context], Context | None]) -> None:
+def sweep(query: tree_sitter.Query, root: tree_sitter.Node, file: F, first: Context,
+          handlers: Mapping[str, Handler[F]], later: Later) -> None:
     """Visit the query's captures in source order, each with the context enclosing it; a handler that
-    returns a context opens it until the end of its node. The query runs in C: Python sees only the
-    nodes that matter, never the whole tree."""
+    returns a context opens it until the end of its node. A capture without a handler (a call, read only
+    once the whole file is known) is kept in `later` with its context, in the same order. The query runs in
+    C: Python sees only the nodes that matter, never the whole tree."""
     captures = tree_sitter.QueryCursor(query).captures(root)
-    items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
-    items.sort(key=lambda item: (item[0], item[1]))
+    items = [((n.start_byte << _SHIFT) + _LOW - n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
+    items.sort(key=_first)  # stable: captures of one node keep the query's order
     stack: list[tuple[int, Context]] = [(_HUGE, first)]
-    for start, _, capture, node in items:
-        while stack[-1][0] <= start:
-            stack.pop()
-        inner = handle(capture, node, stack[-1][1])
+    end, ctx = stack[-1]
+    get = handlers.get
+    keep = later.append
+    for key, capture, node in items:
+        start = key >> _SHIFT
+        if end <= start:
+            while stack[-1][0] <= start:
+                stack.pop()
+            end, ctx = stack[-1]
+        handle = get(capture)
+        if handle is None:
+            keep((capture, node, ctx))
+            continue
+        inner = handle(file, node, ctx)
         if inner is not None:
             stack.append((node.end_byte, inner))
+            end, ctx = stack[-1]
+
+
+_first = itemgetter(0)
 
 
 def looks_like_class(name: str) -> bool:
@@ -136,9 +159,20 @@ class Rows:
     language: str
     symbols: list[StoredSymbolRow] = field(default_factory=list)
     relations: list[RelationRow] = field(default_factory=list)
+    # the source as text when it is ASCII (a byte offset is then a character offset): one decode for the
+    # file instead of one per name read
+    ascii: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.source.isascii():
+            self.ascii = self.source.decode("ascii")
 
     def text(self, node: tree_sitter.Node | None) -> str:
-        return "" if node is None else self.source[node.start_byte:node.end_byte].decode("utf-8", "replace")
+        if node is None:
+            return ""
+        if self.ascii is not None:
+            return self.ascii[node.start_byte:node.end_byte]
+        return self.source[node.start_byte:node.end_byte].decode("utf-8", "replace")
 
     def symbol(self, kind: str, fqn: str, name: str, node: tree_sitter.Node, parent: str = "",
                signature: str = "", docblock: str = "", attributes: tuple[str, ...] = ()) -> None:

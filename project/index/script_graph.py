@@ -112,8 +112,8 @@ def _rows(dialect: str, path: str, source: bytes, tree: tree_sitter.Tree, digest
     file = _File(Rows(path, source, "javascript" if dialect == "javascript" else "typescript"), module, dialect=dialect)
     root = tree.root_node
     file.rows.module(module, module.rsplit("/", 1)[-1], root)
-    sweep(_language(dialect)[1], root, _Context(Scope(), f"{module}:", module),
-          lambda capture, node, ctx: _HANDLERS[capture](file, node, ctx))
+    later: scopes.Later = []
+    sweep(_language(dialect)[1], root, file, _Context(Scope(), f"{module}:", module), _HANDLERS, later)
     _resolve(file)
     return file.rows.done(tree, digest)
 
@@ -428,7 +428,7 @@ def _assign(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
             file.typed.append((node, ctx))
 
 
-_HANDLERS: dict[str, Callable[[_File, tree_sitter.Node, _Context], _Context | None]] = {
+_HANDLERS: dict[str, scopes.Handler[_File]] = {
     "class": _class, "class_expression": _class_expression, "interface": _interface, "type": _type,
     "enum": _enum, "function": _function, "method": _method, "field": _field, "variable": _variable,
     "namespace": _namespace, "import": _import, "export": _export, "call": _call, "params": _parameters,
