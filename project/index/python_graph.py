@@ -32,10 +32,7 @@ _QUERY = """
 (function_definition) @function
 (import_statement) @import
 (import_from_statement) @import_from
-(call function: (identifier) @call.name)
-(call function: (attribute attribute: (identifier) @call.member) @call.attribute)
-(call function: (attribute object: [(identifier) @call.owner.name
-                                    (attribute) @call.owner (call) @call.owner (parenthesized_expression) @call.owner]))
+(call function: [(identifier) @call.name (attribute) @call.member])
 (assignment) @assign
 (parameters) @params
 (for_statement left: (_) @target)
@@ -401,16 +398,14 @@ def _named(file: _File, name: str, ctx: _Context) -> Binding | None:
 
 
 def _call_rows(file: _File, calls: scopes.Later) -> None:
-    """The call rows, in the order of the calls: `f()` is one capture, its identifier; `x.f()` is its callee
-    (`call.attribute`, where its row goes), its owner when `_value` can read it (`call.owner.name` an
-    identifier, `call.owner` an expression) and its name (`call.member`), which ends the callee. A row of a
-    name already called from the same context, the same way, is the one made then on another line."""
+    """The call rows, in the order of the calls, each captured as its callee: `f()` as `f` (`call.name`),
+    `x.f()` as `x.f` (`call.member`). A row of a name already called from the same context, the same way,
+    is the one made then on another line."""
     rows = file.rows
     text = rows.text
     relations = rows.relations
     path = rows.path
     made: dict[tuple[Context, str, str], tuple[str, str, str, str, str, str]] = {}
-    open_: list[tuple[int, tree_sitter.Node | None, bool, _Context]] = []  # callees whose name is still ahead
     for capture, node, ctx in calls:
         if capture == "call.name":
             name = text(node)
@@ -419,26 +414,22 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
                 target, fallback = _named_target(_named(file, name, ctx))
                 row = made[(ctx, "", name)] = (path, "calls", ctx.source, name, target, fallback)
             relations.append((*row, node.start_point[0] + 1))
-        elif capture == "call.attribute":
-            open_.append((len(relations), None, False, ctx))
-            relations.append(("", "", "", "", "", "", 0))  # filled in at the callee's name
-        elif capture == "call.member":
-            slot, owner, named, ctx = open_.pop()
-            name = text(node)
-            if named:
-                assert owner is not None
-                key = (ctx, text(owner), name)
-                row = made.get(key)
-                if row is None:
-                    target, fallback = _member_target(_named(file, key[1], ctx), name)
-                    row = made[key] = (path, "calls", ctx.source, name, target, fallback)
-            else:
-                target, fallback = _member_target(_value(file, owner, ctx) if owner is not None else None, name)
-                row = (path, "calls", ctx.source, name, target, fallback)
-            relations[slot] = (*row, node.start_point[0] + 1)
-        else:  # the owner of the innermost open callee
-            slot, _, _, ctx = open_[-1]
-            open_[-1] = (slot, node, capture == "call.owner.name", ctx)
+            continue
+        name_node = node.child_by_field_name("attribute")
+        owner = node.child_by_field_name("object")
+        if name_node is None or owner is None:
+            continue
+        name = text(name_node)
+        if owner.type == "identifier":
+            key = (ctx, text(owner), name)
+            row = made.get(key)
+            if row is None:
+                target, fallback = _member_target(_named(file, key[1], ctx), name)
+                row = made[key] = (path, "calls", ctx.source, name, target, fallback)
+        else:
+            target, fallback = _member_target(_value(file, owner, ctx), name)
+            row = (path, "calls", ctx.source, name, target, fallback)
+        relations.append((*row, name_node.start_point[0] + 1))
 
 
 def _named_target(value: Binding | None) -> tuple[str, str]:

@@ -207,14 +207,13 @@ Held = dict[tuple[int, str], tuple[Scope, list[str]]]  # (scope id, local) -> th
 @dataclass(slots=True)
 class FileSweep:
     """What the sweep of one file collects for after it: the rows, the classes read, and the nodes whose
-    meaning needs every binding of the file (bases, typed assignments, calls)."""
+    meaning needs every binding of the file (bases, typed assignments; the calls are the sweep's `later`)."""
 
     rows: Rows
     module: str
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     bases: list[tuple[tree_sitter.Node, ClassInfo, Context]] = field(default_factory=list)
     typed: list[tuple[tree_sitter.Node, Context]] = field(default_factory=list)
-    calls: list[tuple[tree_sitter.Node, Context]] = field(default_factory=list)
 
     def attribute(self, cls: str, name: str) -> Binding | None:
         """What attribute `name` of an instance of `cls` holds, when the file tells (None: unknown)."""

@@ -44,10 +44,14 @@ _PATTERNS = {
     "namespace": ("internal_module", "module"),
     "import": ("import_statement",),
     "export": ("export_statement",),
-    "call": ("call_expression", "new_expression"),
     "params": ("formal_parameters",),
     "assign": ("assignment_expression",),
 }
+# a call is captured by its callee, so that C finds it (see `_call_rows`)
+_CALLS = """
+(call_expression function: [(identifier) @call.name (super) @call.super (member_expression) @call.member])
+(new_expression constructor: [(identifier) @new.name (member_expression) @new.member])
+"""
 CONSTRUCTOR = "constructor"
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _EXTENSIONS = (".d.ts", ".d.mts", ".d.cts", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
@@ -61,6 +65,7 @@ def _language(dialect: str) -> tuple[tree_sitter.Language, tree_sitter.Query]:
     language = tree_sitter.Language(grammar())
     patterns = [f"({kind}) @{name}" for name, kinds in _PATTERNS.items() for kind in kinds
                 if language.id_for_node_kind(kind, True)]
+    patterns.append(_CALLS)
     return language, tree_sitter.Query(language, "\n".join(patterns))
 
 
@@ -112,9 +117,9 @@ def _rows(dialect: str, path: str, source: bytes, tree: tree_sitter.Tree, digest
     file = _File(Rows(path, source, "javascript" if dialect == "javascript" else "typescript"), module, dialect=dialect)
     root = tree.root_node
     file.rows.module(module, module.rsplit("/", 1)[-1], root)
-    later: scopes.Later = []
-    sweep(_language(dialect)[1], root, file, _Context(Scope(), f"{module}:", module), _HANDLERS, later)
-    _resolve(file)
+    calls: scopes.Later = []
+    sweep(_language(dialect)[1], root, file, _Context(Scope(), f"{module}:", module), _HANDLERS, calls)
+    _resolve(file, calls)
     return file.rows.done(tree, digest)
 
 
@@ -402,10 +407,6 @@ def _export(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     file.exports.append((node, ctx))
 
 
-def _call(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
-    file.calls.append((node, ctx))
-
-
 def _parameters(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     """Parameters are locals; a typed one holds an instance; `private x: T` is also a field of the class."""
     for parameter in node.named_children:
@@ -431,7 +432,7 @@ def _assign(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
 _HANDLERS: dict[str, scopes.Handler[_File]] = {
     "class": _class, "class_expression": _class_expression, "interface": _interface, "type": _type,
     "enum": _enum, "function": _function, "method": _method, "field": _field, "variable": _variable,
-    "namespace": _namespace, "import": _import, "export": _export, "call": _call, "params": _parameters,
+    "namespace": _namespace, "import": _import, "export": _export, "params": _parameters,
     "assign": _assign,
 }
 
@@ -439,14 +440,13 @@ _HANDLERS: dict[str, scopes.Handler[_File]] = {
 # --- after the sweep ---------------------------------------------------------------------------------
 
 
-def _resolve(file: _File) -> None:
+def _resolve(file: _File, calls: scopes.Later) -> None:
     for clause, info, ctx in file.bases:
         _heritage(file, clause, info, ctx)
     scopes.settle_types(file.typed, lambda node, ctx, held: _typed(file, node, ctx, held))
     for node, ctx in file.exports:
         _exported(file, node, ctx)
-    for node, ctx in file.calls:
-        _call_row(file, node, ctx)
+    _call_rows(file, calls)
 
 
 def _heritage(file: _File, clause: tree_sitter.Node, info: _Class, ctx: _Context) -> None:
@@ -524,8 +524,7 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context) -> Binding | None
     kind = node.type
     rows = file.rows
     if kind in ("identifier", "type_identifier"):
-        found = ctx.scope.lookup(rows.text(node))
-        return None if found is None or found.kind == "local" else found
+        return _named(rows.text(node), ctx)
     if kind == "this":
         return Binding("instance", ctx.cls.fqn) if ctx.cls is not None else None
     if kind == "super":
@@ -555,6 +554,12 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context) -> Binding | None
                 "await_expression") and node.named_children:
         return _value(file, node.named_children[0], ctx)
     return None
+
+
+def _named(name: str, ctx: _Context) -> Binding | None:
+    """What the identifier `name` is where `ctx` reads it (None: unknown)."""
+    found = ctx.scope.lookup(name)
+    return None if found is None or found.kind == "local" else found
 
 
 def _exported(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
@@ -593,40 +598,52 @@ def _exported(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
             rows.relate("imports", f"{file.module}:default", _short(value.fqn), value.fqn, line)
 
 
-def _call_row(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+def _call_rows(file: _File, calls: scopes.Later) -> None:
+    """The call rows, in the order of the calls, each captured as its callee: `f()` as `f` (`call.name`),
+    `super()` as `super`, `x.f()` as `x.f` (`call.member`), `new X()` as `X`, `new a.X()` as `a.X`. A row of
+    a name already called from the same context, the same way, is the one made then on another line."""
     rows = file.rows
-    if node.type == "new_expression":
-        created = node.child_by_field_name("constructor")
-        if created is None or created.type not in ("identifier", "member_expression"):
-            return
-        name_node = created.child_by_field_name("property") if created.type == "member_expression" else created
-        value = _value(file, created, ctx)
-        target = f"{value.fqn}::{CONSTRUCTOR}" if value is not None and value.kind in ("class", "name") else ""
-        rows.relate("calls", ctx.source, rows.text(name_node), target, (name_node or node).start_point[0] + 1)
-        return
-    callee = node.child_by_field_name("function")
-    if callee is None:
-        return
-    if callee.type == "super":
-        value = _value(file, callee, ctx)
-        target = f"{value.fqn}::{CONSTRUCTOR}" if value is not None else ""
-        rows.relate("calls", ctx.source, CONSTRUCTOR, target, callee.start_point[0] + 1)
-        return
-    fallback = ""
-    if callee.type == "identifier":
-        name_node = callee
-        value = _value(file, callee, ctx)
-        target = value.fqn if value is not None and value.kind in ("function", "name") else ""
-    elif callee.type == "member_expression":
-        name_node = callee.child_by_field_name("property")
-        owner = callee.child_by_field_name("object")
-        if name_node is None or owner is None or name_node.type not in ("property_identifier",
-                                                                         "private_property_identifier"):
-            return
-        target, fallback = _member_target(_value(file, owner, ctx), rows.text(name_node))
-    else:
-        return
-    rows.relate("calls", ctx.source, rows.text(name_node), target, name_node.start_point[0] + 1, fallback)
+    text = rows.text
+    relations = rows.relations
+    path = rows.path
+    made: dict[tuple[_Context, str, str], tuple[str, str, str, str, str, str]] = {}
+    for capture, node, ctx in calls:
+        if capture == "call.member":
+            name_node = node.child_by_field_name("property")
+            owner = node.child_by_field_name("object")
+            if name_node is None or owner is None or name_node.type not in ("property_identifier",
+                                                                             "private_property_identifier"):
+                continue
+            name = text(name_node)
+            owner_kind = owner.type
+            if owner_kind == "identifier" or owner_kind == "this":
+                key = (ctx, text(owner), name)  # `this` is no identifier's name
+                row = made.get(key)
+                if row is None:
+                    value = _named(key[1], ctx) if owner_kind == "identifier" else _value(file, owner, ctx)
+                    target, fallback = _member_target(value, name)
+                    row = made[key] = (path, "calls", ctx.source, name, target, fallback)
+            else:
+                target, fallback = _member_target(_value(file, owner, ctx), name)
+                row = (path, "calls", ctx.source, name, target, fallback)
+            relations.append((*row, name_node.start_point[0] + 1))
+        elif capture == "call.name":
+            name = text(node)
+            row = made.get((ctx, "", name))
+            if row is None:
+                value = _named(name, ctx)
+                target = value.fqn if value is not None and value.kind in ("function", "name") else ""
+                row = made[(ctx, "", name)] = (path, "calls", ctx.source, name, target, "")
+            relations.append((*row, node.start_point[0] + 1))
+        elif capture == "call.super":
+            value = _value(file, node, ctx)
+            target = f"{value.fqn}::{CONSTRUCTOR}" if value is not None else ""
+            rows.relate("calls", ctx.source, CONSTRUCTOR, target, node.start_point[0] + 1)
+        else:  # `new X()` (`new.name`), `new a.X()` (`new.member`)
+            name_node = node.child_by_field_name("property") if capture == "new.member" else node
+            value = _value(file, node, ctx)
+            target = f"{value.fqn}::{CONSTRUCTOR}" if value is not None and value.kind in ("class", "name") else ""
+            rows.relate("calls", ctx.source, text(name_node), target, (name_node or node).start_point[0] + 1)
 
 
 def _member_target(owner: Binding | None, name: str) -> tuple[str, str]:
