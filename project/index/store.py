@@ -281,7 +281,9 @@ def build(
         if consume is not None:
             parsed = _consumed(parsed, consume)
         if not known:
-            _bulk_load(conn, parsed, now, report, timings, index_after=not _pooled(todo, workers))
+            # the building process has a core of its own only when the parser processes leave one
+            own_core = _pooled(todo, workers) and workers < (os.cpu_count() or 1)
+            _bulk_load(conn, parsed, now, report, timings, index_after=not own_core)
         else:
             for rel in sorted(set(known) - set(wanted)):
                 _remove(conn, rel)
@@ -306,9 +308,10 @@ def _bulk_load(
     """First build into empty tables.
 
     `index_after`: insert without indexes, then index once (about half the CPU). That is the right
-    trade when this process also parses; when parser processes do, this process mostly waits for
-    their rows, and keeping the indexes while inserting spends that wait instead of adding an
-    indexing step after the last file (1.7 s of a 7 s build on sympy's 400,000 relations). On a
+    trade when this process also parses or the parser processes take every core; when they leave
+    it a core, this process mostly waits for their rows, and keeping the indexes while inserting
+    spends that wait instead of adding an indexing step after the last file (1.7 s of a 7 s build on
+    sympy's 400,000 relations). On a
     machine with no idle core the extra CPU slows the parser processes a little instead (sympy at
     load 1.3 on two cores: 9.4 s against 9.2 s); the 1-minute load average, the one cheap signal,
     mostly shows the build's own recent past, so the choice does not depend on it.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 import threading
@@ -147,19 +148,23 @@ def test_paths_outside_the_checkout_are_rejected(repo: Path, tmp_path: Path) -> 
 
 
 def test_parallel_build_matches_serial_build(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process or in parser processes, with the indexes kept while inserting or made after: one result."""
     monkeypatch.setattr(store, "PARALLEL_FROM_FILES", 0)  # the fixture is small: parse it in processes anyway
-    serial, parallel = connect(tmp_path / "a.db"), connect(tmp_path / "b.db")
-    build(serial, repo, php_files(repo), workers=0)  # in this process; indexes made after the inserts
-    build(parallel, repo, php_files(repo), workers=2)  # parser processes; indexes kept while inserting
-    query = "SELECT path, kind, fqn, start_line FROM symbols ORDER BY path, start_byte"
-    assert serial.execute(query).fetchall() == parallel.execute(query).fetchall()
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    builds = {workers: connect(tmp_path / f"{workers}.db") for workers in (0, 1, 2)}
+    for workers, conn in builds.items():
+        # 0: here, indexes after; 1: a parser process leaving this one a core, indexes while inserting;
+        # 2: parser processes on every core, indexes after
+        build(conn, repo, php_files(repo), workers=workers)
+    symbols = "SELECT path, kind, fqn, start_line FROM symbols ORDER BY path, start_byte"
     relations = ("SELECT path, kind, source_fqn, target_name, target_fqn, fallback_fqn, line FROM relations"
                  " ORDER BY 1, 7, 2, 3, 4")
-    assert serial.execute(relations).fetchall() == parallel.execute(relations).fetchall()
-    assert serial.execute("SELECT COUNT(*) FROM relations").fetchone()[0] > 50
     indexes = "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-    assert serial.execute(indexes).fetchall() == parallel.execute(indexes).fetchall()
-    assert len(parallel.execute(indexes).fetchall()) == 8
+    for query in (symbols, relations, indexes):
+        assert builds[1].execute(query).fetchall() == builds[0].execute(query).fetchall()
+        assert builds[2].execute(query).fetchall() == builds[0].execute(query).fetchall()
+    assert builds[0].execute("SELECT COUNT(*) FROM relations").fetchone()[0] > 50
+    assert len(builds[1].execute(indexes).fetchall()) == 8
 
 
 def test_parser_processes_are_forked_only_from_a_single_thread() -> None:
