@@ -17,7 +17,7 @@ an instance. Every other call keeps its name only (`by_name`).
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import tree_sitter
@@ -68,9 +68,16 @@ _Class = ClassInfo
 _Context = Context
 
 
+# a target whose class is read after the sweep: its name (or, for `self.x = …`, "" and the attribute
+# `self.x`), its annotation, its value, and its context
+_Typed = tuple[str, "tree_sitter.Node | None", "tree_sitter.Node | None", "tree_sitter.Node | None", Context]
+
+
 @dataclass(slots=True)
 class _File(scopes.FileSweep):
     package: str = ""  # the package relative imports start from
+    typed: list[_Typed] = field(default_factory=list)
+    held: scopes.Held = field(default_factory=dict)
 
 
 def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = "") -> FileRows:
@@ -185,7 +192,7 @@ def _parameters(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
         if name not in ctx.scope.names:  # the receiver (`self`) is bound already
             ctx.scope.bind(name, LOCAL)
             if kind in ("typed_parameter", "typed_default_parameter"):
-                file.typed.append((parameter, ctx))
+                file.typed.append((name, None, parameter.child_by_field_name("type"), None, ctx))
 
 
 def _targets(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
@@ -207,16 +214,22 @@ def _assignment(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     left = node.child_by_field_name("left")
     if left is None:
         return
-    if left.type == "identifier":
-        ctx.scope.bind(file.rows.text(left), LOCAL)  # the value's class, if any, is known after the sweep
-        if node.child_by_field_name("type") is not None or node.child_by_field_name("right") is not None:
-            file.typed.append((node, ctx))
-    elif left.type == "attribute":
+    kind = left.type
+    if kind == "identifier":
+        name = file.rows.text(left)
+        ctx.scope.bind(name, LOCAL)
+        annotation = node.child_by_field_name("type")
+        right = node.child_by_field_name("right")
+        if annotation is None and right is not None and right.type != "call" and not ctx.in_body:
+            scopes.hold(file.held, ctx.scope, name, "")  # no class the file could tell
+        elif annotation is not None or right is not None:  # the value's class is known after the sweep
+            file.typed.append((name, None, annotation, right, ctx))
+    elif kind == "attribute":
         if ctx.cls is not None:
-            file.typed.append((node, ctx))
+            file.typed.append(("", left, node.child_by_field_name("type"), node.child_by_field_name("right"), ctx))
     else:
-        for name in _identifiers(left):
-            ctx.scope.bind(file.rows.text(name), LOCAL)
+        for name_node in _identifiers(left):
+            ctx.scope.bind(file.rows.text(name_node), LOCAL)
 
 
 def _import(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
@@ -305,28 +318,24 @@ def _resolve(file: _File, calls: scopes.Later) -> None:
             if found is not None and found.kind in ("class", "name") and found.fqn:
                 info.bases.append(found.fqn)
                 rows.relate("extends", info.fqn, found.fqn.rsplit(".", 1)[-1], found.fqn, base.start_point[0] + 1)
-    scopes.settle_types(file.typed, lambda node, ctx, held: _typed(file, node, ctx, held))
+    for name, left, annotation, right, ctx in file.typed:
+        _typed(file, name, left, annotation, right, ctx)
+    scopes.settle(file.held)
     _call_rows(file, calls)
 
 
-def _typed(file: _File, node: tree_sitter.Node, ctx: _Context, held: scopes.Held) -> None:
+def _typed(file: _File, name: str, left: tree_sitter.Node | None, annotation: tree_sitter.Node | None,
+           right: tree_sitter.Node | None, ctx: _Context) -> None:
     """The class a variable or `self.` attribute holds: from its annotation or `= Class(...)`."""
-    annotation = node.child_by_field_name("type")
-    right = node.child_by_field_name("right")
     found = _annotated(file, annotation, ctx) if annotation is not None else ""
     if not found and right is not None and right.type == "call":
         value = _value(file, right, ctx)
         found = value.fqn if value is not None and value.kind == "instance" else ""
-    left = node.child_by_field_name("left") or node.child_by_field_name("name") or (
-        node.named_children[0] if node.named_children else None)
-    if left is None:
-        return
-    if left.type == "identifier":
-        name = file.rows.text(left)
+    if name:
         if ctx.cls is not None and ctx.in_body:
             ctx.cls.attributes.setdefault(name, found)  # a class-level annotation (dataclass fields)
-        held.setdefault((id(ctx.scope), name), (ctx.scope, []))[1].append(found)
-    elif left.type == "attribute" and ctx.cls is not None:
+        scopes.hold(file.held, ctx.scope, name, found)
+    elif left is not None and ctx.cls is not None:
         owner = left.child_by_field_name("object")
         receiver = ctx.scope.lookup(file.rows.text(owner)) if owner is not None and owner.type == "identifier" else None
         if receiver is not None and receiver.kind == "instance" and receiver.fqn == ctx.cls.fqn:

@@ -207,13 +207,13 @@ Held = dict[tuple[int, str], tuple[Scope, list[str]]]  # (scope id, local) -> th
 @dataclass(slots=True)
 class FileSweep:
     """What the sweep of one file collects for after it: the rows, the classes read, and the nodes whose
-    meaning needs every binding of the file (bases, typed assignments; the calls are the sweep's `later`)."""
+    meaning needs every binding of the file (bases here; each language adds its typed assignments; the calls
+    are the sweep's `later`)."""
 
     rows: Rows
     module: str
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     bases: list[tuple[tree_sitter.Node, ClassInfo, Context]] = field(default_factory=list)
-    typed: list[tuple[tree_sitter.Node, Context]] = field(default_factory=list)
 
     def attribute(self, cls: str, name: str) -> Binding | None:
         """What attribute `name` of an instance of `cls` holds, when the file tells (None: unknown)."""
@@ -222,12 +222,17 @@ class FileSweep:
         return Binding("instance", held) if held else None
 
 
-def settle_types(typed: list[tuple[tree_sitter.Node, Context]],
-                 read: Callable[[tree_sitter.Node, Context, Held], None]) -> None:
-    """Read the class each typed node holds (`read` records it per local in `held`), then settle every local
-    all of whose assignments agree."""
-    held: Held = {}
-    for node, ctx in typed:
-        read(node, ctx, held)
+def hold(held: Held, scope: Scope, name: str, found: str) -> None:
+    """Record that local `name` of `scope` is assigned an instance of `found` ("" unknown) once more."""
+    key = (id(scope), name)
+    entry = held.get(key)
+    if entry is None:
+        held[key] = (scope, [found])
+    else:
+        entry[1].append(found)
+
+
+def settle(held: Held) -> None:
+    """Settle every local all of whose assignments agree on a class."""
     for (_, name), (scope, classes) in held.items():
         scope.settle(name, classes)

@@ -101,6 +101,7 @@ _Context = Context
 class _File(scopes.FileSweep):  # `bases` holds the heritage clauses (`extends`, `implements`)
     dialect: str = ""
     exports: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
+    typed: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
 
     def name(self, prefix: str, name: str) -> str:
         return f"{prefix}{name}" if prefix.endswith(":") else f"{prefix}.{name}"
@@ -443,7 +444,10 @@ _HANDLERS: dict[str, scopes.Handler[_File]] = {
 def _resolve(file: _File, calls: scopes.Later) -> None:
     for clause, info, ctx in file.bases:
         _heritage(file, clause, info, ctx)
-    scopes.settle_types(file.typed, lambda node, ctx, held: _typed(file, node, ctx, held))
+    held: scopes.Held = {}
+    for node, ctx in file.typed:
+        _typed(file, node, ctx, held)
+    scopes.settle(held)
     for node, ctx in file.exports:
         _exported(file, node, ctx)
     _call_rows(file, calls)
@@ -495,7 +499,7 @@ def _typed(file: _File, node: tree_sitter.Node, ctx: _Context, held: scopes.Held
             c.type in ("accessibility_modifier", "override_modifier") or c.type == "readonly"
             for c in node.children):
         ctx.cls.hold(name, found)  # a parameter property is a field too
-    held.setdefault((id(ctx.scope), name), (ctx.scope, []))[1].append(found)
+    scopes.hold(held, ctx.scope, name, found)
 
 
 def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context) -> str:
