@@ -55,6 +55,10 @@ _CALLS = """
 CONSTRUCTOR = "constructor"
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _EXTENSIONS = (".d.ts", ".d.mts", ".d.cts", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
+# the values `_value` may find an instance in; a variable assigned another holds no class the file tells
+_INSTANCE_VALUES = frozenset({"this", "super", "member_expression", "nested_identifier", "nested_type_identifier",
+                              "new_expression", "parenthesized_expression", "non_null_expression", "as_expression",
+                              "satisfies_expression", "await_expression"})
 _CLASS_KINDS = frozenset({"class", "interface", "enum"})
 
 
@@ -89,8 +93,29 @@ def resolve_specifier(path: str, specifier: str) -> str:
     """The module an import names: relative ones as a path of the repository, others as written."""
     if not specifier.startswith("."):
         return specifier
-    joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), specifier))
+    return _resolved(posixpath.dirname(path), specifier)
+
+
+@lru_cache(maxsize=4096)
+def _resolved(directory: str, specifier: str) -> str:
+    """A relative specifier from `directory` (the files of a directory import the same modules)."""
+    joined = _normjoin(directory, specifier) if not directory.startswith("/") \
+        else posixpath.normpath(posixpath.join(directory, specifier))
     return module_name(joined) if joined.endswith(_EXTENSIONS) or joined.endswith("/index") else joined
+
+
+def _normjoin(directory: str, specifier: str) -> str:
+    """`posixpath.normpath(posixpath.join(directory, specifier))` for a relative directory and a specifier
+    starting with ".", without normpath's generality (it is most of an import's cost)."""
+    parts: list[str] = []
+    for part in f"{directory}/{specifier}".split("/"):
+        if part == "" or part == ".":
+            continue
+        if part != ".." or not parts or parts[-1] == "..":
+            parts.append(part)
+        else:
+            parts.pop()
+    return "/".join(parts) or "."
 
 
 _Class = ClassInfo
@@ -102,6 +127,7 @@ class _File(scopes.FileSweep):  # `bases` holds the heritage clauses (`extends`,
     dialect: str = ""
     exports: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
     typed: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
+    held: scopes.Held = field(default_factory=dict)
 
     def name(self, prefix: str, name: str) -> str:
         return f"{prefix}{name}" if prefix.endswith(":") else f"{prefix}.{name}"
@@ -290,7 +316,10 @@ def _variable(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
         rows.relate("imports", _binds(file, ctx, name), target.rsplit("/", 1)[-1], target, node.start_point[0] + 1)
         return None
     ctx.scope.bind(name, LOCAL)
-    file.typed.append((node, ctx))
+    if value is not None and value.type in _INSTANCE_VALUES or node.child_by_field_name("type") is not None:
+        file.typed.append((node, ctx))  # its class is known after the sweep
+    else:
+        scopes.hold(file.held, ctx.scope, name, "")  # no class the file could tell
     return None
 
 
@@ -444,10 +473,9 @@ _HANDLERS: dict[str, scopes.Handler[_File]] = {
 def _resolve(file: _File, calls: scopes.Later) -> None:
     for clause, info, ctx in file.bases:
         _heritage(file, clause, info, ctx)
-    held: scopes.Held = {}
     for node, ctx in file.typed:
-        _typed(file, node, ctx, held)
-    scopes.settle(held)
+        _typed(file, node, ctx, file.held)
+    scopes.settle(file.held)
     for node, ctx in file.exports:
         _exported(file, node, ctx)
     _call_rows(file, calls)
