@@ -28,6 +28,7 @@ from project.index.parse import FileRows
 from project.index.scopes import LOCAL, Binding, ClassInfo, Context, Rows, Scope, head, looks_like_class, sweep
 
 _QUERY = """
+(decorated_definition) @decorated
 (class_definition) @class
 (function_definition) @function
 (import_statement) @import
@@ -42,6 +43,7 @@ _QUERY = """
 """
 BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_"))
 CONSTRUCTOR = "__init__"
+_BUILTIN_BINDINGS = {name: Binding("name", f"builtins.{name}") for name in BUILTINS}
 
 
 @lru_cache(maxsize=1)
@@ -78,6 +80,7 @@ class _File(scopes.FileSweep):
     package: str = ""  # the package relative imports start from
     typed: list[_Typed] = field(default_factory=list)
     held: scopes.Held = field(default_factory=dict)
+    decorated: tuple[int, list[str]] = (-1, [])  # the start of the last decorated definition, its decorators
 
 
 def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = "") -> FileRows:
@@ -104,11 +107,19 @@ def _docstring(rows: Rows, body: tree_sitter.Node | None) -> str:
     return ""
 
 
-def _decorators(rows: Rows, node: tree_sitter.Node) -> list[str]:
-    parent = node.parent
-    if parent is None or parent.type != "decorated_definition":
-        return []
-    return [rows.text(d).lstrip("@").split("(", 1)[0].strip() for d in parent.named_children if d.type == "decorator"]
+def _decorated(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    """A decorated definition: its decorators, for the definition (captured next) to take."""
+    definition = node.child_by_field_name("definition")
+    if definition is not None:
+        file.decorated = (definition.start_byte, [file.rows.text(d).lstrip("@").split("(", 1)[0].strip()
+                                                  for d in node.named_children if d.type == "decorator"])
+
+
+def _decorators(file: _File, node: tree_sitter.Node) -> list[str]:
+    """The decorators of a class or function definition (no node's parent is looked up: that walks down
+    from the root)."""
+    start, decorators = file.decorated
+    return decorators if start == node.start_byte else []
 
 
 def _signature(rows: Rows, node: tree_sitter.Node, body: tree_sitter.Node | None, decorators: list[str]) -> str:
@@ -123,7 +134,7 @@ def _class(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | Non
         return None
     fqn = f"{ctx.prefix}.{name}"
     body = node.child_by_field_name("body")
-    decorators = _decorators(rows, node)
+    decorators = _decorators(file, node)
     rows.symbol("class", fqn, name, node, signature=_signature(rows, node, body, decorators),
                 docblock=_docstring(rows, body), attributes=tuple(decorators))
     ctx.scope.bind(name, Binding("class", fqn))
@@ -141,7 +152,7 @@ def _function(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
     name = rows.text(node.child_by_field_name("name"))
     if not name:
         return None
-    decorators = _decorators(rows, node)
+    decorators = _decorators(file, node)
     method = ctx.cls is not None and ctx.in_body
     if method:
         assert ctx.cls is not None
@@ -164,13 +175,13 @@ def _function(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
 
 def _first_parameter(rows: Rows, node: tree_sitter.Node) -> str:
     parameters = node.child_by_field_name("parameters")
-    first = parameters.named_children[0] if parameters is not None and parameters.named_children else None
-    if first is None:
+    if parameters is None or not parameters.named_child_count:
         return ""
+    first = parameters.named_child(0)
     if first.type == "identifier":
         return rows.text(first)
     if first.type in ("typed_parameter", "default_parameter", "typed_default_parameter"):
-        name = first.child_by_field_name("name") or (first.named_children[0] if first.named_children else None)
+        name = first.child_by_field_name("name") or (first.named_child(0) if first.named_child_count else None)
         return rows.text(name) if name is not None and name.type == "identifier" else ""
     return ""
 
@@ -299,7 +310,7 @@ def _absolute(file: _File, node: tree_sitter.Node) -> str:
 
 # the calls (`call.*` captures) are left to after the sweep
 _HANDLERS: dict[str, scopes.Handler[_File]] = {
-    "class": _class, "function": _function, "import": _import, "import_from": _import_from,
+    "decorated": _decorated, "class": _class, "function": _function, "import": _import, "import_from": _import_from,
     "assign": _assignment, "params": _parameters, "target": _targets,
 }
 
@@ -401,9 +412,9 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context) -> Binding | None
 def _named(file: _File, name: str, ctx: _Context) -> Binding | None:
     """What the identifier `name` is where `ctx` reads it (None: unknown)."""
     found = ctx.scope.lookup(name)
-    if found is None and name in BUILTINS:
-        return Binding("name", f"builtins.{name}")
-    return None if found is None or found.kind == "local" else found
+    if found is None:
+        return _BUILTIN_BINDINGS.get(name)
+    return None if found.kind == "local" else found
 
 
 def _call_rows(file: _File, calls: scopes.Later) -> None:
@@ -412,17 +423,18 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
     is the one made then on another line."""
     rows = file.rows
     text = rows.text
+    ascii_text = rows.ascii
     relations = rows.relations
     path = rows.path
     made: dict[tuple[Context, str, str], tuple[str, str, str, str, str, str]] = {}
     for capture, node, ctx in calls:
-        if capture == "call.name":
-            name = text(node)
+        if capture == "call.name":  # the most frequent capture of all: its text is sliced here
+            name = ascii_text[node.start_byte:node.end_byte] if ascii_text is not None else text(node)
             row = made.get((ctx, "", name))
             if row is None:
                 target, fallback = _named_target(_named(file, name, ctx))
                 row = made[(ctx, "", name)] = (path, "calls", ctx.source, name, target, fallback)
-            relations.append((*row, node.start_point[0] + 1))
+            relations.append(row + (node.start_point[0] + 1,))
             continue
         name_node = node.child_by_field_name("attribute")
         owner = node.child_by_field_name("object")
@@ -438,7 +450,7 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
         else:
             target, fallback = _member_target(_value(file, owner, ctx), name)
             row = (path, "calls", ctx.source, name, target, fallback)
-        relations.append((*row, name_node.start_point[0] + 1))
+        relations.append(row + (name_node.start_point[0] + 1,))
 
 
 def _named_target(value: Binding | None) -> tuple[str, str]:

@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Literal, TypeVar
+from typing import Literal, NamedTuple, TypeVar
 
 import tree_sitter
 
@@ -29,10 +29,10 @@ F = TypeVar("F", bound="FileSweep")
 BindingKind = Literal["module", "class", "function", "instance", "name", "local"]
 
 
-@dataclass(frozen=True, slots=True)
-class Binding:
+class Binding(NamedTuple):
     """What a name stands for: `fqn` is the module, class or function it names (the class of an
-    instance); "" for a local value of unknown type."""
+    instance); "" for a local value of unknown type. A named tuple: made and compared in C, as often as
+    names are bound and read."""
 
     kind: BindingKind
     fqn: str = ""
