@@ -420,7 +420,7 @@ def _named(file: _File, name: str, ctx: _Context) -> Binding | None:
 def _call_rows(file: _File, calls: scopes.Later) -> None:
     """The call rows, in the order of the calls, each captured as its callee: `f()` as `f` (`call.name`),
     `x.f()` as `x.f` (`call.member`). A row of a name already called from the same context, the same way,
-    is the one made then on another line."""
+    is the one made then on another line (for a member, when its owner is a plain dotted name: `self.x.f()`)."""
     rows = file.rows
     text = rows.text
     ascii_text = rows.ascii
@@ -441,15 +441,13 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
         if name_node is None or owner is None:
             continue
         name = text(name_node)
-        if owner.type == "identifier":
-            key = (ctx, text(owner), name)
-            row = made.get(key)
-            if row is None:
-                target, fallback = _member_target(_named(file, key[1], ctx), name)
-                row = made[key] = (path, "calls", ctx.source, name, target, fallback)
-        else:
+        key = (ctx, text(owner), name)
+        row = made.get(key)
+        if row is None:
             target, fallback = _member_target(_value(file, owner, ctx), name)
             row = (path, "calls", ctx.source, name, target, fallback)
+            if scopes.plain(key[1]):
+                made[key] = row
         relations.append(row + (name_node.start_point[0] + 1,))
 
 

@@ -145,6 +145,12 @@ def sweep(query: tree_sitter.Query, root: tree_sitter.Node, file: F, first: Cont
 _first = itemgetter(0)
 
 
+def plain(expression: str) -> bool:
+    """Whether an expression's text is names joined by dots (`self.x`, `this.repository`): the same text
+    then reads the same wherever a context reads it, so what it resolves to can be reused."""
+    return expression.replace(".", "").isidentifier()
+
+
 def looks_like_class(name: str) -> bool:
     """CapWords: the naming both languages' style guides give classes (and constructors)."""
     return name[:1].isupper() and not name.isupper()

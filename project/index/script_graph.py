@@ -633,7 +633,8 @@ def _exported(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
 def _call_rows(file: _File, calls: scopes.Later) -> None:
     """The call rows, in the order of the calls, each captured as its callee: `f()` as `f` (`call.name`),
     `super()` as `super`, `x.f()` as `x.f` (`call.member`), `new X()` as `X`, `new a.X()` as `a.X`. A row of
-    a name already called from the same context, the same way, is the one made then on another line."""
+    a name already called from the same context, the same way, is the one made then on another line (for a
+    member, when its owner is a plain dotted name: `this.repository.find()`)."""
     rows = file.rows
     text = rows.text
     relations = rows.relations
@@ -647,18 +648,14 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
                                                                              "private_property_identifier"):
                 continue
             name = text(name_node)
-            owner_kind = owner.type
-            if owner_kind == "identifier" or owner_kind == "this":
-                key = (ctx, text(owner), name)  # `this` is no identifier's name
-                row = made.get(key)
-                if row is None:
-                    value = _named(key[1], ctx) if owner_kind == "identifier" else _value(file, owner, ctx)
-                    target, fallback = _member_target(value, name)
-                    row = made[key] = (path, "calls", ctx.source, name, target, fallback)
-            else:
+            key = (ctx, text(owner), name)
+            row = made.get(key)
+            if row is None:
                 target, fallback = _member_target(_value(file, owner, ctx), name)
                 row = (path, "calls", ctx.source, name, target, fallback)
-            relations.append((*row, name_node.start_point[0] + 1))
+                if scopes.plain(key[1]):
+                    made[key] = row
+            relations.append(row + (name_node.start_point[0] + 1,))
         elif capture == "call.name":
             name = text(node)
             row = made.get((ctx, "", name))
@@ -666,7 +663,7 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
                 value = _named(name, ctx)
                 target = value.fqn if value is not None and value.kind in ("function", "name") else ""
                 row = made[(ctx, "", name)] = (path, "calls", ctx.source, name, target, "")
-            relations.append((*row, node.start_point[0] + 1))
+            relations.append(row + (node.start_point[0] + 1,))
         elif capture == "call.super":
             value = _value(file, node, ctx)
             target = f"{value.fqn}::{CONSTRUCTOR}" if value is not None else ""
