@@ -35,7 +35,6 @@ _QUERY = """
 (import_from_statement) @import_from
 (call function: [(identifier) @call.name (attribute) @call.member])
 (assignment) @assign
-(parameters) @params
 (for_statement left: (_) @target)
 (for_in_clause left: (_) @target)
 (as_pattern_target) @target
@@ -150,7 +149,10 @@ def _class(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | Non
 def _function(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
     rows = file.rows
     name = rows.text(node.child_by_field_name("name"))
+    parameters = node.child_by_field_name("parameters")  # read here: no capture of their own
     if not name:
+        if parameters is not None:
+            _parameters(file, parameters, ctx)
         return None
     decorators = _decorators(file, node)
     method = ctx.cls is not None and ctx.in_body
@@ -165,16 +167,17 @@ def _function(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
                 _docstring(rows, body), tuple(decorators))
     scope = Scope(outer=outer)
     if method and ctx.cls is not None and "staticmethod" not in decorators:
-        receiver = _first_parameter(rows, node)
+        receiver = _first_parameter(rows, parameters)
         if receiver:
             classwide = "classmethod" in decorators or name in ("__new__", "__init_subclass__")
             scope.names[receiver] = Binding("class" if classwide else "instance", ctx.cls.fqn)
-    dotted = fqn.replace("::", ".")
-    return _Context(scope, dotted, fqn, ctx.cls)
+    inner = _Context(scope, fqn.replace("::", "."), fqn, ctx.cls)
+    if parameters is not None:
+        _parameters(file, parameters, inner)
+    return inner
 
 
-def _first_parameter(rows: Rows, node: tree_sitter.Node) -> str:
-    parameters = node.child_by_field_name("parameters")
+def _first_parameter(rows: Rows, parameters: tree_sitter.Node | None) -> str:
     if parameters is None or not parameters.named_child_count:
         return ""
     first = parameters.named_child(0)
@@ -187,7 +190,8 @@ def _first_parameter(rows: Rows, node: tree_sitter.Node) -> str:
 
 
 def _parameters(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
-    """Parameters are locals; one typed with a class holds an instance of it (resolved with the calls)."""
+    """A function's parameters are its locals; one typed with a class holds an instance of it (resolved
+    with the calls)."""
     for parameter in node.named_children:
         kind = parameter.type
         if kind == "identifier":
@@ -311,7 +315,7 @@ def _absolute(file: _File, node: tree_sitter.Node) -> str:
 # the calls (`call.*` captures) are left to after the sweep
 _HANDLERS: dict[str, scopes.Handler[_File]] = {
     "decorated": _decorated, "class": _class, "function": _function, "import": _import, "import_from": _import_from,
-    "assign": _assignment, "params": _parameters, "target": _targets,
+    "assign": _assignment, "target": _targets,
 }
 
 
