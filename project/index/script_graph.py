@@ -128,6 +128,7 @@ class _File(scopes.FileSweep):  # `bases` holds the heritage clauses (`extends`,
     exports: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
     typed: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
     held: scopes.Held = field(default_factory=dict)
+    named_class: tuple[int, str] = (-1, "")  # where the last `const X = class …` has its class, and X
 
     def name(self, prefix: str, name: str) -> str:
         return f"{prefix}{name}" if prefix.endswith(":") else f"{prefix}.{name}"
@@ -152,12 +153,16 @@ def _rows(dialect: str, path: str, source: bytes, tree: tree_sitter.Tree, digest
 
 def _start(node: tree_sitter.Node) -> tree_sitter.Node:
     """The declaration's first token after its decorators."""
+    first = node.child(0) if node.child_count else None
+    if first is not None and first.type != "decorator":
+        return first  # most declarations: no list of all the children made
     return next((c for c in node.children if c.type != "decorator"), node)
 
 
 def _doc(rows: Rows, node: tree_sitter.Node) -> str:
     """The `/** */` comment right before the declaration (or before the `export` holding it)."""
-    at = node.parent if node.parent is not None and node.parent.type == "export_statement" else node
+    parent = node.parent  # found by walking down from the root: looked up once
+    at = parent if parent is not None and parent.type == "export_statement" else node
     previous = at.prev_named_sibling
     if previous is not None and previous.type == "comment":
         text = rows.text(previous)
@@ -207,12 +212,10 @@ def _class(file: _File, node: tree_sitter.Node, ctx: _Context, name: str = "") -
 
 def _class_expression(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
     """`const Foo = class {…}` is the class Foo; a class expression bound to nothing is not indexed."""
-    parent = node.parent
-    name_node = parent.child_by_field_name("name") if parent is not None and parent.type == "variable_declarator" \
-        else None
-    if name_node is None or name_node.type != "identifier":
+    start, name = file.named_class  # the variable holding it, read just before (not its node's parent)
+    if start != node.start_byte:
         return _Context(Scope(outer=ctx.scope), ctx.prefix, ctx.source)
-    return _class(file, node, ctx, file.rows.text(name_node))
+    return _class(file, node, ctx, name)
 
 
 def _interface(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
@@ -308,7 +311,8 @@ def _variable(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
         ctx.scope.bind(name, Binding("function", fqn))
         return _body(fqn, ctx)
     if value is not None and value.type == "class":
-        return None  # the class expression names itself after the variable
+        file.named_class = (value.start_byte, name)  # the class expression, captured next, is named so
+        return None
     specifier = _required(rows, value)
     if specifier is not None:
         target = resolve_specifier(rows.path, specifier)
