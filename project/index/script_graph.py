@@ -126,7 +126,9 @@ _Context = Context
 class _File(scopes.FileSweep):  # `bases` holds the heritage clauses (`extends`, `implements`)
     dialect: str = ""
     exports: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
-    typed: list[tuple[tree_sitter.Node, _Context]] = field(default_factory=list)
+    # what `_typed` reads after the sweep: kind, name, annotation, value, the node, its context
+    typed: list[tuple[str, str, tree_sitter.Node | None, tree_sitter.Node | None, tree_sitter.Node, _Context]] = \
+        field(default_factory=list)
     held: scopes.Held = field(default_factory=dict)
     named_class: tuple[int, str] = (-1, "")  # where the last `const X = class …` has its class, and X
 
@@ -291,7 +293,7 @@ def _field(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | Non
         fqn = _define(file, "method", name, node, ctx, ctx.cls.fqn, value.child_by_field_name("body"),
                       f"{ctx.cls.fqn}::{name}")
         return _body(fqn, _Context(ctx.scope.outer or ctx.scope, ctx.prefix, ctx.source, ctx.cls))
-    file.typed.append((node, ctx))
+    file.typed.append(("field", name, node.child_by_field_name("type"), value, node, ctx))
     return None
 
 
@@ -320,8 +322,9 @@ def _variable(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
         rows.relate("imports", _binds(file, ctx, name), target.rsplit("/", 1)[-1], target, node.start_point[0] + 1)
         return None
     ctx.scope.bind(name, LOCAL)
-    if value is not None and value.type in _INSTANCE_VALUES or node.child_by_field_name("type") is not None:
-        file.typed.append((node, ctx))  # its class is known after the sweep
+    annotation = node.child_by_field_name("type")
+    if value is not None and value.type in _INSTANCE_VALUES or annotation is not None:
+        file.typed.append(("local", name, annotation, value, node, ctx))  # its class is known after the sweep
     else:
         scopes.hold(file.held, ctx.scope, name, "")  # no class the file could tell
     return None
@@ -450,8 +453,10 @@ def _parameters(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
             continue
         for name in _identifiers(pattern):
             ctx.scope.bind(file.rows.text(name), LOCAL)
-        if pattern.type == "identifier" and parameter.child_by_field_name("type") is not None:
-            file.typed.append((parameter, ctx))
+        annotation = parameter.child_by_field_name("type") if pattern.type == "identifier" else None
+        if annotation is not None:
+            file.typed.append(("local", file.rows.text(pattern), annotation, parameter.child_by_field_name("value"),
+                               parameter, ctx))
 
 
 def _assign(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
@@ -460,7 +465,8 @@ def _assign(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     if left is not None and left.type == "member_expression" and ctx.cls is not None:
         owner = left.child_by_field_name("object")
         if owner is not None and owner.type == "this":
-            file.typed.append((node, ctx))
+            file.typed.append(("field", _name(file.rows, left.child_by_field_name("property")), None,
+                               node.child_by_field_name("right"), node, ctx))
 
 
 _HANDLERS: dict[str, scopes.Handler[_File]] = {
@@ -477,8 +483,8 @@ _HANDLERS: dict[str, scopes.Handler[_File]] = {
 def _resolve(file: _File, calls: scopes.Later) -> None:
     for clause, info, ctx in file.bases:
         _heritage(file, clause, info, ctx)
-    for node, ctx in file.typed:
-        _typed(file, node, ctx, file.held)
+    for kind, name, annotation, value, node, ctx in file.typed:
+        _typed(file, kind, name, annotation, value, node, ctx)
     scopes.settle(file.held)
     for node, ctx in file.exports:
         _exported(file, node, ctx)
@@ -505,33 +511,23 @@ def _short(fqn: str) -> str:
     return fqn.rsplit("::", 1)[-1].rsplit(":", 1)[-1].rsplit(".", 1)[-1].rsplit("/", 1)[-1]
 
 
-def _typed(file: _File, node: tree_sitter.Node, ctx: _Context, held: scopes.Held) -> None:
-    """The class a variable, parameter or field holds: its type annotation, or `new X()` assigned."""
-    annotation = node.child_by_field_name("type")
-    value = node.child_by_field_name("value") or node.child_by_field_name("right")
+def _typed(file: _File, kind: str, name: str, annotation: tree_sitter.Node | None, value: tree_sitter.Node | None,
+           node: tree_sitter.Node, ctx: _Context) -> None:
+    """The class a variable, parameter (`kind` "local") or field (`kind` "field": a class field or
+    `this.x = …`) holds: its type annotation, or `new X()` assigned."""
     found = _annotated(file, annotation, ctx) if annotation is not None else ""
     if not found and value is not None:
         held_value = _value(file, value, ctx)
         found = held_value.fqn if held_value is not None and held_value.kind == "instance" else ""
-    if node.type in ("public_field_definition", "field_definition"):
+    if kind == "field":
         if ctx.cls is not None:
-            ctx.cls.hold(_name(file.rows, node.child_by_field_name("name")
-                                      or node.child_by_field_name("property")), found)
+            ctx.cls.hold(name, found)
         return
-    if node.type == "assignment_expression":
-        left = node.child_by_field_name("left")
-        if ctx.cls is not None and left is not None:
-            ctx.cls.hold(_name(file.rows, left.child_by_field_name("property")), found)
-        return
-    pattern = node.child_by_field_name("pattern") or node.child_by_field_name("name")
-    if pattern is None or pattern.type != "identifier":
-        return
-    name = file.rows.text(pattern)
     if node.type in ("required_parameter", "optional_parameter") and ctx.cls is not None and any(
             c.type in ("accessibility_modifier", "override_modifier") or c.type == "readonly"
             for c in node.children):
         ctx.cls.hold(name, found)  # a parameter property is a field too
-    scopes.hold(held, ctx.scope, name, found)
+    scopes.hold(file.held, ctx.scope, name, found)
 
 
 def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context) -> str:
