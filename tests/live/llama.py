@@ -65,6 +65,7 @@ class LlamaServer:
                 raise RuntimeError(f"llama server exited: {self.log.read_text()[-2000:]}")
             match = _PORT.search(self.log.read_text())
             if match and self._ready(int(match.group(1))):
+                self._answers(int(match.group(1)))
                 return int(match.group(1))
             time.sleep(0.2)
         raise RuntimeError("llama server did not come up")
@@ -75,6 +76,21 @@ class LlamaServer:
             return httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200
         except httpx.HTTPError:
             return False
+
+    def _answers(self, port: int) -> None:
+        """One short chat answer before any test: a server that lists its model can still die on the
+        first real prompt (a llama.cpp built for another CPU did), which every test would then report
+        as an unreachable model instead of this."""
+        try:
+            httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=120,
+                       json={"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 2})
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+        if self.process.poll() is not None:
+            raise RuntimeError(f"llama server died on its first chat answer (exit {self.process.returncode}; a "
+                               "build for another CPU? scripts/test-live builds for generic x86-64): "
+                               f"{self.log.read_text()[-1500:]}")
 
     @property
     def url(self) -> str:
