@@ -141,23 +141,42 @@ def _parse_batch(
 
 
 def _parse_files(root: str, paths: Sequence[str], prepare: Prepare | None) -> tuple[list[FileRows], Timings]:
+    """Read, parse and extract each file, adding each phase's seconds up here and into the Timings once.
+
+    Three phases of 10,000 files are 30,000 entries into a timing context: clocks read inline and
+    summed locally cost a third of that. Freeing a tree counts for the parse: a raw parse pays for
+    it too (it drops each tree at once), and it is tree-sitter's work (0.16 s of Symfony's 1.8 s).
+    """
     parsers = Parsers()
     timings = Timings()
     found = []
+    wall, cpu = time.perf_counter, time.process_time
+    spent = [0.0] * 6  # wall and CPU seconds of: read and hash, parse, extract
     for rel in paths:
         extractor = extractor_for(rel)
         if extractor is None:
             continue
-        with timings.phase("read and hash"):
-            with open(os.path.join(root, rel), "rb") as file:
-                source = file.read()
-            digest = content_hash(source)
-        with timings.phase("parse"):
-            tree = parsers.get(extractor).parse(source)
-        with timings.phase("extract"):
-            rows = extractor.rows(rel, source, tree, digest)
+        w0, c0 = wall(), cpu()
+        with open(os.path.join(root, rel), "rb") as file:
+            source = file.read()
+        digest = content_hash(source)
+        w1, c1 = wall(), cpu()
+        tree = parsers.get(extractor).parse(source)
+        w2, c2 = wall(), cpu()
+        rows = extractor.rows(rel, source, tree, digest)
+        w3, c3 = wall(), cpu()
         del tree
+        w4, c4 = wall(), cpu()
+        spent[0] += w1 - w0
+        spent[1] += c1 - c0
+        spent[2] += w2 - w1 + w4 - w3
+        spent[3] += c2 - c1 + c4 - c3
+        spent[4] += w3 - w2
+        spent[5] += c3 - c2
         found.append(rows if prepare is None else dataclasses.replace(rows, prepared=prepare(rows, source, timings)))
+    for i, phase in enumerate(("read and hash", "parse", "extract")):
+        if found:
+            timings.add(phase, spent[2 * i + 1], spent[2 * i])
     timings.peak_mb_elsewhere = peak_rss_mb()
     return found, timings
 
