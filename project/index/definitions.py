@@ -42,8 +42,17 @@ class Extraction:
     relations: list[RelationRow] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
     tables: list[NameTable] = field(default_factory=list)
+    # the source as text when it is ASCII (a byte offset is then a character offset): one decode for the
+    # file instead of one per name read (as `scopes.Rows` does for the other languages)
+    ascii: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.source.isascii():
+            self.ascii = self.source.decode("ascii")
 
     def text(self, node: tree_sitter.Node) -> str:
+        if self.ascii is not None:
+            return self.ascii[node.start_byte : node.end_byte]
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 

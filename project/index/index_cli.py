@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from foundation.gitrunner import GitError, GitTampered, git
-from project.index.db import Connection, connect
+from project.index.db import Connection, build_new, connect
 from project.index.location import index_path
 from project.index.store import SyncReport, default_workers, relative_path
 from project.index.timings import Timings, process_age
@@ -120,12 +120,22 @@ def _index_graph(db: Path, root: Path, files: list[str], workers: int, timings: 
     from project.index.store import build
 
     db.parent.mkdir(parents=True, exist_ok=True)
-    conn = connect(db, vectors=False)
-    try:
+    done: list[tuple[SyncReport, list[int]]] = []
+
+    def fill(conn: Connection) -> None:
         graph = build(conn, root, files, workers=workers, timings=timings)
-        counts = [conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("symbols", "relations")]
-    finally:
-        conn.close()
+        done.append((graph, [conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                             for table in ("symbols", "relations")]))
+
+    if db.is_file():
+        conn = connect(db, vectors=False)
+        try:
+            fill(conn)
+        finally:
+            conn.close()
+    else:  # a first build: into a file of its own, renamed into place when complete
+        build_new(db, fill)
+    graph, counts = done[0]
     return [_graph_line(graph, counts),
             "search: deferred (`forgebot search` builds its full-text tables on first use; `--full-text` now)"]
 

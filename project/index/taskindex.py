@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import partial
@@ -22,7 +22,7 @@ from pathlib import Path
 from foundation.gitrunner import GitError, GitTampered, git
 from project.index import basevectors, memory_sources, search_store, store
 from project.index.chunks import chunk_file
-from project.index.db import Connection, connect
+from project.index.db import Connection, build_new, connect
 from project.index.embed import Embedder
 from project.index.extractors import PATTERNS
 from project.index.memory_history import MAX_COMMITS
@@ -193,37 +193,19 @@ def build_base(
     paths = source_files(root)
     if defer_from is not None and len(paths) >= defer_from:
         if not graph.is_file():
-            _build(graph, lambda conn: _graph_only(conn, root, paths, workers))
+            build_new(graph, lambda conn: _graph_only(conn, root, paths, workers))
         return graph
     def whole(conn: Connection) -> None:
         _refresh(conn, root, None, workers, files=paths)
         remember(conn, root, memory_commits, newest_base(target), target.parent / HISTORY_JOURNAL)
 
-    _build(target, whole)
+    build_new(target, whole)
     return target
 
 
 def graph_base_path(target: Path) -> Path:
     """Where the code graph of the base `target` waits while the rest of it is built."""
     return target.with_name(f"{target.stem}.graph.db")
-
-
-def _build(target: Path, fill: Callable[[Connection], None]) -> None:
-    partial = target.with_suffix(".building")
-    partial.unlink(missing_ok=True)
-    conn = connect(partial)
-    try:
-        # a throw-away file until the rename below: a crash loses nothing a rebuild does not redo,
-        # so no fsync and no write-ahead log (the WAL doubled every page written)
-        conn.execute("PRAGMA journal_mode=MEMORY")
-        conn.execute("PRAGMA synchronous=OFF")
-        conn.execute("PRAGMA cache_size=-65536")
-        fill(conn)
-        # One self-contained file: a task copy is then a plain file copy.
-        conn.execute("PRAGMA journal_mode=DELETE")
-    finally:
-        conn.close()
-    partial.replace(target)  # readers never see a half-built base
 
 
 def _graph_only(conn: Connection, root: Path, paths: Sequence[str], workers: int) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from project.index import search_cli
+from project.index import search_cli, store
 from project.index.db import connect
 from project.index.index_cli import list_files, register
 
@@ -51,6 +51,33 @@ def test_index_refresh_reports_unchanged(repo: Path, tmp_path: Path, capsys: Cap
     capsys.readouterr()
     _run(data, "index", str(repo), "--no-embeddings")
     assert "0 parsed, 7 unchanged" in capsys.readouterr().out
+
+
+def test_a_first_graph_build_is_renamed_into_place_whole(
+    repo: Path, tmp_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first `index --no-embeddings` fills a file of its own: failing half-way, it leaves no index at all."""
+    data = tmp_path / "data"
+
+    def fails(*args: object, **kwargs: object) -> None:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(store, "build", fails)
+    with pytest.raises(OSError, match="No space left"):
+        _run(data, "index", str(repo), "--no-embeddings")
+    monkeypatch.undo()
+    assert [p.name for p in data.rglob("*") if p.is_file()] == []  # neither an index nor its partial file
+    assert _run(data, "symbols", str(repo)) == 2  # "no code index": not an empty one
+    capsys.readouterr()
+    assert _run(data, "index", str(repo), "--no-embeddings") == 0
+    assert "graph: 7 parsed" in capsys.readouterr().out
+    assert _run(data, "index", str(repo), "--no-embeddings") == 0  # the file is written in place from now on
+    assert "0 parsed, 7 unchanged" in capsys.readouterr().out
+    (index,) = data.rglob("index.db")
+    conn = connect(index)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"  # as every index opened to be written
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'index'").fetchone()[0] >= 8
+    conn.close()
 
 
 def test_callers_impact_outline(repo: Path, tmp_path: Path, capsys: Capture) -> None:
