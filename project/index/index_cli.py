@@ -127,14 +127,14 @@ def _index_graph(db: Path, root: Path, files: list[str], workers: int, timings: 
         done.append((graph, [conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
                              for table in ("symbols", "relations")]))
 
-    if db.is_file():
+    # a first build goes into a file of its own, renamed into place when complete; one that another
+    # `forgebot index` made meanwhile is brought up to date like any existing index
+    if db.is_file() or not build_new(db, fill):
         conn = connect(db, vectors=False)
         try:
             fill(conn)
         finally:
             conn.close()
-    else:  # a first build: into a file of its own, renamed into place when complete
-        build_new(db, fill)
     graph, counts = done[0]
     return [_graph_line(graph, counts),
             "search: deferred (`forgebot search` builds its full-text tables on first use; `--full-text` now)"]

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from project.index import search_cli, store
-from project.index.db import connect
+from project.index.db import Connection, build_new, connect
 from project.index.index_cli import list_files, register
 
 Capture = pytest.CaptureFixture[str]
@@ -66,7 +70,7 @@ def test_a_first_graph_build_is_renamed_into_place_whole(
     with pytest.raises(OSError, match="No space left"):
         _run(data, "index", str(repo), "--no-embeddings")
     monkeypatch.undo()
-    assert [p.name for p in data.rglob("*") if p.is_file()] == []  # neither an index nor its partial file
+    assert [p.name for p in data.rglob("*") if p.is_file()] == ["index.lock"]  # no index, no partial file
     assert _run(data, "symbols", str(repo)) == 2  # "no code index": not an empty one
     capsys.readouterr()
     assert _run(data, "index", str(repo), "--no-embeddings") == 0
@@ -78,6 +82,49 @@ def test_a_first_graph_build_is_renamed_into_place_whole(
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"  # as every index opened to be written
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'index'").fetchone()[0] >= 8
     conn.close()
+
+
+def test_two_first_builds_at_once_take_turns(repo: Path, tmp_path: Path) -> None:
+    """Two `forgebot index` started together on a fresh data directory: one builds, the other waits and
+    finds the index made (both succeed; neither writes over the other's partial file)."""
+    env = {**os.environ, "FORGEBOT_DATA_DIR": str(tmp_path / "data")}
+    command = [sys.executable, "-m", "bot.cli.main", "index", str(repo), "--no-embeddings"]
+    root = Path(__file__).resolve().parents[3]
+    runs = [subprocess.Popen(command, env=env, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    outputs = [run.communicate(timeout=120) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    lines = sorted(out.splitlines()[0] for out, _ in outputs)
+    assert [line.split(";")[0] for line in lines] == [
+        "graph: 0 parsed, 7 unchanged, 0 removed, 0 stale", "graph: 7 parsed, 0 unchanged, 0 removed, 0 stale"]
+    assert sorted(p.name for p in (tmp_path / "data").rglob("*") if p.is_file() and "index" in p.name) == [
+        "index.db", "index.lock"]
+
+
+def test_a_second_builder_of_a_new_index_waits_and_does_not_fill_it(tmp_path: Path) -> None:
+    target = tmp_path / "index.db"
+    filling, release = threading.Event(), threading.Event()
+    filled: list[str] = []
+
+    def slow(conn: Connection) -> None:
+        filling.set()
+        release.wait(10)
+        conn.execute("CREATE TABLE t (x)")
+        filled.append("first")
+
+    first = threading.Thread(target=build_new, args=(target, slow))
+    first.start()
+    assert filling.wait(10)
+    second: list[bool] = []
+    waiting = threading.Thread(target=lambda: second.append(build_new(target, lambda conn: filled.append("second"))))
+    waiting.start()
+    waiting.join(0.3)
+    assert waiting.is_alive() and not target.exists()  # it waits on the lock, not on a half-built file
+    release.set()
+    first.join(10)
+    waiting.join(10)
+    assert second == [False] and filled == ["first"]
+    assert connect(target).execute("SELECT name FROM sqlite_master").fetchall()[0][0] == "t"
 
 
 def test_callers_impact_outline(repo: Path, tmp_path: Path, capsys: Capture) -> None:
