@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from project.index import basevectors, memory, search_store, taskindex
-from project.index.db import Connection, connect, derive
+from project.index.db import Connection, build_new, connect
 from project.index.memory_history import MAX_COMMITS
 
 log = logging.getLogger(__name__)
@@ -51,9 +51,6 @@ def complete(graph: Path, root: Path, *, memory_commits: int = MAX_COMMITS) -> P
     target = whole_path(graph)
 
     def fill(conn: Connection) -> None:
-        conn.execute("PRAGMA journal_mode=MEMORY")  # a throw-away file until the rename, as the graph's
-        conn.execute("PRAGMA synchronous=OFF")
-        conn.execute("PRAGMA cache_size=-65536")
         with conn:
             conn.execute("DELETE FROM search_meta WHERE key = ?", (search_store.LEXICAL_PENDING,))
         paths = [row[0] for row in conn.execute("SELECT path FROM files ORDER BY path")]
@@ -63,7 +60,7 @@ def complete(graph: Path, root: Path, *, memory_commits: int = MAX_COMMITS) -> P
         taskindex.remember(conn, root, memory_commits, taskindex.newest_base(target),
                            target.parent / taskindex.HISTORY_JOURNAL)
 
-    derive(graph, target, fill, partial=".completing")
+    build_new(target, fill, partial=".completing", seed=graph)
     return target
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from project.index import memory, search_store
-from project.index.db import Connection, connect, derive
+from project.index.db import Connection, build_new, connect
 from project.index.embed import Embedder
 
 log = logging.getLogger(__name__)
@@ -153,7 +153,7 @@ def build(base: Path, embedder: Embedder, stop: Callable[[], bool] = _stopping.i
             raise Stopped("the worker is exiting or its data directory is being removed")
         search_store.write_meta(conn, **{_ADOPTED: embedder.model_id})
 
-    if derive(base, target, fill, partial=".building"):
+    if build_new(target, fill, seed=base):
         _failed_path(target).unlink(missing_ok=True)
     return target
 

@@ -53,46 +53,28 @@ def connect(path: Path | str, *, vectors: bool = True, readonly: bool = False) -
     return conn
 
 
-def derive(source: Path, target: Path, fill: Callable[[Connection], None], *, partial: str) -> bool:
-    """Build `target` once among workers as a copy of `source` that `fill` completes; False when it was
-    there already (another worker built it while this one waited on the lock).
+def build_new(
+    target: Path, fill: Callable[[Connection], None], *, partial: str = ".building", seed: Path | None = None
+) -> bool:
+    """Make the database `target` once among processes: `fill` a file (empty, or a copy of `seed`) under
+    the name `partial` (a suffix) and rename it into place; False when another process made it
+    meanwhile (this one waited on the lock, then found it) and `fill` did not run.
 
-    The copy is filled under the name `partial` (a suffix) and renamed into place only when `fill`
-    returned, so a reader never opens a half-built file and a failure leaves no `target`.
+    A reader never opens a half-built file, and a failure (or a stop) leaves neither `target` nor the
+    partial file. Until the rename the file is throw-away: a crash loses nothing a rebuild does not
+    redo, so no fsync and no write-ahead log, which doubled every page written (the commit of sympy's
+    187 MB graph alone took 0.45 s copying it from the log into the file). The result is one
+    self-contained file in rollback mode (a task's copy of a base is a plain file copy); `connect`
+    puts it in WAL mode when it is opened to be written.
     """
     with target.with_suffix(".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker building it: wait, then find it done
-        if target.is_file():
-            return False
-        building = target.with_suffix(partial)
-        shutil.copyfile(source, building)
-        conn = connect(building)
-        try:
-            fill(conn)
-            conn.execute("PRAGMA journal_mode=DELETE")
-        finally:
-            conn.close()
-        building.replace(target)
-    return True
-
-
-def build_new(target: Path, fill: Callable[[Connection], None], *, partial: str = ".building") -> bool:
-    """Make the database `target` by `fill`ing a file renamed into place; False when another process
-    made it meanwhile (this one waited on the lock, then found it) and `fill` did not run.
-
-    A throw-away file until the rename: a crash loses nothing a rebuild does not redo, so no fsync
-    and no write-ahead log, which doubled every page written (the commit of sympy's 187 MB graph
-    alone took 0.45 s copying it from the log into the file). The result is one self-contained file
-    in rollback mode (a task's copy of a base is a plain file copy); `connect` puts it in WAL mode
-    when it is opened to be written. Two builders of one target (two `forgebot index` started at
-    once) take turns on a lock instead of writing one partial file.
-    """
-    with target.with_suffix(".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process building it: wait, then find it done
         if target.is_file():
             return False
         building = target.with_suffix(partial)
         building.unlink(missing_ok=True)  # what a killed build left
+        if seed is not None:
+            shutil.copyfile(seed, building)
         conn = connect(building)
         try:
             conn.execute("PRAGMA journal_mode=MEMORY")
@@ -105,5 +87,5 @@ def build_new(target: Path, fill: Callable[[Connection], None], *, partial: str 
             building.unlink(missing_ok=True)
             raise
         conn.close()
-        building.replace(target)  # readers never see a half-built file
+        building.replace(target)
     return True

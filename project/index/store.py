@@ -174,8 +174,8 @@ def _parse_files(root: str, paths: Sequence[str], prepare: Prepare | None) -> tu
         spent[4] += w3 - w2
         spent[5] += c3 - c2
         found.append(rows if prepare is None else dataclasses.replace(rows, prepared=prepare(rows, source, timings)))
-    for i, phase in enumerate(("read and hash", "parse", "extract")):
-        if found:
+    if found:
+        for i, phase in enumerate(("read and hash", "parse", "extract")):
             timings.add(phase, spent[2 * i + 1], spent[2 * i])
     timings.peak_mb_elsewhere = peak_rss_mb()
     return found, timings
@@ -330,10 +330,10 @@ def _bulk_load(
     trade when this process also parses or the parser processes take every core; when they leave
     it a core, this process mostly waits for their rows, and keeping the indexes while inserting
     spends that wait instead of adding an indexing step after the last file (1.7 s of a 7 s build on
-    sympy's 400,000 relations). On a
-    machine with no idle core the extra CPU slows the parser processes a little instead (sympy at
-    load 1.3 on two cores: 9.4 s against 9.2 s); the 1-minute load average, the one cheap signal,
-    mostly shows the build's own recent past, so the choice does not depend on it.
+    sympy's 400,000 relations). On a machine whose other cores are busy the extra CPU slows the
+    parser processes a little instead (sympy at load 1.3 on two cores: 9.4 s against 9.2 s); the
+    1-minute load average, the one cheap signal, mostly shows the build's own recent past, so the
+    choice does not depend on it.
     """
     indexes = [line for line in _SCHEMA.splitlines() if line.startswith("CREATE INDEX")]
     if index_after:
