@@ -25,7 +25,18 @@ import tree_sitter_python
 
 from project.index import scopes
 from project.index.parse import FileRows
-from project.index.scopes import LOCAL, Binding, ClassInfo, Context, Rows, Scope, head, looks_like_class, sweep
+from project.index.scopes import (
+    LOCAL,
+    NESTING_LIMIT,
+    Binding,
+    ClassInfo,
+    Context,
+    Rows,
+    Scope,
+    head,
+    looks_like_class,
+    sweep,
+)
 
 _QUERY = """
 (decorated_definition) @decorated
@@ -216,13 +227,22 @@ def _targets(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
         ctx.scope.bind(file.rows.text(name), LOCAL)
 
 
+_PATTERNS = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "as_pattern_target", "list_splat_pattern",
+                       "parenthesized_expression", "expression_list", "tuple", "list"})
+
+
 def _identifiers(node: tree_sitter.Node) -> list[tree_sitter.Node]:
-    if node.type == "identifier":
-        return [node]
-    if node.type in ("pattern_list", "tuple_pattern", "list_pattern", "as_pattern_target", "list_splat_pattern",
-                     "parenthesized_expression", "expression_list", "tuple", "list"):
-        return [n for child in node.named_children for n in _identifiers(child)]
-    return []
+    """The names a target binds, in source order (`a, (b, [c]) = ...`); a loop, not recursion: a
+    generated target can nest deeper than Python's stack."""
+    found = []
+    pending = [node]
+    while pending:
+        node = pending.pop()
+        if node.type == "identifier":
+            found.append(node)
+        elif node.type in _PATTERNS:
+            pending.extend(reversed(node.named_children))
+    return found
 
 
 def _assignment(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
@@ -357,21 +377,23 @@ def _typed(file: _File, name: str, left: tree_sitter.Node | None, annotation: tr
             ctx.cls.hold(file.rows.text(left.child_by_field_name("attribute")), found)
 
 
-def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context) -> str:
+def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context, depth: int = 0) -> str:
     """The class an annotation names (`Foo`, `mod.Foo`, `Optional[Foo]`, `Foo | None`), else ""."""
+    if depth > NESTING_LIMIT:
+        return ""
     node = annotation.named_children[0] if annotation.type == "type" and annotation.named_children else annotation
     if node.type == "string" or node.type == "none":
         return ""
     if node.type == "binary_operator":  # `Foo | None`
         sides = [n for n in (node.child_by_field_name("left"), node.child_by_field_name("right")) if n is not None]
         named = [s for s in sides if s.type != "none"]
-        return _annotated(file, named[0], ctx) if len(named) == 1 else ""
+        return _annotated(file, named[0], ctx, depth + 1) if len(named) == 1 else ""
     if node.type in ("generic_type", "subscript"):
         head = node.named_children[0] if node.named_children else None
         if head is not None and file.rows.text(head).rsplit(".", 1)[-1] == "Optional":
             inner = [n for n in node.named_children[1:] if n.type in ("type_parameter", "type", "identifier")]
             arguments = inner[0].named_children if inner and inner[0].type == "type_parameter" else inner
-            return _annotated(file, arguments[0], ctx) if len(arguments) == 1 else ""
+            return _annotated(file, arguments[0], ctx, depth + 1) if len(arguments) == 1 else ""
         return ""
     found = _value(file, node, ctx)
     if found is not None and found.kind in ("class", "name") and looks_like_class(found.fqn.rsplit(".", 1)[-1]):
@@ -379,8 +401,10 @@ def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context) -> str:
     return ""
 
 
-def _value(file: _File, node: tree_sitter.Node, ctx: _Context) -> Binding | None:
-    """What an expression is, as far as the file tells (None: unknown)."""
+def _value(file: _File, node: tree_sitter.Node, ctx: _Context, depth: int = 0) -> Binding | None:
+    """What an expression is, as far as the file tells (None: unknown, also past `NESTING_LIMIT`)."""
+    if depth > NESTING_LIMIT:
+        return None
     kind = node.type
     rows = file.rows
     if kind == "identifier":
@@ -388,7 +412,7 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context) -> Binding | None
     if kind == "attribute":
         owner = node.child_by_field_name("object")
         name = rows.text(node.child_by_field_name("attribute"))
-        value = _value(file, owner, ctx) if owner is not None else None
+        value = _value(file, owner, ctx, depth + 1) if owner is not None else None
         if value is None or not name:
             return None
         if value.kind in ("module", "name"):
@@ -403,13 +427,13 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context) -> Binding | None
         if callee.type == "identifier" and rows.text(callee) == "super":
             bases = ctx.cls.bases if ctx.cls is not None else []
             return Binding("instance", bases[0]) if bases else None
-        value = _value(file, callee, ctx)
+        value = _value(file, callee, ctx, depth + 1)
         if value is not None and (value.kind == "class" or value.kind == "name"
                                   and looks_like_class(value.fqn.rsplit(".", 1)[-1])):
             return Binding("instance", value.fqn)
         return None
     if kind == "parenthesized_expression" and node.named_children:
-        return _value(file, node.named_children[0], ctx)
+        return _value(file, node.named_children[0], ctx, depth + 1)
     return None
 
 
@@ -445,7 +469,7 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
         if name_node is None or owner is None:
             continue
         name = text(name_node)
-        key = (ctx, text(owner), name)
+        key = (ctx, scopes.owner_text(text, owner), name)
         row = made.get(key)
         if row is None:
             target, fallback = _member_target(_value(file, owner, ctx), name)

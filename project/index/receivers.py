@@ -97,7 +97,8 @@ def _receiver(node: tree_sitter.Node | None, site: CallSite, text: TextOf) -> st
     if kind in ("member_access_expression", "nullsafe_member_access_expression"):
         owner = node.child_by_field_name("object")
         prop = node.child_by_field_name("name")
-        if owner is not None and prop is not None and text(owner) == "$this" and site.cls is not None:
+        if owner is not None and prop is not None and owner.type == "variable_name" and text(owner) == "$this" \
+                and site.cls is not None:  # the type first: a long chain's text is not read at each link
             return site.cls.props.get(text(prop), "")
         return ""
     if kind == "parenthesized_expression" and node.named_children:
@@ -126,8 +127,7 @@ def resolve_call(site: CallSite, text: TextOf) -> RelationRow | None:
     name_node = node.child_by_field_name("name")
     if name_node is None or name_node.type != "name":
         return None
-    previous = name_node.prev_sibling
-    if previous is not None and previous.type == "{":
+    if _braced(node, name_node):
         return None  # `$o->{CONSTANT}()`: the method name is computed at run time
     method = text(name_node)
     if kind == "scoped_call_expression":
@@ -139,6 +139,18 @@ def resolve_call(site: CallSite, text: TextOf) -> RelationRow | None:
         owner = _receiver(node.child_by_field_name("object"), site, text)
     target = f"{owner}::{method}" if owner else ""
     return (site.path, "calls", _source(site), method, target, "", name_node.start_point[0] + 1)
+
+
+def _braced(call: tree_sitter.Node, name: tree_sitter.Node) -> bool:
+    """Whether `name` follows a `{` among the call's own children (`$o->{CONSTANT}()`). Read from the
+    call's children: tree-sitter finds a node's previous sibling by walking down from the root, which
+    made each link of a generated chain of calls cost the chain's depth."""
+    previous = None
+    for child in call.children:
+        if child == name:
+            return previous is not None and previous.type == "{"
+        previous = child
+    return False
 
 
 def _function_call(site: CallSite, text: TextOf) -> RelationRow | None:

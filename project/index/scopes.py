@@ -145,6 +145,22 @@ def sweep(query: tree_sitter.Query, root: tree_sitter.Node, file: F, first: Cont
 _first = itemgetter(0)
 
 
+# How many parts of an expression are followed to find what it is (`a.b.c()` follows 3): past this the
+# answer is "unknown". Written code stays far below; a generated chain of thousands of calls would
+# overflow Python's stack (1,000 frames) and stop the whole build.
+NESTING_LIMIT = 50
+# An owner expression longer than this is not read for reuse (`plain`): reading the whole receiver at
+# every link of a generated chain made the file's cost quadratic in its length.
+_PLAIN_BYTES = 256
+_LONG = "(long)"  # never `plain`, so a row keyed by it is never reused
+
+
+def owner_text(text: Callable[[tree_sitter.Node], str], owner: tree_sitter.Node) -> str:
+    """The text of a call's owner expression (`self.repository` of `self.repository.find()`) to key a
+    reusable row by; a long owner gets a key no row is stored under."""
+    return text(owner) if owner.end_byte - owner.start_byte <= _PLAIN_BYTES else _LONG
+
+
 def plain(expression: str) -> bool:
     """Whether an expression's text is names joined by dots (`self.x`, `this.repository`): the same text
     then reads the same wherever a context reads it, so what it resolves to can be reused."""

@@ -29,7 +29,18 @@ import tree_sitter_typescript
 
 from project.index import scopes
 from project.index.parse import FileRows
-from project.index.scopes import LOCAL, Binding, ClassInfo, Context, Rows, Scope, head, looks_like_class, sweep
+from project.index.scopes import (
+    LOCAL,
+    NESTING_LIMIT,
+    Binding,
+    ClassInfo,
+    Context,
+    Rows,
+    Scope,
+    head,
+    looks_like_class,
+    sweep,
+)
 
 _PATTERNS = {
     "class": ("class_declaration", "abstract_class_declaration"),
@@ -366,9 +377,17 @@ def _pattern(file: _File, pattern: tree_sitter.Node, value: tree_sitter.Node | N
 
 
 def _identifiers(node: tree_sitter.Node) -> list[tree_sitter.Node]:
-    if node.type in ("identifier", "shorthand_property_identifier_pattern"):
-        return [node]
-    return [n for child in node.named_children for n in _identifiers(child)]
+    """The names a pattern binds, in source order; a loop, not recursion: a generated pattern can nest
+    deeper than Python's stack."""
+    found = []
+    pending = [node]
+    while pending:
+        node = pending.pop()
+        if node.type in ("identifier", "shorthand_property_identifier_pattern"):
+            found.append(node)
+        else:
+            pending.extend(reversed(node.named_children))
+    return found
 
 
 def _namespace(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
@@ -530,14 +549,16 @@ def _typed(file: _File, kind: str, name: str, annotation: tree_sitter.Node | Non
     scopes.hold(file.held, ctx.scope, name, found)
 
 
-def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context) -> str:
+def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context, depth: int = 0) -> str:
     """The class a type annotation names (`Foo`, `ns.Foo`, `Foo<T>`, `Foo | null`), else ""."""
+    if depth > NESTING_LIMIT:
+        return ""
     node = annotation.named_children[0] if annotation.type == "type_annotation" and annotation.named_children \
         else annotation
     if node.type == "union_type":
         named = [n for n in node.named_children
                  if not (n.type in ("literal_type", "predefined_type") and file.rows.text(n) in ("null", "undefined"))]
-        return _annotated(file, named[0], ctx) if len(named) == 1 else ""
+        return _annotated(file, named[0], ctx, depth + 1) if len(named) == 1 else ""
     if node.type == "generic_type" and node.named_children:
         node = node.named_children[0]
     if node.type not in ("type_identifier", "nested_type_identifier", "identifier"):
@@ -551,8 +572,10 @@ def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context) -> str:
     return ""
 
 
-def _value(file: _File, node: tree_sitter.Node, ctx: _Context) -> Binding | None:
-    """What an expression is, as far as the file tells (None: unknown)."""
+def _value(file: _File, node: tree_sitter.Node, ctx: _Context, depth: int = 0) -> Binding | None:
+    """What an expression is, as far as the file tells (None: unknown, also past `NESTING_LIMIT`)."""
+    if depth > NESTING_LIMIT:
+        return None
     kind = node.type
     rows = file.rows
     if kind in ("identifier", "type_identifier"):
@@ -567,7 +590,7 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context) -> Binding | None
             node.named_children[0] if node.named_children else None)
         name_node = node.child_by_field_name("property") or node.child_by_field_name("name") or (
             node.named_children[-1] if node.named_children else None)
-        value = _value(file, owner, ctx) if owner is not None else None
+        value = _value(file, owner, ctx, depth + 1) if owner is not None else None
         name = rows.text(name_node)
         if value is None or not name:
             return None
@@ -578,13 +601,13 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context) -> Binding | None
         return file.attribute(value.fqn, name) if value.kind == "instance" else None
     if kind == "new_expression":
         created = node.child_by_field_name("constructor")
-        value = _value(file, created, ctx) if created is not None else None
+        value = _value(file, created, ctx, depth + 1) if created is not None else None
         if value is not None and value.kind in ("class", "name"):
             return Binding("instance", value.fqn)
         return None
     if kind in ("parenthesized_expression", "non_null_expression", "as_expression", "satisfies_expression",
                 "await_expression") and node.named_children:
-        return _value(file, node.named_children[0], ctx)
+        return _value(file, node.named_children[0], ctx, depth + 1)
     return None
 
 
@@ -648,7 +671,7 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
                                                                              "private_property_identifier"):
                 continue
             name = text(name_node)
-            key = (ctx, text(owner), name)
+            key = (ctx, scopes.owner_text(text, owner), name)
             row = made.get(key)
             if row is None:
                 target, fallback = _member_target(_value(file, owner, ctx), name)
