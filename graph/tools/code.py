@@ -23,12 +23,19 @@ from project.index.memory import MemoryHit
 from project.index.search import Answer
 from project.index.symbol_history import history, render
 
+# What one hit shows: its first lines. A hit can be a whole 2,000-line table of data (a third of
+# Symfony's chunks over 200 lines are), and eight of those in one answer would fill a small model's
+# context; the header says which lines to read for the rest.
+HIT_LINES = 60
+HIT_CHARS = 4000
+
 
 def render_answer(answer: Answer) -> str:
-    """Search hits as `path:start-end symbol` headers over their snippets, then freshness notes."""
+    """Search hits as `path:start-end symbol` headers over their snippets (each cut to its first
+    `HIT_LINES` lines / `HIT_CHARS` characters), then freshness notes."""
     blocks = [f"legs: {', '.join(answer.legs)}"] + [
         f"{h.path}:{h.start_line}-{h.end_line} {h.symbol or h.kind} (score {h.score:.3f}, {'+'.join(h.legs)})"
-        f"\n{h.snippet}"
+        f"\n{_shown(h.snippet, h.path, h.start_line, h.end_line)}"
         for h in answer.hits
     ]
     if not answer.hits:
@@ -39,6 +46,14 @@ def render_answer(answer: Answer) -> str:
     if answer.freshness.degraded:
         notes.append(f"search degraded: {answer.freshness.degraded}")
     return "\n\n".join(blocks + notes)
+
+
+def _shown(snippet: str, path: str, start: int, end: int) -> str:
+    lines = snippet.split("\n")
+    text = "\n".join(lines[:HIT_LINES])[:HIT_CHARS]
+    if len(text) == len(snippet):
+        return snippet
+    return f"{text}\n[cut: read_file_snippet(\"{path}\", {start}, {end}) reads all {end - start + 1} lines]"
 
 
 def render_memory(hits: list[MemoryHit], notes: list[str]) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -46,6 +47,13 @@ _MAGIC = {
 # namespace and `use` lines, imports (`import x`, `from m import x`, `import {…} from`), comments
 _BOILERPLATE = re.compile(r"^\s*(<\?php|\?>|namespace\b|use\b|declare\b|import\b|from\s+\S+\s+import\b|"
                           r"[\"']use strict[\"'];?\s*$|//|#|/?\*|\*/|[{}]?\s*$)")
+
+
+MAX_LINE_CHARS = 2000  # a longer line is cut in a chunk's text (see `chunk_file`)
+
+
+def _start_line(symbol: Symbol) -> int:
+    return symbol.start_line
 
 
 @dataclass(frozen=True)
@@ -138,13 +146,20 @@ def strip_docblocks(source: str) -> str:
 
 
 def chunk_file(path: str, source: str, symbols: Sequence[Symbol], *, docblocks: bool = True) -> list[Chunk]:
-    """Cut `source` (the file at `path`) into chunks along `symbols`."""
+    """Cut `source` (the file at `path`) into chunks along `symbols`.
+
+    A chunk is whole lines, and a line longer than `MAX_LINE_CHARS` keeps only its start: the text is
+    a snippet for a reader, and a long line shared by many definitions (minified code that slipped
+    past `generated.left_out`) would otherwise be copied whole into the chunk of each of them.
+    """
     text = source if docblocks else strip_docblocks(source)
-    lines = text.splitlines()
-    members = [s for s in symbols if s.kind in _BODIES]
+    lines = [line if len(line) <= MAX_LINE_CHARS else f"{line[:MAX_LINE_CHARS]} …" for line in text.splitlines()]
+    members = sorted((s for s in symbols if s.kind in _BODIES), key=_start_line)
+    starts = [m.start_line for m in members]
     chunks = [_body_chunk(path, lines, s, docblocks) for s in members]
     for owner in (s for s in symbols if s.kind in _CLASS_LIKE):
-        inner = [m for m in members if owner.start_line <= m.start_line and m.end_line <= owner.end_line]
+        inner = [m for m in members[bisect_left(starts, owner.start_line):bisect_right(starts, owner.end_line)]
+                 if m.end_line <= owner.end_line]
         chunks.append(_header_chunk(path, lines, owner, inner))
     covered = [(s.start_line, s.end_line) for s in symbols if s.kind in _CLASS_LIKE | _BODIES]
     chunks.extend(_leftover_chunks(path, lines, covered))
@@ -168,8 +183,11 @@ def _body_chunk(path: str, lines: list[str], symbol: Symbol, docblocks: bool) ->
 def _header_chunk(path: str, lines: list[str], owner: Symbol, members: list[Symbol]) -> Chunk:
     """The class-like's own lines; each member body shrinks to its first line."""
     hidden: set[int] = set()
+    reached = 0  # members come in order of their first line: one nested in another adds nothing
     for member in members:
-        hidden.update(range(member.start_line + 1, member.end_line + 1))
+        if member.end_line > reached:
+            hidden.update(range(max(member.start_line, reached) + 1, member.end_line + 1))
+            reached = member.end_line
     kept = [
         lines[n - 1]
         for n in range(owner.start_line, min(owner.end_line, len(lines)) + 1)

@@ -385,7 +385,7 @@ class DefinitionReader:
               path: str = "") -> Version:
         version = Version(source, None)
         tree = _reparse(self._parser, version, previous, hunks)
-        rows = self._extractor.rows(path, source, tree, "-")
+        rows = self._extractor.read(path, source, tree, "-")
         declared = [Declared(kind, fqn, _widened(version, start), end)
                     for _, kind, fqn, _, _, start, end, *_ in rows.symbols if kind not in _OUTSIDE]
         version.state = (tree, declared)

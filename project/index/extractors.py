@@ -9,6 +9,7 @@ A repository holding several languages gets each file read by its own.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,8 +17,11 @@ from dataclasses import dataclass
 import tree_sitter
 
 from project.index import parse, python_graph, script_graph, syntax
+from project.index.generated import too_deep
 from project.index.parse import FileRows
 from project.index.syntax import ExitSyntax
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,26 @@ class Extractor:
     # names compare without case (PHP's classes and functions); the graph's columns compare so, and a
     # query for a case-sensitive language keeps only the rows spelled as asked
     caseless: bool = False
+
+    def read(self, path: str, source: bytes, tree: tree_sitter.Tree, digest: str) -> FileRows:
+        """The file's rows; a file the extractor fails on gets none, marked as not read cleanly.
+
+        Repository files are untrusted input: a generated or hostile file must cost the graph that
+        file, not the whole build (every other file of the checkout, and the task waiting on them).
+        The store treats it as a file with syntax errors: its last good rows stay and it is listed
+        as stale, with `failure` saying why.
+        """
+        deep = too_deep(tree)
+        if deep:
+            return FileRows(path, digest, self.language, False, [], [], left_out=deep)
+        try:
+            return self.rows(path, source, tree, digest)
+        except OSError:
+            raise  # the machine's trouble (a disk gone), not the file's: the build stops and rolls back
+        except Exception as exc:  # any other is this file's: the build goes on without it
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+            _log.warning("code graph: %s not read, the %s extractor failed on it (%s)", path, self.language, reason)
+            return FileRows(path, digest, self.language, True, [], [], failure=reason)
 
 
 EXTRACTORS = (

@@ -27,8 +27,9 @@ from pathlib import Path
 
 from foundation.gitrunner import MAX_OUTPUT, GitError, Repo, git, run, run_bytes
 from project.index.declarations import Hunk
+from project.index.generated import MAX_SOURCE_BYTES
 
-MAX_BLOB_BYTES = 1024 * 1024  # a source file past this is generated (a bundle, a compiled container)
+MAX_BLOB_BYTES = MAX_SOURCE_BYTES  # a source file past this is generated (a bundle, a compiled container)
 BATCH = 200  # commits per batch of git commands
 _DIFF_CAP = MAX_OUTPUT // 2
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)

@@ -166,6 +166,15 @@ def _index_all(args: argparse.Namespace, db: Path, root: Path, files: list[str],
 
 
 def _graph_line(graph: SyncReport, counts: list[int]) -> str:
+    for path, why in list(graph.failed.items())[:20]:  # on stderr: stdout's lines keep their form
+        sys.stderr.write(f"forgebot: {path}: left out of the code graph, its extractor failed ({why})\n")
+    if len(graph.failed) > 20:
+        sys.stderr.write(f"forgebot: and {len(graph.failed) - 20} more file(s) left out of the code graph\n")
+    if graph.left_out:
+        shown = "; ".join(f"{path} ({why})" for path, why in list(graph.left_out.items())[:5])
+        more = f"; and {len(graph.left_out) - 5} more" if len(graph.left_out) > 5 else ""
+        sys.stderr.write(f"forgebot: {len(graph.left_out)} file(s) left out of the index, not hand-written source "
+                         f"(the agent still reads them as files): {shown}{more}\n")
     return (f"graph: {len(graph.parsed)} parsed, {len(graph.unchanged)} unchanged, {len(graph.removed)} removed, "
             f"{len(graph.stale)} stale; {counts[0]} symbols, {counts[1]} relations")
 

@@ -79,6 +79,10 @@ class FileRows:
     relations: list[RelationRow]
     # what a build's `prepare` made of the file in the parser process (a base index: its search rows)
     prepared: object = None
+    # why the extractor could not read the file ("" when it did): its rows are then empty
+    failure: str = ""
+    # why the file is not indexed at all (`generated.left_out`: minified, generated, too large)
+    left_out: str = ""
 
 
 # A symbol row with its attributes as a JSON array, the form the `symbols` table stores.

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from project.index.db import Connection
 from project.index.extractors import Parsers, extractor_for
+from project.index.generated import left_out
 from project.index.parse import FileRows, content_hash
 from project.index.timings import Timings, peak_rss_mb
 
@@ -62,6 +63,8 @@ class SyncReport:
     stale: list[str] = field(default_factory=list)
     symbols: int = 0
     relations: int = 0
+    failed: dict[str, str] = field(default_factory=dict)  # path -> why the extractor could not read it
+    left_out: dict[str, str] = field(default_factory=dict)  # path -> why it is not source (`generated`)
 
 
 def ensure_schema(conn: Connection) -> None:
@@ -158,12 +161,19 @@ def _parse_files(root: str, paths: Sequence[str], prepare: Prepare | None) -> tu
             continue
         w0, c0 = wall(), cpu()
         with open(os.path.join(root, rel), "rb") as file:
-            source = file.read()
+            why = left_out(os.fstat(file.fileno()).st_size)  # a 2 GB data file is not read to say so
+            source = b"" if why else file.read()
         digest = content_hash(source)
+        why = why or left_out(len(source), source)
+        if why:
+            spent[0] += wall() - w0
+            spent[1] += cpu() - c0
+            found.append(FileRows(rel, digest, extractor.language, False, [], [], left_out=why))
+            continue
         w1, c1 = wall(), cpu()
         tree = parsers.get(extractor).parse(source)
         w2, c2 = wall(), cpu()
-        rows = extractor.rows(rel, source, tree, digest)
+        rows = extractor.read(rel, source, tree, digest)
         w3, c3 = wall(), cpu()
         del tree
         w4, c4 = wall(), cpu()
@@ -340,6 +350,9 @@ def _bulk_load(
         for statement in indexes:
             conn.execute(f"DROP INDEX IF EXISTS {statement.split()[5]}")
     for rows in batches:
+        if rows.left_out:
+            report.left_out[rows.path] = rows.left_out
+            continue
         with timings.phase("graph writes"):
             conn.executemany("INSERT INTO symbols VALUES (NULL,?,?,?,?,?,?,?,?,?,?,?,?)", rows.symbols)
             conn.executemany("INSERT INTO relations VALUES (NULL,?,?,?,?,?,?,?)", rows.relations)
@@ -347,9 +360,7 @@ def _bulk_load(
                 "INSERT INTO files VALUES (?, ?, ?, ?, ?)",
                 (rows.path, rows.content_hash, rows.language, int(rows.has_errors), now),
             )
-        report.symbols += len(rows.symbols)
-        report.relations += len(rows.relations)
-        (report.stale if rows.has_errors else report.parsed).append(rows.path)
+        _count(report, rows, written=True)
     if index_after:
         with timings.phase("indexes"):
             for statement in indexes:
@@ -372,23 +383,36 @@ def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> S
                 _remove(conn, rel)
             report.removed.append(rel)
             continue
-        source = full.read_bytes()
+        why = left_out(full.stat().st_size)
+        source = b"" if why else full.read_bytes()
         digest = content_hash(source)
+        why = why or left_out(len(source), source)
         stored = conn.execute("SELECT content_hash, stale FROM files WHERE path = ?", (rel,)).fetchone()
         if stored is not None and stored[0] == digest:
             (report.stale if stored[1] else report.unchanged).append(rel)
             continue
-        rows = extractor.rows(rel, source, parsers.get(extractor).parse(source), digest)
+        rows = FileRows(rel, digest, extractor.language, False, [], [], left_out=why) if why else \
+            extractor.read(rel, source, parsers.get(extractor).parse(source), digest)
         with conn:
             _record(conn, rows, time.time(), report)
     return report
 
 
 def _record(conn: Connection, rows: FileRows, now: float, report: SyncReport) -> None:
-    if write_file(conn, rows, now):
+    if rows.left_out:  # it may have been source before: what the graph knew of it goes
+        _remove(conn, rows.path)
+        report.left_out[rows.path] = rows.left_out
+        return
+    _count(report, rows, written=write_file(conn, rows, now))
+
+
+def _count(report: SyncReport, rows: FileRows, *, written: bool) -> None:
+    if written:
         report.symbols += len(rows.symbols)
         report.relations += len(rows.relations)
     (report.stale if rows.has_errors else report.parsed).append(rows.path)
+    if rows.failure:
+        report.failed[rows.path] = rows.failure
 
 
 def ensure_schema_once(conn: Connection) -> None:

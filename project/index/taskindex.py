@@ -97,7 +97,7 @@ def graph_symbols(conn: Connection, path: str) -> list[Symbol]:
 def _search_rows(rows: FileRows, source: bytes, timings: Timings) -> list[search_store.ChunkRow] | None:
     """In a parser process: the search rows of a freshly parsed file, cut along the symbols the
     graph stores for it (as `graph_symbols` reads them back); None for a file that did not parse."""
-    if rows.has_errors:
+    if rows.has_errors or rows.left_out:
         return None  # the graph marks it stale; `index_files` leaves stale files out too
     with timings.phase("chunking"):
         symbols = [

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from graph.tools.code import HIT_LINES, search_tools
 from graph.tools.code_search import CodeMatch, read_file_snippet, search_code, semantic_search
 from project.index import search_cli, taskindex
 from project.index.db import connect
@@ -163,3 +164,23 @@ def test_cli_vector_leg_with_a_few_changed_chunks_and_without_most(
     record = json.loads(capsys.readouterr().out)
     assert record["legs"] == ["lexical", "graph"]
     assert f"2 of {total} chunks embedded" in record["notes"][0]
+
+
+def test_a_long_hit_shows_its_first_lines_and_where_the_rest_is(tmp_path: Path, repo: Path) -> None:
+    """A hit on a 2,000-line table of data would otherwise put all of it in the model's context (eight
+    such hits fill a small model's window): the agent's tool shows its first lines and the range to read."""
+    rows = "".join(f"    'key{i}' => 'a value for key number {i}',\n" for i in range(2_000))
+    table = f"<?php\nnamespace App;\n\nfunction countryTable(): array\n{{\n    return [\n{rows}    ];\n}}\n"
+    (repo / "src/Table.php").write_text(table)
+    index = tmp_path / "index.db"
+    taskindex.refresh(index, repo, embedder=None)
+    conn = connect(index)
+    tool = search_tools(repo, conn)["semantic_search"]
+    answer = str(tool.invoke({"query": "country table", "k": 3}))
+    short = str(tool.invoke({"query": "find by id", "k": 1}))
+    conn.close()
+    header = next(line for line in answer.splitlines() if line.startswith("src/Table.php:4-2008 App\\countryTable"))
+    block = answer[answer.index(header):].split("\n\n")[0]
+    assert len(block.splitlines()) == 1 + HIT_LINES + 1 and "'key56' =>" in block and "'key57'" not in block
+    assert block.endswith('[cut: read_file_snippet("src/Table.php", 4, 2008) reads all 2005 lines]')
+    assert "findById" in short and "[cut:" not in short  # a short hit is shown whole

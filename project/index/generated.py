@@ -1,0 +1,58 @@
+"""Which files of a checkout are not hand-written source, and so stay out of the code index.
+
+A repository holds bundles, minified libraries and generated tables beside its code: `public/js/app.js`
+built by webpack, a vendored `jquery.min.js`, a table of constants written by a script. Their
+definitions are noise to the graph (thousands of `e`, `t` and `n`), and a one-line file of 10 MB cut
+into one search chunk per function made every chunk the whole line: a 350 kB file took 111 s to
+chunk. Tools that read code for people leave them out the same way (GitHub's Linguist marks minified
+and generated files, Sourcegraph skips large files).
+
+A file is left out when it is larger than `MAX_SOURCE_BYTES`, or when its lines average more than
+`MINIFIED_LINE_BYTES` (minified or generated: hand-written code averages 30-70; the widest hand-written
+files of Symfony, Laravel, sympy and typeorm average under 150). The project history applies the same
+size limit to the blobs it reads. A left-out file is still in the checkout: the agent reads it with its
+file tools like any other file.
+
+Once parsed, a file nested deeper than `MAX_NESTING` is left out too: a generated fluent chain of
+100,000 calls is a tree 100,000 levels deep, and tree-sitter's query cursor, past 65,535 levels, took
+84 s on one such 700 kB file (and 204 s at 140,000). Written code nests a few dozen levels.
+"""
+
+from __future__ import annotations
+
+import tree_sitter
+
+MAX_SOURCE_BYTES = 1024 * 1024
+MINIFIED_LINE_BYTES = 300
+_MINIFIED_FROM_BYTES = 4096  # below this a file costs little whatever its shape
+
+
+def left_out(size: int, source: bytes | None = None) -> str:
+    """Why a file of `size` bytes (content `source`, when read) is not indexed, or "" when it is."""
+    if size > MAX_SOURCE_BYTES:
+        return f"{size / 1048576:.1f} MiB, over the {MAX_SOURCE_BYTES // 1048576} MiB limit for source files"
+    if source is not None and len(source) >= _MINIFIED_FROM_BYTES:
+        average = len(source) / (source.count(b"\n") + 1)
+        if average > MINIFIED_LINE_BYTES:
+            return f"minified or generated: lines of {average:.0f} bytes on average"
+    return ""
+
+
+MAX_NESTING = 10_000
+
+
+def too_deep(tree: tree_sitter.Tree) -> str:
+    """Why `tree` is left out for its depth, or "" (depth-first through the subtrees big enough to
+    reach past `MAX_NESTING`: a subtree of fewer descendants cannot, so most files cost one look)."""
+    cursor = tree.walk()
+    depth = 0
+    while depth <= MAX_NESTING:
+        node = cursor.node
+        if node is not None and depth + node.descendant_count > MAX_NESTING and cursor.goto_first_child():
+            depth += 1
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return ""
+            depth -= 1
+    return f"generated: nested over {MAX_NESTING:,} levels deep"

@@ -1,0 +1,163 @@
+"""Repository files are untrusted input to the code index: one file must cost the index that file,
+never the whole build (every other file, and the task waiting on it).
+
+Attacks, each through `forgebot index` as a user runs it (the suite's 60 s timeout is the bound a hang
+would cross; each build here takes about a second):
+- a generated fluent chain of thousands of calls, one per line (query builders, test data), in each
+  language: the Python extractor recursed once per link and stopped the build with RecursionError past
+  about 500 links; the PHP and TypeScript ones read the whole receiver at each link (quadratic: 100,000
+  links took minutes);
+- a minified bundle (one line, thousands of functions) and a generated file over 1 MiB: left out of the
+  index, said on stderr, the agent still reads them as files; one line of thousands of definitions in a
+  file whose average line is short, which the chunker copied whole into every definition's chunk;
+- an extractor that fails on a file: the file is left out and named, every other file is indexed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tree_sitter
+
+from project.index import extractors, store
+from project.index.db import connect
+from project.index.generated import MAX_SOURCE_BYTES
+from project.index.parse import FileRows
+
+LINKS = 4_000  # TypeScript nests two levels a link: under `MAX_NESTING`, indexed, every link a row
+
+
+def _forgebot(data: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FORGEBOT_DATA_DIR": str(data)}
+    return subprocess.run([sys.executable, "-m", "bot.cli.main", *argv], capture_output=True, text=True, env=env,
+                          timeout=50, check=False)
+
+
+def _commit(root: Path) -> Path:
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "x"],
+                   check=True)
+    return root
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+NORMAL = {
+    "app/shop.py": "class Shop:\n    def save(self):\n        return 1\n\n\n"
+                   "def checkout():\n    return Shop().save()\n",
+    "web/cart.ts": "export function total(): number {\n  return 1;\n}\n"
+                   "export function pay(): number {\n  return total();\n}\n",
+    "src/Order.php": "<?php\nfunction place() { return submit(); }\nfunction submit() { return 1; }\n",
+}
+
+
+def _symbols(data: Path, root: Path) -> list[dict[str, object]]:
+    done = _forgebot(data, "symbols", str(root), "--json")
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_generated_call_chains_cost_their_file_not_the_build(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _write(root, {
+        **NORMAL,
+        "app/query.py": "q = (Query()\n" + "    .w()\n" * 3_000 + ")\n",  # was RecursionError: no index at all
+        "web/query.ts": "export const q = query()\n" + "  .w()\n" * LINKS + ";\n",
+        "src/Query.php": "<?php\n$q = Query::make()\n" + " ->w()\n" * LINKS + ";\n",
+        # 100,000 levels deep (600 kB): tree-sitter's query alone took 84 s, the call rows minutes more
+        "src/Deep.php": "<?php\n$q = Query::make()\n" + " ->w()\n" * 100_000 + ";\n",
+    })
+    _commit(root)
+    data = tmp_path / "data"
+    done = _forgebot(data, "index", str(root), "--no-embeddings", "--workers", "1")
+    assert done.returncode == 0, done.stderr
+    assert "graph: 6 parsed" in done.stdout
+    assert "1 file(s) left out of the index" in done.stderr
+    assert "src/Deep.php (generated: nested over 10,000 levels deep)" in done.stderr
+    # every call of every chain is a row; the rest of the repository is answered as usual
+    conn = connect(next(data.rglob("*.db")), readonly=True)
+    counts = dict(conn.execute("SELECT path, count(*) FROM relations WHERE target_name = 'w' GROUP BY path"))
+    assert counts == {"app/query.py": 3_000, "web/query.ts": LINKS, "src/Query.php": LINKS}
+    callers = _forgebot(data, "callers", str(root), "app.shop.Shop::save")
+    assert callers.returncode == 0 and "app/shop.py:7\tapp.shop.checkout\tresolved" in callers.stdout
+    callers = _forgebot(data, "callers", str(root), "web/cart:total")
+    assert "web/cart.ts:5\tweb/cart:pay" in callers.stdout
+
+
+def test_minified_and_oversized_files_are_left_out_and_said(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    bundle = "".join(f"function q{i}(a){{return a+{i}}}" for i in range(6_000))  # 200 kB, one line
+    big = "".join(f"GENERATED_{i} = {i}\n" for i in range(80_000))  # short lines, past 1 MiB
+    assert len(big) > MAX_SOURCE_BYTES
+    _write(root, {**NORMAL, "public/js/vendor.min.js": bundle, "app/tables.py": big})
+    _commit(root)
+    data = tmp_path / "data"
+    done = _forgebot(data, "index", str(root), "--no-embeddings", "--full-text", "--workers", "1")
+    assert done.returncode == 0, done.stderr
+    assert "2 file(s) left out of the index" in done.stderr
+    assert "public/js/vendor.min.js (minified or generated: lines of" in done.stderr
+    assert "app/tables.py (1.8 MiB, over the 1 MiB limit for source files)" in done.stderr
+    assert "graph: 3 parsed" in done.stdout
+    paths = {row["path"] for row in _symbols(data, root)}
+    assert paths == {"app/shop.py", "web/cart.ts", "src/Order.php"}
+    found = _forgebot(data, "search", str(root), "q5999 return a", "--json")
+    assert found.returncode == 0 and "vendor.min.js" not in found.stdout
+    # made hand-written again (a user un-minifies it), the next refresh indexes it
+    (root / "public/js/vendor.min.js").write_text("function q1(a) {\n  return a + 1;\n}\n")
+    done = _forgebot(data, "index", str(root), "--no-embeddings", "--full-text", "--workers", "1")
+    assert "1 file(s) left out" in done.stderr and "vendor.min.js" not in done.stderr
+    assert "public/js/vendor.min.js" in {row["path"] for row in _symbols(data, root)}
+
+
+def test_one_long_line_of_definitions_is_cut_in_every_chunk(tmp_path: Path) -> None:
+    """Short lines keep the average under the minified mark; one line holds 8,000 functions. Each
+    function's chunk held that whole line (8,000 copies of 230 kB: the chunking took minutes)."""
+    root = tmp_path / "repo"
+    line = "".join(f"function q{i}(a){{return a+{i}}}" for i in range(8_000))
+    _write(root, {**NORMAL, "web/long.js": "var a = 1;\n" * 60_000 + line + "\n"})
+    _commit(root)
+    data = tmp_path / "data"
+    done = _forgebot(data, "index", str(root), "--no-embeddings", "--full-text", "--workers", "1")
+    assert done.returncode == 0 and "left out" not in done.stderr, done.stderr
+    found = json.loads(_forgebot(data, "search", str(root), "q7999", "--json", "-k", "3").stdout)
+    assert found["hits"][0]["path"] == "web/long.js" and found["hits"][0]["symbol"] == "web/long:q7999"
+    # each function's chunk holds the line's first 2,000 characters, not the whole line
+    conn = connect(next(data.rglob("*.db")), readonly=True)
+    longest, count = conn.execute("SELECT max(length(snippet)), count(*) FROM chunks "
+                                  "WHERE path = 'web/long.js' AND kind = 'function'").fetchone()
+    assert count == 8_000 and longest <= 2_002
+
+
+def test_a_file_its_extractor_fails_on_is_left_out_and_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever an extractor's bug, a file it fails on is that file's problem: marked stale with the
+    reason, its last good rows kept, every other file indexed."""
+    root = tmp_path / "repo"
+    _write(root, NORMAL)
+    _commit(root)
+    python = extractors.extractor_for("x.py")
+    assert python is not None
+
+    def failing(path: str, source: bytes, tree: tree_sitter.Tree, digest: str) -> FileRows:
+        if b"Shop" in source:
+            raise IndexError("an extractor bug")
+        return python.rows(path, source, tree, digest)
+
+    monkeypatch.setitem(extractors._BY_SUFFIX, ".py", dataclasses.replace(python, rows=failing))
+    conn = connect(tmp_path / "index.db")
+    report = store.build(conn, root, ["app/shop.py", "web/cart.ts", "src/Order.php"], workers=0)
+    assert report.failed == {"app/shop.py": "IndexError: an extractor bug"}
+    assert report.stale == ["app/shop.py"] and sorted(report.parsed) == ["src/Order.php", "web/cart.ts"]
+    functions = {row[0] for row in conn.execute(
+        "SELECT name FROM symbols WHERE path = 'web/cart.ts' AND kind = 'function'")}
+    assert functions == {"total", "pay"}
+    assert tuple(conn.execute("SELECT stale FROM files WHERE path = 'app/shop.py'").fetchone()) == (1,)
