@@ -21,6 +21,7 @@ from project.index.chunks import words
 from project.index.db import Connection
 from project.index.embed import Embedder
 from project.index.search_store import read_meta
+from project.index.store import left_out_files
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _STOPWORDS = frozenset(
@@ -438,6 +439,11 @@ def search(
     freshness = _freshness(meta)
     if freshness.degraded:
         notes.append(f"degraded search: {freshness.degraded}")
+    left_out = sorted(left_out_files(conn))
+    if left_out:  # a bundle or generated table is not searched here: grep and reading still reach it
+        more = f" and {len(left_out) - 5} more" if len(left_out) > 5 else ""
+        notes.append(f"not indexed, not hand-written source (minified, generated or over 1 MiB; search_code "
+                     f"and read_file_snippet read them): {', '.join(left_out[:5])}{more}")
     return Answer(query, tuple(hits), tuple(rankings), freshness, tuple(notes))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import json
 import multiprocessing
 import os
 import time
@@ -321,6 +322,7 @@ def build(
                 with timings.phase("graph writes"):
                     _record(conn, rows, now, report)
         _stamp(conn, root, now)
+        _note_left_out(conn, report.left_out)  # every left-out file is read again by each build
     return report
 
 
@@ -395,6 +397,10 @@ def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> S
             extractor.read(rel, source, parsers.get(extractor).parse(source), digest)
         with conn:
             _record(conn, rows, time.time(), report)
+    if report.parsed or report.stale or report.removed or report.left_out:
+        with conn:
+            _note_left_out(conn, report.left_out, read=[*report.parsed, *report.stale, *report.removed,
+                                                         *report.left_out])
     return report
 
 
@@ -424,6 +430,23 @@ def ensure_schema_once(conn: Connection) -> None:
 def _stamp(conn: Connection, root: Path, now: float) -> None:
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('graph.built_at', ?)", (str(now),))
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('graph.repo', ?)", (root.resolve().name,))
+
+
+def left_out_files(conn: Connection) -> dict[str, str]:
+    """The checkout's files the index leaves out as not hand-written source, and why (`generated`)."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
+        return {}  # search tables without a graph (a test's, or an index made before the graph was)
+    row = conn.execute("SELECT value FROM meta WHERE key = 'graph.left_out'").fetchone()
+    return dict(json.loads(row[0])) if row is not None else {}
+
+
+def _note_left_out(conn: Connection, left_out: dict[str, str], read: Iterable[str] = ()) -> None:
+    """Record `left_out` as the files left out: all of them after a build; after a sync, the files it
+    `read` are replaced by what it found of them and the rest stay."""
+    read = set(read)
+    if read:
+        left_out = {**{p: why for p, why in left_out_files(conn).items() if p not in read}, **left_out}
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('graph.left_out', ?)", (json.dumps(left_out, sort_keys=True),))
 
 
 def default_workers() -> int:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from foundation.settings import Settings
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence, Finding, Review
@@ -26,7 +26,7 @@ from tests.e2e.review_harness import work as review_work
 from tests.e2e.test_memory_service import _deliver, _task_ids, _trace
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
 from tests.fakes.git_http import create_git_server
-from tests.fakes.model_server import answer, scripted
+from tests.fakes.model_server import ScriptedModel, answer, scripted
 from tests.fakes.server import serving
 from tests.graph.conftest import init_repo
 from tests.graph.review.conftest import ChangeRepo, git
@@ -52,8 +52,32 @@ def _copy(target: Path, parts: tuple[str, ...], config: str) -> Path:
 @pytest.fixture
 def python_origin(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) -> Iterator[str]:
     """The fixture's Python shop as the served repository (branches `main` and `master`)."""
-    work_dir = init_repo(_copy(tmp_path / "work", ("shop", "app.py", "tests"),
-                               "profile: python\ncommands:\n  install: false\n  test: false\n  lint: false\n"))
+    yield from _served_shop(tmp_path, settings, fake_forge, {})
+
+
+# what a real repository also holds: a generated query chain (3,000 calls: the extractor recursed once per
+# call and the whole index build stopped), a vendored minified bundle and a 100,000-level generated chain
+HOSTILE = {
+    "shop/generated_query.py": "q = (Query()\n" + "    .where(1)\n" * 3_000 + ")\n",
+    "shop/deep.py": "q = (Query()\n" + " .w()\n" * 100_000 + ")\n",
+    "static/vendor.min.js": "".join(f"function q{i}(a){{return a+{i}}}" for i in range(6_000)),
+}
+
+
+@pytest.fixture
+def hostile_origin(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) -> Iterator[str]:
+    """The Python shop with `HOSTILE`'s files committed beside it."""
+    yield from _served_shop(tmp_path, settings, fake_forge, HOSTILE)
+
+
+def _served_shop(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState,
+                 extra: dict[str, str]) -> Iterator[str]:
+    work_dir = _copy(tmp_path / "work", ("shop", "app.py", "tests"),
+                     "profile: python\ncommands:\n  install: false\n  test: false\n  lint: false\n")
+    for name, text in extra.items():
+        (work_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (work_dir / name).write_text(text)
+    work_dir = init_repo(work_dir)
     served = tmp_path / "served"
     served.mkdir()
     subprocess.run(["git", "clone", "-q", "--bare", str(work_dir), str(served / "app.git")], check=True)
@@ -80,6 +104,27 @@ def _callers(received: list[list[BaseMessage]], tool: str) -> set[tuple[str, int
 async def test_an_analysis_of_a_python_repository_finds_callers_through_the_graph(
     settings: Settings, redis_url: str, fake_forge: FakeForgeState, python_origin: str
 ) -> None:
+    await _analyze_save(settings, redis_url, fake_forge, python_origin)
+
+
+async def test_generated_and_minified_files_cost_the_analysis_nothing(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, hostile_origin: str
+) -> None:
+    """The same analysis on the shop with `HOSTILE`'s files: the callers are the same, a search for a
+    bundle's function finds none of it and names the files the index left out."""
+    script = await _analyze_save(settings, redis_url, fake_forge, hostile_origin,
+                                 [call("semantic_search", query="q5999 return a plus")])
+    message = next(m for messages in script["analyzer"].received for m in messages
+                   if isinstance(m, ToolMessage) and m.name == "semantic_search")
+    answer = str(message.content)
+    assert "static/vendor.min.js:" not in answer  # no hit from the bundle
+    assert "not indexed, not hand-written source" in answer
+    assert "shop/deep.py, static/vendor.min.js" in answer
+
+
+async def _analyze_save(settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin: str,
+                        more: list[AIMessage] | None = None) -> dict[str, ScriptedModel]:
+    """An analysis of "who saves carts?" asking the graph for `Repository.save`'s callers (then `more`)."""
     settings.redis_url = redis_url
     allow_http_git(settings)
     settings.triggers.analyze_label = "bug"  # the sample adds "bug"
@@ -92,11 +137,11 @@ async def test_an_analysis_of_a_python_repository_finds_callers_through_the_grap
     script = {
         "decomposer": scripted([answer(Decomposition, Decomposition(
             criteria=[AcceptanceCriterion(id=1, text="every caller of save is named")]))]),
-        "analyzer": scripted([call("find_callers", fqn="shop.base.Repository.save"),
+        "analyzer": scripted([call("find_callers", fqn="shop.base.Repository.save"), *(more or []),
                               call("finish_exploration", files=["shop/base.py"], reason="callers known"),
                               answer(Analysis, analysis)]),
     }
-    await _deliver(settings, python_origin, 1, "5e1c0a4b-cc78-11e3-81ab-4c9367dc0958")
+    await _deliver(settings, origin, 1, "5e1c0a4b-cc78-11e3-81ab-4c9367dc0958")
     assert (await work(settings, lambda role: script[role])).jobs_failed == 0
     (task,) = await _task_ids(settings)
     (asked,) = _tool_lines(_trace(settings, task), "analyzer", "find_callers")
@@ -105,6 +150,7 @@ async def test_an_analysis_of_a_python_repository_finds_callers_through_the_grap
     assert _callers(script["analyzer"].received, "find_callers") == {
         ("app.py", 7, "app.checkout"), ("shop/cart.py", 13, "shop.cart.Cart::save"),
         ("tests/test_cart.py", 6, "tests.test_cart.test_total")}
+    return script
 
 
 def _script_change(root: Path) -> ChangeRepo:

@@ -110,8 +110,10 @@ def test_minified_and_oversized_files_are_left_out_and_said(tmp_path: Path) -> N
     assert "graph: 3 parsed" in done.stdout
     paths = {row["path"] for row in _symbols(data, root)}
     assert paths == {"app/shop.py", "web/cart.ts", "src/Order.php"}
-    found = _forgebot(data, "search", str(root), "q5999 return a", "--json")
-    assert found.returncode == 0 and "vendor.min.js" not in found.stdout
+    found = json.loads(_forgebot(data, "search", str(root), "q5999 return a", "--json").stdout)
+    assert all(hit["path"] != "public/js/vendor.min.js" for hit in found["hits"])
+    assert ("not indexed, not hand-written source (minified, generated or over 1 MiB; search_code and "
+            "read_file_snippet read them): app/tables.py, public/js/vendor.min.js") in found["notes"]
     # made hand-written again (a user un-minifies it), the next refresh indexes it
     (root / "public/js/vendor.min.js").write_text("function q1(a) {\n  return a + 1;\n}\n")
     done = _forgebot(data, "index", str(root), "--no-embeddings", "--full-text", "--workers", "1")
@@ -161,3 +163,23 @@ def test_a_file_its_extractor_fails_on_is_left_out_and_named(tmp_path: Path, mon
         "SELECT name FROM symbols WHERE path = 'web/cart.ts' AND kind = 'function'")}
     assert functions == {"total", "pay"}
     assert tuple(conn.execute("SELECT stale FROM files WHERE path = 'app/shop.py'").fetchone()) == (1,)
+
+
+def test_an_edit_moves_a_file_in_and_out_of_the_index(tmp_path: Path) -> None:
+    """The re-sync after an agent's or a user's edit applies the same rule, and the list of left-out
+    files (what searches name) follows it."""
+    root = tmp_path / "repo"
+    bundle = "".join(f"function q{i}(a){{return a+{i}}}" for i in range(300))
+    _write(root, {**NORMAL, "web/app.js": bundle})
+    _commit(root)
+    conn = connect(tmp_path / "index.db")
+    store.build(conn, root, [*NORMAL, "web/app.js"], workers=0)
+    assert set(store.left_out_files(conn)) == {"web/app.js"}
+    (root / "web/app.js").write_text("function q1(a) {\n  return a + 1;\n}\n")
+    report = store.sync_files(conn, root, ["web/app.js"])
+    assert report.parsed == ["web/app.js"] and store.left_out_files(conn) == {}
+    assert conn.execute("SELECT count(*) FROM symbols WHERE path = 'web/app.js'").fetchone()[0] > 0
+    (root / "web/app.js").write_text(bundle)
+    report = store.sync_files(conn, root, ["web/app.js"])
+    assert list(report.left_out) == ["web/app.js"] and set(store.left_out_files(conn)) == {"web/app.js"}
+    assert conn.execute("SELECT count(*) FROM symbols WHERE path = 'web/app.js'").fetchone()[0] == 0
