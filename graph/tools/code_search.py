@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from foundation.gitrunner import GitTimeout, Repo, run
+from graph.tools.files import numbered
 from project.index import basecomplete, memory
 from project.index.basevectors import VectorState, index_file, state
 from project.index.db import Connection
@@ -173,5 +174,5 @@ def read_file_snippet(root: Path, path: str, start_line: int = 1, end_line: int 
         raise ValueError(f"bad line range {start_line}-{end_line}")
     lines = file.read_text(errors="replace").splitlines()
     last = min(end_line or len(lines), len(lines), start_line + MAX_SNIPPET_LINES - 1)
-    text = "\n".join(f"{n:>6}  {lines[n - 1]}" for n in range(start_line, last + 1))
+    text, last = numbered(lines, start_line, last, "{:>6}  ")
     return Snippet(rel, start_line, last, len(lines), text)

@@ -15,6 +15,10 @@ from graph.tools.functiontool import function_tool
 from graph.tools.paths import PathRejected, resolve_in_worktree
 
 MAX_READ_LINES = 400
+# A read shows whole lines up to these: a minified bundle is one line of megabytes, and 400 lines of
+# generated data can be as large; either would fill a small model's context with one answer.
+MAX_LINE_CHARS = 2_000
+MAX_READ_CHARS = 40_000
 _OUTLINE = re.compile(
     r"^\s*(?:(?:abstract|final|public|protected|private|static|readonly)\s+)*"
     r"(?:class|interface|trait|enum|function|def|namespace)\b.*"
@@ -30,9 +34,27 @@ def read_lines(root: Path, path: str, start_line: int = 1, end_line: int | None 
     if start_line < 1 or (end_line is not None and end_line < start_line):
         raise ValueError(f"bad line range {start_line}-{end_line}")
     last = min(len(lines), end_line or len(lines), start_line + MAX_READ_LINES - 1)
-    body = "\n".join(f"{n:>5}| {lines[n - 1]}" for n in range(start_line, last + 1))
+    body, last = numbered(lines, start_line, last, "{:>5}| ")
     more = f"\n[{len(lines) - last} more lines; read from {last + 1}]" if last < len(lines) else ""
     return body + more
+
+
+def numbered(lines: list[str], start: int, last: int, prefix: str) -> tuple[str, int]:
+    """Lines `start..last` (1-based) each after `prefix` formatted with its number, a line longer than
+    `MAX_LINE_CHARS` cut (saying how long it was), stopping before `MAX_READ_CHARS` in all (at least
+    one line); and the number of the last line shown."""
+    shown: list[str] = []
+    size = 0
+    for n in range(start, last + 1):
+        line = lines[n - 1]
+        if len(line) > MAX_LINE_CHARS:
+            line = f"{line[:MAX_LINE_CHARS]} [line cut: {len(line):,} characters]"
+        entry = prefix.format(n) + line
+        if shown and size + len(entry) > MAX_READ_CHARS:
+            return "\n".join(shown), n - 1
+        shown.append(entry)
+        size += len(entry) + 1
+    return "\n".join(shown), last
 
 
 def outline(root: Path, path: str) -> str:

@@ -16,7 +16,8 @@ from graph.tools import (
     check_role_tools,
     tools_for,
 )
-from graph.tools.files import MAX_READ_LINES, file_tools, read_lines
+from graph.tools.code import search_tools
+from graph.tools.files import MAX_LINE_CHARS, MAX_READ_CHARS, MAX_READ_LINES, file_tools, read_lines
 from graph.tools.paths import PathRejected, relative, resolve_in_worktree
 from tests.graph.runtime.conftest import write_tool
 
@@ -70,3 +71,21 @@ def test_read_tool_numbers_lines_and_caps_length(worktree: Path) -> None:
         read_lines(worktree, "src/Large.php", 9, 3)
     with pytest.raises(FileNotFoundError):
         read_lines(worktree, "src/Nope.php")
+
+
+def test_a_minified_or_generated_file_reads_in_pieces_a_context_can_hold(worktree: Path) -> None:
+    """A bundle is one line of megabytes and 400 lines of generated data can be as large: each read
+    shows a long line's start and at most MAX_READ_CHARS, and says where to read on, in both read tools."""
+    (worktree / "public").mkdir()
+    (worktree / "public/app.min.js").write_text("var a=1;" * 500_000 + "\nvar b=2;\n")
+    (worktree / "public/data.js").write_text("".join(f"var row{i} = '{'x' * 1_000}';\n" for i in range(400)))
+    first = read_lines(worktree, "public/app.min.js")
+    assert first.startswith("    1| var a=1;var a=1;") and "[line cut: 4,000,000 characters]" in first
+    assert "    2| var b=2;" in first and len(first) < MAX_LINE_CHARS + 100
+    data = read_lines(worktree, "public/data.js")
+    shown = len(data.splitlines()) - 1
+    assert 30 < shown < 40 and len(data) <= MAX_READ_CHARS + 100
+    assert data.endswith(f"[{400 - shown} more lines; read from {shown + 1}]")
+    assert read_lines(worktree, "public/data.js", shown + 1).startswith(f"{shown + 1:>5}| var row{shown} =")
+    snippet = str(search_tools(worktree, None)["read_file_snippet"].invoke({"path": "public/data.js"}))
+    assert snippet.endswith(f"[public/data.js: lines 1-{shown} of 400]")
