@@ -61,8 +61,20 @@ def outline(root: Path, path: str) -> str:
     """Declarations with line numbers: the structure of a file too large to inject in full."""
     target = resolve_in_worktree(root, path)
     text = target.read_text(encoding="utf-8", errors="replace")
-    rows = [f"{n:>5}| {line.strip()}" for n, line in enumerate(text.splitlines(), 1) if _OUTLINE.match(line)]
-    return "\n".join(rows) or "(no declarations found)"
+    rows = [f"{n:>5}| {line.strip()[:MAX_LINE_CHARS]}" for n, line in enumerate(text.splitlines(), 1)
+            if _OUTLINE.match(line)]
+    return _capped(rows, "declarations") or "(no declarations found)"
+
+
+def _capped(rows: list[str], what: str) -> str:
+    """`rows` up to MAX_READ_CHARS in all, then how many more there were (a generated file can declare
+    50,000 functions, a directory can hold 100,000 files)."""
+    size = 0
+    for count, row in enumerate(rows):
+        size += len(row) + 1
+        if size > MAX_READ_CHARS and count:
+            return "\n".join(rows[:count]) + f"\n[{len(rows) - count} more {what}]"
+    return "\n".join(rows)
 
 
 def list_dir(root: Path, directory: str = ".") -> str:
@@ -70,7 +82,7 @@ def list_dir(root: Path, directory: str = ".") -> str:
     if not target.is_dir():
         raise NotADirectoryError(f"{directory}: not a directory")
     names = sorted(p.name + ("/" if p.is_dir() else "") for p in target.iterdir() if p.name != ".git")
-    return "\n".join(names)
+    return _capped(names, "entries")
 
 
 def file_tools(root: Path) -> dict[str, BaseTool]:

@@ -17,7 +17,15 @@ from graph.tools import (
     tools_for,
 )
 from graph.tools.code import search_tools
-from graph.tools.files import MAX_LINE_CHARS, MAX_READ_CHARS, MAX_READ_LINES, file_tools, read_lines
+from graph.tools.files import (
+    MAX_LINE_CHARS,
+    MAX_READ_CHARS,
+    MAX_READ_LINES,
+    file_tools,
+    list_dir,
+    outline,
+    read_lines,
+)
 from graph.tools.paths import PathRejected, relative, resolve_in_worktree
 from tests.graph.runtime.conftest import write_tool
 
@@ -89,3 +97,12 @@ def test_a_minified_or_generated_file_reads_in_pieces_a_context_can_hold(worktre
     assert read_lines(worktree, "public/data.js", shown + 1).startswith(f"{shown + 1:>5}| var row{shown} =")
     snippet = str(search_tools(worktree, None)["read_file_snippet"].invoke({"path": "public/data.js"}))
     assert snippet.endswith(f"[public/data.js: lines 1-{shown} of 400]")
+    (worktree / "public/generated.php").write_text("".join(f"function f{i}() {{}}\n" for i in range(50_000)))
+    shape = outline(worktree, "public/generated.php")
+    assert len(shape) <= MAX_READ_CHARS + 40 and shape.endswith(" more declarations]")
+    assert outline(worktree, "public/app.min.js") == "(no declarations found)"
+    (worktree / "many").mkdir()
+    for i in range(5_000):
+        (worktree / "many" / f"file{i:05}.txt").touch()
+    listing = list_dir(worktree, "many")
+    assert listing.startswith("file00000.txt\n") and listing.endswith(" more entries]")
