@@ -28,6 +28,9 @@ from project.index.symbol_history import history, render
 # context; the header says which lines to read for the rest.
 HIT_LINES = 60
 HIT_CHARS = 4000
+# The definitions one outline answer lists: a generated file can hold tens of thousands (about 150
+# characters of JSON each), past any context; `more` says how many were left out.
+OUTLINE_SYMBOLS = 300
 
 
 def render_answer(answer: Answer) -> str:
@@ -130,8 +133,8 @@ def graph_tools(root: Path, conn: Connection) -> dict[str, BaseTool]:
         return queries.impact(conn, root, fqn, depth=depth).model_dump_json()
 
     def get_file_outline(path: str) -> str:
-        """The declarations of a file with their line ranges."""
-        return queries.outline(conn, root, path).model_dump_json()
+        """The declarations of a file with their line ranges (the first 300; `more` counts the rest)."""
+        return queries.outline(conn, root, path, limit=OUTLINE_SYMBOLS).model_dump_json()
 
     def explore(names: list[str]) -> str:
         """Definitions, callers and callees of several symbols at once."""

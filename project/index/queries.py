@@ -182,16 +182,20 @@ def callees(conn: Connection, root: Path, fqn: str) -> CalleesResult:
     return CalleesResult(query=fqn, status=freshness(conn, root, {s.path for s in sites}), sites=sites)
 
 
-def outline(conn: Connection, root: Path, path: str) -> OutlineResult:
-    """A file's definitions in source order, with signatures: a map of a file too large to read."""
+def outline(conn: Connection, root: Path, path: str, limit: int | None = None) -> OutlineResult:
+    """A file's definitions in source order, with signatures: a map of a file too large to read.
+
+    The first `limit` of them (all by default, as `forgebot outline` prints); `more` counts the rest.
+    """
     if not index_ready(conn):
         return OutlineResult(path=path, status=MISSING)
     repo = _repo(conn)
     rows = conn.execute(
         f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE path = ? ORDER BY start_line, start_byte", (path,)
     ).fetchall()
-    hits = [_hit(tuple(r), repo) for r in rows]
-    return OutlineResult(path=path, status=freshness(conn, root, [path]), symbols=hits)
+    shown = rows if limit is None else rows[:limit]
+    hits = [_hit(tuple(r), repo) for r in shown]
+    return OutlineResult(path=path, status=freshness(conn, root, [path]), symbols=hits, more=len(rows) - len(shown))
 
 
 def impact(conn: Connection, root: Path, fqn: str, depth: int = 2, limit: int = 300) -> ImpactResult:

@@ -98,6 +98,7 @@ class OutlineResult(_Frozen):
     path: str
     status: IndexStatus
     symbols: list[SymbolHit] = Field(default_factory=list)
+    more: int = 0  # definitions past the limit, left out of `symbols`
 
 
 class ExploreItem(_Frozen):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from graph.tools.code import OUTLINE_SYMBOLS, graph_tools
 from project.index.db import Connection, connect
 from project.index.queries import callees, callers, definition, explore, impact, outline
+from project.index.store import sync_files
 
 CIRCLE = "Acme\\Geometry\\Model\\Circle"
 CLOCK = "Acme\\Geometry\\Support\\Clock"
@@ -114,7 +117,21 @@ def test_outline_lists_a_file_in_source_order(indexed: tuple[Connection, Path]) 
         ("namespace", "Model"), ("enum", "Color"), ("enum_case", "Color::Red"), ("enum_case", "Color::Green"),
         ("constant", "Color::DEFAULT"), ("method", "Color::area"), ("method", "Color::fallback"),
     ]
-    assert result.symbols[1].signature == "enum Color: string implements Measurable"
+    assert result.symbols[1].signature == "enum Color: string implements Measurable" and result.more == 0
+
+
+def test_the_agents_outline_of_a_huge_file_lists_its_first_definitions_and_counts_the_rest(
+    indexed: tuple[Connection, Path],
+) -> None:
+    """A file of 2,000 functions (hand-written by its shape) would be 300 kB of JSON in one answer."""
+    conn, repo = indexed
+    many = "".join(f"function f{i}() {{ return {i}; }}\n" for i in range(2_000))
+    (repo / "src/Many.php").write_text(f"<?php\n{many}")
+    sync_files(conn, repo, ["src/Many.php"])
+    answer = json.loads(str(graph_tools(repo, conn)["get_file_outline"].invoke({"path": "src/Many.php"})))
+    assert len(answer["symbols"]) == OUTLINE_SYMBOLS and answer["more"] == 2_000 - OUTLINE_SYMBOLS
+    assert answer["symbols"][0]["fqn"] == "f0" and answer["symbols"][-1]["fqn"] == f"f{OUTLINE_SYMBOLS - 1}"
+    assert len(outline(conn, repo, "src/Many.php").symbols) == 2_000  # `forgebot outline` prints them all
 
 
 def test_explore_batches_several_symbols(indexed: tuple[Connection, Path]) -> None:
