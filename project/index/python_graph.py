@@ -25,18 +25,7 @@ import tree_sitter_python
 
 from project.index import scopes
 from project.index.parse import FileRows
-from project.index.scopes import (
-    LOCAL,
-    NESTING_LIMIT,
-    Binding,
-    ClassInfo,
-    Context,
-    Rows,
-    Scope,
-    head,
-    looks_like_class,
-    sweep,
-)
+from project.index.scopes import LOCAL, Binding, ClassInfo, Context, Rows, Scope, head, looks_like_class, sweep
 
 _QUERY = """
 (decorated_definition) @decorated
@@ -379,7 +368,7 @@ def _typed(file: _File, name: str, left: tree_sitter.Node | None, annotation: tr
 
 def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context, depth: int = 0) -> str:
     """The class an annotation names (`Foo`, `mod.Foo`, `Optional[Foo]`, `Foo | None`), else ""."""
-    if depth > NESTING_LIMIT:
+    if depth > scopes.NESTING_LIMIT:
         return ""
     node = annotation.named_children[0] if annotation.type == "type" and annotation.named_children else annotation
     if node.type == "string" or node.type == "none":
@@ -402,8 +391,8 @@ def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context, depth: 
 
 
 def _value(file: _File, node: tree_sitter.Node, ctx: _Context, depth: int = 0) -> Binding | None:
-    """What an expression is, as far as the file tells (None: unknown, also past `NESTING_LIMIT`)."""
-    if depth > NESTING_LIMIT:
+    """What an expression is, as far as the file tells (None: unknown, also past `scopes.NESTING_LIMIT`)."""
+    if depth > scopes.NESTING_LIMIT:
         return None
     kind = node.type
     rows = file.rows

@@ -29,18 +29,7 @@ import tree_sitter_typescript
 
 from project.index import scopes
 from project.index.parse import FileRows
-from project.index.scopes import (
-    LOCAL,
-    NESTING_LIMIT,
-    Binding,
-    ClassInfo,
-    Context,
-    Rows,
-    Scope,
-    head,
-    looks_like_class,
-    sweep,
-)
+from project.index.scopes import LOCAL, Binding, ClassInfo, Context, Rows, Scope, head, looks_like_class, sweep
 
 _PATTERNS = {
     "class": ("class_declaration", "abstract_class_declaration"),
@@ -551,7 +540,7 @@ def _typed(file: _File, kind: str, name: str, annotation: tree_sitter.Node | Non
 
 def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context, depth: int = 0) -> str:
     """The class a type annotation names (`Foo`, `ns.Foo`, `Foo<T>`, `Foo | null`), else ""."""
-    if depth > NESTING_LIMIT:
+    if depth > scopes.NESTING_LIMIT:
         return ""
     node = annotation.named_children[0] if annotation.type == "type_annotation" and annotation.named_children \
         else annotation
@@ -573,8 +562,8 @@ def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context, depth: 
 
 
 def _value(file: _File, node: tree_sitter.Node, ctx: _Context, depth: int = 0) -> Binding | None:
-    """What an expression is, as far as the file tells (None: unknown, also past `NESTING_LIMIT`)."""
-    if depth > NESTING_LIMIT:
+    """What an expression is, as far as the file tells (None: unknown, also past `scopes.NESTING_LIMIT`)."""
+    if depth > scopes.NESTING_LIMIT:
         return None
     kind = node.type
     rows = file.rows
