@@ -396,7 +396,7 @@ def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> S
         digest = content_hash(source)
         why = why or left_out(len(source), source)
         stored = conn.execute("SELECT content_hash, stale FROM files WHERE path = ?", (rel,)).fetchone()
-        if stored is not None and stored[0] == digest:
+        if stored is not None and stored[0] == digest and not why:  # (an empty file grown past the limit)
             (report.stale if stored[1] else report.unchanged).append(rel)
             continue
         rows = FileRows(rel, digest, extractor.language, False, [], [], left_out=why) if why else \

@@ -183,3 +183,10 @@ def test_an_edit_moves_a_file_in_and_out_of_the_index(tmp_path: Path) -> None:
     report = store.sync_files(conn, root, ["web/app.js"])
     assert list(report.left_out) == ["web/app.js"] and set(store.left_out_files(conn)) == {"web/app.js"}
     assert conn.execute("SELECT count(*) FROM symbols WHERE path = 'web/app.js'").fetchone()[0] == 0
+    # an empty file (indexed: it has a files row) grown past the size limit is left out too, not "unchanged"
+    (root / "web/empty.ts").write_text("")
+    store.sync_files(conn, root, ["web/empty.ts"])
+    (root / "web/empty.ts").write_text("export const x = 1;\n" * 60_000)
+    report = store.sync_files(conn, root, ["web/empty.ts"])
+    assert "web/empty.ts" in report.left_out and "web/empty.ts" in store.left_out_files(conn)
+    assert conn.execute("SELECT count(*) FROM files WHERE path = 'web/empty.ts'").fetchone()[0] == 0
