@@ -44,7 +44,8 @@ class Extractor:
         Repository files are untrusted input: a generated or hostile file must cost the graph that
         file, not the whole build (every other file of the checkout, and the task waiting on them).
         The store treats it as a file with syntax errors: its last good rows stay and it is listed
-        as stale, with `failure` saying why.
+        as stale, with `failure` saying why. A tree nested deeper than `generated.MAX_NESTING` is not
+        swept at all: the file is left out (`left_out` says why), as the store leaves out bundles.
         """
         deep = too_deep(tree)
         if deep:

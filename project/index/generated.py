@@ -8,10 +8,10 @@ chunk. Tools that read code for people leave them out the same way (GitHub's Lin
 and generated files, Sourcegraph skips large files).
 
 A file is left out when it is larger than `MAX_SOURCE_BYTES`, or when its lines average more than
-`MINIFIED_LINE_BYTES` (minified or generated: hand-written code averages 30-70; the widest hand-written
-files of Symfony, Laravel, sympy and typeorm average under 150). The project history applies the same
-size limit to the blobs it reads. A left-out file is still in the checkout: the agent reads it with its
-file tools like any other file.
+`MINIFIED_LINE_BYTES` (minified or generated: hand-written code averages 30-70 bytes a line; the widest
+hand-written file of Symfony, Laravel, sympy and typeorm, an HTML page in a PHP template, averages 261).
+The project history applies the same size limit to the blobs it reads. A left-out file is still in the
+checkout: the agent reads it with its file tools like any other file.
 
 Once parsed, a file nested deeper than `MAX_NESTING` is left out too: a generated fluent chain of
 100,000 calls is a tree 100,000 levels deep, and tree-sitter's query cursor, past 65,535 levels, took
