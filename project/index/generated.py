@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import tree_sitter
 
+# why a listed file that resolves outside the checkout (a committed symlink to `/etc/passwd`) is not read
+OUTSIDE = "a link to outside the checkout"
 MAX_SOURCE_BYTES = 1024 * 1024
 MINIFIED_LINE_BYTES = 300
 _MINIFIED_FROM_BYTES = 4096  # below this a file costs little whatever its shape

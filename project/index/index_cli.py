@@ -174,7 +174,7 @@ def _graph_line(graph: SyncReport, counts: list[int]) -> str:
         shown = "; ".join(f"{path} ({why})" for path, why in list(graph.left_out.items())[:5])
         more = f"; and {len(graph.left_out) - 5} more" if len(graph.left_out) > 5 else ""
         sys.stderr.write(f"forgebot: {len(graph.left_out)} file(s) left out of the index, not hand-written source "
-                         f"(the agent still reads them as files): {shown}{more}\n")
+                         f"or not in the checkout: {shown}{more}\n")
     return (f"graph: {len(graph.parsed)} parsed, {len(graph.unchanged)} unchanged, {len(graph.removed)} removed, "
             f"{len(graph.stale)} stale; {counts[0]} symbols, {counts[1]} relations")
 

@@ -442,8 +442,9 @@ def search(
     left_out = sorted(left_out_files(conn))
     if left_out:  # a bundle or generated table is not searched here: grep and reading still reach it
         more = f" and {len(left_out) - 5} more" if len(left_out) > 5 else ""
-        notes.append(f"not indexed, not hand-written source (minified, generated or over 1 MiB; search_code "
-                     f"and read_file_snippet read them): {', '.join(left_out[:5])}{more}")
+        notes.append(f"not indexed, not hand-written source (minified, generated or over 1 MiB: search_code "
+                     f"and read_file_snippet read them) or a link out of the checkout: "
+                     f"{', '.join(left_out[:5])}{more}")
     return Answer(query, tuple(hits), tuple(rankings), freshness, tuple(notes))
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from project.index.db import Connection
 from project.index.extractors import Parsers, extractor_for
-from project.index.generated import left_out
+from project.index.generated import OUTSIDE, left_out
 from project.index.parse import FileRows, content_hash
 from project.index.timings import Timings, peak_rss_mb
 
@@ -292,13 +292,19 @@ def build(
     """
     timings = timings if timings is not None else Timings()
     ensure_schema(conn)
+    report = SyncReport()
     with timings.phase("file walk"):
         resolver = _Resolver(os.path.realpath(root))
-        listed = {resolver.relative(p) for p in paths if extractor_for(os.fspath(p)) is not None}
+        listed = set()
+        for path in paths:
+            if extractor_for(os.fspath(path)) is not None:
+                try:
+                    listed.add(resolver.relative(path))
+                except ValueError:  # a link out of the checkout: what it points to is not read
+                    report.left_out[os.fspath(path)] = OUTSIDE
         # git lists deleted tracked files
         wanted = sorted(rel for rel in listed if os.path.isfile(os.path.join(root, rel)))
     known = {row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, content_hash, stale FROM files")}
-    report = SyncReport()
     todo: list[str] = []
     for rel in wanted:
         stored = known.get(rel)
@@ -381,7 +387,13 @@ def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> S
     report = SyncReport()
     parsers = Parsers()
     base = os.path.realpath(root)
-    for rel in sorted({_relative(base, p) for p in changed}):
+    inside = set()
+    for path in changed:
+        try:
+            inside.add(_relative(base, path))
+        except ValueError:  # a link out of the checkout (a repository can commit one): never read
+            report.left_out[os.fspath(path)] = OUTSIDE
+    for rel in sorted(inside):
         extractor = extractor_for(rel)
         if extractor is None:
             continue  # not a language the graph holds

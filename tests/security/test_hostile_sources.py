@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 import tree_sitter
 
-from project.index import extractors, store
+from project.index import extractors, store, taskindex
 from project.index.db import connect
-from project.index.generated import MAX_SOURCE_BYTES
+from project.index.generated import MAX_SOURCE_BYTES, OUTSIDE
 from project.index.parse import FileRows
 
 LINKS = 4_000  # TypeScript nests two levels a link: under `MAX_NESTING`, indexed, every link a row
@@ -112,8 +112,9 @@ def test_minified_and_oversized_files_are_left_out_and_said(tmp_path: Path) -> N
     assert paths == {"app/shop.py", "web/cart.ts", "src/Order.php"}
     found = json.loads(_forgebot(data, "search", str(root), "q5999 return a", "--json").stdout)
     assert all(hit["path"] != "public/js/vendor.min.js" for hit in found["hits"])
-    assert ("not indexed, not hand-written source (minified, generated or over 1 MiB; search_code and "
-            "read_file_snippet read them): app/tables.py, public/js/vendor.min.js") in found["notes"]
+    assert ("not indexed, not hand-written source (minified, generated or over 1 MiB: search_code and "
+            "read_file_snippet read them) or a link out of the checkout: app/tables.py, public/js/vendor.min.js"
+            ) in found["notes"]
     # made hand-written again (a user un-minifies it), the next refresh indexes it
     (root / "public/js/vendor.min.js").write_text("function q1(a) {\n  return a + 1;\n}\n")
     done = _forgebot(data, "index", str(root), "--no-embeddings", "--full-text", "--workers", "1")
@@ -190,3 +191,24 @@ def test_an_edit_moves_a_file_in_and_out_of_the_index(tmp_path: Path) -> None:
     report = store.sync_files(conn, root, ["web/empty.ts"])
     assert "web/empty.ts" in report.left_out and "web/empty.ts" in store.left_out_files(conn)
     assert conn.execute("SELECT count(*) FROM files WHERE path = 'web/empty.ts'").fetchone()[0] == 0
+
+
+def test_a_committed_link_out_of_the_checkout_is_never_read_and_stops_nothing(tmp_path: Path) -> None:
+    """A repository can commit a symlink named like source (`evil.php -> /etc/passwd`): the base index of
+    every task on it raised "outside the repository" and the task failed; now the link is left out, its
+    target never read, and the rest indexed, by the build and by the re-sync after an edit."""
+    root = tmp_path / "repo"
+    secret = tmp_path / "secret.py"
+    secret.write_text("def leaked_host_secret():\n    return 'token'\n")
+    _write(root, NORMAL)
+    (root / "app/evil.py").symlink_to(secret)
+    (root / "src/zero.php").symlink_to("/dev/zero")
+    _commit(root)
+    conn = connect(tmp_path / "index.db")
+    report = taskindex.refresh(tmp_path / "index.db", root, embedder=None).graph
+    assert report is not None and sorted(report.parsed) == ["app/shop.py", "src/Order.php", "web/cart.ts"]
+    assert report.left_out == {"app/evil.py": OUTSIDE, "src/zero.php": OUTSIDE}
+    assert conn.execute("SELECT count(*) FROM symbols WHERE name = 'leaked_host_secret'").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM chunks WHERE snippet LIKE '%leaked_host_secret%'").fetchone()[0] == 0
+    synced = store.sync_files(conn, root, ["app/evil.py", "app/shop.py"])
+    assert synced.left_out == {"app/evil.py": OUTSIDE} and synced.unchanged == ["app/shop.py"]

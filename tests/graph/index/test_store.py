@@ -15,6 +15,7 @@ import tree_sitter
 from project.index import store
 from project.index.db import Connection, connect
 from project.index.extractors import extractor_for
+from project.index.generated import OUTSIDE
 from project.index.parse import FileRows
 from project.index.store import build, relative_path, sync_files, write_file
 from tests.graph.index.conftest import php_files
@@ -138,12 +139,17 @@ def test_failed_write_leaves_the_previous_rows(indexed: tuple[Connection, Path])
     assert _fqns(conn, CIRCLE) == before
 
 
-def test_paths_outside_the_checkout_are_rejected(repo: Path, tmp_path: Path) -> None:
+def test_paths_outside_the_checkout_are_never_read(repo: Path, tmp_path: Path) -> None:
+    """Left out and said, not read and not fatal: a repository can commit a link out of itself
+    (tests/security/test_hostile_sources.py); a tool's path outside is still an error."""
     conn = connect(tmp_path / "other.db")
+    (tmp_path / "escape.php").write_text("<?php function escaped() {}\n")
+    assert sync_files(conn, repo, ["../escape.php"]).left_out == {"../escape.php": OUTSIDE}
+    assert build(conn, repo, ["/etc/passwd.php", "../escape.php"]).left_out == {
+        "/etc/passwd.php": OUTSIDE, "../escape.php": OUTSIDE}
+    assert conn.execute("SELECT count(*) FROM symbols").fetchone()[0] == 0
     with pytest.raises(ValueError, match="outside the repository"):
-        sync_files(conn, repo, ["../escape.php"])
-    with pytest.raises(ValueError, match="outside the repository"):
-        build(conn, repo, ["/etc/passwd.php"])
+        relative_path(repo, "../escape.php")
     assert relative_path(repo, "src/./Model/../multi.php") == "src/multi.php"
 
 
