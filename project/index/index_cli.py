@@ -57,10 +57,16 @@ def list_files(root: Path) -> list[str]:
                   or Path(os.path.realpath(os.path.join(base, name))).is_relative_to(base))
 
 
+# installed dependencies, never a project's own code: a checkout's .gitignore keeps them out of git's
+# list, and a plain directory gets the same (one node_modules holds tens of thousands of files)
+_DEPENDENCY_DIRS = frozenset({"node_modules", "__pycache__"})
+
+
 def _walk(root: Path) -> Iterable[str]:
-    """Files under `root`, hidden files and directories left out (os.walk follows no directory link)."""
+    """Files under `root`, hidden files and directories and `_DEPENDENCY_DIRS` left out (os.walk follows
+    no directory link)."""
     for directory, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _DEPENDENCY_DIRS]
         relative = os.path.relpath(directory, root)
         prefix = "" if relative == "." else relative.replace(os.sep, "/") + "/"
         yield from (prefix + name for name in files if not name.startswith("."))

@@ -241,4 +241,7 @@ def test_list_files_walks_a_directory_that_is_not_a_git_checkout(tmp_path: Path)
     (plain / "lib" / "a.php").write_text("<?php\n")
     (plain / ".cache").mkdir()
     (plain / ".cache" / "b.php").write_text("<?php\n")
-    assert list_files(plain) == ["lib/a.php"]
+    (plain / "web" / "node_modules" / "left-pad").mkdir(parents=True)
+    (plain / "web" / "node_modules" / "left-pad" / "index.js").write_text("module.exports = 1;\n")
+    (plain / "web" / "app.js").write_text("export const a = 1;\n")
+    assert list_files(plain) == ["lib/a.php", "web/app.js"]
