@@ -55,8 +55,10 @@ def python_origin(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState
     yield from _served_shop(tmp_path, settings, fake_forge, {})
 
 
-# what a real repository also holds: a generated query chain (3,000 calls: the extractor recursed once per
-# call and the whole index build stopped), a vendored minified bundle and a 100,000-level generated chain
+# what a real (or hostile) repository also holds: a generated query chain (3,000 calls: the extractor
+# recursed once per call and the whole index build stopped), a vendored minified bundle, a 100,000-level
+# generated chain, and a symlink out of the checkout (the base build raised "outside the repository")
+LINK_OUT = {"shop/secrets.py": "/etc/hostname"}
 HOSTILE = {
     "shop/generated_query.py": "q = (Query()\n" + "    .where(1)\n" * 3_000 + ")\n",
     "shop/deep.py": "q = (Query()\n" + " .w()\n" * 100_000 + ")\n",
@@ -67,16 +69,18 @@ HOSTILE = {
 @pytest.fixture
 def hostile_origin(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState) -> Iterator[str]:
     """The Python shop with `HOSTILE`'s files committed beside it."""
-    yield from _served_shop(tmp_path, settings, fake_forge, HOSTILE)
+    yield from _served_shop(tmp_path, settings, fake_forge, HOSTILE, LINK_OUT)
 
 
 def _served_shop(tmp_path: Path, settings: Settings, fake_forge: FakeForgeState,
-                 extra: dict[str, str]) -> Iterator[str]:
+                 extra: dict[str, str], links: dict[str, str] | None = None) -> Iterator[str]:
     work_dir = _copy(tmp_path / "work", ("shop", "app.py", "tests"),
                      "profile: python\ncommands:\n  install: false\n  test: false\n  lint: false\n")
     for name, text in extra.items():
         (work_dir / name).parent.mkdir(parents=True, exist_ok=True)
         (work_dir / name).write_text(text)
+    for name, target in (links or {}).items():
+        (work_dir / name).symlink_to(target)
     work_dir = init_repo(work_dir)
     served = tmp_path / "served"
     served.mkdir()
@@ -119,7 +123,7 @@ async def test_generated_and_minified_files_cost_the_analysis_nothing(
     answer = str(message.content)
     assert "static/vendor.min.js:" not in answer  # no hit from the bundle
     assert "not indexed, not hand-written source" in answer
-    assert "shop/deep.py, static/vendor.min.js" in answer
+    assert "shop/deep.py, shop/secrets.py, static/vendor.min.js" in answer
 
 
 async def _analyze_save(settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin: str,
