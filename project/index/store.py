@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
-import logging
 import multiprocessing
 import os
 import time
@@ -25,8 +24,6 @@ from project.index.extractors import Parsers, extractor_for
 from project.index.generated import OUTSIDE, left_out
 from project.index.parse import FileRows, content_hash
 from project.index.timings import Timings, peak_rss_mb
-
-_log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1"
 
@@ -332,9 +329,6 @@ def build(
                     _record(conn, rows, now, report)
         _stamp(conn, root, now)
         _note_left_out(conn, report.left_out)  # every left-out file is read again by each build
-    if report.left_out:  # the operator's view; `forgebot index` prints them and searches name them
-        _log.info("code graph of %s: %d file(s) left out as not hand-written source: %s", root.name,
-                  len(report.left_out), ", ".join(f"{p} ({why})" for p, why in list(report.left_out.items())[:5]))
     return report
 
 

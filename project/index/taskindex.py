@@ -196,7 +196,7 @@ def build_base(
             build_new(graph, lambda conn: _graph_only(conn, root, paths, workers))
         return graph
     def whole(conn: Connection) -> None:
-        _refresh(conn, root, None, workers, files=paths)
+        _logged(_refresh(conn, root, None, workers, files=paths).graph, repo)
         remember(conn, root, memory_commits, newest_base(target), target.parent / HISTORY_JOURNAL)
 
     build_new(target, whole)
@@ -208,10 +208,18 @@ def graph_base_path(target: Path) -> Path:
     return target.with_name(f"{target.stem}.graph.db")
 
 
+def _logged(report: store.SyncReport | None, repo: str) -> None:
+    """The operator's view of a base build's left-out files (`forgebot index` prints them itself, and
+    every search answer names them to the agent)."""
+    if report is not None and report.left_out:
+        log.info("base index of %s: %d file(s) left out, not hand-written source or not in the checkout: %s",
+                 repo, len(report.left_out), ", ".join(f"{p} ({why})" for p, why in list(report.left_out.items())[:5]))
+
+
 def _graph_only(conn: Connection, root: Path, paths: Sequence[str], workers: int) -> None:
     """The code graph, and empty search tables marked as waiting for the background build."""
     search_store.ensure_schema(conn, None)
-    store.build(conn, root, paths, workers=workers)
+    _logged(store.build(conn, root, paths, workers=workers), root.name)
     search_store.write_meta(conn, **{search_store.LEXICAL_PENDING: "the full-text leg and the project memory are "
                                      "being built in the background"})
     search_store.set_freshness(conn, commit=commit_or_none(root), stale=index_stale_files(conn))

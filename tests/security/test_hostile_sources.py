@@ -212,3 +212,15 @@ def test_a_committed_link_out_of_the_checkout_is_never_read_and_stops_nothing(tm
     assert conn.execute("SELECT count(*) FROM chunks WHERE snippet LIKE '%leaked_host_secret%'").fetchone()[0] == 0
     synced = store.sync_files(conn, root, ["app/evil.py", "app/shop.py"])
     assert synced.left_out == {"app/evil.py": OUTSIDE} and synced.unchanged == ["app/shop.py"]
+
+
+def test_a_base_build_tells_the_operator_what_it_left_out(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The service's base index (what every task on a commit starts from) logs its left-out files."""
+    root = tmp_path / "repo"
+    _write(root, {**NORMAL, "public/app.min.js": "".join(f"function q{i}(a){{return a+{i}}}" for i in range(300))})
+    _commit(root)
+    with caplog.at_level("INFO", logger="project.index.taskindex"):
+        base = taskindex.build_base(tmp_path / "data", "acme/shop", root)
+    assert base.is_file()
+    assert ("base index of acme/shop: 1 file(s) left out, not hand-written source or not in the checkout: "
+            "public/app.min.js (minified or generated: lines of") in caplog.text
