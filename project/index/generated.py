@@ -13,6 +13,10 @@ hand-written file of Symfony, Laravel, sympy and typeorm, an HTML page in a PHP 
 The project history applies the same size limit to the blobs it reads. A left-out file is still in the
 checkout: the agent reads it with its file tools like any other file.
 
+A file `.gitattributes` marks `linguist-generated`, `linguist-vendored` or binary (`binary`, `-diff`) is
+left out too, the marks GitHub itself reads (`marked`): the project history skips such blobs for the
+same reason.
+
 Once parsed, a file nested deeper than `MAX_NESTING` is left out too: a generated fluent chain of
 100,000 calls is a tree 100,000 levels deep, and tree-sitter's query cursor, past 65,535 levels, took
 84 s on one such 700 kB file (and 204 s at 140,000). Written code nests a few dozen levels.
@@ -20,7 +24,12 @@ Once parsed, a file nested deeper than `MAX_NESTING` is left out too: a generate
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 import tree_sitter
+
+from foundation.gitrunner import GitError, GitTampered, Repo, run
 
 # why a listed file that resolves outside the checkout (a committed symlink to `/etc/passwd`) is not read
 OUTSIDE = "a link to outside the checkout"
@@ -58,3 +67,30 @@ def too_deep(tree: tree_sitter.Tree) -> str:
                 return ""
             depth -= 1
     return f"generated: nested over {MAX_NESTING:,} levels deep"
+
+
+_MARKS = ("linguist-generated", "linguist-vendored", "diff", "binary")
+
+
+def marked(root: Path, paths: Sequence[str]) -> dict[str, str]:
+    """Why `.gitattributes` keeps each of `paths` out, for those it does (one `git check-attr` for all);
+    nothing outside a git checkout. A tampered repository raises (GitTampered), as every git command."""
+    if not paths:
+        return {}
+    try:
+        done = run(["check-attr", "-z", "--stdin", *_MARKS], Repo.at(root), input="\0".join(paths) + "\0")
+    except GitTampered:
+        raise
+    except GitError:
+        return {}
+    if done.returncode != 0:
+        return {}
+    found: dict[str, str] = {}
+    fields = done.stdout.split("\0")
+    for index in range(0, len(fields) - 2, 3):
+        path, name, value = fields[index:index + 3]
+        if name.startswith("linguist-") and value in ("set", "true"):
+            found[path] = f"marked {name.removeprefix('linguist-')} in .gitattributes"
+        elif (name, value) in (("diff", "unset"), ("binary", "set")):
+            found.setdefault(path, "marked binary in .gitattributes")
+    return found

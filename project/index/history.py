@@ -27,7 +27,7 @@ from pathlib import Path
 
 from foundation.gitrunner import MAX_OUTPUT, GitError, Repo, git, run, run_bytes
 from project.index.declarations import Hunk
-from project.index.generated import MAX_SOURCE_BYTES
+from project.index.generated import MAX_SOURCE_BYTES, marked
 
 MAX_BLOB_BYTES = MAX_SOURCE_BYTES  # a source file past this is generated (a bundle, a compiled container)
 BATCH = 200  # commits per batch of git commands
@@ -432,17 +432,6 @@ def _exclusions(root: Path, parsed: dict[str, list[_Entry]],
 def _attributes(root: Path, paths: Sequence[str], known: dict[str, str]) -> None:
     """Record in `known` why `.gitattributes` keeps each new path out ("" when it does not)."""
     new = [p for p in dict.fromkeys(paths) if p not in known]
-    if not new:
-        return
-    done = run(["check-attr", "-z", "--stdin", "linguist-generated", "diff", "binary"], Repo.at(root),
-               input="\0".join(new) + "\0")
+    found = marked(root, new)
     for path in new:
-        known[path] = ""
-    if done.returncode != 0:
-        return
-    fields = done.stdout.split("\0")
-    for index in range(0, len(fields) - 2, 3):
-        path, name, value = fields[index:index + 3]
-        if (name == "linguist-generated" and value in ("set", "true")) or \
-                (name in ("diff", "binary") and value == ("unset" if name == "diff" else "set")):
-            known[path] = f"marked {'generated' if name == 'linguist-generated' else 'binary'} in .gitattributes"
+        known[path] = found.get(path, "")

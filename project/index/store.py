@@ -21,7 +21,7 @@ from pathlib import Path
 
 from project.index.db import Connection
 from project.index.extractors import Parsers, extractor_for
-from project.index.generated import OUTSIDE, left_out
+from project.index.generated import OUTSIDE, left_out, marked
 from project.index.parse import FileRows, content_hash
 from project.index.timings import Timings, peak_rss_mb
 
@@ -301,6 +301,9 @@ def build(
                     report.left_out[os.fspath(path)] = OUTSIDE
         # git lists deleted tracked files
         wanted = sorted(rel for rel in listed if os.path.isfile(os.path.join(root, rel)))
+        report.left_out.update(marked(root, wanted))  # `.gitattributes`: generated, vendored, binary
+        if report.left_out:
+            wanted = [rel for rel in wanted if rel not in report.left_out]
     known = {row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, content_hash, stale FROM files")}
     todo: list[str] = []
     for rel in wanted:
@@ -387,7 +390,15 @@ def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> S
             inside.add(_relative(base, path))
         except ValueError:  # a link out of the checkout (a repository can commit one): never read
             report.left_out[os.fspath(path)] = OUTSIDE
+    # what the last build found marked in `.gitattributes` stays out (asking git per edit would cost
+    # more than the re-sync itself)
+    marks = {path: why for path, why in left_out_files(conn).items() if why.endswith(" in .gitattributes")}
     for rel in sorted(inside):
+        if rel in marks:
+            with conn:
+                _remove(conn, rel)
+            report.left_out[rel] = marks[rel]
+            continue
         extractor = extractor_for(rel)
         if extractor is None:
             continue  # not a language the graph holds

@@ -224,3 +224,23 @@ def test_a_base_build_tells_the_operator_what_it_left_out(tmp_path: Path, caplog
     assert base.is_file()
     assert ("base index of acme/shop: 1 file(s) left out, not hand-written source or not in the checkout: "
             "public/app.min.js (minified or generated: lines of") in caplog.text
+
+
+def test_files_gitattributes_marks_generated_or_vendored_are_left_out(tmp_path: Path) -> None:
+    """The marks GitHub reads (and the project history already did): the index leaves those files out,
+    says why, and an edit's re-sync keeps them out."""
+    root = tmp_path / "repo"
+    _write(root, {**NORMAL, "src/Proxy.php": "<?php\nfunction generated_proxy() {}\n",
+                  "lib/jq/query.js": "function vendoredQuery() {}\n",
+                  ".gitattributes": "src/Proxy.php linguist-generated\nlib/jq/** linguist-vendored\n"})
+    _commit(root)
+    data = tmp_path / "data"
+    done = _forgebot(data, "index", str(root), "--no-embeddings", "--workers", "1")
+    assert "src/Proxy.php (marked generated in .gitattributes)" in done.stderr
+    assert "lib/jq/query.js (marked vendored in .gitattributes)" in done.stderr
+    assert {row["path"] for row in _symbols(data, root)} == {"app/shop.py", "web/cart.ts", "src/Order.php"}
+    conn = connect(next(data.rglob("*.db")))
+    (root / "src/Proxy.php").write_text("<?php\nfunction generated_proxy_again() {}\n")
+    assert store.sync_files(conn, root, ["src/Proxy.php"]).left_out == {
+        "src/Proxy.php": "marked generated in .gitattributes"}
+    assert conn.execute("SELECT count(*) FROM symbols WHERE path = 'src/Proxy.php'").fetchone()[0] == 0
