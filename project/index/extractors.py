@@ -13,6 +13,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import tree_sitter
 
@@ -20,6 +21,9 @@ from project.index import parse, python_graph, script_graph, syntax
 from project.index.generated import too_deep
 from project.index.parse import FileRows
 from project.index.syntax import ExitSyntax
+
+if TYPE_CHECKING:
+    from project.index.aliases import Aliases
 
 _log = logging.getLogger(__name__)
 
@@ -29,16 +33,21 @@ class Extractor:
     language: str  # the `files.language` column; one parser per language is kept per batch
     suffixes: tuple[str, ...]
     new_parser: Callable[[], tree_sitter.Parser]
-    # (repository-relative path, bytes, the bytes parsed, content hash) -> the file's rows
-    rows: Callable[[str, bytes, tree_sitter.Tree, str], FileRows]
+    # (repository-relative path, bytes, the bytes parsed, content hash, what the checkout's bare import
+    # specifiers name) -> the file's rows
+    rows: Callable[[str, bytes, tree_sitter.Tree, str, Aliases | None], FileRows]
     # the member a class's instantiation calls (`new X`, `X()`): callers of a class are its callers
     constructor: str
     exits: ExitSyntax  # what an override contract reads in a method body
     # names compare without case (PHP's classes and functions); the graph's columns compare so, and a
     # query for a case-sensitive language keeps only the rows spelled as asked
     caseless: bool = False
+    # the module a file is (`src/util/index.ts` is `src/util`), for a language whose bare imports the
+    # checkout's configuration can map to its own modules (`aliases`); None when it cannot
+    module_of: Callable[[str], str] | None = None
 
-    def read(self, path: str, source: bytes, tree: tree_sitter.Tree, digest: str) -> FileRows:
+    def read(self, path: str, source: bytes, tree: tree_sitter.Tree, digest: str,
+             aliases: Aliases | None = None) -> FileRows:
         """The file's rows; a file the extractor fails on gets none, marked as not read cleanly.
 
         Repository files are untrusted input: a generated or hostile file must cost the graph that
@@ -51,7 +60,7 @@ class Extractor:
         if deep:
             return FileRows(path, digest, self.language, False, [], [], left_out=deep)
         try:
-            return self.rows(path, source, tree, digest)
+            return self.rows(path, source, tree, digest, aliases)
         except OSError:
             raise  # the machine's trouble (a disk gone), not the file's: the build stops and rolls back
         except Exception as exc:  # any other is this file's: the build goes on without it
@@ -60,16 +69,27 @@ class Extractor:
             return FileRows(path, digest, self.language, True, [], [], failure=reason)
 
 
+def _unaliased(rows: Callable[[str, bytes, tree_sitter.Tree, str], FileRows]) -> Callable[
+        [str, bytes, tree_sitter.Tree, str, Aliases | None], FileRows]:
+    """A language whose imports name modules by their own rules (PHP's namespaces, Python's packages)."""
+    def read(path: str, source: bytes, tree: tree_sitter.Tree, digest: str, aliases: Aliases | None) -> FileRows:
+        return rows(path, source, tree, digest)
+    return read
+
+
 EXTRACTORS = (
-    Extractor("php", (".php",), parse.new_parser, parse.tree_rows, "__construct", syntax.PHP, caseless=True),
-    Extractor("python", (".py",), python_graph.new_parser, python_graph.tree_rows, python_graph.CONSTRUCTOR,
-              syntax.PYTHON),
+    Extractor("php", (".php",), parse.new_parser, _unaliased(parse.tree_rows), "__construct", syntax.PHP,
+              caseless=True),
+    Extractor("python", (".py",), python_graph.new_parser, _unaliased(python_graph.tree_rows),
+              python_graph.CONSTRUCTOR, syntax.PYTHON),
     Extractor("typescript", (".ts", ".mts", ".cts"), script_graph.parser_of("typescript"),
-              script_graph.rows_of("typescript"), script_graph.CONSTRUCTOR, syntax.SCRIPT),
+              script_graph.rows_of("typescript"), script_graph.CONSTRUCTOR, syntax.SCRIPT,
+              module_of=script_graph.module_name),
     Extractor("tsx", (".tsx",), script_graph.parser_of("tsx"), script_graph.rows_of("tsx"),
-              script_graph.CONSTRUCTOR, syntax.SCRIPT),
+              script_graph.CONSTRUCTOR, syntax.SCRIPT, module_of=script_graph.module_name),
     Extractor("javascript", (".js", ".jsx", ".mjs", ".cjs"), script_graph.parser_of("javascript"),
-              script_graph.rows_of("javascript"), script_graph.CONSTRUCTOR, syntax.SCRIPT),
+              script_graph.rows_of("javascript"), script_graph.CONSTRUCTOR, syntax.SCRIPT,
+              module_of=script_graph.module_name),
 )
 _BY_SUFFIX = {suffix: extractor for extractor in EXTRACTORS for suffix in extractor.suffixes}
 # `git ls-files`-style patterns of every file some extractor reads

@@ -181,6 +181,8 @@ def _graph_line(graph: SyncReport, counts: list[int]) -> str:
         more = f"; and {len(graph.left_out) - 5} more" if len(graph.left_out) > 5 else ""
         sys.stderr.write(f"forgebot: {len(graph.left_out)} file(s) left out of the index, not hand-written source "
                          f"or not in the checkout: {shown}{more}\n")
+    for line in graph.unread_config[:20]:
+        sys.stderr.write(f"forgebot: {line}: not read, its import aliases are not followed\n")
     return (f"graph: {len(graph.parsed)} parsed, {len(graph.unchanged)} unchanged, {len(graph.removed)} removed, "
             f"{len(graph.stale)} stale; {counts[0]} symbols, {counts[1]} relations")
 

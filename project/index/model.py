@@ -25,6 +25,9 @@ SymbolKind = Literal[
 ]
 
 RelationKind = Literal["extends", "implements", "uses_trait", "imports", "calls", "overrides"]
+# The last part of both names of a star re-export's `imports` row (`src:*` → `src/decorators:*`, `pkg.*` →
+# `pkg.core.*`): the row stands for every name under the two prefixes (`bindings` follows it).
+STAR = "*"
 
 
 @dataclass(frozen=True)

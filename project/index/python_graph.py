@@ -24,6 +24,7 @@ import tree_sitter
 import tree_sitter_python
 
 from project.index import scopes
+from project.index.model import STAR
 from project.index.parse import FileRows
 from project.index.scopes import LOCAL, Binding, ClassInfo, Context, Rows, Scope, head, looks_like_class, sweep
 
@@ -284,8 +285,9 @@ def _import_from(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     for clause in node.named_children:
         if clause == module_node:
             continue
-        if clause.type == "wildcard_import":
-            rows.relate("imports", "", base.rsplit(".", 1)[-1], base, line)
+        if clause.type == "wildcard_import":  # at module level, every name of `base` under this module's
+            star = _binds(file, ctx, STAR)
+            rows.relate("imports", star, base.rsplit(".", 1)[-1], f"{base}.{STAR}" if star else base, line)
             continue
         if clause.type == "aliased_import":
             name = _dotted(rows, clause.child_by_field_name("name"))

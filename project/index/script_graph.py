@@ -22,14 +22,19 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import tree_sitter
 import tree_sitter_javascript
 import tree_sitter_typescript
 
 from project.index import scopes
+from project.index.model import STAR
 from project.index.parse import FileRows
 from project.index.scopes import LOCAL, Binding, ClassInfo, Context, Rows, Scope, head, looks_like_class, sweep
+
+if TYPE_CHECKING:
+    from project.index.aliases import Aliases
 
 _PATTERNS = {
     "class": ("class_declaration", "abstract_class_declaration"),
@@ -89,10 +94,11 @@ def module_name(path: str) -> str:
     return stem
 
 
-def resolve_specifier(path: str, specifier: str) -> str:
-    """The module an import names: relative ones as a path of the repository, others as written."""
+def resolve_specifier(path: str, specifier: str, aliases: Aliases | None = None) -> str:
+    """The module an import names: relative ones as a path of the repository, one the checkout's
+    configuration maps to its own files as that module (`aliases`), others as written."""
     if not specifier.startswith("."):
-        return specifier
+        return (aliases.resolve(path, specifier) if aliases else "") or specifier
     return _resolved(posixpath.dirname(path), specifier)
 
 
@@ -131,20 +137,27 @@ class _File(scopes.FileSweep):  # `bases` holds the heritage clauses (`extends`,
         field(default_factory=list)
     held: scopes.Held = field(default_factory=dict)
     named_class: tuple[int, str] = (-1, "")  # where the last `const X = class …` has its class, and X
+    aliases: Aliases | None = None  # what the checkout's bare specifiers name (tsconfig `paths`, packages)
+
+    def resolve(self, specifier: str) -> str:
+        return resolve_specifier(self.rows.path, specifier, self.aliases)
 
     def name(self, prefix: str, name: str) -> str:
         return f"{prefix}{name}" if prefix.endswith(":") else f"{prefix}.{name}"
 
 
-def rows_of(dialect: str) -> Callable[[str, bytes, tree_sitter.Tree, str], FileRows]:
-    def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = "") -> FileRows:
-        return _rows(dialect, path, source, tree, digest)
+def rows_of(dialect: str) -> Callable[[str, bytes, tree_sitter.Tree, str, Aliases | None], FileRows]:
+    def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = "",
+                  aliases: Aliases | None = None) -> FileRows:
+        return _rows(dialect, path, source, tree, digest, aliases)
     return tree_rows
 
 
-def _rows(dialect: str, path: str, source: bytes, tree: tree_sitter.Tree, digest: str) -> FileRows:
+def _rows(dialect: str, path: str, source: bytes, tree: tree_sitter.Tree, digest: str,
+          aliases: Aliases | None) -> FileRows:
     module = module_name(path)
-    file = _File(Rows(path, source, "javascript" if dialect == "javascript" else "typescript"), module, dialect=dialect)
+    file = _File(Rows(path, source, "javascript" if dialect == "javascript" else "typescript"), module,
+                 dialect=dialect, aliases=aliases)
     root = tree.root_node
     file.rows.module(module, module.rsplit("/", 1)[-1], root)
     calls: scopes.Later = []
@@ -317,7 +330,7 @@ def _variable(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
         return None
     specifier = _required(rows, value)
     if specifier is not None:
-        target = resolve_specifier(rows.path, specifier)
+        target = file.resolve(specifier)
         ctx.scope.bind(name, Binding("module", target))
         rows.relate("imports", _binds(file, ctx, name), target.rsplit("/", 1)[-1], target, node.start_point[0] + 1)
         return None
@@ -346,7 +359,7 @@ def _pattern(file: _File, pattern: tree_sitter.Node, value: tree_sitter.Node | N
     """`const { a, b: c } = require("m")` binds names of m; any other destructuring binds locals."""
     rows = file.rows
     specifier = _required(rows, value)
-    target = resolve_specifier(rows.path, specifier) if specifier is not None else ""
+    target = file.resolve(specifier) if specifier is not None else ""
     for child in pattern.named_children:
         if child.type == "shorthand_property_identifier_pattern":
             exported, local = rows.text(child), rows.text(child)
@@ -410,13 +423,13 @@ def _import(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
         source = require.child_by_field_name("source") or next(
             (c for c in require.named_children if c.type == "string"), None)
         if local and source is not None:
-            target = resolve_specifier(rows.path, rows.text(source)[1:-1])
+            target = file.resolve(rows.text(source)[1:-1])
             ctx.scope.bind(local, Binding("module", target))
-            rows.relate("imports", _binds(file, ctx, local), target.rsplit("/", 1)[-1], target, line)
+            rows.relate("imports", "", target.rsplit("/", 1)[-1], target, line)
         return
     if source is None:
         return
-    target = resolve_specifier(rows.path, rows.text(source)[1:-1])
+    target = file.resolve(rows.text(source)[1:-1])
     clause = next((c for c in node.named_children if c.type == "import_clause"), None)
     if clause is None:  # `import "./polyfill"`
         rows.relate("imports", "", target.rsplit("/", 1)[-1], target, line)
@@ -428,7 +441,7 @@ def _import(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
             local = rows.text(part.named_children[0]) if part.named_children else ""
             if local:
                 ctx.scope.bind(local, Binding("module", target))
-                rows.relate("imports", _binds(file, ctx, local), target.rsplit("/", 1)[-1], target, line)
+                rows.relate("imports", "", target.rsplit("/", 1)[-1], target, line)
         elif part.type == "named_imports":
             for specifier in part.named_children:
                 if specifier.type != "import_specifier":
@@ -443,7 +456,7 @@ def _bind_import(file: _File, ctx: _Context, local: str, exported: str, module: 
     if not local or not exported:
         return
     ctx.scope.bind(local, Binding("name", f"{module}:{exported}"))
-    file.rows.relate("imports", _binds(file, ctx, local), exported, f"{module}:{exported}", line)
+    file.rows.relate("imports", "", exported, f"{module}:{exported}", line)  # an ES import is not exported
 
 
 def _export(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
@@ -610,12 +623,15 @@ def _exported(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     rows = file.rows
     line = node.start_point[0] + 1
     source = node.child_by_field_name("source")
-    target_module = resolve_specifier(rows.path, rows.text(source)[1:-1]) if source is not None else ""
+    target_module = file.resolve(rows.text(source)[1:-1]) if source is not None else ""
     clause = next((c for c in node.named_children if c.type == "export_clause"), None)
     if source is not None and clause is None:  # `export * from "m"` / `export * as ns from "m"`
         alias = next((c for c in node.named_children if c.type == "namespace_export"), None)
         local = _name(rows, alias.named_children[0]) if alias is not None and alias.named_children else ""
-        rows.relate("imports", f"{file.module}:{local}" if local else "", _short(target_module), target_module, line)
+        if local:
+            rows.relate("imports", f"{file.module}:{local}", _short(target_module), target_module, line)
+        else:  # every name of the module under this one's (`bindings` follows `module:*`)
+            rows.relate("imports", f"{file.module}:{STAR}", _short(target_module), f"{target_module}:{STAR}", line)
         return
     if clause is not None:
         for specifier in clause.named_children:

@@ -19,6 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from project.index.aliases import NO_ALIASES, Aliases, configuration_files, read_aliases
 from project.index.db import Connection
 from project.index.extractors import Parsers, extractor_for
 from project.index.generated import OUTSIDE, left_out, marked
@@ -26,6 +27,10 @@ from project.index.parse import FileRows, content_hash
 from project.index.timings import Timings, peak_rss_mb
 
 SCHEMA_VERSION = "1"
+# The rules files are read by: a build by other rules (an index made by an earlier release, whose
+# extractors wrote other rows) reads every file again instead of keeping the rows of unchanged ones.
+# Raise it with any change to what an extractor writes.
+ROWS_VERSION = "2"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -66,6 +71,7 @@ class SyncReport:
     relations: int = 0
     failed: dict[str, str] = field(default_factory=dict)  # path -> why the extractor could not read it
     left_out: dict[str, str] = field(default_factory=dict)  # path -> why it is not source (`generated`)
+    unread_config: list[str] = field(default_factory=list)  # tsconfig/package.json files not read, and why
 
 
 def ensure_schema(conn: Connection) -> None:
@@ -125,8 +131,17 @@ Prepare = Callable[[FileRows, bytes, Timings], object]
 Consume = Callable[[FileRows], None]
 
 
+# a parser process's copy of the build's aliases, sent once when the process starts (`_receive`)
+_received: Aliases | None = None
+
+
+def _receive(aliases: Aliases) -> None:
+    global _received
+    _received = aliases
+
+
 def _parse_batch(
-    root: str, paths: Sequence[str], prepare: Prepare | None = None
+    root: str, paths: Sequence[str], prepare: Prepare | None = None, aliases: Aliases | None = None
 ) -> tuple[list[FileRows], Timings]:
     """Worker entry point: read, parse and extract files under `root`, timing each phase.
 
@@ -138,13 +153,15 @@ def _parse_batch(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _parse_files(root, paths, prepare)
+        return _parse_files(root, paths, prepare, aliases if aliases is not None else _received)
     finally:
         if collecting:
             gc.enable()
 
 
-def _parse_files(root: str, paths: Sequence[str], prepare: Prepare | None) -> tuple[list[FileRows], Timings]:
+def _parse_files(
+    root: str, paths: Sequence[str], prepare: Prepare | None, aliases: Aliases | None
+) -> tuple[list[FileRows], Timings]:
     """Read, parse and extract each file, adding each phase's seconds up here and into the Timings once.
 
     Three phases of 10,000 files are 30,000 entries into a timing context: clocks read inline and
@@ -174,7 +191,7 @@ def _parse_files(root: str, paths: Sequence[str], prepare: Prepare | None) -> tu
         w1, c1 = wall(), cpu()
         tree = parsers.get(extractor).parse(source)
         w2, c2 = wall(), cpu()
-        rows = extractor.read(rel, source, tree, digest)
+        rows = extractor.read(rel, source, tree, digest, aliases)
         w3, c3 = wall(), cpu()
         del tree
         w4, c4 = wall(), cpu()
@@ -251,7 +268,7 @@ def _start_method() -> multiprocessing.context.BaseContext:
 
 
 def _parse_all(
-    root: Path, paths: list[str], workers: int, prepare: Prepare | None, timings: Timings
+    root: Path, paths: list[str], workers: int, prepare: Prepare | None, timings: Timings, aliases: Aliases
 ) -> Iterable[FileRows]:
     """Every file's rows, in order; `prepare` applied to each.
 
@@ -260,13 +277,14 @@ def _parse_all(
     files, so even one parser process overlaps the two halves of the work on two cores.
     """
     if not _pooled(paths, workers):
-        found, spent = _parse_batch(str(root), paths, prepare)
+        found, spent = _parse_batch(str(root), paths, prepare, aliases)
         timings.merge(spent)
         yield from found
         return
     # small batches: the last one's writes (and the first one's wait) are what the overlap cannot hide
     size = max(8, len(paths) // (workers * 32))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_start_method()) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_start_method(), initializer=_receive,
+                             initargs=(aliases,)) as pool:
         batches = _batches(paths, size)
         keep = [_keep_source if prepare else None] * len(batches)
         for batch, spent in pool.map(_parse_batch, [str(root)] * len(batches), batches, keep):
@@ -291,20 +309,12 @@ def build(
     ensure_schema(conn)
     report = SyncReport()
     with timings.phase("file walk"):
-        resolver = _Resolver(os.path.realpath(root))
-        listed = set()
-        for path in paths:
-            if extractor_for(os.fspath(path)) is not None:
-                try:
-                    listed.add(resolver.relative(path))
-                except ValueError:  # a link out of the checkout: what it points to is not read
-                    report.left_out[os.fspath(path)] = OUTSIDE
-        # git lists deleted tracked files
-        wanted = sorted(rel for rel in listed if os.path.isfile(os.path.join(root, rel)))
-        report.left_out.update(marked(root, wanted))  # `.gitattributes`: generated, vendored, binary
-        if report.left_out:
-            wanted = [rel for rel in wanted if rel not in report.left_out]
+        wanted = _wanted(root, paths, report)
+        aliases = _aliases(root, wanted)
+    rules = f"{ROWS_VERSION}:{aliases.digest()}"
     known = {row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, content_hash, stale FROM files")}
+    if known and _meta(conn, "graph.rows") != rules:  # made by rules that read files otherwise
+        known = {}
     todo: list[str] = []
     for rel in wanted:
         stored = known.get(rel)
@@ -316,7 +326,10 @@ def build(
     with conn:
         if not conn.in_transaction:
             conn.execute("BEGIN")  # so that DROP INDEX in a first build rolls back with the rest
-        parsed = _parse_all(root.resolve(), todo, workers, prepare, timings)
+        if not known:  # a first build, or one that reads every file again: no row of the last one stays
+            for table in ("symbols", "relations", "files"):
+                conn.execute(f"DELETE FROM {table}")
+        parsed = _parse_all(root.resolve(), todo, workers, prepare, timings, aliases)
         if consume is not None:
             parsed = _consumed(parsed, consume)
         if not known:
@@ -331,8 +344,27 @@ def build(
                 with timings.phase("graph writes"):
                     _record(conn, rows, now, report)
         _stamp(conn, root, now)
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('graph.rows', ?)", (rules,))
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('graph.aliases', ?)", (aliases.dumps(),))
         _note_left_out(conn, report.left_out)  # every left-out file is read again by each build
+    report.unread_config = list(aliases.skipped)
     return report
+
+
+def _wanted(root: Path, paths: Iterable[Path | str], report: SyncReport) -> list[str]:
+    """The listed files the graph holds, repository-relative; the rest of them in `report.left_out`."""
+    resolver = _Resolver(os.path.realpath(root))
+    listed = set()
+    for path in paths:
+        if extractor_for(os.fspath(path)) is not None:
+            try:
+                listed.add(resolver.relative(path))
+            except ValueError:  # a link out of the checkout: what it points to is not read
+                report.left_out[os.fspath(path)] = OUTSIDE
+    # git lists deleted tracked files
+    wanted = sorted(rel for rel in listed if os.path.isfile(os.path.join(root, rel)))
+    report.left_out.update(marked(root, wanted))  # `.gitattributes`: generated, vendored, binary
+    return [rel for rel in wanted if rel not in report.left_out] if report.left_out else wanted
 
 
 def _consumed(parsed: Iterable[FileRows], consume: Consume) -> Iterator[FileRows]:
@@ -393,6 +425,7 @@ def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> S
     # what the last build found marked in `.gitattributes` stays out (asking git per edit would cost
     # more than the re-sync itself)
     marks = {path: why for path, why in left_out_files(conn).items() if why.endswith(" in .gitattributes")}
+    aliases: Aliases | None = None  # read from the last build's record when a file needs them
     for rel in sorted(inside):
         if rel in marks:
             with conn:
@@ -416,8 +449,10 @@ def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> S
         if stored is not None and stored[0] == digest and not why:  # (an empty file grown past the limit)
             (report.stale if stored[1] else report.unchanged).append(rel)
             continue
+        if aliases is None:
+            aliases = Aliases.loads(_meta(conn, "graph.aliases"))
         rows = FileRows(rel, digest, extractor.language, False, [], [], left_out=why) if why else \
-            extractor.read(rel, source, parsers.get(extractor).parse(source), digest)
+            extractor.read(rel, source, parsers.get(extractor).parse(source), digest, aliases)
         with conn:
             _record(conn, rows, time.time(), report)
     if report.parsed or report.stale or report.removed or report.left_out:
@@ -448,6 +483,18 @@ def ensure_schema_once(conn: Connection) -> None:
     """Create the schema unless it exists: sync runs per edit and must stay cheap."""
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'relations'").fetchone() is None:
         ensure_schema(conn)
+
+
+def _meta(conn: Connection, key: str) -> str:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return str(row[0]) if row is not None else ""
+
+
+def _aliases(root: Path, wanted: Sequence[str]) -> Aliases:
+    """What the checkout's bare import specifiers name, when it holds script files to read them."""
+    modules = [extractor.module_of(rel) for rel in wanted
+               if (extractor := extractor_for(rel)) is not None and extractor.module_of is not None]
+    return read_aliases(root, configuration_files(root), modules) if modules else NO_ALIASES
 
 
 def _stamp(conn: Connection, root: Path, now: float) -> None:

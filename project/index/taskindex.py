@@ -211,6 +211,9 @@ def graph_base_path(target: Path) -> Path:
 def _logged(report: store.SyncReport | None, repo: str) -> None:
     """The operator's view of a base build's left-out files (`forgebot index` prints them itself, and
     every search answer names them to the agent)."""
+    if report is not None and report.unread_config:
+        log.warning("base index of %s: configuration not read, its import aliases are not followed: %s",
+                    repo, "; ".join(report.unread_config[:5]))
     if report is not None and report.left_out:
         log.info("base index of %s: %d file(s) left out, not hand-written source or not in the checkout: %s",
                  repo, len(report.left_out), ", ".join(f"{p} ({why})" for p, why in list(report.left_out.items())[:5]))

@@ -158,7 +158,8 @@ async def _analyze_save(settings: Settings, redis_url: str, fake_forge: FakeForg
 
 
 def _script_change(root: Path) -> ChangeRepo:
-    _copy(root, ("src", "legacy"), "profile: typescript\ncommands:\n  install: false\n  test: false\n  lint: false\n")
+    _copy(root, ("src", "legacy", "packages", "tsconfig.json"),
+          "profile: typescript\ncommands:\n  install: false\n  test: false\n  lint: false\n")
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-q", "-m", "base")
@@ -190,4 +191,6 @@ async def test_a_review_of_a_typescript_change_finds_callers_through_the_graph(
     assert '"state":"ok"' in asked and '"sites":[{"path":"legacy/util.js"' in asked
     assert _callers(models.reviewer.received, "find_callers") == {
         ("legacy/util.js", 4, "legacy/util:legacyTotal"),
-        ("src/models/cart.ts", 19, "src/models/cart:Cart::total")}  # `import * as pricing`
+        ("src/models/cart.ts", 19, "src/models/cart:Cart::total"),  # `import * as pricing`
+        # `import { sumPrices } from "@shop/pricing"` in a workspace package: tsconfig.json maps `@shop/*`
+        ("packages/checkout/src/order.ts", 4, "packages/checkout/src/order:orderTotal")}

@@ -26,6 +26,7 @@ import pytest
 import tree_sitter
 
 from project.index import extractors, store, taskindex
+from project.index.aliases import Aliases
 from project.index.db import connect
 from project.index.generated import MAX_SOURCE_BYTES, OUTSIDE
 from project.index.parse import FileRows
@@ -150,10 +151,10 @@ def test_a_file_its_extractor_fails_on_is_left_out_and_named(tmp_path: Path, mon
     python = extractors.extractor_for("x.py")
     assert python is not None
 
-    def failing(path: str, source: bytes, tree: tree_sitter.Tree, digest: str) -> FileRows:
+    def failing(path: str, source: bytes, tree: tree_sitter.Tree, digest: str, aliases: Aliases | None) -> FileRows:
         if b"Shop" in source:
             raise IndexError("an extractor bug")
-        return python.rows(path, source, tree, digest)
+        return python.rows(path, source, tree, digest, aliases)
 
     monkeypatch.setitem(extractors._BY_SUFFIX, ".py", dataclasses.replace(python, rows=failing))
     conn = connect(tmp_path / "index.db")
@@ -244,3 +245,26 @@ def test_files_gitattributes_marks_generated_or_vendored_are_left_out(tmp_path: 
     assert store.sync_files(conn, root, ["src/Proxy.php"]).left_out == {
         "src/Proxy.php": "marked generated in .gitattributes"}
     assert conn.execute("SELECT count(*) FROM symbols WHERE path = 'src/Proxy.php'").fetchone()[0] == 0
+
+
+def test_hostile_import_configuration_is_never_followed_out_and_stops_nothing(tmp_path: Path) -> None:
+    """tsconfig.json and package.json are read for what bare imports name: a committed link to a host
+    file is not read, a nesting bomb and an oversized file are skipped, each named on stderr, and every
+    source file is indexed; the host file's aliases map nothing."""
+    host = tmp_path / "host.json"
+    host.write_text('{"compilerOptions": {"paths": {"@x/*": ["web/*"]}}}')
+    root = tmp_path / "repo"
+    _write(root, {**NORMAL, "web/use.ts": 'import { total } from "@x/cart";\n\nexport const t = () => total();\n',
+                  "deep/tsconfig.json": "[" * 200_000,
+                  "big/package.json": '{"name": "' + "a" * (1 << 20) + '"}'})
+    (root / "tsconfig.json").symlink_to(host)
+    _commit(root)
+    done = _forgebot(tmp_path / "data", "index", str(root), "--no-embeddings")
+    assert done.returncode == 0, done.stderr
+    assert "forgebot: tsconfig.json: a link to outside the checkout: not read" in done.stderr
+    assert "forgebot: deep/tsconfig.json: RecursionError" in done.stderr
+    assert "forgebot: big/package.json: over 1048576 bytes: not read" in done.stderr
+    assert "graph: 4 parsed" in done.stdout
+    callers = _forgebot(tmp_path / "data", "callers", str(root), "web/cart:total")
+    assert callers.returncode == 0 and "web/use.ts" not in callers.stdout
+

@@ -123,6 +123,7 @@ def test_script_callers_through_barrels_namespaces_and_require(poly: tuple[Conne
     assert _callers(conn, root, "src/pricing:sumPrices") == {
         ("src/models/cart.ts", 19, "src/models/cart:Cart::total"),  # `import * as pricing`
         ("legacy/util.js", 4, "legacy/util:legacyTotal"),  # `const { sumPrices } = require(...)`
+        ("packages/checkout/src/order.ts", 4, "packages/checkout/src/order:orderTotal"),  # "@shop/pricing"
     }
     assert _callers(conn, root, "src/pricing:Discount") == {("src/models/cart.ts", 7, "src/models/cart:Cart")}
     assert _callers(conn, root, "src/pricing:Discount::apply") == {
@@ -195,3 +196,46 @@ def test_history_reads_python_and_typescript_blobs_with_the_graphs_names() -> No
     assert [(d.fqn, d.start_line, d.end_line) for d in script.enclosing(version, [1, 3])] == [("src/a:f", 1, 4)]
     assert [d.fqn for d in script.types(script.parse(b"class A {}\ninterface B {}\n", path="src/a.ts"))] == [
         "src/a:A", "src/a:B"]
+
+
+def test_script_callers_through_aliases_workspace_packages_and_star_barrels(poly: tuple[Connection, Path]) -> None:
+    """What a monorepo's imports name: tsconfig `paths` (`@shop/*` is `src/*`), a workspace package by
+    its package.json name (`@shop/checkout`, whose `src/index.ts` is `export * from "./order"`)."""
+    conn, root = poly
+    assert _callers(conn, root, "packages/checkout/src/order:orderTotal") == {
+        ("src/receipt.ts", 4, "src/receipt:receipt")}
+    assert queries.canonical(conn, "packages/checkout/src:orderTotal") == "packages/checkout/src/order:orderTotal"
+    assert queries.canonical(conn, "src/models:Repository") == "src/models/base:Repository"  # `export *`
+    # a one-file sync reads the aliases the build recorded
+    (root / "src" / "receipt.ts").write_text('import { sumPrices } from "@shop/pricing";\n\n'
+                                             "export const receipt = (p: number[]) => sumPrices(p);\n")
+    sync_files(conn, root, ["src/receipt.ts"])
+    assert ("src/receipt.ts", 3, "src/receipt:receipt") in _callers(conn, root, "src/pricing:sumPrices")
+    assert _callers(conn, root, "packages/checkout/src/order:orderTotal") == set()
+
+
+def test_a_changed_alias_reads_every_file_again(poly: tuple[Connection, Path]) -> None:
+    """The rows of unchanged files depend on the aliases: a build under other ones reads them again."""
+    conn, root = poly
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
+    assert build(conn, root, files).parsed == []
+    (root / "tsconfig.json").write_text('{"compilerOptions": {"paths": {"@shop/*": ["legacy/*"]}}}')
+    report = build(conn, root, files)
+    assert "packages/checkout/src/order.ts" in report.parsed and "shop/cart.py" in report.parsed
+    assert ("packages/checkout/src/order.ts", 4, "packages/checkout/src/order:orderTotal") not in _callers(
+        conn, root, "src/pricing:sumPrices")  # `@shop/pricing` names no module of legacy/ now
+
+
+def test_python_callers_through_a_star_import(tmp_path: Path) -> None:
+    """`from .core import *` in a package's `__init__.py` publishes every name of `core` under the package."""
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("from .core import *\n")
+    (root / "pkg" / "core.py").write_text("def helper():\n    return 1\n")
+    (root / "app.py").write_text("import pkg\nfrom pkg import helper\n\n\ndef run():\n    helper()\n"
+                                 "    return pkg.helper()\n")
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, ["pkg/__init__.py", "pkg/core.py", "app.py"])
+    assert _callers(conn, root, "pkg.core.helper") == {("app.py", 6, "app.run"), ("app.py", 7, "app.run")}
+    assert queries.canonical(conn, "pkg.helper") == "pkg.core.helper"
+

@@ -13,6 +13,7 @@ import pytest
 import tree_sitter
 
 from project.index import store
+from project.index.aliases import Aliases
 from project.index.db import Connection, connect
 from project.index.extractors import extractor_for
 from project.index.generated import OUTSIDE
@@ -114,11 +115,11 @@ def test_failed_first_build_rolls_back_completely(
     assert real is not None
     seen: list[str] = []
 
-    def failing(path: str, source: bytes, tree: tree_sitter.Tree, digest: str) -> FileRows:
+    def failing(path: str, source: bytes, tree: tree_sitter.Tree, digest: str, aliases: Aliases | None) -> FileRows:
         seen.append(path)
         if len(seen) == 3:
             raise OSError("disk went away")
-        return real.rows(path, source, tree, digest)
+        return real.rows(path, source, tree, digest, aliases)
 
     monkeypatch.setattr(store, "extractor_for", lambda path: dataclasses.replace(real, rows=failing))
     conn = connect(tmp_path / "fresh.db")
@@ -187,3 +188,19 @@ def test_parser_processes_are_forked_only_from_a_single_thread() -> None:
     finally:
         stop.set()
         other.join()
+
+
+def test_an_index_made_by_other_extraction_rules_is_read_again(repo: Path, tmp_path: Path) -> None:
+    """An index an earlier release built holds rows its extractors wrote: its unchanged files are not
+    kept as they are (an upgrade would otherwise mix old and new rows until each file changed)."""
+    conn = connect(tmp_path / "index.db")
+    files = sorted(p.relative_to(repo).as_posix() for p in repo.rglob("*.php"))
+    build(conn, repo, files)
+    assert build(conn, repo, files).parsed == []
+    with conn:
+        conn.execute("DELETE FROM meta WHERE key = 'graph.rows'")  # as a release before the record made it
+        conn.execute("INSERT INTO relations VALUES (NULL, ?, 'calls', 'old', 'old', 'old', '', 1)", (files[0],))
+    again = build(conn, repo, files)
+    assert sorted(again.parsed + again.stale) == files
+    assert conn.execute("SELECT count(*) FROM relations WHERE source_fqn = 'old'").fetchone()[0] == 0
+
