@@ -94,22 +94,24 @@ def _behind_stars(conn: Connection, fqn: str) -> str:
 
 def _through_stars(conn: Connection, names: list[str], *, backward: bool) -> list[str]:
     """What `names` are called on the other side of the star re-exports that cover them: forward, in the
-    modules a star exports from; backward, in the modules exporting them by a star."""
-    prefixes = {f"{name[:i + 1]}{STAR}": name for name in names for i, c in enumerate(name) if c in _MODULE_ENDS}
-    if not prefixes:
+    modules a star exports from; backward, in the modules exporting them by a star. A star covers the
+    names of one module (`src:*` covers `src:Cart` and its members, not `src:outer.inner`): a star over
+    a package does not make every name of its subpackages a name of the importing module."""
+    covered: dict[str, list[str]] = {}  # the star name covering a name -> the rest of each such name
+    for name in names:
+        owner, sep, member = name.partition("::")
+        cut = max(owner.rfind("."), owner.rfind(":"))
+        if cut > 0:
+            covered.setdefault(f"{owner[:cut + 1]}{STAR}", []).append(f"{owner[cut + 1:]}{sep}{member}")
+    if not covered:
         return []
     near, far = ("target_fqn", "source_fqn") if backward else ("source_fqn", "target_fqn")
-    marks = ",".join("?" * len(prefixes))
+    marks = ",".join("?" * len(covered))
     rows = conn.execute(
         f"SELECT {near}, {far} FROM relations WHERE kind = 'imports' AND {near} IN ({marks}) "
-        f"AND {far} LIKE '%{STAR}' LIMIT ?", (*prefixes, _LIMIT)).fetchall()
-    found = []
-    for here, there in rows:
-        by_prefix = str(here)[:-1]
-        for name in names:
-            if name.lower().startswith(by_prefix.lower()) and len(name) > len(by_prefix):
-                found.append(str(there)[:-1] + name[len(by_prefix):])
-    return found
+        f"AND {far} LIKE '%{STAR}' LIMIT ?", (*covered, _LIMIT)).fetchall()
+    lowered = {star.lower(): rests for star, rests in covered.items()}  # the columns compare without case
+    return [f"{str(there)[:-1]}{rest}" for here, there in rows for rest in lowered.get(str(here).lower(), [])]
 
 
 def defined(conn: Connection, fqn: str) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from project.index import queries
+from project.index.bindings import spellings
 from project.index.contract import override_contract
 from project.index.db import Connection, connect
 from project.index.declarations import READERS, reader_pattern
@@ -234,8 +235,13 @@ def test_python_callers_through_a_star_import(tmp_path: Path) -> None:
     (root / "pkg" / "core.py").write_text("def helper():\n    return 1\n")
     (root / "app.py").write_text("import pkg\nfrom pkg import helper\n\n\ndef run():\n    helper()\n"
                                  "    return pkg.helper()\n")
+    (root / "every.py").write_text("from pkg import *\n")
     conn = connect(tmp_path / "index.db")
-    build(conn, root, ["pkg/__init__.py", "pkg/core.py", "app.py"])
+    build(conn, root, ["pkg/__init__.py", "pkg/core.py", "app.py", "every.py"])
     assert _callers(conn, root, "pkg.core.helper") == {("app.py", 6, "app.run"), ("app.py", 7, "app.run")}
     assert queries.canonical(conn, "pkg.helper") == "pkg.core.helper"
+    assert queries.canonical(conn, "every.helper") == "pkg.core.helper"
+    # a star covers the names of one module: `every` does not hold `every.core.helper` (a star over a
+    # package spelling every name of its subpackages crowded the real names out of a callers query)
+    assert sorted(spellings(conn, "pkg.core.helper")) == ["app.helper", "every.helper", "pkg.core.helper", "pkg.helper"]
 
