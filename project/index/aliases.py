@@ -13,7 +13,7 @@ What is read, as TypeScript and the package managers read it:
   before a wildcard one, the longer prefix first, each pattern's targets in order;
 - every `package.json` (none under `node_modules`) with a `name`: the package's entry is its
   `src/index`, else its `index`, else the file `source`, `module`, `main` or `types` names, when that
-  file is in the checkout; `name/sub` is the module `sub` of its directory.
+  file is in the checkout; `name/sub` is the module `sub` of its directory (below the root).
 
 A specifier maps only to a module the checkout holds; anything else stays as written (an external
 package). The answer is computed here once per build, for every module of the checkout, so the
@@ -84,14 +84,20 @@ class Aliases:
 
 
 NO_ALIASES = Aliases()
-_CONFIG_PATTERNS = ("*tsconfig.json", "*jsconfig.json", "*package.json")
+# `git ls-files`-style patterns of the files read here: a caller listing them spares a second listing
+CONFIG_PATTERNS = ("*tsconfig.json", "*jsconfig.json", "*package.json")
+
+
+def is_configuration(rel: str) -> bool:
+    """Whether the repository-relative `rel` is a file aliases are read from."""
+    return rel.rsplit("/", 1)[-1] in _NAMES and not (rel.startswith("node_modules/") or "/node_modules/" in rel)
 
 
 def configuration_files(root: Path) -> list[str]:
     """The checkout's tsconfig.json, jsconfig.json and package.json files: git's list (tracked and
     untracked, not ignored), else a walk that skips hidden directories and `node_modules`."""
     try:
-        listed = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *_CONFIG_PATTERNS)
+        listed = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *CONFIG_PATTERNS)
         return sorted({name for name in listed.split("\0") if name and name.rsplit("/", 1)[-1] in _NAMES})
     except GitTampered:
         raise
@@ -113,15 +119,10 @@ def read_aliases(root: Path, files: Iterable[str], modules: Iterable[str]) -> Al
     known = _Modules(modules)
     if not known.names:
         return NO_ALIASES
-    configs, manifests = [], []
-    for rel in files:
-        name = rel.rsplit("/", 1)[-1]
-        if "node_modules/" in rel or rel.startswith("node_modules"):
-            continue
-        if name in _CONFIG_NAMES:
-            configs.append(rel)
-        elif name == "package.json":
-            manifests.append(rel)
+    configs: list[str] = []
+    manifests: list[str] = []
+    for rel in filter(is_configuration, files):
+        (manifests if rel.endswith("package.json") else configs).append(rel)
     reader = _Reader(root)
     scoped = []
     for rel in sorted(configs)[:MAX_CONFIGS]:
@@ -274,6 +275,7 @@ def _package(reader: _Reader, rel: str, known: _Modules, taken: dict[str, str]) 
     entry = next((e for e in entries if e in known.names), "")
     if entry:
         found[name] = entry
-    for module in known.under(prefix):
-        found.setdefault(f"{name}/{module[len(prefix):]}", module)
+    if directory:  # a repository's own root package imports its modules by path, not by its name
+        for module in known.under(prefix):
+            found.setdefault(f"{name}/{module[len(prefix):]}", module)
     return found

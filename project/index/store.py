@@ -19,7 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from project.index.aliases import NO_ALIASES, Aliases, configuration_files, read_aliases
+from project.index.aliases import NO_ALIASES, Aliases, configuration_files, is_configuration, read_aliases
 from project.index.db import Connection
 from project.index.extractors import Parsers, extractor_for
 from project.index.generated import OUTSIDE, left_out, marked
@@ -309,8 +309,8 @@ def build(
     ensure_schema(conn)
     report = SyncReport()
     with timings.phase("file walk"):
-        wanted = _wanted(root, paths, report)
-        aliases = _aliases(root, wanted)
+        wanted, configs = _wanted(root, paths, report)
+        aliases = _aliases(root, wanted, configs)
     rules = f"{ROWS_VERSION}:{aliases.digest()}"
     known = {row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, content_hash, stale FROM files")}
     if known and _meta(conn, "graph.rows") != rules:  # made by rules that read files otherwise
@@ -351,20 +351,26 @@ def build(
     return report
 
 
-def _wanted(root: Path, paths: Iterable[Path | str], report: SyncReport) -> list[str]:
-    """The listed files the graph holds, repository-relative; the rest of them in `report.left_out`."""
+def _wanted(root: Path, paths: Iterable[Path | str], report: SyncReport) -> tuple[list[str], list[str]]:
+    """The listed files the graph holds, repository-relative (the rest of them in `report.left_out`),
+    and the listed configuration files import aliases are read from."""
     resolver = _Resolver(os.path.realpath(root))
     listed = set()
+    configs = []
     for path in paths:
         if extractor_for(os.fspath(path)) is not None:
             try:
                 listed.add(resolver.relative(path))
             except ValueError:  # a link out of the checkout: what it points to is not read
                 report.left_out[os.fspath(path)] = OUTSIDE
+        elif is_configuration(os.fspath(path)):  # by its name in the checkout: `aliases` reads it safely
+            rel = os.path.relpath(path, root).replace(os.sep, "/") if os.path.isabs(path) else os.fspath(path)
+            if not rel.startswith("../"):
+                configs.append(rel)
     # git lists deleted tracked files
     wanted = sorted(rel for rel in listed if os.path.isfile(os.path.join(root, rel)))
     report.left_out.update(marked(root, wanted))  # `.gitattributes`: generated, vendored, binary
-    return [rel for rel in wanted if rel not in report.left_out] if report.left_out else wanted
+    return [rel for rel in wanted if rel not in report.left_out] if report.left_out else wanted, configs
 
 
 def _consumed(parsed: Iterable[FileRows], consume: Consume) -> Iterator[FileRows]:
@@ -490,11 +496,14 @@ def _meta(conn: Connection, key: str) -> str:
     return str(row[0]) if row is not None else ""
 
 
-def _aliases(root: Path, wanted: Sequence[str]) -> Aliases:
-    """What the checkout's bare import specifiers name, when it holds script files to read them."""
+def _aliases(root: Path, wanted: Sequence[str], listed: list[str]) -> Aliases:
+    """What the checkout's bare import specifiers name, when it holds script files to read them; from
+    the configuration files among the build's `listed` files, else as git lists them."""
     modules = [extractor.module_of(rel) for rel in wanted
                if (extractor := extractor_for(rel)) is not None and extractor.module_of is not None]
-    return read_aliases(root, configuration_files(root), modules) if modules else NO_ALIASES
+    if not modules:
+        return NO_ALIASES
+    return read_aliases(root, listed or configuration_files(root), modules)
 
 
 def _stamp(conn: Connection, root: Path, now: float) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from foundation.gitrunner import GitError, GitTampered, git
 from project.index import basevectors, memory_sources, search_store, store
+from project.index.aliases import CONFIG_PATTERNS
 from project.index.chunks import chunk_file
 from project.index.db import Connection, build_new, connect
 from project.index.embed import Embedder
@@ -190,7 +191,7 @@ def build_base(
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     graph = graph_base_path(target)
-    paths = source_files(root)
+    paths = source_files(root, (*PATTERNS, *CONFIG_PATTERNS))  # the configuration for import aliases too
     if defer_from is not None and len(paths) >= defer_from:
         if not graph.is_file():
             build_new(graph, lambda conn: _graph_only(conn, root, paths, workers))
@@ -273,7 +274,7 @@ def _refresh(
     timings = timings if timings is not None else Timings()
     search_store.ensure_schema(conn, embedder)
     with timings.phase("file walk"):
-        paths = source_files(root) if files is None else sorted(files)
+        paths = source_files(root, (*PATTERNS, *CONFIG_PATTERNS)) if files is None else sorted(files)
     if search_store.indexed_files(conn):
         graph = store.build(conn, root, paths, workers=workers, timings=timings)
     else:  # a first build: the search rows come from the same pass over the files

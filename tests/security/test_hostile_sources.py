@@ -249,8 +249,8 @@ def test_files_gitattributes_marks_generated_or_vendored_are_left_out(tmp_path: 
 
 def test_hostile_import_configuration_is_never_followed_out_and_stops_nothing(tmp_path: Path) -> None:
     """tsconfig.json and package.json are read for what bare imports name: a committed link to a host
-    file is not read, a nesting bomb and an oversized file are skipped, each named on stderr, and every
-    source file is indexed; the host file's aliases map nothing."""
+    file is not read (the service's build names it), a nesting bomb and an oversized file are skipped
+    and named on stderr, and every source file is indexed; the host file's aliases map nothing."""
     host = tmp_path / "host.json"
     host.write_text('{"compilerOptions": {"paths": {"@x/*": ["web/*"]}}}')
     root = tmp_path / "repo"
@@ -261,10 +261,15 @@ def test_hostile_import_configuration_is_never_followed_out_and_stops_nothing(tm
     _commit(root)
     done = _forgebot(tmp_path / "data", "index", str(root), "--no-embeddings")
     assert done.returncode == 0, done.stderr
-    assert "forgebot: tsconfig.json: a link to outside the checkout: not read" in done.stderr
     assert "forgebot: deep/tsconfig.json: RecursionError" in done.stderr
     assert "forgebot: big/package.json: over 1048576 bytes: not read" in done.stderr
     assert "graph: 4 parsed" in done.stdout
     callers = _forgebot(tmp_path / "data", "callers", str(root), "web/cart:total")
     assert callers.returncode == 0 and "web/use.ts" not in callers.stdout
+    # `forgebot index` lists no link out of the checkout; the service's list (git's) holds it: named, not read
+    report = taskindex.refresh(tmp_path / "index.db", root, embedder=None).graph
+    assert report is not None and "tsconfig.json: a link to outside the checkout" in report.unread_config
+    conn = connect(tmp_path / "index.db")
+    assert conn.execute("SELECT count(*) FROM relations WHERE path = 'web/use.ts' AND target_fqn LIKE 'web/cart:%'"
+                        ).fetchone()[0] == 0  # `@x/cart` stays as written
 
