@@ -34,7 +34,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foundation.gitrunner import GitError, GitTampered, git
+from project.index.extractors import extractor_for
+from project.index.python_graph import module_name as python_module_name
 from project.index.script_graph import module_name
 
 MAX_CONFIG_BYTES = 1 << 20
@@ -42,17 +43,21 @@ MAX_CONFIGS = 2_000  # tsconfig, jsconfig and package.json files read per checko
 MAX_PATTERNS = 1_000  # `paths` entries per configuration
 _EXTENDS_DEPTH = 8
 _CONFIG_NAMES = frozenset({"tsconfig.json", "jsconfig.json"})
-_NAMES = _CONFIG_NAMES | {"package.json"}
+_PROJECTS = frozenset({"pyproject.toml", "setup.py", "setup.cfg"})  # a Python project's directory: present, not read
+_NAMES = _CONFIG_NAMES | _PROJECTS | {"package.json"}
 _ENTRY_FIELDS = ("source", "module", "main", "types", "typings")
 
 
 @dataclass(frozen=True)
 class Aliases:
-    """What non-relative specifiers name in one checkout: a specifier → module map per configuration
-    directory (the nearest one to the importing file applies), then the workspace packages'."""
+    """What non-relative imports name in one checkout: for scripts, a specifier → module map per
+    configuration directory (the nearest one to the importing file applies), then the workspace
+    packages'; for Python, the top-level packages of each project below the checkout's root."""
 
     scoped: tuple[tuple[str, dict[str, str]], ...] = ()  # (directory, map), the deepest directory first
     packages: dict[str, str] = field(default_factory=dict)
+    # (a Python project's directory, its top-level names → their modules in the graph), the deepest first
+    python: tuple[tuple[str, dict[str, str]], ...] = ()
     skipped: tuple[str, ...] = ()  # configuration files not read, each with why
 
     def resolve(self, importer: str, specifier: str) -> str:
@@ -65,64 +70,59 @@ class Aliases:
                 break  # the nearest configuration is the one that applies
         return self.packages.get(specifier) or self.packages.get(module_name(specifier)) or ""
 
+    def python_module(self, importer: str, name: str) -> str:
+        """The graph's module for the top-level `name` an absolute import in `importer` names (`app` in
+        `backend/app/main.py` is `backend.app` when backend/ holds a pyproject.toml), or ""."""
+        for directory, mapped in self.python:
+            if importer.startswith(directory + "/"):
+                return mapped.get(name, "")  # the importing file's own project
+        found = [mapped[name] for _, mapped in self.python if name in mapped]
+        return found[0] if len(found) == 1 else ""  # outside every project: when only one has it
+
     def digest(self) -> str:
-        """Changes when any specifier would map otherwise: the rows of every file depend on it."""
+        """Changes when any import would map otherwise: the rows of every file depend on it."""
         return hashlib.sha1(self.dumps().encode(), usedforsecurity=False).hexdigest()[:16] if self else ""
 
     def dumps(self) -> str:
-        return json.dumps({"scoped": self.scoped, "packages": self.packages, "skipped": self.skipped},
-                          sort_keys=True, separators=(",", ":"))
+        return json.dumps({"scoped": self.scoped, "packages": self.packages, "python": self.python,
+                           "skipped": self.skipped}, sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def loads(cls, text: str) -> Aliases:
         data = json.loads(text) if text else {}
         return cls(tuple((str(d), dict(m)) for d, m in data.get("scoped", ())), dict(data.get("packages", {})),
-                   tuple(data.get("skipped", ())))
+                   tuple((str(d), dict(m)) for d, m in data.get("python", ())), tuple(data.get("skipped", ())))
 
     def __bool__(self) -> bool:
-        return bool(self.scoped or self.packages)
+        return bool(self.scoped or self.packages or self.python)
 
 
 NO_ALIASES = Aliases()
-# `git ls-files`-style patterns of the files read here: a caller listing them spares a second listing
-CONFIG_PATTERNS = ("*tsconfig.json", "*jsconfig.json", "*package.json")
+# `git ls-files`-style patterns of the files read here (a build takes them from its caller's list)
+CONFIG_PATTERNS = ("*tsconfig.json", "*jsconfig.json", "*package.json", *(f"*{name}" for name in sorted(_PROJECTS)))
 
 
 def is_configuration(rel: str) -> bool:
-    """Whether the repository-relative `rel` is a file aliases are read from."""
+    """Whether the repository-relative `rel` is a file the aliases are read from."""
     return rel.rsplit("/", 1)[-1] in _NAMES and not (rel.startswith("node_modules/") or "/node_modules/" in rel)
 
 
-def configuration_files(root: Path) -> list[str]:
-    """The checkout's tsconfig.json, jsconfig.json and package.json files: git's list (tracked and
-    untracked, not ignored), else a walk that skips hidden directories and `node_modules`."""
-    try:
-        listed = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *CONFIG_PATTERNS)
-        return sorted({name for name in listed.split("\0") if name and name.rsplit("/", 1)[-1] in _NAMES})
-    except GitTampered:
-        raise
-    except GitError:
-        pass
-    found = []
-    for directory, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "node_modules"]
-        relative = os.path.relpath(directory, root).replace(os.sep, "/")
-        found += [name if relative == "." else f"{relative}/{name}" for name in files if name in _NAMES]
-        if len(found) > MAX_CONFIGS:
-            break
-    return sorted(found)
-
-
-def read_aliases(root: Path, files: Iterable[str], modules: Iterable[str]) -> Aliases:
-    """The aliases of the checkout at `root`, from its listed `files` (repository-relative), mapping to
-    its `modules` (the module names of its script files, `script_graph.module_name`)."""
-    known = _Modules(modules)
-    if not known.names:
-        return NO_ALIASES
+def read_aliases(root: Path, files: Iterable[str], sources: Iterable[str]) -> Aliases:
+    """The aliases of the checkout at `root`, from its listed configuration `files` and its `sources`
+    (both repository-relative): what their imports can name."""
+    sources = list(sources)
+    known = _Modules(module for rel in sources
+                     if (extractor := extractor_for(rel)) is not None and extractor.module_of is not None
+                     for module in (extractor.module_of(rel),))
     configs: list[str] = []
     manifests: list[str] = []
+    projects: list[str] = []
     for rel in filter(is_configuration, files):
-        (manifests if rel.endswith("package.json") else configs).append(rel)
+        name = rel.rsplit("/", 1)[-1]
+        (manifests if name == "package.json" else projects if name in _PROJECTS else configs).append(rel)
+    python = _python_projects(projects, [rel for rel in sources if rel.endswith(".py")])
+    if not known.names:
+        return Aliases(python=python)
     reader = _Reader(root)
     scoped = []
     for rel in sorted(configs)[:MAX_CONFIGS]:
@@ -135,7 +135,28 @@ def read_aliases(root: Path, files: Iterable[str], modules: Iterable[str]) -> Al
     packages: dict[str, str] = {}
     for rel in sorted(manifests)[:MAX_CONFIGS]:
         packages.update(_package(reader, rel, known, packages))
-    return Aliases(tuple(scoped), packages, tuple(reader.skipped))
+    return Aliases(tuple(scoped), packages, python, tuple(reader.skipped))
+
+
+def _python_projects(markers: list[str], files: list[str]) -> tuple[tuple[str, dict[str, str]], ...]:
+    """Each directory below the root holding a pyproject.toml, setup.py or setup.cfg, with the top-level
+    modules and packages of the project there (its files, in `src/` or not) named as the graph names
+    them. Only a name the graph spells otherwise than Python does is kept (`backend.app` for `app`)."""
+    found: dict[str, dict[str, str]] = {}
+    directories = sorted({posixpath.dirname(m) for m in markers if "/" in m}, key=len, reverse=True)
+    for directory in directories[:MAX_CONFIGS]:
+        prefix = f"{directory}/"
+        names: dict[str, str] = {}
+        for rel in files:
+            if not rel.startswith(prefix) or any(rel.startswith(f"{d}/") for d in found):  # a deeper project's
+                continue
+            graph, python = python_module_name(rel), python_module_name(rel[len(prefix):])
+            if graph != python and graph.endswith(f".{python}"):
+                top = python.split(".", 1)[0]
+                names.setdefault(top, graph[:len(graph) - len(python)] + top)
+        if names:
+            found[directory] = names
+    return tuple(sorted(found.items(), key=lambda item: -len(item[0])))
 
 
 class _Reader:

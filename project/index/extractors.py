@@ -71,7 +71,7 @@ class Extractor:
 
 def _unaliased(rows: Callable[[str, bytes, tree_sitter.Tree, str], FileRows]) -> Callable[
         [str, bytes, tree_sitter.Tree, str, Aliases | None], FileRows]:
-    """A language whose imports name modules by their own rules (PHP's namespaces, Python's packages)."""
+    """A language whose imports name modules by their own rules alone (PHP's namespaces)."""
     def read(path: str, source: bytes, tree: tree_sitter.Tree, digest: str, aliases: Aliases | None) -> FileRows:
         return rows(path, source, tree, digest)
     return read
@@ -80,8 +80,8 @@ def _unaliased(rows: Callable[[str, bytes, tree_sitter.Tree, str], FileRows]) ->
 EXTRACTORS = (
     Extractor("php", (".php",), parse.new_parser, _unaliased(parse.tree_rows), "__construct", syntax.PHP,
               caseless=True),
-    Extractor("python", (".py",), python_graph.new_parser, _unaliased(python_graph.tree_rows),
-              python_graph.CONSTRUCTOR, syntax.PYTHON),
+    Extractor("python", (".py",), python_graph.new_parser, python_graph.tree_rows, python_graph.CONSTRUCTOR,
+              syntax.PYTHON),
     Extractor("typescript", (".ts", ".mts", ".cts"), script_graph.parser_of("typescript"),
               script_graph.rows_of("typescript"), script_graph.CONSTRUCTOR, syntax.SCRIPT,
               module_of=script_graph.module_name),

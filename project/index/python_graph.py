@@ -19,6 +19,7 @@ from __future__ import annotations
 import builtins
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import tree_sitter
 import tree_sitter_python
@@ -27,6 +28,9 @@ from project.index import scopes
 from project.index.model import STAR
 from project.index.parse import FileRows
 from project.index.scopes import LOCAL, Binding, ClassInfo, Context, Rows, Scope, head, looks_like_class, sweep
+
+if TYPE_CHECKING:
+    from project.index.aliases import Aliases
 
 _QUERY = """
 (decorated_definition) @decorated
@@ -81,13 +85,25 @@ class _File(scopes.FileSweep):
     typed: list[_Typed] = field(default_factory=list)
     held: scopes.Held = field(default_factory=dict)
     decorated: tuple[int, list[str]] = (-1, [])  # the start of the last decorated definition, its decorators
+    aliases: Aliases | None = None
+
+    def rooted(self, dotted: str) -> str:
+        """An absolute import's module as the graph names it: `app.core` in a project under backend/ is
+        `backend.app.core` (module names come from paths; Python's from the project's directory)."""
+        if not self.aliases:
+            return dotted
+        top, dot, rest = dotted.partition(".")
+        found = self.aliases.python_module(self.rows.path, top)
+        return f"{found}{dot}{rest}" if found else dotted
 
 
-def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = "") -> FileRows:
-    """The table rows of a parsed Python file; `digest` is its content hash when the caller has it."""
+def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = "",
+              aliases: Aliases | None = None) -> FileRows:
+    """The table rows of a parsed Python file; `digest` is its content hash when the caller has it;
+    `aliases` say what top-level names the checkout's projects below its root hold."""
     module = module_name(path)
     package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
-    file = _File(Rows(path, source, "python"), module, package=package)
+    file = _File(Rows(path, source, "python"), module, package=package, aliases=aliases)
     root = tree.root_node
     file.rows.module(module, module.rsplit(".", 1)[-1], root, _docstring(file.rows, root))
     calls: scopes.Later = []
@@ -263,14 +279,14 @@ def _import(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     line = node.start_point[0] + 1
     for clause in node.named_children:
         if clause.type == "aliased_import":
-            target = _dotted(rows, clause.child_by_field_name("name"))
+            target = file.rooted(_dotted(rows, clause.child_by_field_name("name")))
             alias = rows.text(clause.child_by_field_name("alias"))
             ctx.scope.bind(alias, Binding("module", target))
             rows.relate("imports", _binds(file, ctx, alias), target.rsplit(".", 1)[-1], target, line)
         elif clause.type == "dotted_name":
-            target = _dotted(rows, clause)
-            first = target.split(".", 1)[0]
-            ctx.scope.bind(first, Binding("module", first))
+            first = _dotted(rows, clause).split(".", 1)[0]
+            target = file.rooted(_dotted(rows, clause))
+            ctx.scope.bind(first, Binding("module", file.rooted(first)))
             rows.relate("imports", "", target.rsplit(".", 1)[-1], target, line)
 
 
@@ -314,7 +330,7 @@ def _dotted(rows: Rows, node: tree_sitter.Node | None) -> str:
 def _absolute(file: _File, node: tree_sitter.Node) -> str:
     """The absolute module a `from` import names: `..x` from `pkg.sub.mod` is `pkg.x`."""
     if node.type != "relative_import":
-        return _dotted(file.rows, node)
+        return file.rooted(_dotted(file.rows, node))
     prefix = next((c for c in node.children if c.type == "import_prefix"), None)
     dots = len(file.rows.text(prefix)) if prefix is not None else 0
     parts = file.package.split(".") if file.package else []

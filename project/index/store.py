@@ -19,7 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from project.index.aliases import NO_ALIASES, Aliases, configuration_files, is_configuration, read_aliases
+from project.index.aliases import NO_ALIASES, Aliases, is_configuration, read_aliases
 from project.index.db import Connection
 from project.index.extractors import Parsers, extractor_for
 from project.index.generated import OUTSIDE, left_out, marked
@@ -363,7 +363,7 @@ def _wanted(root: Path, paths: Iterable[Path | str], report: SyncReport) -> tupl
                 listed.add(resolver.relative(path))
             except ValueError:  # a link out of the checkout: what it points to is not read
                 report.left_out[os.fspath(path)] = OUTSIDE
-        elif is_configuration(os.fspath(path)):  # by its name in the checkout: `aliases` reads it safely
+        if is_configuration(os.fspath(path)):  # by its name in the checkout (`aliases` reads it safely)
             rel = os.path.relpath(path, root).replace(os.sep, "/") if os.path.isabs(path) else os.fspath(path)
             if not rel.startswith("../"):
                 configs.append(rel)
@@ -496,14 +496,10 @@ def _meta(conn: Connection, key: str) -> str:
     return str(row[0]) if row is not None else ""
 
 
-def _aliases(root: Path, wanted: Sequence[str], listed: list[str]) -> Aliases:
-    """What the checkout's bare import specifiers name, when it holds script files to read them; from
-    the configuration files among the build's `listed` files, else as git lists them."""
-    modules = [extractor.module_of(rel) for rel in wanted
-               if (extractor := extractor_for(rel)) is not None and extractor.module_of is not None]
-    if not modules:
-        return NO_ALIASES
-    return read_aliases(root, listed or configuration_files(root), modules)
+def _aliases(root: Path, wanted: Sequence[str], configs: list[str]) -> Aliases:
+    """What the imports of the checkout's sources name, from the configuration files the build's caller
+    listed (`aliases.CONFIG_PATTERNS`: `forgebot index` lists every file, the service lists those)."""
+    return read_aliases(root, configs, wanted) if wanted and configs else NO_ALIASES
 
 
 def _stamp(conn: Connection, root: Path, now: float) -> None:

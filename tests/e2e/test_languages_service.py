@@ -126,9 +126,38 @@ async def test_generated_and_minified_files_cost_the_analysis_nothing(
     assert "shop/deep.py, shop/secrets.py, static/vendor.min.js" in answer
 
 
+# the callers of the shop's `Repository.save`: `from shop import Cart` in app.py reaches it through
+# shop/__init__.py's re-export
+SHOP_SAVERS = {("app.py", 7, "app.checkout"), ("shop/cart.py", 13, "shop.cart.Cart::save"),
+               ("tests/test_cart.py", 6, "tests.test_cart.test_total")}
+# a Python project below the checkout's root, as a repository with a front end beside it holds one:
+# its modules import each other as `orders.…` (services/api is its directory), the graph names them
+# `services.api.orders.…` by their paths
+API_PROJECT = {
+    "services/api/pyproject.toml": '[project]\nname = "api"\n',
+    "services/api/orders/__init__.py": "",
+    "services/api/orders/store.py": "class Orders:\n    def save(self, order):\n        return order\n",
+    "services/api/orders/checkout.py": "import orders.store\nfrom orders.store import Orders\n\n\n"
+                                       "def place(order):\n    Orders().save(order)\n"
+                                       "    return orders.store.Orders().save(order)\n",
+}
+
+
+async def test_an_analysis_finds_callers_in_a_python_project_below_the_root(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path
+) -> None:
+    """`from orders.store import Orders` in services/api, whose pyproject.toml makes it the project's
+    directory: before, the import named no module of the graph and the analysis found no caller."""
+    origin = _served_shop(tmp_path, settings, fake_forge, API_PROJECT)
+    await _analyze_save(settings, redis_url, fake_forge, next(origin), fqn="services.api.orders.store.Orders.save",
+                        expected={("services/api/orders/checkout.py", 6, "services.api.orders.checkout.place"),
+                                  ("services/api/orders/checkout.py", 7, "services.api.orders.checkout.place")})
+
+
 async def _analyze_save(settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin: str,
-                        more: list[AIMessage] | None = None) -> dict[str, ScriptedModel]:
-    """An analysis of "who saves carts?" asking the graph for `Repository.save`'s callers (then `more`)."""
+                        more: list[AIMessage] | None = None, fqn: str = "shop.base.Repository.save",
+                        expected: set[tuple[str, int, str]] = SHOP_SAVERS) -> dict[str, ScriptedModel]:
+    """An analysis of "who saves carts?" asking the graph for `fqn`'s callers (then `more`)."""
     settings.redis_url = redis_url
     allow_http_git(settings)
     settings.triggers.analyze_label = "bug"  # the sample adds "bug"
@@ -141,7 +170,7 @@ async def _analyze_save(settings: Settings, redis_url: str, fake_forge: FakeForg
     script = {
         "decomposer": scripted([answer(Decomposition, Decomposition(
             criteria=[AcceptanceCriterion(id=1, text="every caller of save is named")]))]),
-        "analyzer": scripted([call("find_callers", fqn="shop.base.Repository.save"), *(more or []),
+        "analyzer": scripted([call("find_callers", fqn=fqn), *(more or []),
                               call("finish_exploration", files=["shop/base.py"], reason="callers known"),
                               answer(Analysis, analysis)]),
     }
@@ -149,11 +178,8 @@ async def _analyze_save(settings: Settings, redis_url: str, fake_forge: FakeForg
     assert (await work(settings, lambda role: script[role])).jobs_failed == 0
     (task,) = await _task_ids(settings)
     (asked,) = _tool_lines(_trace(settings, task), "analyzer", "find_callers")
-    # `from shop import Cart` in app.py reaches Repository.save through shop/__init__.py's re-export
-    assert '"state":"ok"' in asked and '"sites":[{"path":"app.py","lin' in asked
-    assert _callers(script["analyzer"].received, "find_callers") == {
-        ("app.py", 7, "app.checkout"), ("shop/cart.py", 13, "shop.cart.Cart::save"),
-        ("tests/test_cart.py", 6, "tests.test_cart.test_total")}
+    assert '"state":"ok"' in asked and '"sites":[{"path":' in asked  # the trace shows the answer's start
+    assert _callers(script["analyzer"].received, "find_callers") == expected
     return script
 
 

@@ -10,17 +10,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from project.index.aliases import MAX_CONFIG_BYTES, Aliases, configuration_files, read_aliases
-from project.index.script_graph import module_name, resolve_specifier
+from project.index.aliases import MAX_CONFIG_BYTES, Aliases, is_configuration, read_aliases
+from project.index.extractors import extractor_for
+from project.index.index_cli import list_files
+from project.index.script_graph import resolve_specifier
 
 
 def _checkout(root: Path, files: dict[str, str]) -> Aliases:
+    """The aliases a build of `files` reads: configuration and sources listed as `forgebot index` lists
+    them (a walk that skips `node_modules`, as outside a git checkout)."""
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
-    listed = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
-    modules = [module_name(p) for p in listed if p.endswith((".ts", ".tsx", ".js", ".mjs"))]
-    return read_aliases(root, configuration_files(root), modules)
+    listed = list_files(root)
+    return read_aliases(root, [p for p in listed if is_configuration(p)], [p for p in listed if extractor_for(p)])
 
 
 def test_wildcard_and_exact_paths_as_typescript_orders_them(tmp_path: Path) -> None:
@@ -87,13 +90,16 @@ def test_hostile_configuration_adds_nothing_and_is_named(tmp_path: Path) -> None
     root = tmp_path / "repo"
     (root / "linked").mkdir(parents=True)
     (root / "linked" / "tsconfig.json").symlink_to(outside)
-    aliases = _checkout(root, {
+    _checkout(root, {
         "deep/tsconfig.json": "[" * 200_000,
         "big/tsconfig.json": '{"x": "' + "a" * MAX_CONFIG_BYTES + '"}',
         "escape/tsconfig.json": '{"compilerOptions": {"paths": {"@e/*": ["../../*", "/etc/*"]}}}',
         "loop/tsconfig.json": '{"extends": "./tsconfig.json", "compilerOptions": {"paths": {"@l/*": ["*"]}}}',
         "src/a.ts": "", "linked/src/a.ts": "", "loop/a.ts": "",
     })
+    # as git lists a committed link (`forgebot index` leaves a link out of the checkout out of its list)
+    listed = [*list_files(root), "linked/tsconfig.json"]
+    aliases = read_aliases(root, [p for p in listed if is_configuration(p)], [p for p in listed if extractor_for(p)])
     reasons = "\n".join(aliases.skipped)
     assert "linked/tsconfig.json: a link to outside the checkout" in reasons
     assert "deep/tsconfig.json: RecursionError" in reasons
@@ -109,3 +115,34 @@ def test_the_record_round_trips(tmp_path: Path) -> None:
     again = Aliases.loads(aliases.dumps())
     assert again.resolve("src/b.ts", "~/a") == "src/a" and again.digest() == aliases.digest() != ""
     assert Aliases.loads("").resolve("x.ts", "~/a") == ""
+
+
+def test_python_projects_below_the_root(tmp_path: Path) -> None:
+    """A directory holding pyproject.toml, setup.py or setup.cfg is a Python project: its top-level
+    packages are what its absolute imports name (`from app.core import db` in backend/)."""
+    aliases = _checkout(tmp_path, {
+        "backend/pyproject.toml": "[project]\nname = 'app'\n", "backend/app/__init__.py": "",
+        "backend/app/core/db.py": "", "backend/tests/test_db.py": "",
+        "worker/setup.py": "", "worker/src/app/__init__.py": "", "worker/tools.py": "",
+        "lib/setup.cfg": "", "lib/src/util/__init__.py": "",  # `src/` is dropped from the graph's names already
+        "shop/__init__.py": "",  # the checkout's own top level
+    })
+    assert aliases.python_module("backend/app/main.py", "app") == "backend.app"
+    assert aliases.python_module("backend/tests/test_db.py", "tests") == "backend.tests"
+    assert aliases.python_module("worker/tools.py", "app") == ""  # worker/src/app is `app` in the graph already
+    assert aliases.python_module("worker/tools.py", "tools") == "worker.tools"
+    assert aliases.python_module("scripts/deploy.py", "app") == "backend.app"  # outside: the one project having it
+    assert aliases.python_module("scripts/deploy.py", "tools") == "worker.tools"
+    assert aliases.python_module("backend/app/main.py", "util") == ""  # lib's names are `util` already
+    assert aliases.python_module("backend/app/main.py", "shop") == ""
+
+
+def test_two_python_projects_with_one_name(tmp_path: Path) -> None:
+    aliases = _checkout(tmp_path, {
+        "services/a/pyproject.toml": "", "services/a/app/__init__.py": "",
+        "services/b/pyproject.toml": "", "services/b/app/__init__.py": "",
+    })
+    assert aliases.python_module("services/a/app/x.py", "app") == "services.a.app"  # each its own
+    assert aliases.python_module("services/b/app/x.py", "app") == "services.b.app"
+    assert aliases.python_module("tools/x.py", "app") == ""  # from outside: not knowable
+
