@@ -97,6 +97,8 @@ def _report_status(status: IndexStatus, root: Path) -> int:
     if status.state == "stale":
         sys.stderr.write(f"forgebot: index is stale for {len(status.stale_paths)} file(s): "
                          f"{', '.join(status.stale_paths[:10])}\n")
+    elif status.note:
+        sys.stderr.write(f"forgebot: {status.note}\n")
     return 0
 
 

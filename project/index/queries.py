@@ -13,7 +13,7 @@ from pathlib import Path
 from project.index.bindings import defined, spellings
 from project.index.bindings import definition as bound_definition
 from project.index.db import Connection
-from project.index.extractors import extractor_for, same_name
+from project.index.extractors import EXTRACTORS, extractor_for, same_name
 from project.index.hierarchy import descendants, short_name, split_member
 from project.index.parse import content_hash
 from project.index.results import (
@@ -33,6 +33,8 @@ from project.index.results import (
 
 _SYMBOL_COLUMNS = "kind, fqn, path, start_line, end_line, signature, parent_fqn"
 _SITE_COLUMNS = "path, line, source_fqn, target_name, target_fqn"
+# the suffixes of the files the graph reads, for an answer saying which definitions it can hold
+_LANGUAGES = ", ".join(suffix for extractor in EXTRACTORS for suffix in extractor.suffixes)
 _MAX_NAMES = 2000  # target names one callers query asks for (subclasses times import bindings)
 
 
@@ -162,8 +164,23 @@ def callers(conn: Connection, root: Path, fqn: str, limit: int = 200) -> Callers
     if not index_ready(conn):
         return CallersResult(query=fqn, status=MISSING)
     sites, truncated = call_sites(conn, fqn, limit)
-    status = freshness(conn, root, (s.path for s in sites))
+    status = _named(conn, fqn, freshness(conn, root, (s.path for s in sites)))
     return CallersResult(query=fqn, status=status, sites=sites, truncated=truncated)
+
+
+def _named(conn: Connection, fqn: str, status: IndexStatus) -> IndexStatus:
+    """`status`, noting when no definition carries `fqn`: an empty answer then says nothing about the
+    code (a name misspelled, in another form, or in a language the graph does not read), and a model
+    that reads "no callers" as a fact would conclude from it."""
+    target = canonical(conn, fqn)
+    owner, member = split_member(target)
+    if defined(conn, target) or member and defined(conn, owner):  # a member may be inherited
+        return status
+    others = [hit.fqn for hit in find_symbols(conn, fqn, limit=8)]
+    named = f"definitions with that name: {', '.join(others)}" if others else "none has that name either"
+    note = (f"no definition is named {fqn!r} ({named}); the graph holds definitions of {_LANGUAGES} files, "
+            "in the forms `forgebot symbols` lists; search the code for other names")
+    return status.model_copy(update={"note": f"{status.note}; {note}" if status.note else note})
 
 
 def callee_sites(conn: Connection, fqn: str) -> list[CallSiteHit]:
@@ -179,7 +196,8 @@ def callees(conn: Connection, root: Path, fqn: str) -> CalleesResult:
     if not index_ready(conn):
         return CalleesResult(query=fqn, status=MISSING)
     sites = callee_sites(conn, fqn)
-    return CalleesResult(query=fqn, status=freshness(conn, root, {s.path for s in sites}), sites=sites)
+    return CalleesResult(query=fqn, status=_named(conn, fqn, freshness(conn, root, {s.path for s in sites})),
+                         sites=sites)
 
 
 def outline(conn: Connection, root: Path, path: str, limit: int | None = None) -> OutlineResult:
@@ -215,7 +233,7 @@ def impact(conn: Connection, root: Path, fqn: str, depth: int = 2, limit: int = 
                         following.append(node.fqn)
         frontier = following
     nodes = list(seen.values())
-    status = freshness(conn, root, {n.path for n in nodes})
+    status = _named(conn, fqn, freshness(conn, root, {n.path for n in nodes}))
     return ImpactResult(query=fqn, depth=depth, status=status, nodes=nodes, truncated=len(seen) >= limit)
 
 

@@ -97,6 +97,12 @@ def _tool_lines(story: str, role: str, tool: str) -> list[str]:
     return [line for line in story.splitlines() if f"[{role}] {tool}(" in line]
 
 
+def _answers(received: list[list[BaseMessage]], tool: str) -> list[str]:
+    """Each answer of the tool to the model, in order (once each: every turn resends the earlier ones)."""
+    found = [str(m.content) for messages in received for m in messages if isinstance(m, ToolMessage) and m.name == tool]
+    return list(dict.fromkeys(found))
+
+
 def _callers(received: list[list[BaseMessage]], tool: str) -> set[tuple[str, int, str]]:
     """The resolved call sites the tool answered the model (the whole answer; the trace shows its start)."""
     message = next(m for messages in received for m in messages if isinstance(m, ToolMessage) and m.name == tool)
@@ -208,11 +214,16 @@ async def test_a_review_of_a_typescript_change_finds_callers_through_the_graph(
                     verified_criteria=[1], unverified_criteria=[], findings=[Finding(
                         severity="major", message="Cart.total and legacyTotal now double every sum",
                         path="src/pricing.ts", line=7, criteria=[2])])
-    models = Models([call("find_callers", fqn="src/pricing:sumPrices"), done(), answer(Review, review)])
+    models = Models([call("find_callers", fqn="src/pricing:sumPrices"),
+                     call("find_callers", fqn="src/pricing.sumPrices"), done(), answer(Review, review)])
     await deliver(settings, "github", 301, f"file://{repo.root}")
     await review_work(settings, redis_url, models)
     (task,) = await _task_ids(settings)
-    (asked,) = _tool_lines(_trace(settings, task), "reviewer", "find_callers")
+    asked, misnamed = _tool_lines(_trace(settings, task), "reviewer", "find_callers")
+    # a name in the wrong form: no callers, and the answer says why and names the right form
+    assert "no definition is named" in misnamed  # in the trace too
+    assert "no definition is named 'src/pricing.sumPrices' (definitions with that name: src/pricing:sumPrices)" \
+        in _answers(models.reviewer.received, "find_callers")[1]
     # `const { sumPrices } = require(...)` in a CommonJS file, resolved to the TypeScript module
     assert '"state":"ok"' in asked and '"sites":[{"path":"legacy/util.js"' in asked
     assert _callers(models.reviewer.received, "find_callers") == {

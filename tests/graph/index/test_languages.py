@@ -245,3 +245,18 @@ def test_python_callers_through_a_star_import(tmp_path: Path) -> None:
     # package spelling every name of its subpackages crowded the real names out of a callers query)
     assert sorted(spellings(conn, "pkg.core.helper")) == ["app.helper", "every.helper", "pkg.core.helper", "pkg.helper"]
 
+
+def test_an_answer_about_a_name_no_definition_carries_says_so(poly: tuple[Connection, Path]) -> None:
+    """"No callers" for a misspelled name, a name in another form or another language would read as a
+    fact about the code: the answer says no definition carries the name, and which ones have it."""
+    conn, root = poly
+    answer = queries.callers(conn, root, "src/pricing.sumPrices")  # the dotted form of a script name
+    assert answer.sites == [] and answer.status.state == "ok"
+    assert answer.status.note.startswith("no definition is named 'src/pricing.sumPrices' (definitions with "
+                                         "that name: src/pricing:sumPrices)")
+    assert "no definition is named 'main.Settle' (none has that name either)" in queries.impact(
+        conn, root, "main.Settle").status.note  # a Go function: the graph holds none
+    assert "no definition is named" in queries.callees(conn, root, "shop.nowhere.run").status.note
+    for known in ("src/pricing:sumPrices", "shop.Cart", "src/models/cart:Cart::anything"):  # a member may be inherited
+        assert queries.callers(conn, root, known).status.note == ""
+
