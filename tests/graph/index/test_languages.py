@@ -220,11 +220,20 @@ def test_a_changed_alias_reads_every_file_again(poly: tuple[Connection, Path]) -
     conn, root = poly
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
     assert build(conn, root, files).parsed == []
+    receipt = root / "src" / "receipt.ts"
+    receipt.write_text(receipt.read_text() + "\n")
+    assert sync_files(conn, root, ["src/receipt.ts"]).parsed == ["src/receipt.ts"]  # reads today's aliases
     (root / "tsconfig.json").write_text('{"compilerOptions": {"paths": {"@shop/*": ["legacy/*"]}}}')
     report = build(conn, root, files)
     assert "packages/checkout/src/order.ts" in report.parsed and "shop/cart.py" in report.parsed
     assert ("packages/checkout/src/order.ts", 4, "packages/checkout/src/order:orderTotal") not in _callers(
         conn, root, "src/pricing:sumPrices")  # `@shop/pricing` names no module of legacy/ now
+    # an edit's re-sync reads the aliases of the build now, not those an earlier sync of this process read
+    order = root / "packages" / "checkout" / "src" / "order.ts"
+    order.write_text(order.read_text().replace("@shop/pricing", "@shop/util"))
+    sync_files(conn, root, ["packages/checkout/src/order.ts"])
+    assert ("packages/checkout/src/order.ts", 4, "packages/checkout/src/order:orderTotal") in _callers(
+        conn, root, "legacy/util:sumPrices")
 
 
 def test_python_callers_through_a_star_import(tmp_path: Path) -> None:
