@@ -10,7 +10,8 @@ What is read, as TypeScript and the package managers read it:
 - every `tsconfig.json` and `jsconfig.json` of the checkout: `compilerOptions.paths` (relative to
   `baseUrl`, else to the file that sets `paths`), merged over the files `extends` names inside the
   checkout; it applies to the files under its directory, the nearest one winning, an exact pattern
-  before a wildcard one, the longer prefix first, each pattern's targets in order;
+  before a wildcard one, the longer prefix first, each pattern's targets in order, then (with a
+  `baseUrl`) the specifier as a path under `baseUrl`;
 - every `package.json` (none under `node_modules`) with a `name`: the package's entry is its
   `src/index`, else its `index`, else the file `source`, `module`, `main` or `types` names, when that
   file is in the checkout; `name/sub` is the module `sub` of its directory (below the root).
@@ -211,11 +212,15 @@ def _paths(reader: _Reader, rel: str) -> list[tuple[str, list[str]]]:
                     options[key] = compiler[key]
                     where[key] = posixpath.dirname(path)
     paths = options.get("paths")
-    if not isinstance(paths, dict):
-        return []
     base_url = options.get("baseUrl")
-    base = posixpath.normpath(posixpath.join(where["baseUrl"], base_url)) if isinstance(base_url, str) \
-        else where["paths"]
+    if isinstance(base_url, str):
+        base = posixpath.normpath(posixpath.join(where["baseUrl"], base_url))
+        # a bare specifier is also looked for under `baseUrl`, after every `paths` pattern
+        paths = {"*": ["*"], **(paths if isinstance(paths, dict) else {})}
+    elif isinstance(paths, dict):
+        base = where["paths"]
+    else:
+        return []
     patterns = []
     for pattern, targets in list(paths.items())[:MAX_PATTERNS]:
         if not isinstance(pattern, str) or pattern.count("*") > 1 or not isinstance(targets, list):

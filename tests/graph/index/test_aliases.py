@@ -56,6 +56,17 @@ def test_comments_trailing_commas_extends_and_base_url(tmp_path: Path) -> None:
     assert aliases.skipped == ()
 
 
+def test_base_url_alone_roots_bare_specifiers(tmp_path: Path) -> None:
+    """`"baseUrl": "src"` without `paths` (older React applications): `components/Button` is
+    src/components/Button; a package the checkout does not hold stays outside."""
+    aliases = _checkout(tmp_path, {
+        "jsconfig.json": '{"compilerOptions": {"baseUrl": "src"}}',
+        "src/components/Button.jsx": "", "src/index.js": "",
+    })
+    assert aliases.resolve("src/index.js", "components/Button") == "src/components/Button"
+    assert aliases.resolve("src/index.js", "react") == ""
+
+
 def test_the_nearest_configuration_applies(tmp_path: Path) -> None:
     aliases = _checkout(tmp_path, {
         "apps/a/tsconfig.json": '{"compilerOptions": {"paths": {"@/*": ["src/*"]}}}',
