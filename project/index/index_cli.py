@@ -97,8 +97,9 @@ def _report_status(status: IndexStatus, root: Path) -> int:
     if status.state == "stale":
         sys.stderr.write(f"forgebot: index is stale for {len(status.stale_paths)} file(s): "
                          f"{', '.join(status.stale_paths[:10])}\n")
-    elif status.note:
-        sys.stderr.write(f"forgebot: {status.note}\n")
+    note = status.note.partition("; ")[2] if status.state == "stale" else status.note  # past the stale one
+    if note:
+        sys.stderr.write(f"forgebot: {note}\n")
     return 0
 
 

@@ -59,6 +59,9 @@ _CALLS = """
 """
 CONSTRUCTOR = "constructor"
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
+# what a function value may be wrapped in and still be the value bound: `((...a) => {…}) as Render`,
+# `(() => {…}) satisfies Handler`, `fn!` (vuejs/core's createApp and render are bound so)
+_WRAPPERS = frozenset({"as_expression", "satisfies_expression", "parenthesized_expression", "non_null_expression"})
 _EXTENSIONS = (".d.ts", ".d.mts", ".d.cts", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
 # the values `_value` may find an instance in; a variable assigned another holds no class the file tells
 _INSTANCE_VALUES = frozenset({"this", "super", "member_expression", "nested_identifier", "nested_type_identifier",
@@ -296,14 +299,24 @@ def _method(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | No
         if body is not None else None
 
 
+def _unwrapped(value: tree_sitter.Node | None) -> tree_sitter.Node | None:
+    """The value bound, out of the casts and parentheses around it (at most `scopes.NESTING_LIMIT`)."""
+    for _ in range(scopes.NESTING_LIMIT):
+        if value is None or value.type not in _WRAPPERS or not value.named_child_count:
+            return value
+        value = value.named_child(0)
+    return value
+
+
 def _field(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
     """A class field: a method when it holds a function, else an attribute whose class may be known."""
     name = _name(file.rows, node.child_by_field_name("name") or node.child_by_field_name("property"))
     value = node.child_by_field_name("value")
     if ctx.cls is None or not name:
         return None
-    if value is not None and value.type in _FUNCTION_VALUES:
-        fqn = _define(file, "method", name, node, ctx, ctx.cls.fqn, value.child_by_field_name("body"),
+    function = _unwrapped(value)
+    if function is not None and function.type in _FUNCTION_VALUES:
+        fqn = _define(file, "method", name, node, ctx, ctx.cls.fqn, function.child_by_field_name("body"),
                       f"{ctx.cls.fqn}::{name}")
         return _body(fqn, _Context(ctx.scope.outer or ctx.scope, ctx.prefix, ctx.source, ctx.cls))
     file.typed.append(("field", name, node.child_by_field_name("type"), value, node, ctx))
@@ -321,8 +334,9 @@ def _variable(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
         _pattern(file, name_node, value, ctx)
         return None
     name = rows.text(name_node)
-    if value is not None and value.type in _FUNCTION_VALUES:
-        fqn = _define(file, "function", name, node, ctx, body=value.child_by_field_name("body"))
+    function = _unwrapped(value)
+    if function is not None and function.type in _FUNCTION_VALUES:
+        fqn = _define(file, "function", name, node, ctx, body=function.child_by_field_name("body"))
         ctx.scope.bind(name, Binding("function", fqn))
         return _body(fqn, ctx)
     if value is not None and value.type == "class":

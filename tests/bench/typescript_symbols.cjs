@@ -31,6 +31,11 @@ function nameOf(name) {
 }
 
 function isFunctionValue(node) {
+  // out of the casts and parentheses around it: `((...a) => {}) as Render`, `(() => {}) satisfies H`, `f!`
+  while (node && (ts.isAsExpression(node) || ts.isSatisfiesExpression(node) || ts.isParenthesizedExpression(node)
+      || ts.isNonNullExpression(node))) {
+    node = node.expression;
+  }
   return !!node && (ts.isArrowFunction(node) || ts.isFunctionExpression(node));
 }
 

@@ -269,3 +269,23 @@ def test_an_answer_about_a_name_no_definition_carries_says_so(poly: tuple[Connec
     for known in ("src/pricing:sumPrices", "shop.Cart", "src/models/cart:Cart::anything"):  # a member may be inherited
         assert queries.callers(conn, root, known).status.note == ""
 
+
+def test_a_function_bound_through_a_cast_is_a_function(tmp_path: Path) -> None:
+    """`export const createApp = ((...args) => {…}) as CreateAppFunction` (vuejs/core binds its entry
+    points so): the function is defined at its name, and its callers are found."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "app.ts").write_text(
+        "type Make = (n: number) => number;\n"
+        "export const make = ((n: number) => n + 1) as Make;\n"
+        "export const check = (() => true) satisfies () => boolean;\n"
+        "export class Shop {\n  handle = ((e: number) => e)!;\n}\n")
+    (root / "use.ts").write_text('import { make, check } from "./app";\n\nexport function run() {\n'
+                                 "  return make(check() ? 1 : 2);\n}\n")
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, ["app.ts", "use.ts"])
+    assert ("function", "app:make", 2) in _defs(conn, "app.ts")
+    assert ("function", "app:check", 3) in _defs(conn, "app.ts")
+    assert ("method", "app:Shop::handle", 5) in _defs(conn, "app.ts")
+    assert _callers(conn, root, "app:make") == {("use.ts", 4, "use:run")}
+
