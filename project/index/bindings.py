@@ -22,7 +22,6 @@ from project.index.model import STAR
 
 _LIMIT = 256  # names per definition: re-exports of re-exports, each importer's own binding
 _DEPTH = 16
-_MODULE_ENDS = frozenset(".:")  # where a module's name may end in a Python or script name
 
 
 def spellings(conn: Connection, fqn: str) -> list[str]:
