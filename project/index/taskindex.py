@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import partial
@@ -117,11 +117,13 @@ def _add_search_rows(conn: Connection, timings: Timings, rows: FileRows) -> None
             search_store.add_file(conn, rows.path, rows.content_hash, rows.prepared)
 
 
-def index_files(conn: Connection, root: Path, paths: Sequence[str]) -> tuple[list[str], list[str]]:
+def index_files(conn: Connection, root: Path, paths: Sequence[str], reread: Collection[str] = ()
+                ) -> tuple[list[str], list[str]]:
     """Bring the search tables of `paths` in line with the graph's rows; return (changed, removed).
 
     A file the graph marked stale (it stopped parsing) keeps its old chunks, as the graph keeps its old
-    symbols; so does a file edited again since the graph read it. Both show up as stale files.
+    symbols; so does a file edited again since the graph read it. Both show up as stale files. A file
+    the graph `reread` unchanged (its extraction rules changed) is cut again along its new definitions.
     """
     graph_files = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT path, content_hash, stale FROM files")}
     known = search_store.indexed_files(conn)
@@ -130,13 +132,13 @@ def index_files(conn: Connection, root: Path, paths: Sequence[str]) -> tuple[lis
     with conn:  # one transaction for all files, not a commit per file
         if not conn.in_transaction:
             conn.execute("BEGIN")
-        _index_each(conn, root, paths, graph_files, known, changed, removed)
+        _index_each(conn, root, paths, graph_files, known, changed, removed, frozenset(reread))
     return changed, removed
 
 
 def _index_each(
     conn: Connection, root: Path, paths: Sequence[str], graph_files: dict[str, tuple[str, int]],
-    known: dict[str, str], changed: list[str], removed: list[str],
+    known: dict[str, str], changed: list[str], removed: list[str], reread: frozenset[str] = frozenset(),
 ) -> None:
     for path in paths:
         entry = graph_files.get(path)
@@ -146,7 +148,7 @@ def _index_each(
                 removed.append(path)
             continue
         digest, stale = entry
-        if stale or known.get(path) == digest or not (root / path).is_file():
+        if stale or known.get(path) == digest and path not in reread or not (root / path).is_file():
             continue
         source = (root / path).read_bytes()
         if content_hash(source) != digest:
@@ -275,13 +277,16 @@ def _refresh(
     search_store.ensure_schema(conn, embedder)
     with timings.phase("file walk"):
         paths = source_files(root, (*PATTERNS, *CONFIG_PATTERNS)) if files is None else sorted(files)
+    reread: list[str] = []  # files the graph read again: their search rows are cut again too
     if search_store.indexed_files(conn):
         graph = store.build(conn, root, paths, workers=workers, timings=timings)
+        reread = graph.parsed
     else:  # a first build: the search rows come from the same pass over the files
         graph = store.build(conn, root, paths, workers=workers, prepare=_search_rows,
                             consume=partial(_add_search_rows, conn, timings), timings=timings)
     with timings.phase("search writes"):
-        changed, removed = index_files(conn, root, sorted(set(paths) | set(search_store.indexed_files(conn))))
+        changed, removed = index_files(conn, root, sorted(set(paths) | set(search_store.indexed_files(conn))),
+                                       reread)
     embedded = 0
     if embedder is not None:
         with timings.phase("vectors"):

@@ -188,3 +188,20 @@ def test_a_first_build_writes_the_search_rows_a_file_by_file_sync_writes(tmp_pat
     rows, hits = _search_rows(base)
     assert rows and all(hits.values())
     assert (rows, hits) == _search_rows(by_file)
+
+
+def test_an_index_by_other_extraction_rules_cuts_its_search_rows_again(tmp_path: Path, repo: Path) -> None:
+    """After an upgrade the graph reads every file again (`store.ROWS_VERSION`); the search rows of the
+    unchanged files are cut again along the new definitions, not kept as the old rules cut them."""
+    index = tmp_path / "index.db"
+    taskindex.refresh(index, repo, embedder=None)
+    before = _search_rows(index)
+    conn = connect(index)
+    with conn:
+        conn.execute("DELETE FROM meta WHERE key = 'graph.rows'")  # as an earlier release left it
+        # the old rules cut the file otherwise: here, one of its definitions had no chunk
+        conn.execute("DELETE FROM chunks WHERE path = ? AND symbol LIKE '%::save'", (REPO,))
+    conn.close()
+    report = taskindex.refresh(index, repo, embedder=None)
+    assert REPO in report.changed
+    assert _search_rows(index) == before
