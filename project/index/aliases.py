@@ -31,7 +31,7 @@ import json
 import os
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,7 +55,10 @@ class Aliases:
     configuration directory (the nearest one to the importing file applies), then the workspace
     packages'; for Python, the top-level packages of each project below the checkout's root."""
 
-    scoped: tuple[tuple[str, dict[str, str]], ...] = ()  # (directory, map), the deepest directory first
+    # (directory, its map in `maps`), the deepest directory first: the configurations of a monorepo's
+    # packages mostly extend one base, and share its map (400 packages: one map, not 400 copies)
+    scoped: tuple[tuple[str, int], ...] = ()
+    maps: tuple[dict[str, str], ...] = ()  # specifier → module
     packages: dict[str, str] = field(default_factory=dict)
     # (a Python project's directory, its top-level names → their modules in the graph), the deepest first
     python: tuple[tuple[str, dict[str, str]], ...] = ()
@@ -63,8 +66,9 @@ class Aliases:
 
     def resolve(self, importer: str, specifier: str) -> str:
         """The module `specifier` names from the file `importer`, or "" when the checkout maps it nowhere."""
-        for directory, mapped in self.scoped:
+        for directory, index in self.scoped:
             if directory == "" or importer.startswith(directory + "/"):
+                mapped = self.maps[index]
                 found = mapped.get(specifier) or mapped.get(module_name(specifier))
                 if found:
                     return found
@@ -85,13 +89,14 @@ class Aliases:
         return hashlib.sha1(self.dumps().encode(), usedforsecurity=False).hexdigest()[:16] if self else ""
 
     def dumps(self) -> str:
-        return json.dumps({"scoped": self.scoped, "packages": self.packages, "python": self.python,
-                           "skipped": self.skipped}, sort_keys=True, separators=(",", ":"))
+        return json.dumps({"scoped": self.scoped, "maps": self.maps, "packages": self.packages,
+                           "python": self.python, "skipped": self.skipped}, sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def loads(cls, text: str) -> Aliases:
         data = json.loads(text) if text else {}
-        return cls(tuple((str(d), dict(m)) for d, m in data.get("scoped", ())), dict(data.get("packages", {})),
+        return cls(tuple((str(d), int(i)) for d, i in data.get("scoped", ())),
+                   tuple(dict(m) for m in data.get("maps", ())), dict(data.get("packages", {})),
                    tuple((str(d), dict(m)) for d, m in data.get("python", ())), tuple(data.get("skipped", ())))
 
     def __bool__(self) -> bool:
@@ -126,17 +131,20 @@ def read_aliases(root: Path, files: Iterable[str], sources: Iterable[str]) -> Al
         return Aliases(python=python)
     reader = _Reader(root)
     scoped = []
+    maps: dict[tuple[tuple[str, tuple[str, ...]], ...], int] = {}  # patterns → their map's index
+    expanded: list[dict[str, str]] = []
     for rel in sorted(configs)[:MAX_CONFIGS]:
-        patterns = _paths(reader, rel)
-        if patterns:
-            mapped = _expand(patterns, known)
-            if mapped:
-                scoped.append((posixpath.dirname(rel), mapped))
+        patterns = tuple((pattern, tuple(targets)) for pattern, targets in _paths(reader, rel))
+        if patterns and patterns not in maps:
+            maps[patterns] = len(expanded)
+            expanded.append(_expand(patterns, known))
+        if patterns and expanded[maps[patterns]]:
+            scoped.append((posixpath.dirname(rel), maps[patterns]))
     scoped.sort(key=lambda item: -len(item[0]) if item[0] else 1)  # deepest first, the root last
     packages: dict[str, str] = {}
     for rel in sorted(manifests)[:MAX_CONFIGS]:
         packages.update(_package(reader, rel, known, packages))
-    return Aliases(tuple(scoped), packages, python, tuple(reader.skipped))
+    return Aliases(tuple(scoped), tuple(expanded), packages, python, tuple(reader.skipped))
 
 
 def _python_projects(markers: list[str], files: list[str]) -> tuple[tuple[str, dict[str, str]], ...]:
@@ -255,7 +263,7 @@ def _chain(reader: _Reader, rel: str) -> list[tuple[str, dict[str, object]]]:
     return chain
 
 
-def _expand(patterns: list[tuple[str, list[str]]], known: _Modules) -> dict[str, str]:
+def _expand(patterns: Iterable[tuple[str, Sequence[str]]], known: _Modules) -> dict[str, str]:
     """Every specifier the patterns map to a module of the checkout, the first mapping winning."""
     mapped: dict[str, str] = {}
     for pattern, targets in patterns:
