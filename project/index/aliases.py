@@ -150,21 +150,20 @@ def read_aliases(root: Path, files: Iterable[str], sources: Iterable[str]) -> Al
 def _python_projects(markers: list[str], files: list[str]) -> tuple[tuple[str, dict[str, str]], ...]:
     """Each directory below the root holding a pyproject.toml, setup.py or setup.cfg, with the top-level
     modules and packages of the project there (its files, in `src/` or not) named as the graph names
-    them. Only a name the graph spells otherwise than Python does is kept (`backend.app` for `app`)."""
+    them. Only a name the graph spells otherwise than Python does is kept (`backend.app` for `app`).
+    A file belongs to the deepest project holding it."""
+    directories = {posixpath.dirname(m) for m in markers if "/" in m}
     found: dict[str, dict[str, str]] = {}
-    directories = sorted({posixpath.dirname(m) for m in markers if "/" in m}, key=len, reverse=True)
-    for directory in directories[:MAX_CONFIGS]:
-        prefix = f"{directory}/"
-        names: dict[str, str] = {}
-        for rel in files:
-            if not rel.startswith(prefix) or any(rel.startswith(f"{d}/") for d in found):  # a deeper project's
-                continue
-            graph, python = python_module_name(rel), python_module_name(rel[len(prefix):])
-            if graph != python and graph.endswith(f".{python}"):
-                top = python.split(".", 1)[0]
-                names.setdefault(top, graph[:len(graph) - len(python)] + top)
-        if names:
-            found[directory] = names
+    for rel in files if directories else ():
+        directory = posixpath.dirname(rel)
+        while directory and directory not in directories:
+            directory = posixpath.dirname(directory)
+        if not directory:
+            continue
+        graph, python = python_module_name(rel), python_module_name(rel[len(directory) + 1:])
+        if graph != python and graph.endswith(f".{python}"):
+            top = python.split(".", 1)[0]
+            found.setdefault(directory, {}).setdefault(top, graph[:len(graph) - len(python)] + top)
     return tuple(sorted(found.items(), key=lambda item: -len(item[0])))
 
 
