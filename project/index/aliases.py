@@ -34,6 +34,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from project.index.extractors import extractor_for
 from project.index.python_graph import module_name as python_module_name
@@ -47,6 +48,7 @@ _CONFIG_NAMES = frozenset({"tsconfig.json", "jsconfig.json"})
 _PROJECTS = frozenset({"pyproject.toml", "setup.py", "setup.cfg"})  # a Python project's directory: present, not read
 _NAMES = _CONFIG_NAMES | _PROJECTS | {"package.json"}
 _ENTRY_FIELDS = ("source", "module", "main", "types", "typings")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -63,24 +65,31 @@ class Aliases:
     # (a Python project's directory, its top-level names → their modules in the graph), the deepest first
     python: tuple[tuple[str, dict[str, str]], ...] = ()
     skipped: tuple[str, ...] = ()  # configuration files not read, each with why
+    _scopes: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
+    _projects: dict[str, dict[str, str]] = field(init=False, repr=False, compare=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # by directory, for a lookup per import that walks up the importer's directories (a monorepo
+        # has hundreds of configurations; a scan of them per import was the cost of a whole extraction)
+        object.__setattr__(self, "_scopes", dict(self.scoped))
+        object.__setattr__(self, "_projects", dict(self.python))
 
     def resolve(self, importer: str, specifier: str) -> str:
         """The module `specifier` names from the file `importer`, or "" when the checkout maps it nowhere."""
-        for directory, index in self.scoped:
-            if directory == "" or importer.startswith(directory + "/"):
-                mapped = self.maps[index]
-                found = mapped.get(specifier) or mapped.get(module_name(specifier))
-                if found:
-                    return found
-                break  # the nearest configuration is the one that applies
+        index = _nearest(self._scopes, importer)
+        if index is not None:  # the nearest configuration is the one that applies
+            mapped = self.maps[index]
+            found = mapped.get(specifier) or mapped.get(module_name(specifier))
+            if found:
+                return found
         return self.packages.get(specifier) or self.packages.get(module_name(specifier)) or ""
 
     def python_module(self, importer: str, name: str) -> str:
         """The graph's module for the top-level `name` an absolute import in `importer` names (`app` in
         `backend/app/main.py` is `backend.app` when backend/ holds a pyproject.toml), or ""."""
-        for directory, mapped in self.python:
-            if importer.startswith(directory + "/"):
-                return mapped.get(name, "")  # the importing file's own project
+        own = _nearest(self._projects, importer, root=False)
+        if own is not None:
+            return own.get(name, "")  # the importing file's own project
         found = [mapped[name] for _, mapped in self.python if name in mapped]
         return found[0] if len(found) == 1 else ""  # outside every project: when only one has it
 
@@ -101,6 +110,16 @@ class Aliases:
 
     def __bool__(self) -> bool:
         return bool(self.scoped or self.packages or self.python)
+
+
+def _nearest(by_directory: dict[str, T], path: str, *, root: bool = True) -> T | None:
+    """The value of the deepest directory holding `path` (the checkout's root "" too, when `root`)."""
+    directory = posixpath.dirname(path)
+    while directory:
+        if directory in by_directory:
+            return by_directory[directory]
+        directory = posixpath.dirname(directory)
+    return by_directory.get("") if root else None
 
 
 NO_ALIASES = Aliases()
