@@ -53,6 +53,18 @@ def connect(path: Path | str, *, vectors: bool = True, readonly: bool = False) -
     return conn
 
 
+def retire(target: Path, keep: Callable[[Path], bool]) -> bool:
+    """Remove the database `target` unless `keep(target)`, under the lock `build_new` takes (so no build
+    of it is under way); True when it was removed. A process that opened it keeps reading the file it
+    opened; the next `build_new` makes it again."""
+    with target.with_suffix(".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not target.is_file() or keep(target):
+            return False
+        target.unlink()
+        return True
+
+
 def build_new(
     target: Path, fill: Callable[[Connection], None], *, partial: str = ".building", seed: Path | None = None
 ) -> bool:

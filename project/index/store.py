@@ -491,6 +491,11 @@ def ensure_schema_once(conn: Connection) -> None:
         ensure_schema(conn)
 
 
+def by_these_rules(conn: Connection) -> bool:
+    """Whether the graph of `conn` was made by this release's extraction rules (`ROWS_VERSION`)."""
+    return _meta(conn, "graph.rows").startswith(f"{ROWS_VERSION}:")
+
+
 def _meta(conn: Connection, key: str) -> str:
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return str(row[0]) if row is not None else ""

@@ -23,7 +23,7 @@ from foundation.gitrunner import GitError, GitTampered, git
 from project.index import basevectors, memory_sources, search_store, store
 from project.index.aliases import CONFIG_PATTERNS
 from project.index.chunks import chunk_file
-from project.index.db import Connection, build_new, connect
+from project.index.db import Connection, build_new, connect, retire
 from project.index.embed import Embedder
 from project.index.extractors import PATTERNS
 from project.index.memory_history import MAX_COMMITS
@@ -178,7 +178,8 @@ def build_base(
     data_dir: Path, repo: str, root: Path, *, workers: int = 1, memory_commits: int = MAX_COMMITS,
     defer_from: int | None = None,
 ) -> Path:
-    """Build (or reuse) the base index of the checkout at `root` for its HEAD commit.
+    """Build (or reuse) the base index of the checkout at `root` for its HEAD commit (one an earlier
+    release made is made again: its rows follow other extraction rules).
 
     Graph and full-text tables only: a task can start on them at once. The vector leg is built
     next to it in the background (`basevectors`). The project memory (documents and history) starts
@@ -189,10 +190,13 @@ def build_base(
     """
     commit = head_commit(root)
     target = base_index_path(data_dir, repo, commit)
+    graph = graph_base_path(target)
+    for made in (target, graph):  # a base an earlier release made is made again (`store.ROWS_VERSION`)
+        if made.is_file() and retire(made, _by_these_rules):
+            log.info("base index of %s at %s: made by other extraction rules, built again", repo, commit[:12])
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    graph = graph_base_path(target)
     paths = source_files(root, (*PATTERNS, *CONFIG_PATTERNS))  # the configuration for import aliases too
     if defer_from is not None and len(paths) >= defer_from:
         if not graph.is_file():
@@ -204,6 +208,14 @@ def build_base(
 
     build_new(target, whole)
     return target
+
+
+def _by_these_rules(index: Path) -> bool:
+    conn = connect(index, vectors=False, readonly=True)
+    try:
+        return store.by_these_rules(conn)
+    finally:
+        conn.close()
 
 
 def graph_base_path(target: Path) -> Path:

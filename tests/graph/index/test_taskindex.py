@@ -205,3 +205,30 @@ def test_an_index_by_other_extraction_rules_cuts_its_search_rows_again(tmp_path:
     report = taskindex.refresh(index, repo, embedder=None)
     assert REPO in report.changed
     assert _search_rows(index) == before
+
+
+def test_a_base_an_earlier_release_made_is_made_again(tmp_path: Path, repo: Path) -> None:
+    """After an upgrade, a task on a commit indexed before it gets a base made by the new extraction
+    rules (it was reused as it was until the next commit); a process that opened the old one keeps it."""
+    from project.index import store
+
+    data = tmp_path / "data"
+    for defer_from in (None, 1):  # the whole base, and a large checkout's graph alone
+        base = taskindex.build_base(data, "group/demo", repo, defer_from=defer_from)
+        conn = connect(base)
+        with conn:
+            conn.execute("DELETE FROM meta WHERE key = 'graph.rows'")  # as an earlier release left it
+            conn.execute("INSERT INTO relations VALUES (NULL, 'x.php', 'calls', 'old', 'old', 'old', '', 1)")
+        conn.close()
+        opened = connect(base, readonly=True)
+        assert taskindex.build_base(data, "group/demo", repo, defer_from=defer_from) == base
+        conn = connect(base, readonly=True)
+        assert store.by_these_rules(conn)
+        assert conn.execute("SELECT count(*) FROM relations WHERE source_fqn = 'old'").fetchone()[0] == 0
+        assert opened.execute("SELECT count(*) FROM relations WHERE source_fqn = 'old'").fetchone()[0] == 1
+        conn.close()
+        opened.close()
+        made = base.stat().st_mtime_ns
+        assert taskindex.build_base(data, "group/demo", repo, defer_from=defer_from) == base
+        assert base.stat().st_mtime_ns == made  # made by these rules: reused
+        base.unlink()
