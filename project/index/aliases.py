@@ -103,6 +103,15 @@ class Aliases:
 
     @classmethod
     def loads(cls, text: str) -> Aliases:
+        """The aliases `dumps` wrote; none from a record this release cannot read (the next build
+        writes it again: its digest is part of the rules a build compares)."""
+        try:
+            return cls._loads(text)
+        except (ValueError, TypeError, AttributeError, IndexError):
+            return NO_ALIASES
+
+    @classmethod
+    def _loads(cls, text: str) -> Aliases:
         data = json.loads(text) if text else {}
         return cls(tuple((str(d), int(i)) for d, i in data.get("scoped", ())),
                    tuple(dict(m) for m in data.get("maps", ())), dict(data.get("packages", {})),

@@ -30,6 +30,7 @@ from project.index.results import (
     OutlineResult,
     SymbolHit,
 )
+from project.index.store import recorded_aliases
 
 _SYMBOL_COLUMNS = "kind, fqn, path, start_line, end_line, signature, parent_fqn"
 _SITE_COLUMNS = "path, line, source_fqn, target_name, target_fqn"
@@ -119,7 +120,13 @@ def canonical(conn: Connection, name: str) -> str:
     head, dot, tail = wanted.rpartition(".")
     if dot and head and "::" not in wanted and not defined(conn, wanted) and defined(conn, f"{head}::{tail}"):
         return f"{head}::{tail}"
-    return bound_definition(conn, wanted)
+    found = bound_definition(conn, wanted)
+    if found == wanted and not defined(conn, wanted):  # Python's name of a project below the root
+        top = wanted.split(".", 1)[0]
+        graph = recorded_aliases(conn).python_module("", top) if top != wanted else ""
+        if graph:  # `app.crud.create_user` in backend/ is the graph's `backend.app.crud.create_user`
+            return canonical(conn, f"{graph}{wanted[len(top):]}")
+    return found
 
 
 def call_sites(conn: Connection, fqn: str, limit: int = 200) -> tuple[list[CallSiteHit], bool]:

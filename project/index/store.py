@@ -456,7 +456,7 @@ def sync_files(conn: Connection, root: Path, changed: Iterable[Path | str]) -> S
             (report.stale if stored[1] else report.unchanged).append(rel)
             continue
         if aliases is None:
-            aliases = _recorded_aliases(conn)
+            aliases = recorded_aliases(conn)
         rows = FileRows(rel, digest, extractor.language, False, [], [], left_out=why) if why else \
             extractor.read(rel, source, parsers.get(extractor).parse(source), digest, aliases)
         with conn:
@@ -513,7 +513,8 @@ def _aliases(root: Path, wanted: Sequence[str], configs: list[str]) -> Aliases:
 _last_read: tuple[str, Aliases] = ("", NO_ALIASES)
 
 
-def _recorded_aliases(conn: Connection) -> Aliases:
+def recorded_aliases(conn: Connection) -> Aliases:
+    """The aliases the last build of `conn`'s graph recorded (`aliases.Aliases`)."""
     global _last_read
     rules = _meta(conn, "graph.rows")
     if rules != _last_read[0] or not rules:

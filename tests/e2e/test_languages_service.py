@@ -155,9 +155,15 @@ async def test_an_analysis_finds_callers_in_a_python_project_below_the_root(
     """`from orders.store import Orders` in services/api, whose pyproject.toml makes it the project's
     directory: before, the import named no module of the graph and the analysis found no caller."""
     origin = _served_shop(tmp_path, settings, fake_forge, API_PROJECT)
-    await _analyze_save(settings, redis_url, fake_forge, next(origin), fqn="services.api.orders.store.Orders.save",
-                        expected={("services/api/orders/checkout.py", 6, "services.api.orders.checkout.place"),
-                                  ("services/api/orders/checkout.py", 7, "services.api.orders.checkout.place")})
+    script = await _analyze_save(
+        settings, redis_url, fake_forge, next(origin), fqn="services.api.orders.store.Orders.save",
+        expected={("services/api/orders/checkout.py", 6, "services.api.orders.checkout.place"),
+                  ("services/api/orders/checkout.py", 7, "services.api.orders.checkout.place")},
+        more=[call("find_callers", fqn="orders.store.Orders.save")])  # asked by the name its imports use
+    by_python_name = json.loads(_answers(script["analyzer"].received, "find_callers")[1].split(">", 1)[1]
+                                .rsplit("<", 1)[0])
+    assert {(s["path"], s["line"]) for s in by_python_name["sites"]} == {
+        ("services/api/orders/checkout.py", 6), ("services/api/orders/checkout.py", 7)}
 
 
 async def _analyze_save(settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin: str,
@@ -183,7 +189,7 @@ async def _analyze_save(settings: Settings, redis_url: str, fake_forge: FakeForg
     await _deliver(settings, origin, 1, "5e1c0a4b-cc78-11e3-81ab-4c9367dc0958")
     assert (await work(settings, lambda role: script[role])).jobs_failed == 0
     (task,) = await _task_ids(settings)
-    (asked,) = _tool_lines(_trace(settings, task), "analyzer", "find_callers")
+    asked = _tool_lines(_trace(settings, task), "analyzer", "find_callers")[0]
     assert '"state":"ok"' in asked and '"sites":[{"path":' in asked  # the trace shows the answer's start
     assert _callers(script["analyzer"].received, "find_callers") == expected
     return script

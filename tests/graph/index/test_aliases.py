@@ -126,6 +126,7 @@ def test_the_record_round_trips(tmp_path: Path) -> None:
     again = Aliases.loads(aliases.dumps())
     assert again.resolve("src/b.ts", "~/a") == "src/a" and again.digest() == aliases.digest() != ""
     assert Aliases.loads("").resolve("x.ts", "~/a") == ""
+    assert not Aliases.loads('{"scoped": [["src", {"~/a": "src/a"}]]}')  # a record of another release's form
 
 
 def test_python_projects_below_the_root(tmp_path: Path) -> None:
