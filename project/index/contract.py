@@ -18,7 +18,7 @@ from project.index.db import Connection
 from project.index.extractors import extractor_for
 from project.index.hierarchy import overridden, split_member
 from project.index.parse import content_hash
-from project.index.queries import find_symbols, index_ready
+from project.index.queries import find_symbols, index_ready, named_status
 from project.index.results import MISSING, ContractResult, Exit, ExitKind, IndexStatus, SymbolHit
 from project.index.syntax import ExitSyntax
 
@@ -38,10 +38,10 @@ def override_contract(conn: Connection, root: Path, method_fqn: str) -> Contract
     implemented = next((hit for hit in ancestors if hit is not None and _has_body(conn, hit)), None)
     if implemented is None:
         note = "no ancestor implementation in the index" if not declared else ""
-        return ContractResult(
-            method=fqn, status=IndexStatus(state="ok", note=note), declared_by=declared,
-            documented_throws=_documented(conn, declared),
-        )
+        # an owner no definition carries has no ancestors to find: said so, not "no ancestor"
+        status = named_status(conn, fqn, IndexStatus(state="ok", note=note))
+        return ContractResult(method=fqn, status=status, declared_by=declared,
+                              documented_throws=_documented(conn, declared))
     source = _indexed_source(conn, root, implemented.path)
     if source is None:
         status = IndexStatus(state="stale", stale_paths=[implemented.path], note="ancestor file changed")

@@ -171,11 +171,11 @@ def callers(conn: Connection, root: Path, fqn: str, limit: int = 200) -> Callers
     if not index_ready(conn):
         return CallersResult(query=fqn, status=MISSING)
     sites, truncated = call_sites(conn, fqn, limit)
-    status = _named(conn, fqn, freshness(conn, root, (s.path for s in sites)))
+    status = named_status(conn, fqn, freshness(conn, root, (s.path for s in sites)))
     return CallersResult(query=fqn, status=status, sites=sites, truncated=truncated)
 
 
-def _named(conn: Connection, fqn: str, status: IndexStatus) -> IndexStatus:
+def named_status(conn: Connection, fqn: str, status: IndexStatus) -> IndexStatus:
     """`status`, noting when no definition carries `fqn`: an empty answer then says nothing about the
     code (a name misspelled, in another form, or in a language the graph does not read), and a model
     that reads "no callers" as a fact would conclude from it."""
@@ -203,7 +203,7 @@ def callees(conn: Connection, root: Path, fqn: str) -> CalleesResult:
     if not index_ready(conn):
         return CalleesResult(query=fqn, status=MISSING)
     sites = callee_sites(conn, fqn)
-    return CalleesResult(query=fqn, status=_named(conn, fqn, freshness(conn, root, {s.path for s in sites})),
+    return CalleesResult(query=fqn, status=named_status(conn, fqn, freshness(conn, root, {s.path for s in sites})),
                          sites=sites)
 
 
@@ -240,7 +240,7 @@ def impact(conn: Connection, root: Path, fqn: str, depth: int = 2, limit: int = 
                         following.append(node.fqn)
         frontier = following
     nodes = list(seen.values())
-    status = _named(conn, fqn, freshness(conn, root, {n.path for n in nodes}))
+    status = named_status(conn, fqn, freshness(conn, root, {n.path for n in nodes}))
     return ImpactResult(query=fqn, depth=depth, status=status, nodes=nodes, truncated=len(seen) >= limit)
 
 

@@ -268,6 +268,9 @@ def test_an_answer_about_a_name_no_definition_carries_says_so(poly: tuple[Connec
     assert "no definition is named" in queries.callees(conn, root, "shop.nowhere.run").status.note
     for known in ("src/pricing:sumPrices", "shop.Cart", "src/models/cart:Cart::anything"):  # a member may be inherited
         assert queries.callers(conn, root, known).status.note == ""
+    # an override contract asked of a class no definition carries: not "no ancestor implementation" alone
+    assert "no definition is named 'src/models/carts:Cart::save'" in override_contract(
+        conn, root, "src/models/carts:Cart::save").status.note
 
 
 def test_a_function_bound_through_a_cast_is_a_function(tmp_path: Path) -> None:
