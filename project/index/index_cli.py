@@ -90,6 +90,8 @@ def _emit(lines: Iterable[str]) -> None:
 
 
 def _report_status(status: IndexStatus, root: Path) -> int:
+    from project.index.results import STALE_NOTE
+
     if status.state == "missing":
         sys.stderr.write(f"forgebot: no code index for {root}: run `forgebot index {root}` first; "
                          "check not performed\n")
@@ -97,7 +99,7 @@ def _report_status(status: IndexStatus, root: Path) -> int:
     if status.state == "stale":
         sys.stderr.write(f"forgebot: index is stale for {len(status.stale_paths)} file(s): "
                          f"{', '.join(status.stale_paths[:10])}\n")
-    note = status.note.partition("; ")[2] if status.state == "stale" else status.note  # past the stale one
+    note = status.note.removeprefix(STALE_NOTE).removeprefix("; ")  # a query's own note, past the stale line's
     if note:
         sys.stderr.write(f"forgebot: {note}\n")
     return 0

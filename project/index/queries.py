@@ -18,6 +18,7 @@ from project.index.hierarchy import descendants, short_name, split_member
 from project.index.parse import content_hash
 from project.index.results import (
     MISSING,
+    STALE_NOTE,
     CalleesResult,
     CallersResult,
     CallSiteHit,
@@ -55,7 +56,7 @@ def freshness(conn: Connection, root: Path, paths: Iterable[str]) -> IndexStatus
         if row is None or row[1] or not full.is_file() or content_hash(full.read_bytes()) != row[0]:
             stale.append(path)
     if stale:
-        return IndexStatus(state="stale", stale_paths=stale, note="these files changed since indexing")
+        return IndexStatus(state="stale", stale_paths=stale, note=STALE_NOTE)
     return IndexStatus(state="ok")
 
 
@@ -115,11 +116,15 @@ def _sites(rows: Iterable[tuple[object, ...]], certainty: str) -> list[CallSiteH
 
 def canonical(conn: Connection, name: str) -> str:
     """The definition `name` means: itself, its dotted form read as a member (`pkg.mod.Class.method` is
-    `pkg.mod.Class::method`), or the definition an import binding it leads to; `name` when none is known."""
+    `pkg.mod.Class::method`), or the definition an import binding it leads to (for a member, its class's);
+    `name` when none is known."""
     wanted = name.strip().lstrip("\\")
     head, dot, tail = wanted.rpartition(".")
     if dot and head and "::" not in wanted and not defined(conn, wanted) and defined(conn, f"{head}::{tail}"):
         return f"{head}::{tail}"
+    owner, member = split_member(wanted)
+    if member and not defined(conn, wanted):  # a member of a class named as it is re-exported
+        return f"{canonical(conn, owner)}::{member}"
     found = bound_definition(conn, wanted)
     if found == wanted and not defined(conn, wanted):  # Python's name of a project below the root
         top = wanted.split(".", 1)[0]
@@ -202,7 +207,7 @@ def callee_sites(conn: Connection, fqn: str) -> list[CallSiteHit]:
 def callees(conn: Connection, root: Path, fqn: str) -> CalleesResult:
     if not index_ready(conn):
         return CalleesResult(query=fqn, status=MISSING)
-    sites = callee_sites(conn, fqn)
+    sites = callee_sites(conn, canonical(conn, fqn))  # a re-exported name, a Python project's own name
     return CalleesResult(query=fqn, status=named_status(conn, fqn, freshness(conn, root, {s.path for s in sites})),
                          sites=sites)
 

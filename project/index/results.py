@@ -29,6 +29,7 @@ class IndexStatus(_Frozen):
 
 
 MISSING = IndexStatus(state="missing", note="no code index for this checkout: the check was not performed")
+STALE_NOTE = "these files changed since indexing"
 
 
 class SymbolHit(_Frozen):

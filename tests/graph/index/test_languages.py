@@ -207,6 +207,8 @@ def test_script_callers_through_aliases_workspace_packages_and_star_barrels(poly
         ("src/receipt.ts", 4, "src/receipt:receipt")}
     assert queries.canonical(conn, "packages/checkout/src:orderTotal") == "packages/checkout/src/order:orderTotal"
     assert queries.canonical(conn, "src/models:Repository") == "src/models/base:Repository"  # `export *`
+    # asked by a re-exported name, callees answers for the definition (it read the name as given, found none)
+    assert {s.target_name for s in queries.callees(conn, root, "src/models:Cart::total").sites} >= {"sumPrices"}
     # a one-file sync reads the aliases the build recorded
     (root / "src" / "receipt.ts").write_text('import { sumPrices } from "@shop/pricing";\n\n'
                                              "export const receipt = (p: number[]) => sumPrices(p);\n")
