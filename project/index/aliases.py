@@ -45,7 +45,9 @@ MAX_CONFIGS = 2_000  # tsconfig, jsconfig and package.json files read per checko
 MAX_PATTERNS = 1_000  # `paths` entries per configuration
 _EXTENDS_DEPTH = 8
 _CONFIG_NAMES = frozenset({"tsconfig.json", "jsconfig.json"})
-_PROJECTS = frozenset({"pyproject.toml", "setup.py", "setup.cfg"})  # a Python project's directory: present, not read
+# a Python project's directory holds one of these (present, never read): its packaging, or, for an
+# application run from its own directory, its dependency list or Django's `manage.py`
+_PROJECTS = frozenset({"pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile", "manage.py"})
 _NAMES = _CONFIG_NAMES | _PROJECTS | {"package.json"}
 _ENTRY_FIELDS = ("source", "module", "main", "types", "typings")
 T = TypeVar("T")
@@ -90,8 +92,9 @@ class Aliases:
         own = _nearest(self._projects, importer, root=False)
         if own is not None:
             return own.get(name, "")  # the importing file's own project
+        # outside every project: when only one has it (the checkout's top level counts as one, under "")
         found = [mapped[name] for _, mapped in self.python if name in mapped]
-        return found[0] if len(found) == 1 else ""  # outside every project: when only one has it
+        return found[0] if len(found) == 1 and found[0] != name else ""
 
     def digest(self) -> str:
         """Changes when any import would map otherwise: the rows of every file depend on it."""
@@ -176,22 +179,29 @@ def read_aliases(root: Path, files: Iterable[str], sources: Iterable[str]) -> Al
 
 
 def _python_projects(markers: list[str], files: list[str]) -> tuple[tuple[str, dict[str, str]], ...]:
-    """Each directory below the root holding a pyproject.toml, setup.py or setup.cfg, with the top-level
-    modules and packages of the project there (its files, in `src/` or not) named as the graph names
-    them. Only a name the graph spells otherwise than Python does is kept (`backend.app` for `app`).
-    A file belongs to the deepest project holding it."""
+    """Each directory below the root holding a `_PROJECTS` file, with the top-level modules and packages
+    of the project there (its files, in `src/` or not) named as the graph names them. Only a name the
+    graph spells otherwise than Python does is kept (`backend.app` for `app`). A file belongs to the
+    deepest project holding it. A name the checkout's own top level holds too is listed under "" as
+    itself: an import of it from outside every project names the top level's (`utils` beside a
+    `scripts/requirements.txt` and a `scripts/utils.py`), not the project's."""
     directories = {posixpath.dirname(m) for m in markers if "/" in m}
     found: dict[str, dict[str, str]] = {}
+    top_level: set[str] = set()
     for rel in files if directories else ():
         directory = posixpath.dirname(rel)
         while directory and directory not in directories:
             directory = posixpath.dirname(directory)
         if not directory:
+            top_level.add(python_module_name(rel).split(".", 1)[0])
             continue
         graph, python = python_module_name(rel), python_module_name(rel[len(directory) + 1:])
         if graph != python and graph.endswith(f".{python}"):
             top = python.split(".", 1)[0]
             found.setdefault(directory, {}).setdefault(top, graph[:len(graph) - len(python)] + top)
+    shared = sorted(top_level & {name for mapped in found.values() for name in mapped})
+    if shared:
+        found[""] = {name: name for name in shared}
     return tuple(sorted(found.items(), key=lambda item: -len(item[0])))
 
 

@@ -114,10 +114,11 @@ def _sites(rows: Iterable[tuple[object, ...]], certainty: str) -> list[CallSiteH
     ]
 
 
-def canonical(conn: Connection, name: str) -> str:
+def canonical(conn: Connection, name: str, *, python_name: bool = True) -> str:
     """The definition `name` means: itself, its dotted form read as a member (`pkg.mod.Class.method` is
     `pkg.mod.Class::method`), or the definition an import binding it leads to (for a member, its class's);
-    `name` when none is known."""
+    `name` when none is known. `python_name`: it may be a name as a Python project below the root
+    imports it (read so once: Django's `mysite/mysite/` maps `mysite` to `mysite.mysite`, again and again)."""
     wanted = name.strip().lstrip("\\")
     head, dot, tail = wanted.rpartition(".")
     if dot and head and "::" not in wanted and not defined(conn, wanted) and defined(conn, f"{head}::{tail}"):
@@ -126,11 +127,13 @@ def canonical(conn: Connection, name: str) -> str:
     if member and not defined(conn, wanted):  # a member of a class named as it is re-exported
         return f"{canonical(conn, owner)}::{member}"
     found = bound_definition(conn, wanted)
-    if found == wanted and not defined(conn, wanted):  # Python's name of a project below the root
+    if python_name and found == wanted and not defined(conn, wanted):  # a project's name for it
         top = wanted.split(".", 1)[0]
         graph = recorded_aliases(conn).python_module("", top) if top != wanted else ""
-        if graph:  # `app.crud.create_user` in backend/ is the graph's `backend.app.crud.create_user`
-            return canonical(conn, f"{graph}{wanted[len(top):]}")
+        # `app.crud.create_user` in backend/ is the graph's `backend.app.crud.create_user`
+        mapped = canonical(conn, f"{graph}{wanted[len(top):]}", python_name=False) if graph else ""
+        if mapped and defined(conn, mapped):
+            return mapped
     return found
 
 

@@ -149,12 +149,16 @@ API_PROJECT = {
 }
 
 
+@pytest.mark.parametrize("marker", ["pyproject.toml", "requirements.txt"])
 async def test_an_analysis_finds_callers_in_a_python_project_below_the_root(
-    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path, marker: str
 ) -> None:
-    """`from orders.store import Orders` in services/api, whose pyproject.toml makes it the project's
-    directory: before, the import named no module of the graph and the analysis found no caller."""
-    origin = _served_shop(tmp_path, settings, fake_forge, API_PROJECT)
+    """`from orders.store import Orders` in services/api, whose pyproject.toml (or, for an application
+    with no packaging, its requirements.txt) makes it the project's directory: before, the import named
+    no module of the graph and the analysis found no caller."""
+    project = {(f"services/api/{marker}" if name.endswith("pyproject.toml") else name): text
+               for name, text in API_PROJECT.items()}
+    origin = _served_shop(tmp_path, settings, fake_forge, project)
     script = await _analyze_save(
         settings, redis_url, fake_forge, next(origin), fqn="services.api.orders.store.Orders.save",
         expected={("services/api/orders/checkout.py", 6, "services.api.orders.checkout.place"),

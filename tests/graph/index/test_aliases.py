@@ -149,6 +149,35 @@ def test_python_projects_below_the_root(tmp_path: Path) -> None:
     assert aliases.python_module("backend/app/main.py", "shop") == ""
 
 
+def test_applications_without_packaging_are_projects(tmp_path: Path) -> None:
+    """An application run from its own directory often has no packaging file: a FastAPI or Flask
+    `backend/` with a requirements.txt or a Pipfile, a Django site with its manage.py. Each is a
+    project: its imports name its own packages."""
+    aliases = _checkout(tmp_path, {
+        "api/requirements.txt": "fastapi\n", "api/app/__init__.py": "", "api/app/crud.py": "",
+        "site/manage.py": "", "site/polls/__init__.py": "", "site/polls/models.py": "",
+        "jobs/Pipfile": "", "jobs/tasks.py": "",
+        "docs/requirements.txt": "sphinx\n",  # no Python file there: nothing to map
+    })
+    assert aliases.python_module("api/app/main.py", "app") == "api.app"
+    assert aliases.python_module("site/polls/views.py", "polls") == "site.polls"
+    assert aliases.python_module("jobs/run.py", "tasks") == "jobs.tasks"
+    assert aliases.python_module("site/polls/views.py", "app") == ""  # another project's: not its own
+
+
+def test_the_top_level_keeps_its_own_names(tmp_path: Path) -> None:
+    """Outside every project an import names the checkout's top-level package when it has one of that
+    name: `import utils` in `main.py` is `utils/`, not `scripts/utils.py` of the project in `scripts/`."""
+    aliases = _checkout(tmp_path, {
+        "utils/__init__.py": "", "main.py": "",
+        "scripts/pyproject.toml": "", "scripts/utils.py": "", "scripts/deploy.py": "",
+    })
+    assert aliases.python_module("main.py", "utils") == ""  # the top level's own `utils`
+    assert aliases.python_module("main.py", "deploy") == "scripts.deploy"  # only the project has it
+    assert aliases.python_module("scripts/deploy.py", "utils") == "scripts.utils"  # the project's own first
+    assert Aliases.loads(aliases.dumps()).python_module("main.py", "utils") == ""
+
+
 def test_two_python_projects_with_one_name(tmp_path: Path) -> None:
     aliases = _checkout(tmp_path, {
         "services/a/pyproject.toml": "", "services/a/app/__init__.py": "",

@@ -294,3 +294,25 @@ def test_a_function_bound_through_a_cast_is_a_function(tmp_path: Path) -> None:
     assert ("method", "app:Shop::handle", 5) in _defs(conn, "app.ts")
     assert _callers(conn, root, "app:make") == {("use.ts", 4, "use:run")}
 
+
+
+def test_a_django_site_named_as_its_directory(tmp_path: Path) -> None:
+    """`django-admin startproject mysite` makes `mysite/manage.py` and the package `mysite/mysite/`: the
+    site imports `mysite.views`, the graph names it `mysite.mysite.views`. Asked by the site's name, a
+    query maps it once (mapping `mysite` again and again overflowed the stack: a RecursionError for any
+    name under `mysite.` that no definition carries, seen on netbox)."""
+    root = tmp_path / "repo"
+    (root / "mysite" / "mysite").mkdir(parents=True)
+    (root / "mysite" / "manage.py").write_text("import mysite.views\n")
+    (root / "mysite" / "mysite" / "__init__.py").write_text("")
+    (root / "mysite" / "mysite" / "views.py").write_text("def index(request):\n    return 1\n")
+    (root / "mysite" / "mysite" / "urls.py").write_text(
+        "from mysite.views import index\n\n\ndef route(request):\n    return index(request)\n")
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, ["mysite/manage.py", "mysite/mysite/__init__.py", "mysite/mysite/views.py",
+                       "mysite/mysite/urls.py"])
+    assert _callers(conn, root, "mysite.mysite.views.index") == {
+        ("mysite/mysite/urls.py", 5, "mysite.mysite.urls.route")}
+    assert queries.canonical(conn, "mysite.views.index") == "mysite.mysite.views.index"  # as the site names it
+    assert queries.canonical(conn, "mysite.nowhere") == "mysite.nowhere"  # no such definition: said as asked
+    assert "no definition is named 'mysite.nowhere'" in queries.callers(conn, root, "mysite.nowhere").status.note
