@@ -18,7 +18,7 @@ from project.index.db import Connection
 from project.index.extractors import extractor_for
 from project.index.hierarchy import overridden, split_member
 from project.index.parse import content_hash
-from project.index.queries import find_symbols, index_ready, named_status
+from project.index.queries import canonical, find_symbols, index_ready, named_status
 from project.index.results import MISSING, ContractResult, Exit, ExitKind, IndexStatus, SymbolHit
 from project.index.syntax import ExitSyntax
 
@@ -29,7 +29,7 @@ def override_contract(conn: Connection, root: Path, method_fqn: str) -> Contract
     """The exits of the nearest ancestor implementation `method_fqn` overrides (or would)."""
     if not index_ready(conn):
         return ContractResult(method=method_fqn, status=MISSING)
-    fqn = method_fqn.strip().lstrip("\\")
+    fqn = _as_member(conn, canonical(conn, method_fqn))
     owner, name = split_member(fqn)
     if not name:
         raise ValueError(f"{method_fqn!r} is not a method (expected Class::method)")
@@ -58,6 +58,19 @@ def override_contract(conn: Connection, root: Path, method_fqn: str) -> Contract
         return_type=_return_type(node, source) if node is not None else "", exits=exits,
         documented_throws=_documented(conn, [implemented, *declared]),
     )
+
+
+def _as_member(conn: Connection, fqn: str) -> str:
+    """`pkg.mod.Class.method` as the member `pkg.mod.Class::method` when `pkg.mod.Class` is a class: Python's
+    spelling, which `canonical` reads as a member only once the method is defined (an override about to
+    be written is not)."""
+    head, dot, tail = fqn.rpartition(".")
+    if "::" in fqn or not dot or not head:
+        return fqn
+    owner = canonical(conn, head)
+    row = conn.execute("SELECT 1 FROM symbols WHERE fqn = ? AND kind IN ('class', 'interface', 'trait') LIMIT 1",
+                       (owner,)).fetchone()
+    return f"{owner}::{tail}" if row is not None else fqn
 
 
 def _one(conn: Connection, fqn: str) -> SymbolHit | None:

@@ -121,8 +121,12 @@ def canonical(conn: Connection, name: str, *, python_name: bool = True) -> str:
     imports it (read so once: Django's `mysite/mysite/` maps `mysite` to `mysite.mysite`, again and again)."""
     wanted = name.strip().lstrip("\\")
     head, dot, tail = wanted.rpartition(".")
-    if dot and head and "::" not in wanted and not defined(conn, wanted) and defined(conn, f"{head}::{tail}"):
-        return f"{head}::{tail}"
+    if dot and head and "::" not in wanted and not defined(conn, wanted):
+        if defined(conn, f"{head}::{tail}"):
+            return f"{head}::{tail}"
+        owner = canonical(conn, head, python_name=python_name)  # a re-exported class's method: `shop.Cart.save`
+        if owner != head and defined(conn, f"{owner}::{tail}"):
+            return f"{owner}::{tail}"
     owner, member = split_member(wanted)
     if member and not defined(conn, wanted):  # a member of a class named as it is re-exported
         return f"{canonical(conn, owner)}::{member}"

@@ -150,6 +150,16 @@ def test_override_contracts_read_each_grammar(poly: tuple[Connection, Path]) -> 
     assert [(e.kind, e.line) for e in script.exits] == [("throw", 7), ("implicit_return", 10)]
     abstract = override_contract(conn, root, "src/models/cart:Cart::find")
     assert abstract.ancestor is None and [h.fqn for h in abstract.declared_by] == ["src/models/base:Repository::find"]
+    # asked as Python spells it (`Class.method`, as callers and impact take it), for a method written
+    # already or one an override is about to add: read as the member (it was refused: "not a method")
+    for dotted, member in (("shop.cart.Cart.save", "shop.cart.Cart::save"),
+                           ("shop.cart.Cart.delete", "shop.cart.Cart::delete")):
+        asked = override_contract(conn, root, dotted)
+        assert asked.method == member
+    assert override_contract(conn, root, "shop.Cart.save").ancestor.fqn == "shop.base.Repository::save"  # re-exported
+    assert queries.canonical(conn, "shop.Cart.save") == "shop.cart.Cart::save"  # callers and impact read it so too
+    with pytest.raises(ValueError, match="is not a method"):
+        override_contract(conn, root, "shop.cart.helper_nowhere")
 
 
 def test_symbols_commands_work_unchanged(poly: tuple[Connection, Path]) -> None:
