@@ -162,17 +162,20 @@ def call_sites(conn: Connection, fqn: str, limit: int = 200) -> tuple[list[CallS
         exact = spellings(conn, target)[:_MAX_NAMES]
         names.insert(0, short_name(target))
     marks = ",".join("?" * len(exact))
+    # `fallback_fqn != ''` lets SQLite use the partial index on it: without it, an OR it cannot index
+    # made every callers query a scan of the whole table (130 ms on sympy's 400,000 rows; 0.3 ms with it)
     rows = conn.execute(
         f"SELECT {_SITE_COLUMNS} FROM relations WHERE kind = 'calls' AND (target_fqn IN ({marks}) "
-        f"OR (fallback_fqn IN ({marks}) AND NOT EXISTS (SELECT 1 FROM symbols s WHERE s.fqn = relations.target_fqn "
+        f"OR (fallback_fqn IN ({marks}) AND fallback_fqn != '' "
+        "AND NOT EXISTS (SELECT 1 FROM symbols s WHERE s.fqn = relations.target_fqn "
         "AND s.kind IN ('function', 'method')))) ORDER BY path, line LIMIT ?",
         (*exact, *exact, limit + 1),
     ).fetchall()
     resolved = _sites(rows, "resolved")
     marks = ",".join("?" * len(names))
-    loose = conn.execute(
+    loose = conn.execute(  # `+`: by the name's index, not the empty target's (every unresolved call)
         f"SELECT {_SITE_COLUMNS} FROM relations WHERE kind = 'calls' AND target_name IN ({marks}) "
-        "AND target_fqn = '' ORDER BY path, line LIMIT ?",
+        "AND +target_fqn = '' ORDER BY path, line LIMIT ?",
         (*names, limit + 1),
     ).fetchall()
     sites = resolved + _sites(loose, "by_name")

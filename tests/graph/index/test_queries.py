@@ -163,3 +163,27 @@ def test_answers_resting_on_changed_files_are_stale(indexed: tuple[Connection, P
     assert result.status.state == "stale"
     assert result.status.stale_paths == ["src/Support/helpers.php"]
     assert definition(conn, repo, CIRCLE).status.state == "ok"  # answers from untouched files stay ok
+
+
+def test_every_graph_query_reads_by_an_index(indexed: tuple[Connection, Path]) -> None:
+    """No statement of a graph query scans the relations or symbols table, and a call left by name is
+    found by its name: a callers query whose OR SQLite could not index scanned the whole relations table
+    (130 ms a query on sympy, 3 s for an impact on netbox), and the by-name sites were looked up by the
+    empty target every unresolved call shares. The plan, not the time, is asserted: it does not depend
+    on the machine."""
+    conn, root = indexed
+    statements: dict[str, str] = {}
+    conn.set_trace_callback(lambda sql: statements.setdefault(sql, sql))
+    for name in (f"{CLOCK}::tick", CLOCK, "Acme\\Geometry\\Model\\Base::touch", "Whatever::write", "nowhere"):
+        callers(conn, root, name)
+        callees(conn, root, name)
+        impact(conn, root, name)
+        explore(conn, root, [name])
+    conn.set_trace_callback(None)
+    plans = {sql: [str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}")] for sql in statements
+             if sql.lstrip().upper().startswith("SELECT") and "sqlite_master" not in sql}
+    assert any("target_name IN" in sql for sql in plans)  # the by-name lookup ran
+    for sql, plan in plans.items():
+        assert not [step for step in plan if step.startswith(("SCAN relations", "SCAN symbols"))], (sql, plan)
+        if "target_name IN" in sql:
+            assert any("relations_target_name" in step for step in plan), (sql, plan)
