@@ -79,7 +79,8 @@ def search_tools(root: Path, conn: Connection | None, embedder: Embedder | None 
     index is open."""
 
     def search_code(pattern: str, regex: bool = False, ignore_case: bool = False, path_glob: str = "") -> str:
-        """Exact text (or regex) search over the repository; answers `path:line: text` lines."""
+        """Exact text (or regex) search over the repository; answers `path:line: text` lines. path_glob
+        narrows it: `*.py`, `src/**` (`*` crosses directories)."""
         hits = _search.search_code(root, pattern, regex=regex, ignore_case=ignore_case, path_glob=path_glob)
         return "\n".join(f"{m.path}:{m.line}: {m.text}" for m in hits) or "no matches"
 
@@ -93,7 +94,8 @@ def search_tools(root: Path, conn: Connection | None, embedder: Embedder | None 
 
         def semantic_search(query: str, k: int = 8, path_glob: str = "") -> str:
             """Find code by what it does (full-text, code-graph and, when ready, vector search); answers
-            path:lines with snippets, the legs that found each hit, and a note when a leg is absent."""
+            path:lines with snippets, the legs that found each hit, and a note when a leg is absent.
+            path_glob narrows it as in search_code."""
             return render_answer(_search.semantic_search(conn, root, query, embedder=embedder, k=k,
                                                          path_glob=path_glob))
 

@@ -26,7 +26,7 @@ MAX_SNIPPET_LINES = 400
 # A search pattern comes from the model: a backtracking -P regex over a large checkout must not hold the
 # worker. On timeout git grep is killed and the tool answers an error the agent can act on.
 GREP_TIMEOUT_SECONDS = 20.0
-_GLOB = re.compile(r"^[A-Za-z0-9_.*?/\[\]{}-]*$")
+_GLOB = re.compile(r"^[A-Za-z0-9_.*?/\[\]-]*$")
 
 
 @dataclass(frozen=True)
@@ -116,8 +116,13 @@ def vector_leg(conn: Connection, embedder: Embedder | None) -> VectorState:
 
 
 def _check_glob(path_glob: str) -> None:
-    if path_glob.startswith("/") or ".." in path_glob.split("/") or not _GLOB.match(path_glob):
+    """A path glob both search tools read alike: fnmatch's, where `*` crosses directories (`*.py` is every
+    Python file, `src/**` everything below src/); the model is told what it may not write."""
+    if path_glob.startswith("/") or ".." in path_glob.split("/"):
         raise ValueError(f"path glob {path_glob!r} must be relative to the repository, without '..'")
+    if not _GLOB.match(path_glob):
+        raise ValueError(f"path glob {path_glob!r}: letters, digits and _ . - / * ? [ ] only (no braces or "
+                         "commas: one glob per search, e.g. 'src/*.py')")
 
 
 def search_code(
@@ -148,8 +153,8 @@ def search_code(
     if ignore_case:
         args.append("-i")
     args += ["-e", pattern, "--"]
-    if path_glob:
-        args.append(f":(glob){path_glob}")
+    if path_glob:  # git's plain pathspec is fnmatch's (`*` crosses `/`), as `semantic_search` filters
+        args.append(path_glob)
     limit = GREP_TIMEOUT_SECONDS if timeout is None else timeout
     try:
         result = run(args, Repo.at(root), timeout=limit)

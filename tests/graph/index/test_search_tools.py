@@ -53,6 +53,12 @@ def test_search_code_exact_and_regex_over_the_worktree(repo: Path) -> None:
         search_code(repo, "(unclosed", regex=True)
     with pytest.raises(ValueError, match="relative"):
         search_code(repo, "x", path_glob="/etc/*")
+    # one glob language in both search tools: `*` crosses directories, as semantic_search's filter reads
+    # it (git's `:(glob)` did not: `*.php` matched only top-level files, and the answer was "no matches")
+    assert {m.path for m in search_code(repo, "findById", path_glob="*.php")} == {REPO}
+    assert {m.path for m in search_code(repo, "findById", path_glob="src/**")} == {REPO}
+    with pytest.raises(ValueError, match="braces"):
+        search_code(repo, "x", path_glob="src/{User,Http}/*")  # said so, not "must be relative"
 
 
 def test_read_file_snippet_numbers_lines_and_stays_inside_the_root(repo: Path, tmp_path: Path) -> None:
