@@ -60,6 +60,13 @@ class Version:
     def lines(self) -> int:
         return len(self.starts)
 
+    def drop_tree(self) -> None:
+        """Let go of the syntax tree (about 33 bytes of memory per byte of source), keeping what was read."""
+        if isinstance(self.state, tuple):
+            self.state = (None, self.state[1])
+        elif isinstance(self.state, tree_sitter.Tree):
+            self.state = None
+
     def offset(self, line: int) -> int:
         """Byte offset where 1-based `line` starts (the end of the source past the last line)."""
         return int(self.starts[line - 1]) if 0 < line <= len(self.starts) else len(self.source)
@@ -144,15 +151,17 @@ class PhpReader:
     def enclosing(self, version: Version, lines: Iterable[int]) -> dict[Declared, list[int]]:
         wanted = sorted(set(lines))
         found: dict[Declared, list[int]] = {}
-        tree = version.state
-        if wanted and isinstance(tree, tree_sitter.Tree):
-            _Walk(version, found).scope(tree.root_node, "", wanted)
+        if wanted:
+            _Walk(version, found).scope(self._tree(version).root_node, "", wanted)
         return found
 
-    def types(self, version: Version) -> list[Declared]:
+    def _tree(self, version: Version) -> tree_sitter.Tree:
+        """The version's tree; parsed again (not kept) when the cache let go of it."""
         tree = version.state
-        if not isinstance(tree, tree_sitter.Tree):
-            return []
+        return tree if isinstance(tree, tree_sitter.Tree) else self._parser.parse(version.source)
+
+    def types(self, version: Version) -> list[Declared]:
+        tree = self._tree(version)
         walk = _Walk(version, {})
         walk.scope(tree.root_node, "", list(range(1, version.lines + 1)), types_only=True)
         return walk.types
@@ -385,7 +394,7 @@ class DefinitionReader:
               path: str = "") -> Version:
         version = Version(source, None)
         tree = _reparse(self._parser, version, previous, hunks)
-        rows = self._extractor.read(path, source, tree, "-")
+        rows = self._extractor.read(path, source, tree, "-", relations=False)
         declared = [Declared(kind, fqn, _widened(version, start), end)
                     for _, kind, fqn, _, _, start, end, *_ in rows.symbols if kind not in _OUTSIDE]
         version.state = (tree, declared)

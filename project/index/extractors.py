@@ -13,7 +13,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import tree_sitter
 
@@ -28,14 +28,21 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 
+class RowsReader(Protocol):
+    """(repository-relative path, bytes, the bytes parsed, content hash, what the checkout's bare import
+    specifiers name) -> the file's rows; without `relations`, its definitions alone (history reads every
+    version of a file, and needs no call of it)."""
+
+    def __call__(self, path: str, source: bytes, tree: tree_sitter.Tree, digest: str, aliases: Aliases | None,
+                 /, *, relations: bool = True) -> FileRows: ...
+
+
 @dataclass(frozen=True)
 class Extractor:
     language: str  # the `files.language` column; one parser per language is kept per batch
     suffixes: tuple[str, ...]
     new_parser: Callable[[], tree_sitter.Parser]
-    # (repository-relative path, bytes, the bytes parsed, content hash, what the checkout's bare import
-    # specifiers name) -> the file's rows
-    rows: Callable[[str, bytes, tree_sitter.Tree, str, Aliases | None], FileRows]
+    rows: RowsReader
     # the member a class's instantiation calls (`new X`, `X()`): callers of a class are its callers
     constructor: str
     exits: ExitSyntax  # what an override contract reads in a method body
@@ -47,8 +54,9 @@ class Extractor:
     module_of: Callable[[str], str] | None = None
 
     def read(self, path: str, source: bytes, tree: tree_sitter.Tree, digest: str,
-             aliases: Aliases | None = None) -> FileRows:
-        """The file's rows; a file the extractor fails on gets none, marked as not read cleanly.
+             aliases: Aliases | None = None, *, relations: bool = True) -> FileRows:
+        """The file's rows (without `relations`, its definitions alone); a file the extractor fails on
+        gets none, marked as not read cleanly.
 
         Repository files are untrusted input: a generated or hostile file must cost the graph that
         file, not the whole build (every other file of the checkout, and the task waiting on them).
@@ -60,7 +68,7 @@ class Extractor:
         if deep:
             return FileRows(path, digest, self.language, False, [], [], left_out=deep)
         try:
-            return self.rows(path, source, tree, digest, aliases)
+            return self.rows(path, source, tree, digest, aliases, relations=relations)
         except OSError:
             raise  # the machine's trouble (a disk gone), not the file's: the build stops and rolls back
         except Exception as exc:  # any other is this file's: the build goes on without it
@@ -69,10 +77,11 @@ class Extractor:
             return FileRows(path, digest, self.language, True, [], [], failure=reason)
 
 
-def _unaliased(rows: Callable[[str, bytes, tree_sitter.Tree, str], FileRows]) -> Callable[
-        [str, bytes, tree_sitter.Tree, str, Aliases | None], FileRows]:
-    """A language whose imports name modules by their own rules alone (PHP's namespaces)."""
-    def read(path: str, source: bytes, tree: tree_sitter.Tree, digest: str, aliases: Aliases | None) -> FileRows:
+def _unaliased(rows: Callable[[str, bytes, tree_sitter.Tree, str], FileRows]) -> RowsReader:
+    """A language whose imports name modules by their own rules alone (PHP's namespaces); its history is
+    read by its own reader (`declarations.PhpReader`), so it always reads everything."""
+    def read(path: str, source: bytes, tree: tree_sitter.Tree, digest: str, aliases: Aliases | None,
+             /, *, relations: bool = True) -> FileRows:
         return rows(path, source, tree, digest)
     return read
 

@@ -38,22 +38,23 @@ _QUERY = """
 (function_definition) @function
 (import_statement) @import
 (import_from_statement) @import_from
-(call function: [(identifier) @call.name (attribute) @call.member])
 (assignment) @assign
 (for_statement left: (_) @target)
 (for_in_clause left: (_) @target)
 (as_pattern_target) @target
 (named_expression name: (identifier) @target)
 """
+_CALLS = "(call function: [(identifier) @call.name (attribute) @call.member])"
 BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_"))
 CONSTRUCTOR = "__init__"
 _BUILTIN_BINDINGS = {name: Binding("name", f"builtins.{name}") for name in BUILTINS}
 
 
 @lru_cache(maxsize=1)
-def _language() -> tuple[tree_sitter.Language, tree_sitter.Query]:
+def _language() -> tuple[tree_sitter.Language, tree_sitter.Query, tree_sitter.Query]:
+    """The grammar, the query of everything the graph reads, and that query without the calls."""
     language = tree_sitter.Language(tree_sitter_python.language())
-    return language, tree_sitter.Query(language, _QUERY)
+    return language, tree_sitter.Query(language, _QUERY + _CALLS), tree_sitter.Query(language, _QUERY)
 
 
 def new_parser() -> tree_sitter.Parser:
@@ -98,17 +99,21 @@ class _File(scopes.FileSweep):
 
 
 def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = "",
-              aliases: Aliases | None = None) -> FileRows:
+              aliases: Aliases | None = None, *, relations: bool = True) -> FileRows:
     """The table rows of a parsed Python file; `digest` is its content hash when the caller has it;
-    `aliases` say what top-level names the checkout's projects below its root hold."""
+    `aliases` say what top-level names the checkout's projects below its root hold. Without `relations`,
+    the definitions alone (the same rows), as history reads every version of a file: calls are most of
+    the captures and of the work."""
     module = module_name(path)
     package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
     file = _File(Rows(path, source, "python"), module, package=package, aliases=aliases)
     root = tree.root_node
     file.rows.module(module, module.rsplit(".", 1)[-1], root, _docstring(file.rows, root))
     calls: scopes.Later = []
-    sweep(_language()[1], root, file, _Context(Scope(), module, module), _HANDLERS, calls)
-    _resolve(file, calls)
+    _, everything, definitions = _language()
+    sweep(everything if relations else definitions, root, file, _Context(Scope(), module, module), _HANDLERS, calls)
+    if relations:
+        _resolve(file, calls)
     return file.rows.done(tree, digest)
 
 

@@ -71,14 +71,14 @@ _CLASS_KINDS = frozenset({"class", "interface", "enum"})
 
 
 @lru_cache(maxsize=4)
-def _language(dialect: str) -> tuple[tree_sitter.Language, tree_sitter.Query]:
+def _language(dialect: str) -> tuple[tree_sitter.Language, tree_sitter.Query, tree_sitter.Query]:
+    """The grammar, the query of everything the graph reads, and that query without the calls."""
     grammar = {"typescript": tree_sitter_typescript.language_typescript, "tsx": tree_sitter_typescript.language_tsx,
                "javascript": tree_sitter_javascript.language}[dialect]
     language = tree_sitter.Language(grammar())
-    patterns = [f"({kind}) @{name}" for name, kinds in _PATTERNS.items() for kind in kinds
-                if language.id_for_node_kind(kind, True)]
-    patterns.append(_CALLS)
-    return language, tree_sitter.Query(language, "\n".join(patterns))
+    patterns = "\n".join(f"({kind}) @{name}" for name, kinds in _PATTERNS.items() for kind in kinds
+                         if language.id_for_node_kind(kind, True))
+    return language, tree_sitter.Query(language, f"{patterns}\n{_CALLS}"), tree_sitter.Query(language, patterns)
 
 
 def parser_of(dialect: str) -> Callable[[], tree_sitter.Parser]:
@@ -149,23 +149,27 @@ class _File(scopes.FileSweep):  # `bases` holds the heritage clauses (`extends`,
         return f"{prefix}{name}" if prefix.endswith(":") else f"{prefix}.{name}"
 
 
-def rows_of(dialect: str) -> Callable[[str, bytes, tree_sitter.Tree, str, Aliases | None], FileRows]:
+def rows_of(dialect: str) -> Callable[..., FileRows]:
     def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = "",
-                  aliases: Aliases | None = None) -> FileRows:
-        return _rows(dialect, path, source, tree, digest, aliases)
+                  aliases: Aliases | None = None, *, relations: bool = True) -> FileRows:
+        return _rows(dialect, path, source, tree, digest, aliases, relations)
     return tree_rows
 
 
 def _rows(dialect: str, path: str, source: bytes, tree: tree_sitter.Tree, digest: str,
-          aliases: Aliases | None) -> FileRows:
+          aliases: Aliases | None, relations: bool) -> FileRows:
+    """The file's rows; without `relations`, its definitions alone (the same rows, for history)."""
     module = module_name(path)
     file = _File(Rows(path, source, "javascript" if dialect == "javascript" else "typescript"), module,
                  dialect=dialect, aliases=aliases)
     root = tree.root_node
     file.rows.module(module, module.rsplit("/", 1)[-1], root)
     calls: scopes.Later = []
-    sweep(_language(dialect)[1], root, file, _Context(Scope(), f"{module}:", module), _HANDLERS, calls)
-    _resolve(file, calls)
+    _, everything, definitions = _language(dialect)
+    sweep(everything if relations else definitions, root, file, _Context(Scope(), f"{module}:", module),
+          _HANDLERS, calls)
+    if relations:
+        _resolve(file, calls)
     return file.rows.done(tree, digest)
 
 
