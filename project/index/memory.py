@@ -244,10 +244,17 @@ def _delete(conn: Connection, ids: list[int]) -> None:
         conn.execute("DELETE FROM memory_items WHERE id = ?", (row_id,))
 
 
+def pending(conn: Connection) -> int:
+    """How many items have no vector yet."""
+    return int(conn.execute("SELECT count(*) FROM memory_items WHERE embedded = 0").fetchone()[0])
+
+
 def embed_pending(
-    conn: Connection, embedder: Embedder, *, batch_size: int = 64, stop: Callable[[], bool] | None = None
+    conn: Connection, embedder: Embedder, *, batch_size: int = 64, stop: Callable[[], bool] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> int:
-    """Embed the items without a vector (new or changed ones), until `stop()` says so; returns how many."""
+    """Embed the items without a vector (new or changed ones), until `stop()` says so; returns how many
+    (`progress` is told the count after each batch)."""
     done = 0
     while stop is None or not stop():
         rows = conn.execute("SELECT id, title, body FROM memory_items WHERE embedded = 0 LIMIT ?",
@@ -261,6 +268,8 @@ def embed_pending(
                              (int(row[0]), np.asarray(vector, dtype=np.float32).tobytes()))
                 conn.execute("UPDATE memory_items SET embedded = 1 WHERE id = ?", (int(row[0]),))
         done += len(rows)
+        if progress is not None:
+            progress(done)
     return done
 
 

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -94,7 +95,8 @@ def _refresh(args: argparse.Namespace, root: Path, embedder: Embedder | None, st
     taskindex.refresh(index, root, embedder=None)  # the graph the entry points resolve against
     conn = connect(index)
     try:
-        report = memory_sources.refresh(conn, root, embedder=embedder, max_commits=args.max_commits)
+        report = memory_sources.refresh(conn, root, embedder=embedder, max_commits=args.max_commits,
+                                        progress=Progress(f"forgebot {args.command}"))
         with conn:
             memory.write_meta(conn, checkout_state=state)
     except GitError as exc:  # what git cannot read now is said; the answer comes from what is remembered
@@ -102,6 +104,25 @@ def _refresh(args: argparse.Namespace, root: Path, embedder: Embedder | None, st
     finally:
         conn.close()
     return index, report.notes
+
+
+class Progress:
+    """Says how far a long refresh is, on stderr, at most every `PROGRESS_SECONDS`: a first question on a
+    history of 20,000 commits waits minutes, and a silent command reads as a hung one."""
+
+    def __init__(self, label: str) -> None:
+        self._label = label
+        self._last = time.monotonic()
+
+    def __call__(self, line: str) -> None:
+        now = time.monotonic()
+        if now - self._last >= PROGRESS_SECONDS:
+            self._last = now
+            sys.stderr.write(f"{self._label}: {line}\n")
+            sys.stderr.flush()
+
+
+PROGRESS_SECONDS = 10.0
 
 
 def _current(conn: Connection, embedder: Embedder | None) -> str | None:

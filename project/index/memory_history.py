@@ -22,7 +22,7 @@ import queue
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -53,11 +53,13 @@ class HistoryReport:
     notes: list[str] = field(default_factory=list)
 
 
-def refresh(conn: Connection, root: Path, max_commits: int, journal: Path | None = None) -> HistoryReport:
+def refresh(conn: Connection, root: Path, max_commits: int, journal: Path | None = None,
+            progress: Callable[[int, int], None] | None = None) -> HistoryReport:
     """Remember the commits of HEAD's newest `max_commits` that are not remembered yet.
 
     `journal`: a file where each batch is also kept, durably, when `conn` is not (a base index is built
-    in a throw-away file): commits found there are taken from it, so a killed build resumes."""
+    in a throw-away file): commits found there are taken from it, so a killed build resumes.
+    `progress(done, total)` after each batch stored: a first read of a long history takes minutes."""
     report = HistoryReport()
     head = git(root, "rev-parse", "HEAD").strip()
     if memory.read_meta(conn).get("last_commit") == head:
@@ -75,11 +77,15 @@ def refresh(conn: Connection, root: Path, max_commits: int, journal: Path | None
             report.from_journal = _take_over(conn, journal, todo)
             unread = [sha for sha in todo if sha not in _remembered(conn)]
         touches = Touches(partial(_contents, root))
+        done = 0
         for batch, contents in _prefetched(root, unread, tuple(READERS)):
             rows = _rows(batch, touches, contents, report)
             if kept is not None:
                 rows.write(kept)  # first where it lasts: a killed build starts again from here
             report.commits_added += rows.write(conn)
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(unread))
     finally:
         if kept is not None:
             kept.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -158,12 +159,14 @@ def refresh_documents(conn: Connection, root: Path, report: MemoryReport, extra_
 
 
 def refresh(conn: Connection, root: Path, *, embedder: Embedder | None, max_commits: int = MAX_COMMITS,
-            extra_dirs: tuple[str, ...] = (), previous: Path | None = None, journal: Path | None = None
-            ) -> MemoryReport:
+            extra_dirs: tuple[str, ...] = (), previous: Path | None = None, journal: Path | None = None,
+            progress: Callable[[str], None] | None = None) -> MemoryReport:
     """Bring the whole memory of the checkout at `root` up to date (documents, history, vectors).
 
     `previous`: an older index of the same repository whose memory an empty one starts from.
     `journal`: where history is also kept durably while `conn` is a throw-away file (`memory_history`).
+    `progress`: told how far the history and the vectors are, batch by batch (a first run on a long
+    history takes minutes: the command line says so instead of falling silent).
     """
     memory.ensure_schema(conn, embedder)
     report = MemoryReport()
@@ -178,10 +181,15 @@ def refresh(conn: Connection, root: Path, *, embedder: Embedder | None, max_comm
         refresh_documents(conn, root, report, extra_dirs)
     except GitError as exc:  # a damaged tree at HEAD: the history is still worth remembering
         report.notes.append(f"documents not read: {exc}")
-    report.history = memory_history.refresh(conn, root, max_commits, journal)
+    report.history = memory_history.refresh(
+        conn, root, max_commits, journal,
+        None if progress is None else lambda done, total: progress(f"history: {done:,} of {total:,} commits read"))
     report.commits_added = report.history.commits_added
     report.rebuilt_history = report.history.dropped > 0
     report.notes += report.history.notes
     if embedder is not None:
-        report.embedded = memory.embed_pending(conn, embedder)
+        pending = memory.pending(conn)
+        report.embedded = memory.embed_pending(
+            conn, embedder,
+            progress=None if progress is None else lambda done: progress(f"vectors: {done:,} of {pending:,} items"))
     return report

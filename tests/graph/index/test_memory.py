@@ -174,6 +174,29 @@ def test_forgebot_memory_on_the_command_line(project: tuple[Path, dict[str, str]
     assert refused.returncode == 2 and refused.stderr.startswith("forgebot memory:")
 
 
+def test_a_first_run_says_how_far_it_is(project: tuple[Path, dict[str, str]], tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A first question on a long history waits minutes (sympy: 20,000 commits): the command says how far
+    the history and the vectors are (every 10 s; here at every step) instead of falling silent."""
+    from bot.cli.main import main
+    from project.index import memory_cli
+
+    root, shas = project
+    for name in [n for n in os.environ if n.startswith("FORGEBOT_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("FORGEBOT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(memory_cli, "PROGRESS_SECONDS", 0.0)
+    assert main(["memory", str(root), "where was the lock timeout decided", "--no-embeddings"]) == 0
+    said = capsys.readouterr().err.splitlines()
+    assert said[0].startswith("forgebot memory: remembering the history of")
+    assert f"forgebot memory: history: {len(shas)} of {len(shas)} commits read" in said
+    steps: list[str] = []
+    memory_sources.refresh(_indexed(root, tmp_path), root, embedder=HashingEmbedder(), progress=steps.append)
+    assert steps[0] == f"history: {len(shas)} of {len(shas)} commits read" and steps[-1].startswith("vectors: ")
+    done, total = steps[-1].removeprefix("vectors: ").removesuffix(" items").split(" of ")
+    assert done == total and int(total) > len(shas)  # the documents' sections and the commits
+
+
 def test_a_new_base_starts_from_the_previous_one(project: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     root, shas = project
     data = tmp_path / "data"
