@@ -37,6 +37,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("-k", type=int, default=10, help="hits (default 10)")
     parser.add_argument("--batch", type=Path, help="answer one question per line of FILE")
     parser.add_argument("--no-embeddings", action="store_true", help="full-text and history legs only")
+    parser.add_argument("--embed", action="store_true",
+                        help="embed the memory that has no vector yet before answering (can take minutes)")
     parser.add_argument("--max-commits", type=int, default=MAX_COMMITS,
                         help=f"newest commits to remember (default {MAX_COMMITS})")
     parser.set_defaults(handler=run_memory)
@@ -75,7 +77,8 @@ def checkout_state(root: Path) -> str:
 
 
 def fresh_index(args: argparse.Namespace, root: Path, embedder: Embedder | None) -> tuple[Path, list[str]]:
-    """The checkout's index with its graph and memory up to date, and what the refresh had to say.
+    """The checkout's index with its graph and memory up to date (its vectors too, with `embedder`), and
+    what the refresh had to say.
 
     Nothing is refreshed when the checkout is as it was at the last refresh (`checkout_state`)."""
     index = index_path(Path(args.data_dir), root)
@@ -136,8 +139,11 @@ def _current(conn: Connection, embedder: Embedder | None) -> str | None:
 Answer = tuple[str, list[MemoryHit], list[str]]
 
 
-def answers(args: argparse.Namespace, root: Path, embedder: Embedder | None, questions: list[str]) -> list[Answer]:
-    """Each question's hits and notes, from an index that describes the checkout as it is.
+def answers(args: argparse.Namespace, root: Path, embedder: Embedder | None, questions: list[str], *,
+            embed: bool = False) -> list[Answer]:
+    """Each question's hits and notes, from an index that describes the checkout as it is; the vector leg
+    from the vectors the index holds, made before answering only when asked (`embed`): as for `forgebot
+    search`, a first question on a history of 20,000 commits would otherwise wait for each to be embedded.
 
     The freshness check (`git status`) and the search of the index as it stands run side by side: on a
     checkout unchanged since the last question, the common case, those answers stand and a question
@@ -145,9 +151,10 @@ def answers(args: argparse.Namespace, root: Path, embedder: Embedder | None, que
     up to date and the questions asked again. When git cannot say (a failed `git status`), the answers
     come from what is remembered, and say so."""
     index = index_path(Path(args.data_dir), root)
+    embedding = embedder if embed else None  # what the refresh embeds with
     with ThreadPoolExecutor(max_workers=1) as pool:
         probe = pool.submit(checkout_state, root)
-        early = _ask(index, questions, embedder, args.k, None) if index.is_file() else None
+        early = _ask(index, questions, embedder, embedding, args.k, None) if index.is_file() else None
         problem = ""
         try:
             state: str | None = probe.result()
@@ -161,22 +168,27 @@ def answers(args: argparse.Namespace, root: Path, embedder: Embedder | None, que
         raise GitError(problem)
     if early is not None and early[0] == state:
         return early[1]
-    index, refreshed = _refresh(args, root, embedder, state)
-    return _ask(index, questions, embedder, args.k, refreshed)[1]
+    index, refreshed = _refresh(args, root, embedding, state)
+    return _ask(index, questions, embedder, embedding, args.k, refreshed)[1]
 
 
-def _ask(index: Path, questions: list[str], embedder: Embedder | None, k: int, refreshed: list[str] | None
-         ) -> tuple[str | None, list[Answer]]:
+def _ask(index: Path, questions: list[str], embedder: Embedder | None, embedding: Embedder | None, k: int,
+         refreshed: list[str] | None) -> tuple[str | None, list[Answer]]:
     """The state the index describes and its answers, read in one transaction (a refresh by another
     process in between cannot mix two states). Before a refresh (`refreshed` None), no answers when
     the index must be refreshed whatever the checkout says; after one, its notes go with the first answer."""
     with connect(index, readonly=True) as conn:
         conn.execute("BEGIN")
         try:
-            state = _current(conn, embedder) if refreshed is None else ""
+            state = _current(conn, embedding) if refreshed is None else ""
             if state is None:
                 return None, []
             first = refreshed or []
+            waiting = memory.pending(conn) if embedder is not None and embedding is None else 0
+            if waiting:
+                items = sum(memory.count(conn).values())
+                first = [*first, f"{waiting:,} of {items:,} memory items have no vector yet: "
+                                 "`forgebot memory --embed` embeds them (can take minutes)"]
             found: list[Answer] = []
             for question in questions:
                 hits, notes = memory.search(conn, question, embedder=embedder, limit=k)
@@ -215,7 +227,7 @@ def run_memory(args: argparse.Namespace) -> int:
         return 2
     embedder = None if args.no_embeddings else embedder_for(args.settings.embedder)
     try:
-        found = answers(args, root, embedder, questions)
+        found = answers(args, root, embedder, questions, embed=args.embed)
     except (GitTampered, GitError) as exc:
         sys.stderr.write(f"forgebot memory: {exc}\n")
         return 2

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -160,6 +161,16 @@ def test_vectors_follow_the_embedding_model(project: tuple[Path, dict[str, str]]
     assert notes == ["vector leg absent: no embedder configured; lexical memory search only"]
 
 
+def test_vectors_of_another_model_are_not_read(project: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """Asked with another embedder than the one that made the vectors (a changed setting, and no `--embed`
+    to make them again), the vector leg is absent and says why: the matrix product failed on the sizes."""
+    root, _ = project
+    conn = _indexed(root, tmp_path)
+    memory_sources.refresh(conn, root, embedder=HashingEmbedder(32))
+    hits, notes = memory.search(conn, "lock timeout", embedder=HashingEmbedder(48))
+    assert hits and [n for n in notes if n.startswith("vector leg absent: memory embedded by ")]
+
+
 def test_forgebot_memory_on_the_command_line(project: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     root, shas = project
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")},
@@ -172,6 +183,31 @@ def test_forgebot_memory_on_the_command_line(project: tuple[Path, dict[str, str]
     refused = subprocess.run([sys.executable, "-m", "bot", "memory", str(tmp_path), "x"], env=env,
                              capture_output=True, text=True)
     assert refused.returncode == 2 and refused.stderr.startswith("forgebot memory:")
+
+
+def test_a_question_never_waits_for_vectors_unless_asked(project: tuple[Path, dict[str, str]],
+                                                         tmp_path: Path) -> None:
+    """As `forgebot search`: the memory is embedded before answering only with `--embed` (20,000 commits
+    of history are minutes to embed); until then the answer comes from the other legs at once and says
+    how many items wait and how to embed them. The offline model, as installed."""
+    root, _ = project
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")},
+           "FORGEBOT_DATA_DIR": str(tmp_path / "data")}
+
+    def ask(*flags: str) -> dict[str, Any]:
+        done = subprocess.run([sys.executable, "-m", "bot", "memory", str(root), "why is the lock timeout 30 seconds",
+                               "--json", *flags], env=env, capture_output=True, text=True, check=True)
+        return dict(json.loads(done.stdout))
+
+    first = ask()
+    waiting = [n for n in first["notes"] if "have no vector yet" in n]
+    assert waiting and waiting[0].endswith("`forgebot memory --embed` embeds them (can take minutes)")
+    assert first["hits"] and not any("vector" in h["legs"] for h in first["hits"])
+    embedded = ask("--embed")
+    assert not [n for n in embedded["notes"] if "no vector" in n or "vector leg absent" in n]
+    assert any("vector" in h["legs"] for h in embedded["hits"])
+    again = ask()  # the vectors made stay, and are read
+    assert any("vector" in h["legs"] for h in again["hits"]) and not [n for n in again["notes"] if "no vector" in n]
 
 
 def test_a_first_run_says_how_far_it_is(project: tuple[Path, dict[str, str]], tmp_path: Path,
