@@ -50,6 +50,7 @@ _CONFIG_NAMES = frozenset({"tsconfig.json", "jsconfig.json"})
 _PROJECTS = frozenset({"pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile", "manage.py"})
 _NAMES = _CONFIG_NAMES | _PROJECTS | {"package.json"}
 _ENTRY_FIELDS = ("source", "module", "main", "types", "typings")
+_EXTENSION = re.compile(r"(\.[A-Za-z0-9]+)*")
 T = TypeVar("T")
 
 
@@ -339,10 +340,13 @@ def _package(reader: _Reader, rel: str, known: _Modules, taken: dict[str, str]) 
         return {}
     directory = posixpath.dirname(rel)
     prefix = f"{directory}/" if directory else ""
+    exported = _exports(data.get("exports"), directory, known)  # what Node itself reads first
+    main = exported.pop(".", None)
     written = [data.get(key) for key in _ENTRY_FIELDS]
-    entries = [f"{prefix}src", directory] + [module_name(posixpath.normpath(posixpath.join(directory, value)))
-                                              for value in written if isinstance(value, str)]
-    found = {}
+    entries = ([main] if main else []) + [f"{prefix}src", directory] + [
+        module_name(posixpath.normpath(posixpath.join(directory, value)))
+        for value in written if isinstance(value, str)]
+    found = {f"{name}/{sub[2:]}": module for sub, module in exported.items()}
     entry = next((e for e in entries if e in known.names), "")
     if entry:
         found[name] = entry
@@ -350,3 +354,58 @@ def _package(reader: _Reader, rel: str, known: _Modules, taken: dict[str, str]) 
         for module in known.under(prefix):
             found.setdefault(f"{name}/{module[len(prefix):]}", module)
     return found
+
+
+def _exports(exports: object, directory: str, known: _Modules) -> dict[str, str]:
+    """A package.json `exports` map read for the modules of the checkout it names: `"."` and each `"./sub"`
+    (`"./*": "./src/*.ts"` for each module it covers) → the module, the first target of its conditions
+    that is a file of the checkout (`{"types": "./dist/index.d.ts", "default": "./src/index.ts"}` is
+    src/index: the built files are not in it). Turborepo's internal packages export their sources so."""
+    if isinstance(exports, (str, list)) or (isinstance(exports, dict) and not any(
+            isinstance(key, str) and key.startswith(".") for key in exports)):
+        exports = {".": exports}  # the package's one entry, bare or by conditions
+    if not isinstance(exports, dict):
+        return {}
+    found: dict[str, str] = {}
+    for key, value in list(exports.items())[:MAX_PATTERNS]:
+        if not isinstance(key, str) or not (key == "." or key.startswith("./")):
+            continue
+        for target in _targets(value, 0):
+            if key.count("*") == 1 and target.count("*") == 1:
+                matched = _star_exports(key, target, directory, known)
+                if matched:
+                    found.update({sub: module for sub, module in matched.items() if sub not in found})
+                    break
+            elif "*" not in key and "*" not in target:
+                module = module_name(posixpath.normpath(posixpath.join(directory, target)))
+                if module in known.names and not module.startswith("../"):
+                    found[key] = module
+                    break
+    return found
+
+
+def _targets(value: object, depth: int) -> Iterable[str]:
+    """The target paths of one export's value in the order Node would try them (conditions in their order,
+    then the fallbacks of an array), bounded in depth: the file is the repository's."""
+    if depth > _EXTENDS_DEPTH:
+        return
+    if isinstance(value, str):
+        if value.startswith("./"):
+            yield value
+    elif isinstance(value, list):
+        for item in value[:MAX_PATTERNS]:
+            yield from _targets(item, depth + 1)
+    elif isinstance(value, dict):
+        for item in list(value.values())[:MAX_PATTERNS]:
+            yield from _targets(item, depth + 1)
+
+
+def _star_exports(key: str, target: str, directory: str, known: _Modules) -> dict[str, str]:
+    """`"./*": "./src/*.ts"`: each module of the checkout the target's pattern covers, by its subpath."""
+    head, _, tail = target.partition("*")
+    start = posixpath.normpath(posixpath.join(directory, head)) + ("/" if head.endswith("/") else "")
+    if start.startswith("../") or not _EXTENSION.fullmatch(tail):  # only `*` then an extension, or nothing
+        return {}
+    key_head, _, key_tail = key.partition("*")
+    return {f"{key_head}{module[len(start):]}{key_tail}": module for module in known.under(start)
+            if module[len(start):]}

@@ -93,6 +93,36 @@ def test_workspace_packages_by_name(tmp_path: Path) -> None:
     assert aliases.resolve("a.ts", "left-pad") == ""  # an installed dependency is not the checkout's
 
 
+def test_package_exports_name_the_sources_they_export(tmp_path: Path) -> None:
+    """Turborepo's internal packages (create-t3-turbo's `@acme/ui/button`, `@acme/db/client`) export their
+    sources by subpath, with conditions whose first targets are built files the checkout does not hold."""
+    aliases = _checkout(tmp_path, {
+        "packages/ui/package.json": json.dumps({"name": "@acme/ui", "exports": {
+            ".": "./src/index.ts", "./button": "./src/button.tsx", "./gone": "./src/gone.ts"}}),
+        "packages/ui/src/index.ts": "", "packages/ui/src/button.tsx": "",
+        "packages/db/package.json": json.dumps({"name": "@acme/db", "exports": {
+            ".": {"types": "./dist/index.d.ts", "default": "./src/index.ts"},
+            "./client": {"types": "./dist/client.d.ts", "default": "./src/client.ts"}}}),
+        "packages/db/src/index.ts": "", "packages/db/src/client.ts": "",
+        "packages/kit/package.json": json.dumps({"name": "kit", "exports": {"./*": "./lib/*.ts", "./x": "../x.ts"}}),
+        "packages/kit/lib/a.ts": "", "packages/kit/lib/deep/b.ts": "", "x.ts": "",
+        "packages/one/package.json": json.dumps({"name": "one", "exports": {"import": ["./nope.js", "./main.ts"]}}),
+        "packages/one/main.ts": "", "packages/one/src/index.ts": "",
+        "index.ts": "",  # a module the checkout's root is: no package's entry by default
+        "packages/bare/package.json": json.dumps({"name": "bare", "exports": {"./x": {"a": {"b": {"c": 1}}}}}),
+    })
+    assert aliases.resolve("apps/web/page.tsx", "@acme/ui") == "packages/ui/src"
+    assert aliases.resolve("apps/web/page.tsx", "@acme/ui/button") == "packages/ui/src/button"
+    assert aliases.resolve("apps/web/page.tsx", "@acme/ui/gone") == ""  # exported, not in the checkout
+    assert aliases.resolve("apps/web/page.tsx", "@acme/db") == "packages/db/src"
+    assert aliases.resolve("apps/web/page.tsx", "@acme/db/client") == "packages/db/src/client"
+    assert aliases.resolve("a.ts", "kit/a") == "packages/kit/lib/a"
+    assert aliases.resolve("a.ts", "kit/deep/b") == "packages/kit/lib/deep/b"
+    assert aliases.resolve("a.ts", "kit/x") == ""  # a target outside the package's directory: not followed
+    assert aliases.resolve("a.ts", "one") == "packages/one/main"  # the array's first target in the checkout
+    assert aliases.resolve("a.ts", "bare") == ""
+
+
 def test_hostile_configuration_adds_nothing_and_is_named(tmp_path: Path) -> None:
     """Configuration is repository content: a link out of the checkout is not read, an oversized or
     unparsable file is skipped with its reason, targets outside the checkout map nothing."""
