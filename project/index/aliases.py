@@ -43,6 +43,7 @@ from project.index.script_graph import module_name
 MAX_CONFIG_BYTES = 1 << 20
 MAX_CONFIGS = 2_000  # tsconfig, jsconfig and package.json files read per checkout
 MAX_PATTERNS = 1_000  # `paths` entries per configuration
+MAX_EXPORTED = 10_000  # subpaths one package.json `exports` map names (a `./*` names a module each)
 _EXTENDS_DEPTH = 8
 _CONFIG_NAMES = frozenset({"tsconfig.json", "jsconfig.json"})
 # a Python project's directory holds one of these (present, never read): its packaging, or, for an
@@ -368,6 +369,8 @@ def _exports(exports: object, directory: str, known: _Modules) -> dict[str, str]
         return {}
     found: dict[str, str] = {}
     for key, value in list(exports.items())[:MAX_PATTERNS]:
+        if len(found) >= MAX_EXPORTED:  # a hostile map of `./a1/*`, `./a2/*`, … over every module
+            break
         if not isinstance(key, str) or not (key == "." or key.startswith("./")):
             continue
         for target in _targets(value, 0):
@@ -390,7 +393,8 @@ def _targets(value: object, depth: int) -> Iterable[str]:
     if depth > _EXTENDS_DEPTH:
         return
     if isinstance(value, str):
-        if value.startswith("./"):
+        parts = value.split("/")
+        if parts[0] == "." and ".." not in parts and "node_modules" not in parts:  # as Node accepts a target
             yield value
     elif isinstance(value, list):
         for item in value[:MAX_PATTERNS]:

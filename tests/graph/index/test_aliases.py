@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from project.index.aliases import MAX_CONFIG_BYTES, Aliases, is_configuration, read_aliases
 from project.index.extractors import extractor_for
 from project.index.index_cli import list_files
@@ -121,6 +123,21 @@ def test_package_exports_name_the_sources_they_export(tmp_path: Path) -> None:
     assert aliases.resolve("a.ts", "kit/x") == ""  # a target outside the package's directory: not followed
     assert aliases.resolve("a.ts", "one") == "packages/one/main"  # the array's first target in the checkout
     assert aliases.resolve("a.ts", "bare") == ""
+
+
+def test_a_hostile_exports_map_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every `./aN/*` of a map naming every module of the checkout once more: the package names at most
+    `MAX_EXPORTED` subpaths (the record of a build holds them all), and `..` targets name nothing."""
+    monkeypatch.setattr("project.index.aliases.MAX_EXPORTED", 50)
+    files = {f"src/m{i}.ts": "" for i in range(20)}
+    files["packages/evil/package.json"] = json.dumps({"name": "evil", "exports": {
+        **{f"./a{i}/*": "./../../src/*.ts" for i in range(100)}, **{f"./b{i}/*": "./*.ts" for i in range(100)},
+        "./up": "./../../src/m1.ts"}})
+    files["packages/evil/lib.ts"] = ""
+    aliases = _checkout(tmp_path, files)
+    named = [key for key in aliases.packages if key.startswith("evil/")]
+    assert 0 < len(named) <= 50 + 1  # the cap, and the package's own `lib` by path
+    assert aliases.resolve("a.ts", "evil/up") == ""  # `..` in a target: Node refuses it too
 
 
 def test_hostile_configuration_adds_nothing_and_is_named(tmp_path: Path) -> None:
