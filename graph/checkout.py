@@ -92,7 +92,7 @@ def index_checkout(
     """
     defer = basecomplete.DEFER_FROM_FILES if embedding is not None else None
     base = build_base(data_dir, key, root, workers=default_workers(), memory_commits=memory_commits,
-                      defer_from=defer)
+                      defer_from=defer, defer_commits=basecomplete.DEFER_FROM_COMMITS)
     index = copy_for_task(base, data_dir, task_id)
     embedder = embedder_for(embedding) if embedding is not None else None
     if basecomplete.is_graph_only(base) and embedding is not None:
@@ -121,14 +121,26 @@ def _vectors_of(embedder: Embedder, whole: Path) -> None:
     basevectors.start(whole, embedder)  # in its own thread: the whole base's background ends here
 
 
-def review_index(data_dir: Path, key: str, root: Path, embedding: EmbedderSettings) -> str:
+def review_index(data_dir: Path, key: str, root: Path, embedding: EmbedderSettings,
+                 memory_commits: int = MAX_COMMITS) -> str:
     """The index a review reads: the head's base, with its vectors when they are ready in time.
 
     A review never writes its index (it is shared per commit), so it reads the vectors file when it
-    exists after `embedding.wait_seconds`, else the base on the lexical and graph legs.
+    exists after `embedding.wait_seconds`, else the base on the lexical and graph legs. A large checkout,
+    or a first base with a long history to remember, starts on its code graph as a task does (the first
+    review of sympy waited ten minutes for 20,000 commits of history); the rest follows in the
+    background, and the review reads it when it comes within the wait.
     """
-    base = build_base(data_dir, key, root, workers=default_workers())
+    base = build_base(data_dir, key, root, workers=default_workers(), memory_commits=memory_commits,
+                      defer_from=basecomplete.DEFER_FROM_FILES, defer_commits=basecomplete.DEFER_FROM_COMMITS)
     embedder = embedder_for(embedding)
+    if basecomplete.is_graph_only(base):
+        then = partial(_vectors_of, embedder) if embedder is not None else None
+        basecomplete.start(base, root, memory_commits=memory_commits, then=then).wait(embedding.wait_seconds)
+        whole = basecomplete.whole_path(base)
+        if not whole.is_file():
+            return str(base)
+        base = whole
     if embedder is not None:
         basevectors.start(base, embedder).wait(embedding.wait_seconds)
     return str(basevectors.ready_path(base, embedder))

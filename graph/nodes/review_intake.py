@@ -135,7 +135,8 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         "linted": await _linted(deps, workspace, base, config),
         "profile": profile_note(config.profile_choice(), deps.settings.data_dir, state["task_id"]),
         # the code graph of the head under review (read-only for the reviewer; reused per commit)
-        "index": await asyncio.to_thread(review_index, deps.settings.data_dir, key, workspace, deps.settings.embedder),
+        "index": await asyncio.to_thread(review_index, deps.settings.data_dir, key, workspace, deps.settings.embedder,
+                                       deps.settings.memory.max_commits),
         "review_open": [_line(t.finding) for t in record.open] if record is not None and again else [],
     }
 

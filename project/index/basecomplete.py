@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 # From this many source files a task starts on the graph alone: below it the whole base takes a few
 # seconds (about 1,000 files a second of full-text and memory on our cores), not worth a second step.
 DEFER_FROM_FILES = 1000
+# and from this many commits to remember in a repository's first base (`taskindex.build_base`): about
+# 3 s of history on composer's PHP, 30 s on sympy's large Python files
+DEFER_FROM_COMMITS = 1000
 _GRAPH = ".graph"
 _lock = threading.Lock()
 _running: dict[Path, threading.Event] = {}

@@ -176,7 +176,7 @@ def index_stale_files(conn: Connection) -> list[str]:
 
 def build_base(
     data_dir: Path, repo: str, root: Path, *, workers: int = 1, memory_commits: int = MAX_COMMITS,
-    defer_from: int | None = None,
+    defer_from: int | None = None, defer_commits: int | None = None,
 ) -> Path:
     """Build (or reuse) the base index of the checkout at `root` for its HEAD commit (one an earlier
     release made is made again: its rows follow other extraction rules).
@@ -186,7 +186,10 @@ def build_base(
     from the newest older base of the repository and reads only what changed since (`memory_sources`).
 
     With `defer_from`, a checkout of at least that many source files gets its code graph alone now
-    (`<commit>.graph.db`, returned): a task starts on it while `basecomplete` builds the rest.
+    (`<commit>.graph.db`, returned): a task starts on it while `basecomplete` builds the rest. So does,
+    with `defer_commits`, the first base of a repository with at least that many commits to remember:
+    reading a long history is minutes (sympy's 20,000 newest commits: ten) a first task never waited
+    for on a large checkout, and waited for on a small one.
     """
     commit = head_commit(root)
     target = base_index_path(data_dir, repo, commit)
@@ -198,7 +201,7 @@ def build_base(
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     paths = source_files(root, (*PATTERNS, *CONFIG_PATTERNS))  # the configuration for import aliases too
-    if defer_from is not None and len(paths) >= defer_from:
+    if defer_from is not None and (len(paths) >= defer_from or _long_history(root, target, defer_commits)):
         if not graph.is_file():
             build_new(graph, lambda conn: _graph_only(conn, root, paths, workers))
         return graph
@@ -208,6 +211,17 @@ def build_base(
 
     build_new(target, whole)
     return target
+
+
+def _long_history(root: Path, target: Path, commits: int | None) -> bool:
+    """Whether the first base of this repository has at least `commits` commits of history to read (a
+    later one starts from the base before it, and reads only what is new)."""
+    if commits is None or newest_base(target) is not None:
+        return False
+    try:
+        return int(git(root, "rev-list", "--count", f"--max-count={commits}", "HEAD").strip() or 0) >= commits
+    except (GitError, ValueError):
+        return False
 
 
 def _by_these_rules(index: Path) -> bool:

@@ -143,3 +143,44 @@ def test_the_service_path_defers_only_large_checkouts_and_waits_for_vectors_afte
         assert search(conn, "find by id", embedder=embedder, limit=1).legs == ("lexical", "graph", "vector")
     finally:
         conn.close()
+
+
+def test_a_long_history_is_remembered_after_the_first_task_and_review_start(
+    tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small checkout with a long history: its first base deferred the way a large checkout's is (the
+    history read in the background), so neither the first task nor the first review waits for it (sympy:
+    ten minutes for 20,000 commits, before anything started); the next commit's base starts from that
+    one's memory and is built whole at once."""
+    from foundation.settings import EmbedderSettings
+    from graph.checkout import index_checkout, review_index
+
+    for i in range(4):  # the repository's history: 2 commits of the fixture, then 4
+        (repo / "docs" / "retries.md").write_text(f"# Retries\n\nAt most {i + 5} times.\n")
+        commit(repo, f"retries {i}")
+    monkeypatch.setattr(basecomplete, "DEFER_FROM_COMMITS", 5)
+    settings = EmbedderSettings(kind="off", wait_seconds=0)
+    task = index_checkout(tmp_path / "data", "demo", repo, "t1", settings)
+    graph = next((tmp_path / "data").rglob("*.graph.db"))
+    conn = connect(task["index"], readonly=True)
+    try:
+        assert conn.execute("SELECT count(*) FROM symbols").fetchone()[0] > 0  # the graph at once
+    finally:
+        conn.close()
+    assert review_index(tmp_path / "data", "demo", repo, settings) in (str(graph), str(basecomplete.whole_path(graph)))
+    assert basecomplete.start(graph, repo).wait(60)
+    whole = basecomplete.whole_path(graph)
+    assert review_index(tmp_path / "data", "demo", repo, settings) == str(whole)  # its memory now in
+    conn = connect(whole, readonly=True)
+    try:
+        assert memory.count(conn).get("commit") == 6
+    finally:
+        conn.close()
+    (repo / "docs" / "retries.md").write_text("# Retries\n\nAt most 9 times.\n")
+    commit(repo, "retries again")
+    later = taskindex.build_base(tmp_path / "data", "demo", repo, defer_from=basecomplete.DEFER_FROM_FILES,
+                                 defer_commits=basecomplete.DEFER_FROM_COMMITS)
+    assert not basecomplete.is_graph_only(later)  # one new commit to read: the whole base at once
+    small = taskindex.build_base(tmp_path / "other", "demo", repo, defer_from=basecomplete.DEFER_FROM_FILES,
+                                 defer_commits=50)
+    assert not basecomplete.is_graph_only(small)  # 7 commits: under the bound, whole at once
