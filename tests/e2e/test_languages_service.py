@@ -213,9 +213,15 @@ def _script_change(root: Path) -> ChangeRepo:
     return repo
 
 
+@pytest.mark.parametrize("history", ["short", "long"])
 async def test_a_review_of_a_typescript_change_finds_callers_through_the_graph(
-    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path, history: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The reviewer's callers come from the graph; with a history too long to read first (here: any), the
+    review starts on the graph alone while the rest of the base is built behind it, and answers the same."""
+    if history == "long":
+        monkeypatch.setattr("project.index.basecomplete.DEFER_FROM_COMMITS", 1)
     repo = _script_change(tmp_path / "repo")
     prepare(settings, redis_url, fake_forge, repo.root)
     fake_forge.add_change("github", REPO, 1, fake_change(repo))
@@ -240,3 +246,5 @@ async def test_a_review_of_a_typescript_change_finds_callers_through_the_graph(
         ("src/models/cart.ts", 19, "src/models/cart:Cart::total"),  # `import * as pricing`
         # `import { sumPrices } from "@shop/pricing"` in a workspace package: tsconfig.json maps `@shop/*`
         ("packages/checkout/src/order.ts", 4, "packages/checkout/src/order:orderTotal")}
+    deferred = list(settings.data_dir.rglob("*.graph.db"))
+    assert bool(deferred) == (history == "long")  # the review's base began as its code graph alone
