@@ -68,9 +68,7 @@ class Extractor:
         if deep:
             return FileRows(path, digest, self.language, False, [], [], left_out=deep)
         try:
-            if not relations:
-                return self.rows(path, source, tree, digest, aliases, relations=False)
-            return self.rows(path, source, tree, digest, aliases)
+            return self.rows(path, source, tree, digest, aliases, relations=relations)
         except OSError:
             raise  # the machine's trouble (a disk gone), not the file's: the build stops and rolls back
         except Exception as exc:  # any other is this file's: the build goes on without it

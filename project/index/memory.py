@@ -345,7 +345,7 @@ def search(conn: Connection, query: str, *, embedder: Embedder | None, limit: in
         rankings["history"] = named
     if embedder is None:
         notes.append("vector leg absent: no embedder configured; lexical memory search only")
-    elif meta.get("model", f"{embedder.model_id}:{embedder.dimension}") != f"{embedder.model_id}:{embedder.dimension}":
+    elif meta.get("model") not in (None, f"{embedder.model_id}:{embedder.dimension}"):
         notes.append(f"vector leg absent: memory embedded by {meta['model']}, not {embedder.model_id}")
     else:
         rankings["vector"] = _vector(conn, embedder, query, depth)

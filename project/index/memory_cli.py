@@ -131,7 +131,7 @@ PROGRESS_SECONDS = 10.0
 def _current(conn: Connection, embedder: Embedder | None) -> str | None:
     """The checkout state this index was last brought up to date with; None when it must be refreshed
     whatever the checkout says (no memory yet, or items still to embed for a configured embedder)."""
-    if not memory.present(conn) or (embedder is not None and _pending(conn)):
+    if not memory.present(conn) or (embedder is not None and memory.pending(conn) > 0):
         return None
     return memory.read_meta(conn).get("checkout_state")
 
@@ -197,10 +197,6 @@ def _ask(index: Path, questions: list[str], embedder: Embedder | None, embedding
             return state, found
         finally:
             conn.execute("COMMIT")
-
-
-def _pending(conn: Connection) -> bool:
-    return conn.execute("SELECT 1 FROM memory_items WHERE embedded = 0 LIMIT 1").fetchone() is not None
 
 
 def checked_root(args: argparse.Namespace, command: str) -> Path | None:

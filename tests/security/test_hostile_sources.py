@@ -151,10 +151,11 @@ def test_a_file_its_extractor_fails_on_is_left_out_and_named(tmp_path: Path, mon
     python = extractors.extractor_for("x.py")
     assert python is not None
 
-    def failing(path: str, source: bytes, tree: tree_sitter.Tree, digest: str, aliases: Aliases | None) -> FileRows:
+    def failing(path: str, source: bytes, tree: tree_sitter.Tree, digest: str, aliases: Aliases | None,
+                /, *, relations: bool = True) -> FileRows:
         if b"Shop" in source:
             raise IndexError("an extractor bug")
-        return python.rows(path, source, tree, digest, aliases)
+        return python.rows(path, source, tree, digest, aliases, relations=relations)
 
     monkeypatch.setitem(extractors._BY_SUFFIX, ".py", dataclasses.replace(python, rows=failing))
     conn = connect(tmp_path / "index.db")

@@ -115,7 +115,8 @@ def test_failed_first_build_rolls_back_completely(
     assert real is not None
     seen: list[str] = []
 
-    def failing(path: str, source: bytes, tree: tree_sitter.Tree, digest: str, aliases: Aliases | None) -> FileRows:
+    def failing(path: str, source: bytes, tree: tree_sitter.Tree, digest: str, aliases: Aliases | None,
+                /, *, relations: bool = True) -> FileRows:
         seen.append(path)
         if len(seen) == 3:
             raise OSError("disk went away")
