@@ -23,11 +23,14 @@ _BODIES = frozenset({"method", "function"})
 _DOC_COMMENT = re.compile(r"/\*\*.*?\*/", re.DOTALL)
 _IDENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)")  # a group: `split` keeps identifiers at odd positions
 # Bumped whenever `embed_text` changes: the content hash then changes with it, so no chunk keeps a
-# vector embedded from other text.
-EMBED_TEXT_VERSION = "1"
+# vector embedded from other text (2: a Python or TypeScript member's class by its own name, special
+# methods by what they do).
+EMBED_TEXT_VERSION = "2"
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
-# PHP's magic methods say what they do by convention, not by name; docblocks describe them in these
-# words ("Create a new ... instance"), so the name side of a chunk carries them too.
+# Methods a language calls by convention, not by name (PHP's magic methods, Python's special methods,
+# a TypeScript/JavaScript class's constructor) say what they do in these words in their docblocks and
+# docstrings ("Create a new ... instance", "Initialize the formatter", "Return the number of items"),
+# so the name side of a chunk carries them too. Keys are lower case: PHP's method names ignore case.
 _MAGIC = {
     "__construct": "construct constructor create new instance",
     "__destruct": "destruct destructor destroy",
@@ -42,6 +45,33 @@ _MAGIC = {
     "__clone": "clone copy",
     "__serialize": "serialize",
     "__unserialize": "unserialize restore",
+    # Python
+    "__init__": "init initialize construct constructor create new instance",
+    "__new__": "new create construct instance",
+    "__del__": "del destroy finalize",
+    "__call__": "call invoke",
+    "__str__": "str string convert",
+    "__repr__": "repr representation string",
+    "__len__": "len length size count number",
+    "__iter__": "iter iterate iterator",
+    "__next__": "next iterate item",
+    "__contains__": "contains membership",
+    "__getitem__": "get item",
+    "__setitem__": "set item",
+    "__delitem__": "delete remove item",
+    "__getattr__": "get dynamic attribute",
+    "__setattr__": "set dynamic attribute",
+    "__delattr__": "delete dynamic attribute",
+    "__enter__": "enter context",
+    "__exit__": "exit context close",
+    "__aenter__": "enter context",
+    "__aexit__": "exit context close",
+    "__eq__": "eq equal compare",
+    "__lt__": "lt less compare",
+    "__hash__": "hash",
+    "__bool__": "bool true",
+    # TypeScript and JavaScript
+    "constructor": "constructor construct create new instance",
 }
 # lines that open or close a file in any indexed language without saying what it does: PHP tags,
 # namespace and `use` lines, imports (`import x`, `from m import x`, `import {…} from`), comments
@@ -76,7 +106,7 @@ class Chunk:
         A sentence encoder's vocabulary is English; `getUserName` becomes one unknown word piece
         soup, `get User Name` three words it knows.
         """
-        owner = self.symbol.rsplit("::", 1)[0].rsplit("\\", 1)[-1] if "::" in self.symbol else ""
+        owner = owner_name(self.symbol)
         header = f"{self.kind} {name_words(self.name)}"
         if owner:
             header += f" of {words(owner)}"
@@ -98,6 +128,19 @@ def words(identifier: str) -> str:
 def name_words(name: str) -> str:
     """The words a symbol's name stands for, magic methods spelled out."""
     return _MAGIC.get(name.lower(), words(name))
+
+
+_SCOPE_SEPARATORS = re.compile(r"[\\.:/]")
+
+
+def owner_name(symbol: str) -> str:
+    """The short name of the class-like a member's fqn names, in any language the graph reads: PHP's
+    `App\\Http\\Kernel::handle`, Python's `pkg.mod.Outer::run` and TypeScript's
+    `src/api/client:Client::get` are members of `Kernel`, `Outer` and `Client` ("" for no member). The
+    module part is not the owner's name: its words would dilute what a question says of the class."""
+    if "::" not in symbol:
+        return ""
+    return _SCOPE_SEPARATORS.split(symbol.rsplit("::", 1)[0])[-1]
 
 
 def split_identifiers(text: str) -> str:

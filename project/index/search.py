@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from project.index.chunks import words
+from project.index.chunks import owner_name, words
 from project.index.db import Connection
 from project.index.embed import Embedder
 from project.index.search_store import read_meta
@@ -357,7 +357,7 @@ def rerank(
     rows = conn.execute(f"SELECT id, name, symbol FROM chunks WHERE id IN ({marks})", top).fetchall()
     out = dict(fused)
     for chunk_id, name, symbol in rows:
-        owner = str(symbol).rsplit("::", 1)[0].rsplit("\\", 1)[-1] if "::" in str(symbol) else ""
+        owner = owner_name(str(symbol))
         bonus = weights.name * _coverage(str(name), asked) + weights.owner * _coverage(owner, asked)
         score, legs = out[chunk_id]
         out[chunk_id] = (score + bonus, legs)

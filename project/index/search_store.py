@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from project.index.chunks import Chunk, lexical_terms, name_words, words
+from project.index.chunks import Chunk, lexical_terms, name_words, owner_name, words
 from project.index.db import Connection
 from project.index.embed import Embedder
 
@@ -171,7 +171,7 @@ ChunkRow = tuple[tuple[str, str, str, str, str, str, int, int, str], tuple[str, 
 def chunk_row(chunk: Chunk, digest: str | None = None) -> ChunkRow:
     """What storing `chunk` writes; the costly part (hash, terms) needs no database, so a base
     index computes it in its parser processes (`add_file`)."""
-    name_terms = f"{lexical_terms(chunk.name)} {name_words(chunk.name)} {words(_owner(chunk.symbol))}"
+    name_terms = f"{lexical_terms(chunk.name)} {name_words(chunk.name)} {words(owner_name(chunk.symbol))}"
     return (
         (chunk.path, digest or chunk.content_hash, chunk.symbol, chunk.kind, chunk.name, chunk.signature,
          chunk.start_line, chunk.end_line, chunk.text),
@@ -210,10 +210,6 @@ def _insert_row(conn: Connection, row: ChunkRow) -> None:
         row[0],
     )
     conn.execute("INSERT INTO chunks_fts (rowid, name, path, body) VALUES (?, ?, ?, ?)", (cursor.lastrowid, *row[1]))
-
-
-def _owner(symbol: str) -> str:
-    return symbol.rsplit("::", 1)[0].rsplit("\\", 1)[-1] if "::" in symbol else ""
 
 
 def _delete_rows(conn: Connection, ids: list[int]) -> None:

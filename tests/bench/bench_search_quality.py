@@ -1,8 +1,11 @@
-"""Search quality: MRR@10 and recall@10 of each leg and of the fusion, on real PHP.
+"""Search quality: MRR@10 and recall@10 of each leg and of the fusion, on real code of any language.
 
-Queries are the PHPDoc summaries of real methods ("Get the average value of a given key."); the index
-is built with every docblock stripped, so a query can only be answered from code. The answer to a
-query is the method it was written for. Run from the repository root:
+Queries are the doc summaries of real methods ("Get the average value of a given key."): PHPDoc of
+PHP methods, JSDoc of TypeScript/JavaScript methods and functions, and the docstrings of Python
+methods and functions (read by Python's own `ast`). The index is built as a base index builds it,
+each file by its language's extractor, with every docblock and docstring stripped (line numbers
+kept), so a query can only be answered from code. The answer to a query is the definition it was
+written for. Run from the repository root:
 
     python tests/bench/bench_search_quality.py   # tune on 3 Laravel components, report on Monolog and Ramsey
     python tests/bench/bench_search_quality.py --corpus DIR... --held-out NAME=DIR[,DIR]...
@@ -22,6 +25,7 @@ model and the embedded text), so only the first run pays for embedding (~10 min 
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import hashlib
 import os
@@ -39,8 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from project.index import search_store
 from project.index.chunks import chunk_file
 from project.index.db import connect
+from project.index.extractors import Parsers, extractor_for
 from project.index.minilm import MiniLMEmbedder
-from project.index.parse import parse_source
+from project.index.model import Symbol
 from project.index.search import Weights, search
 
 # Three Laravel components, about 1,160 chunks: embedding a corpus takes minutes on two shared cores.
@@ -59,21 +64,68 @@ def summary(docblock: str) -> str:
     return ""
 
 
+def strip_docstrings(source: bytes) -> tuple[bytes, dict[int, str]]:
+    """A Python file with every docstring replaced by `...` (line numbers kept), and the summary each
+    function's docstring gave, by the function's `def` line (Python's `ast`, the language's own reader)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source, {}
+    lines = source.split(b"\n")
+    questions: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        first = node.body[0] if node.body else None
+        if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)) or first.end_lineno is None or first.end_col_offset is None:
+            continue
+        if not isinstance(node, ast.Module) and not isinstance(node, ast.ClassDef):
+            text = summary(first.value.value.strip())
+            if text:
+                questions[node.lineno] = text
+        start, end = first.lineno - 1, first.end_lineno - 1
+        tail = lines[end][first.end_col_offset:]
+        head = lines[start][:first.col_offset]
+        for n in range(start + 1, end + 1):
+            lines[n] = b""
+        lines[start] = head + b"..." + (tail if start == end else b"")
+        if start != end:
+            lines[end] = tail.lstrip() and b" " * first.col_offset + tail.lstrip()
+    return b"\n".join(lines), questions
+
+
 def build(db: Path, roots: Sequence[Path], embedder: CachedEmbedder) -> dict[str, tuple[str, int]]:
-    """Index every PHP file under `roots`; return summary -> (path, start_line) of its method."""
+    """Index every source file under `roots` (any language the graph reads, each by its own extractor, as a
+    base index does); return summary -> (path, start_line) of its method or function."""
     conn = connect(db)
     search_store.ensure_schema(conn, embedder)
     targets: dict[str, tuple[str, int]] = {}
     seen: dict[str, int] = {}
+    parsers = Parsers()
     for root in roots:
-        for file in sorted(root.rglob("*.php")):
-            source = file.read_bytes()
+        for file in sorted(p for p in root.rglob("*") if p.is_file()):
             rel = str(file.relative_to(root.parent))
-            symbols = parse_source(rel, source).symbols
+            extractor = extractor_for(rel)
+            if extractor is None or "/node_modules/" in rel:
+                continue
+            source = file.read_bytes()
+            questions: dict[int, str] = {}
+            if extractor.language == "python":
+                source, questions = strip_docstrings(source)
+            rows = extractor.read(rel, source, parsers.get(extractor).parse(source), "")
+            symbols = [
+                Symbol(kind=r[1], fqn=r[2], name=r[3], path=rel, start_line=r[5], end_line=r[6],  # type: ignore[arg-type]
+                       start_byte=r[7], end_byte=r[8], signature=r[9], docblock=r[10], parent_fqn=r[4])
+                for r in sorted(rows.symbols, key=lambda r: r[7])
+            ]
             chunks = chunk_file(rel, source.decode(errors="replace"), symbols, docblocks=False)
             search_store.replace_file(conn, rel, "", chunks)
             for symbol in symbols:
-                text = summary(symbol.docblock) if symbol.kind == "method" else ""
+                if symbol.kind not in ("method", "function"):
+                    continue
+                text = questions.get(symbol.start_line, "") if extractor.language == "python" else \
+                    summary(symbol.docblock) if symbol.kind == "method" or extractor.language != "php" else ""
                 if text:
                     seen[text] = seen.get(text, 0) + 1
                     targets[text] = (rel, symbol.start_line)

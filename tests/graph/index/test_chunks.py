@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import re
 
-from project.index.chunks import Chunk, chunk_file, lexical_terms, split_identifiers, strip_docblocks, words
+from project.index.chunks import (
+    Chunk,
+    chunk_file,
+    lexical_terms,
+    name_words,
+    owner_name,
+    split_identifiers,
+    strip_docblocks,
+    words,
+)
 from project.index.parse import parse_source
 from tests.graph.index.searchrepo import FILES
 
@@ -85,3 +94,20 @@ def test_strip_docblocks_keeps_line_numbers() -> None:
     source = "<?php\n/**\n * Doc.\n */\nfunction f() {}\n"
     stripped = strip_docblocks(source)
     assert stripped.count("\n") == source.count("\n") and "Doc." not in stripped
+
+
+def test_a_members_class_is_its_own_short_name_in_every_language() -> None:
+    assert owner_name("App\\Http\\Kernel::handle") == "Kernel"
+    assert owner_name("App\\Model\\User::$name") == "User"
+    assert owner_name("billing.refunds.Ledger::close") == "Ledger"  # not "billing refunds Ledger"
+    assert owner_name("src/api/client:Client::get") == "Client"
+    assert owner_name("src/x:outer.Inner::m") == "Inner"
+    assert owner_name("billing.refunds.settle") == owner_name("src/util:formatDate") == ""
+
+
+def test_special_methods_carry_what_they_do_and_the_embedded_header_names_the_class() -> None:
+    assert "initialize" in name_words("__init__") and "length" in name_words("__len__")
+    assert "constructor" in name_words("constructor") and name_words("__construct").startswith("construct")
+    chunk = Chunk("billing/refunds.py", 2, 3, "billing.refunds.Pool::__init__", "method", "__init__", "x = 1", "")
+    header = chunk.embed_text.splitlines()[0]
+    assert header == "method init initialize construct constructor create new instance of Pool"

@@ -245,3 +245,37 @@ def test_list_files_walks_a_directory_that_is_not_a_git_checkout(tmp_path: Path)
     (plain / "web" / "node_modules" / "left-pad" / "index.js").write_text("module.exports = 1;\n")
     (plain / "web" / "app.js").write_text("export const a = 1;\n")
     assert list_files(plain) == ["lib/a.php", "web/app.js"]
+
+
+def test_search_names_a_python_member_by_its_class_and_special_methods_by_what_they_do(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    """A member's class is its own short name in every language (`billing.refunds.Ledger::close` is
+    `Ledger`'s, not `billing refunds`'s), and `__init__` is asked about as "initialize": before, a Python
+    method carried its module's words as its class's and `__init__` only the word "init"."""
+    repo = tmp_path / "shop"
+    (repo / "billing" / "ledger").mkdir(parents=True)
+    (repo / "billing" / "ledger" / "accounts.py").write_text(
+        "class Register:\n    def close(self):\n        self.open = False\n\n"
+        "    def total(self):\n        return sum(self.entries)\n"
+    )
+    (repo / "billing" / "refunds.py").write_text(
+        "class Ledger:\n    def close(self):\n        self.open = False\n\n"
+        "class Pool:\n    def reset(self):\n        self.items = []\n\n"
+        "    def __init__(self):\n        self.items = []\n"
+    )
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
+                   check=True)
+    data = tmp_path / "data"
+    assert _run(data, "index", str(repo), "--no-embeddings", "--workers", "1") == 0
+    capsys.readouterr()
+
+    def members(question: str) -> list[str]:
+        assert _run(data, "search", str(repo), question, "--no-embeddings") == 0
+        found = [line.split()[1] for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
+        return [symbol for symbol in found if "::" in symbol]
+
+    assert members("close the ledger")[0] == "billing.refunds.Ledger::close"
+    assert members("initialize the pool")[0] == "billing.refunds.Pool::__init__"
