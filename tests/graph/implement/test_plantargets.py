@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from foundation.settings import EmbedderSettings
@@ -43,3 +44,32 @@ def test_names_are_not_checked_without_a_graph(project: Project, tmp_path: Path)
     assert no_grammar.blocking == [] and "has no code graph" in no_grammar.warnings[0]
     no_index = check_targets(plan, project.root, str(tmp_path / "missing.db"), [])
     assert no_index.blocking == [] and "no code index" in no_index.warnings[0]
+
+
+def test_dotted_names_of_python_and_typescript_are_checked_and_only_warn(tmp_path: Path) -> None:
+    """`Ledger.close()` is Python's and TypeScript's `Ledger::close`: a member the class lacks warns, and so
+    does a class the graph does not know (a library's, `Path.read_text()`, is written the same way)."""
+    root = tmp_path / "shop"
+    (root / "billing").mkdir(parents=True)
+    (root / "billing" / "refunds.py").write_text("class Ledger:\n    def close(self):\n        return 1\n")
+    (root / "web").mkdir()
+    (root / "web" / "cart.ts").write_text("export class Cart {\n  total(): number { return 1; }\n}\n")
+    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(root), *argv], check=True)
+    index = index_checkout(tmp_path / "data", "shop", root, "t1", EmbedderSettings(kind="off"))["index"]
+
+    def check(title: str) -> tuple[list[str], list[str]]:
+        plan = Plan.model_validate({"items": [route.item(1, title, "billing/refunds.py")],
+                                    "scope": {"writable": ["billing/refunds.py"], "context_only": []}})
+        found = check_targets(plan, root, index, [])
+        return found.blocking, found.warnings
+
+    known = "Call `Ledger.close()`, `billing.refunds.Ledger`, `Cart.total()`, `self.close()` and `Ledger.RATE`"
+    assert check(known) == ([], [])
+    assert check("Round `Ledger.closee()` and `Cart.totl()`") == ([], [
+        "item 1 names `Ledger.closee()`: `Ledger` has no `closee` yet (fine if the item adds it)",
+        "item 1 names `Cart.totl()`: `Cart` has no `totl` yet (fine if the item adds it)"])
+    blocking, warnings = check("Use `Path.read_text()` in `billing.refunds.Ledgr`")
+    assert blocking == [] and [w.split(":")[0] for w in warnings] == [
+        "item 1 names `Path.read_text()`", "item 1 names `billing.refunds.Ledgr`"]
+    assert check("Make `Ledgr` round")[0] == ["item 1 names `Ledgr`, which the code graph does not know"]
