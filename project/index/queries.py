@@ -117,8 +117,35 @@ def _sites(rows: Iterable[tuple[object, ...]], certainty: str) -> list[CallSiteH
 def canonical(conn: Connection, name: str, *, python_name: bool = True) -> str:
     """The definition `name` means: itself, its dotted form read as a member (`pkg.mod.Class.method` is
     `pkg.mod.Class::method`), or the definition an import binding it leads to (for a member, its class's);
-    `name` when none is known. `python_name`: it may be a name as a Python project below the root
-    imports it (read so once: Django's `mysite/mysite/` maps `mysite` to `mysite.mysite`, again and again)."""
+    failing those, the one definition a short name can mean (`only_definition`); `name` when none is
+    known. `python_name`: it may be a name as a Python project below the root imports it (read so once:
+    Django's `mysite/mysite/` maps `mysite` to `mysite.mysite`, again and again)."""
+    found = _read(conn, name, python_name)
+    if found == name.strip().lstrip("\\") and not defined(conn, found):
+        return only_definition(conn, found) or found
+    return found
+
+
+def only_definition(conn: Connection, name: str) -> str:
+    """The definition a short name means when exactly one carries it: `Ledger::close`, `Ledger.close` (the
+    spelling of Python and TypeScript) or `close` for `billing.refunds.Ledger::close`; "" when none or
+    several do (an answer's note then lists them), and for a qualified name (`src/carts:Cart::save`,
+    `App\\Cart::save`), whose qualifier may name what the graph does not hold. A user and a model both
+    write the short form first; answering for the one definition it can mean saves the round trip."""
+    owner, member = split_member(name.strip())
+    if not member and "." in owner:
+        owner, _, member = owner.rpartition(".")
+    if not owner.isidentifier() or member and not member.lstrip("$").isidentifier():
+        return ""
+    asked = (member or owner).lstrip("$")
+    rows = conn.execute("SELECT path, fqn, name, parent_fqn FROM symbols WHERE name = ? "
+                        "AND kind NOT IN ('namespace', 'module') LIMIT 16", (asked,)).fetchall()
+    fqns = {str(fqn) for path, fqn, stored, parent in rows if same_name(str(path), str(stored), asked)
+            and (not member or same_name(str(path), short_name(str(parent)), owner))}
+    return fqns.pop() if len(fqns) == 1 else ""
+
+
+def _read(conn: Connection, name: str, python_name: bool) -> str:
     wanted = name.strip().lstrip("\\")
     head, dot, tail = wanted.rpartition(".")
     if dot and head and "::" not in wanted and not defined(conn, wanted):
@@ -197,6 +224,10 @@ def named_status(conn: Connection, fqn: str, status: IndexStatus) -> IndexStatus
     target = canonical(conn, fqn)
     owner, member = split_member(target)
     if defined(conn, target) or member and defined(conn, owner):  # a member may be inherited
+        asked = fqn.strip().lstrip("\\")
+        if target != asked and only_definition(conn, asked) == target:
+            note = f"{asked!r} read as {target}, the one definition of that name"
+            return status.model_copy(update={"note": f"{status.note}; {note}" if status.note else note})
         return status
     others = [hit.fqn for hit in find_symbols(conn, fqn, limit=8)]
     named = f"definitions with that name: {', '.join(others)}" if others else "none has that name either"

@@ -26,6 +26,7 @@ from project.index import history as git_history
 from project.index.db import Connection
 from project.index.entrypoints import words
 from project.index.mentions import SymbolIndex, candidates
+from project.index.queries import canonical
 
 MAX_SYMBOLS = 3  # the symbols of a question whose histories are searched
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -72,6 +73,10 @@ def resolve(conn: Connection, asked: str) -> tuple[str, list[str]]:
     name = asked.strip().lstrip("\\").replace("->", "::")
     if _known(conn, name):
         return name, []
+    if _has_graph(conn):  # Python's and TypeScript's `Ledger.close`, `pkg.mod.Ledger.close`, a re-export
+        read = canonical(conn, name)
+        if read != name and _known(conn, read):
+            return read, []
     index = SymbolIndex.live(conn, question=True)
     found: list[str] = []
     for form, token in _forms(name):
@@ -89,9 +94,12 @@ def _forms(name: str) -> list[tuple[str, str]]:
     return [("camel", name), ("call", name)] if name[:1].isupper() else [("call", name)]
 
 
+def _has_graph(conn: Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'symbols'").fetchone() is not None
+
+
 def _known(conn: Connection, name: str) -> bool:
-    graph = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'symbols'").fetchone() is not None
-    if graph and conn.execute("SELECT 1 FROM symbols WHERE fqn = ? LIMIT 1", (name,)).fetchone() is not None:
+    if _has_graph(conn) and conn.execute("SELECT 1 FROM symbols WHERE fqn = ? LIMIT 1", (name,)).fetchone() is not None:
         return True
     return conn.execute("SELECT 1 FROM memory_touches WHERE fqn = ? LIMIT 1", (name,)).fetchone() is not None
 

@@ -117,6 +117,17 @@ async def test_an_analysis_of_a_python_repository_finds_callers_through_the_grap
     await _analyze_save(settings, redis_url, fake_forge, python_origin)
 
 
+async def test_a_model_asking_by_the_short_python_name_gets_the_callers_and_how_it_was_read(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, python_origin: str
+) -> None:
+    """`Repository.save`, as a model (or a user) writes a Python method first: before, the answer was empty
+    with a note naming `shop.base.Repository::save`, and the analysis spent a turn asking again."""
+    script = await _analyze_save(settings, redis_url, fake_forge, python_origin, fqn="Repository.save",
+                                 shown="'Repository.save' read as shop.base.Reposit")
+    answer = _answers(script["analyzer"].received, "find_callers")[0]
+    assert "'Repository.save' read as shop.base.Repository::save, the one definition of that name" in answer
+
+
 async def test_generated_and_minified_files_cost_the_analysis_nothing(
     settings: Settings, redis_url: str, fake_forge: FakeForgeState, hostile_origin: str
 ) -> None:
@@ -171,8 +182,10 @@ async def test_an_analysis_finds_callers_in_a_python_project_below_the_root(
 
 async def _analyze_save(settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin: str,
                         more: list[AIMessage] | None = None, fqn: str = "shop.base.Repository.save",
-                        expected: set[tuple[str, int, str]] = SHOP_SAVERS) -> dict[str, ScriptedModel]:
-    """An analysis of "who saves carts?" asking the graph for `fqn`'s callers (then `more`)."""
+                        expected: set[tuple[str, int, str]] = SHOP_SAVERS, shown: str = '"sites":[{"path":'
+                        ) -> dict[str, ScriptedModel]:
+    """An analysis of "who saves carts?" asking the graph for `fqn`'s callers (then `more`); the trace
+    shows the start of the answer, which holds `shown`."""
     settings.redis_url = redis_url
     allow_http_git(settings)
     settings.triggers.analyze_label = "bug"  # the sample adds "bug"
@@ -193,7 +206,7 @@ async def _analyze_save(settings: Settings, redis_url: str, fake_forge: FakeForg
     assert (await work(settings, lambda role: script[role])).jobs_failed == 0
     (task,) = await _task_ids(settings)
     asked = _tool_lines(_trace(settings, task), "analyzer", "find_callers")[0]
-    assert '"state":"ok"' in asked and '"sites":[{"path":' in asked  # the trace shows the answer's start
+    assert '"state":"ok"' in asked and shown in asked  # the trace shows the answer's start
     assert _callers(script["analyzer"].received, "find_callers") == expected
     return script
 

@@ -347,3 +347,29 @@ def test_definitions_alone_are_the_graphs_definitions(poly: tuple[Connection, Pa
         assert not [r for r in alone.relations if r[1] == "calls"], path
         read += any(r[1] == "calls" for r in whole.relations)
     assert read >= 6  # files whose calls the whole read has and the definitions alone do not
+
+
+def test_a_short_name_is_read_as_the_one_definition_it_can_mean(tmp_path: Path) -> None:
+    """`Ledger.close`, `Ledger::close`, `close`: answered for the one definition so named, with a note saying
+    how the name was read; two definitions of the name, or a qualifier naming what the graph does not
+    hold (`billing.refundz.Ledger.close`), are not guessed at: the note lists the candidates."""
+    root = tmp_path / "repo"
+    (root / "billing").mkdir(parents=True)
+    (root / "billing" / "refunds.py").write_text(
+        "class Ledger:\n    def close(self):\n        return 1\n\n    def open(self):\n        return 1\n\n\n"
+        "def settle(ledger: Ledger):\n    ledger.close()\n    ledger.open()\n")
+    (root / "billing" / "files.py").write_text("class Drawer:\n    def open(self):\n        return 1\n")
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, ["billing/refunds.py", "billing/files.py"])
+    for asked in ("Ledger.close", "Ledger::close", "close"):
+        answer = queries.callers(conn, root, asked)
+        assert {(s.path, s.line) for s in answer.sites if s.certainty == "resolved"} == {("billing/refunds.py", 10)}
+        assert answer.status.note == f"{asked!r} read as billing.refunds.Ledger::close, the one definition of that name"
+    assert queries.callers(conn, root, "billing.refunds.Ledger.close").status.note == ""  # the full name
+    ambiguous = queries.callers(conn, root, "open")
+    assert ambiguous.sites == []  # not guessed: the one call is resolved to Ledger::open, not named "open"
+    assert "definitions with that name: billing.files.Drawer::open, billing.refunds.Ledger::open" in \
+        ambiguous.status.note
+    assert queries.callers(conn, root, "Ledger.open").status.note.startswith("'Ledger.open' read as")
+    assert queries.callers(conn, root, "billing.refundz.Ledger.close").status.note.startswith("no definition")
+    assert queries.only_definition(conn, "Ledgr.close") == queries.only_definition(conn, "App\\Ledger::close") == ""

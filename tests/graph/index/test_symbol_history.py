@@ -138,3 +138,20 @@ def test_the_command_line_answers_on_a_damaged_history(tmp_path: Path) -> None:
     assert any("unreadable" in note for note in answer["notes"])
     history_done = _forgebot(tmp_path, "history", str(repo.root), "Cart::add", "--json")
     assert history_done.returncode == 0 and "Traceback" not in history_done.stderr
+
+
+def test_the_history_of_a_python_method_asked_as_python_writes_it(tmp_path: Path) -> None:
+    """`Ledger.close` and `billing.refunds.Ledger.close` are the graph's `billing.refunds.Ledger::close`; before,
+    both were "no such symbol" and only the graph's own spelling was answered."""
+    repo = Repo(tmp_path / "shop")
+    repo.write("billing/refunds.py", "class Ledger:\n    def close(self):\n        return 1\n")
+    added = repo.commit("Ledgers close")
+    repo.write("billing/refunds.py", "class Ledger:\n    def close(self):\n        return 2\n")
+    changed = repo.commit("Closing returns two")
+    for asked in ("Ledger.close", "billing.refunds.Ledger.close", "Ledger::close"):
+        done = _forgebot(tmp_path, "history", str(repo.root), asked, "--json")
+        assert done.returncode == 0, done.stderr
+        answer = json.loads(done.stdout)
+        assert answer["name"] == "billing.refunds.Ledger::close"
+        assert [s["sha"] for s in answer["steps"]] == [changed, added]
+    assert _forgebot(tmp_path, "history", str(repo.root), "Ledgr.close").returncode == 1
