@@ -2,8 +2,9 @@
 
 A document, a discussion or a question names code in a few recognisable ways: a code span
 (`` `timeoutSeconds` ``), a member (`LockManager::timeoutSeconds`, `EntityManager#persist`,
-`$this->release()`), a namespaced name (`App\\Lock\\LockManager`, `Support\\Str`, `ORM\\Entity` after
-`use Doctrine\\ORM\\Mapping as ORM`), a CamelCase class name, a camelCase method name, a call
+`$this->release()`, and as Python and TypeScript write it, `Ledger.close`), a dotted name
+(`billing.refunds.Ledger`, `refunds.settle`), a namespaced name (`App\\Lock\\LockManager`, `Support\\Str`,
+`ORM\\Entity` after `use Doctrine\\ORM\\Mapping as ORM`), a CamelCase class name, a camelCase method name, a call
 (`array_wrap(`, `now()`). Only those are candidates — plain words never are, so "core" in every
 project link of a changelog names nothing, where a suffix match once resolved it to a `$score`
 property. Neither are the names an example *declares* (`function setStatus(`) nor keys and named
@@ -42,6 +43,7 @@ _TOKEN = re.compile(
     rf"(?P<qualified>\\?{_IDENT}(?:\\{_IDENT})+(?:::\$?{_IDENT})?)"  # App\Lock\LockManager[::member]
     rf"|(?P<variable>\$(?:{_IDENT})->{_IDENT})\("  # $this->release(), $em->persist(): a call
     rf"|(?P<member>{_IDENT}(?:::|#)\$?{_IDENT})"  # LockManager::timeoutSeconds, EntityManager#persist
+    rf"|(?P<dotted>\b{_IDENT}(?:\.{_IDENT})+\b)"  # Ledger.close, billing.refunds.Ledger: Python's, TypeScript's
     rf"|(?<!->)\b(?P<call>{_IDENT})\("  # now(, array_wrap(
     # LockManager (a class), orWhereKey (a method)
     r"|(?P<camel>\b(?:[A-Z][a-z0-9]+){2,}[A-Za-z0-9]*\b|\b[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+\b)"
@@ -50,6 +52,7 @@ _TOKEN = re.compile(
 _OPTION = re.compile(r"[*`'\"\]]*\s+(?:attribute|option|parameter|argument|key|setting|flag)s?\b", re.I)
 _DECLARING = re.compile(r"\b(?:function|class|interface|trait|enum|const)\s+&?\s*$", re.I)
 _SELF = frozenset({"self", "static", "parent"})
+_RECEIVERS = frozenset({"self", "cls", "this", "super"})  # `self.close()`: a member of whatever class
 # products and services whose names prose writes in CamelCase; the classes named for them (a GitHub API
 # client) are named by code: `GitHub::api()`, `Util\GitHub`, a code span
 PRODUCTS = frozenset({
@@ -93,12 +96,25 @@ class SymbolIndex:
     def resolve(self, text: str) -> tuple[str, ...]:
         """The symbols `text` names, in the order it names them, at most MAX_SYMBOLS."""
         found: dict[str, None] = {}
-        for form, token in candidates(text):
-            for fqn in self.lookup(form, token):
-                found[fqn] = None
+        for _, fqns in self.named(text):
+            found.update(dict.fromkeys(fqns))
             if len(found) >= MAX_SYMBOLS:
                 break
         return tuple(found)[:MAX_SYMBOLS]
+
+    def named(self, text: str) -> Iterator[tuple[str, list[str]]]:
+        """(form, the symbols it names) of each candidate of `text`; what a dotted name's parts name
+        (`_dotted`) only when the dotted name itself names nothing."""
+        dotted = False
+        for form, token in candidates(text):
+            if form.startswith(_ELSE):
+                if dotted:
+                    continue
+                form = form.removeprefix(_ELSE)
+            fqns = self.lookup(form, token)
+            if form == "dotted":
+                dotted = bool(fqns)
+            yield form, fqns
 
     def lookup(self, form: str, token: str, ambiguous: int | None = AMBIGUOUS) -> list[str]:
         """The symbols one candidate names (none when more than `ambiguous` share the name, or when a
@@ -142,6 +158,13 @@ class SymbolIndex:
             tests = self._question or re.search(r"Test(Case)?$", owner) is not None
             named = [row for row in rows if _names(row[0], f"{owner}::{member}")]
             return [row for row in named if tests or not is_test(row[2])], True
+        if form == "dotted":  # `Ledger.close` is the member `…Ledger::close`; `refunds.settle` a module's function
+            head, _, tail = token.rpartition(".")
+            rows = self._by_name(tail)
+            if head in _RECEIVERS:
+                return [row for row in rows if "::" in row[0] and row[1] in _CALLABLE_KINDS], False
+            named = [row for row in rows if _names(row[0], f"{head}::{tail}") or _names(row[0], token)]
+            return [row for row in named if self._question or not is_test(row[2])], True
         if form == "camel" and token[0].isupper():
             return [row for row in self._by_name(token) if row[1] in _CLASS_KINDS], False
         if token.startswith("__"):  # `__construct`, `__serialize`: every class may have one
@@ -198,7 +221,29 @@ def _tokens(text: str, aliases: dict[str, str], classes: dict[str, str], prose: 
             owner, sep, member = token.partition("::" if "::" in token else "#")
             if owner.lower() in classes:
                 form, token = "qualified", f"\\{classes[owner.lower()]}" + (f"::{member}" if sep else "")
+        if form == "dotted":
+            yield from _dotted(text, match.end(form), token)
+            continue
         yield form, token
+
+
+_ELSE = "else "  # a form read only when the dotted name before it names nothing (`SymbolIndex.named`)
+
+
+def _dotted(text: str, end: int, token: str) -> Iterator[tuple[str, str]]:
+    """A dotted name, then, to be read only when it names nothing, what its parts were read as before the
+    dotted form was: the call of its last part (`repo.save()`: `save(`), and a CamelCase class among them
+    (`DrawerLedger.closes`)."""
+    yield "dotted", token
+    parts = token.split(".")
+    if text[end:end + 1] == "(":
+        yield f"{_ELSE}call", parts[-1]
+    for part in parts:
+        if _CAMEL.fullmatch(part) and part not in PRODUCTS:
+            yield f"{_ELSE}camel", part
+
+
+_CAMEL = re.compile(r"(?:[A-Z][a-z0-9]+){2,}[A-Za-z0-9]*|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+")
 
 
 def _keyed(text: str, end: int) -> bool:

@@ -25,7 +25,7 @@ from foundation.gitrunner import GitError
 from project.index import history as git_history
 from project.index.db import Connection
 from project.index.entrypoints import words
-from project.index.mentions import SymbolIndex, candidates
+from project.index.mentions import SymbolIndex
 from project.index.queries import canonical
 
 MAX_SYMBOLS = 3  # the symbols of a question whose histories are searched
@@ -223,9 +223,9 @@ def named(conn: Connection, query: str) -> list[str]:
     index = SymbolIndex.live(conn, question=True)
     explicit: dict[str, None] = {}
     bare: dict[str, None] = {}
-    for form, token in candidates(query):
-        for fqn in index.lookup(form, token):
-            (explicit if form in ("member", "qualified") else bare)[fqn] = None
+    for form, fqns in index.named(query):
+        for fqn in fqns:
+            (explicit if form in ("member", "qualified", "dotted") else bare)[fqn] = None
     return list({**explicit, **bare})[:MAX_SYMBOLS]
 
 

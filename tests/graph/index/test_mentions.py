@@ -120,3 +120,25 @@ def test_unchanged_sections_keep_their_resolution(graph: tuple[Repo, Connection]
                  if h.kind == "document"}
     assert by_anchor["Timeouts"] == ("App\\Ranking\\Scorer::timeoutSeconds",)  # as stored, not resolved again
     assert by_anchor["Ranking"] == ("App\\Ranking\\Scorer::getMetadataFor", "App\\Ranking\\Ranker::timeoutSeconds")
+
+
+def test_python_and_typescript_name_code_with_dots(tmp_path: Path) -> None:
+    """`Ledger.close` is how Python's and TypeScript's documents, discussions and questions name a method
+    (before, it named nothing unless called); a dotted module path names its class or function whole; a
+    file name or "e.g." names nothing, and what the parts named before still does."""
+    repo = Repo(tmp_path / "shop")
+    repo.write("billing/refunds.py", "class Ledger:\n    def close(self):\n        return 1\n\n\n"
+                                     "def settle(ledger):\n    return ledger\n")
+    repo.write("web/cart.ts", "export class CartView {\n  total(): number { return 1; }\n}\n")
+    repo.write("billing/drawer.py", "class Drawer:\n    def close(self):\n        return 1\n")
+    repo.commit("A shop")
+    index = tmp_path / "index.db"
+    taskindex.refresh(index, repo.root, embedder=None)
+    names = SymbolIndex.of(connect(index))
+    assert names.resolve("Ledger.close leaks a handle; see CartView.total") == (
+        "billing.refunds.Ledger::close", "web/cart:CartView::total")
+    assert names.resolve("`billing.refunds.Ledger` and refunds.settle") == (
+        "billing.refunds.Ledger", "billing.refunds.settle")
+    assert names.resolve("see setup.py, README.md and e.g. docs.python.org") == ()
+    assert names.resolve("self.close() is called twice") == ()  # two classes have `close`: neither is meant
+    assert names.resolve("CartView.totals() is gone") == ("web/cart:CartView",)  # the class, as before
