@@ -142,7 +142,8 @@ def test_the_command_line_answers_on_a_damaged_history(tmp_path: Path) -> None:
 
 def test_the_history_of_a_python_method_asked_as_python_writes_it(tmp_path: Path) -> None:
     """`Ledger.close` and `billing.refunds.Ledger.close` are the graph's `billing.refunds.Ledger::close`; before,
-    both were "no such symbol" and only the graph's own spelling was answered."""
+    both were "no such symbol" and only the graph's own spelling was answered, and a memory question naming
+    `Ledger.close` did not reach the method's history."""
     repo = Repo(tmp_path / "shop")
     repo.write("billing/refunds.py", "class Ledger:\n    def close(self):\n        return 1\n")
     added = repo.commit("Ledgers close")
@@ -155,3 +156,8 @@ def test_the_history_of_a_python_method_asked_as_python_writes_it(tmp_path: Path
         assert answer["name"] == "billing.refunds.Ledger::close"
         assert [s["sha"] for s in answer["steps"]] == [changed, added]
     assert _forgebot(tmp_path, "history", str(repo.root), "Ledgr.close").returncode == 1
+    # a question naming it so reaches its history too (before, only `Ledger::close` did)
+    done = _forgebot(tmp_path, "memory", str(repo.root), "why does Ledger.close return two", "--json",
+                     "--no-embeddings")
+    assert done.returncode == 0, done.stderr
+    assert all("history" in hit["legs"] for hit in json.loads(done.stdout)["hits"][:2])
