@@ -152,13 +152,16 @@ class LocationsMatch:
 
 
 def _norm_symbol(symbol: str) -> str:
-    return symbol.strip().lstrip("\\").removesuffix("()").replace("->", "::").lower()
+    """One spelling for every language's: a member is `owner.member` (PHP's `::` and `->`, the graph's `::`,
+    Python's and TypeScript's `.`), without a leading `\\`, call parentheses or case."""
+    return symbol.strip().lstrip("\\").removesuffix("()").replace("->", ".").replace("::", ".").lower()
 
 
 def _symbol_found(expected: str, reported: Iterable[str]) -> bool:
-    """`Inflector::tableize` matches `Doctrine\\Inflector\\Inflector::tableize()`, not `MyInflector::tableize`."""
+    """`Inflector::tableize` matches `Doctrine\\Inflector\\Inflector::tableize()`, not `MyInflector::tableize`;
+    `Ledger.close` matches the graph's `billing.refunds.Ledger::close`, and `Cart.total` its `src/cart:Cart::total`."""
     want = _norm_symbol(expected)
-    return any(s == want or s.endswith("\\" + want) for s in (_norm_symbol(r) for r in reported))
+    return any(s == want or s.endswith(want) and s[-len(want) - 1] in "\\./:" for s in map(_norm_symbol, reported))
 
 
 def match_locations(spec: ExpectedLocations, analysis: dict[str, Any]) -> LocationsMatch:

@@ -52,6 +52,19 @@ def test_locations_need_every_expected_file_and_symbol() -> None:
     assert not match_locations(spec, {}).passed
 
 
+def test_locations_of_python_and_typescript_match_in_their_own_spelling() -> None:
+    """A task set written for a Python or TypeScript repository names `Ledger.close`; the analysis reports the
+    graph's `billing.refunds.Ledger::close` (before, only PHP's `\\` boundary matched)."""
+    spec = ExpectedLocations.model_validate(
+        {"kind": "locations", "files": ["billing/refunds.py"], "symbols": ["Ledger.close", "Cart::total"]})
+    analysis = {"affected_files": ["billing/refunds.py"],
+                "symbols": ["billing.refunds.Ledger::close", "src/cart:Cart::total"]}
+    assert match_locations(spec, analysis).passed
+    lookalike = {"affected_files": ["billing/refunds.py"], "symbols": ["billing.refunds.SubLedger::close",
+                                                                      "src/cart:MiniCart::total"]}
+    assert match_locations(spec, lookalike).missing_symbols == ["Ledger.close", "Cart::total"]
+
+
 def test_a_reviewer_that_flags_everything_fails_on_precision() -> None:
     everything = [ReportedFinding("src/A.php", 40, 40), *[ReportedFinding("src/A.php", n, n) for n in (5, 80, 120)]]
     result = match_findings(EXPECTED, everything, "state")
