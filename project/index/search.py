@@ -217,7 +217,8 @@ def vector_ranking_for(conn: Connection, vector: np.ndarray, limit: int, *, over
 def graph_ranking(conn: Connection, query: str, limit: int) -> list[int]:
     """Definitions named by the query: a literal identifier, or a run of adjacent words.
 
-    `findById` in the query, or the words "find by id", reach `findById`; longer runs rank first. A
+    `findById` in the query, or the words "find by id", reach `findById` (and "content subtype" Python's
+    `content_subtype`); longer runs rank first. A
     single plain word ("get", "count") is not taken as a name: in a sentence it is far more often
     just a word, and would pull in every method of that name.
     """
@@ -244,7 +245,9 @@ def _names_asked(query: str) -> dict[str, int]:
     for sequence in (plain, content):
         for size in (4, 3, 2):
             for start in range(len(sequence) - size + 1):
-                names.setdefault("".join(sequence[start : start + size]), size)
+                run = sequence[start : start + size]
+                names.setdefault("".join(run), size)  # camelCase, lower-cased: `defaultDriver`
+                names.setdefault("_".join(run), size)  # snake_case: Python's `content_subtype`, PHP's `array_wrap`
     return names
 
 

@@ -262,7 +262,8 @@ def test_search_names_a_python_member_by_its_class_and_special_methods_by_what_t
     (repo / "billing" / "refunds.py").write_text(
         "class Ledger:\n    def close(self):\n        self.open = False\n\n"
         "class Pool:\n    def reset(self):\n        self.items = []\n\n"
-        "    def __init__(self):\n        self.items = []\n"
+        "    def __init__(self):\n        self.items = []\n\n"
+        "    def content_subtype(self):\n        return self.items\n"
     )
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
@@ -279,3 +280,7 @@ def test_search_names_a_python_member_by_its_class_and_special_methods_by_what_t
 
     assert members("close the ledger")[0] == "billing.refunds.Ledger::close"
     assert members("initialize the pool")[0] == "billing.refunds.Pool::__init__"
+    # "the content subtype" is Python's `content_subtype`: the graph leg joins words in snake_case too
+    assert _run(data, "search", str(repo), "the content subtype of a message", "--no-embeddings", "--json") == 0
+    hits = json.loads(capsys.readouterr().out)["hits"]
+    assert hits[0]["symbol"] == "billing.refunds.Pool::content_subtype" and "graph" in hits[0]["legs"]
