@@ -212,9 +212,27 @@ class Rows:
         self.symbols.append((self.path, "module", fqn, name, "", 1, root.end_point[0] + 1, 0, len(self.source),
                              "", docblock, "[]"))
 
-    def done(self, tree: tree_sitter.Tree, digest: str) -> FileRows:
-        return FileRows(self.path, digest or content_hash(self.source), self.language, tree.root_node.has_error,
+    def done(self, tree: tree_sitter.Tree, digest: str,
+             benign: Callable[[tree_sitter.Node], bool] | None = None) -> FileRows:
+        """The file's rows; it has errors when its tree does, except where `benign` says an error node is
+        the grammar's, not the file's (valid syntax the grammar does not know, read right anyway)."""
+        errors = tree.root_node.has_error and not (benign is not None and all(map(benign, _errors(tree))))
+        return FileRows(self.path, digest or content_hash(self.source), self.language, errors,
                         self.symbols, self.relations)
+
+
+def _errors(tree: tree_sitter.Tree) -> list[tree_sitter.Node]:
+    """The tree's ERROR and MISSING nodes, found through the subtrees that hold one (a loop: a broken file
+    can nest deeper than Python's stack)."""
+    found = []
+    pending = [tree.root_node]
+    while pending:
+        node = pending.pop()
+        if node.is_error or node.is_missing:
+            found.append(node)
+        elif node.has_error:
+            pending.extend(node.children)
+    return found
 
 
 def head(source: bytes, node: tree_sitter.Node, body: tree_sitter.Node | None) -> str:

@@ -170,7 +170,20 @@ def _rows(dialect: str, path: str, source: bytes, tree: tree_sitter.Tree, digest
           _HANDLERS, calls)
     if relations:
         _resolve(file, calls)
-    return file.rows.done(tree, digest)
+    return file.rows.done(tree, digest, None if dialect == "javascript" else _grammar_gap)
+
+
+def _grammar_gap(error: tree_sitter.Node) -> bool:
+    """An error node tree-sitter-typescript 0.23 makes of valid TypeScript whose rows are read right anyway:
+    `export type * from "./x"` (TypeScript 5.0; the star re-export is read), and variance annotations,
+    `interface P<in out T>` (4.7; type parameters are no definitions). Without this, typeorm's own
+    `src/index.ts` was a file with syntax errors: left out of search, and "stale" in every answer."""
+    parent = error.parent
+    if parent is None or not error.is_error:
+        return False
+    if parent.type == "export_statement":
+        return error.text == b"type" and parent.child_by_field_name("source") is not None
+    return parent.type == "type_parameters"
 
 
 def _start(node: tree_sitter.Node) -> tree_sitter.Node:

@@ -284,3 +284,27 @@ def test_search_names_a_python_member_by_its_class_and_special_methods_by_what_t
     assert _run(data, "search", str(repo), "the content subtype of a message", "--no-embeddings", "--json") == 0
     hits = json.loads(capsys.readouterr().out)["hits"]
     assert hits[0]["symbol"] == "billing.refunds.Pool::content_subtype" and "graph" in hits[0]["legs"]
+
+
+def test_typescript_the_grammar_does_not_know_is_not_a_broken_file(tmp_path: Path, capsys: Capture) -> None:
+    """`export type * from` (TypeScript 5.0) and `interface P<in out T>` (4.7) are valid; tree-sitter-typescript
+    0.23 makes error nodes of them. Before, typeorm's `src/index.ts` was a file with syntax errors: left out of
+    search and "stale" in every answer. A real syntax error still is one."""
+    repo = tmp_path / "orm"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "index.ts").write_text(
+        'export * from "./connection"\nexport type * from "./options"\nexport type * as hooks from "./hooks"\n'
+        "export interface Repository<in out Entity> {\n  findEveryEntity(): Entity[]\n}\n")
+    (repo / "src" / "connection.ts").write_text("export class Connection {\n  open(): void {}\n}\n")
+    (repo / "src" / "broken.ts").write_text("export function half( {\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
+                   check=True)
+    data = tmp_path / "data"
+    assert _run(data, "index", str(repo), "--no-embeddings", "--workers", "1") == 0
+    assert "1 stale" in capsys.readouterr().out  # broken.ts alone
+    assert _run(data, "search", str(repo), "find every entity", "--no-embeddings", "--json") == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["hits"][0]["symbol"] == "src:Repository::findEveryEntity"
+    assert answer["stale_files"] == ["src/broken.ts"]
