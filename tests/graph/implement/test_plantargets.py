@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from foundation.settings import EmbedderSettings
@@ -12,6 +11,7 @@ from graph.schemas import Plan
 from project.profiles import load_profile
 from tests.graph.implement import route
 from tests.graph.implement.conftest import Project
+from tests.repos import init_repo
 
 
 def _plan(title: str, *paths: str, context: tuple[str, ...] = ()) -> Plan:
@@ -54,8 +54,7 @@ def test_dotted_names_of_python_and_typescript_are_checked_and_only_warn(tmp_pat
     (root / "billing" / "refunds.py").write_text("class Ledger:\n    def close(self):\n        return 1\n")
     (root / "web").mkdir()
     (root / "web" / "cart.ts").write_text("export class Cart {\n  total(): number { return 1; }\n}\n")
-    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
-        subprocess.run(["git", "-C", str(root), *argv], check=True)
+    init_repo(root)
     index = index_checkout(tmp_path / "data", "shop", root, "t1", EmbedderSettings(kind="off"))["index"]
 
     def check(title: str) -> tuple[list[str], list[str]]:

@@ -15,6 +15,7 @@ import pytest
 from project.index import search_cli, store
 from project.index.db import Connection, build_new, connect
 from project.index.index_cli import list_files, register
+from tests.repos import init_repo
 
 Capture = pytest.CaptureFixture[str]
 
@@ -265,10 +266,7 @@ def test_search_names_a_python_member_by_its_class_and_special_methods_by_what_t
         "    def __init__(self):\n        self.items = []\n\n"
         "    def content_subtype(self):\n        return self.items\n"
     )
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
-                   check=True)
+    init_repo(repo)
     data = tmp_path / "data"
     assert _run(data, "index", str(repo), "--no-embeddings", "--workers", "1") == 0
     capsys.readouterr()
@@ -297,10 +295,7 @@ def test_typescript_the_grammar_does_not_know_is_not_a_broken_file(tmp_path: Pat
         "export interface Repository<in out Entity> {\n  findEveryEntity(): Entity[]\n}\n")
     (repo / "src" / "connection.ts").write_text("export class Connection {\n  open(): void {}\n}\n")
     (repo / "src" / "broken.ts").write_text("export function half( {\n")
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
-                   check=True)
+    init_repo(repo)
     data = tmp_path / "data"
     assert _run(data, "index", str(repo), "--no-embeddings", "--workers", "1") == 0
     assert "1 stale" in capsys.readouterr().out  # broken.ts alone
