@@ -173,17 +173,27 @@ def _rows(dialect: str, path: str, source: bytes, tree: tree_sitter.Tree, digest
     return file.rows.done(tree, digest, None if dialect == "javascript" else _grammar_gap)
 
 
+# where a type is written: the graph reads no definition there, so an error one line long inside one costs
+# at most that annotation (a receiver's type, for resolving calls through it)
+_TYPE_NODES = frozenset({"type_annotation", "union_type", "intersection_type", "type_parameters", "type_arguments",
+                         "array_type", "tuple_type", "generic_type", "function_type", "object_type",
+                         "parenthesized_type", "conditional_type", "lookup_type", "index_type_query",
+                         "type_predicate", "opting_type_annotation", "omitting_type_annotation"})
+
+
 def _grammar_gap(error: tree_sitter.Node) -> bool:
     """An error node tree-sitter-typescript 0.23 makes of valid TypeScript whose rows are read right anyway:
-    `export type * from "./x"` (TypeScript 5.0; the star re-export is read), and variance annotations,
-    `interface P<in out T>` (4.7; type parameters are no definitions). Without this, typeorm's own
-    `src/index.ts` was a file with syntax errors: left out of search, and "stale" in every answer."""
+    `export type * from "./x"` (TypeScript 5.0; the star re-export is read), and a one-line error inside a
+    type: variance annotations (`interface P<in out T>`, 4.7), `import('@babel/types').Statement[]`, a
+    property named `in` after a union-typed one (elsewhere the grammar's recovery spills out of the type).
+    Without this, typeorm's own `src/index.ts` was a file with syntax errors: left out of search, and
+    "stale" in every answer."""
     parent = error.parent
     if parent is None or not error.is_error:
         return False
     if parent.type == "export_statement":
         return error.text == b"type" and parent.child_by_field_name("source") is not None
-    return parent.type == "type_parameters"
+    return parent.type in _TYPE_NODES and error.start_point[0] == error.end_point[0]
 
 
 def _start(node: tree_sitter.Node) -> tree_sitter.Node:

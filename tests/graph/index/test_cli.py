@@ -285,14 +285,16 @@ def test_search_names_a_python_member_by_its_class_and_special_methods_by_what_t
 
 
 def test_typescript_the_grammar_does_not_know_is_not_a_broken_file(tmp_path: Path, capsys: Capture) -> None:
-    """`export type * from` (TypeScript 5.0) and `interface P<in out T>` (4.7) are valid; tree-sitter-typescript
-    0.23 makes error nodes of them. Before, typeorm's `src/index.ts` was a file with syntax errors: left out of
-    search and "stale" in every answer. A real syntax error still is one."""
+    """`export type * from` (TypeScript 5.0), `interface P<in out T>` (4.7) and `import('x').T[]` as a type
+    are valid; tree-sitter-typescript 0.23 makes error nodes of them. Before, typeorm's
+    `src/index.ts` was a file with syntax errors: left out of search and "stale" in every answer. A real
+    syntax error still is one."""
     repo = tmp_path / "orm"
     (repo / "src").mkdir(parents=True)
     (repo / "src" / "index.ts").write_text(
         'export * from "./connection"\nexport type * from "./options"\nexport type * as hooks from "./hooks"\n'
-        "export interface Repository<in out Entity> {\n  findEveryEntity(): Entity[]\n}\n")
+        "export interface Repository<in out Entity> {\n  findEveryEntity(): Entity[]\n"
+        "  ast?: import('@babel/types').Statement[]\n}\n")
     (repo / "src" / "connection.ts").write_text("export class Connection {\n  open(): void {}\n}\n")
     (repo / "src" / "broken.ts").write_text("export function half( {\n")
     init_repo(repo)
