@@ -123,7 +123,8 @@ def graph_tools(root: Path, conn: Connection) -> dict[str, BaseTool]:
         return queries.definition(conn, root, name).model_dump_json()
 
     def find_callers(fqn: str) -> str:
-        """Call sites of a fully qualified function or method."""
+        """Call sites of a function or method: its full name, or a short one (`Cart::save`, Python's and
+        TypeScript's `Cart.save`) that only one definition carries; the answer's note says how it was read."""
         return queries.callers(conn, root, fqn).model_dump_json()
 
     def find_callees(fqn: str) -> str:
