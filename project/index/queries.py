@@ -138,8 +138,11 @@ def only_definition(conn: Connection, name: str) -> str:
     if not owner.isidentifier() or member and not member.lstrip("$").isidentifier():
         return ""
     asked = (member or owner).lstrip("$")
+    # a member's owner is told apart here, so every definition of the name is read (sympy has 600 `doit`s,
+    # by the graph's name index); a bare name is the one definition only if a second is not found
     rows = conn.execute("SELECT path, fqn, name, parent_fqn FROM symbols WHERE name = ? "
-                        "AND kind NOT IN ('namespace', 'module') LIMIT 16", (asked,)).fetchall()
+                        "AND kind NOT IN ('namespace', 'module') LIMIT ?", (asked, 100_000 if member else 16)
+                        ).fetchall()
     fqns = {str(fqn) for path, fqn, stored, parent in rows if same_name(str(path), str(stored), asked)
             and (not member or same_name(str(path), short_name(str(parent)), owner))}
     return fqns.pop() if len(fqns) == 1 else ""

@@ -358,10 +358,13 @@ def test_a_short_name_is_read_as_the_one_definition_it_can_mean(tmp_path: Path) 
     (root / "billing" / "refunds.py").write_text(
         "class Ledger:\n    def close(self):\n        return 1\n\n    def open(self):\n        return 1\n\n\n"
         "def settle(ledger: Ledger):\n    ledger.close()\n    ledger.open()\n")
-    (root / "billing" / "files.py").write_text("class Drawer:\n    def open(self):\n        return 1\n")
+    (root / "billing" / "files.py").write_text("class Drawer:\n    def open(self):\n        return 1\n" + "".join(
+        f"\n\nclass Box{n}:\n    def close(self):\n        return {n}\n" for n in range(40)))  # `close` of many
     conn = connect(tmp_path / "index.db")
-    build(conn, root, ["billing/refunds.py", "billing/files.py"])
-    for asked in ("Ledger.close", "Ledger::close", "close"):
+    build(conn, root, ["billing/files.py", "billing/refunds.py"])
+    assert queries.only_definition(conn, "close") == ""  # 41 definitions carry it
+    assert queries.only_definition(conn, "Box39.close") == "billing.files.Box39::close"
+    for asked in ("Ledger.close", "Ledger::close"):
         answer = queries.callers(conn, root, asked)
         assert {(s.path, s.line) for s in answer.sites if s.certainty == "resolved"} == {("billing/refunds.py", 10)}
         assert answer.status.note == f"{asked!r} read as billing.refunds.Ledger::close, the one definition of that name"
