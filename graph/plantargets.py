@@ -19,13 +19,13 @@ from pathlib import Path
 
 from graph.schemas import Plan
 from project.index.db import Connection, connect
+from project.index.mentions import RECEIVERS
 
 _TICKED = re.compile(r"`([^`\s]{1,200})`")
 _SYMBOL = re.compile(r"^\\?([A-Za-z_][A-Za-z0-9_]*(?:\\[A-Za-z_][A-Za-z0-9_]*)*)(?:::([A-Za-z_][A-Za-z0-9_]*)\(?\)?)?$")
 # `Ledger.close()`, `billing.refunds.Ledger`, `models.Ledger.close`: the dotted form of Python and
 # TypeScript; its class is its last CapWords part, and the part after it is a member when called
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(\(\))?$")
-_RECEIVERS = frozenset({"self", "cls", "this", "super"})
 _CLASS_KINDS = ("class", "interface", "trait", "enum")
 
 
@@ -104,7 +104,7 @@ def _dotted(title: str) -> list[tuple[str, str, str]]:
         if not match or "::" in ticked:
             continue
         parts = ticked.removesuffix("()").split(".")
-        if parts[0] in _RECEIVERS:
+        if parts[0] in RECEIVERS:
             continue
         at = max((i for i, part in enumerate(parts) if part[:1].isupper() and not part.isupper()), default=-1)
         if at < 0 or at < len(parts) - 2:  # no class, or a chain past a member (`A.b.c`): nothing to check

@@ -16,6 +16,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from project.index.hierarchy import short_name
 from project.index.model import Symbol
 
 _CLASS_LIKE = frozenset({"class", "interface", "trait", "enum"})
@@ -130,17 +131,12 @@ def name_words(name: str) -> str:
     return _MAGIC.get(name.lower(), words(name))
 
 
-_SCOPE_SEPARATORS = re.compile(r"[\\.:/]")
-
-
 def owner_name(symbol: str) -> str:
     """The short name of the class-like a member's fqn names, in any language the graph reads: PHP's
     `App\\Http\\Kernel::handle`, Python's `pkg.mod.Outer::run` and TypeScript's
     `src/api/client:Client::get` are members of `Kernel`, `Outer` and `Client` ("" for no member). The
     module part is not the owner's name: its words would dilute what a question says of the class."""
-    if "::" not in symbol:
-        return ""
-    return _SCOPE_SEPARATORS.split(symbol.rsplit("::", 1)[0])[-1]
+    return short_name(symbol.rsplit("::", 1)[0]) if "::" in symbol else ""
 
 
 def split_identifiers(text: str) -> str:

@@ -39,20 +39,21 @@ _SPAN = re.compile(r"`+([^`\n]{2,160}?)`+")
 _ALIAS = re.compile(rf"\buse\s+\\?({_IDENT}(?:\\{_IDENT})*)\s+as\s+({_IDENT})\s*;", re.I)
 # `use Composer\Semver\VersionParser;`: in that text, `VersionParser` is that class and no other
 _IMPORT = re.compile(rf"\buse\s+\\?((?:{_IDENT}\\)+({_IDENT}))\s*;", re.I)
+# LockManager (a class), orWhereKey (a method): a candidate of its own, or a part of a dotted name
+_CAMEL_NAME = r"(?:[A-Z][a-z0-9]+){2,}[A-Za-z0-9]*|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+"
 _TOKEN = re.compile(
     rf"(?P<qualified>\\?{_IDENT}(?:\\{_IDENT})+(?:::\$?{_IDENT})?)"  # App\Lock\LockManager[::member]
     rf"|(?P<variable>\$(?:{_IDENT})->{_IDENT})\("  # $this->release(), $em->persist(): a call
     rf"|(?P<member>{_IDENT}(?:::|#)\$?{_IDENT})"  # LockManager::timeoutSeconds, EntityManager#persist
     rf"|(?P<dotted>\b{_IDENT}(?:\.{_IDENT})+\b)"  # Ledger.close, billing.refunds.Ledger: Python's, TypeScript's
     rf"|(?<!->)\b(?P<call>{_IDENT})\("  # now(, array_wrap(
-    # LockManager (a class), orWhereKey (a method)
-    r"|(?P<camel>\b(?:[A-Z][a-z0-9]+){2,}[A-Za-z0-9]*\b|\b[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+\b)"
+    rf"|(?P<camel>\b(?:{_CAMEL_NAME})\b)"
 )
 # "the `mappedBy` attribute", "the 'inversedBy' option": a name of a mapping option or setting, not a method
 _OPTION = re.compile(r"[*`'\"\]]*\s+(?:attribute|option|parameter|argument|key|setting|flag)s?\b", re.I)
 _DECLARING = re.compile(r"\b(?:function|class|interface|trait|enum|const)\s+&?\s*$", re.I)
 _SELF = frozenset({"self", "static", "parent"})
-_RECEIVERS = frozenset({"self", "cls", "this", "super"})  # `self.close()`: a member of whatever class
+RECEIVERS = frozenset({"self", "cls", "this", "super"})  # `self.close()`: a member of whatever class
 # products and services whose names prose writes in CamelCase; the classes named for them (a GitHub API
 # client) are named by code: `GitHub::api()`, `Util\GitHub`, a code span
 PRODUCTS = frozenset({
@@ -80,7 +81,7 @@ class SymbolIndex:
     @classmethod
     def of(cls, conn: Connection) -> SymbolIndex:
         names: dict[str, list[Row]] = {}
-        if _has_graph(conn):
+        if has_graph(conn):
             for fqn, name, kind, path in conn.execute(
                     "SELECT fqn, name, kind, path FROM symbols WHERE kind != 'namespace'"):
                 names.setdefault(str(name), []).append((str(fqn), str(kind), str(path)))
@@ -88,7 +89,7 @@ class SymbolIndex:
 
     @classmethod
     def live(cls, conn: Connection, *, question: bool = False) -> SymbolIndex:
-        if not _has_graph(conn):
+        if not has_graph(conn):
             return cls(lambda name: [], question)
         return cls(lambda name: [(str(r[0]), str(r[1]), str(r[2])) for r in conn.execute(
             "SELECT fqn, kind, path FROM symbols WHERE name = ? AND kind != 'namespace'", (name,))], question)
@@ -161,7 +162,7 @@ class SymbolIndex:
         if form == "dotted":  # `Ledger.close` is the member `…Ledger::close`; `refunds.settle` a module's function
             head, _, tail = token.rpartition(".")
             rows = self._by_name(tail)
-            if head in _RECEIVERS:
+            if head in RECEIVERS:
                 return [row for row in rows if "::" in row[0] and row[1] in _CALLABLE_KINDS], False
             named = [row for row in rows if _names(row[0], f"{head}::{tail}") or _names(row[0], token)]
             return [row for row in named if self._question or not is_test(row[2])], True
@@ -179,7 +180,7 @@ def _names(fqn: str, written: str) -> bool:
     return fqn == written or fqn.endswith(written) and fqn[-len(written) - 1] in "\\./:"
 
 
-def _has_graph(conn: Connection) -> bool:
+def has_graph(conn: Connection) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'symbols'").fetchone() is not None
 
 
@@ -243,7 +244,7 @@ def _dotted(text: str, end: int, token: str) -> Iterator[tuple[str, str]]:
             yield f"{_ELSE}camel", part
 
 
-_CAMEL = re.compile(r"(?:[A-Z][a-z0-9]+){2,}[A-Za-z0-9]*|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+")
+_CAMEL = re.compile(_CAMEL_NAME)
 
 
 def _keyed(text: str, end: int) -> bool:

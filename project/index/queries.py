@@ -138,13 +138,17 @@ def only_definition(conn: Connection, name: str) -> str:
     if not owner.isidentifier() or member and not member.lstrip("$").isidentifier():
         return ""
     asked = (member or owner).lstrip("$")
-    # a member's owner is told apart here, so every definition of the name is read (sympy has 600 `doit`s,
-    # by the graph's name index); a bare name is the one definition only if a second is not found
-    rows = conn.execute("SELECT path, fqn, name, parent_fqn FROM symbols WHERE name = ? "
-                        "AND kind NOT IN ('namespace', 'module') LIMIT ?", (asked, 100_000 if member else 16)
-                        ).fetchall()
-    fqns = {str(fqn) for path, fqn, stored, parent in rows if same_name(str(path), str(stored), asked)
-            and (not member or same_name(str(path), short_name(str(parent)), owner))}
+    if member:  # the classes named `owner`, then their members named `member` (not every `close` of the graph)
+        owners = [str(fqn) for path, fqn, stored in conn.execute(
+            "SELECT path, fqn, name FROM symbols WHERE name = ? AND kind IN ('class', 'interface', 'trait', 'enum')",
+            (owner,)) if same_name(str(path), str(stored), owner)]
+        marks = ",".join("?" * len(owners))
+        rows = conn.execute(f"SELECT path, fqn, name FROM symbols WHERE name = ? AND parent_fqn IN ({marks})",
+                            (asked, *owners)).fetchall() if owners else []
+    else:  # a bare name is the one definition only if a second is not found
+        rows = conn.execute("SELECT path, fqn, name FROM symbols WHERE name = ? "
+                            "AND kind NOT IN ('namespace', 'module') LIMIT 16", (asked,)).fetchall()
+    fqns = {str(fqn) for path, fqn, stored in rows if same_name(str(path), str(stored), asked)}
     return fqns.pop() if len(fqns) == 1 else ""
 
 

@@ -25,7 +25,7 @@ from foundation.gitrunner import GitError
 from project.index import history as git_history
 from project.index.db import Connection
 from project.index.entrypoints import words
-from project.index.mentions import SymbolIndex
+from project.index.mentions import SymbolIndex, has_graph
 from project.index.queries import canonical
 
 MAX_SYMBOLS = 3  # the symbols of a question whose histories are searched
@@ -73,7 +73,7 @@ def resolve(conn: Connection, asked: str) -> tuple[str, list[str]]:
     name = asked.strip().lstrip("\\").replace("->", "::")
     if _known(conn, name):
         return name, []
-    if _has_graph(conn):  # Python's and TypeScript's `Ledger.close`, `pkg.mod.Ledger.close`, a re-export
+    if has_graph(conn):  # Python's and TypeScript's `Ledger.close`, `pkg.mod.Ledger.close`, a re-export
         read = canonical(conn, name)
         if read != name and _known(conn, read):
             return read, []
@@ -94,12 +94,8 @@ def _forms(name: str) -> list[tuple[str, str]]:
     return [("camel", name), ("call", name)] if name[:1].isupper() else [("call", name)]
 
 
-def _has_graph(conn: Connection) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'symbols'").fetchone() is not None
-
-
 def _known(conn: Connection, name: str) -> bool:
-    if _has_graph(conn) and conn.execute("SELECT 1 FROM symbols WHERE fqn = ? LIMIT 1", (name,)).fetchone() is not None:
+    if has_graph(conn) and conn.execute("SELECT 1 FROM symbols WHERE fqn = ? LIMIT 1", (name,)).fetchone() is not None:
         return True
     return conn.execute("SELECT 1 FROM memory_touches WHERE fqn = ? LIMIT 1", (name,)).fetchone() is not None
 
@@ -151,8 +147,8 @@ def history(conn: Connection, root: Path | None, asked: str, *, limit: int = 20,
         except GitError as exc:
             notes.append(f"hunks not read: {exc}")
     steps = tuple(_step(conn, row, hunks, hunk_lines) for row in rows)
-    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'symbols'").fetchone() is not None and \
-        conn.execute("SELECT 1 FROM symbols WHERE fqn = ? LIMIT 1", (name,)).fetchone() is not None
+    exists = has_graph(conn) and conn.execute("SELECT 1 FROM symbols WHERE fqn = ? LIMIT 1",
+                                              (name,)).fetchone() is not None
     if not steps:
         notes.append(f"{name}: no remembered commit touched it")
     shown = [n for n in all_names if n == name or conn.execute(
