@@ -6,7 +6,9 @@ Names: a module is its path without the extension, an `index` file named by its 
 defined inside a function or namespace `module:outer.inner`. Kinds: module, class, interface, type
 (alias), enum and enum_case, function (declarations, overloads, and arrow functions or function
 expressions bound to a name), method (methods, accessors, constructors, interface methods, class
-fields holding a function), namespace. A definition starts at its first token after any decorators.
+fields holding a function), namespace; in JavaScript, functions assigned at the top of the module to
+`exports.f`, `X.prototype.m` or `x.m` (`_assigned`). A definition starts at its first token after any
+decorators.
 
 Relations: `imports` for ES imports, re-exports and `require` (each binding name recorded as the
 name it binds in this module, so a re-export chain can be followed to the definition), `extends`
@@ -521,14 +523,74 @@ def _parameters(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
                                parameter, ctx))
 
 
-def _assign(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
-    """`this.x = new X()` gives the class field x the class X."""
+def _assign(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
+    """`this.x = new X()` gives the class field x the class X; in JavaScript, a function assigned to a
+    member at the top of the module is a definition (`_assigned`)."""
     left = node.child_by_field_name("left")
-    if left is not None and left.type == "member_expression" and ctx.cls is not None:
-        owner = left.child_by_field_name("object")
-        if owner is not None and owner.type == "this":
+    if left is None or left.type != "member_expression":
+        return None
+    owner = left.child_by_field_name("object")
+    if owner is not None and owner.type == "this":
+        if ctx.cls is not None:
             file.typed.append(("field", _name(file.rows, left.child_by_field_name("property")), None,
                                node.child_by_field_name("right"), node, ctx))
+        return None
+    if file.dialect == "javascript" and owner is not None:
+        return _assigned(file, node, left, owner, ctx)
+    return None
+
+
+_EXPORTS = "exports"
+
+
+def _exported_path(target: str) -> str | None:
+    """What follows `exports` in an assignment's target, with a trailing dot (`exports.describe` → `describe.`,
+    `module.exports` → ``); None when the target is not the module's exports."""
+    for start in (_EXPORTS, "module.exports"):
+        if target == start:
+            return ""
+        if target.startswith(start + "."):
+            return target[len(start) + 1:] + "."
+    return None
+
+
+def _assigned(file: _File, node: tree_sitter.Node, left: tree_sitter.Node, owner: tree_sitter.Node,
+              ctx: _Context) -> _Context | None:
+    """The definitions JavaScript writes as assignments, read as the TypeScript compiler binds them in a
+    JavaScript file (its "assignment declarations"), when the value is a function and the statement is
+    at the top of the module:
+    - `exports.f = function…` and `module.exports.f = …` define the function `module:f`
+      (`exports.describe.only = …` the function `module:describe.only`);
+    - `View.prototype.render = function…` the method `module:View::render`;
+    - `app.use = function…` the method `module:app::use` (Express builds its application, request and
+      response objects so), `$.fn.tooltip = function…` the method `module:$.fn::tooltip`.
+    In a function's body `this` is `View` or `app`, so `this.lookup()` finds `View::lookup`. Node's own
+    libraries, Express and most JavaScript older than ES classes define their API this way and no other."""
+    statement = node.parent
+    function = _unwrapped(node.child_by_field_name("right"))
+    name_node = left.child_by_field_name("property")
+    if statement is None or statement.type != "expression_statement" or statement.parent is None \
+            or statement.parent.type != "program" or function is None or function.type not in _FUNCTION_VALUES \
+            or name_node is None or name_node.type != "property_identifier":
+        return None  # in a function or a block, an assignment patches an object the module was given
+    rows = file.rows
+    name = rows.text(name_node)
+    body = function.child_by_field_name("body")
+    target = rows.text(owner) if owner.type in ("identifier", "member_expression") else ""
+    if target == "module" and name == _EXPORTS:  # `module.exports = function…`: the module's value
+        return None
+    exported = _exported_path(target)
+    if exported is not None:  # `exports.describe.only = …` is the function `module:describe.only`
+        fqn = _define(file, "function", name, node, ctx, body=body, fqn=f"{ctx.prefix}{exported}{name}")
+        return _body(fqn, ctx)
+    target = target.removesuffix(".prototype")
+    if not scopes.plain(target.replace("$", "_")):  # names joined by dots (`$.fn`), nothing computed
+        return None
+    cls = file.name(ctx.prefix, target)
+    fqn = _define(file, "method", name, node, ctx, cls, body, f"{cls}::{name}")
+    info = file.classes.setdefault(cls, _Class(cls))  # an arrow function's `this` is the module's
+    this = ctx.cls if function.type == "arrow_function" else info
+    return _body(fqn, _Context(ctx.scope, ctx.prefix, ctx.source, this))
 
 
 _HANDLERS: dict[str, scopes.Handler[_File]] = {

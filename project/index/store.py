@@ -30,8 +30,9 @@ SCHEMA_VERSION = "1"
 # The rules files are read by: a build by other rules (an index made by an earlier release, whose
 # extractors wrote other rows) reads every file again instead of keeping the rows of unchanged ones.
 # Raise it with any change to what an extractor writes, or to the search rows cut along its definitions
-# (`search_store.chunk_row`: 4 named a Python or TypeScript member's class by its own name).
-ROWS_VERSION = "4"
+# (`search_store.chunk_row`: 4 named a Python or TypeScript member's class by its own name; 5 reads
+# JavaScript's assignment definitions, `View.prototype.render = function…`).
+ROWS_VERSION = "5"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -37,6 +37,7 @@ from project.index.extractors import extractor_for
 from project.index.index_cli import list_files
 from project.index.location import index_path
 from project.index.python_graph import module_name
+from project.index.store import left_out_files
 from tests.bench.bench_codegraph_accuracy import _cli, kind_rows, say
 
 HERE = Path(__file__).resolve().parent
@@ -99,16 +100,19 @@ def typescript_reference(root: Path, files: list[str]) -> tuple[Counter[Key], se
 # --- ours ------------------------------------------------------------------------------------------
 
 
-def ours(root: Path, data: Path) -> tuple[Counter[Key], set[str]]:
-    """What `forgebot index` stored (read from its database: `forgebot symbols` leaves namespaces out)."""
+def ours(root: Path, data: Path) -> tuple[Counter[Key], set[str], set[str]]:
+    """What `forgebot index` stored (read from its database: `forgebot symbols` leaves namespaces out), its
+    stale files, and the files it left out as not hand-written (`project.index.generated`: minified,
+    generated, over the size limit), which are compared on neither side."""
     _cli(data, "index", str(root), "--no-embeddings", "--workers", "2")
     conn = connect(index_path(data, root), readonly=True)
     found: Counter[Key] = Counter(
         (str(path), str(name), str(line), str(kind))
         for path, name, line, kind in conn.execute("SELECT path, name, start_line, kind FROM symbols"))
     stale = {str(r[0]) for r in conn.execute("SELECT path FROM files WHERE stale = 1")}
+    generated = set(left_out_files(conn))
     conn.close()
-    return found, stale
+    return found, stale, generated
 
 
 def compare(name: str, root: Path, show: int, edges: int, seed: int) -> None:
@@ -124,11 +128,14 @@ def compare(name: str, root: Path, show: int, edges: int, seed: int) -> None:
         if family:
             by_family.setdefault(family, []).append(rel)
     with tempfile.TemporaryDirectory() as tmp:
-        mine_all, stale = ours(root, Path(tmp))
+        mine_all, stale, generated = ours(root, Path(tmp))
+        if generated:
+            shown = ", ".join(sorted(generated)[:5])
+            say(f"\n{name}: {len(generated)} files left out of both as not hand-written: {shown}")
         for family, paths in sorted(by_family.items()):
             reference = python_reference if family == "python" else typescript_reference
             ref, errors = reference(root, paths)
-            left_out = errors | stale
+            left_out = errors | stale | generated
             wanted = set(paths) - left_out
             mine = Counter({k: v for k, v in mine_all.items() if k[0] in wanted})
             ref = Counter({k: v for k, v in ref.items() if k[0] in wanted})

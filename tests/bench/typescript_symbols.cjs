@@ -60,6 +60,21 @@ function emit(rel, sf, kind, name, pos) {
   process.stdout.write(JSON.stringify({ t: "def", kind, name, path: rel, line }) + "\n");
 }
 
+// A function assigned to a member at the top of a JavaScript file, when the compiler's binder reads the
+// assignment as a declaration: `exports.f = …`, `exports.f.g = …` and `module.exports.f = …` are the
+// function f (g), `X.prototype.m = …` and `X.m = …` the method m (the binder's kinds, read by the compiler's
+// own getAssignmentDeclarationKind: its public API has no other way to ask). In a TypeScript file the
+// binder reads `X.m = …` only on a function X of the file (expando properties): not indexed.
+const JAVASCRIPT = new Set([".js", ".jsx", ".mjs", ".cjs"]);
+function assigned(rel, sf, expr) {
+  if (expr.operatorToken.kind !== ts.SyntaxKind.EqualsToken || !ts.isPropertyAccessExpression(expr.left)
+      || !ts.isIdentifier(expr.left.name) || !isFunctionValue(expr.right)) return;
+  const kind = ts.getAssignmentDeclarationKind(expr);
+  const K = ts.AssignmentDeclarationKind;
+  if (kind === K.ExportsProperty) emit(rel, sf, "function", expr.left.name.text, expr.getStart(sf));
+  else if (kind === K.PrototypeProperty || kind === K.Property) emit(rel, sf, "method", expr.left.name.text, expr.getStart(sf));
+}
+
 function visit(rel, sf, node, owner) {
   let inner = owner;
   if (ts.isClassDeclaration(node) || ts.isClassExpression(node)) {
@@ -98,6 +113,9 @@ function visit(rel, sf, node, owner) {
     const name = nameOf(node.name);
     if (name) emit(rel, sf, "method", name, startOf(node, sf));
     inner = null;
+  } else if (ts.isExpressionStatement(node) && ts.isSourceFile(node.parent) && ts.isBinaryExpression(node.expression)
+      && JAVASCRIPT.has(path.extname(rel))) {
+    assigned(rel, sf, node.expression);
   } else if (ts.isFunctionLike(node) || ts.isObjectLiteralExpression(node) || ts.isTypeLiteralNode(node)) {
     inner = null;
   }

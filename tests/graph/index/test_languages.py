@@ -376,3 +376,46 @@ def test_a_short_name_is_read_as_the_one_definition_it_can_mean(tmp_path: Path) 
     assert queries.callers(conn, root, "Ledger.open").status.note.startswith("'Ledger.open' read as")
     assert queries.callers(conn, root, "billing.refundz.Ledger.close").status.note.startswith("no definition")
     assert queries.only_definition(conn, "Ledgr.close") == queries.only_definition(conn, "App\\Ledger::close") == ""
+
+
+def test_javascript_functions_assigned_to_members_are_definitions(tmp_path: Path) -> None:
+    """Express, Node's libraries and JavaScript older than ES classes define their API by assignment
+    (`View.prototype.render = function…`, `res.send = function…`, `exports.f = …`): each is a definition,
+    as the TypeScript compiler binds them in a JavaScript file, and `this` in its body is its object."""
+    root = tmp_path / "repo"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "view.js").write_text(
+        "function View(name) {\n  this.name = name;\n}\n\n"
+        "View.prototype.lookup = function lookup(name) {\n  return name;\n};\n\n"
+        "View.prototype.render = function (options) {\n  return this.lookup(options.name);\n};\n"
+        "module.exports = View;\n")
+    (root / "lib" / "response.js").write_text(
+        "var res = Object.create(null);\nmodule.exports = res;\n\n"
+        "res.send = function send(body) {\n  return body;\n};\n\n"
+        "res.json = function json(obj) {\n  function encode() {\n    return JSON.stringify(obj);\n  }\n"
+        "  return this.send(encode());\n};\n\n"
+        "res.later = () => this.send(1);\n\n"
+        "exports.helper = function helper() {\n  return 1;\n};\n\n"
+        "function setup(app) {\n  app.get = function get() {};\n}\n"
+        "$.fn.tip = function () {};\nwindow[name] = function () {};\n"
+        "if (res) {\n  res.patch = function () {};\n}\nmodule.exports = function () {};\n"
+        "exports.helper.only = function () {};\n")
+    (root / "use.js").write_text('const { helper } = require("./lib/response");\n\n'
+                                 "function run() {\n  return helper();\n}\n")
+    (root / "typed.ts").write_text("function Old() {}\nOld.prototype.m = function () {};\n")
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, ["lib/view.js", "lib/response.js", "use.js", "typed.ts"])
+    assert _defs(conn, "lib/view.js") == [
+        ("module", "lib/view", 1), ("function", "lib/view:View", 1),
+        ("method", "lib/view:View::lookup", 5), ("method", "lib/view:View::render", 9)]
+    assert _defs(conn, "lib/response.js") == [
+        ("module", "lib/response", 1), ("method", "lib/response:res::send", 4),
+        ("method", "lib/response:res::json", 8), ("function", "lib/response:res.json.encode", 9),
+        ("method", "lib/response:res::later", 15), ("function", "lib/response:helper", 17),
+        ("function", "lib/response:setup", 21),  # `app.get` inside a function is a patch, not a definition
+        ("method", "lib/response:$.fn::tip", 24), ("function", "lib/response:helper.only", 30)]
+    assert _defs(conn, "typed.ts") == [("module", "typed", 1), ("function", "typed:Old", 1)]  # as TypeScript binds
+    assert _callers(conn, root, "lib/view:View::lookup") == {("lib/view.js", 10, "lib/view:View::render")}
+    # `this` in an arrow function is not `res`
+    assert _callers(conn, root, "lib/response:res::send") == {("lib/response.js", 12, "lib/response:res::json")}
+    assert _callers(conn, root, "lib/response:helper") == {("use.js", 4, "use:run")}
