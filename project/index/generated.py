@@ -9,7 +9,8 @@ and generated files, Sourcegraph skips large files).
 
 A file is left out when it is larger than `MAX_SOURCE_BYTES`, or when its lines average more than
 `MINIFIED_LINE_BYTES` (minified or generated: hand-written code averages 30-70 bytes a line; the widest
-hand-written file of Symfony, Laravel, sympy and typeorm, an HTML page in a PHP template, averages 261).
+hand-written file of Symfony, Laravel, sympy and typeorm, an HTML page in a PHP template, averages 261),
+unless those long lines are a little data, not code (an icon's SVG path: `_data_lines`).
 The project history applies the same size limit to the blobs it reads. A left-out file is still in the
 checkout: the agent reads it with its file tools like any other file.
 
@@ -44,9 +45,26 @@ def left_out(size: int, source: bytes | None = None) -> str:
         return f"{size / 1048576:.1f} MiB, over the {MAX_SOURCE_BYTES // 1048576} MiB limit for source files"
     if source is not None and len(source) >= _MINIFIED_FROM_BYTES:
         average = len(source) / (source.count(b"\n") + 1)
-        if average > MINIFIED_LINE_BYTES:
+        if average > MINIFIED_LINE_BYTES and not _data_lines(source):
             return f"minified or generated: lines of {average:.0f} bytes on average"
     return ""
+
+
+# what the long lines of a hand-written file may hold and the file still be read: at most this much data
+DATA_LINE_BYTES = 64 * 1024
+_CODE_MARKS = (b";", b"{", b"}", b"(", b")", b"=")
+
+
+def _data_lines(source: bytes) -> bool:
+    """Whether a file's long lines are a little data rather than code: an icon component's SVG path, a
+    short inline image (excalidraw's hand-written `ExcalidrawLogo.tsx` has 65 short lines and three SVG
+    paths of 16.6, 4.7 and 4.6 kB). Minified code is dense with `;{}()=` (8-14 % of its bytes in minified
+    libraries, 3 % in a bundle of locale strings); such data holds almost none. A long blob (a WebAssembly
+    module in base64) still keeps the file out: it costs what a minified file costs."""
+    long = [line for line in source.split(b"\n") if len(line) > MINIFIED_LINE_BYTES]
+    size = sum(map(len, long))
+    marks = sum(line.count(mark) for line in long for mark in _CODE_MARKS)
+    return size <= DATA_LINE_BYTES and marks < 0.01 * size
 
 
 MAX_NESTING = 10_000

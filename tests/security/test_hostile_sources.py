@@ -123,6 +123,26 @@ def test_minified_and_oversized_files_are_left_out_and_said(tmp_path: Path) -> N
     assert "public/js/vendor.min.js" in {row["path"] for row in _symbols(data, root)}
 
 
+def test_a_hand_written_file_with_a_little_data_on_long_lines_is_read(tmp_path: Path) -> None:
+    """An icon component's SVG paths make its lines average past the minified mark (excalidraw's
+    `ExcalidrawLogo.tsx`): its long lines are data, not code, and it is indexed. A WebAssembly module
+    inlined as base64 stays out: a blob that long costs what a minified file costs."""
+    root = tmp_path / "repo"
+    path = "M" + " ".join(f"{i % 97}.{i % 13} {i % 89}.{i % 7}L" for i in range(900))  # ~12 kB of numbers
+    logo = ("export function Logo() {\n  return (\n    <svg>\n"
+            + "".join(f'      <path d="{path}{i}" />\n' for i in range(2)) + "    </svg>\n  );\n}\n")
+    blob = "A" * 100_000
+    wasm = f'const wasm = "{blob}";\n\nexport function load() {{\n  return wasm;\n}}\n'
+    _write(root, {**NORMAL, "web/Logo.tsx": logo, "web/wasm.ts": wasm})
+    _commit(root)
+    data = tmp_path / "data"
+    done = _forgebot(data, "index", str(root), "--no-embeddings", "--workers", "1")
+    assert done.returncode == 0, done.stderr
+    assert "1 file(s) left out of the index" in done.stderr and "web/wasm.ts (minified or generated" in done.stderr
+    fqns = {row["fqn"] for row in _symbols(data, root)}
+    assert "web/Logo:Logo" in fqns and "web/wasm:load" not in fqns
+
+
 def test_one_long_line_of_definitions_is_cut_in_every_chunk(tmp_path: Path) -> None:
     """Short lines keep the average under the minified mark; one line holds 8,000 functions. Each
     function's chunk held that whole line (8,000 copies of 230 kB: the chunking took minutes)."""
