@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
+import select
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -131,7 +133,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     install(secrets_of(settings))
     args.settings = settings
     args.data_dir = settings.data_dir
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except BrokenPipeError:
+        if not _reader_gone():
+            raise
+        return 141  # what a shell reports for a command its reader stopped (128 + SIGPIPE)
+
+
+def _reader_gone() -> bool:
+    """Whether standard output's reader has gone (`forgebot symbols . | head`): the answer is then cut
+    where the user wanted it, not a failure to print a traceback for. A pipe whose reading end is
+    closed polls as an error; any other broken pipe (a socket) is a real failure and is raised.
+    Standard output is pointed at /dev/null so the interpreter's flush at exit does not fail again."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        gone = any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll (not Linux), or no file behind stdout
+        return False
+    if gone:
+        sink = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(sink, sys.stdout.fileno())
+        os.close(sink)
+    return gone
 
 
 if __name__ == "__main__":

@@ -305,3 +305,32 @@ def test_typescript_the_grammar_does_not_know_is_not_a_broken_file(tmp_path: Pat
     answer = json.loads(capsys.readouterr().out)
     assert answer["hits"][0]["symbol"] == "src:Repository::findEveryEntity"
     assert answer["stale_files"] == ["src/broken.ts"]
+
+
+def test_output_cut_short_by_its_reader_ends_quietly(tmp_path: Path) -> None:
+    """`forgebot symbols . | head`: the reader goes after a line; the command stops without a traceback,
+    with the status a shell gives a command whose reader left (141), as Unix tools do."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "many.py").write_text("".join(f"def function_number_{i}():\n    return {i}\n\n" for i in range(4_000)))
+    env = {**os.environ, "FORGEBOT_DATA_DIR": str(tmp_path / "data")}
+    command = [sys.executable, "-m", "bot.cli.main"]
+    cwd = Path(__file__).resolve().parents[3]
+    built = subprocess.run([*command, "index", str(root), "--no-embeddings"], env=env, cwd=cwd, capture_output=True,
+                           text=True, timeout=120, check=False)
+    assert built.returncode == 0, built.stderr
+    run = subprocess.Popen([*command, "symbols", str(root)], env=env, cwd=cwd, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    assert run.stdout is not None and run.stderr is not None
+    assert run.stdout.readline().startswith("many.py:")
+    run.stdout.close()  # 4,000 lines are far more than a pipe holds: the command meets the closed pipe
+    errors = run.stderr.read()
+    assert run.wait(timeout=60) == 141
+    assert "Traceback" not in errors and "BrokenPipeError" not in errors, errors
+
+
+def test_a_broken_pipe_that_is_not_standard_output_is_an_error(capsys: Capture) -> None:
+    from bot.cli.main import _reader_gone
+
+    with capsys.disabled():
+        assert not _reader_gone()  # standard output is still read: a broken socket is raised, not hidden
