@@ -94,7 +94,9 @@ def test_typescript_and_javascript_definitions(poly: tuple[Connection, Path]) ->
     assert ("function", "src/app:checkout", 3) in _defs(conn, "src/app.tsx")  # an arrow function bound to a name
     assert ("type", "src/models/cart:Price", 4) in _defs(conn, "src/models/cart.ts")
     assert _defs(conn, "src/models/index.ts") == [("module", "src/models", 1)]  # named as `import "./models"`
-    assert _defs(conn, "legacy/util.js") == [("module", "legacy/util", 1), ("function", "legacy/util:legacyTotal", 3)]
+    assert _defs(conn, "legacy/util.js") == [
+        ("module", "legacy/util", 1), ("function", "legacy/util:legacyTotal", 3), ("function", "legacy/util:Ledger", 7),
+        ("method", "legacy/util:Ledger::close", 10)]
     signature = conn.execute("SELECT signature FROM symbols WHERE fqn = 'src/models/base:Repository::find'").fetchone()
     assert signature[0] == "abstract find(key: number): T | undefined;"
 
@@ -124,6 +126,7 @@ def test_script_callers_through_barrels_namespaces_and_require(poly: tuple[Conne
     assert _callers(conn, root, "src/pricing:sumPrices") == {
         ("src/models/cart.ts", 19, "src/models/cart:Cart::total"),  # `import * as pricing`
         ("legacy/util.js", 4, "legacy/util:legacyTotal"),  # `const { sumPrices } = require(...)`
+        ("legacy/util.js", 11, "legacy/util:Ledger::close"),  # `Ledger.prototype.close = function…`
         ("packages/checkout/src/order.ts", 4, "packages/checkout/src/order:orderTotal"),  # "@shop/pricing"
     }
     assert _callers(conn, root, "src/pricing:Discount") == {("src/models/cart.ts", 7, "src/models/cart:Cart")}
