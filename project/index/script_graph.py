@@ -112,6 +112,8 @@ def _resolved(directory: str, specifier: str) -> str:
     """A relative specifier from `directory` (the files of a directory import the same modules)."""
     joined = _normjoin(directory, specifier) if not directory.startswith("/") \
         else posixpath.normpath(posixpath.join(directory, specifier))
+    if joined in (".", "index"):  # the checkout's root directory: its `index.js` is the module `index`
+        return "index"
     return module_name(joined) if joined.endswith(_EXTENSIONS) or joined.endswith("/index") else joined
 
 
@@ -536,8 +538,37 @@ def _assign(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | No
                                node.child_by_field_name("right"), node, ctx))
         return None
     if file.dialect == "javascript" and owner is not None:
+        if file.rows.text(left) == "module.exports":
+            _module_value(file, node, ctx)
+            return None
         return _assigned(file, node, left, owner, ctx)
     return None
+
+
+def _top_statement(node: tree_sitter.Node) -> bool:
+    """Whether an assignment is a statement at the top of the module, or part of a chain that is
+    (`exports = module.exports = createApplication`)."""
+    parent = node.parent
+    while parent is not None and parent.type == "assignment_expression":
+        parent = parent.parent
+    return parent is not None and parent.type == "expression_statement" and parent.parent is not None \
+        and parent.parent.type == "program"
+
+
+def _module_value(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
+    """`module.exports = createApplication` makes the module's value, what `require()` of it gives, that
+    function: recorded as `export default createApplication` is, and read once the whole file is known
+    (the function is declared further down). `module.exports = require("./lib/express")` passes another
+    module's value on, as `export { default } from` does."""
+    value = _unwrapped(node.child_by_field_name("right"))
+    if value is None or not _top_statement(node):
+        return
+    specifier = _required(file.rows, value)
+    if specifier is not None:
+        target = file.resolve(specifier)
+        file.rows.relate("imports", f"{file.module}:default", "default", f"{target}:default", node.start_point[0] + 1)
+    elif value.type == "identifier":
+        file.exports.append((node, ctx))
 
 
 _EXPORTS = "exports"
@@ -725,6 +756,12 @@ def _named(name: str, ctx: _Context) -> Binding | None:
 def _exported(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     rows = file.rows
     line = node.start_point[0] + 1
+    if node.type == "assignment_expression":  # `module.exports = name` (`_module_value`)
+        right = _unwrapped(node.child_by_field_name("right"))
+        value = ctx.scope.lookup(rows.text(right)) if right is not None else None
+        if value is not None and value.kind in ("class", "function", "name"):
+            rows.relate("imports", f"{file.module}:default", _short(value.fqn), value.fqn, line)
+        return
     source = node.child_by_field_name("source")
     target_module = file.resolve(rows.text(source)[1:-1]) if source is not None else ""
     clause = next((c for c in node.named_children if c.type == "export_clause"), None)
@@ -793,6 +830,8 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
             if row is None:
                 value = _named(name, ctx)
                 target = value.fqn if value is not None and value.kind in ("function", "name") else ""
+                if value is not None and value.kind == "module":  # `const express = require("express"); express()`
+                    target = f"{value.fqn}:default"
                 row = made[(ctx, "", name)] = (path, "calls", ctx.source, name, target, "")
             relations.append(row + (node.start_point[0] + 1,))
         elif capture == "call.super":

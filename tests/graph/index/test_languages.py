@@ -422,3 +422,24 @@ def test_javascript_functions_assigned_to_members_are_definitions(tmp_path: Path
     # `this` in an arrow function is not `res`
     assert _callers(conn, root, "lib/response:res::send") == {("lib/response.js", 12, "lib/response:res::json")}
     assert _callers(conn, root, "lib/response:helper") == {("use.js", 4, "use:run")}
+
+
+def test_a_commonjs_modules_value_is_what_calling_its_require_calls(tmp_path: Path) -> None:
+    """Express: `exports = module.exports = createApplication` (declared below), the package's root
+    `index.js` passes it on (`module.exports = require("./lib/express")`), and its examples call
+    `express()` after `require("../..")`: each call is a call of createApplication."""
+    root = tmp_path / "repo"
+    (root / "lib").mkdir(parents=True)
+    (root / "examples" / "hello").mkdir(parents=True)
+    (root / "index.js").write_text('module.exports = require("./lib/express");\n')
+    (root / "lib" / "express.js").write_text(
+        "exports = module.exports = createApplication;\n\nfunction createApplication() {\n  return {};\n}\n\n"
+        "function later() {\n  module.exports = other;\n}\n\nfunction other() {}\n")
+    (root / "examples" / "hello" / "index.js").write_text(
+        'var express = require("../..");\nvar direct = require("../../lib/express");\n\n'
+        "function main() {\n  express();\n  return direct();\n}\n")
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, ["index.js", "lib/express.js", "examples/hello/index.js"])
+    assert _callers(conn, root, "lib/express:createApplication") == {
+        ("examples/hello/index.js", 5, "examples/hello:main"), ("examples/hello/index.js", 6, "examples/hello:main")}
+    assert _callers(conn, root, "lib/express:other") == set()  # set inside a function: not the module's value
