@@ -5,7 +5,7 @@ Names: a module is its path without the extension, an `index` file named by its 
 (`src/util:formatDate`), a member `module:Class::name` (`src/api/client:Client::get`), something
 defined inside a function or namespace `module:outer.inner`. Kinds: module, class, interface, type
 (alias), enum and enum_case, function (declarations, overloads, and arrow functions or function
-expressions bound to a name), method (methods, accessors, constructors, interface methods, class
+expressions bound to a name, also through React's `forwardRef`/`memo`), method (methods, accessors, constructors, interface methods, class
 fields holding a function), namespace; in JavaScript, functions assigned at the top of the module to
 `exports.f`, `X.prototype.m` or `x.m` (`_assigned`). A definition starts at its first token after any
 decorators.
@@ -14,8 +14,8 @@ Relations: `imports` for ES imports, re-exports and `require` (each binding name
 name it binds in this module, so a re-export chain can be followed to the definition), `extends`
 and `implements`, and `calls` resolved where the file tells: functions and classes of the module,
 imported names, `this.`/`super.` methods, `new`, typed parameters and fields, variables assigned
-`new X`. `X.y()` on an imported `X` is read as a static method when `X` is CapWords, with the other
-reading as the fallback (see `scopes`).
+`new X`, and JSX elements naming a component (`<Button/>` renders Button). `X.y()` on an imported `X`
+is read as a static method when `X` is CapWords, with the other reading as the fallback (see `scopes`).
 """
 
 from __future__ import annotations
@@ -59,6 +59,12 @@ _CALLS = """
 (call_expression function: [(identifier) @call.name (super) @call.super (member_expression) @call.member])
 (new_expression constructor: [(identifier) @new.name (member_expression) @new.member])
 """
+# a JSX element is a use of the component its tag names (`<Button …>` renders Button): read as a call of
+# it when the tag is a component's (CapWords or dotted), not an element of the page (`<div>`)
+_JSX = """
+(jsx_opening_element name: [(identifier) @jsx.name (member_expression) @call.member])
+(jsx_self_closing_element name: [(identifier) @jsx.name (member_expression) @call.member])
+"""
 CONSTRUCTOR = "constructor"
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 # what a function value may be wrapped in and still be the value bound: `((...a) => {…}) as Render`,
@@ -80,7 +86,8 @@ def _language(dialect: str) -> tuple[tree_sitter.Language, tree_sitter.Query, tr
     language = tree_sitter.Language(grammar())
     patterns = "\n".join(f"({kind}) @{name}" for name, kinds in _PATTERNS.items() for kind in kinds
                          if language.id_for_node_kind(kind, True))
-    return language, tree_sitter.Query(language, f"{patterns}\n{_CALLS}"), tree_sitter.Query(language, patterns)
+    calls = f"{_CALLS}\n{_JSX}" if language.id_for_node_kind("jsx_opening_element", True) else _CALLS
+    return language, tree_sitter.Query(language, f"{patterns}\n{calls}"), tree_sitter.Query(language, patterns)
 
 
 def parser_of(dialect: str) -> Callable[[], tree_sitter.Parser]:
@@ -365,7 +372,7 @@ def _variable(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
         _pattern(file, name_node, value, ctx)
         return None
     name = rows.text(name_node)
-    function = _unwrapped(value)
+    function = _wrapped_component(rows, _unwrapped(value))
     if function is not None and function.type in _FUNCTION_VALUES:
         fqn = _define(file, "function", name, node, ctx, body=function.child_by_field_name("body"))
         ctx.scope.bind(name, Binding("function", fqn))
@@ -386,6 +393,26 @@ def _variable(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
     else:
         scopes.hold(file.held, ctx.scope, name, "")  # no class the file could tell
     return None
+
+
+# React's wrappers of a function component: what they return renders as the function they are given
+_COMPONENT_WRAPPERS = frozenset({"forwardRef", "memo", "React.forwardRef", "React.memo"})
+
+
+def _wrapped_component(rows: Rows, value: tree_sitter.Node | None) -> tree_sitter.Node | None:
+    """The function component `forwardRef(…)`, `React.memo(…)` or `memo(forwardRef(…))` wraps (excalidraw's
+    `export const Island = React.forwardRef<…>((props, ref) => …)`), else `value` itself: such a variable
+    is the component, defined at its name like `const Button = (props) => …`."""
+    for _ in range(3):
+        if value is None or value.type != "call_expression":
+            return value
+        callee = value.child_by_field_name("function")
+        arguments = value.child_by_field_name("arguments")
+        if callee is None or arguments is None or rows.text(callee) not in _COMPONENT_WRAPPERS \
+                or not arguments.named_children:
+            return value
+        value = _unwrapped(arguments.named_children[0])
+    return value
 
 
 def _required(rows: Rows, value: tree_sitter.Node | None) -> str | None:
@@ -824,8 +851,10 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
                 if scopes.plain(key[1]):
                     made[key] = row
             relations.append(row + (name_node.start_point[0] + 1,))
-        elif capture == "call.name":
+        elif capture == "call.name" or capture == "jsx.name":
             name = text(node)
+            if capture == "jsx.name" and not name[:1].isupper():
+                continue  # `<div>`: an element of the page, not a component
             row = made.get((ctx, "", name))
             if row is None:
                 value = _named(name, ctx)

@@ -39,6 +39,18 @@ function isFunctionValue(node) {
   return !!node && (ts.isArrowFunction(node) || ts.isFunctionExpression(node));
 }
 
+// React's wrappers of a function component (docs/codegraph.md): `const Island = React.forwardRef((p, ref) => …)`
+// is the function component Island, as `const Button = (props) => …` is
+const WRAPPERS = new Set(["forwardRef", "memo", "React.forwardRef", "React.memo"]);
+
+function wrappedComponent(node) {
+  for (let i = 0; i < 3 && node && ts.isCallExpression(node) && node.arguments.length
+      && WRAPPERS.has(node.expression.getText()); i++) {
+    node = node.arguments[0];
+  }
+  return node;
+}
+
 function startOf(node, sf) {
   const modifiers = ts.canHaveModifiers(node) ? (node.modifiers || []) : [];
   const decorators = modifiers.filter((m) => ts.isDecorator(m));
@@ -95,7 +107,8 @@ function visit(rel, sf, node, owner) {
   } else if (ts.isFunctionDeclaration(node)) {
     if (node.name) emit(rel, sf, "function", node.name.text, startOf(node, sf));
     inner = null;
-  } else if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && isFunctionValue(node.initializer)) {
+  } else if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name)
+      && isFunctionValue(wrappedComponent(node.initializer))) {
     emit(rel, sf, "function", node.name.text, node.getStart(sf));
   } else if (ts.isModuleDeclaration(node)) {
     if (ts.isIdentifier(node.name) && !(node.flags & ts.NodeFlags.GlobalAugmentation)) {

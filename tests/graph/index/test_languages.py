@@ -443,3 +443,31 @@ def test_a_commonjs_modules_value_is_what_calling_its_require_calls(tmp_path: Pa
     assert _callers(conn, root, "lib/express:createApplication") == {
         ("examples/hello/index.js", 5, "examples/hello:main"), ("examples/hello/index.js", 6, "examples/hello:main")}
     assert _callers(conn, root, "lib/express:other") == set()  # set inside a function: not the module's value
+
+
+def test_a_rendered_component_is_called_where_its_element_is_written(tmp_path: Path) -> None:
+    """`<Button …/>` renders Button: its callers are where the element is written (a React code base asked
+    "who renders Button" had no answer), `<UI.Button/>` through a namespace import too, never `<div>`; and a
+    component wrapped in `forwardRef` or `memo` is defined at its name, as an arrow function bound to it is."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "Button.tsx").write_text(
+        'import React, { forwardRef, memo } from "react";\n\n'
+        "export const Button = ({ label }: { label: string }) => <button>{label}</button>;\n\n"
+        "export const Island = React.forwardRef<HTMLDivElement, { a?: number }>((props, ref) => (\n"
+        "  <div ref={ref} />\n));\n\n"
+        "export const Framed = memo(forwardRef(function Inner(props: object, ref) {\n"
+        "  return <Island />;\n}));\n")
+    (root / "App.tsx").write_text(
+        'import { Button, Island } from "./Button";\nimport * as UI from "./Button";\n\n'
+        "export function App() {\n  return (\n    <Island>\n      <Button label=\"x\" />\n"
+        "      <UI.Button label=\"y\" />\n      <div />\n    </Island>\n  );\n}\n")
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, ["Button.tsx", "App.tsx"])
+    assert _defs(conn, "Button.tsx") == [
+        ("module", "Button", 1), ("function", "Button:Button", 3), ("function", "Button:Island", 5),
+        ("function", "Button:Framed", 9)]
+    assert _callers(conn, root, "Button:Button") == {("App.tsx", 7, "App:App"), ("App.tsx", 8, "App:App")}
+    assert _callers(conn, root, "Button:Island") == {("App.tsx", 6, "App:App"), ("Button.tsx", 10, "Button:Framed")}
+    called = {row[0] for row in conn.execute("SELECT target_name FROM relations WHERE kind = 'calls'")}
+    assert not called & {"div", "button"}, called
