@@ -5,10 +5,10 @@ Names: a module is its path without the extension, an `index` file named by its 
 (`src/util:formatDate`), a member `module:Class::name` (`src/api/client:Client::get`), something
 defined inside a function or namespace `module:outer.inner`. Kinds: module, class, interface, type
 (alias), enum and enum_case, function (declarations, overloads, and arrow functions or function
-expressions bound to a name, also through React's `forwardRef`/`memo`), method (methods, accessors, constructors, interface methods, class
-fields holding a function), namespace; in JavaScript, functions assigned at the top of the module to
-`exports.f`, `X.prototype.m` or `x.m` (`_assigned`). A definition starts at its first token after any
-decorators.
+expressions bound to a name, also through React's `forwardRef`/`memo`), method (methods, accessors,
+constructors, interface methods, class fields holding a function), namespace; in JavaScript, functions
+assigned at the top of the module to `exports.f`, `X.prototype.m` or `x.m` (`_assigned`). A definition
+starts at its first token after any decorators.
 
 Relations: `imports` for ES imports, re-exports and `require` (each binding name recorded as the
 name it binds in this module, so a re-export chain can be followed to the definition), `extends`
