@@ -15,7 +15,7 @@ from pathlib import Path
 import tree_sitter
 
 from project.index.db import Connection
-from project.index.extractors import extractor_for
+from project.index.extractors import SourceParser, extractor_for
 from project.index.hierarchy import overridden, split_member
 from project.index.parse import content_hash
 from project.index.queries import canonical, find_symbols, index_ready, named_status
@@ -107,7 +107,7 @@ def _indexed_source(conn: Connection, root: Path, path: str) -> bytes | None:
     return source if content_hash(source) == row[0] else None
 
 
-def _method_node(source: bytes, conn: Connection, hit: SymbolHit, parser: tree_sitter.Parser,
+def _method_node(source: bytes, conn: Connection, hit: SymbolHit, parser: SourceParser,
                  syntax: ExitSyntax) -> tree_sitter.Node | None:
     row = conn.execute(
         "SELECT start_byte, end_byte FROM symbols WHERE fqn = ? AND kind = 'method'", (hit.fqn,)

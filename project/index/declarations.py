@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 import tree_sitter
 
-from project.index.extractors import EXTRACTORS, Extractor
+from project.index.extractors import EXTRACTORS, Extractor, SourceParser
 from project.index.names import join, strip_leading
 from project.index.parse import new_parser
 
@@ -199,7 +199,7 @@ def _ident(byte: int) -> bool:
     return byte == 95 or 48 <= byte <= 57 or 65 <= byte <= 90 or 97 <= byte <= 122 or byte >= 128
 
 
-def _reparse(parser: tree_sitter.Parser, version: Version, previous: Version | None, hunks: Sequence[Hunk]
+def _reparse(parser: SourceParser, version: Version, previous: Version | None, hunks: Sequence[Hunk]
              ) -> tree_sitter.Tree:
     """Parse `version`, from `previous`'s tree edited by `hunks` when there is one."""
     old_tree = None

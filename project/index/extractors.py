@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import tree_sitter
 
-from project.index import parse, python_graph, script_graph, syntax
+from project.index import parse, python_graph, script_graph, sfc, syntax
 from project.index.generated import too_deep
 from project.index.parse import FileRows
 from project.index.syntax import ExitSyntax
@@ -26,6 +26,13 @@ if TYPE_CHECKING:
     from project.index.aliases import Aliases
 
 _log = logging.getLogger(__name__)
+
+
+class SourceParser(Protocol):
+    """A file's bytes to its tree: tree-sitter's parser, or one that reads part of the file in place
+    (`sfc.ScriptParser`: a Vue component's script blocks)."""
+
+    def parse(self, source: bytes, old_tree: tree_sitter.Tree | None = None, /) -> tree_sitter.Tree: ...
 
 
 class RowsReader(Protocol):
@@ -41,7 +48,7 @@ class RowsReader(Protocol):
 class Extractor:
     language: str  # the `files.language` column; one parser per language is kept per batch
     suffixes: tuple[str, ...]
-    new_parser: Callable[[], tree_sitter.Parser]
+    new_parser: Callable[[], SourceParser]
     rows: RowsReader
     # the member a class's instantiation calls (`new X`, `X()`): callers of a class are its callers
     constructor: str
@@ -99,6 +106,10 @@ EXTRACTORS = (
     Extractor("javascript", (".js", ".jsx", ".mjs", ".cjs"), script_graph.parser_of("javascript"),
               script_graph.rows_of("javascript"), script_graph.CONSTRUCTOR, syntax.SCRIPT,
               module_of=script_graph.module_name),
+    # a Vue component's script blocks, as TypeScript (their rows are TypeScript's)
+    Extractor("vue", (".vue",), lambda: sfc.ScriptParser(script_graph.parser_of("typescript")()),
+              script_graph.rows_of("typescript"), script_graph.CONSTRUCTOR, syntax.SCRIPT,
+              module_of=script_graph.module_name),
 )
 _BY_SUFFIX = {suffix: extractor for extractor in EXTRACTORS for suffix in extractor.suffixes}
 # `git ls-files`-style patterns of every file some extractor reads
@@ -123,9 +134,9 @@ class Parsers:
     """One parser per language, made on first use and reused for every later file of a batch."""
 
     def __init__(self) -> None:
-        self._made: dict[str, tree_sitter.Parser] = {}
+        self._made: dict[str, SourceParser] = {}
 
-    def get(self, extractor: Extractor) -> tree_sitter.Parser:
+    def get(self, extractor: Extractor) -> SourceParser:
         parser = self._made.get(extractor.language)
         if parser is None:
             parser = self._made[extractor.language] = extractor.new_parser()

@@ -386,6 +386,16 @@ def _variable(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
         ctx.scope.bind(name, Binding("module", target))
         rows.relate("imports", _binds(file, ctx, name), target.rsplit("/", 1)[-1], target, node.start_point[0] + 1)
         return None
+    if function is not None and function.type == "identifier" and _constant(node):
+        alias = _named(rows.text(function), ctx)
+        if alias is not None and alias.kind in ("function", "class", "name"):
+            # `export const useData: typeof useData$<Config> = useData$` (vitepress's theme): another name of
+            # the same function, followed to it as `export { useData$ as useData }` is
+            ctx.scope.bind(name, alias)
+            binds = _binds(file, ctx, name)
+            if binds:
+                rows.relate("imports", binds, _short(alias.fqn), alias.fqn, node.start_point[0] + 1)
+            return None
     ctx.scope.bind(name, LOCAL)
     annotation = node.child_by_field_name("type")
     if value is not None and value.type in _INSTANCE_VALUES or annotation is not None:
@@ -393,6 +403,13 @@ def _variable(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
     else:
         scopes.hold(file.held, ctx.scope, name, "")  # no class the file could tell
     return None
+
+
+def _constant(declarator: tree_sitter.Node) -> bool:
+    """Whether a variable is declared `const` (its value stays the one it is declared with)."""
+    declaration = declarator.parent
+    return declaration is not None and declaration.type == "lexical_declaration" and declaration.child_count > 0 \
+        and declaration.children[0].type == "const"
 
 
 # React's wrappers of a function component: what they return renders as the function they are given

@@ -31,7 +31,8 @@ SCHEMA_VERSION = "1"
 # extractors wrote other rows) reads every file again instead of keeping the rows of unchanged ones.
 # Raise it with any change to what an extractor writes, or to the search rows cut along its definitions
 # (`search_store.chunk_row`: 4 named a Python or TypeScript member's class by its own name; 5 reads
-# JavaScript's assignment definitions, `View.prototype.render = function…`, and `module.exports = f`).
+# JavaScript's assignment definitions, `View.prototype.render = function…`, and `module.exports = f`;
+# `const b = a` as another name of a function; `<Button/>` as a call).
 ROWS_VERSION = "5"
 
 _SCHEMA = """

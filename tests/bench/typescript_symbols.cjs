@@ -135,11 +135,25 @@ function visit(rel, sf, node, owner) {
   ts.forEachChild(node, (child) => visit(rel, sf, child, inner));
 }
 
+// A Vue component: its script blocks where Vue's compiler finds them, everything else blanked (lines kept)
+function vueScripts(text) {
+  const { parse } = require(path.join(process.argv[2], "@vue/compiler-sfc"));
+  const { descriptor } = parse(text);
+  let kept = text.replace(/[^\r\n]/g, " ");
+  for (const block of [descriptor.script, descriptor.scriptSetup]) {
+    if (!block) continue;
+    const { start, end } = block.loc;
+    kept = kept.slice(0, start.offset) + text.slice(start.offset, end.offset) + kept.slice(end.offset);
+  }
+  return kept;
+}
+
 const input = fs.readFileSync(0, "utf8").split("\n").filter(Boolean);
 for (const rel of input) {
-  const text = fs.readFileSync(path.join(root, rel), "utf8");
   const ext = path.extname(rel);
-  const sf = ts.createSourceFile(rel, text, ts.ScriptTarget.Latest, true, KINDS[ext]);
+  const raw = fs.readFileSync(path.join(root, rel), "utf8");
+  const text = ext === ".vue" ? vueScripts(raw) : raw;
+  const sf = ts.createSourceFile(rel, text, ts.ScriptTarget.Latest, true, ext === ".vue" ? ts.ScriptKind.TS : KINDS[ext]);
   if (sf.parseDiagnostics && sf.parseDiagnostics.length) {
     const message = ts.flattenDiagnosticMessageText(sf.parseDiagnostics[0].messageText, "\n");
     process.stdout.write(JSON.stringify({ t: "error", path: rel, message }) + "\n");

@@ -127,6 +127,7 @@ def test_script_callers_through_barrels_namespaces_and_require(poly: tuple[Conne
         ("src/models/cart.ts", 19, "src/models/cart:Cart::total"),  # `import * as pricing`
         ("legacy/util.js", 4, "legacy/util:legacyTotal"),  # `const { sumPrices } = require(...)`
         ("legacy/util.js", 11, "legacy/util:Ledger::close"),  # `Ledger.prototype.close = function…`
+        ("src/components/Total.vue", 8, "src/components/Total.vue"),  # a Vue component's `<script setup>`
         ("packages/checkout/src/order.ts", 4, "packages/checkout/src/order:orderTotal"),  # "@shop/pricing"
     }
     assert _callers(conn, root, "src/pricing:Discount") == {("src/models/cart.ts", 7, "src/models/cart:Cart")}
@@ -471,3 +472,28 @@ def test_a_rendered_component_is_called_where_its_element_is_written(tmp_path: P
     assert _callers(conn, root, "Button:Island") == {("App.tsx", 6, "App:App"), ("Button.tsx", 10, "Button:Framed")}
     called = {row[0] for row in conn.execute("SELECT target_name FROM relations WHERE kind = 'calls'")}
     assert not called & {"div", "button"}, called
+
+
+def test_a_vue_components_script_calls_are_callers(tmp_path: Path) -> None:
+    """A composable called from thirty components had no callers: a `.vue` file was not read. Its script
+    blocks are read in place as TypeScript (definitions at the component's own lines), its calls are
+    callers, and a composable passed on under another name (`export const useData = useData$`) is
+    followed to the function."""
+    root = tmp_path / "repo"
+    (root / "src" / "components").mkdir(parents=True)
+    (root / "src" / "cart.ts").write_text("export function useCart() {\n  return 1;\n}\n")
+    (root / "src" / "data.ts").write_text('import { useCart as useCart$ } from "./cart";\n\n'
+                                         "export const useData: typeof useCart$ = useCart$;\n")
+    (root / "src" / "components" / "Cart.vue").write_text(
+        "<template>\n  <p>{{ total() }}</p>\n</template>\n\n"
+        '<script setup lang="ts">\nimport { useCart } from "../cart";\nimport { useData } from "../data";\n\n'
+        "function total() {\n  return useCart() + useData();\n}\n</script>\n\n"
+        "<style scoped>\np { color: red; }\n</style>\n")
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, ["src/cart.ts", "src/data.ts", "src/components/Cart.vue"])
+    assert _defs(conn, "src/components/Cart.vue") == [
+        ("module", "src/components/Cart.vue", 1), ("function", "src/components/Cart.vue:total", 9)]
+    sites = [(s.path, s.line, s.caller, s.certainty) for s in queries.callers(conn, root, "src/cart:useCart").sites]
+    # `useCart()` and `useData()`, the same function by its two names
+    assert sites == [("src/components/Cart.vue", 10, "src/components/Cart.vue:total", "resolved")] * 2
+    assert conn.execute("SELECT stale FROM files WHERE path = 'src/components/Cart.vue'").fetchone()[0] == 0
