@@ -12,6 +12,8 @@ What is read, as TypeScript and the package managers read it:
   checkout; it applies to the files under its directory, the nearest one winning, an exact pattern
   before a wildcard one, the longer prefix first, each pattern's targets in order, then (with a
   `baseUrl`) the specifier as a path under `baseUrl`;
+- a SvelteKit project (a directory holding `svelte.config.js`): `$lib` and `$lib/*` are its `src/lib`,
+  as the `.svelte-kit/tsconfig.json` it generates maps them, unless its own tsconfig.json does;
 - every `package.json` (none under `node_modules`) with a `name`: the package's entry is its
   `src/index`, else its `index`, else the file `source`, `module`, `main` or `types` names, when that
   file is in the checkout; `name/sub` is the module `sub` of its directory (below the root).
@@ -49,7 +51,11 @@ _CONFIG_NAMES = frozenset({"tsconfig.json", "jsconfig.json"})
 # a Python project's directory holds one of these (present, never read): its packaging, or, for an
 # application run from its own directory, its dependency list or Django's `manage.py`
 _PROJECTS = frozenset({"pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile", "manage.py"})
-_NAMES = _CONFIG_NAMES | _PROJECTS | {"package.json"}
+# a SvelteKit project's directory holds one (JavaScript, never read): its `$lib` is `src/lib`, as the
+# `.svelte-kit/tsconfig.json` SvelteKit generates (never committed) maps it
+_SVELTEKIT = frozenset({"svelte.config.js", "svelte.config.ts", "svelte.config.mjs"})
+_SVELTEKIT_PATHS = (("$lib", ("src/lib",)), ("$lib/*", ("src/lib/*",)))
+_NAMES = _CONFIG_NAMES | _PROJECTS | _SVELTEKIT | {"package.json"}
 _ENTRY_FIELDS = ("source", "module", "main", "types", "typings")
 _EXTENSION = re.compile(r"(\.[A-Za-z0-9]+)*")
 T = TypeVar("T")
@@ -138,7 +144,8 @@ def _nearest(by_directory: dict[str, T], path: str, *, root: bool = True) -> T |
 
 NO_ALIASES = Aliases()
 # `git ls-files`-style patterns of the files read here (a build takes them from its caller's list)
-CONFIG_PATTERNS = ("*tsconfig.json", "*jsconfig.json", "*package.json", *(f"*{name}" for name in sorted(_PROJECTS)))
+CONFIG_PATTERNS = ("*tsconfig.json", "*jsconfig.json", "*package.json",
+                   *(f"*{name}" for name in sorted(_PROJECTS | _SVELTEKIT)))
 
 
 def is_configuration(rel: str) -> bool:
@@ -156,8 +163,12 @@ def read_aliases(root: Path, files: Iterable[str], sources: Iterable[str]) -> Al
     configs: list[str] = []
     manifests: list[str] = []
     projects: list[str] = []
+    sveltekit: set[str] = set()
     for rel in filter(is_configuration, files):
         name = rel.rsplit("/", 1)[-1]
+        if name in _SVELTEKIT:
+            sveltekit.add(posixpath.dirname(rel))
+            continue
         (manifests if name == "package.json" else projects if name in _PROJECTS else configs).append(rel)
     python = _python_projects(projects, [rel for rel in sources if rel.endswith(".py")])
     if not known.names:
@@ -166,8 +177,14 @@ def read_aliases(root: Path, files: Iterable[str], sources: Iterable[str]) -> Al
     scoped = []
     maps: dict[tuple[tuple[str, tuple[str, ...]], ...], int] = {}  # patterns → their map's index
     expanded: list[dict[str, str]] = []
+    # a SvelteKit project without a tsconfig.json of its own still has its `$lib`
+    configs += [posixpath.join(directory, "tsconfig.json") for directory in sveltekit
+                if posixpath.join(directory, "tsconfig.json") not in configs]
     for rel in sorted(configs)[:MAX_CONFIGS]:
-        patterns = tuple((pattern, tuple(targets)) for pattern, targets in _paths(reader, rel))
+        found = _paths(reader, rel)
+        if posixpath.dirname(rel) in sveltekit:
+            found = _sveltekit(found, posixpath.dirname(rel))
+        patterns = tuple((pattern, tuple(targets)) for pattern, targets in found)
         if patterns and patterns not in maps:
             maps[patterns] = len(expanded)
             expanded.append(_expand(patterns, known))
@@ -280,6 +297,13 @@ def _paths(reader: _Reader, rel: str) -> list[tuple[str, list[str]]]:
     # an exact pattern first, then the longest prefix before the `*`
     patterns.sort(key=lambda p: (("*" in p[0]), -len(p[0].split("*", 1)[0])))
     return patterns
+
+
+def _sveltekit(patterns: list[tuple[str, list[str]]], directory: str) -> list[tuple[str, list[str]]]:
+    """A SvelteKit project's `paths` with its `$lib` (`src/lib` of its directory) unless they set one."""
+    mine = [(pattern, [posixpath.join(directory, t) if directory else t for t in targets])
+            for pattern, targets in _SVELTEKIT_PATHS if pattern not in dict(patterns)]
+    return sorted(patterns + mine, key=lambda p: (("*" in p[0]), -len(p[0].split("*", 1)[0])))
 
 
 def _chain(reader: _Reader, rel: str) -> list[tuple[str, dict[str, object]]]:

@@ -106,8 +106,11 @@ EXTRACTORS = (
     Extractor("javascript", (".js", ".jsx", ".mjs", ".cjs"), script_graph.parser_of("javascript"),
               script_graph.rows_of("javascript"), script_graph.CONSTRUCTOR, syntax.SCRIPT,
               module_of=script_graph.module_name),
-    # a Vue component's script blocks, as TypeScript (their rows are TypeScript's)
+    # a Vue or Svelte component's script blocks, as TypeScript (their rows are TypeScript's)
     Extractor("vue", (".vue",), lambda: sfc.ScriptParser(script_graph.parser_of("typescript")()),
+              script_graph.rows_of("typescript"), script_graph.CONSTRUCTOR, syntax.SCRIPT,
+              module_of=script_graph.module_name),
+    Extractor("svelte", (".svelte",), lambda: sfc.ScriptParser(script_graph.parser_of("typescript")()),
               script_graph.rows_of("typescript"), script_graph.CONSTRUCTOR, syntax.SCRIPT,
               module_of=script_graph.module_name),
 )

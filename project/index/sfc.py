@@ -1,17 +1,18 @@
-"""Vue single-file components (`.vue`): the code graph reads their `<script>` blocks as TypeScript.
+"""Vue and Svelte components (`.vue`, `.svelte`): the code graph reads their `<script>` blocks as TypeScript.
 
-A Vue application keeps most of its code in components: the composables, stores and helpers a
-component calls are called from its `<script>` or `<script setup>` block. Without them the graph
-said a composable used by thirty components had no callers, and `impact` that changing it touched
-nothing, which an agent takes as a fact.
+A Vue or Svelte application keeps most of its code in components: the composables, stores and helpers
+a component calls are called from its `<script>` (`<script setup>`, `<script module>`) block. Without
+them the graph said a composable used by thirty components had no callers, and `impact` that changing
+it touched nothing, which an agent takes as a fact.
 
 The blocks are read in place (`script_blocks`): every byte outside them becomes a space, newlines
 kept, so the parse tree's byte offsets and lines are the file's own and every reader that slices the
 file by a node's bytes (names, signatures, search chunks) reads the file itself. A block is the raw
 text between a top-level `<script …>` and the next `</script>`, as Vue's compiler (and HTML) reads it;
-one inside an HTML comment is not a block. Both blocks of a component (`<script>` and `<script setup>`)
-are read, as one module named by the file's path with its suffix (`import Cart from "./Cart.vue"`
-names it so). The template is not read: a component's uses there are not calls in the graph.
+one inside an HTML comment is not a block. Both blocks of a component (`<script>` and `<script setup>`,
+Svelte's `<script module>` and `<script>`) are read, as one module named by the file's path with its
+suffix (`import Cart from "./Cart.vue"` names it so). The template (Svelte's markup) is not read: a
+component's uses there are not calls in the graph.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ Definitions: (path, name, start line, kind) from `forgebot index` + `forgebot sy
     body, or in a block of it, is a method), files `ast` rejects left out;
   - TypeScript/JavaScript: the TypeScript compiler's parser (`typescript_symbols.cjs` beside this
     file, npm's `typescript` installed on first use under ~/.cache/forgebot-bench/node, never in git),
-    files with parse diagnostics left out; a Vue component's script blocks as Vue's own compiler
-    (`@vue/compiler-sfc`, installed beside it) finds them, read in place as TypeScript.
+    files with parse diagnostics left out; a Vue or Svelte component's script blocks as its own
+    compiler (`@vue/compiler-sfc`, `svelte`, installed beside it) finds them, read in place as TypeScript.
 Relations: `--edges N` prints N resolved call and import edges per language, drawn at random (seed
 `--seed`) among those whose target, followed through import bindings, is a definition of the
 repository: the call's line, the target and the target's line, to be checked by reading the code.
@@ -45,9 +45,10 @@ HERE = Path(__file__).resolve().parent
 NODE_DIR = Path.home() / ".cache" / "forgebot-bench" / "node"
 TYPESCRIPT = "typescript@5.9.3"  # the JavaScript compiler API (7.x is the native port, without it)
 VUE_SFC = "@vue/compiler-sfc@3.5.25"  # Vue's own reading of a component's blocks
+SVELTE = "svelte@5.60.1"  # Svelte's own (its compiler's `parse`)
 Key = tuple[str, str, str, str]  # path, name, start line, kind
 FAMILY = {"python": "python", "typescript": "typescript/javascript", "javascript": "typescript/javascript",
-          "vue": "typescript/javascript"}
+          "vue": "typescript/javascript", "svelte": "typescript/javascript"}
 
 
 # --- references ------------------------------------------------------------------------------------
@@ -82,7 +83,7 @@ def _python_defs(rel: str, node: ast.AST, in_class: bool, found: Counter[Key]) -
 
 
 def typescript_reference(root: Path, files: list[str]) -> tuple[Counter[Key], set[str]]:
-    for package, spec in (("typescript", TYPESCRIPT), ("@vue/compiler-sfc", VUE_SFC)):
+    for package, spec in (("typescript", TYPESCRIPT), ("@vue/compiler-sfc", VUE_SFC), ("svelte", SVELTE)):
         if not (NODE_DIR / "node_modules" / package).is_dir():
             NODE_DIR.mkdir(parents=True, exist_ok=True)
             subprocess.run(["npm", "install", "--prefix", str(NODE_DIR), "--no-audit", "--no-fund", "--ignore-scripts",

@@ -148,12 +148,26 @@ function vueScripts(text) {
   return kept;
 }
 
+// A Svelte component: its script blocks (instance and module) where Svelte's compiler finds them
+function svelteScripts(text) {
+  const { parse } = require(path.join(process.argv[2], "svelte", "compiler"));
+  const ast = parse(text, { modern: true });
+  let kept = text.replace(/[^\r\n]/g, " ");
+  for (const block of [ast.instance, ast.module]) {
+    if (!block) continue;
+    const { start, end } = block.content;
+    kept = kept.slice(0, start) + text.slice(start, end) + kept.slice(end);
+  }
+  return kept;
+}
+
 const input = fs.readFileSync(0, "utf8").split("\n").filter(Boolean);
 for (const rel of input) {
   const ext = path.extname(rel);
   const raw = fs.readFileSync(path.join(root, rel), "utf8");
-  const text = ext === ".vue" ? vueScripts(raw) : raw;
-  const sf = ts.createSourceFile(rel, text, ts.ScriptTarget.Latest, true, ext === ".vue" ? ts.ScriptKind.TS : KINDS[ext]);
+  const component = ext === ".vue" || ext === ".svelte";
+  const text = ext === ".vue" ? vueScripts(raw) : ext === ".svelte" ? svelteScripts(raw) : raw;
+  const sf = ts.createSourceFile(rel, text, ts.ScriptTarget.Latest, true, component ? ts.ScriptKind.TS : KINDS[ext]);
   if (sf.parseDiagnostics && sf.parseDiagnostics.length) {
     const message = ts.flattenDiagnosticMessageText(sf.parseDiagnostics[0].messageText, "\n");
     process.stdout.write(JSON.stringify({ t: "error", path: rel, message }) + "\n");

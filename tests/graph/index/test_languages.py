@@ -497,3 +497,26 @@ def test_a_vue_components_script_calls_are_callers(tmp_path: Path) -> None:
     # `useCart()` and `useData()`, the same function by its two names
     assert sites == [("src/components/Cart.vue", 10, "src/components/Cart.vue:total", "resolved")] * 2
     assert conn.execute("SELECT stale FROM files WHERE path = 'src/components/Cart.vue'").fetchone()[0] == 0
+
+
+def test_a_svelte_components_script_calls_through_sveltekits_lib(tmp_path: Path) -> None:
+    """A SvelteKit project imports its own code as `$lib/…`, mapped by a tsconfig SvelteKit generates and
+    nobody commits: a project's `svelte.config.js` gives it `$lib` = its `src/lib` (a `paths` of its own
+    tsconfig.json still applies), and its components' `<script>` blocks are read."""
+    root = tmp_path / "repo"
+    (root / "web" / "src" / "lib").mkdir(parents=True)
+    (root / "web" / "src" / "routes").mkdir(parents=True)
+    (root / "web" / "svelte.config.js").write_text("export default { kit: {} };\n")
+    (root / "web" / "tsconfig.json").write_text(
+        '{"extends": "./.svelte-kit/tsconfig.json", "compilerOptions": {"paths": {"@ui/*": ["src/lib/*"]}}}')
+    (root / "web" / "src" / "lib" / "utils.ts").write_text("export function cn(...names: string[]) {\n"
+                                                          '  return names.join(" ");\n}\n')
+    (root / "web" / "src" / "routes" / "+page.svelte").write_text(
+        '<script lang="ts">\n  import { cn } from "$lib/utils.js";\n  import { cn as join } from "@ui/utils";\n\n'
+        '  const classes = cn("a", "b");\n  const other = join("c");\n</script>\n\n<p class={classes}>{other}</p>\n')
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, ["web/svelte.config.js", "web/tsconfig.json", "web/src/lib/utils.ts",
+                       "web/src/routes/+page.svelte"])
+    assert _callers(conn, root, "web/src/lib/utils:cn") == {
+        ("web/src/routes/+page.svelte", 5, "web/src/routes/+page.svelte"),
+        ("web/src/routes/+page.svelte", 6, "web/src/routes/+page.svelte")}
