@@ -13,6 +13,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 import tree_sitter
@@ -93,6 +94,10 @@ def _unaliased(rows: Callable[[str, bytes, tree_sitter.Tree, str], FileRows]) ->
     return read
 
 
+def _component_parser(name: str) -> SourceParser:
+    return sfc.ScriptParser(script_graph.parser_of(name)(), sfc.MARKUP[name])
+
+
 EXTRACTORS = (
     Extractor("php", (".php",), parse.new_parser, _unaliased(parse.tree_rows), "__construct", syntax.PHP,
               caseless=True),
@@ -106,13 +111,10 @@ EXTRACTORS = (
     Extractor("javascript", (".js", ".jsx", ".mjs", ".cjs"), script_graph.parser_of("javascript"),
               script_graph.rows_of("javascript"), script_graph.CONSTRUCTOR, syntax.SCRIPT,
               module_of=script_graph.module_name),
-    # a Vue or Svelte component's script blocks, as TypeScript (their rows are TypeScript's)
-    Extractor("vue", (".vue",), lambda: sfc.ScriptParser(script_graph.parser_of("typescript")()),
-              script_graph.rows_of("typescript"), script_graph.CONSTRUCTOR, syntax.SCRIPT,
-              module_of=script_graph.module_name),
-    Extractor("svelte", (".svelte",), lambda: sfc.ScriptParser(script_graph.parser_of("typescript")()),
-              script_graph.rows_of("typescript"), script_graph.CONSTRUCTOR, syntax.SCRIPT,
-              module_of=script_graph.module_name),
+    # a Vue or Svelte component's script blocks and template expressions, as TypeScript (`sfc`)
+    *(Extractor(name, (f".{name}",), partial(_component_parser, name), script_graph.rows_of(name),
+                script_graph.CONSTRUCTOR, syntax.SCRIPT, module_of=script_graph.module_name)
+      for name in ("vue", "svelte")),
 )
 _BY_SUFFIX = {suffix: extractor for extractor in EXTRACTORS for suffix in extractor.suffixes}
 # `git ls-files`-style patterns of every file some extractor reads

@@ -30,7 +30,7 @@ import tree_sitter
 import tree_sitter_javascript
 import tree_sitter_typescript
 
-from project.index import scopes
+from project.index import scopes, sfc
 from project.index.model import STAR
 from project.index.parse import FileRows
 from project.index.scopes import LOCAL, Binding, ClassInfo, Context, Rows, Scope, head, looks_like_class, sweep
@@ -82,7 +82,8 @@ _CLASS_KINDS = frozenset({"class", "interface", "enum"})
 def _language(dialect: str) -> tuple[tree_sitter.Language, tree_sitter.Query, tree_sitter.Query]:
     """The grammar, the query of everything the graph reads, and that query without the calls."""
     grammar = {"typescript": tree_sitter_typescript.language_typescript, "tsx": tree_sitter_typescript.language_tsx,
-               "javascript": tree_sitter_javascript.language}[dialect]
+               "javascript": tree_sitter_javascript.language, "vue": tree_sitter_typescript.language_typescript,
+               "svelte": tree_sitter_typescript.language_typescript}[dialect]
     language = tree_sitter.Language(grammar())
     patterns = "\n".join(f"({kind}) @{name}" for name, kinds in _PATTERNS.items() for kind in kinds
                          if language.id_for_node_kind(kind, True))
@@ -181,6 +182,9 @@ def _rows(dialect: str, path: str, source: bytes, tree: tree_sitter.Tree, digest
           _HANDLERS, calls)
     if relations:
         _resolve(file, calls)
+    if dialect in sfc.MARKUP:  # a component: an error in a template expression is not the script's
+        outside = sfc.in_template(source)
+        return file.rows.done(tree, digest, lambda error: outside(error) or _grammar_gap(error))
     return file.rows.done(tree, digest, None if dialect == "javascript" else _grammar_gap)
 
 

@@ -1,55 +1,194 @@
-"""Vue and Svelte components (`.vue`, `.svelte`): the code graph reads their `<script>` blocks as TypeScript.
+"""Vue and Svelte components (`.vue`, `.svelte`): the code graph reads them as TypeScript, in place.
 
 A Vue or Svelte application keeps most of its code in components: the composables, stores and helpers
-a component calls are called from its `<script>` (`<script setup>`, `<script module>`) block. Without
-them the graph said a composable used by thirty components had no callers, and `impact` that changing
-it touched nothing, which an agent takes as a fact.
+a component calls are called from its `<script>` (`<script setup>`, `<script module>`) block and from
+the expressions of its template. Without them the graph said a composable used by thirty components
+had no callers, and `impact` that changing it touched nothing, which an agent takes as a fact.
 
-The blocks are read in place (`script_blocks`): every byte outside them becomes a space, newlines
-kept, so the parse tree's byte offsets and lines are the file's own and every reader that slices the
-file by a node's bytes (names, signatures, search chunks) reads the file itself. A block is the raw
-text between a top-level `<script …>` and the next `</script>`, as Vue's compiler (and HTML) reads it;
-one inside an HTML comment is not a block. Both blocks of a component (`<script>` and `<script setup>`,
-Svelte's `<script module>` and `<script>`) are read, as one module named by the file's path with its
-suffix (`import Cart from "./Cart.vue"` names it so). The template (Svelte's markup) is not read: a
-component's uses there are not calls in the graph.
+A component is read in place (`readable`): its script blocks as they are, and each expression of its
+template (Vue's `{{ total() }}`, `:items="visible(list)"`, `@click="save(item)"`; Svelte's
+`{format(date)}`, `class={cn(a, b)}`, `{#if ready(x)}`) as a statement of its own, its delimiters
+turned into `;`; every other byte becomes a space, newlines kept. The parse tree's byte offsets and
+lines are then the file's own, and every reader that slices the file by a node's bytes (names,
+signatures, search chunks) reads the file itself. A block is the raw text between a top-level
+`<script …>` and the next `</script>`, as the frameworks' compilers (and HTML) read it; nothing inside
+an HTML comment or a `<style>` block is read. Both blocks of a component are one module named by the
+file's path with its suffix (`import Cart from "./Cart.vue"` names it so); a template's calls are
+the module's. A template expression the grammar cannot read is the template's problem, not the
+file's: only errors inside the script blocks make a component stale (`in_template`).
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections.abc import Callable
 
 import tree_sitter
 
 # an opening tag whose attributes may hold `>` in quotes (`generic="T extends Map<K, V>"`)
-_OPEN = re.compile(rb"""<script\b(?:[^>"']|"[^"]*"|'[^']*')*>""", re.IGNORECASE)
-_CLOSE = re.compile(rb"</script\s*>", re.IGNORECASE)
-_COMMENT = re.compile(rb"<!--.*?-->", re.DOTALL)
+_OPEN = re.compile(rb"""<(script|style)\b(?:[^>"']|"[^"]*"|'[^']*')*>""", re.IGNORECASE)
+_CLOSE = {b"script": re.compile(rb"</script\s*>", re.IGNORECASE), b"style": re.compile(rb"</style\s*>", re.IGNORECASE)}
+_COMMENT = re.compile(rb"<!--.*?(?:-->|\Z)", re.DOTALL)
 # every byte to a space but the line breaks, which keep the lines where they are
 _BLANK = bytes(b if b in b"\r\n" else 0x20 for b in range(256))
+_SEMICOLON, _OPEN_PAREN, _CLOSE_PAREN, _SPACE = b";() "
+Span = tuple[int, int]
 
 
-def script_blocks(source: bytes) -> bytes:
-    """`source` with everything outside its `<script>` blocks blanked (same length, same lines)."""
-    kept = bytearray(source.translate(_BLANK))
-    comments = [match.span() for match in _COMMENT.finditer(source)]
+def _blocks(source: bytes) -> tuple[list[Span], list[Span]]:
+    """The script blocks' contents and the spans no expression is read from (style blocks, comments,
+    the script blocks themselves), each in source order."""
+    scripts: list[Span] = []
+    closed: list[Span] = [match.span() for match in _COMMENT.finditer(source)]
     at = 0
     while (opening := _OPEN.search(source, at)) is not None:
-        start = opening.end()
-        closing = _CLOSE.search(source, start)
+        if any(first <= opening.start() < last for first, last in closed):
+            at = opening.end()
+            continue
+        closing = _CLOSE[opening.group(1).lower()].search(source, opening.end())
         end = closing.start() if closing is not None else len(source)
-        if not any(first <= opening.start() < last for first, last in comments):
-            kept[start:end] = source[start:end]
+        if opening.group(1).lower() == b"script":
+            scripts.append((opening.end(), end))
+        closed.append((opening.start(), closing.end() if closing is not None else len(source)))
         at = closing.end() if closing is not None else len(source)
+    merged: list[Span] = []  # a comment inside a style block is that block
+    for start, end in sorted(closed):
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return scripts, merged
+
+
+def _closing(source: bytes, start: int, close: bytes) -> int:
+    """Where the expression opened just before `start` closes (`close`: b"}" or b"}}"), past nested braces
+    and the strings and template literals inside it; -1 when it never does."""
+    depth, at, end = 0, start, len(source)
+    while at < end:
+        byte = source[at]
+        if byte in b"\"'`":
+            at += 1
+            while at < end and source[at] != byte:
+                at += 2 if source[at] == 0x5C else 1  # a backslash escapes the next byte
+        elif byte == 0x7B:  # {
+            depth += 1
+        elif byte == 0x7D:  # }
+            if depth == 0 and source.startswith(close, at):
+                return at
+            depth -= 1
+        at += 1
+    return -1
+
+
+def _keep(kept: bytearray, source: bytes, start: int, end: int) -> None:
+    """Keep `source[start:end]` as an expression statement of its own: in parentheses on the delimiter
+    bytes around it (an object literal stays one: `value={{ start, end }}`), after a `;` on the byte
+    before those when it is a blanked one (not a line break: two expressions a line apart then read as a
+    call of a parenthesized expression, which is no call the graph records)."""
+    kept[start:end] = source[start:end]
+    kept[start - 1] = _OPEN_PAREN
+    if start >= 2 and kept[start - 2] == _SPACE:
+        kept[start - 2] = _SEMICOLON
+    if end < len(kept):
+        kept[end] = _CLOSE_PAREN
+
+
+# Svelte's tags: what each keeps of what follows its keyword (`{#each items as item}` keeps `items`)
+_SVELTE_TAG = re.compile(rb"\s*(#if|:else if|#each|#await|#key|@html|@render|@const|@debug|\.\.\.|[#:/@])?\s*")
+_SVELTE_CUT = {b"#each": re.compile(rb"\s+as\s"), b"#await": re.compile(rb"\s+then\b|\s+catch\b")}
+
+
+def _svelte(source: bytes, kept: bytearray, closed: list[Span]) -> None:
+    """Each `{expression}` of the markup and its attributes, and the expression of each `{#if …}`,
+    `{#each … as x}`, `{#await …}`, `{#key …}`, `{@html …}`, `{@render …}`, `{@const …}`, `{...spread}`."""
+    at = 0
+    while (start := source.find(b"{", at)) >= 0:
+        inside = _within(closed, start)
+        if inside is not None:
+            at = inside
+            continue
+        end = _closing(source, start + 1, b"}")
+        if end < 0:
+            return
+        at = end + 1
+        tag = _SVELTE_TAG.match(source, start + 1)
+        assert tag is not None  # everything in it is optional
+        keyword = tag.group(1)
+        if keyword in (b"#", b":", b"/", b"@"):  # `{#snippet …}`, `{:else}`, `{/if}`: nothing to read
+            continue
+        first = tag.end()
+        cut = _SVELTE_CUT.get(keyword or b"")
+        stop = cut.search(source, first, end) if cut is not None else None
+        _keep(kept, source, first, stop.start() if stop is not None else end)
+
+
+_MUSTACHE = re.compile(rb"\{\{")
+# a directive's value: `v-if="…"`, `:prop="…"`, `@click="…"`, `#slot="…"`, `v-bind:x='…'`
+_DIRECTIVE = re.compile(rb"""\s(?:v-[\w\-]+|[:@#])[\w:.\-\[\]]*\s*=\s*("[^"]*"|'[^']*')""")
+_V_FOR = re.compile(rb"\s(?:in|of)\s")
+
+
+def _vue(source: bytes, kept: bytearray, closed: list[Span]) -> None:
+    """Each `{{ expression }}` of the template and the value of each directive (`v-for` keeps its list)."""
+    at = 0
+    while (mustache := _MUSTACHE.search(source, at)) is not None:
+        inside = _within(closed, mustache.start())
+        if inside is not None:
+            at = inside
+            continue
+        end = _closing(source, mustache.end(), b"}}")
+        if end < 0:
+            return
+        _keep(kept, source, mustache.end(), end)
+        at = end + 2
+    for directive in _DIRECTIVE.finditer(source):
+        if _within(closed, directive.start()) is not None:
+            continue
+        first, end = directive.start(1) + 1, directive.end(1) - 1
+        if directive.group(0).lstrip().startswith(b"v-for"):
+            listed = _V_FOR.search(source, first, end)
+            first = listed.end() if listed is not None else end
+        if first < end:
+            _keep(kept, source, first, end)
+
+
+def _within(spans: list[Span], at: int) -> int | None:
+    """The end of the span of `spans` (sorted, not overlapping) holding `at`, else None."""
+    index = bisect_right(spans, (at, 1 << 62)) - 1
+    if index >= 0 and spans[index][0] <= at < spans[index][1]:
+        return spans[index][1]
+    return None
+
+
+Markup = Callable[[bytes, bytearray, list[Span]], None]
+MARKUP: dict[str, Markup] = {"vue": _vue, "svelte": _svelte}
+
+
+def readable(source: bytes, markup: Markup | None = None) -> bytes:
+    """`source` as TypeScript can read it in place: its script blocks, and with `markup` its template's
+    expressions as statements, every other byte blanked (same length, same lines)."""
+    kept = bytearray(source.translate(_BLANK))
+    scripts, closed = _blocks(source)
+    for start, end in scripts:
+        kept[start:end] = source[start:end]
+    if markup is not None:
+        markup(source, kept, closed)
     return bytes(kept)
 
 
-class ScriptParser:
-    """A TypeScript parser that reads a component's script blocks in place (see the module's docstring)."""
+def in_template(source: bytes) -> Callable[[tree_sitter.Node], bool]:
+    """Whether an error node lies outside the component's script blocks (a template expression's)."""
+    scripts, _ = _blocks(source)
+    return lambda error: not any(start <= error.start_byte < end for start, end in scripts)
 
-    def __init__(self, parser: tree_sitter.Parser) -> None:
-        self._parser = parser
+
+class ScriptParser:
+    """A TypeScript parser that reads a component in place (see the module's docstring)."""
+
+    def __init__(self, parser: tree_sitter.Parser, markup: Markup | None = None) -> None:
+        self._parser, self._markup = parser, markup
 
     def parse(self, source: bytes, old_tree: tree_sitter.Tree | None = None, /) -> tree_sitter.Tree:
-        blocks = script_blocks(source)
-        return self._parser.parse(blocks) if old_tree is None else self._parser.parse(blocks, old_tree)
+        text = readable(source, self._markup)
+        return self._parser.parse(text) if old_tree is None else self._parser.parse(text, old_tree)

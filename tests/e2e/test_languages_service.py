@@ -258,6 +258,7 @@ async def test_a_review_of_a_typescript_change_finds_callers_through_the_graph(
         ("legacy/util.js", 4, "legacy/util:legacyTotal"),
         ("legacy/util.js", 11, "legacy/util:Ledger::close"),  # `Ledger.prototype.close = function…`
         ("src/components/Total.vue", 8, "src/components/Total.vue"),  # a Vue component's `<script setup>`
+        ("src/components/Total.vue", 2, "src/components/Total.vue"),  # and its template
         ("src/models/cart.ts", 19, "src/models/cart:Cart::total"),  # `import * as pricing`
         # `import { sumPrices } from "@shop/pricing"` in a workspace package: tsconfig.json maps `@shop/*`
         ("packages/checkout/src/order.ts", 4, "packages/checkout/src/order:orderTotal")}

@@ -128,6 +128,7 @@ def test_script_callers_through_barrels_namespaces_and_require(poly: tuple[Conne
         ("legacy/util.js", 4, "legacy/util:legacyTotal"),  # `const { sumPrices } = require(...)`
         ("legacy/util.js", 11, "legacy/util:Ledger::close"),  # `Ledger.prototype.close = function…`
         ("src/components/Total.vue", 8, "src/components/Total.vue"),  # a Vue component's `<script setup>`
+        ("src/components/Total.vue", 2, "src/components/Total.vue"),  # and its template
         ("packages/checkout/src/order.ts", 4, "packages/checkout/src/order:orderTotal"),  # "@shop/pricing"
     }
     assert _callers(conn, root, "src/pricing:Discount") == {("src/models/cart.ts", 7, "src/models/cart:Cart")}
@@ -493,6 +494,9 @@ def test_a_vue_components_script_calls_are_callers(tmp_path: Path) -> None:
     build(conn, root, ["src/cart.ts", "src/data.ts", "src/components/Cart.vue"])
     assert _defs(conn, "src/components/Cart.vue") == [
         ("module", "src/components/Cart.vue", 1), ("function", "src/components/Cart.vue:total", 9)]
+    # `{{ total() }}` in the template, above the script that declares it
+    assert _callers(conn, root, "src/components/Cart.vue:total") == {
+        ("src/components/Cart.vue", 2, "src/components/Cart.vue")}
     sites = [(s.path, s.line, s.caller, s.certainty) for s in queries.callers(conn, root, "src/cart:useCart").sites]
     # `useCart()` and `useData()`, the same function by its two names
     assert sites == [("src/components/Cart.vue", 10, "src/components/Cart.vue:total", "resolved")] * 2
@@ -502,7 +506,7 @@ def test_a_vue_components_script_calls_are_callers(tmp_path: Path) -> None:
 def test_a_svelte_components_script_calls_through_sveltekits_lib(tmp_path: Path) -> None:
     """A SvelteKit project imports its own code as `$lib/…`, mapped by a tsconfig SvelteKit generates and
     nobody commits: a project's `svelte.config.js` gives it `$lib` = its `src/lib` (a `paths` of its own
-    tsconfig.json still applies), and its components' `<script>` blocks are read."""
+    tsconfig.json still applies), and its components' `<script>` blocks and markup expressions are read."""
     root = tmp_path / "repo"
     (root / "web" / "src" / "lib").mkdir(parents=True)
     (root / "web" / "src" / "routes").mkdir(parents=True)
@@ -513,10 +517,13 @@ def test_a_svelte_components_script_calls_through_sveltekits_lib(tmp_path: Path)
                                                           '  return names.join(" ");\n}\n')
     (root / "web" / "src" / "routes" / "+page.svelte").write_text(
         '<script lang="ts">\n  import { cn } from "$lib/utils.js";\n  import { cn as join } from "@ui/utils";\n\n'
-        '  const classes = cn("a", "b");\n  const other = join("c");\n</script>\n\n<p class={classes}>{other}</p>\n')
+        '  const classes = cn("a", "b");\n  const other = join("c");\n</script>\n\n'
+        '{#if other}\n  <p class={cn(classes, "x")} style="a: {b}">{other}</p>\n{/if}\n')
     conn = connect(tmp_path / "index.db")
     build(conn, root, ["web/svelte.config.js", "web/tsconfig.json", "web/src/lib/utils.ts",
                        "web/src/routes/+page.svelte"])
     assert _callers(conn, root, "web/src/lib/utils:cn") == {
         ("web/src/routes/+page.svelte", 5, "web/src/routes/+page.svelte"),
-        ("web/src/routes/+page.svelte", 6, "web/src/routes/+page.svelte")}
+        ("web/src/routes/+page.svelte", 6, "web/src/routes/+page.svelte"),
+        ("web/src/routes/+page.svelte", 10, "web/src/routes/+page.svelte")}  # `class={cn(…)}` in the markup
+    assert conn.execute("SELECT stale FROM files WHERE path = 'web/src/routes/+page.svelte'").fetchone()[0] == 0

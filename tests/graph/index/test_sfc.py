@@ -1,8 +1,8 @@
-"""Vue components' script blocks, read in place (`project.index.sfc`)."""
+"""Vue and Svelte components, read in place as TypeScript (`project.index.sfc`)."""
 
 from __future__ import annotations
 
-from project.index.sfc import script_blocks
+from project.index.sfc import MARKUP, readable
 
 COMPONENT = (
     b'<script lang="ts" setup generic="T extends Map<string, number>">\n'
@@ -16,7 +16,7 @@ COMPONENT = (
 
 
 def test_only_the_script_blocks_stay_each_byte_where_it_was() -> None:
-    kept = script_blocks(COMPONENT)
+    kept = readable(COMPONENT)
     assert len(kept) == len(COMPONENT) and kept.count(b"\n") == COMPONENT.count(b"\n")
     lines = kept.decode().split("\n")
     assert lines[1] == 'import { useCart } from "./cart";'  # after an opening tag whose attribute holds `>`
@@ -27,5 +27,31 @@ def test_only_the_script_blocks_stay_each_byte_where_it_was() -> None:
 
 
 def test_a_block_never_closed_runs_to_the_end() -> None:
-    assert script_blocks(b"<script>\nlet a = 1;\n").decode() == "        \nlet a = 1;\n"
-    assert script_blocks(b"<template><p/></template>\n") == b" " * 25 + b"\n"
+    assert readable(b"<script>\nlet a = 1;\n").decode() == "        \nlet a = 1;\n"
+    assert readable(b"<template><p/></template>\n") == b" " * 25 + b"\n"
+
+
+def test_a_vue_templates_expressions_are_statements_where_they_are_written() -> None:
+    template = (b'<template>\n  <li v-for="(item, i) of visible(items)" :key="item.id" @click="select(item)">\n'
+                b"    {{ label(item) }} and {{ { a: 1 }.a }}\n  </li>\n  <!-- {{ hidden() }} -->\n</template>\n"
+                b"<style>\n.a { color: red; }\n</style>\n")
+    kept = readable(template, MARKUP["vue"])
+    assert len(kept) == len(template)
+    lines = kept.decode().split("\n")
+    assert lines[1].split() == [";(visible(items))", ";(item.id)", ";(select(item))"]  # v-for reads its list
+    assert lines[2].split() == [";(", "label(item)", ")", ";(", "{", "a:", "1", "}.a", ")"]
+    assert "hidden" not in kept.decode() and "color" not in kept.decode()
+
+
+def test_a_svelte_markups_expressions_and_tags_are_statements() -> None:
+    markup = (b"<script>\n  let open = false;\n</script>\n\n"
+              b'{#if ready(open)}\n  <p class={cn("a", `b-${size}`)} {...rest}>{format(date)}</p>\n'
+              b"{:else}\n  {#each rows(list) as row (row.id)}{@render cell(row)}{/each}\n{/if}\n"
+              b"<style>\np { margin: 0; }\n</style>\n")
+    kept = readable(markup, MARKUP["svelte"]).decode()
+    lines = kept.split("\n")
+    assert lines[1] == "  let open = false;"
+    assert lines[4].split() == [";(ready(open))"]
+    assert lines[5].split() == [';(cn("a",', '`b-${size}`))', ";(rest);(format(date))"]
+    assert lines[7].split() == [";(rows(list))", ";(cell(row))"]
+    assert "else" not in kept and "margin" not in kept and "each" not in kept
