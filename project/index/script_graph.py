@@ -376,9 +376,9 @@ def _variable(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
         _pattern(file, name_node, value, ctx)
         return None
     name = rows.text(name_node)
-    function = _wrapped_component(rows, _unwrapped(value))
-    if function is not None and function.type in _FUNCTION_VALUES:
-        fqn = _define(file, "function", name, node, ctx, body=function.child_by_field_name("body"))
+    bound = _wrapped_component(rows, _unwrapped(value))
+    if bound is not None and bound.type in _FUNCTION_VALUES:
+        fqn = _define(file, "function", name, node, ctx, body=bound.child_by_field_name("body"))
         ctx.scope.bind(name, Binding("function", fqn))
         return _body(fqn, ctx)
     if value is not None and value.type == "class":
@@ -390,8 +390,8 @@ def _variable(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
         ctx.scope.bind(name, Binding("module", target))
         rows.relate("imports", _binds(file, ctx, name), target.rsplit("/", 1)[-1], target, node.start_point[0] + 1)
         return None
-    if function is not None and function.type == "identifier" and _constant(node):
-        alias = _named(rows.text(function), ctx)
+    if bound is not None and bound.type == "identifier" and _constant(node):
+        alias = _named(rows.text(bound), ctx)
         if alias is not None and alias.kind in ("function", "class", "name"):
             # `export const useData: typeof useData$<Config> = useData$` (vitepress's theme): another name of
             # the same function, followed to it as `export { useData$ as useData }` is
@@ -574,8 +574,9 @@ def _parameters(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
 
 
 def _assign(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
-    """`this.x = new X()` gives the class field x the class X; in JavaScript, a function assigned to a
-    member at the top of the module is a definition (`_assigned`)."""
+    """`this.x = new X()` gives the class field x the class X; in JavaScript, `module.exports = …` is the
+    module's value (`_module_value`) and a function assigned to a member at the top of the module is a
+    definition (`_assigned`)."""
     left = node.child_by_field_name("left")
     if left is None or left.type != "member_expression":
         return None
@@ -656,8 +657,6 @@ def _assigned(file: _File, node: tree_sitter.Node, left: tree_sitter.Node, owner
     name = rows.text(name_node)
     body = function.child_by_field_name("body")
     target = rows.text(owner) if owner.type in ("identifier", "member_expression") else ""
-    if target == "module" and name == _EXPORTS:  # `module.exports = function…`: the module's value
-        return None
     exported = _exported_path(target)
     if exported is not None:  # `exports.describe.only = …` is the function `module:describe.only`
         fqn = _define(file, "function", name, node, ctx, body=body, fqn=f"{ctx.prefix}{exported}{name}")

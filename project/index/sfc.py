@@ -186,7 +186,7 @@ def in_template(source: bytes) -> Callable[[tree_sitter.Node], bool]:
 class ScriptParser:
     """A TypeScript parser that reads a component in place (see the module's docstring)."""
 
-    def __init__(self, parser: tree_sitter.Parser, markup: Markup | None = None) -> None:
+    def __init__(self, parser: tree_sitter.Parser, markup: Markup) -> None:
         self._parser, self._markup = parser, markup
 
     def parse(self, source: bytes, old_tree: tree_sitter.Tree | None = None, /) -> tree_sitter.Tree:
