@@ -40,11 +40,13 @@ def _blocks(source: bytes) -> tuple[list[Span], list[Span]]:
     """The script blocks' contents and the spans no expression is read from (style blocks, comments,
     the script blocks themselves), each in source order."""
     scripts: list[Span] = []
-    closed: list[Span] = [match.span() for match in _COMMENT.finditer(source)]
+    comments = [match.span() for match in _COMMENT.finditer(source)]
+    closed: list[Span] = list(comments)
     at = 0
     while (opening := _OPEN.search(source, at)) is not None:
-        if any(first <= opening.start() < last for first, last in closed):
-            at = opening.end()
+        commented = _within(comments, opening.start())  # comments never overlap: bisection finds it
+        if commented is not None:
+            at = commented
             continue
         closing = _CLOSE[opening.group(1).lower()].search(source, opening.end())
         end = closing.start() if closing is not None else len(source)
@@ -180,7 +182,7 @@ def readable(source: bytes, markup: Markup | None = None) -> bytes:
 def in_template(source: bytes) -> Callable[[tree_sitter.Node], bool]:
     """Whether an error node lies outside the component's script blocks (a template expression's)."""
     scripts, _ = _blocks(source)
-    return lambda error: not any(start <= error.start_byte < end for start, end in scripts)
+    return lambda error: _within(scripts, error.start_byte) is None
 
 
 class ScriptParser:

@@ -294,3 +294,19 @@ def test_hostile_import_configuration_is_never_followed_out_and_stops_nothing(tm
     assert conn.execute("SELECT count(*) FROM relations WHERE path = 'web/use.ts' AND target_fqn LIKE 'web/cart:%'"
                         ).fetchone()[0] == 0  # `@x/cart` stays as written
 
+
+
+def test_a_hostile_component_costs_the_build_that_file_alone(tmp_path: Path) -> None:
+    """A Vue component of 43,000 script blocks, each broken, and a Svelte one of 120,000 markup expressions:
+    finding the blocks checked each against every earlier one, and each error against every block (the
+    build passed 50 s on this one file); now the build reads both at once and goes on."""
+    root = tmp_path / "repo"
+    blocks = "<script>let (</script>\n" * 43_000  # just under the 1 MiB limit
+    markup = "<p>{a(}</p>{b()}\n" * 60_000
+    _write(root, {**NORMAL, "web/Hostile.vue": blocks, "web/Hostile.svelte": markup})
+    _commit(root)
+    data = tmp_path / "data"
+    done = _forgebot(data, "index", str(root), "--no-embeddings", "--workers", "1")
+    assert done.returncode == 0, done.stderr
+    # the component whose scripts are broken is stale; broken markup expressions make none
+    assert "graph: 4 parsed, 0 unchanged, 0 removed, 1 stale" in done.stdout
