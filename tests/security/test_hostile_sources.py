@@ -310,3 +310,14 @@ def test_a_hostile_component_costs_the_build_that_file_alone(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     # the component whose scripts are broken is stale; broken markup expressions make none
     assert "graph: 4 parsed, 0 unchanged, 0 removed, 1 stale" in done.stdout
+
+
+def test_a_generated_chain_of_module_exports_costs_the_build_that_file_alone(tmp_path: Path) -> None:
+    """`module.exports = module.exports = …` 3,000 times (under the nesting limit): each link climbed to the
+    top of the chain, asking tree-sitter for every parent (2,000 links took 33 s); now one level is read."""
+    root = tmp_path / "repo"
+    _write(root, {**NORMAL, "web/chain.js": "module.exports =\n" * 3_000 + "x;\n"})  # a line each: not minified
+    _commit(root)
+    done = _forgebot(tmp_path / "data", "index", str(root), "--no-embeddings", "--workers", "1")
+    assert done.returncode == 0, done.stderr
+    assert "graph: 4 parsed, 0 unchanged, 0 removed, 0 stale" in done.stdout
