@@ -132,7 +132,8 @@ def graph_tools(root: Path, conn: Connection) -> dict[str, BaseTool]:
         return queries.callees(conn, root, fqn).model_dump_json()
 
     def impact(fqn: str, depth: int = 2) -> str:
-        """Symbols that depend on `fqn`, transitively up to `depth` (overriders included)."""
+        """Symbols that depend on `fqn`, transitively up to `depth` (overriders included); for a module (a
+        Vue or Svelte component is one), the files importing it."""
         return queries.impact(conn, root, fqn, depth=depth).model_dump_json()
 
     def get_file_outline(path: str) -> str:

@@ -307,6 +307,8 @@ def _dependents(conn: Connection, fqn: str, distance: int, limit: int) -> list[I
     owner, member = split_member(fqn)
     if member:
         nodes.extend(_overriders(conn, owner, member, distance))
+    elif _is_module(conn, fqn):
+        nodes.extend(_importers(conn, fqn, distance, limit))
     else:
         names = spellings(conn, bound_definition(conn, fqn))
         marks = ",".join("?" * len(names))
@@ -321,6 +323,28 @@ def _dependents(conn: Connection, fqn: str, distance: int, limit: int) -> list[I
             for kind, src, p, ln in rows
         )
     return nodes
+
+
+def _is_module(conn: Connection, fqn: str) -> bool:
+    return conn.execute("SELECT 1 FROM symbols WHERE fqn = ? AND kind = 'module' LIMIT 1", (fqn,)).fetchone() is not None
+
+
+def _importers(conn: Connection, module: str, distance: int, limit: int) -> list[ImpactNode]:
+    """The modules that import `module` or a name of it (`import Cart from "./Cart.vue"`, `from shop.cart
+    import Cart`): who is touched when a file changes as a whole. A Vue or Svelte component is its module,
+    and the files using it import it; without this `impact` of a component answered nothing."""
+    rows = conn.execute(
+        "SELECT DISTINCT r.path, r.line, m.fqn FROM relations r LEFT JOIN symbols m ON m.path = r.path "
+        "AND m.kind = 'module' WHERE r.kind = 'imports' AND r.path != (SELECT path FROM symbols WHERE fqn = ? "
+        "AND kind = 'module' LIMIT 1) AND (r.target_fqn = ? OR (r.target_fqn > ? AND r.target_fqn < ?) "
+        "OR (r.target_fqn > ? AND r.target_fqn < ?)) ORDER BY r.path, r.line LIMIT ?",
+        (module, module, f"{module}:", f"{module};", f"{module}.", f"{module}/", limit),
+    ).fetchall()
+    found: dict[str, ImpactNode] = {}
+    for path, line, importer in rows:  # one node per importing file, at its first import of the module
+        found.setdefault(str(path), ImpactNode(fqn=str(importer or ""), distance=distance, relation="imports",
+                                               path=str(path), line=int(line), certainty="resolved"))
+    return list(found.values())
 
 
 def _overriders(conn: Connection, owner: str, member: str, distance: int) -> list[ImpactNode]:

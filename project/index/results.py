@@ -81,7 +81,7 @@ class ImpactNode(_Frozen):
 
     fqn: str
     distance: int
-    relation: Literal["calls", "extends", "implements", "uses_trait", "overrides"]
+    relation: Literal["calls", "extends", "implements", "uses_trait", "overrides", "imports"]
     path: str
     line: int
     certainty: Literal["resolved", "by_name"]

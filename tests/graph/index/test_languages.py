@@ -490,8 +490,15 @@ def test_a_vue_components_script_calls_are_callers(tmp_path: Path) -> None:
         '<script setup lang="ts">\nimport { useCart } from "../cart";\nimport { useData } from "../data";\n\n'
         "function total() {\n  return useCart() + useData();\n}\n</script>\n\n"
         "<style scoped>\np { color: red; }\n</style>\n")
+    (root / "src" / "components" / "Page.vue").write_text(
+        '<script setup>\nimport Cart from "./Cart.vue";\n</script>\n\n<template>\n  <Cart />\n</template>\n')
     conn = connect(tmp_path / "index.db")
-    build(conn, root, ["src/cart.ts", "src/data.ts", "src/components/Cart.vue"])
+    build(conn, root, ["src/cart.ts", "src/data.ts", "src/components/Cart.vue", "src/components/Page.vue"])
+    # a component is its module: `impact` of it is the files importing it, then theirs
+    assert [(n.fqn, n.relation, n.line) for n in queries.impact(conn, root, "src/components/Cart.vue").nodes] == [
+        ("src/components/Page.vue", "imports", 2)]
+    assert {(n.path, n.line) for n in queries.impact(conn, root, "src/cart", depth=1).nodes} == {
+        ("src/components/Cart.vue", 6), ("src/data.ts", 1)}
     assert _defs(conn, "src/components/Cart.vue") == [
         ("module", "src/components/Cart.vue", 1), ("function", "src/components/Cart.vue:total", 9)]
     # `{{ total() }}` in the template, above the script that declares it
