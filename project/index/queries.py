@@ -326,7 +326,8 @@ def _dependents(conn: Connection, fqn: str, distance: int, limit: int) -> list[I
 
 
 def _is_module(conn: Connection, fqn: str) -> bool:
-    return conn.execute("SELECT 1 FROM symbols WHERE fqn = ? AND kind = 'module' LIMIT 1", (fqn,)).fetchone() is not None
+    found = conn.execute("SELECT 1 FROM symbols WHERE fqn = ? AND kind = 'module' LIMIT 1", (fqn,)).fetchone()
+    return found is not None
 
 
 def _importers(conn: Connection, module: str, distance: int, limit: int) -> list[ImpactNode]:
