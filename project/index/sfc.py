@@ -26,10 +26,10 @@ from collections.abc import Callable
 
 import tree_sitter
 
-# an opening tag whose attributes may hold `>` in quotes (`generic="T extends Map<K, V>"`)
-_OPEN = re.compile(rb"""<(script|style)\b(?:[^>"']|"[^"]*"|'[^']*')*>""", re.IGNORECASE)
+# what the top level of a component is scanned for: a comment, or the opening tag of a script or style block
+# whose attributes may hold `>` in quotes (`generic="T extends Map<K, V>"`)
+_TOP = re.compile(rb"""<!--|<(script|style)\b(?:[^>"']|"[^"]*"|'[^']*')*>""", re.IGNORECASE)
 _CLOSE = {b"script": re.compile(rb"</script\s*>", re.IGNORECASE), b"style": re.compile(rb"</style\s*>", re.IGNORECASE)}
-_COMMENT = re.compile(rb"<!--.*?(?:-->|\Z)", re.DOTALL)
 # every byte to a space but the line breaks, which keep the lines where they are
 _BLANK = bytes(b if b in b"\r\n" else 0x20 for b in range(256))
 _SEMICOLON, _OPEN_PAREN, _CLOSE_PAREN, _SPACE = b";() "
@@ -37,30 +37,24 @@ Span = tuple[int, int]
 
 
 def _blocks(source: bytes) -> tuple[list[Span], list[Span]]:
-    """The script blocks' contents and the spans no expression is read from (style blocks, comments,
-    the script blocks themselves), each in source order."""
+    """The script blocks' contents and the spans no template expression is read from (the script and
+    style blocks, comments), each in source order. One pass from the top, as HTML reads it: a `<!--`
+    inside a script block is the script's text, a `<script>` inside a comment is the comment's."""
     scripts: list[Span] = []
-    comments = [match.span() for match in _COMMENT.finditer(source)]
-    closed: list[Span] = list(comments)
+    closed: list[Span] = []
     at = 0
-    while (opening := _OPEN.search(source, at)) is not None:
-        commented = _within(comments, opening.start())  # comments never overlap: bisection finds it
-        if commented is not None:
-            at = commented
-            continue
-        closing = _CLOSE[opening.group(1).lower()].search(source, opening.end())
-        end = closing.start() if closing is not None else len(source)
-        if opening.group(1).lower() == b"script":
-            scripts.append((opening.end(), end))
-        closed.append((opening.start(), closing.end() if closing is not None else len(source)))
-        at = closing.end() if closing is not None else len(source)
-    merged: list[Span] = []  # a comment inside a style block is that block
-    for start, end in sorted(closed):
-        if merged and start < merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+    while (found := _TOP.search(source, at)) is not None:
+        tag = found.group(1)
+        if tag is None:  # a comment, to its `-->` (or the end)
+            end = source.find(b"-->", found.end())
+            at = end + 3 if end >= 0 else len(source)
         else:
-            merged.append((start, end))
-    return scripts, merged
+            closing = _CLOSE[tag.lower()].search(source, found.end())
+            if tag.lower() == b"script":
+                scripts.append((found.end(), closing.start() if closing is not None else len(source)))
+            at = closing.end() if closing is not None else len(source)
+        closed.append((found.start(), at))
+    return scripts, closed
 
 
 def _closing(source: bytes, start: int, close: bytes) -> int:

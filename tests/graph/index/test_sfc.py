@@ -55,3 +55,14 @@ def test_a_svelte_markups_expressions_and_tags_are_statements() -> None:
     assert lines[5].split() == [';(cn("a",', '`b-${size}`))', ";(rest);(format(date))"]
     assert lines[7].split() == [";(rows(list))", ";(cell(row))"]
     assert "else" not in kept and "margin" not in kept and "each" not in kept
+
+
+def test_a_comment_opened_in_a_script_is_the_scripts_text() -> None:
+    """`"<!--"` in a script's string opened an HTML comment to the end of the file: the next block and
+    every template expression after it were not read."""
+    component = (b'<script>\nconst marker = "<!--";\n</script>\n<template>\n  <p>{{ shown() }}</p>\n</template>\n'
+                 b"<script setup>\nconst later = 1;\n</script>\n")
+    lines = readable(component, MARKUP["vue"]).decode().split("\n")
+    assert lines[1] == 'const marker = "<!--";'
+    assert lines[4].split() == [";(", "shown()", ")"]
+    assert lines[7] == "const later = 1;"
