@@ -87,6 +87,9 @@ def _language(dialect: str) -> tuple[tree_sitter.Language, tree_sitter.Query, tr
     language = tree_sitter.Language(grammar())
     patterns = "\n".join(f"({kind}) @{name}" for name, kinds in _PATTERNS.items() for kind in kinds
                          if language.id_for_node_kind(kind, True))
+    if dialect == "javascript":  # a function in the object a prototype is assigned (`_prototype`)
+        values = " ".join(f"({kind})" for kind in sorted(_FUNCTION_VALUES) if language.id_for_node_kind(kind, True))
+        patterns += f"\n(pair value: [{values}]) @pair"
     calls = f"{_CALLS}\n{_JSX}" if language.id_for_node_kind("jsx_opening_element", True) else _CALLS
     return language, tree_sitter.Query(language, f"{patterns}\n{calls}"), tree_sitter.Query(language, patterns)
 
@@ -153,6 +156,7 @@ class _File(scopes.FileSweep):  # `bases` holds the heritage clauses (`extends`,
     held: scopes.Held = field(default_factory=dict)
     named_class: tuple[int, str] = (-1, "")  # where the last `const X = class …` has its class, and X
     aliases: Aliases | None = None  # what the checkout's bare specifiers name (tsconfig `paths`, packages)
+    prototypes: set[int] = field(default_factory=set)  # where each `X.prototype = {…}` object starts
 
     def resolve(self, specifier: str) -> str:
         return resolve_specifier(self.rows.path, specifier, self.aliases)
@@ -330,8 +334,8 @@ def _body(fqn: str, ctx: _Context) -> _Context:
 def _method(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
     parent = node.parent
     body = node.child_by_field_name("body")
-    if parent is None or parent.type not in ("class_body", "interface_body") or ctx.cls is None \
-            or not ctx.in_body:
+    if parent is None or ctx.cls is None or not ctx.in_body or parent.type not in ("class_body", "interface_body") \
+            and parent.start_byte not in file.prototypes:
         return _Context(Scope(outer=ctx.scope), ctx.prefix, ctx.source, ctx.cls) if body is not None else None
     name = _name(file.rows, node.child_by_field_name("name"))
     if not name:
@@ -339,6 +343,21 @@ def _method(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | No
     fqn = _define(file, "method", name, node, ctx, ctx.cls.fqn, body, f"{ctx.cls.fqn}::{name}", span=node)
     return _body(fqn, _Context(ctx.scope.outer or ctx.scope, ctx.prefix, ctx.source, ctx.cls)) \
         if body is not None else None
+
+
+def _pair(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
+    """`cache: function (owner) {…}` in the object `Data.prototype = {…}` assigns: the method `Data::cache`."""
+    if not ctx.in_body or ctx.cls is None:  # any other object's function (the usual case, asked first)
+        return None
+    parent = node.parent
+    value = _unwrapped(node.child_by_field_name("value"))
+    name = _name(file.rows, node.child_by_field_name("key"))
+    if parent is None or parent.start_byte not in file.prototypes or value is None or not name:
+        return None
+    fqn = _define(file, "method", name, node, ctx, ctx.cls.fqn, value.child_by_field_name("body"),
+                  f"{ctx.cls.fqn}::{name}")
+    this = ctx.cls if value.type != "arrow_function" else None  # an arrow function's `this` is the module's
+    return _body(fqn, _Context(ctx.scope.outer or ctx.scope, ctx.prefix, ctx.source, this))
 
 
 def _unwrapped(value: tree_sitter.Node | None) -> tree_sitter.Node | None:
@@ -590,8 +609,25 @@ def _assign(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | No
         if file.rows.text(left) == "module.exports":
             _module_value(file, node, ctx)
             return None
+        if _name(file.rows, left.child_by_field_name("property")) == "prototype":
+            return _prototype(file, node, owner, ctx)
         return _assigned(file, node, left, owner, ctx)
     return None
+
+
+def _prototype(file: _File, node: tree_sitter.Node, owner: tree_sitter.Node, ctx: _Context) -> _Context | None:
+    """`Data.prototype = { cache: function…, get(owner) {…} }` at the top of a JavaScript module: each
+    function of the object is a method of `Data` (`_pair`, `_method`), as the TypeScript compiler binds
+    them; jQuery and code older than ES classes write a class so."""
+    value = _unwrapped(node.child_by_field_name("right"))
+    target = file.rows.text(owner)
+    if value is None or value.type != "object" or not _top_statement(node) \
+            or not scopes.plain(target.replace("$", "_")):
+        return None
+    cls = file.name(ctx.prefix, target)
+    file.prototypes.add(value.start_byte)
+    return _Context(Scope(outer=ctx.scope), ctx.prefix, ctx.source, file.classes.setdefault(cls, _Class(cls)),
+                    in_body=True)
 
 
 def _top_statement(node: tree_sitter.Node) -> bool:
@@ -640,7 +676,7 @@ def _assigned(file: _File, node: tree_sitter.Node, left: tree_sitter.Node, owner
               ctx: _Context) -> _Context | None:
     """The definitions JavaScript writes as assignments, read as the TypeScript compiler binds them in a
     JavaScript file (its "assignment declarations"), when the value is a function and the statement is
-    at the top of the module:
+    at the top of the module (or assigns it in a chain, `a.f = b.f = function…`):
     - `exports.f = function…` and `module.exports.f = …` define the function `module:f`
       (`exports.describe.only = …` the function `module:describe.only`);
     - `View.prototype.render = function…` the method `module:View::render`;
@@ -648,12 +684,10 @@ def _assigned(file: _File, node: tree_sitter.Node, left: tree_sitter.Node, owner
       response objects so), `$.fn.tooltip = function…` the method `module:$.fn::tooltip`.
     In a function's body `this` is `View` or `app`, so `this.lookup()` finds `View::lookup`. Node's own
     libraries, Express and most JavaScript older than ES classes define their API this way and no other."""
-    statement = node.parent
     function = _unwrapped(node.child_by_field_name("right"))
     name_node = left.child_by_field_name("property")
-    if statement is None or statement.type != "expression_statement" or statement.parent is None \
-            or statement.parent.type != "program" or function is None or function.type not in _FUNCTION_VALUES \
-            or name_node is None or name_node.type != "property_identifier":
+    if function is None or function.type not in _FUNCTION_VALUES or name_node is None \
+            or name_node.type != "property_identifier" or not _top_statement(node):
         return None  # in a function or a block, an assignment patches an object the module was given
     rows = file.rows
     name = rows.text(name_node)
@@ -677,7 +711,7 @@ _HANDLERS: dict[str, scopes.Handler[_File]] = {
     "class": _class, "class_expression": _class_expression, "interface": _interface, "type": _type,
     "enum": _enum, "function": _function, "method": _method, "field": _field, "variable": _variable,
     "namespace": _namespace, "import": _import, "export": _export, "params": _parameters,
-    "assign": _assign,
+    "assign": _assign, "pair": _pair,
 }
 
 

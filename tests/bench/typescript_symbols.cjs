@@ -74,15 +74,28 @@ function emit(rel, sf, kind, name, pos) {
 
 // A function assigned to a member at the top of a JavaScript file, when the compiler's binder reads the
 // assignment as a declaration: `exports.f = …`, `exports.f.g = …` and `module.exports.f = …` are the
-// function f (g), `X.prototype.m = …` and `X.m = …` the method m (the binder's kinds, read by the compiler's
+// function f (g), `X.prototype.m = …`, `X.m = …` and each function of `X.prototype = {…}` the method m (the
+// binder's kinds, read by the compiler's
 // own getAssignmentDeclarationKind: its public API has no other way to ask). In a TypeScript file the
 // binder reads `X.m = …` only on a function X of the file (expando properties): not indexed.
 const JAVASCRIPT = new Set([".js", ".jsx", ".mjs", ".cjs"]);
 function assigned(rel, sf, expr) {
   if (expr.operatorToken.kind !== ts.SyntaxKind.EqualsToken || !ts.isPropertyAccessExpression(expr.left)
-      || !ts.isIdentifier(expr.left.name) || !isFunctionValue(expr.right)) return;
+      || !ts.isIdentifier(expr.left.name)) return;
   const kind = ts.getAssignmentDeclarationKind(expr);
   const K = ts.AssignmentDeclarationKind;
+  if (kind === K.Prototype && ts.isObjectLiteralExpression(expr.right)) {  // `X.prototype = { m: function… }`
+    for (const property of expr.right.properties) {
+      const name = nameOf(property.name);
+      if (name && (ts.isMethodDeclaration(property) || ts.isGetAccessorDeclaration(property)
+          || ts.isSetAccessorDeclaration(property)
+          || (ts.isPropertyAssignment(property) && isFunctionValue(property.initializer)))) {
+        emit(rel, sf, "method", name, property.getStart(sf));
+      }
+    }
+    return;
+  }
+  if (!isFunctionValue(expr.right)) return;
   if (kind === K.ExportsProperty) emit(rel, sf, "function", expr.left.name.text, expr.getStart(sf));
   else if (kind === K.PrototypeProperty || kind === K.Property) emit(rel, sf, "method", expr.left.name.text, expr.getStart(sf));
 }
@@ -128,7 +141,8 @@ function visit(rel, sf, node, owner) {
     inner = null;
   } else if (ts.isExpressionStatement(node) && ts.isSourceFile(node.parent) && ts.isBinaryExpression(node.expression)
       && JAVASCRIPT.has(path.extname(rel))) {
-    assigned(rel, sf, node.expression);
+    // the statement's assignment, and those it assigns in a chain (`jQuery.fn = jQuery.prototype = {…}`)
+    for (let expr = node.expression; ts.isBinaryExpression(expr); expr = expr.right) assigned(rel, sf, expr);
   } else if (ts.isFunctionLike(node) || ts.isObjectLiteralExpression(node) || ts.isTypeLiteralNode(node)) {
     inner = null;
   }

@@ -534,3 +534,25 @@ def test_a_svelte_components_script_calls_through_sveltekits_lib(tmp_path: Path)
         ("web/src/routes/+page.svelte", 6, "web/src/routes/+page.svelte"),
         ("web/src/routes/+page.svelte", 10, "web/src/routes/+page.svelte")}  # `class={cn(…)}` in the markup
     assert conn.execute("SELECT stale FROM files WHERE path = 'web/src/routes/+page.svelte'").fetchone()[0] == 0
+
+
+def test_javascript_methods_of_an_object_assigned_to_a_prototype(tmp_path: Path) -> None:
+    """jQuery writes classes as `Data.prototype = { cache: function…, get(owner) {…} }`, also in a chain
+    (`jQuery.fn = jQuery.prototype = {…}`): each function of the object is a method of the class, as the
+    TypeScript compiler binds it, and `this.get()` in one finds the other; an object nested in it, or one
+    in a class field, defines nothing."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "data.js").write_text(
+        "function Data() {}\n\nData.prototype = {\n  cache: function (owner) {\n    return this.get(owner);\n  },\n"
+        "  get(owner) {\n    return owner;\n  },\n  size: 0,\n  options: { inner: function () {} },\n};\n\n"
+        "var jQuery = function () {};\njQuery.fn = jQuery.prototype = {\n  toArray: function () {},\n};\n"
+        "res.type = res.contentType = function (type) {};\n"
+        "class Box {\n  handlers = { open: function () {} };\n}\n")
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, ["data.js"])
+    assert _defs(conn, "data.js") == [
+        ("module", "data", 1), ("function", "data:Data", 1), ("method", "data:Data::cache", 4),
+        ("method", "data:Data::get", 7), ("function", "data:jQuery", 14), ("method", "data:jQuery::toArray", 16),
+        ("method", "data:res::contentType", 18), ("class", "data:Box", 19)]
+    assert _callers(conn, root, "data:Data::get") == {("data.js", 5, "data:Data::cache")}
