@@ -294,16 +294,20 @@ def _paths(reader: _Reader, rel: str) -> list[tuple[str, list[str]]]:
         inside = [t for t in joined if t != ".." and not t.startswith(("../", "/"))]
         if inside:
             patterns.append((pattern, inside))
-    # an exact pattern first, then the longest prefix before the `*`
-    patterns.sort(key=lambda p: (("*" in p[0]), -len(p[0].split("*", 1)[0])))
+    patterns.sort(key=_tried_first)
     return patterns
+
+
+def _tried_first(pattern: tuple[str, list[str]]) -> tuple[bool, int]:
+    """TypeScript's order of `paths` patterns: an exact pattern first, then the longest prefix before `*`."""
+    return "*" in pattern[0], -len(pattern[0].split("*", 1)[0])
 
 
 def _sveltekit(patterns: list[tuple[str, list[str]]], directory: str) -> list[tuple[str, list[str]]]:
     """A SvelteKit project's `paths` with its `$lib` (`src/lib` of its directory) unless they set one."""
     mine = [(pattern, [posixpath.join(directory, t) if directory else t for t in targets])
             for pattern, targets in _SVELTEKIT_PATHS if pattern not in dict(patterns)]
-    return sorted(patterns + mine, key=lambda p: (("*" in p[0]), -len(p[0].split("*", 1)[0])))
+    return sorted(patterns + mine, key=_tried_first)
 
 
 def _chain(reader: _Reader, rel: str) -> list[tuple[str, dict[str, object]]]:

@@ -31,7 +31,7 @@ _log = logging.getLogger(__name__)
 
 class SourceParser(Protocol):
     """A file's bytes to its tree: tree-sitter's parser, or one that reads part of the file in place
-    (`sfc.ScriptParser`: a Vue component's script blocks)."""
+    (`sfc.ScriptParser`: a Vue or Svelte component's script blocks and template expressions)."""
 
     def parse(self, source: bytes, old_tree: tree_sitter.Tree | None = None, /) -> tree_sitter.Tree: ...
 

@@ -307,8 +307,8 @@ def _dependents(conn: Connection, fqn: str, distance: int, limit: int) -> list[I
     owner, member = split_member(fqn)
     if member:
         nodes.extend(_overriders(conn, owner, member, distance))
-    elif _is_module(conn, fqn):
-        nodes.extend(_importers(conn, fqn, distance, limit))
+    elif (path := _module_path(conn, fqn)) is not None:
+        nodes.extend(_importers(conn, fqn, path, distance, limit))
     else:
         names = spellings(conn, bound_definition(conn, fqn))
         marks = ",".join("?" * len(names))
@@ -325,26 +325,32 @@ def _dependents(conn: Connection, fqn: str, distance: int, limit: int) -> list[I
     return nodes
 
 
-def _is_module(conn: Connection, fqn: str) -> bool:
-    found = conn.execute("SELECT 1 FROM symbols WHERE fqn = ? AND kind = 'module' LIMIT 1", (fqn,)).fetchone()
-    return found is not None
+def _module_path(conn: Connection, fqn: str) -> str | None:
+    """The file of the module `fqn`, None when `fqn` is no module."""
+    row = conn.execute("SELECT path FROM symbols WHERE fqn = ? AND kind = 'module' LIMIT 1", (fqn,)).fetchone()
+    return str(row[0]) if row is not None else None
 
 
-def _importers(conn: Connection, module: str, distance: int, limit: int) -> list[ImpactNode]:
-    """The modules that import `module` or a name of it (`import Cart from "./Cart.vue"`, `from shop.cart
-    import Cart`): who is touched when a file changes as a whole. A Vue or Svelte component is its module,
-    and the files using it import it; without this `impact` of a component answered nothing."""
+def _importers(conn: Connection, module: str, path: str, distance: int, limit: int) -> list[ImpactNode]:
+    """The modules that import `module` (the file `path`) or a name of it (`import Cart from "./Cart.vue"`,
+    `from shop.cart import Cart`): who is touched when a file changes as a whole. A Vue or Svelte component
+    is its module, and the files using it import it; without this `impact` of a component answered nothing.
+    A name of it is `module:name` in TypeScript and JavaScript, `module.name` in Python (where a name
+    after a dot may also be a submodule, which depends on it as well)."""
+    extractor = extractor_for(path)
+    separator = "." if extractor is not None and extractor.language == "python" else ":"
+    after = chr(ord(separator) + 1)  # every `module<separator>…` sorts between the two
     rows = conn.execute(
         "SELECT DISTINCT r.path, r.line, m.fqn FROM relations r LEFT JOIN symbols m ON m.path = r.path "
-        "AND m.kind = 'module' WHERE r.kind = 'imports' AND r.path != (SELECT path FROM symbols WHERE fqn = ? "
-        "AND kind = 'module' LIMIT 1) AND (r.target_fqn = ? OR (r.target_fqn > ? AND r.target_fqn < ?) "
+        "AND m.kind = 'module' WHERE r.kind = 'imports' AND r.path != ? AND (r.target_fqn = ? "
         "OR (r.target_fqn > ? AND r.target_fqn < ?)) ORDER BY r.path, r.line LIMIT ?",
-        (module, module, f"{module}:", f"{module};", f"{module}.", f"{module}/", limit),
+        (path, module, f"{module}{separator}", f"{module}{after}", limit),
     ).fetchall()
     found: dict[str, ImpactNode] = {}
-    for path, line, importer in rows:  # one node per importing file, at its first import of the module
-        found.setdefault(str(path), ImpactNode(fqn=str(importer or ""), distance=distance, relation="imports",
-                                               path=str(path), line=int(line), certainty="resolved"))
+    for importer_path, line, importer in rows:  # one node per importing file, at its first import of it
+        found.setdefault(str(importer_path), ImpactNode(
+            fqn=str(importer or ""), distance=distance, relation="imports", path=str(importer_path), line=int(line),
+            certainty="resolved"))
     return list(found.values())
 
 

@@ -138,6 +138,11 @@ def test_script_callers_through_barrels_namespaces_and_require(poly: tuple[Conne
 
 def test_impact_and_overrides(poly: tuple[Connection, Path]) -> None:
     conn, root = poly
+    # a module's impact is who imports it or a name of it (`from shop.cart import Cart`, `from .cart import`,
+    # `from shop import Cart` through the package's re-export)
+    assert {(n.path, n.fqn) for n in queries.impact(conn, root, "shop.cart", depth=1).nodes
+            if n.relation == "imports"} == {
+        ("tests/test_cart.py", "tests.test_cart"), ("shop/__init__.py", "shop"), ("app.py", "app")}
     found = {(n.fqn, n.relation) for n in queries.impact(conn, root, "shop.base.Repository::find").nodes}
     assert found == {("shop.cart.Cart::find", "overrides")}
     found = {(n.fqn, n.relation) for n in queries.impact(conn, root, "src/models/base:Repository", depth=1).nodes}
@@ -490,13 +495,17 @@ def test_a_vue_components_script_calls_are_callers(tmp_path: Path) -> None:
         '<script setup lang="ts">\nimport { useCart } from "../cart";\nimport { useData } from "../data";\n\n'
         "function total() {\n  return useCart() + useData();\n}\n</script>\n\n"
         "<style scoped>\np { color: red; }\n</style>\n")
+    (root / "src" / "cart.service.ts").write_text("export function save() {}\n")
+    (root / "src" / "use.ts").write_text('import { save } from "./cart.service";\n')
     (root / "src" / "components" / "Page.vue").write_text(
         '<script setup>\nimport Cart from "./Cart.vue";\n</script>\n\n<template>\n  <Cart />\n</template>\n')
     conn = connect(tmp_path / "index.db")
-    build(conn, root, ["src/cart.ts", "src/data.ts", "src/components/Cart.vue", "src/components/Page.vue"])
+    build(conn, root, ["src/cart.ts", "src/data.ts", "src/components/Cart.vue", "src/components/Page.vue",
+                       "src/cart.service.ts", "src/use.ts"])
     # a component is its module: `impact` of it is the files importing it, then theirs
     assert [(n.fqn, n.relation, n.line) for n in queries.impact(conn, root, "src/components/Cart.vue").nodes] == [
         ("src/components/Page.vue", "imports", 2)]
+    # `src/cart.service` is another module, not a name of `src/cart`
     assert {(n.path, n.line) for n in queries.impact(conn, root, "src/cart", depth=1).nodes} == {
         ("src/components/Cart.vue", 6), ("src/data.ts", 1)}
     assert _defs(conn, "src/components/Cart.vue") == [
