@@ -33,6 +33,7 @@ _CLOSE = {b"script": re.compile(rb"</script\s*>", re.IGNORECASE), b"style": re.c
 # every byte to a space but the line breaks, which keep the lines where they are
 _BLANK = bytes(b if b in b"\r\n" else 0x20 for b in range(256))
 _SEMICOLON, _OPEN_PAREN, _CLOSE_PAREN, _SPACE = b";() "
+_LINE_BREAKS = b"\r\n"
 Span = tuple[int, int]
 
 
@@ -78,16 +79,24 @@ def _closing(source: bytes, start: int, close: bytes) -> int:
 
 
 def _keep(kept: bytearray, source: bytes, start: int, end: int) -> None:
-    """Keep `source[start:end]` as an expression statement of its own: in parentheses on the delimiter
-    bytes around it (an object literal stays one: `value={{ start, end }}`), after a `;` on the byte
-    before those when it is a blanked one (not a line break: two expressions a line apart then read as a
-    call of a parenthesized expression, which is no call the graph records)."""
+    """Keep `source[start:end]` as an expression statement of its own: in parentheses on the blanked bytes
+    around it (an object literal stays one: `value={{ start, end }}`), after a `;` on the byte before
+    those when it is a blanked one (not a line break: two expressions a line apart then read as a call of
+    a parenthesized expression, which is no call the graph records). A line break is never written over:
+    the parenthesis goes on the nearest blanked byte past it (`{#if\ncond}`, `v-for="x in\nlist"`)."""
     kept[start:end] = source[start:end]
-    kept[start - 1] = _OPEN_PAREN
-    if start >= 2 and kept[start - 2] == _SPACE:
-        kept[start - 2] = _SEMICOLON
-    if end < len(kept):
-        kept[end] = _CLOSE_PAREN
+    before = start - 1
+    while before > 0 and kept[before] in _LINE_BREAKS:
+        before -= 1
+    if before >= 0 and kept[before] not in _LINE_BREAKS:
+        kept[before] = _OPEN_PAREN
+        if before >= 1 and kept[before - 1] == _SPACE:
+            kept[before - 1] = _SEMICOLON
+    after = end
+    while after < len(kept) and kept[after] in _LINE_BREAKS:
+        after += 1
+    if after < len(kept):
+        kept[after] = _CLOSE_PAREN
 
 
 # Svelte's tags: what each keeps of what follows its keyword (`{#each items as item}` keeps `items`)

@@ -66,3 +66,14 @@ def test_a_comment_opened_in_a_script_is_the_scripts_text() -> None:
     assert lines[1] == 'const marker = "<!--";'
     assert lines[4].split() == [";(", "shown()", ")"]
     assert lines[7] == "const later = 1;"
+
+
+def test_a_line_break_inside_a_tag_stays_where_it_is() -> None:
+    """`{#if\\ncond}` and `v-for="item in\\nitems"`: the parenthesis went on the line break, and every later
+    definition's line was off by one."""
+    svelte = b"{#if\nready(x)}<p/>{/if}\n{#each\nrows(y) as\nrow}{/each}\n"
+    vue = b'<template>\n  <li v-for="item in\nitems(z)" />\n</template>\n'
+    for source, markup, expected in ((svelte, "svelte", ["ready(x))", "rows(y))"]), (vue, "vue", ["items(z))"])):
+        kept = readable(source, MARKUP[markup])
+        assert [i for i, c in enumerate(kept) if c == 10] == [i for i, c in enumerate(source) if c == 10]
+        assert [word for word in kept.decode().split() if word not in ("(", ";(")] == expected
