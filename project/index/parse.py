@@ -3,7 +3,8 @@
 One tree-sitter query (run in C) picks the interesting nodes; a single sweep in source order keeps a
 stack of enclosing namespace, class and function so every node knows its context without walking
 the whole tree in Python. Call sites are resolved after the sweep, when every property type and
-local variable type of their class and function is known (`receivers.py`).
+local variable type of their class and function is known (`receivers.py`); so are the callables a
+line hands to another function, `[UserController::class, 'show']` (`callables.py`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import cast
 import tree_sitter
 import tree_sitter_php
 
-from project.index import definitions
+from project.index import callables, definitions
 from project.index.definitions import Context, Extraction
 from project.index.model import ParsedFile, Relation, RelationKind, Symbol, SymbolKind
 from project.index.names import NameTable
@@ -46,7 +47,7 @@ _QUERY = """
 (scoped_call_expression) @call
 (function_call_expression) @call
 (object_creation_expression) @call
-"""
+""" + callables.QUERY
 _HUGE = 1 << 62
 _SOURCE_ORDER = operator.itemgetter(0, 1)  # by start, the outer node first: made in C, not a lambda
 
@@ -97,13 +98,19 @@ def extract(path: str, source: bytes, parser: tree_sitter.Parser | None = None) 
 def extract_tree(path: str, source: bytes, tree: tree_sitter.Tree) -> tuple[Extraction, bool]:
     """Sweep the captured nodes of a parsed file (`tree` is `source` parsed)."""
     captures = tree_sitter.QueryCursor(_language()[1]).captures(tree.root_node)
-    items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
+    items = [
+        (n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() if name[0] != "_" for n in nodes
+    ]
     items.sort(key=_SOURCE_ORDER)
     ex = Extraction(path, source)
     _sweep(ex, items)
     text = ex.text
+    callable_types = callables.NODE_TYPES
     for site in ex.calls:
-        relation = resolve_call(site, text)
+        if site.node.type in callable_types:
+            relation = callables.resolve_callable(site, text)
+        else:
+            relation = resolve_call(site, text)
         if relation is not None:
             ex.relations.append(relation)
     return ex, tree.root_node.has_error
@@ -153,7 +160,9 @@ def _sweep(ex: Extraction, items: list[tuple[int, int, str, tree_sitter.Node]]) 
         while stack[-1][0] <= start:
             stack.pop()
         ctx = stack[-1][1]
-        if capture == "call":
+        if capture == "call" or capture == "callable":
+            if capture == "callable" and ex.calls and ex.calls[-1].node == node:
+                continue  # a string two patterns name ('App\\Cart::total' given to array_map)
             ex.calls.append(CallSite(node, ctx.names, ctx.cls, ctx.func, ex.path))
             continue
         inner = handlers[capture](ex, node, ctx)

@@ -110,7 +110,8 @@ def _receiver(node: tree_sitter.Node | None, site: CallSite, text: TextOf) -> st
     return ""
 
 
-def _source(site: CallSite) -> str:
+def caller_of(site: CallSite) -> str:
+    """The fqn of the function or class a call site is in ("" at the top of a file: the file calls)."""
     if site.func is not None:
         return site.func.fqn
     return site.cls.fqn if site.cls is not None else ""
@@ -138,7 +139,7 @@ def resolve_call(site: CallSite, text: TextOf) -> RelationRow | None:
     else:
         owner = _receiver(node.child_by_field_name("object"), site, text)
     target = f"{owner}::{method}" if owner else ""
-    return (site.path, "calls", _source(site), method, target, "", name_node.start_point[0] + 1)
+    return (site.path, "calls", caller_of(site), method, target, "", name_node.start_point[0] + 1)
 
 
 def _braced(call: tree_sitter.Node, name: tree_sitter.Node) -> bool:
@@ -162,7 +163,7 @@ def _function_call(site: CallSite, text: TextOf) -> RelationRow | None:
     target, fallback = site.names.resolve_function(text(callee))
     name = target.rsplit("\\", 1)[-1]
     line = callee.start_point[0] + 1
-    return (site.path, "calls", _source(site), name, target, fallback, line)
+    return (site.path, "calls", caller_of(site), name, target, fallback, line)
 
 
 def _creation(site: CallSite, text: TextOf) -> RelationRow | None:
@@ -173,4 +174,4 @@ def _creation(site: CallSite, text: TextOf) -> RelationRow | None:
         return None
     owner = class_name(text(created), site.names, site.cls) if created.type in _NAME_TYPES else ""
     target = f"{owner}::__construct" if owner else ""
-    return (site.path, "calls", _source(site), "__construct", target, "", site.node.start_point[0] + 1)
+    return (site.path, "calls", caller_of(site), "__construct", target, "", site.node.start_point[0] + 1)

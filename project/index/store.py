@@ -32,8 +32,9 @@ SCHEMA_VERSION = "1"
 # Raise it with any change to what an extractor writes, or to the search rows cut along its definitions
 # (`search_store.chunk_row`: 4 named a Python or TypeScript member's class by its own name; 5 reads
 # JavaScript's assignment definitions, `View.prototype.render = function…`, and `module.exports = f`;
-# `const b = a` as another name of a function; `<Button/>` as a call).
-ROWS_VERSION = "5"
+# `const b = a` as another name of a function; `<Button/>` as a call; 6 reads PHP's callables,
+# `[UserController::class, 'show']` and `add_action('init', 'boot')`, as calls).
+ROWS_VERSION = "6"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

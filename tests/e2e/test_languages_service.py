@@ -180,6 +180,32 @@ async def test_an_analysis_finds_callers_in_a_python_project_below_the_root(
         ("services/api/orders/checkout.py", 7, "services.api.orders.checkout.place")}
 
 
+# a PHP application beside the shop: its controller's action and its plugin's hook are named only as
+# callables (a route's [Class::class, 'method'], add_action's array($this, ...) and function name)
+PHP_APP = {
+    "app/Http/UserController.php": "<?php\nnamespace App\\Http;\n\nclass UserController\n{\n"
+                                   "    public function show(int $id): string { return ''; }\n"
+                                   "    public function boot(): void {\n"
+                                   "        add_action('init', array($this, 'show')); }\n}\n",
+    "routes/web.php": "<?php\nuse App\\Http\\UserController;\n\n"
+                      "Route::get('/users/{id}', [UserController::class, 'show']);\n"
+                      "add_action('wp_loaded', 'boot_users');\nfunction boot_users() {}\n",
+}
+
+
+async def test_an_analysis_finds_the_route_and_hook_that_name_a_php_controller_action(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path
+) -> None:
+    """A controller action has no call expression anywhere: the route that maps a URL to it and the hook
+    that registers it name it as callables. Before, the graph told the analysis nothing calls it."""
+    origin = _served_shop(tmp_path, settings, fake_forge, PHP_APP)
+    script = await _analyze_save(
+        settings, redis_url, fake_forge, next(origin), fqn="App\\Http\\UserController::show",
+        expected={("routes/web.php", 4, ""), ("app/Http/UserController.php", 8, "App\\Http\\UserController::boot")},
+        more=[call("find_callers", fqn="boot_users")])
+    assert _callers(script["analyzer"].received, "find_callers", nth=1) == {("routes/web.php", 5, "")}
+
+
 async def _analyze_save(settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin: str,
                         more: list[AIMessage] | None = None, fqn: str = "shop.base.Repository.save",
                         expected: set[tuple[str, int, str]] = SHOP_SAVERS, shown: str = '"sites":[{"path":'

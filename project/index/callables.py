@@ -1,0 +1,137 @@
+"""PHP callables: the arrays and strings that name a method or function another function will call.
+
+PHP passes code as data: `usort($xs, [self::class, 'compare'])`, `add_action('init', [$this, 'boot'])`,
+`Route::get('/users/{id}', [UserController::class, 'show'])`, `array_map('App\\fmt', $xs)`,
+`call_user_func('App\\Cart::total')`. The method or function is called later by whoever received it, so
+none of these is a call expression, and without them a controller action, an event handler or a
+sort comparator had no caller in the graph: an agent asking "what calls UserController::show?" was
+told nothing does. Each callable becomes a `calls` row at the line that names it, resolved as a call
+would be: the class of `X::class` through the file's imports, `self`/`static`/`parent` and `$this`
+through the enclosing class, a variable only when its class is statically known (`[$anything,
+'value']` is as often a pair of data as a callable, so an unknown one gives no row, not a guess by
+name). A string names a class or function fully qualified, as PHP reads callable strings.
+
+A bare function name in a string is a callable only where the function receiving it takes one: the
+parameter positions of PHP's internal functions typed `callable` (read from PHP 8.2's reflection:
+`ReflectionFunction::getParameters()`), and the hook functions of WordPress, whose plugins register
+nearly all of their code so. Elsewhere `'init'` is a string. A namespaced class in a string array
+(`['App\\Cart', 'total']`) is a callable; a pair of plain words (`['id', 'name']`) is data.
+"""
+
+from __future__ import annotations
+
+import tree_sitter
+
+from project.index.receivers import CallSite, RelationRow, TextOf, caller_of, class_name
+
+# The callable parameter's position -> the functions that take a callable there.
+_TAKERS = {
+    0: (
+        # PHP 8.2's internal functions with a parameter typed callable, first position
+        "array_map", "call_user_func", "call_user_func_array", "forward_static_call",
+        "forward_static_call_array", "header_register_callback", "register_shutdown_function",
+        "register_tick_function", "set_error_handler", "set_exception_handler", "spl_autoload_register",
+        "spl_autoload_unregister", "unregister_tick_function",
+    ),
+    1: (
+        # second position
+        "array_filter", "array_reduce", "array_walk", "array_walk_recursive", "iterator_apply",
+        "mb_ereg_replace_callback", "preg_replace_callback", "uasort", "uksort", "usort",
+        # WordPress: add_action('init', 'my_plugin_init')
+        "add_action", "add_filter", "add_shortcode", "has_action", "has_filter", "register_activation_hook",
+        "register_deactivation_hook", "register_uninstall_hook", "remove_action", "remove_filter",
+    ),
+}
+_STRING = "[(string) (encapsed_string)]"
+_CALLABLE = "[(string) (encapsed_string) (array_creation_expression)]"
+
+
+def _takers(position: int) -> str:
+    names = " ".join(f'"{name}"' for name in _TAKERS[position])
+    skipped = "(argument) . " * position
+    return (f"(function_call_expression function: (name) @_taker{position} (#any-of? @_taker{position} {names}) "
+            f"arguments: (arguments . {skipped}(argument {_CALLABLE} @callable)))")
+
+
+# Patterns of `parse._QUERY`; a capture named `_…` only serves a predicate. The anchors (`.`) keep an array
+# to exactly two elements without keys. A string callable is read only where a function takes one: the
+# same pattern for any string argument (`call_user_func('App\\Cart::total')` anywhere, `['App\\Cart',
+# 'total']`) cost Symfony's build 3% for 85 strings, nearly all of them test data.
+QUERY = "\n".join((
+    _takers(0),
+    _takers(1),
+    # anywhere: [Cart::class, 'total'], [$this, 'total'], array($this, 'total'), [$cart, 'total']; where a
+    # function takes a callable, also array('Cart', 'total') and array(__CLASS__, 'total')
+    f"(array_creation_expression . (array_element_initializer . [(class_constant_access_expression) (variable_name)] .)"
+    f" . (array_element_initializer . {_STRING} .) .) @callable",
+))
+NODE_TYPES = frozenset({"array_creation_expression", "string", "encapsed_string"})
+
+
+def resolve_callable(site: CallSite, text: TextOf) -> RelationRow | None:
+    """A `calls` row for the method or function a callable names, or None when it names none knowably."""
+    node = site.node
+    if node.type == "array_creation_expression":
+        return _pair(site, text, node)
+    value = _literal(text(node))
+    owner, separator, method = value.partition("::")
+    if separator:
+        lowered = owner.lower()
+        if lowered in ("self", "static", "parent"):
+            owner = class_name(lowered, site.names, site.cls)
+        elif _class(owner):
+            owner = owner.lstrip("\\")
+        else:
+            return None
+        return _row(site, owner, method, node)
+    function = value.lstrip("\\")
+    if not _class(function):  # a function's name has the form of a class's
+        return None
+    line = node.start_point[0] + 1
+    return (site.path, "calls", caller_of(site), function.rsplit("\\", 1)[-1], function, "", line)
+
+
+def _pair(site: CallSite, text: TextOf, node: tree_sitter.Node) -> RelationRow | None:
+    elements = node.named_children
+    if len(elements) != 2 or any(element.named_child_count != 1 for element in elements):
+        return None  # a function that takes a callable was given a list or a map
+    first, second = (element.named_children[0] for element in elements)
+    kind = first.type
+    owner = ""
+    if kind == "class_constant_access_expression":
+        parts = first.named_children
+        if len(parts) == 2 and text(parts[1]).lower() == "class" and parts[0].type != "variable_name":
+            owner = class_name(text(parts[0]), site.names, site.cls)
+    elif kind == "variable_name":
+        name = text(first)[1:]
+        if name == "this":
+            owner = site.cls.fqn if site.cls is not None and not site.cls.anonymous else ""
+        elif site.func is not None:
+            owner = site.func.type_of(name)
+    elif kind in ("string", "encapsed_string"):  # given to a function that takes a callable
+        owner = _literal(text(first)).lstrip("\\")
+        owner = owner if _class(owner) else ""
+    elif kind == "name" and text(first) == "__CLASS__":
+        owner = site.cls.fqn if site.cls is not None and not site.cls.anonymous else ""
+    if not owner:
+        return None
+    return _row(site, owner, _literal(text(second)), second)
+
+
+def _row(site: CallSite, owner: str, method: str, node: tree_sitter.Node) -> RelationRow | None:
+    if not owner or not method.isidentifier():
+        return None
+    return (site.path, "calls", caller_of(site), method, f"{owner}::{method}", "", node.start_point[0] + 1)
+
+
+def _literal(raw: str) -> str:
+    """A quoted string's value, or "" when it is built at run time (`"{$prefix}_init"`)."""
+    if len(raw) < 2 or raw[0] not in "'\"" or raw[-1] != raw[0] or raw[0] == '"' and "$" in raw:
+        return ""
+    return raw[1:-1].replace("\\\\", "\\")
+
+
+def _class(name: str) -> bool:
+    """Whether `name` has the form of a (qualified) class or function name: `App\\Cart`, `\\Cart`, `cart`."""
+    parts = name.removeprefix("\\").split("\\")
+    return all(part.isidentifier() for part in parts)
