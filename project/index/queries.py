@@ -14,7 +14,7 @@ from project.index.bindings import defined, spellings
 from project.index.bindings import definition as bound_definition
 from project.index.db import Connection
 from project.index.extractors import EXTRACTORS, extractor_for, same_name
-from project.index.hierarchy import descendants, short_name, split_member
+from project.index.hierarchy import descendants, overridden, short_name, split_member
 from project.index.parse import content_hash
 from project.index.results import (
     MISSING,
@@ -221,7 +221,23 @@ def callers(conn: Connection, root: Path, fqn: str, limit: int = 200) -> Callers
         return CallersResult(query=fqn, status=MISSING)
     sites, truncated = call_sites(conn, fqn, limit)
     status = named_status(conn, fqn, freshness(conn, root, (s.path for s in sites)))
+    if not sites and not status.note:  # a definition nothing names: not the same as one nothing uses
+        note = _unnamed(conn, canonical(conn, fqn))
+        status = status.model_copy(update={"note": note})
     return CallersResult(query=fqn, status=status, sites=sites, truncated=truncated)
+
+
+def _unnamed(conn: Connection, target: str) -> str:
+    """What an empty list of callers leaves open. A model reading "no callers" as "unused" deletes a
+    controller action a framework's configuration maps, an interface's implementation, a handler
+    registered by a name built at run time: the answer says where the calls it cannot see come from."""
+    above = [fqn for fqn, _ in overridden(conn, target)][:5]
+    if above:
+        return (f"no call site names {target}; it overrides or implements {', '.join(above)}: calls made "
+                "through that type reach it, ask for their callers")
+    return (f"no call site names {target} in the code the graph reads; it can still be reached by a name "
+            "built at run time, a framework's configuration (routes, hooks, a container, templates) or code "
+            f"outside the repository: search the code for {short_name(target)!r} before treating it as unused")
 
 
 def named_status(conn: Connection, fqn: str, status: IndexStatus) -> IndexStatus:

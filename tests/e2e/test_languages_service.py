@@ -202,8 +202,11 @@ async def test_an_analysis_finds_the_route_and_hook_that_name_a_php_controller_a
     script = await _analyze_save(
         settings, redis_url, fake_forge, next(origin), fqn="App\\Http\\UserController::show",
         expected={("routes/web.php", 4, ""), ("app/Http/UserController.php", 8, "App\\Http\\UserController::boot")},
-        more=[call("find_callers", fqn="boot_users")])
+        more=[call("find_callers", fqn="boot_users"), call("find_callers", fqn="App\\Http\\UserController::boot")])
     assert _callers(script["analyzer"].received, "find_callers", nth=1) == {("routes/web.php", 5, "")}
+    # a method no line names: the answer says so is not "unused" (before: an empty list and nothing else)
+    unnamed = _answers(script["analyzer"].received, "find_callers")[2]
+    assert '"sites":[]' in unnamed and "search the code for 'boot' before treating it as unused" in unnamed
 
 
 async def _analyze_save(settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin: str,

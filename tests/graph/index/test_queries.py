@@ -187,3 +187,18 @@ def test_every_graph_query_reads_by_an_index(indexed: tuple[Connection, Path]) -
         assert not [step for step in plan if step.startswith(("SCAN relations", "SCAN symbols"))], (sql, plan)
         if "target_name IN" in sql:
             assert any("relations_target_name" in step for step in plan), (sql, plan)
+
+
+def test_no_callers_says_where_the_calls_the_graph_cannot_see_come_from(indexed: tuple[Connection, Path]) -> None:
+    """An empty answer was silent, and a model read "no callers" as "unused": the note names the interface
+    method whose callers reach the implementation, or the ways code reaches a method no line names."""
+    conn, repo = indexed
+    implementation = callers(conn, repo, f"{COLOR}::area")
+    assert implementation.sites == []
+    assert implementation.status.note == (
+        f"no call site names {COLOR}::area; it overrides or implements Acme\\Geometry\\Contracts\\Measurable::area:"
+        " calls made through that type reach it, ask for their callers")
+    unnamed = callers(conn, repo, "Acme\\Geometry\\Model\\Base::rename").status.note
+    assert unnamed.startswith("no call site names Acme\\Geometry\\Model\\Base::rename in the code the graph reads")
+    assert "search the code for 'rename' before treating it as unused" in unnamed
+    assert callers(conn, repo, f"{CLOCK}::tick").status.note == ""  # it has callers: nothing to say
