@@ -126,8 +126,13 @@ def same_name(path: str, stored: str, asked: str) -> bool:
     """Whether `stored` (a name in the file at `path`) is the name `asked`, by the file language's rules."""
     if stored == asked:
         return True
+    return caseless(path) and stored.lower() == asked.lower()
+
+
+def caseless(path: str) -> bool:
+    """Whether the language of the file at `path` compares names without case (PHP's classes and functions)."""
     extractor = extractor_for(path)
-    return extractor is not None and extractor.caseless and stored.lower() == asked.lower()
+    return extractor is not None and extractor.caseless
 
 
 def extractor_for(path: str) -> Extractor | None:

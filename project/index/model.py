@@ -24,7 +24,7 @@ SymbolKind = Literal[
     "function",
 ]
 
-RelationKind = Literal["extends", "implements", "uses_trait", "imports", "calls", "overrides"]
+RelationKind = Literal["extends", "implements", "uses_trait", "imports", "calls", "references", "overrides"]
 # The last part of both names of a star re-export's `imports` row (`src:*` → `src/decorators:*`, `pkg.*` →
 # `pkg.core.*`): the row stands for every name under the two prefixes (`bindings` follows it).
 STAR = "*"

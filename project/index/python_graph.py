@@ -44,7 +44,11 @@ _QUERY = """
 (as_pattern_target) @target
 (named_expression name: (identifier) @target)
 """
-_CALLS = "(call function: [(identifier) @call.name (attribute) @call.member])"
+_CALLS = """
+(call function: [(identifier) @call.name (attribute) @call.member])
+(argument_list [(identifier) @ref.name (attribute) @ref.member])
+(keyword_argument value: [(identifier) @ref.name (attribute) @ref.member])
+"""
 BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_"))
 CONSTRUCTOR = "__init__"
 _BUILTIN_BINDINGS = {name: Binding("name", f"builtins.{name}") for name in BUILTINS}
@@ -467,7 +471,11 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
     relations = rows.relations
     path = rows.path
     made: dict[tuple[Context, str, str], tuple[str, str, str, str, str, str]] = {}
+    references = scopes.References(rows, "self", lambda name, ctx: _referenced(_named(file, name, ctx)))
     for capture, node, ctx in calls:
+        if capture[:4] == "ref.":  # `map(fmt, xs)`, `Thread(target=run)`, `bus.subscribe(self.on_saved)`
+            references.read(capture, node, ctx)
+            continue
         if capture == "call.name":  # the most frequent capture of all: its text is sliced here
             name = ascii_text[node.start_byte:node.end_byte] if ascii_text is not None else text(node)
             row = made.get((ctx, "", name))
@@ -489,6 +497,19 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
             if scopes.plain(key[1]):
                 made[key] = row
         relations.append(row + (name_node.start_point[0] + 1,))
+
+
+def _referenced(value: Binding | None) -> str:
+    """The function a name handed over as a value is: one this module defines, or an imported name that
+    is not a class's (`isinstance(x, Cart)` uses the class, it makes none); "" for anything else."""
+    if value is None:
+        return ""
+    if value.kind == "function":
+        return value.fqn
+    if value.kind == "name" and not value.fqn.startswith("builtins.") \
+            and not looks_like_class(value.fqn.rsplit(".", 1)[-1]):
+        return value.fqn
+    return ""
 
 
 def _named_target(value: Binding | None) -> tuple[str, str]:

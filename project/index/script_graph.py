@@ -58,12 +58,14 @@ _PATTERNS = {
 _CALLS = """
 (call_expression function: [(identifier) @call.name (super) @call.super (member_expression) @call.member])
 (new_expression constructor: [(identifier) @new.name (member_expression) @new.member])
+(arguments [(identifier) @ref.name (member_expression) @ref.member])
 """
 # a JSX element is a use of the component its tag names (`<Button …>` renders Button): read as a call of
 # it when the tag is a component's (CapWords or dotted), not an element of the page (`<div>`)
 _JSX = """
 (jsx_opening_element name: [(identifier) @jsx.name (member_expression) @call.member])
 (jsx_self_closing_element name: [(identifier) @jsx.name (member_expression) @call.member])
+(jsx_attribute (jsx_expression [(identifier) @ref.name (member_expression) @ref.member]))
 """
 CONSTRUCTOR = "constructor"
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
@@ -891,7 +893,11 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
     relations = rows.relations
     path = rows.path
     made: dict[tuple[_Context, str, str], tuple[str, str, str, str, str, str]] = {}
+    references = scopes.References(rows, "this", _handed_function)
     for capture, node, ctx in calls:
+        if capture[:4] == "ref.":  # `xs.map(fmt)`, `app.get("/", handler)`, `onClick={save}`, `this.onClick`
+            references.read(capture, node, ctx)
+            continue
         if capture == "call.member":
             name_node = node.child_by_field_name("property")
             owner = node.child_by_field_name("object")
@@ -928,6 +934,12 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
             value = _value(file, node, ctx)
             target = f"{value.fqn}::{CONSTRUCTOR}" if value is not None and value.kind in ("class", "name") else ""
             rows.relate("calls", ctx.source, text(name_node), target, (name_node or node).start_point[0] + 1)
+
+
+def _handed_function(name: str, ctx: Context) -> str:
+    """The function a name handed over as a value is: one this module defines or a name it imports."""
+    value = _named(name, ctx)
+    return value.fqn if value is not None and value.kind in ("function", "name") else ""
 
 
 def _member_target(owner: Binding | None, name: str) -> tuple[str, str]:

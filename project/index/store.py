@@ -33,8 +33,9 @@ SCHEMA_VERSION = "1"
 # (`search_store.chunk_row`: 4 named a Python or TypeScript member's class by its own name; 5 reads
 # JavaScript's assignment definitions, `View.prototype.render = function…`, and `module.exports = f`;
 # `const b = a` as another name of a function; `<Button/>` as a call; 6 reads PHP's callables,
-# `[UserController::class, 'show']` and `add_action('init', 'boot')`, as calls).
-ROWS_VERSION = "6"
+# `[UserController::class, 'show']` and `add_action('init', 'boot')`, as calls; 7 reads a Python or
+# TypeScript function handed over as a value, `map(fmt, xs)` and `onClick={save}`, as a reference).
+ROWS_VERSION = "7"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

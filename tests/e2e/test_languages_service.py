@@ -180,6 +180,23 @@ async def test_an_analysis_finds_callers_in_a_python_project_below_the_root(
         ("services/api/orders/checkout.py", 7, "services.api.orders.checkout.place")}
 
 
+# a function the shop only hands over: a FastAPI-style dependency and an event handler
+HANDED = {
+    "shop/deps.py": "def get_cart(request):\n    return request\n",
+    "shop/api.py": "from shop.deps import get_cart\n\n\ndef Depends(f):\n    return f\n\n\n"
+                   "def read_cart(cart=Depends(get_cart)):\n    return cart\n",
+}
+
+
+async def test_an_analysis_finds_where_a_python_function_is_handed_over(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path
+) -> None:
+    """`Depends(get_cart)` names get_cart for the framework to call: before, its callers were empty."""
+    origin = _served_shop(tmp_path, settings, fake_forge, HANDED)
+    await _analyze_save(settings, redis_url, fake_forge, next(origin), fqn="shop.deps.get_cart",
+                        expected={("shop/api.py", 8, "shop.api.read_cart")})
+
+
 # a PHP application beside the shop: its controller's action and its plugin's hook are named only as
 # callables (a route's [Class::class, 'method'], add_action's array($this, ...) and function name)
 PHP_APP = {

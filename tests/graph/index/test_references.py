@@ -1,0 +1,109 @@
+"""A function handed over as a value is a use of it: `map(fmt, xs)`, `Depends(get_db)`,
+`app.get("/", handler)`, `el.addEventListener("click", this.onClick)`, `onClick={save}`.
+
+None of these is a call expression, so before they were no rows at all: the callers of a route handler,
+a FastAPI dependency or a React event handler were empty. They are `references` rows, which `callers`
+lists beside calls, matched by their exact target only (an argument that is data, `init(settings)`
+with an imported `settings`, names no function and so is no one's caller).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from project.index import queries
+from project.index.db import Connection, connect
+from project.index.store import build
+
+PYTHON = {
+    "shop/hooks.py": "def on_saved(cart):\n    return cart\n\n\nTIMEOUT = 3\n",
+    "shop/cart.py": (
+        "import threading\n"
+        "from shop.hooks import TIMEOUT, on_saved\n\n\n"
+        "def fmt(x):\n    return str(x)\n\n\n"
+        "class Cart:\n"
+        "    def __init__(self):\n        self.timeout = TIMEOUT\n\n"
+        "    def notify(self, item):\n        return item\n\n"
+        "    def wire(self, bus, xs):\n"
+        "        bus.subscribe('saved', on_saved)\n"  # 17: an imported function
+        "        bus.subscribe('item', self.notify)\n"  # 18: a method of this class
+        "        bus.wait(self.timeout, TIMEOUT)\n"  # 19: an attribute, not a method; an imported value
+        "        fmt = len\n"  # 20: a local named like the module's function
+        "        return list(map(fmt, xs)), isinstance(bus, Cart), sorted(xs, key=str)\n"  # 21
+        "\n\n"
+        "def main(xs):\n"
+        "    threading.Thread(target=fmt).start()\n"  # 25: a keyword argument
+        "    return list(map(fmt, xs))\n"  # 26
+    ),
+}
+SCRIPT = {
+    "app.ts": (
+        "export function fmt(x: number): string { return String(x); }\n"
+        "function handler(req: unknown): void {}\n"
+        "export class View {\n"
+        "  state = 1;\n"
+        "  onClick(e: unknown): void {}\n"
+        "  wire(el: { addEventListener(n: string, f: unknown): void }): void {\n"
+        '    el.addEventListener("click", this.onClick);\n'  # 7
+        '    el.addEventListener("state", this.state);\n'  # 8: a field
+        "  }\n"
+        "}\n"
+        "export function main(xs: number[], app: { get(p: string, h: unknown): void }) {\n"
+        '  app.get("/", handler);\n'  # 12
+        "  const local = fmt;\n"
+        "  return xs.map(fmt).concat(xs.map(local));\n"  # 14
+        "}\n"
+    ),
+    "view.tsx": (
+        'import { fmt } from "./app";\n'
+        "export function Save(props: { onSave: () => void }) { return null; }\n"
+        "function save(): void {}\n"
+        "export function Panel(xs: number[]) {\n"
+        "  xs.map(fmt);\n"  # 5: an imported function
+        "  return <div onClick={save}><Save onSave={save} /></div>;\n"  # 6
+        "}\n"
+    ),
+}
+
+
+def _index(tmp_path: Path, files: dict[str, str]) -> tuple[Connection, Path]:
+    root = tmp_path / "repo"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, sorted(files))
+    return conn, root
+
+
+def _callers(conn: Connection, root: Path, fqn: str) -> set[tuple[str, int, str]]:
+    return {(s.path, s.line, s.caller) for s in queries.callers(conn, root, fqn).sites}
+
+
+def test_python_functions_and_methods_handed_over_are_used_there(tmp_path: Path) -> None:
+    conn, root = _index(tmp_path, PYTHON)
+    assert _callers(conn, root, "shop.hooks.on_saved") == {("shop/cart.py", 17, "shop.cart.Cart::wire")}
+    assert _callers(conn, root, "shop.cart.Cart::notify") == {("shop/cart.py", 18, "shop.cart.Cart::wire")}
+    # the local `fmt` of wire (line 21) is not the module's function
+    assert _callers(conn, root, "shop.cart.fmt") == {("shop/cart.py", 25, "shop.cart.main"),
+                                                     ("shop/cart.py", 26, "shop.cart.main")}
+    rows = conn.execute("SELECT target_fqn, line FROM relations WHERE kind = 'references'").fetchall()
+    # no row for an attribute, a class, a built-in or a local; an imported value (TIMEOUT) gives one, as the
+    # file cannot tell it from an imported function, but it names no function: no callers query matches it
+    assert {(str(t), int(n)) for t, n in rows} == {
+        ("shop.hooks.on_saved", 17), ("shop.cart.Cart::notify", 18), ("shop.cart.fmt", 25), ("shop.cart.fmt", 26),
+        ("shop.hooks.TIMEOUT", 19)}
+
+
+def test_script_functions_methods_and_jsx_handlers_handed_over_are_used_there(tmp_path: Path) -> None:
+    conn, root = _index(tmp_path, SCRIPT)
+    assert _callers(conn, root, "app:View::onClick") == {("app.ts", 7, "app:View::wire")}
+    assert _callers(conn, root, "app:handler") == {("app.ts", 12, "app:main")}
+    # `const local = fmt` is no argument; `xs.map(local)` hands over a local
+    assert _callers(conn, root, "app:fmt") == {("app.ts", 14, "app:main"), ("view.tsx", 5, "view:Panel")}
+    # `save` the handler and `Save` the component: the columns compare without case (PHP's names do), the
+    # answer keeps the one spelled as asked
+    assert _callers(conn, root, "view:save") == {("view.tsx", 6, "view:Panel")}
+    assert {(s.line, s.target_fqn) for s in queries.callers(conn, root, "view:Save").sites} == {(6, "view:Save")}
+    fields = conn.execute("SELECT count(*) FROM relations WHERE target_fqn = 'app:View::state'").fetchone()
+    assert fields[0] == 0
