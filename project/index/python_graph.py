@@ -471,7 +471,8 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
     relations = rows.relations
     path = rows.path
     made: dict[tuple[Context, str, str], tuple[str, str, str, str, str, str]] = {}
-    references = scopes.References(rows, "self", lambda name, ctx: _referenced(_named(file, name, ctx)))
+    references = scopes.References(rows, "self", lambda name, ctx: _referenced(_named(file, name, ctx)),
+                                   lambda owner, name, ctx: _module_member(_named(file, owner, ctx), name))
     for capture, node, ctx in calls:
         if capture[:4] == "ref.":  # `map(fmt, xs)`, `Thread(target=run)`, `bus.subscribe(self.on_saved)`
             references.read(capture, node, ctx)
@@ -510,6 +511,14 @@ def _referenced(value: Binding | None) -> str:
             and not looks_like_class(value.fqn.rsplit(".", 1)[-1]):
         return value.fqn
     return ""
+
+
+def _module_member(owner: Binding | None, name: str) -> str:
+    """`views.index` handed over: a function of an imported module (`from app import views`; an imported
+    name of unknown kind that is not a class's), else ""."""
+    if owner is None or owner.kind not in ("module", "name") or looks_like_class(owner.fqn.rsplit(".", 1)[-1]):
+        return ""
+    return f"{owner.fqn}.{name}" if name[:1].islower() else ""
 
 
 def _named_target(value: Binding | None) -> tuple[str, str]:

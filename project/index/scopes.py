@@ -280,15 +280,18 @@ def settle(held: Held) -> None:
 
 class References:
     """The `references` rows of one file: functions its arguments hand over for another function to call
-    (`map(fmt, xs)`, `app.get("/", handler)`, `bus.subscribe(self.on_saved)`, `onClick={save}`).
+    (`map(fmt, xs)`, `app.get("/", handler)`, `bus.subscribe(self.on_saved)`, `path("", views.index)`,
+    `onClick={save}`).
 
-    A name counts when `resolve` says which function it is; only names the file defines as functions or
-    its module imports are asked (most arguments are locals: one lookup in that set tells, where a walk
-    up the scopes would cost each). A member counts when it is `self.`/`this.` (`owner`) and a method
-    the file's class defines: `f(self.timeout)` hands over an attribute."""
+    A name counts when `resolve` says which function it is, a member of an imported module when `member`
+    does (Django's `views.index`, Express's `users.list` of a required controller); only names the file
+    defines as functions or its module imports are asked (most arguments are locals: one lookup in that
+    set tells, where a walk up the scopes would cost each). A member of `self.`/`this.` (`owner`) counts
+    when it is a method the file's class defines: `f(self.timeout)` hands over an attribute."""
 
-    def __init__(self, rows: Rows, owner: str, resolve: Callable[[str, Context], str]) -> None:
-        self.rows, self.owner, self.resolve = rows, f"{owner}.", resolve
+    def __init__(self, rows: Rows, owner: str, resolve: Callable[[str, Context], str],
+                 member: Callable[[str, str, Context], str]) -> None:
+        self.rows, self.owner, self.resolve, self.member = rows, f"{owner}.", resolve, member
         self.handed: frozenset[str] | None = None
         self.methods: set[str] | None = None
 
@@ -296,24 +299,30 @@ class References:
         """One capture: `ref.name` (an identifier argument) or `ref.member` (an attribute argument)."""
         rows = self.rows
         text = rows.text(node)
+        if self.handed is None:
+            self.handed = self._handed(ctx.scope)
         if capture == "ref.name":
-            if self.handed is None:
-                self.handed = self._handed(ctx.scope)
             target = self.resolve(text, ctx) if text in self.handed else ""
             if target:
                 rows.relate("references", ctx.source, text, target, node.start_point[0] + 1)
             return
-        name = text[len(self.owner):]
-        if not text.startswith(self.owner) or not name.isidentifier() or ctx.cls is None:
+        owner, _, name = text.partition(".")
+        if not name.isidentifier():  # `a.b.c`, `a?.b`, `a[0]`
             return
-        if self.methods is None:
-            self.methods = {row[2] for row in rows.symbols if row[1] == "method"}
-        target = f"{ctx.cls.fqn}::{name}"
-        if target in self.methods:
+        if owner in self.handed:
+            target = self.member(owner, name, ctx)
+        elif f"{owner}." == self.owner and ctx.cls is not None:
+            if self.methods is None:
+                self.methods = {row[2] for row in rows.symbols if row[1] == "method"}
+            target = f"{ctx.cls.fqn}::{name}"
+            target = target if target in self.methods else ""
+        else:
+            return
+        if target:
             rows.relate("references", ctx.source, name, target, node.end_point[0] + 1)
 
     def _handed(self, scope: Scope) -> frozenset[str]:
         while scope.outer is not None:  # the module's scope: what it imports
             scope = scope.outer
-        imported = (name for name, value in scope.names.items() if value.kind == "name")
+        imported = (name for name, value in scope.names.items() if value.kind in ("name", "module"))
         return frozenset((*imported, *(row[3] for row in self.rows.symbols if row[1] == "function")))

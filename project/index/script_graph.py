@@ -896,7 +896,7 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
     relations = rows.relations
     path = rows.path
     made: dict[tuple[_Context, str, str], tuple[str, str, str, str, str, str]] = {}
-    references = scopes.References(rows, "this", _handed_function)
+    references = scopes.References(rows, "this", _handed_function, _module_member)
     for capture, node, ctx in calls:
         if capture[:4] == "ref.":  # `xs.map(fmt)`, `app.get("/", handler)`, `onClick={save}`, `this.onClick`
             references.read(capture, node, ctx)
@@ -943,6 +943,13 @@ def _handed_function(name: str, ctx: Context) -> str:
     """The function a name handed over as a value is: one this module defines or a name it imports."""
     value = _named(name, ctx)
     return value.fqn if value is not None and value.kind in ("function", "name") else ""
+
+
+def _module_member(owner: str, name: str, ctx: Context) -> str:
+    """`users.list` handed over: a function of a module bound whole (`import * as users`, `const users =
+    require("./users")`), else ""."""
+    value = _named(owner, ctx)
+    return f"{value.fqn}:{name}" if value is not None and value.kind == "module" else ""
 
 
 def _member_target(owner: Binding | None, name: str) -> tuple[str, str]:

@@ -136,3 +136,30 @@ def test_a_components_event_handler_named_alone_is_used_by_its_template(tmp_path
     assert _callers(conn, root, "shop:checkout") == {("Cart.vue", 10, "Cart.vue"), ("Pay.svelte", 8, "Pay.svelte")}
     rows = conn.execute("SELECT target_name FROM relations WHERE kind = 'references'").fetchall()
     assert sorted(str(name) for (name,) in rows) == ["checkout", "checkout", "pay", "save"]  # not count, total
+
+
+MODULES = {
+    "app/__init__.py": "",
+    "app/views.py": "def index(request):\n    return 1\n\n\nclass Page:\n    pass\n",
+    "app/urls.py": (
+        "from app import views\nfrom . import views as pages\n\n\n"
+        "def path(route, view):\n    return route, view\n\n\n"
+        'urlpatterns = [path("", views.index), path("p", pages.index), path("c", views.Page)]\n'  # 9
+    ),
+    "controllers/users.js": "exports.list = function list(req, res) {};\n",
+    "routes.js": (
+        'const users = require("./controllers/users");\nconst router = { get(p, h) {} };\n'
+        'router.get("/users", users.list);\n'  # 3
+        'router.get("/me", router.get);\n'  # 4: a member of a local object
+    ),
+}
+
+
+def test_a_function_of_an_imported_module_handed_over_is_used_there(tmp_path: Path) -> None:
+    """Django's `path("", views.index)` and Express's `router.get("/users", users.list)` with a required
+    controller: the views and controllers of an application are named nowhere else."""
+    conn, root = _index(tmp_path, MODULES)
+    assert _callers(conn, root, "app.views.index") == {("app/urls.py", 9, "app.urls")}
+    assert _callers(conn, root, "controllers/users:list") == {("routes.js", 3, "routes")}
+    rows = conn.execute("SELECT target_fqn FROM relations WHERE kind = 'references'").fetchall()
+    assert sorted(str(t) for (t,) in rows) == ["app.views.index", "app.views.index", "controllers/users:list"]
