@@ -123,8 +123,10 @@ def graph_tools(root: Path, conn: Connection) -> dict[str, BaseTool]:
         return queries.definition(conn, root, name).model_dump_json()
 
     def find_callers(fqn: str) -> str:
-        """Call sites of a function or method: its full name, or a short one (`Cart::save`, Python's and
-        TypeScript's `Cart.save`) that only one definition carries; the answer's note says how it was read."""
+        """Call sites of a function or method, and the lines that hand it over to be called (a route's
+        `[UserController::class, 'show']`, `Depends(get_db)`, `onClick={save}`): its full name, or a short
+        one (`Cart::save`, Python's and TypeScript's `Cart.save`) that only one definition carries; the
+        answer's note says how it was read, and what an empty answer leaves open."""
         return queries.callers(conn, root, fqn).model_dump_json()
 
     def find_callees(fqn: str) -> str:
