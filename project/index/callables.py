@@ -11,6 +11,11 @@ through the enclosing class, a variable only when its class is statically known 
 'value']` is as often a pair of data as a callable, so an unknown one gives no row, not a guess by
 name). A string names a class or function fully qualified, as PHP reads callable strings.
 
+A Laravel route's action written as a string (`Route::get('/', 'HomeController@index')`, the form
+before Laravel 8) names a controller under `App\\Http\\Controllers`, where Laravel's route provider
+put it by default, unless the string is fully qualified; an application that moved its controllers
+gets no row for them, not a wrong one.
+
 A bare function name in a string is a callable only where the function receiving it takes one: the
 parameter positions of PHP's internal functions typed `callable` (read from PHP 8.2's reflection:
 `ReflectionFunction::getParameters()`), and the hook functions of WordPress, whose plugins register
@@ -64,7 +69,12 @@ QUERY = "\n".join((
     # function takes a callable, also array('Cart', 'total') and array(__CLASS__, 'total')
     f"(array_creation_expression . (array_element_initializer . [(class_constant_access_expression) (variable_name)] .)"
     f" . (array_element_initializer . {_STRING} .) .) @callable",
+    # Laravel's routes before version 8: Route::get('/', 'HomeController@index')
+    f'(scoped_call_expression scope: [(name) (qualified_name)] @_route (#match? @_route "Route$")'
+    f' arguments: (arguments (argument {_STRING} @callable (#match? @callable "@"))))',
 ))
+# where Laravel's RouteServiceProvider puts a string action's controller unless it is fully qualified
+LARAVEL_CONTROLLERS = "App\\Http\\Controllers\\"
 NODE_TYPES = frozenset({"array_creation_expression", "string", "encapsed_string"})
 
 
@@ -74,6 +84,12 @@ def resolve_callable(site: CallSite, text: TextOf) -> RelationRow | None:
     if node.type == "array_creation_expression":
         return _pair(site, text, node)
     value = _literal(text(node))
+    controller, at, action = value.partition("@")
+    if at:  # a Laravel route's 'Admin\UserController@store'
+        if not _class(controller) or not controller[:1].isupper() and controller[:1] != "\\":
+            return None
+        qualified = controller.startswith(("\\", "App\\"))
+        return _row(site, controller.lstrip("\\") if qualified else LARAVEL_CONTROLLERS + controller, action, node)
     owner, separator, method = value.partition("::")
     if separator:
         lowered = owner.lower()

@@ -110,3 +110,25 @@ def test_a_string_two_patterns_name_is_one_call() -> None:
     calls = [r for r in parse_source("x.php", b"<?php call_user_func('Shop\\\\Cart::total');").relations
              if r.target_fqn == "Shop\\Cart::total"]
     assert len(calls) == 1
+
+
+LEGACY_ROUTES = rb"""<?php
+Route::get('/', 'HomeController@index');
+Route::post('/users', 'Admin\UserController@store');
+\Illuminate\Support\Facades\Route::get('/x', '\Shop\Http\CartController@show');
+Route::view('/welcome', 'welcome');
+Route::get('/mail', 'mailto:someone@example.com');
+Mailer::send('user@example.com');
+"""
+
+
+def test_laravel_string_actions_name_a_controller_method() -> None:
+    """Laravel before 8 wrote a route's action as 'Controller@method', under App\\Http\\Controllers."""
+    actions = {(target, line) for _, target, line in _calls(LEGACY_ROUTES, "routes/web.php") if "::" in target}
+    assert actions == {
+        ("App\\Http\\Controllers\\HomeController::index", 2),
+        ("App\\Http\\Controllers\\Admin\\UserController::store", 3),
+        ("Shop\\Http\\CartController::show", 4),  # fully qualified
+        ("Route::get", 2), ("Route::post", 3), ("Illuminate\\Support\\Facades\\Route::get", 4), ("Route::view", 5),
+        ("Route::get", 6), ("Mailer::send", 7),
+    }
