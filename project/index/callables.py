@@ -69,6 +69,9 @@ QUERY = "\n".join((
     # function takes a callable, also array('Cart', 'total') and array(__CLASS__, 'total')
     f"(array_creation_expression . (array_element_initializer . [(class_constant_access_expression) (variable_name)] .)"
     f" . (array_element_initializer . {_STRING} .) .) @callable",
+    # Symfony's event subscribers: the method names getSubscribedEvents() returns
+    '(method_declaration name: (name) @_subscriber (#eq? @_subscriber "getSubscribedEvents")'
+    " body: (compound_statement (return_statement (array_creation_expression) @subscribed)))",
     # Laravel's routes before version 8: Route::get('/', 'HomeController@index')
     f'(scoped_call_expression scope: [(name) (qualified_name)] @_route (#match? @_route "Route$")'
     f' arguments: (arguments (argument {_STRING} @callable (#match? @callable "@"))))',
@@ -105,6 +108,33 @@ def resolve_callable(site: CallSite, text: TextOf) -> RelationRow | None:
         return None
     line = node.start_point[0] + 1
     return (site.path, "calls", caller_of(site), function.rsplit("\\", 1)[-1], function, "", line)
+
+
+def subscribed(site: CallSite, text: TextOf, methods: set[str]) -> list[RelationRow]:
+    """The methods a Symfony event subscriber's getSubscribedEvents() names, each a `calls` row from it:
+    `[KernelEvents::REQUEST => 'onKernelRequest']`, `=> ['onKernelRequest', 32]`, `=> [['setLocale',
+    100], ['onKernelRequest', 16]]`. The event dispatcher calls them; nothing else names them. A string
+    counts where a value stands (not an event's name as a key) and when it is a method of the class
+    (`methods`, lower-cased: PHP's method names have no case)."""
+    cls = site.cls
+    if cls is None or cls.anonymous:
+        return []
+    found: list[RelationRow] = []
+    arrays = [site.node]
+    while arrays and len(found) < 512:
+        for element in arrays.pop().named_children:
+            parts = element.named_children
+            value = parts[-1] if parts else None
+            if value is None:
+                continue
+            if value.type == "array_creation_expression":
+                arrays.append(value)
+            elif value.type in ("string", "encapsed_string"):
+                name = _literal(text(value))
+                target = f"{cls.fqn}::{name}"
+                if name.isidentifier() and target.lower() in methods:
+                    found.append((site.path, "calls", caller_of(site), name, target, "", value.start_point[0] + 1))
+    return found
 
 
 def _pair(site: CallSite, text: TextOf, node: tree_sitter.Node) -> RelationRow | None:

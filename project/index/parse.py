@@ -113,6 +113,10 @@ def extract_tree(path: str, source: bytes, tree: tree_sitter.Tree) -> tuple[Extr
             relation = resolve_call(site, text)
         if relation is not None:
             ex.relations.append(relation)
+    if ex.subscribed:
+        methods = {row[2].lower() for row in ex.symbols if row[1] == "method"}
+        for site in ex.subscribed:
+            ex.relations.extend(callables.subscribed(site, text, methods))
     return ex, tree.root_node.has_error
 
 
@@ -160,6 +164,9 @@ def _sweep(ex: Extraction, items: list[tuple[int, int, str, tree_sitter.Node]]) 
         while stack[-1][0] <= start:
             stack.pop()
         ctx = stack[-1][1]
+        if capture == "subscribed":
+            ex.subscribed.append(CallSite(node, ctx.names, ctx.cls, ctx.func, ex.path))
+            continue
         if capture == "call" or capture == "callable":
             if capture == "callable" and ex.calls and ex.calls[-1].node == node:
                 continue  # a string two patterns name ('App\\Cart::total' given to array_map)

@@ -36,8 +36,9 @@ SCHEMA_VERSION = "1"
 # `[UserController::class, 'show']` and `add_action('init', 'boot')`, as calls; 7 reads a Python or
 # TypeScript function handed over as a value, `map(fmt, xs)` and `onClick={save}`, as a reference; 8 a
 # component's event handler named alone, Vue's `@click="save"`, as one; 9 a function of an imported
-# module handed over, `path("", views.index)`; 10 a Laravel route's 'HomeController@index').
-ROWS_VERSION = "10"
+# module handed over, `path("", views.index)`; 10 a Laravel route's 'HomeController@index'; 11 the
+# handlers a Symfony subscriber's getSubscribedEvents() names).
+ROWS_VERSION = "11"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -132,3 +132,39 @@ def test_laravel_string_actions_name_a_controller_method() -> None:
         ("Route::get", 2), ("Route::post", 3), ("Illuminate\\Support\\Facades\\Route::get", 4), ("Route::view", 5),
         ("Route::get", 6), ("Mailer::send", 7),
     }
+
+
+SUBSCRIBER = rb"""<?php
+namespace App\EventListener;
+
+class LocaleListener implements EventSubscriberInterface
+{
+    public function setDefaultLocale($event): void {}
+    public function onKernelRequest($event): void {}
+    public function onKernelFinishRequest($event): void {}
+    public function onTerminate($event): void {}
+
+    public static function getSubscribedEvents(): array
+    {
+        return [
+            KernelEvents::REQUEST => [
+                ['setDefaultLocale', 100],
+                ['onKernelRequest', 16],
+            ],
+            KernelEvents::FINISH_REQUEST => [['onKernelFinishRequest', 0]],
+            'onTerminate' => 'notAMethod',
+            KernelEvents::TERMINATE => 'onTerminate',
+        ];
+    }
+}
+"""
+
+
+def test_a_symfony_subscribers_handlers_are_called_from_get_subscribed_events() -> None:
+    """The event dispatcher calls the methods getSubscribedEvents() names; nothing else names them."""
+    source = "App\\EventListener\\LocaleListener::getSubscribedEvents"
+    owner = "App\\EventListener\\LocaleListener"
+    assert {(s, t, n) for s, t, n in _calls(SUBSCRIBER) if s == source} == {
+        (source, f"{owner}::setDefaultLocale", 15), (source, f"{owner}::onKernelRequest", 16),
+        (source, f"{owner}::onKernelFinishRequest", 18), (source, f"{owner}::onTerminate", 20),
+    }  # not the event's name 'onTerminate' as a key (19), nor a string naming no method
