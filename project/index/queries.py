@@ -7,6 +7,7 @@ the answer rests on (`results.IndexStatus`); without an index it answers `missin
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -240,6 +241,11 @@ def _unnamed(conn: Connection, target: str) -> str:
     if above:
         return (f"no call site names {target}; it overrides or implements {', '.join(above)}: calls made "
                 "through that type reach it, ask for their callers")
+    row = conn.execute("SELECT attributes FROM symbols WHERE fqn = ? LIMIT 1", (target,)).fetchone()
+    marks = json.loads(str(row[0])) if row is not None and str(row[0]).startswith("[") else []
+    if marks:  # `@router.get("/items")`, `#[Route('/cart')]`, `@Get()`: registered where it is defined
+        return (f"no call site names {target}; it is marked {', '.join(map(str, marks[:5]))} (a decorator "
+                "or attribute): what registers it that way, a framework's routes, tasks or events, calls it")
     return (f"no call site names {target} in the code the graph reads; it can still be reached by a name "
             "built at run time, a framework's configuration (routes, hooks, a container, templates) or code "
             f"outside the repository: search the code for {short_name(target)!r} before treating it as unused")

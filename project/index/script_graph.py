@@ -228,15 +228,25 @@ def _start(node: tree_sitter.Node) -> tree_sitter.Node:
     return next((c for c in node.children if c.type != "decorator"), node)
 
 
-def _doc(rows: Rows, node: tree_sitter.Node) -> str:
-    """The `/** */` comment right before the declaration (or before the `export` holding it)."""
+def _doc(rows: Rows, node: tree_sitter.Node) -> tuple[str, tuple[str, ...]]:
+    """The `/** */` comment right before the declaration (or before the `export` holding it), and the
+    decorators a class member has before it (`@Get("/items")` is Get: tree-sitter makes a method's
+    decorators its siblings, a class's its children)."""
     parent = node.parent  # found by walking down from the root: looked up once
     at = parent if parent is not None and parent.type == "export_statement" else node
     previous = at.prev_named_sibling
     if previous is not None and previous.type == "comment":
         text = rows.text(previous)
-        return text if text.startswith("/**") else ""
-    return ""
+        return (text if text.startswith("/**") else ""), ()
+    marks: list[str] = []
+    while previous is not None and previous.type == "decorator" and len(marks) < 16:
+        marks.append(_decorator(rows, previous))
+        previous = previous.prev_named_sibling
+    return "", tuple(reversed(marks))
+
+
+def _decorator(rows: Rows, node: tree_sitter.Node) -> str:
+    return rows.text(node)[1:].split("(", 1)[0].strip()
 
 
 def _define(file: _File, kind: str, name: str, node: tree_sitter.Node, ctx: _Context, parent: str = "",
@@ -248,7 +258,12 @@ def _define(file: _File, kind: str, name: str, node: tree_sitter.Node, ctx: _Con
         signature = head(rows.source, first, body)
     else:  # a declaration without a body (an overload, an abstract or interface method) ends in `;`
         signature = rows.source[first.start_byte:span.end_byte].decode("utf-8", "replace").rstrip("; ") + ";"
-    rows.symbol(kind, fqn, name, node, parent, " ".join(signature.split())[:400], _doc(rows, node))
+    # its decorators by name (`@Get("/items")` is Get), as Python's are: what registers it (a route, a
+    # handler) and so what calls it when no line of the repository does
+    doc, marks = _doc(rows, node)
+    if first.start_byte != node.start_byte:  # a class's decorators: its first children
+        marks = tuple(_decorator(rows, c) for c in node.children if c.type == "decorator")
+    rows.symbol(kind, fqn, name, node, parent, " ".join(signature.split())[:400], doc, marks)
     if first is not node:  # the row starts at the first token after the decorators
         row = rows.symbols[-1]
         rows.symbols[-1] = (*row[:5], first.start_point[0] + 1, row[6], first.start_byte, *row[8:])

@@ -163,3 +163,27 @@ def test_a_function_of_an_imported_module_handed_over_is_used_there(tmp_path: Pa
     assert _callers(conn, root, "controllers/users:list") == {("routes.js", 3, "routes")}
     rows = conn.execute("SELECT target_fqn FROM relations WHERE kind = 'references'").fetchall()
     assert sorted(str(t) for (t,) in rows) == ["app.views.index", "app.views.index", "controllers/users:list"]
+
+
+MARKED = {
+    "api.py": 'from fastapi import APIRouter\nrouter = APIRouter()\n\n\n@router.get("/items")\ndef read_items():\n'
+              "    return []\n",
+    "items.controller.ts": 'function Get(p: string) { return (t: object, k: string) => {}; }\n'
+                           'export class ItemsController {\n  @Get("/items")\n  list(): string[] { return []; }\n}\n',
+    "app/CartController.php": '<?php\nnamespace App;\n\nclass CartController\n{\n    #[Route("/cart")]\n'
+                              '    public function show(): string { return ""; }\n}\n',
+}
+
+
+def test_no_callers_of_a_decorated_definition_names_what_registers_it(tmp_path: Path) -> None:
+    """A route handler is called by the framework its decorator or attribute registers it with: an empty
+    answer says so, with the marks (before: the generic note; TypeScript recorded no decorators at all)."""
+    conn, root = _index(tmp_path, MARKED)
+    notes = {fqn: queries.callers(conn, root, fqn).status.note
+             for fqn in ("api.read_items", "items.controller:ItemsController::list", "App\\CartController::show")}
+    assert notes["api.read_items"].startswith("no call site names api.read_items; it is marked router.get")
+    assert "it is marked Get (a decorator or attribute)" in notes["items.controller:ItemsController::list"]
+    assert "it is marked App\\Route (a decorator or attribute): what registers it that way" in \
+        notes["App\\CartController::show"]
+    row = conn.execute("SELECT start_line FROM symbols WHERE fqn = 'items.controller:ItemsController::list'")
+    assert row.fetchone()[0] == 4  # still the line of its name, after the decorator
