@@ -72,6 +72,11 @@ QUERY = "\n".join((
     # Symfony's event subscribers: the method names getSubscribedEvents() returns
     '(method_declaration name: (name) @_subscriber (#eq? @_subscriber "getSubscribedEvents")'
     " body: (compound_statement (return_statement (array_creation_expression) @subscribed)))",
+    # Laravel's resource routes: Route::resource('photos', PhotoController::class) routes seven actions
+    '(scoped_call_expression scope: [(name) (qualified_name)] @_route (#match? @_route "Route$")'
+    ' name: (name) @_resource (#any-of? @_resource "resource" "apiResource")'
+    " arguments: (arguments . (argument) . (argument"
+    f" [(class_constant_access_expression) {_STRING[1:-1]}]))) @resource",
     # Laravel's routes before version 8: Route::get('/', 'HomeController@index')
     f'(scoped_call_expression scope: [(name) (qualified_name)] @_route (#match? @_route "Route$")'
     f' arguments: (arguments (argument {_STRING} @callable (#match? @callable "@"))))',
@@ -108,6 +113,61 @@ def resolve_callable(site: CallSite, text: TextOf) -> RelationRow | None:
         return None
     line = node.start_point[0] + 1
     return (site.path, "calls", caller_of(site), function.rsplit("\\", 1)[-1], function, "", line)
+
+
+# the actions of a resource controller, as Laravel's ResourceRegistrar routes them
+_ACTIONS = {
+    "resource": ("index", "create", "store", "show", "edit", "update", "destroy"),
+    "apiresource": ("index", "store", "show", "update", "destroy"),
+}
+
+
+def resource_actions(site: CallSite, text: TextOf) -> list[RelationRow]:
+    """The controller actions `Route::resource('photos', PhotoController::class)` routes, each a `calls`
+    row at the controller's line; `->only([...])` and `->except([...])` right after it narrow them."""
+    node = site.node
+    verb, arguments = node.child_by_field_name("name"), node.child_by_field_name("arguments")
+    if verb is None or arguments is None or len(arguments.named_children) < 2:
+        return []
+    given = arguments.named_children[1].named_children
+    if not given:
+        return []
+    controller = given[0]
+    if controller.type == "class_constant_access_expression":
+        parts = controller.named_children
+        owner = class_name(text(parts[0]), site.names, site.cls) if len(parts) == 2 \
+            and text(parts[1]).lower() == "class" and parts[0].type != "variable_name" else ""
+    else:
+        value = _literal(text(controller))
+        owner = "" if not _class(value) else value.lstrip("\\") if value.startswith(("\\", "App\\")) \
+            else LARAVEL_CONTROLLERS + value
+    if not owner:
+        return []
+    actions = list(_ACTIONS.get(text(verb).lower(), ()))
+    chained = node.parent  # found by walking down from the root: only for the few resource routes
+    if chained is not None and chained.type == "member_call_expression":
+        narrowing, listed = chained.child_by_field_name("name"), chained.child_by_field_name("arguments")
+        names = {_literal(text(s)) for s in _strings(listed)} if listed is not None else set()
+        if narrowing is not None and text(narrowing).lower() == "only":
+            actions = [a for a in actions if a in names]
+        elif narrowing is not None and text(narrowing).lower() == "except":
+            actions = [a for a in actions if a not in names]
+    line = controller.start_point[0] + 1
+    return [(site.path, "calls", caller_of(site), a, f"{owner}::{a}", "", line) for a in actions]
+
+
+def _strings(node: tree_sitter.Node) -> list[tree_sitter.Node]:
+    """The string literals among `node`'s arguments and the elements of an array there (`->only(['index'])`,
+    `->only('index', 'show')`)."""
+    found = []
+    for argument in node.named_children:
+        for value in argument.named_children:
+            if value.type in ("string", "encapsed_string"):
+                found.append(value)
+            elif value.type == "array_creation_expression":
+                found += [e.named_children[-1] for e in value.named_children
+                          if e.named_children and e.named_children[-1].type in ("string", "encapsed_string")]
+    return found
 
 
 def subscribed(site: CallSite, text: TextOf, methods: set[str]) -> list[RelationRow]:

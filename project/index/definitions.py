@@ -42,6 +42,7 @@ class Extraction:
     relations: list[RelationRow] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
     subscribed: list[CallSite] = field(default_factory=list)  # what a getSubscribedEvents() returns
+    resources: list[CallSite] = field(default_factory=list)  # Laravel's Route::resource(...) calls
     tables: list[NameTable] = field(default_factory=list)
     # the source as text when it is ASCII (a byte offset is then a character offset): one decode for the
     # file instead of one per name read (as `scopes.Rows` does for the other languages)

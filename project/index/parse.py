@@ -117,6 +117,8 @@ def extract_tree(path: str, source: bytes, tree: tree_sitter.Tree) -> tuple[Extr
         methods = {row[2].lower() for row in ex.symbols if row[1] == "method"}
         for site in ex.subscribed:
             ex.relations.extend(callables.subscribed(site, text, methods))
+    for site in ex.resources:
+        ex.relations.extend(callables.resource_actions(site, text))
     return ex, tree.root_node.has_error
 
 
@@ -164,8 +166,9 @@ def _sweep(ex: Extraction, items: list[tuple[int, int, str, tree_sitter.Node]]) 
         while stack[-1][0] <= start:
             stack.pop()
         ctx = stack[-1][1]
-        if capture == "subscribed":
-            ex.subscribed.append(CallSite(node, ctx.names, ctx.cls, ctx.func, ex.path))
+        if capture == "subscribed" or capture == "resource":
+            (ex.subscribed if capture == "subscribed" else ex.resources).append(
+                CallSite(node, ctx.names, ctx.cls, ctx.func, ex.path))
             continue
         if capture == "call" or capture == "callable":
             if capture == "callable" and ex.calls and ex.calls[-1].node == node:

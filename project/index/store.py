@@ -37,8 +37,9 @@ SCHEMA_VERSION = "1"
 # TypeScript function handed over as a value, `map(fmt, xs)` and `onClick={save}`, as a reference; 8 a
 # component's event handler named alone, Vue's `@click="save"`, as one; 9 a function of an imported
 # module handed over, `path("", views.index)`; 10 a Laravel route's 'HomeController@index'; 11 the
-# handlers a Symfony subscriber's getSubscribedEvents() names; 12 a TypeScript member's decorators).
-ROWS_VERSION = "12"
+# handlers a Symfony subscriber's getSubscribedEvents() names; 12 a TypeScript member's decorators; 13
+# the actions a Laravel Route::resource() routes).
+ROWS_VERSION = "13"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

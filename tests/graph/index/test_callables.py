@@ -168,3 +168,26 @@ def test_a_symfony_subscribers_handlers_are_called_from_get_subscribed_events() 
         (source, f"{owner}::setDefaultLocale", 15), (source, f"{owner}::onKernelRequest", 16),
         (source, f"{owner}::onKernelFinishRequest", 18), (source, f"{owner}::onTerminate", 20),
     }  # not the event's name 'onTerminate' as a key (19), nor a string naming no method
+
+
+RESOURCES = rb"""<?php
+use App\Http\Controllers\PhotoController;
+
+Route::resource('photos', PhotoController::class)->only(['index', 'show']);
+Route::apiResource('posts', 'PostController');
+Route::resource('tags', PhotoController::class)->except('destroy', 'edit');
+"""
+
+
+def test_laravel_resource_routes_call_the_actions_they_route() -> None:
+    """`Route::resource` routes seven actions of a controller (`apiResource` five), narrowed by ->only() or
+    ->except(): each is called from the route's line, and an action left out is not."""
+    actions = sorted((line, target.rsplit("\\", 1)[-1]) for _, target, line in _calls(RESOURCES, "routes/web.php")
+                     if "Controller::" in target)
+    assert actions == [
+        (4, "PhotoController::index"), (4, "PhotoController::show"),
+        (5, "PostController::destroy"), (5, "PostController::index"), (5, "PostController::show"),
+        (5, "PostController::store"), (5, "PostController::update"),
+        (6, "PhotoController::create"), (6, "PhotoController::index"), (6, "PhotoController::show"),
+        (6, "PhotoController::store"), (6, "PhotoController::update"),
+    ]
