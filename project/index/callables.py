@@ -60,8 +60,8 @@ def _takers(position: int) -> str:
 
 # Patterns of `parse._QUERY`; a capture named `_…` only serves a predicate. The anchors (`.`) keep an array
 # to exactly two elements without keys. A string callable is read only where a function takes one: the
-# same pattern for any string argument (`call_user_func('App\\Cart::total')` anywhere, `['App\\Cart',
-# 'total']`) cost Symfony's build 3% for 85 strings, nearly all of them test data.
+# same pattern for any string argument (`call_user_func('App\\Cart::total')` anywhere) made Symfony's query
+# 7% slower (1.03 s -> 1.10 s) for 85 strings, nearly all of them test data.
 QUERY = "\n".join((
     _takers(0),
     _takers(1),
@@ -94,10 +94,7 @@ def resolve_callable(site: CallSite, text: TextOf) -> RelationRow | None:
     value = _literal(text(node))
     controller, at, action = value.partition("@")
     if at:  # a Laravel route's 'Admin\UserController@store'
-        if not _class(controller) or not controller[:1].isupper() and controller[:1] != "\\":
-            return None
-        qualified = controller.startswith(("\\", "App\\"))
-        return _row(site, controller.lstrip("\\") if qualified else LARAVEL_CONTROLLERS + controller, action, node)
+        return _row(site, _controller(controller), action, node)
     owner, separator, method = value.partition("::")
     if separator:
         lowered = owner.lower()
@@ -134,13 +131,9 @@ def resource_actions(site: CallSite, text: TextOf) -> list[RelationRow]:
         return []
     controller = given[0]
     if controller.type == "class_constant_access_expression":
-        parts = controller.named_children
-        owner = class_name(text(parts[0]), site.names, site.cls) if len(parts) == 2 \
-            and text(parts[1]).lower() == "class" and parts[0].type != "variable_name" else ""
+        owner = _class_constant(site, text, controller)
     else:
-        value = _literal(text(controller))
-        owner = "" if not _class(value) else value.lstrip("\\") if value.startswith(("\\", "App\\")) \
-            else LARAVEL_CONTROLLERS + value
+        owner = _controller(_literal(text(controller)))
     if not owner:
         return []
     actions = list(_ACTIONS.get(text(verb).lower(), ()))
@@ -205,23 +198,37 @@ def _pair(site: CallSite, text: TextOf, node: tree_sitter.Node) -> RelationRow |
     kind = first.type
     owner = ""
     if kind == "class_constant_access_expression":
-        parts = first.named_children
-        if len(parts) == 2 and text(parts[1]).lower() == "class" and parts[0].type != "variable_name":
-            owner = class_name(text(parts[0]), site.names, site.cls)
+        owner = _class_constant(site, text, first)
     elif kind == "variable_name":
         name = text(first)[1:]
         if name == "this":
-            owner = site.cls.fqn if site.cls is not None and not site.cls.anonymous else ""
+            owner = class_name("self", site.names, site.cls)
         elif site.func is not None:
             owner = site.func.type_of(name)
     elif kind in ("string", "encapsed_string"):  # given to a function that takes a callable
         owner = _literal(text(first)).lstrip("\\")
         owner = owner if _class(owner) else ""
     elif kind == "name" and text(first) == "__CLASS__":
-        owner = site.cls.fqn if site.cls is not None and not site.cls.anonymous else ""
+        owner = class_name("self", site.names, site.cls)
     if not owner:
         return None
     return _row(site, owner, _literal(text(second)), second)
+
+
+def _class_constant(site: CallSite, text: TextOf, node: tree_sitter.Node) -> str:
+    """The class `X::class` names (through the file's imports; `self::class` the enclosing one), else ""."""
+    parts = node.named_children
+    if len(parts) != 2 or text(parts[1]).lower() != "class" or parts[0].type == "variable_name":
+        return ""  # `X::CONSTANT`, `$object::class`
+    return class_name(text(parts[0]), site.names, site.cls)
+
+
+def _controller(name: str) -> str:
+    """The controller a Laravel route names by a string: under `LARAVEL_CONTROLLERS` unless fully
+    qualified (`\\Shop\\CartController`, `App\\…`); "" for what is not a class's name (`mailto:x@y`)."""
+    if not _class(name) or not name[:1].isupper() and name[:1] != "\\":
+        return ""
+    return name.lstrip("\\") if name.startswith(("\\", "App\\")) else LARAVEL_CONTROLLERS + name
 
 
 def _row(site: CallSite, owner: str, method: str, node: tree_sitter.Node) -> RelationRow | None:
