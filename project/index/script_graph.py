@@ -231,13 +231,17 @@ def _start(node: tree_sitter.Node) -> tree_sitter.Node:
 def _doc(rows: Rows, node: tree_sitter.Node) -> tuple[str, tuple[str, ...]]:
     """The `/** */` comment right before the declaration (or before the `export` holding it), and the
     decorators a class member has before it (`@Get("/items")` is Get: tree-sitter makes a method's
-    decorators its siblings, a class's its children)."""
+    decorators its siblings, a class's its children, and an exported class's the export's:
+    `@Controller("cats") export class CatsController`, NestJS's and Angular's way)."""
     parent = node.parent  # found by walking down from the root: looked up once
     at = parent if parent is not None and parent.type == "export_statement" else node
     previous = at.prev_named_sibling
+    exported = () if at is node else tuple(_decorator(rows, c) for c in at.children[:16] if c.type == "decorator")
     if previous is not None and previous.type == "comment":
         text = rows.text(previous)
-        return (text if text.startswith("/**") else ""), ()
+        return (text if text.startswith("/**") else ""), exported
+    if at is not node:
+        return "", exported
     marks: list[str] = []
     while previous is not None and previous.type == "decorator" and len(marks) < 16:
         marks.append(_decorator(rows, previous))

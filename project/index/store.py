@@ -38,8 +38,9 @@ SCHEMA_VERSION = "1"
 # component's event handler named alone, Vue's `@click="save"`, as one; 9 a function of an imported
 # module handed over, `path("", views.index)`; 10 a Laravel route's 'HomeController@index'; 11 the
 # handlers a Symfony subscriber's getSubscribedEvents() names; 12 a TypeScript member's decorators; 13
-# the actions a Laravel Route::resource() routes).
-ROWS_VERSION = "13"
+# the actions a Laravel Route::resource() routes; 14 the decorators of an exported TypeScript class,
+# `@Injectable() export class X`).
+ROWS_VERSION = "14"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

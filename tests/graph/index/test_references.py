@@ -169,7 +169,8 @@ MARKED = {
     "api.py": 'from fastapi import APIRouter\nrouter = APIRouter()\n\n\n@router.get("/items")\ndef read_items():\n'
               "    return []\n",
     "items.controller.ts": 'function Get(p: string) { return (t: object, k: string) => {}; }\n'
-                           'export class ItemsController {\n  @Get("/items")\n  list(): string[] { return []; }\n}\n',
+                           'export class ItemsController {\n  @Get("/items")\n  list(): string[] { return []; }\n}\n'
+                           '/** Prices. */\n@Injectable()\nexport class PriceService {}\n',
     "app/CartController.php": '<?php\nnamespace App;\n\nclass CartController\n{\n    #[Route("/cart")]\n'
                               '    public function show(): string { return ""; }\n}\n',
 }
@@ -180,10 +181,15 @@ def test_no_callers_of_a_decorated_definition_names_what_registers_it(tmp_path: 
     answer says so, with the marks (before: the generic note; TypeScript recorded no decorators at all)."""
     conn, root = _index(tmp_path, MARKED)
     notes = {fqn: queries.callers(conn, root, fqn).status.note
-             for fqn in ("api.read_items", "items.controller:ItemsController::list", "App\\CartController::show")}
+             for fqn in ("api.read_items", "items.controller:ItemsController::list", "App\\CartController::show",
+                         "items.controller:PriceService")}
     assert notes["api.read_items"].startswith("no call site names api.read_items; it is marked router.get")
     assert "it is marked Get (a decorator or attribute)" in notes["items.controller:ItemsController::list"]
     assert "it is marked App\\Route (a decorator or attribute): what registers it that way" in \
         notes["App\\CartController::show"]
+    # NestJS's and Angular's way: the decorators of an exported class are the export statement's
+    assert "it is marked Injectable (a decorator or attribute)" in notes["items.controller:PriceService"]
+    doc = conn.execute("SELECT docblock FROM symbols WHERE fqn = 'items.controller:PriceService'").fetchone()[0]
+    assert doc == "/** Prices. */"
     row = conn.execute("SELECT start_line FROM symbols WHERE fqn = 'items.controller:ItemsController::list'")
     assert row.fetchone()[0] == 4  # still the line of its name, after the decorator
