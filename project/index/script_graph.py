@@ -851,6 +851,29 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context, depth: int = 0) -
     if kind in ("parenthesized_expression", "non_null_expression", "as_expression", "satisfies_expression",
                 "await_expression") and node.named_children:
         return _value(file, node.named_children[0], ctx, depth + 1)
+    if kind == "call_expression":
+        return _injected(file, node, ctx, depth)
+    return None
+
+
+# Angular's `inject(DataService)` returns the instance of DataService its injector holds: the field
+# `private readonly dataService = inject(DataService)` holds one, as a constructor's parameter property
+# `private dataService: DataService` does (the way Angular recommends since version 14)
+_INJECT = "@angular/core:inject"
+
+
+def _injected(file: _File, call: tree_sitter.Node, ctx: _Context, depth: int) -> Binding | None:
+    """`inject(X)` of Angular: an instance of the class X; None for any other call."""
+    function = call.child_by_field_name("function")
+    arguments = call.child_by_field_name("arguments")
+    if function is None or function.type != "identifier" or arguments is None or not arguments.named_children:
+        return None
+    callee = _named(file.rows.text(function), ctx)
+    if callee is None or callee.fqn != _INJECT:
+        return None
+    value = _value(file, arguments.named_children[0], ctx, depth + 1)
+    if value is not None and value.kind in ("class", "name") and looks_like_class(_short(value.fqn)):
+        return Binding("instance", value.fqn)
     return None
 
 

@@ -565,3 +565,25 @@ def test_javascript_methods_of_an_object_assigned_to_a_prototype(tmp_path: Path)
         ("method", "data:Data::get", 7), ("function", "data:jQuery", 14), ("method", "data:jQuery::toArray", 16),
         ("method", "data:res::contentType", 18), ("class", "data:Box", 19)]
     assert _callers(conn, root, "data:Data::get") == {("data.js", 5, "data:Data::cache")}
+
+
+def test_a_field_angular_injects_holds_an_instance_of_its_class(tmp_path: Path) -> None:
+    """`private readonly dataService = inject(DataService)`, Angular's way since version 14 (ghostfolio's
+    components hold every service so): its calls are the service's methods'. Only Angular's `inject`
+    says so; a function of the same name from elsewhere does not (Vue's returns what a key provides)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "data.service.ts").write_text(
+        "export class DataService {\n  fetchAccesses() { return []; }\n}\n")
+    (root / "access.component.ts").write_text(
+        'import { Component, inject } from "@angular/core";\nimport { DataService } from "./data.service";\n\n'
+        "export class AccessComponent {\n  private readonly dataService = inject(DataService);\n\n"
+        "  ngOnInit() {\n    this.dataService\n      .fetchAccesses();\n  }\n}\n")
+    (root / "store.ts").write_text(
+        'import { inject } from "vue";\nimport { DataService } from "./data.service";\n\n'
+        "export class Store {\n  data = inject(DataService);\n\n"
+        "  load() {\n    return this.data.fetchAccesses();\n  }\n}\n")
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, ["data.service.ts", "access.component.ts", "store.ts"])
+    assert _callers(conn, root, "data.service:DataService::fetchAccesses") == {
+        ("access.component.ts", 9, "access.component:AccessComponent::ngOnInit")}
