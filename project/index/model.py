@@ -24,7 +24,9 @@ SymbolKind = Literal[
     "function",
 ]
 
-RelationKind = Literal["extends", "implements", "uses_trait", "imports", "calls", "references", "overrides"]
+# `template`: an Angular component's class to its template's path (`templates` reads it for callers)
+RelationKind = Literal["extends", "implements", "uses_trait", "imports", "calls", "references", "overrides",
+                       "template"]
 # The last part of both names of a star re-export's `imports` row (`src:*` → `src/decorators:*`, `pkg.*` →
 # `pkg.core.*`): the row stands for every name under the two prefixes (`bindings` follows it).
 STAR = "*"

@@ -33,6 +33,7 @@ from project.index.results import (
     SymbolHit,
 )
 from project.index.store import recorded_aliases
+from project.index.templates import template_sites
 
 _SYMBOL_COLUMNS = "kind, fqn, path, start_line, end_line, signature, parent_fqn"
 _SITE_COLUMNS = "path, line, source_fqn, target_name, target_fqn"
@@ -227,6 +228,8 @@ def callers(conn: Connection, root: Path, fqn: str, limit: int = 200) -> Callers
         return CallersResult(query=fqn, status=MISSING)
     sites, truncated = call_sites(conn, fqn, limit)
     status = named_status(conn, fqn, freshness(conn, root, (s.path for s in sites)))
+    # an Angular component's template, read from the checkout as it is now (the graph holds no HTML)
+    sites += template_sites(conn, root, canonical(conn, fqn))[:max(0, limit - len(sites))]
     if not sites and not status.note:  # a definition nothing names: not the same as one nothing uses
         note = _unnamed(conn, canonical(conn, fqn))
         status = status.model_copy(update={"note": note})

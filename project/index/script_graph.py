@@ -290,12 +290,50 @@ def _class(file: _File, node: tree_sitter.Node, ctx: _Context, name: str = "") -
     if not name or body is None:
         return None
     fqn = _define(file, "class", name, node, ctx, body=body)
+    if "Component" in file.rows.symbols[-1][11]:  # its decorators, by name
+        _template(file, node, fqn, ctx)
     ctx.scope.bind(name, Binding("class", fqn))
     info = file.classes[fqn] = _Class(fqn)
     for child in node.named_children:
         if child.type == "class_heritage":
             file.bases.append((child, info, ctx))
     return _Context(Scope(outer=ctx.scope), fqn.replace("::", "."), fqn, info, in_body=True)
+
+
+_COMPONENT = "@angular/core:Component"
+
+
+def _template(file: _File, node: tree_sitter.Node, fqn: str, ctx: _Context) -> None:
+    """An Angular component's `templateUrl` (`@Component({templateUrl: './cart.html'})`): the row `template`
+    from the class to the template's path, from which `templates` reads the members the template uses.
+    A path out of the checkout (`../` past its root, or absolute) gives no row."""
+    rows = file.rows
+    parent = node.parent
+    holders = (node, parent) if parent is not None and parent.type == "export_statement" else (node,)
+    for decorator in (c for holder in holders for c in holder.children if c.type == "decorator"):
+        options = _component_options(file, decorator, ctx)
+        for pair in options.named_children if options is not None else ():
+            key, value = pair.child_by_field_name("key"), pair.child_by_field_name("value")
+            if pair.type != "pair" or key is None or value is None or value.type != "string" \
+                    or rows.text(key).strip("'\"") != "templateUrl":
+                continue
+            url = rows.text(value)[1:-1]
+            path = posixpath.normpath(posixpath.join(posixpath.dirname(rows.path), url))
+            if url and not url.startswith("/") and path != ".." and not path.startswith("../"):
+                rows.relate("template", fqn, posixpath.basename(path), path, value.start_point[0] + 1)
+
+
+def _component_options(file: _File, decorator: tree_sitter.Node, ctx: _Context) -> tree_sitter.Node | None:
+    """The object `@Component({...})` of `@angular/core` is given, else None."""
+    call = decorator.named_children[0] if decorator.named_children else None
+    if call is None or call.type != "call_expression":
+        return None
+    function, arguments = call.child_by_field_name("function"), call.child_by_field_name("arguments")
+    if function is None or function.type != "identifier" or arguments is None or not arguments.named_children:
+        return None
+    callee = _named(file.rows.text(function), ctx)
+    options = arguments.named_children[0]
+    return options if callee is not None and callee.fqn == _COMPONENT and options.type == "object" else None
 
 
 def _class_expression(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:

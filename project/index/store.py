@@ -39,8 +39,9 @@ SCHEMA_VERSION = "1"
 # module handed over, `path("", views.index)`; 10 a Laravel route's 'HomeController@index'; 11 the
 # handlers a Symfony subscriber's getSubscribedEvents() names; 12 a TypeScript member's decorators; 13
 # the actions a Laravel Route::resource() routes; 14 the decorators of an exported TypeScript class,
-# `@Injectable() export class X`; 15 a field Angular's `inject(X)` fills as an instance of X).
-ROWS_VERSION = "15"
+# `@Injectable() export class X`; 15 a field Angular's `inject(X)` fills as an instance of X; 16 an Angular
+# component's `template` row to its `templateUrl`).
+ROWS_VERSION = "16"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

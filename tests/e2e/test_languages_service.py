@@ -226,6 +226,35 @@ async def test_an_analysis_finds_the_route_and_hook_that_name_a_php_controller_a
     assert '"sites":[]' in unnamed and "search the code for 'boot' before treating it as unused" in unnamed
 
 
+# an Angular front end beside the shop: its component's handlers are called by its template alone, a file
+# its decorator names; another component names a template that is a link out of the checkout
+ANGULAR_APP = {
+    "web/cart.component.ts": 'import { Component } from "@angular/core";\n\n'
+                             '@Component({ selector: "app-cart", templateUrl: "./cart.html" })\n'
+                             "export class CartComponent {\n  checkout() {}\n  get total() { return 1; }\n}\n",
+    "web/cart.html": '<p>{{ total }}</p>\n<button (click)="checkout()">Pay</button>\n',
+    "web/leak.component.ts": 'import { Component } from "@angular/core";\n\n'
+                             '@Component({ templateUrl: "./leak.html" })\nexport class LeakComponent {\n'
+                             "  localhost() {}\n}\n",
+}
+
+
+async def test_an_analysis_finds_the_template_that_calls_an_angular_components_handler(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path
+) -> None:
+    """No line of TypeScript calls a button's handler: its component's template does. Before, the graph
+    told the analysis nothing names it. A template that is a link out of the checkout is not read."""
+    outside = tmp_path / "outside.html"  # on the worker's disk, not in the repository
+    outside.write_text('<button (click)="localhost()">x</button>\n')
+    origin = _served_shop(tmp_path, settings, fake_forge, ANGULAR_APP, {"web/leak.html": str(outside)})
+    script = await _analyze_save(
+        settings, redis_url, fake_forge, next(origin), fqn="web/cart.component:CartComponent::checkout",
+        expected={("web/cart.html", 2, "web/cart.component:CartComponent")}, shown='"sites":[{"pa',
+        more=[call("find_callers", fqn="web/leak.component:LeakComponent::localhost")])
+    leak = _answers(script["analyzer"].received, "find_callers")[1]
+    assert '"sites":[]' in leak
+
+
 async def _analyze_save(settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin: str,
                         more: list[AIMessage] | None = None, fqn: str = "shop.base.Repository.save",
                         expected: set[tuple[str, int, str]] = SHOP_SAVERS, shown: str = '"sites":[{"path":'
