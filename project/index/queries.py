@@ -244,14 +244,27 @@ def _unnamed(conn: Connection, target: str) -> str:
     if above:
         return (f"no call site names {target}; it overrides or implements {', '.join(above)}: calls made "
                 "through that type reach it, ask for their callers")
-    row = conn.execute("SELECT attributes FROM symbols WHERE fqn = ? LIMIT 1", (target,)).fetchone()
-    marks = json.loads(str(row[0])) if row is not None and str(row[0]).startswith("[") else []
+    marks = _marks(conn, target)
     if marks:  # `@router.get("/items")`, `#[Route('/cart')]`, `@Get()`: registered where it is defined
-        return (f"no call site names {target}; it is marked {', '.join(map(str, marks[:5]))} (a decorator "
+        return (f"no call site names {target}; it is marked {', '.join(marks[:5])} (a decorator "
                 "or attribute): what registers it that way, a framework's routes, tasks or events, calls it")
+    search = f"search the code for {short_name(target)!r} before treating it as unused"
+    owner, member = split_member(target)
+    marks = _marks(conn, owner) if member else []
+    if marks:  # `@Injectable() export class Cart`: a container makes it, a component's hooks are called
+        return (f"no call site names {target}; its class is marked {', '.join(marks[:5])} (a decorator or "
+                "attribute): where that registers the class with a framework (a container, components, "
+                "routes), the framework creates it and can call this method (its constructor, a lifecycle "
+                f"hook such as ngOnInit), which no line of the repository shows; else {search}")
     return (f"no call site names {target} in the code the graph reads; it can still be reached by a name "
             "built at run time, a framework's configuration (routes, hooks, a container, templates) or code "
-            f"outside the repository: search the code for {short_name(target)!r} before treating it as unused")
+            f"outside the repository: {search}")
+
+
+def _marks(conn: Connection, fqn: str) -> list[str]:
+    """The decorators or attributes of a definition, by name."""
+    row = conn.execute("SELECT attributes FROM symbols WHERE fqn = ? LIMIT 1", (fqn,)).fetchone()
+    return [str(mark) for mark in json.loads(str(row[0]))] if row is not None and str(row[0]).startswith("[") else []
 
 
 def named_status(conn: Connection, fqn: str, status: IndexStatus) -> IndexStatus:

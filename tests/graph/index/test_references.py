@@ -170,7 +170,7 @@ MARKED = {
               "    return []\n",
     "items.controller.ts": 'function Get(p: string) { return (t: object, k: string) => {}; }\n'
                            'export class ItemsController {\n  @Get("/items")\n  list(): string[] { return []; }\n}\n'
-                           '/** Prices. */\n@Injectable()\nexport class PriceService {}\n',
+                           '/** Prices. */\n@Injectable()\nexport class PriceService {\n  quote() { return 1; }\n}\n',
     "app/CartController.php": '<?php\nnamespace App;\n\nclass CartController\n{\n    #[Route("/cart")]\n'
                               '    public function show(): string { return ""; }\n}\n',
 }
@@ -182,13 +182,18 @@ def test_no_callers_of_a_decorated_definition_names_what_registers_it(tmp_path: 
     conn, root = _index(tmp_path, MARKED)
     notes = {fqn: queries.callers(conn, root, fqn).status.note
              for fqn in ("api.read_items", "items.controller:ItemsController::list", "App\\CartController::show",
-                         "items.controller:PriceService")}
+                         "items.controller:PriceService", "items.controller:PriceService::quote")}
     assert notes["api.read_items"].startswith("no call site names api.read_items; it is marked router.get")
     assert "it is marked Get (a decorator or attribute)" in notes["items.controller:ItemsController::list"]
     assert "it is marked App\\Route (a decorator or attribute): what registers it that way" in \
         notes["App\\CartController::show"]
     # NestJS's and Angular's way: the decorators of an exported class are the export statement's
     assert "it is marked Injectable (a decorator or attribute)" in notes["items.controller:PriceService"]
+    # a member of a class a framework registers (a container creates it, a component's hooks are called)
+    assert "its class is marked Injectable (a decorator or attribute): where that registers the class" in \
+        notes["items.controller:PriceService::quote"]
+    assert "else search the code for 'quote' before treating it as unused" in \
+        notes["items.controller:PriceService::quote"]
     doc = conn.execute("SELECT docblock FROM symbols WHERE fqn = 'items.controller:PriceService'").fetchone()[0]
     assert doc == "/** Prices. */"
     row = conn.execute("SELECT start_line FROM symbols WHERE fqn = 'items.controller:ItemsController::list'")
