@@ -14,7 +14,7 @@ from pathlib import Path
 from project.index.bindings import defined, spellings
 from project.index.bindings import definition as bound_definition
 from project.index.db import Connection
-from project.index.extractors import EXTRACTORS, caseless, extractor_for, same_name
+from project.index.extractors import CONSTRUCTORS, EXTRACTORS, caseless, extractor_for, same_name
 from project.index.hierarchy import descendants, overridden, short_name, split_member
 from project.index.parse import content_hash
 from project.index.results import (
@@ -213,6 +213,9 @@ def call_sites(conn: Connection, fqn: str, limit: int = 200) -> tuple[list[CallS
     spelled = set(exact)
     resolved = _sites([row[:5] for row in rows if row[4] in spelled or row[5] in spelled
                        or caseless(str(row[0]))], "resolved")
+    # every class has a constructor: a call left unresolved by that name (`super(…)` of a base the graph
+    # cannot see) is no more a call of this class's than of any other
+    names = [name for name in names if name not in CONSTRUCTORS]
     marks = ",".join("?" * len(names))
     loose = conn.execute(  # `+`: by the name's index, not the empty target's (every unresolved call)
         f"SELECT {_SITE_COLUMNS} FROM relations WHERE kind = 'calls' AND target_name IN ({marks}) "
@@ -328,7 +331,7 @@ def impact(conn: Connection, root: Path, fqn: str, depth: int = 2, limit: int = 
     for distance in range(1, max(1, depth) + 1):
         following: list[str] = []
         for current in frontier:
-            for node in _dependents(conn, current, distance, limit):
+            for node in _dependents(conn, root, current, distance, limit):
                 key = node.fqn.lower() or f"{node.path}:{node.line}"
                 if key not in seen and len(seen) < limit:
                     seen[key] = node
@@ -336,12 +339,14 @@ def impact(conn: Connection, root: Path, fqn: str, depth: int = 2, limit: int = 
                         following.append(node.fqn)
         frontier = following
     nodes = list(seen.values())
-    status = named_status(conn, fqn, freshness(conn, root, {n.path for n in nodes}))
+    # a template is read as it is now: only the graph's own files can be stale
+    status = named_status(conn, fqn, freshness(conn, root, {n.path for n in nodes if extractor_for(n.path)}))
     return ImpactResult(query=fqn, depth=depth, status=status, nodes=nodes, truncated=len(seen) >= limit)
 
 
-def _dependents(conn: Connection, fqn: str, distance: int, limit: int) -> list[ImpactNode]:
+def _dependents(conn: Connection, root: Path, fqn: str, distance: int, limit: int) -> list[ImpactNode]:
     sites, _ = call_sites(conn, fqn, limit)
+    sites += template_sites(conn, root, fqn)  # an Angular component's template, as `callers` lists it
     nodes = [
         ImpactNode(fqn=s.caller, distance=distance, relation="calls", path=s.path, line=s.line,
                    certainty=s.certainty)

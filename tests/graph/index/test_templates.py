@@ -98,3 +98,22 @@ def test_a_template_linked_out_of_the_checkout_is_not_read(tmp_path: Path) -> No
     conn, root = _index(tmp_path, files)
     (root / "web/cart.html").symlink_to(outside)
     assert _sites(conn, root, "web/cart.component:CartComponent::checkout") == set()
+
+
+def test_the_impact_of_a_components_member_reaches_its_template(tmp_path: Path) -> None:
+    """`impact` lists the template beside the code, and a template (read as it is now) is never stale."""
+    conn, root = _index(tmp_path, FILES)
+    answer = queries.impact(conn, root, "web/cart.component:CartComponent::checkout")
+    assert [(n.path, n.line, n.distance) for n in answer.nodes] == [("web/cart.html", 1, 1)]
+    assert answer.status.state == "ok"
+
+
+def test_a_classs_callers_are_not_every_unresolved_super_call(tmp_path: Path) -> None:
+    """Every class has a constructor: `super(…)` of a base the graph cannot see is a call named
+    `constructor`, and it was listed (by name) among the callers of every class."""
+    files = {**FILES, "web/strategy.ts": 'import { Strategy } from "passport";\n\nexport class Jwt extends '
+                                         "Mixin(Strategy) {\n  constructor() {\n    super({});\n  }\n}\n",
+             "web/use.ts": 'import { CartComponent } from "./cart.component";\n\nnew CartComponent();\n'}
+    conn, root = _index(tmp_path, files)
+    sites = queries.callers(conn, root, "web/cart.component:CartComponent").sites
+    assert [(s.path, s.line, s.certainty) for s in sites] == [("web/use.ts", 3, "resolved")]
