@@ -125,7 +125,7 @@ def graph_tools(root: Path, conn: Connection) -> dict[str, BaseTool]:
     def find_callers(fqn: str) -> str:
         """Call sites of a function or method, and the lines that hand it over to be called (a route's
         `[UserController::class, 'show']`, `Depends(get_db)`, `onClick={save}`, an Angular template's
-        `(click)="checkout()"`): its full name, or a short
+        `(click)="checkout()"`, the tests naming a pytest fixture as a parameter): its full name, or a short
         one (`Cart::save`, Python's and TypeScript's `Cart.save`) that only one definition carries; the
         answer's note says how it was read, and what an empty answer leaves open."""
         return queries.callers(conn, root, fqn).model_dump_json()

@@ -15,6 +15,7 @@ from project.index.bindings import defined, spellings
 from project.index.bindings import definition as bound_definition
 from project.index.db import Connection
 from project.index.extractors import CONSTRUCTORS, EXTRACTORS, caseless, extractor_for, same_name
+from project.index.fixtures import fixture_sites
 from project.index.hierarchy import descendants, overridden, short_name, split_member
 from project.index.parse import content_hash
 from project.index.results import (
@@ -226,13 +227,19 @@ def call_sites(conn: Connection, fqn: str, limit: int = 200) -> tuple[list[CallS
     return sites[:limit], len(sites) > limit
 
 
+def framework_sites(conn: Connection, root: Path, target: str) -> list[CallSiteHit]:
+    """Where a framework calls `target` from a use no call expression makes: an Angular component's
+    template (read from the checkout as it is now; the graph holds no HTML), the tests and fixtures that
+    request a pytest fixture by naming it as a parameter."""
+    return template_sites(conn, root, target) + fixture_sites(conn, target)
+
+
 def callers(conn: Connection, root: Path, fqn: str, limit: int = 200) -> CallersResult:
     if not index_ready(conn):
         return CallersResult(query=fqn, status=MISSING)
     sites, truncated = call_sites(conn, fqn, limit)
     status = named_status(conn, fqn, freshness(conn, root, (s.path for s in sites)))
-    # an Angular component's template, read from the checkout as it is now (the graph holds no HTML)
-    sites += template_sites(conn, root, canonical(conn, fqn))[:max(0, limit - len(sites))]
+    sites += framework_sites(conn, root, canonical(conn, fqn))[:max(0, limit - len(sites))]
     if not sites and not status.note:  # a definition nothing names: not the same as one nothing uses
         note = _unnamed(conn, canonical(conn, fqn))
         status = status.model_copy(update={"note": note})
@@ -346,7 +353,7 @@ def impact(conn: Connection, root: Path, fqn: str, depth: int = 2, limit: int = 
 
 def _dependents(conn: Connection, root: Path, fqn: str, distance: int, limit: int) -> list[ImpactNode]:
     sites, _ = call_sites(conn, fqn, limit)
-    sites += template_sites(conn, root, fqn)  # an Angular component's template, as `callers` lists it
+    sites += framework_sites(conn, root, fqn)
     nodes = [
         ImpactNode(fqn=s.caller, distance=distance, relation="calls", path=s.path, line=s.line,
                    certainty=s.certainty)

@@ -8,8 +8,8 @@ forgebot, with that checkout's code first on `PYTHONPATH`, for the figures befor
 
   calls       call sites with a target, and how many lead to a definition of the repository
   callers     for a fixed sample of functions and methods: resolved call sites `callers` lists (an
-              Angular component's template included), how many of the definitions have at least one,
-              ms per query
+              Angular component's template and a pytest fixture's tests included), how many of the
+              definitions have at least one, ms per query
   agreement   of the calls that lead to a sampled definition, the share `callers` lists
 
     python tests/bench/bench_callers_reach.py --corpus vue=/path/to/vuejs/core
@@ -34,8 +34,7 @@ from project.index.bindings import defined
 from project.index.db import Connection, connect
 from project.index.hierarchy import split_member
 from project.index.location import index_path
-from project.index.queries import call_sites, canonical
-from project.index.templates import template_sites
+from project.index.queries import call_sites, canonical, framework_sites
 
 SCRIPTS = ".ts,.tsx,.mts,.cts,.js,.jsx,.mjs,.cjs"
 
@@ -78,7 +77,7 @@ def measure(name: str, root: Path, suffixes: tuple[str, ...], sample: int) -> No
         started, listed, having, agree, expected = time.perf_counter(), 0, 0, 0, 0
         for fqn in chosen:
             sites, _ = call_sites(conn, fqn, limit=100_000)
-            sites += template_sites(conn, root, canonical(conn, fqn))  # as `callers` answers
+            sites += framework_sites(conn, root, canonical(conn, fqn))  # as `callers` answers
             resolved = {(s.path, s.line) for s in sites if s.certainty == "resolved"}
             listed += len(resolved)
             having += bool(resolved)

@@ -197,6 +197,24 @@ async def test_an_analysis_finds_where_a_python_function_is_handed_over(
                         expected={("shop/api.py", 8, "shop.api.read_cart")})
 
 
+# the shop's tests get their cart from a fixture in conftest.py: no line calls it, pytest does for each
+# test naming it as a parameter
+FIXTURES = {
+    "tests/conftest.py": "import pytest\n\nfrom shop.cart import Cart\n\n\n@pytest.fixture\ndef cart():\n"
+                         "    return Cart()\n",
+    "tests/test_checkout.py": "def test_pay(cart):\n    assert cart.total() == 0\n",
+}
+
+
+async def test_an_analysis_finds_the_tests_that_request_a_pytest_fixture(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path
+) -> None:
+    """A fixture's callers are the tests that request it by name. Before, the graph said nothing names it."""
+    origin = _served_shop(tmp_path, settings, fake_forge, FIXTURES)
+    await _analyze_save(settings, redis_url, fake_forge, next(origin), fqn="tests.conftest.cart",
+                        expected={("tests/test_checkout.py", 1, "tests.test_checkout.test_pay")})
+
+
 # a PHP application beside the shop: its controller's action and its plugin's hook are named only as
 # callables (a route's [Class::class, 'method'], add_action's array($this, ...) and function name)
 PHP_APP = {
