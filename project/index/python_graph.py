@@ -373,6 +373,42 @@ def _resolve(file: _File, calls: scopes.Later) -> None:
         _typed(file, name, left, annotation, right, ctx)
     scopes.settle(file.held)
     _call_rows(file, calls)
+    _field_methods(file)
+
+
+def _field_methods(file: _File) -> None:
+    """The methods a framework calls for a field the class declares, as `references` rows at the field:
+    graphene's resolver of `total = graphene.Int()` is `resolve_total`; Django REST framework's
+    `SerializerMethodField()` calls `get_<field>` (or its `method_name`); a `method="filter_x"` argument
+    (django-filter's filters, graphene's fields) names the method. Only a method the class itself
+    defines counts: `name = "cart"` beside `get_name()` is no field of a framework's."""
+    rows = file.rows
+    methods: set[str] | None = None
+    for name, _, _, right, ctx in file.typed:
+        if not name or not ctx.in_body or ctx.cls is None or right is None or right.type != "call":
+            continue
+        wanted = [f"resolve_{name}"]
+        named = _named_method(rows, right.child_by_field_name("arguments"))
+        if named:
+            wanted.append(named)
+        elif rows.text(right.child_by_field_name("function")).endswith("SerializerMethodField"):
+            wanted.append(f"get_{name}")
+        if methods is None:
+            methods = {row[2] for row in rows.symbols if row[1] == "method"}
+        for method in wanted:
+            if f"{ctx.cls.fqn}::{method}" in methods:
+                rows.relate("references", ctx.cls.fqn, method, f"{ctx.cls.fqn}::{method}", right.start_point[0] + 1)
+
+
+def _named_method(rows: Rows, arguments: tree_sitter.Node | None) -> str:
+    """The string a call's `method=` or `method_name=` argument gives, else ""."""
+    for argument in arguments.named_children if arguments is not None else ():
+        if argument.type == "keyword_argument" and \
+                rows.text(argument.child_by_field_name("name")) in ("method", "method_name"):
+            value = rows.text(argument.child_by_field_name("value"))
+            if value[:1] in ("'", '"') and value[1:-1].isidentifier():
+                return value[1:-1]
+    return ""
 
 
 def _typed(file: _File, name: str, left: tree_sitter.Node | None, annotation: tree_sitter.Node | None,

@@ -40,8 +40,9 @@ SCHEMA_VERSION = "1"
 # handlers a Symfony subscriber's getSubscribedEvents() names; 12 a TypeScript member's decorators; 13
 # the actions a Laravel Route::resource() routes; 14 the decorators of an exported TypeScript class,
 # `@Injectable() export class X`; 15 a field Angular's `inject(X)` fills as an instance of X; 16 an Angular
-# component's `template` row to its `templateUrl`).
-ROWS_VERSION = "16"
+# component's `template` row to its `templateUrl`; 17 a Python method a framework calls for a declared
+# field, graphene's `resolve_total` of `total = graphene.Int()`).
+ROWS_VERSION = "17"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

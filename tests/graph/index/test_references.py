@@ -198,3 +198,33 @@ def test_no_callers_of_a_decorated_definition_names_what_registers_it(tmp_path: 
     assert doc == "/** Prices. */"
     row = conn.execute("SELECT start_line FROM symbols WHERE fqn = 'items.controller:ItemsController::list'")
     assert row.fetchone()[0] == 4  # still the line of its name, after the decorator
+
+
+FIELDS = {
+    "api/types.py": "import graphene\nfrom rest_framework import serializers\nimport django_filters\n\n\n"
+                    "class Order(graphene.ObjectType):\n    total = graphene.Int()\n    name = 'order'\n\n"
+                    "    @staticmethod\n    def resolve_total(root, info):\n        return 1\n\n"
+                    "    def get_name(self):\n        return self.name\n\n\n"
+                    "class OrderSerializer(serializers.Serializer):\n    lines = serializers.SerializerMethodField()\n"
+                    "    price = serializers.SerializerMethodField(method_name='compute_price')\n\n"
+                    "    def get_lines(self, obj):\n        return []\n\n    def compute_price(self, obj):\n"
+                    "        return 0\n\n    def get_price(self, obj):\n        return 0\n\n\n"
+                    "class OrderFilter(django_filters.FilterSet):\n"
+                    "    search = django_filters.CharFilter(method='filter_search')\n\n"
+                    "    def filter_search(self, qs, name, value):\n        return qs\n",
+}
+
+
+def test_a_method_a_framework_calls_for_a_declared_field_is_used_at_the_field(tmp_path: Path) -> None:
+    """graphene's `resolve_<field>`, Django REST framework's `get_<field>` of a `SerializerMethodField` (or its
+    `method_name`), a `method="…"` argument (django-filter): each is used at its field's line. Before, none
+    had a caller. A plain attribute beside a getter of its name is no field: `name = 'order'`, `get_name`."""
+    conn, root = _index(tmp_path, FIELDS)
+    assert _callers(conn, root, "api.types.Order::resolve_total") == {("api/types.py", 7, "api.types.Order")}
+    assert _callers(conn, root, "api.types.Order::get_name") == set()
+    serializer = "api.types.OrderSerializer"
+    assert _callers(conn, root, f"{serializer}::get_lines") == {("api/types.py", 19, serializer)}
+    assert _callers(conn, root, f"{serializer}::compute_price") == {("api/types.py", 20, serializer)}
+    assert _callers(conn, root, f"{serializer}::get_price") == set()  # its field names another method
+    assert _callers(conn, root, "api.types.OrderFilter::filter_search") == {
+        ("api/types.py", 33, "api.types.OrderFilter")}
