@@ -572,11 +572,20 @@ def _named_target(value: Binding | None) -> tuple[str, str]:
     return "", ""
 
 
+# A task queue's way of calling a function it registered: Celery's `send_email.delay(to)` and
+# `.apply_async(...)`, Dramatiq's `.send(...)` and `.send_with_options(...)` run the function later, in a
+# worker: a call of it (a plain function has none of these members)
+_QUEUED = frozenset({"delay", "apply_async", "send", "send_with_options"})
+
+
 def _member_target(owner: Binding | None, name: str) -> tuple[str, str]:
-    """`x.name()`: a method of x's class, a function or class of module x, or (an imported x of unknown
-    kind) whichever its spelling suggests, the other reading as the fallback."""
+    """`x.name()`: a method of x's class, a function or class of module x, a task function queued, or (an
+    imported x of unknown kind) whichever its spelling suggests, the other reading as the fallback."""
     if owner is None:
         return "", ""
+    if name in _QUEUED and (owner.kind == "function" or owner.kind == "name"
+                            and not looks_like_class(owner.fqn.rsplit(".", 1)[-1])):
+        return owner.fqn, ""
     if owner.kind in ("instance", "class"):
         return f"{owner.fqn}::{name}", ""
     if owner.kind not in ("module", "name"):

@@ -41,8 +41,9 @@ SCHEMA_VERSION = "1"
 # the actions a Laravel Route::resource() routes; 14 the decorators of an exported TypeScript class,
 # `@Injectable() export class X`; 15 a field Angular's `inject(X)` fills as an instance of X; 16 an Angular
 # component's `template` row to its `templateUrl`; 17 a Python method a framework calls for a declared
-# field, graphene's `resolve_total` of `total = graphene.Int()`).
-ROWS_VERSION = "17"
+# field, graphene's `resolve_total` of `total = graphene.Int()`; 18 a Celery or Dramatiq task queued,
+# `send_email.delay(to)`, as a call of the function).
+ROWS_VERSION = "18"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
