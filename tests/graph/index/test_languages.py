@@ -591,7 +591,7 @@ def test_a_field_angular_injects_holds_an_instance_of_its_class(tmp_path: Path) 
 
 def test_a_task_queued_through_celery_or_dramatiq_is_called_there(tmp_path: Path) -> None:
     """`send_email.delay(to)` runs the task function in a worker: a call of it (saleor: 0 -> 118 of its
-    141 such calls lead to the task). A member of that name of anything but a function is not."""
+    141 calls by those names lead to the task). A member of that name of anything but a function is not."""
     root = tmp_path / "repo"
     root.mkdir()
     (root / "tasks.py").write_text(
