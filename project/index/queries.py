@@ -196,6 +196,10 @@ def call_sites(conn: Connection, fqn: str, limit: int = 200) -> tuple[list[CallS
         owners = [name for o in [owner, *descendants(conn, owner)] for name in spellings(conn, o)]
         exact = [f"{o}::{member}" for o in owners][:_MAX_NAMES]
         names.insert(0, member)
+        scope = _scope_name(conn, owner, member)
+        if scope:  # Eloquent's local scope: `Post::published()` and `$query->published()` call it
+            exact += [f"{o}::{scope}" for o in owners][:_MAX_NAMES]
+            names.append(scope)
     else:
         exact = spellings(conn, target)[:_MAX_NAMES]
         names.insert(0, short_name(target))
@@ -225,6 +229,19 @@ def call_sites(conn: Connection, fqn: str, limit: int = 200) -> tuple[list[CallS
     ).fetchall()
     sites = resolved + _sites(loose, "by_name")
     return sites[:limit], len(sites) > limit
+
+
+def _scope_name(conn: Connection, owner: str, member: str) -> str:
+    """The name Laravel's Eloquent calls a PHP model's local scope by (`scopePublished` is `published()`,
+    on the model or a query of it), "" for any other member or when the class defines that name itself."""
+    if len(member) < 6 or not member.startswith("scope") or not member[5].isupper():
+        return ""
+    row = conn.execute("SELECT path FROM symbols WHERE fqn = ? LIMIT 1", (f"{owner}::{member}",)).fetchone()
+    extractor = extractor_for(str(row[0])) if row is not None else None
+    scope = member[5].lower() + member[6:]
+    if extractor is None or extractor.language != "php" or defined(conn, f"{owner}::{scope}"):
+        return ""
+    return scope
 
 
 def framework_sites(conn: Connection, root: Path, target: str) -> list[CallSiteHit]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from graph.tools.code import OUTLINE_SYMBOLS, graph_tools
 from project.index.db import Connection, connect
 from project.index.queries import callees, callers, definition, explore, impact, outline
-from project.index.store import sync_files
+from project.index.store import build, sync_files
 
 CIRCLE = "Acme\\Geometry\\Model\\Circle"
 CLOCK = "Acme\\Geometry\\Support\\Clock"
@@ -202,3 +202,33 @@ def test_no_callers_says_where_the_calls_the_graph_cannot_see_come_from(indexed:
     assert unnamed.startswith("no call site names Acme\\Geometry\\Model\\Base::rename in the code the graph reads")
     assert "search the code for 'rename' before treating it as unused" in unnamed
     assert callers(conn, repo, f"{CLOCK}::tick").status.note == ""  # it has callers: nothing to say
+
+
+ELOQUENT = {
+    "app/Models/Post.php": "<?php\nnamespace App\\Models;\n\nclass Post extends Model\n{\n"
+                           "    public function scopePublished($query) { return $query; }\n"
+                           "    public function scopeDraft($query) { return $query; }\n"
+                           "    public function draft(): bool { return true; }\n}\n",
+    "app/Models/News.php": "<?php\nnamespace App\\Models;\n\nclass News extends Post {}\n",
+    "app/Http/Feed.php": "<?php\nnamespace App\\Http;\n\nuse App\\Models\\News;\nuse App\\Models\\Post;\n\n"
+                         "class Feed\n{\n    public function index($query)\n    {\n        Post::published()->get();\n"
+                         "        News::published()->first();\n        $query->published();\n"
+                         "        Post::draft();\n    }\n}\n",
+}
+
+
+def test_an_eloquent_local_scope_is_called_by_its_name(tmp_path: Path) -> None:
+    """Laravel calls `scopePublished` for `Post::published()` (and a subclass's) and for a query's
+    `->published()` (by name: the query's class is not known). Before, a scope had no callers. A class
+    that defines the short name itself (`draft()`) has its calls for that method, not for the scope."""
+    root = tmp_path / "repo"
+    for name, text in ELOQUENT.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, sorted(ELOQUENT))
+    sites = callers(conn, root, "App\\Models\\Post::scopePublished").sites
+    assert [(s.path, s.line, s.certainty) for s in sites] == [
+        ("app/Http/Feed.php", 11, "resolved"), ("app/Http/Feed.php", 12, "resolved"),
+        ("app/Http/Feed.php", 13, "by_name")]
+    assert callers(conn, root, "App\\Models\\Post::scopeDraft").sites == []
