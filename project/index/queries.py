@@ -16,7 +16,7 @@ from project.index.bindings import definition as bound_definition
 from project.index.db import Connection
 from project.index.extractors import CONSTRUCTORS, EXTRACTORS, caseless, extractor_for, same_name
 from project.index.fixtures import fixture_sites
-from project.index.hierarchy import descendants, overridden, short_name, split_member
+from project.index.hierarchy import ancestors, descendants, overridden, short_name, split_member
 from project.index.parse import content_hash
 from project.index.results import (
     MISSING,
@@ -277,6 +277,12 @@ def _unnamed(conn: Connection, target: str) -> str:
                 "or attribute): what registers it that way, a framework's routes, tasks or events, calls it")
     search = f"search the code for {short_name(target)!r} before treating it as unused"
     owner, member = split_member(target)
+    outside = [a for a in ancestors(conn, owner) if not defined(conn, a)
+               and member.lower() in _CORE_MEMBERS.get(a.lower(), (member.lower(),))][:3] if member else []
+    if outside:  # Django's `BaseCommand.handle`, Angular's `OnInit.ngOnInit`: the framework calls the override
+        return (f"no call site names {target}; its class extends or implements {', '.join(outside)}, "
+                "outside the repository: where this method overrides or implements one of theirs, code "
+                f"there calls it (a framework's hook, a command's handler); else {search}")
     marks = _marks(conn, owner) if member else []
     if marks:  # `@Injectable() export class Cart`: a container makes it, a component's hooks are called
         return (f"no call site names {target}; its class is marked {', '.join(marks[:5])} (a decorator or "
@@ -286,6 +292,16 @@ def _unnamed(conn: Connection, target: str) -> str:
     return (f"no call site names {target} in the code the graph reads; it can still be reached by a name "
             "built at run time, a framework's configuration (routes, hooks, a container, templates) or code "
             f"outside the repository: {search}")
+
+
+# PHP's own interfaces, whose methods are known: `Shape extends Countable` says nothing of `rename`
+_CORE_MEMBERS = {
+    "countable": ("count",), "arrayaccess": ("offsetexists", "offsetget", "offsetset", "offsetunset"),
+    "iteratoraggregate": ("getiterator",), "iterator": ("current", "key", "next", "rewind", "valid"),
+    "traversable": (), "jsonserializable": ("jsonserialize",), "stringable": ("__tostring",),
+    "serializable": ("serialize", "unserialize"), "throwable": (), "unitenum": ("cases",),
+    "backedenum": ("cases", "from", "tryfrom"),
+}
 
 
 def _marks(conn: Connection, fqn: str) -> list[str]:

@@ -232,3 +232,31 @@ def test_an_eloquent_local_scope_is_called_by_its_name(tmp_path: Path) -> None:
         ("app/Http/Feed.php", 11, "resolved"), ("app/Http/Feed.php", 12, "resolved"),
         ("app/Http/Feed.php", 13, "by_name")]
     assert callers(conn, root, "App\\Models\\Post::scopeDraft").sites == []
+
+
+def test_no_callers_of_an_override_of_a_class_outside_the_repository_names_that_class(tmp_path: Path) -> None:
+    """Django calls a command's `handle`, Angular a component's `ngOnInit`: their base class or interface
+    is not in the repository, and an empty answer says so (before: the generic note)."""
+    files = {"app/management/commands/sync.py": "from django.core.management.base import BaseCommand\n\n\n"
+                                                "class Command(BaseCommand):\n    def handle(self, *args):\n"
+                                                "        pass\n",
+             "web/list.component.ts": 'import { OnInit } from "@angular/core";\n\n'
+                                      "export class ListComponent implements OnInit {\n  ngOnInit() {}\n}\n",
+             "src/Bag.php": "<?php\nnamespace App;\n\nclass Bag implements \\Countable\n{\n"
+                            "    public function count(): int { return 0; }\n    public function label(): string "
+                            "{ return ''; }\n}\n"}
+    root = tmp_path / "repo"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, sorted(files))
+    note = callers(conn, root, "app.management.commands.sync.Command::handle").status.note
+    assert "its class extends or implements django.core.management.base.BaseCommand, outside the repository" in note
+    note = callers(conn, root, "web/list.component:ListComponent::ngOnInit").status.note
+    assert "its class extends or implements @angular/core:OnInit, outside the repository" in note
+    assert note.endswith("else search the code for 'ngOnInit' before treating it as unused")
+    # PHP's own interfaces have known methods: `count()` is Countable's, `label()` is no method of it
+    assert "its class extends or implements Countable, outside" in callers(conn, root, "App\\Bag::count").status.note
+    assert callers(conn, root, "App\\Bag::label").status.note.startswith(
+        "no call site names App\\Bag::label in the code the graph reads")
