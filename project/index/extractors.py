@@ -60,6 +60,9 @@ class Extractor:
     # the module a file is (`src/util/index.ts` is `src/util`), for a language whose bare imports the
     # checkout's configuration can map to its own modules (`aliases`); None when it cannot
     module_of: Callable[[str], str] | None = None
+    # the languages whose code calls one another's (TypeScript, JavaScript and their components): a call
+    # by name from a file of another family is never a call of this one's definitions
+    family: str = ""
 
     def read(self, path: str, source: bytes, tree: tree_sitter.Tree, digest: str,
              aliases: Aliases | None = None, *, relations: bool = True) -> FileRows:
@@ -105,21 +108,19 @@ EXTRACTORS = (
               syntax.PYTHON),
     Extractor("typescript", (".ts", ".mts", ".cts"), script_graph.parser_of("typescript"),
               script_graph.rows_of("typescript"), script_graph.CONSTRUCTOR, syntax.SCRIPT,
-              module_of=script_graph.module_name),
+              module_of=script_graph.module_name, family="script"),
     Extractor("tsx", (".tsx",), script_graph.parser_of("tsx"), script_graph.rows_of("tsx"),
-              script_graph.CONSTRUCTOR, syntax.SCRIPT, module_of=script_graph.module_name),
+              script_graph.CONSTRUCTOR, syntax.SCRIPT, module_of=script_graph.module_name, family="script"),
     Extractor("javascript", (".js", ".jsx", ".mjs", ".cjs"), script_graph.parser_of("javascript"),
               script_graph.rows_of("javascript"), script_graph.CONSTRUCTOR, syntax.SCRIPT,
-              module_of=script_graph.module_name),
+              module_of=script_graph.module_name, family="script"),
     # a Vue or Svelte component's script blocks and template expressions, as TypeScript (`sfc`)
     *(Extractor(name, (f".{name}",), partial(_component_parser, name), script_graph.rows_of(name),
-                script_graph.CONSTRUCTOR, syntax.SCRIPT, module_of=script_graph.module_name)
+                script_graph.CONSTRUCTOR, syntax.SCRIPT, module_of=script_graph.module_name, family="script")
       for name in ("vue", "svelte")),
 )
 _BY_SUFFIX = {suffix: extractor for extractor in EXTRACTORS for suffix in extractor.suffixes}
-# `git ls-files`-style patterns of every file some extractor reads
-PATTERNS = tuple(f"*{suffix}" for suffix in _BY_SUFFIX)
-CONSTRUCTORS = tuple(dict.fromkeys(extractor.constructor for extractor in EXTRACTORS))
+
 
 
 def same_name(path: str, stored: str, asked: str) -> bool:
@@ -138,6 +139,20 @@ def caseless(path: str) -> bool:
 def extractor_for(path: str) -> Extractor | None:
     """The extractor of `path`, or None when the graph holds no file of its kind."""
     return _BY_SUFFIX.get(os.path.splitext(path)[1])
+
+
+def callable_from(path: str) -> tuple[str, ...]:
+    """The suffixes of the files whose code can call the code of `path`: its language family's (empty
+    when the graph does not read `path`)."""
+    extractor = extractor_for(path)
+    if extractor is None:
+        return ()
+    family = extractor.family or extractor.language
+    return tuple(suffix for other in EXTRACTORS if (other.family or other.language) == family
+                 for suffix in other.suffixes)
+# `git ls-files`-style patterns of every file some extractor reads
+PATTERNS = tuple(f"*{suffix}" for suffix in _BY_SUFFIX)
+CONSTRUCTORS = tuple(dict.fromkeys(extractor.constructor for extractor in EXTRACTORS))
 
 
 class Parsers:

@@ -14,7 +14,7 @@ from pathlib import Path
 from project.index.bindings import defined, spellings
 from project.index.bindings import definition as bound_definition
 from project.index.db import Connection
-from project.index.extractors import CONSTRUCTORS, EXTRACTORS, caseless, extractor_for, same_name
+from project.index.extractors import CONSTRUCTORS, EXTRACTORS, callable_from, caseless, extractor_for, same_name
 from project.index.fixtures import fixture_sites
 from project.index.hierarchy import ancestors, descendants, overridden, short_name, split_member
 from project.index.parse import content_hash
@@ -222,10 +222,14 @@ def call_sites(conn: Connection, fqn: str, limit: int = 200) -> tuple[list[CallS
     # cannot see) is no more a call of this class's than of any other
     names = [name for name in names if name not in CONSTRUCTORS]
     marks = ",".join("?" * len(names))
+    # a PHP method is not called by name from JavaScript: only files of the definition's language family
+    row = conn.execute("SELECT path FROM symbols WHERE fqn IN (?, ?) LIMIT 1", (target, owner)).fetchone()
+    suffixes = callable_from(str(row[0])) if row is not None else ()
+    within = f" AND ({' OR '.join('path GLOB ?' for _ in suffixes)})" if suffixes else ""
     loose = conn.execute(  # `+`: by the name's index, not the empty target's (every unresolved call)
         f"SELECT {_SITE_COLUMNS} FROM relations WHERE kind = 'calls' AND target_name IN ({marks}) "
-        "AND +target_fqn = '' ORDER BY path, line LIMIT ?",
-        (*names, limit + 1),
+        f"AND +target_fqn = ''{within} ORDER BY path, line LIMIT ?",
+        (*names, *(f"*{suffix}" for suffix in suffixes), limit + 1),
     ).fetchall()
     sites = resolved + _sites(loose, "by_name")
     return sites[:limit], len(sites) > limit

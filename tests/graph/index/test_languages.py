@@ -604,3 +604,22 @@ def test_a_task_queued_through_celery_or_dramatiq_is_called_there(tmp_path: Path
     build(conn, root, ["tasks.py", "views.py"])
     assert _callers(conn, root, "tasks.send_email") == {
         ("tasks.py", 6, "tasks.later"), ("views.py", 9, "views.signup"), ("views.py", 10, "views.signup")}
+
+
+def test_a_call_by_name_counts_only_in_the_definitions_language(tmp_path: Path) -> None:
+    """A PHP application with a JavaScript front end: `tracker.run()` in a script is no call of the PHP
+    seeder's `run`, nor `$process->run()` of the script's. Before, a third of BookStack's by-name sites
+    of a sampled PHP method were JavaScript's (2,279 of 6,662), and as many the other way."""
+    root = tmp_path / "repo"
+    (root / "app").mkdir(parents=True)
+    (root / "resources").mkdir()
+    (root / "app/Seeder.php").write_text("<?php\nnamespace App;\n\nclass Seeder\n{\n    public function run() {}\n}\n")
+    (root / "app/Job.php").write_text("<?php\nnamespace App;\n\nfunction go($process)\n{\n    $process->run();\n}\n")
+    (root / "resources/drag.js").write_text("export class Drag {\n  run() {}\n}\n\nexport function go(tracker) {\n"
+                                            "  tracker.run();\n}\n")
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, ["app/Seeder.php", "app/Job.php", "resources/drag.js"])
+    assert {(s.path, s.certainty) for s in queries.callers(conn, root, "App\\Seeder::run").sites} == {
+        ("app/Job.php", "by_name")}
+    assert {(s.path, s.certainty) for s in queries.callers(conn, root, "resources/drag:Drag::run").sites} == {
+        ("resources/drag.js", "by_name")}
