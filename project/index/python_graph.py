@@ -44,10 +44,16 @@ _QUERY = """
 (as_pattern_target) @target
 (named_expression name: (identifier) @target)
 """
+# a call by its callee; a function handed over by its name (`references`): an argument, a dict's value (a
+# dispatch table, `{"paid": on_paid}`), what a function returns (a factory's inner function). Lists and
+# tuples are not read: sympy's are of symbols, and reading them cost its extraction a tenth for 2 of
+# saleor's 400 sampled definitions
 _CALLS = """
 (call function: [(identifier) @call.name (attribute) @call.member])
 (argument_list [(identifier) @ref.name (attribute) @ref.member])
 (keyword_argument value: [(identifier) @ref.name (attribute) @ref.member])
+(pair value: [(identifier) @ref.name (attribute) @ref.member])
+(return_statement [(identifier) @ref.name (attribute) @ref.member])
 """
 BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_"))
 CONSTRUCTOR = "__init__"

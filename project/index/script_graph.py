@@ -54,14 +54,22 @@ _PATTERNS = {
     "params": ("formal_parameters",),
     "assign": ("assignment_expression",),
 }
-# a call is captured by its callee, so that C finds it (see `_call_rows`); a function handed over as an
-# argument by its name (`references`), and so is a component's event handler named alone (Vue's
-# `@click="save"` and Svelte's `onclick={save}`, which `sfc.readable` makes the statement `;(save)`)
+# a call is captured by its callee, so that C finds it (see `_call_rows`); a function handed over by its
+# name (`references`): as an argument, a value of an object or an array (`{ icon: Flag }`, `{ Globe }`,
+# `[Heart]`), a branch of a conditional, what a function returns; and so is a component's event handler
+# named alone (Vue's `@click="save"` and Svelte's `onclick={save}`, which `sfc.readable` makes the
+# statement `;(save)`)
 _CALLS = """
 (call_expression function: [(identifier) @call.name (super) @call.super (member_expression) @call.member])
 (new_expression constructor: [(identifier) @new.name (member_expression) @new.member])
 (arguments [(identifier) @ref.name (member_expression) @ref.member])
 (expression_statement (parenthesized_expression . [(identifier) @ref.name (member_expression) @ref.member] .))
+(pair value: [(identifier) @ref.name (member_expression) @ref.member])
+(object (shorthand_property_identifier) @ref.name)
+(array [(identifier) @ref.name (member_expression) @ref.member])
+(ternary_expression consequence: (identifier) @ref.name)
+(ternary_expression alternative: (identifier) @ref.name)
+(return_statement (identifier) @ref.name)
 """
 # a JSX element is a use of the component its tag names (`<Button …>` renders Button): read as a call of
 # it when the tag is a component's (CapWords or dotted), not an element of the page (`<div>`)

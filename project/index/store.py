@@ -42,8 +42,9 @@ SCHEMA_VERSION = "1"
 # `@Injectable() export class X`; 15 a field Angular's `inject(X)` fills as an instance of X; 16 an Angular
 # component's `template` row to its `templateUrl`; 17 a Python method a framework calls for a declared
 # field, graphene's `resolve_total` of `total = graphene.Int()`; 18 a Celery or Dramatiq task queued,
-# `send_email.delay(to)`, as a call of the function).
-ROWS_VERSION = "18"
+# `send_email.delay(to)`, as a call of the function; 19 a function handed over in a map, a list, a
+# conditional or a return).
+ROWS_VERSION = "19"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

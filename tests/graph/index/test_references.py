@@ -228,3 +228,29 @@ def test_a_method_a_framework_calls_for_a_declared_field_is_used_at_the_field(tm
     assert _callers(conn, root, f"{serializer}::get_price") == set()  # its field names another method
     assert _callers(conn, root, "api.types.OrderFilter::filter_search") == {
         ("api/types.py", 33, "api.types.OrderFilter")}
+
+
+VALUES = {
+    "shop/events.py": "def on_paid(order):\n    return order\n\n\ndef on_refunded(order):\n    return order\n\n\n"
+                      "HANDLERS = {\"paid\": on_paid}\n\n\ndef pick(kind):\n    if kind:\n        return on_refunded\n"
+                      "    return None\n",
+    "web/icons.tsx": "export function Flag() { return null; }\nexport function Globe() { return null; }\n"
+                     "export function Heart() { return null; }\nfunction Star() { return null; }\n"
+                     "function Moon() { return null; }\n\n"
+                     "export const ICONS = { flag: Flag, Globe };\nexport const ALL = [Heart];\n"
+                     "export function icon(on: boolean) {\n  const C = on ? Star : null;\n  return Moon;\n}\n",
+}
+
+
+def test_a_function_placed_in_a_map_a_list_or_returned_is_used_there(tmp_path: Path) -> None:
+    """A dispatch table's handler (`{"paid": on_paid}`), a component in a map of icons, a list or a
+    conditional, a function a factory returns: each is handed over for other code to call. Before, none
+    was a row (dub: its .tsx definitions with a caller 330 -> 348 of 400)."""
+    conn, root = _index(tmp_path, VALUES)
+    assert _callers(conn, root, "shop.events.on_paid") == {("shop/events.py", 9, "shop.events")}
+    assert _callers(conn, root, "shop.events.on_refunded") == {("shop/events.py", 14, "shop.events.pick")}
+    assert _callers(conn, root, "web/icons:Flag") == {("web/icons.tsx", 7, "web/icons")}
+    assert _callers(conn, root, "web/icons:Globe") == {("web/icons.tsx", 7, "web/icons")}
+    assert _callers(conn, root, "web/icons:Heart") == {("web/icons.tsx", 8, "web/icons")}
+    assert _callers(conn, root, "web/icons:Star") == {("web/icons.tsx", 10, "web/icons:icon")}
+    assert _callers(conn, root, "web/icons:Moon") == {("web/icons.tsx", 11, "web/icons:icon")}
