@@ -24,9 +24,10 @@ SymbolKind = Literal[
     "function",
 ]
 
-# `template`: an Angular component's class to its template's path (`templates` reads it for callers)
+# `template`: an Angular component's class to its template's path (`templates` reads it for callers);
+# `instance`: a module's name to the class of the instance it holds (`db = Database()`; line 0)
 RelationKind = Literal["extends", "implements", "uses_trait", "imports", "calls", "references", "overrides",
-                       "template"]
+                       "template", "instance"]
 # The last part of both names of a star re-export's `imports` row (`src:*` → `src/decorators:*`, `pkg.*` →
 # `pkg.core.*`): the row stands for every name under the two prefixes (`bindings` follows it).
 STAR = "*"

@@ -121,9 +121,11 @@ def tree_rows(path: str, source: bytes, tree: tree_sitter.Tree, digest: str = ""
     file.rows.module(module, module.rsplit(".", 1)[-1], root, _docstring(file.rows, root))
     calls: scopes.Later = []
     _, everything, definitions = _language()
-    sweep(everything if relations else definitions, root, file, _Context(Scope(), module, module), _HANDLERS, calls)
+    top = Scope()
+    sweep(everything if relations else definitions, root, file, _Context(top, module, module), _HANDLERS, calls)
     if relations:
         _resolve(file, calls)
+        scopes.record_instances(file.rows, top, lambda name: f"{module}.{name}")
     return file.rows.done(tree, digest)
 
 

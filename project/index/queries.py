@@ -200,6 +200,7 @@ def call_sites(conn: Connection, fqn: str, limit: int = 200) -> tuple[list[CallS
         if scope:  # Eloquent's local scope: `Post::published()` and `$query->published()` call it
             exact += [f"{o}::{scope}" for o in owners][:_MAX_NAMES]
             names.append(scope)
+        exact += [f"{name}.{member}" for name in _instances(conn, owners)][:_MAX_NAMES]
     else:
         exact = spellings(conn, target)[:_MAX_NAMES]
         names.insert(0, short_name(target))
@@ -233,6 +234,15 @@ def call_sites(conn: Connection, fqn: str, limit: int = 200) -> tuple[list[CallS
     ).fetchall()
     sites = resolved + _sites(loose, "by_name")
     return sites[:limit], len(sites) > limit
+
+
+def _instances(conn: Connection, classes: list[str]) -> list[str]:
+    """The names, and every name imports bind to them, of the modules' instances of `classes`
+    (`export const api = new ApiClient()`): `api.get()` in a module importing it calls `ApiClient::get`."""
+    marks = ",".join("?" * len(classes))
+    held = conn.execute("SELECT DISTINCT source_fqn FROM relations WHERE kind = 'instance' "
+                        f"AND target_fqn IN ({marks}) LIMIT ?", (*classes, _MAX_NAMES)).fetchall()
+    return [name for (instance,) in held for name in spellings(conn, str(instance))][:_MAX_NAMES]
 
 
 def _scope_name(conn: Connection, owner: str, member: str) -> str:

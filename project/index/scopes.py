@@ -278,6 +278,16 @@ def settle(held: Held) -> None:
         scope.settle(name, classes)
 
 
+def record_instances(rows: Rows, module: Scope, fqn: Callable[[str], str]) -> None:
+    """An `instance` row for each name of the module (`module`, settled) that holds an instance of one
+    class: `db = Database()`, `export const api = new ApiClient()`. A call through an import of the name
+    in another module (`from app.db import db; db.query()`) is then a call of the class's method
+    (`queries.call_sites`). The row is no line's: its line is 0."""
+    for name, binding in module.names.items():
+        if binding.kind == "instance" and binding.fqn:
+            rows.relate("instance", fqn(name), binding.fqn.rsplit(".", 1)[-1].rsplit(":", 1)[-1], binding.fqn, 0)
+
+
 class References:
     """The `references` rows of one file: functions its arguments hand over for another function to call
     (`map(fmt, xs)`, `app.get("/", handler)`, `bus.subscribe(self.on_saved)`, `path("", views.index)`,

@@ -195,10 +195,11 @@ def _rows(dialect: str, path: str, source: bytes, tree: tree_sitter.Tree, digest
     file.rows.module(module, module.rsplit("/", 1)[-1], root)
     calls: scopes.Later = []
     _, everything, definitions = _language(dialect)
-    sweep(everything if relations else definitions, root, file, _Context(Scope(), f"{module}:", module),
-          _HANDLERS, calls)
+    top = Scope()
+    sweep(everything if relations else definitions, root, file, _Context(top, f"{module}:", module), _HANDLERS, calls)
     if relations:
         _resolve(file, calls)
+        scopes.record_instances(file.rows, top, lambda name: f"{module}:{name}")
     if dialect in sfc.MARKUP:  # a component: an error in a template expression is not the script's
         outside = sfc.in_template(source)
         return file.rows.done(tree, digest, lambda error: outside(error) or _grammar_gap(error))

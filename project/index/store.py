@@ -43,8 +43,8 @@ SCHEMA_VERSION = "1"
 # component's `template` row to its `templateUrl`; 17 a Python method a framework calls for a declared
 # field, graphene's `resolve_total` of `total = graphene.Int()`; 18 a Celery or Dramatiq task queued,
 # `send_email.delay(to)`, as a call of the function; 19 a function handed over in a map, a list, a
-# conditional or a return).
-ROWS_VERSION = "19"
+# conditional or a return; 20 a module's instance, `db = Database()`, as an `instance` row).
+ROWS_VERSION = "20"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -623,3 +623,22 @@ def test_a_call_by_name_counts_only_in_the_definitions_language(tmp_path: Path) 
         ("app/Job.php", "by_name")}
     assert {(s.path, s.certainty) for s in queries.callers(conn, root, "resources/drag:Drag::run").sites} == {
         ("resources/drag.js", "by_name")}
+
+
+def test_a_call_through_an_imported_module_instance_is_a_call_of_its_class(tmp_path: Path) -> None:
+    """`export const api = new ApiClient()` and `db = Database()`, imported elsewhere (through a barrel
+    too): `api.get()` calls `ApiClient::get`. Before, such a call named `client:api.get`, which no
+    definition carries (dub: its .ts definitions with a caller 351 -> 364 of 400)."""
+    root = tmp_path / "repo"
+    (root / "web").mkdir(parents=True)
+    (root / "app").mkdir()
+    (root / "web/client.ts").write_text(
+        "export class ApiClient {\n  get() {}\n}\n\nexport const api = new ApiClient();\n")
+    (root / "web/index.ts").write_text('export { api } from "./client";\n')
+    (root / "web/page.ts").write_text('import { api } from "./index";\n\nexport function load() {\n  api.get();\n}\n')
+    (root / "app/db.py").write_text("class Database:\n    def query(self):\n        pass\n\n\ndb = Database()\n")
+    (root / "app/views.py").write_text("from app.db import db\n\n\ndef show():\n    db.query()\n")
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, ["web/client.ts", "web/index.ts", "web/page.ts", "app/db.py", "app/views.py"])
+    assert _callers(conn, root, "web/client:ApiClient::get") == {("web/page.ts", 4, "web/page:load")}
+    assert _callers(conn, root, "app.db.Database::query") == {("app/views.py", 5, "app.views.show")}
