@@ -71,6 +71,7 @@ CREATE INDEX IF NOT EXISTS relations_target_name ON relations(target_name);
 CREATE INDEX IF NOT EXISTS relations_target_fqn ON relations(target_fqn);
 CREATE INDEX IF NOT EXISTS relations_fallback ON relations(fallback_fqn) WHERE fallback_fqn != '';
 CREATE INDEX IF NOT EXISTS relations_source ON relations(source_fqn);
+CREATE INDEX IF NOT EXISTS relations_templates ON relations(source_fqn) WHERE kind = 'template';
 """
 
 @dataclass
