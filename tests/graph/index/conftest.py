@@ -46,3 +46,15 @@ def indexed(repo: Path, tmp_path: Path) -> Iterator[tuple[Connection, Path]]:
     build(conn, repo, php_files(repo))
     yield conn, repo
     conn.close()
+
+
+def index_files(tmp_path: Path, files: dict[str, str], paths: list[str] | None = None) -> tuple[Connection, Path]:
+    """`files` (path -> text) written under `tmp_path/repo`, and an index built of `paths` (every file
+    when None): a test's own small repository."""
+    root = tmp_path / "repo"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    conn = connect(tmp_path / "index.db")
+    build(conn, root, sorted(files) if paths is None else paths)
+    return conn, root

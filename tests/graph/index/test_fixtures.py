@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from project.index import queries
-from project.index.db import Connection, connect
-from project.index.store import build
+from project.index.db import Connection
+from tests.graph.index.conftest import index_files
 
 FILES = {
     "conftest.py": "import pytest\n\n\n@pytest.fixture\ndef db():\n    return 1\n\n\n"
@@ -28,13 +28,7 @@ FILES = {
 
 
 def _index(tmp_path: Path) -> tuple[Connection, Path]:
-    root = tmp_path / "repo"
-    for name, text in FILES.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    conn = connect(tmp_path / "index.db")
-    build(conn, root, list(FILES))
-    return conn, root
+    return index_files(tmp_path, FILES)
 
 
 def _sites(conn: Connection, root: Path, fqn: str) -> set[tuple[str, int, str]]:

@@ -20,7 +20,7 @@ from project.index.contract import override_contract
 from project.index.db import Connection, connect
 from project.index.declarations import READERS, reader_pattern
 from project.index.store import build, sync_files
-from tests.graph.index.conftest import _git
+from tests.graph.index.conftest import _git, index_files
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "polyglot"
 
@@ -571,20 +571,16 @@ def test_a_field_angular_injects_holds_an_instance_of_its_class(tmp_path: Path) 
     """`private readonly dataService = inject(DataService)`, Angular's way since version 14 (ghostfolio's
     components hold every service so): its calls are the service's methods'. Only Angular's `inject`
     says so; a function of the same name from elsewhere does not (Vue's returns what a key provides)."""
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "data.service.ts").write_text(
-        "export class DataService {\n  fetchAccesses() { return []; }\n}\n")
-    (root / "access.component.ts").write_text(
-        'import { Component, inject } from "@angular/core";\nimport { DataService } from "./data.service";\n\n'
-        "export class AccessComponent {\n  private readonly dataService = inject(DataService);\n\n"
-        "  ngOnInit() {\n    this.dataService\n      .fetchAccesses();\n  }\n}\n")
-    (root / "store.ts").write_text(
-        'import { inject } from "vue";\nimport { DataService } from "./data.service";\n\n'
-        "export class Store {\n  data = inject(DataService);\n\n"
-        "  load() {\n    return this.data.fetchAccesses();\n  }\n}\n")
-    conn = connect(tmp_path / "index.db")
-    build(conn, root, ["data.service.ts", "access.component.ts", "store.ts"])
+    conn, root = index_files(tmp_path, {
+        "data.service.ts": "export class DataService {\n  fetchAccesses() { return []; }\n}\n",
+        "access.component.ts": 'import { Component, inject } from "@angular/core";\n'
+                               'import { DataService } from "./data.service";\n\n'
+                               "export class AccessComponent {\n"
+                               "  private readonly dataService = inject(DataService);\n\n"
+                               "  ngOnInit() {\n    this.dataService\n      .fetchAccesses();\n  }\n}\n",
+        "store.ts": 'import { inject } from "vue";\nimport { DataService } from "./data.service";\n\n'
+                    "export class Store {\n  data = inject(DataService);\n\n"
+                    "  load() {\n    return this.data.fetchAccesses();\n  }\n}\n"})
     assert _callers(conn, root, "data.service:DataService::fetchAccesses") == {
         ("access.component.ts", 9, "access.component:AccessComponent::ngOnInit")}
 
@@ -592,16 +588,12 @@ def test_a_field_angular_injects_holds_an_instance_of_its_class(tmp_path: Path) 
 def test_a_task_queued_through_celery_or_dramatiq_is_called_there(tmp_path: Path) -> None:
     """`send_email.delay(to)` runs the task function in a worker: a call of it (saleor: 0 -> 118 of its
     141 calls by those names lead to the task). A member of that name of anything but a function is not."""
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "tasks.py").write_text(
-        "def send_email(to):\n    return to\n\n\ndef later(to):\n    send_email.apply_async((to,), countdown=5)\n")
-    (root / "views.py").write_text(
-        "from tasks import send_email\n\n\nclass Mailer:\n    pass\n\n\n"
-        "def signup(to, sock):\n    send_email.delay(to)\n    send_email.send(to)\n    sock.send(to)\n"
-        "    Mailer.delay(to)\n")
-    conn = connect(tmp_path / "index.db")
-    build(conn, root, ["tasks.py", "views.py"])
+    conn, root = index_files(tmp_path, {
+        "tasks.py": "def send_email(to):\n    return to\n\n\ndef later(to):\n"
+                    "    send_email.apply_async((to,), countdown=5)\n",
+        "views.py": "from tasks import send_email\n\n\nclass Mailer:\n    pass\n\n\n"
+                    "def signup(to, sock):\n    send_email.delay(to)\n    send_email.send(to)\n    sock.send(to)\n"
+                    "    Mailer.delay(to)\n"})
     assert _callers(conn, root, "tasks.send_email") == {
         ("tasks.py", 6, "tasks.later"), ("views.py", 9, "views.signup"), ("views.py", 10, "views.signup")}
 
@@ -610,15 +602,11 @@ def test_a_call_by_name_counts_only_in_the_definitions_language(tmp_path: Path) 
     """A PHP application with a JavaScript front end: `tracker.run()` in a script is no call of the PHP
     seeder's `run`, nor `$process->run()` of the script's. Before, a third of BookStack's by-name sites
     of a sampled PHP method were JavaScript's (2,279 of 6,662), and as many the other way."""
-    root = tmp_path / "repo"
-    (root / "app").mkdir(parents=True)
-    (root / "resources").mkdir()
-    (root / "app/Seeder.php").write_text("<?php\nnamespace App;\n\nclass Seeder\n{\n    public function run() {}\n}\n")
-    (root / "app/Job.php").write_text("<?php\nnamespace App;\n\nfunction go($process)\n{\n    $process->run();\n}\n")
-    (root / "resources/drag.js").write_text("export class Drag {\n  run() {}\n}\n\nexport function go(tracker) {\n"
-                                            "  tracker.run();\n}\n")
-    conn = connect(tmp_path / "index.db")
-    build(conn, root, ["app/Seeder.php", "app/Job.php", "resources/drag.js"])
+    conn, root = index_files(tmp_path, {
+        "app/Seeder.php": "<?php\nnamespace App;\n\nclass Seeder\n{\n    public function run() {}\n}\n",
+        "app/Job.php": "<?php\nnamespace App;\n\nfunction go($process)\n{\n    $process->run();\n}\n",
+        "resources/drag.js": "export class Drag {\n  run() {}\n}\n\nexport function go(tracker) {\n"
+                             "  tracker.run();\n}\n"})
     assert {(s.path, s.certainty) for s in queries.callers(conn, root, "App\\Seeder::run").sites} == {
         ("app/Job.php", "by_name")}
     assert {(s.path, s.certainty) for s in queries.callers(conn, root, "resources/drag:Drag::run").sites} == {
@@ -629,16 +617,11 @@ def test_a_call_through_an_imported_module_instance_is_a_call_of_its_class(tmp_p
     """`export const api = new ApiClient()` and `db = Database()`, imported elsewhere (through a barrel
     too): `api.get()` calls `ApiClient::get`. Before, such a call named `client:api.get`, which no
     definition carries (dub: its .ts definitions with a caller 351 -> 364 of 400)."""
-    root = tmp_path / "repo"
-    (root / "web").mkdir(parents=True)
-    (root / "app").mkdir()
-    (root / "web/client.ts").write_text(
-        "export class ApiClient {\n  get() {}\n}\n\nexport const api = new ApiClient();\n")
-    (root / "web/index.ts").write_text('export { api } from "./client";\n')
-    (root / "web/page.ts").write_text('import { api } from "./index";\n\nexport function load() {\n  api.get();\n}\n')
-    (root / "app/db.py").write_text("class Database:\n    def query(self):\n        pass\n\n\ndb = Database()\n")
-    (root / "app/views.py").write_text("from app.db import db\n\n\ndef show():\n    db.query()\n")
-    conn = connect(tmp_path / "index.db")
-    build(conn, root, ["web/client.ts", "web/index.ts", "web/page.ts", "app/db.py", "app/views.py"])
+    conn, root = index_files(tmp_path, {
+        "web/client.ts": "export class ApiClient {\n  get() {}\n}\n\nexport const api = new ApiClient();\n",
+        "web/index.ts": 'export { api } from "./client";\n',
+        "web/page.ts": 'import { api } from "./index";\n\nexport function load() {\n  api.get();\n}\n',
+        "app/db.py": "class Database:\n    def query(self):\n        pass\n\n\ndb = Database()\n",
+        "app/views.py": "from app.db import db\n\n\ndef show():\n    db.query()\n"})
     assert _callers(conn, root, "web/client:ApiClient::get") == {("web/page.ts", 4, "web/page:load")}
     assert _callers(conn, root, "app.db.Database::query") == {("app/views.py", 5, "app.views.show")}

@@ -8,7 +8,8 @@ from pathlib import Path
 from graph.tools.code import OUTLINE_SYMBOLS, graph_tools
 from project.index.db import Connection, connect
 from project.index.queries import callees, callers, definition, explore, impact, outline
-from project.index.store import build, sync_files
+from project.index.store import sync_files
+from tests.graph.index.conftest import index_files
 
 CIRCLE = "Acme\\Geometry\\Model\\Circle"
 CLOCK = "Acme\\Geometry\\Support\\Clock"
@@ -221,12 +222,7 @@ def test_an_eloquent_local_scope_is_called_by_its_name(tmp_path: Path) -> None:
     """Laravel calls `scopePublished` for `Post::published()` (and a subclass's) and for a query's
     `->published()` (by name: the query's class is not known). Before, a scope had no callers. A class
     that defines the short name itself (`draft()`) has its calls for that method, not for the scope."""
-    root = tmp_path / "repo"
-    for name, text in ELOQUENT.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    conn = connect(tmp_path / "index.db")
-    build(conn, root, sorted(ELOQUENT))
+    conn, root = index_files(tmp_path, ELOQUENT)
     sites = callers(conn, root, "App\\Models\\Post::scopePublished").sites
     assert [(s.path, s.line, s.certainty) for s in sites] == [
         ("app/Http/Feed.php", 11, "resolved"), ("app/Http/Feed.php", 12, "resolved"),
@@ -245,12 +241,7 @@ def test_no_callers_of_an_override_of_a_class_outside_the_repository_names_that_
              "src/Bag.php": "<?php\nnamespace App;\n\nclass Bag implements \\Countable\n{\n"
                             "    public function count(): int { return 0; }\n    public function label(): string "
                             "{ return ''; }\n}\n"}
-    root = tmp_path / "repo"
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    conn = connect(tmp_path / "index.db")
-    build(conn, root, sorted(files))
+    conn, root = index_files(tmp_path, files)
     note = callers(conn, root, "app.management.commands.sync.Command::handle").status.note
     assert "its class extends or implements django.core.management.base.BaseCommand, outside the repository" in note
     note = callers(conn, root, "web/list.component:ListComponent::ngOnInit").status.note

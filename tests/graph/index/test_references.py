@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from project.index import queries
-from project.index.db import Connection, connect
-from project.index.store import build
+from project.index.db import Connection
+from tests.graph.index.conftest import index_files
 
 PYTHON = {
     "shop/hooks.py": "def on_saved(cart):\n    return cart\n\n\nTIMEOUT = 3\n",
@@ -66,22 +66,12 @@ SCRIPT = {
 }
 
 
-def _index(tmp_path: Path, files: dict[str, str]) -> tuple[Connection, Path]:
-    root = tmp_path / "repo"
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    conn = connect(tmp_path / "index.db")
-    build(conn, root, sorted(files))
-    return conn, root
-
-
 def _callers(conn: Connection, root: Path, fqn: str) -> set[tuple[str, int, str]]:
     return {(s.path, s.line, s.caller) for s in queries.callers(conn, root, fqn).sites}
 
 
 def test_python_functions_and_methods_handed_over_are_used_there(tmp_path: Path) -> None:
-    conn, root = _index(tmp_path, PYTHON)
+    conn, root = index_files(tmp_path, PYTHON)
     assert _callers(conn, root, "shop.hooks.on_saved") == {("shop/cart.py", 17, "shop.cart.Cart::wire")}
     assert _callers(conn, root, "shop.cart.Cart::notify") == {("shop/cart.py", 18, "shop.cart.Cart::wire")}
     # the local `fmt` of wire (line 21) is not the module's function
@@ -96,7 +86,7 @@ def test_python_functions_and_methods_handed_over_are_used_there(tmp_path: Path)
 
 
 def test_script_functions_methods_and_jsx_handlers_handed_over_are_used_there(tmp_path: Path) -> None:
-    conn, root = _index(tmp_path, SCRIPT)
+    conn, root = index_files(tmp_path, SCRIPT)
     assert _callers(conn, root, "app:View::onClick") == {("app.ts", 7, "app:View::wire")}
     assert _callers(conn, root, "app:handler") == {("app.ts", 12, "app:main")}
     # `const local = fmt` is no argument; `xs.map(local)` hands over a local
@@ -130,7 +120,7 @@ def test_a_components_event_handler_named_alone_is_used_by_its_template(tmp_path
     """Vue's `@click="save"` and Svelte's `onclick={pay}` hand the handler to the framework: before, a
     handler only a template named had no caller (vue-vben-admin: 247 of 400 sampled definitions had one,
     324 with these)."""
-    conn, root = _index(tmp_path, COMPONENTS)
+    conn, root = index_files(tmp_path, COMPONENTS)
     assert _callers(conn, root, "Cart.vue:save") == {("Cart.vue", 9, "Cart.vue")}
     assert _callers(conn, root, "Pay.svelte:pay") == {("Pay.svelte", 7, "Pay.svelte")}
     assert _callers(conn, root, "shop:checkout") == {("Cart.vue", 10, "Cart.vue"), ("Pay.svelte", 8, "Pay.svelte")}
@@ -158,7 +148,7 @@ MODULES = {
 def test_a_function_of_an_imported_module_handed_over_is_used_there(tmp_path: Path) -> None:
     """Django's `path("", views.index)` and Express's `router.get("/users", users.list)` with a required
     controller: the views and controllers of an application are named nowhere else."""
-    conn, root = _index(tmp_path, MODULES)
+    conn, root = index_files(tmp_path, MODULES)
     assert _callers(conn, root, "app.views.index") == {("app/urls.py", 9, "app.urls")}
     assert _callers(conn, root, "controllers/users:list") == {("routes.js", 3, "routes")}
     rows = conn.execute("SELECT target_fqn FROM relations WHERE kind = 'references'").fetchall()
@@ -179,7 +169,7 @@ MARKED = {
 def test_no_callers_of_a_decorated_definition_names_what_registers_it(tmp_path: Path) -> None:
     """A route handler is called by the framework its decorator or attribute registers it with: an empty
     answer says so, with the marks (before: the generic note; TypeScript recorded no decorators at all)."""
-    conn, root = _index(tmp_path, MARKED)
+    conn, root = index_files(tmp_path, MARKED)
     notes = {fqn: queries.callers(conn, root, fqn).status.note
              for fqn in ("api.read_items", "items.controller:ItemsController::list", "App\\CartController::show",
                          "items.controller:PriceService", "items.controller:PriceService::quote")}
@@ -219,7 +209,7 @@ def test_a_method_a_framework_calls_for_a_declared_field_is_used_at_the_field(tm
     """graphene's `resolve_<field>`, Django REST framework's `get_<field>` of a `SerializerMethodField` (or its
     `method_name`), a `method="…"` argument (django-filter): each is used at its field's line. Before, none
     had a caller. A plain attribute beside a getter of its name is no field: `name = 'order'`, `get_name`."""
-    conn, root = _index(tmp_path, FIELDS)
+    conn, root = index_files(tmp_path, FIELDS)
     assert _callers(conn, root, "api.types.Order::resolve_total") == {("api/types.py", 7, "api.types.Order")}
     assert _callers(conn, root, "api.types.Order::get_name") == set()
     serializer = "api.types.OrderSerializer"
@@ -246,7 +236,7 @@ def test_a_function_placed_in_a_map_a_list_or_returned_is_used_there(tmp_path: P
     """A dispatch table's handler (`{"paid": on_paid}`), a component in a map of icons, a list or a
     conditional, a function a factory returns: each is handed over for other code to call. Before, none
     was a row (dub: its .tsx definitions with a caller 330 -> 348 of 400)."""
-    conn, root = _index(tmp_path, VALUES)
+    conn, root = index_files(tmp_path, VALUES)
     assert _callers(conn, root, "shop.events.on_paid") == {("shop/events.py", 9, "shop.events")}
     assert _callers(conn, root, "shop.events.on_refunded") == {("shop/events.py", 14, "shop.events.pick")}
     assert _callers(conn, root, "web/icons:Flag") == {("web/icons.tsx", 7, "web/icons")}

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from project.index import queries
-from project.index.db import Connection, connect
-from project.index.store import build
+from project.index.db import Connection
 from project.index.templates import MAX_BYTES, uses
+from tests.graph.index.conftest import index_files
 
 TEMPLATE = """<p>{{ total }}</p>
 <button (click)="checkout()" [class]="'total'" [disabled]="cart.total > 0">Pay</button>
@@ -53,13 +53,7 @@ FILES = {
 
 
 def _index(tmp_path: Path, files: dict[str, str]) -> tuple[Connection, Path]:
-    root = tmp_path / "repo"
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    conn = connect(tmp_path / "index.db")
-    build(conn, root, [name for name in files if name.endswith(".ts")])
-    return conn, root
+    return index_files(tmp_path, files, [name for name in files if name.endswith(".ts")])
 
 
 def _sites(conn: Connection, root: Path, fqn: str) -> set[tuple[str, int, str]]:
