@@ -120,7 +120,9 @@ EXTRACTORS = (
       for name in ("vue", "svelte")),
 )
 _BY_SUFFIX = {suffix: extractor for extractor in EXTRACTORS for suffix in extractor.suffixes}
-
+# `git ls-files`-style patterns of every file some extractor reads
+PATTERNS = tuple(f"*{suffix}" for suffix in _BY_SUFFIX)
+CONSTRUCTORS = tuple(dict.fromkeys(extractor.constructor for extractor in EXTRACTORS))
 
 
 def same_name(path: str, stored: str, asked: str) -> bool:
@@ -150,9 +152,6 @@ def callable_from(path: str) -> tuple[str, ...]:
     family = extractor.family or extractor.language
     return tuple(suffix for other in EXTRACTORS if (other.family or other.language) == family
                  for suffix in other.suffixes)
-# `git ls-files`-style patterns of every file some extractor reads
-PATTERNS = tuple(f"*{suffix}" for suffix in _BY_SUFFIX)
-CONSTRUCTORS = tuple(dict.fromkeys(extractor.constructor for extractor in EXTRACTORS))
 
 
 class Parsers:
