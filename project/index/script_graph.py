@@ -335,14 +335,20 @@ def _template(file: _File, node: tree_sitter.Node, fqn: str, ctx: _Context) -> N
 def _component_options(file: _File, decorator: tree_sitter.Node, ctx: _Context) -> tree_sitter.Node | None:
     """The object `@Component({...})` of `@angular/core` is given, else None."""
     call = decorator.named_children[0] if decorator.named_children else None
-    if call is None or call.type != "call_expression":
+    options = _first_argument(file, call, ctx, _COMPONENT) if call is not None else None
+    return options if options is not None and options.type == "object" else None
+
+
+def _first_argument(file: _File, call: tree_sitter.Node, ctx: _Context, function: str) -> tree_sitter.Node | None:
+    """The first argument of `call` when it calls `function` by a name bound to it (`inject(X)` of
+    `@angular/core:inject`), else None."""
+    if call.type != "call_expression":
         return None
-    function, arguments = call.child_by_field_name("function"), call.child_by_field_name("arguments")
-    if function is None or function.type != "identifier" or arguments is None or not arguments.named_children:
+    callee, arguments = call.child_by_field_name("function"), call.child_by_field_name("arguments")
+    if callee is None or callee.type != "identifier" or arguments is None or not arguments.named_children:
         return None
-    callee = _named(file.rows.text(function), ctx)
-    options = arguments.named_children[0]
-    return options if callee is not None and callee.fqn == _COMPONENT and options.type == "object" else None
+    bound = _named(file.rows.text(callee), ctx)
+    return arguments.named_children[0] if bound is not None and bound.fqn == function else None
 
 
 def _class_expression(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
@@ -911,14 +917,10 @@ _INJECT = "@angular/core:inject"
 
 def _injected(file: _File, call: tree_sitter.Node, ctx: _Context, depth: int) -> Binding | None:
     """`inject(X)` of Angular: an instance of the class X; None for any other call."""
-    function = call.child_by_field_name("function")
-    arguments = call.child_by_field_name("arguments")
-    if function is None or function.type != "identifier" or arguments is None or not arguments.named_children:
+    injected = _first_argument(file, call, ctx, _INJECT)
+    if injected is None:
         return None
-    callee = _named(file.rows.text(function), ctx)
-    if callee is None or callee.fqn != _INJECT:
-        return None
-    value = _value(file, arguments.named_children[0], ctx, depth + 1)
+    value = _value(file, injected, ctx, depth + 1)
     if value is not None and value.kind in ("class", "name") and looks_like_class(_short(value.fqn)):
         return Binding("instance", value.fqn)
     return None
