@@ -16,7 +16,7 @@ import tree_sitter
 
 from project.index.model import RelationKind, SymbolKind
 from project.index.names import ImportKind, NameTable, join, strip_leading
-from project.index.receivers import CallSite, ClassScope, FunctionScope, RelationRow, resolve_type
+from project.index.receivers import CallSite, ClassScope, FunctionScope, RelationRow, documented, resolve_type
 
 # path, kind, fqn, name, parent_fqn, start_line, end_line, start_byte, end_byte, signature, docblock,
 # attributes: the `symbols` table's columns, in order
@@ -222,8 +222,9 @@ def method(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> Context | No
     if ctx.cls.anonymous:
         return Context(ctx.names, ctx.cls, FunctionScope(ctx.func.fqn if ctx.func else ""))
     fqn = f"{ctx.cls.fqn}::{ex.text(name_node)}"
-    _symbol(ex, "method", fqn, node, ctx.cls.fqn, _annotation(ex, node, ctx.names))
-    return Context(ctx.names, ctx.cls, FunctionScope(fqn))
+    annotation = _annotation(ex, node, ctx.names)
+    _symbol(ex, "method", fqn, node, ctx.cls.fqn, annotation)
+    return Context(ctx.names, ctx.cls, _documented_parameters(ex, node, annotation[1], ctx, FunctionScope(fqn)))
 
 
 def function(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> Context | None:
@@ -231,8 +232,25 @@ def function(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> Context | 
     if name_node is None:
         return None
     fqn = join(ctx.names.namespace, ex.text(name_node))
-    _symbol(ex, "function", fqn, node, "", _annotation(ex, node, ctx.names))
-    return Context(ctx.names, ctx.cls, FunctionScope(fqn))
+    annotation = _annotation(ex, node, ctx.names)
+    _symbol(ex, "function", fqn, node, "", annotation)
+    return Context(ctx.names, ctx.cls, _documented_parameters(ex, node, annotation[1], ctx, FunctionScope(fqn)))
+
+
+def _documented_parameters(ex: Extraction, node: tree_sitter.Node, docblock: str, ctx: Context,
+                           scope: FunctionScope) -> FunctionScope:
+    """`scope`, its parameters that declare no type typed by the docblock's `@param` tags (a declared
+    type is the parameter's own, `parameter` reads it)."""
+    if "@param" not in docblock:
+        return scope
+    types = documented(docblock, ctx.names, ctx.cls)
+    parameters = node.child_by_field_name("parameters")
+    for parameter_node in parameters.named_children if parameters is not None else ():
+        var = parameter_node.child_by_field_name("name")
+        if parameter_node.type == "simple_parameter" and var is not None \
+                and parameter_node.child_by_field_name("type") is None:
+            scope.assign(ex.text(var).lstrip("$"), types.get(ex.text(var).lstrip("$"), ""))
+    return scope
 
 
 def properties(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
@@ -241,6 +259,8 @@ def properties(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
     type_node = node.child_by_field_name("type")
     declared = resolve_type(type_node, ex.text, ctx.names, ctx.cls) if type_node is not None else ""
     annotation = _NO_ANNOTATION if ctx.cls.anonymous else _annotation(ex, node, ctx.names)
+    if type_node is None and "@var" in annotation[1]:  # `/** @var Cart */ private $cart;`
+        declared = next(iter(documented(annotation[1], ctx.names, ctx.cls).values()), "")
     for element in node.named_children:
         if element.type != "property_element":
             continue

@@ -1,13 +1,15 @@
 """Call sites and the statically knowable type of their receiver.
 
 A receiver is resolved only where PHP makes it certain without running code: `$this`, `self`,
-`static`, `parent`, a class name, a typed parameter or property, a variable assigned `new X` in the
-same function (if it is never assigned another class), and `(new X)->m()`. Everything else keeps
+`static`, `parent`, a class name, a typed parameter or property (its declared type, else the one its
+docblock's `@param`/`@var` gives), a variable assigned `new X` in the same function (if it is never
+assigned another class), and `(new X)->m()`. Everything else keeps
 `target_fqn` empty but still carries the method name, so name lookups never lose a call site.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -83,6 +85,35 @@ def resolve_type(node: tree_sitter.Node, text: TextOf, names: NameTable, cls: Cl
     if node.type not in _NAME_TYPES:
         return ""
     return class_name(text(node), names, cls)
+
+
+# `@param Cart $cart` and `@var Cart` in a docblock: code written before PHP declared types (WordPress's,
+# older Laravel's) types its parameters and properties there
+_DOCUMENTED = re.compile(r"@(?:phpstan-|psalm-)?(?:param|var)\s+([^\s$]+)(?:\s+(?:\.\.\.)?\$(\w+))?")
+_NOT_CLASSES = frozenset({
+    "int", "integer", "string", "bool", "boolean", "float", "double", "array", "mixed", "callable", "iterable",
+    "object", "void", "null", "false", "true", "resource", "never", "numeric", "scalar", "list", "array-key",
+    "class-string", "positive-int", "negative-int", "non-empty-string", "non-empty-array", "callable-string"})
+
+
+def documented(docblock: str, names: NameTable, cls: ClassScope | None) -> dict[str, str]:
+    """Variable name ("" for a `@var` that names none) -> the single class its `@param`/`@var` tag
+    gives (`Cart`, `?Cart`, `Cart|null`, `Collection<int, Item>` is a Collection); none for a scalar, an
+    array (`Cart[]`), a union of two classes or an intersection."""
+    found: dict[str, str] = {}
+    for raw, variable in _DOCUMENTED.findall(docblock) if "@" in docblock else ():
+        parts = [part for part in raw.lstrip("?").split("|") if part.lower() != "null"]
+        written = parts[0].split("<", 1)[0] if len(parts) == 1 else ""
+        if not written or written.endswith("]") or "&" in written or written.lower() in _NOT_CLASSES \
+                or not _CLASS_NAME.fullmatch(written):
+            continue
+        resolved = class_name(written, names, cls)
+        if resolved:
+            found.setdefault(variable, resolved)
+    return found
+
+
+_CLASS_NAME = re.compile(r"\\?[A-Za-z_][\w\\]*")
 
 
 def _receiver(node: tree_sitter.Node | None, site: CallSite, text: TextOf) -> str:

@@ -159,3 +159,50 @@ def test_content_hash_is_the_git_blob_id(repo: Path) -> None:
         ["git", "-C", str(repo), "hash-object", "src/multi.php"], capture_output=True, check=True
     )
     assert content_hash((repo / "src/multi.php").read_bytes()) == out.stdout.decode().strip()
+
+
+DOCUMENTED = b"""<?php
+namespace Shop;
+
+use Shop\\Models\\Cart;
+
+class Checkout
+{
+    /** @var Cart */
+    private $cart;
+    /** @var Cart|Order */
+    private $either;
+
+    /**
+     * @param Cart|null $cart the cart
+     * @param Item[] $items
+     * @param int $count
+     * @param \\Shop\\Payment $payment
+     */
+    public function pay($cart, $items, $count, Order $payment)
+    {
+        $cart->total();
+        $items->first();
+        $payment->charge();
+        $this->cart->lines();
+        $this->either->lines();
+    }
+}
+
+/** @param Cart $cart */
+function checkout_total($cart) { return $cart->total(); }
+"""
+
+
+def test_a_docblock_types_the_parameters_and_properties_that_declare_none() -> None:
+    """WordPress's and older Laravel's way: `@param Cart $cart` and `@var Cart` type what PHP leaves
+    untyped. A declared type is the parameter's own (`Order $payment` over its `@param`); an array, a
+    scalar or a union of two classes types nothing."""
+    relations = parse_source("src/Checkout.php", DOCUMENTED).relations
+    calls = {(r.target_name, r.line): r.target_fqn for r in relations if r.kind == "calls"}
+    assert calls[("total", 21)] == "Shop\\Models\\Cart::total"
+    assert calls[("first", 22)] == ""
+    assert calls[("charge", 23)] == "Shop\\Order::charge"
+    assert calls[("lines", 24)] == "Shop\\Models\\Cart::lines"
+    assert calls[("lines", 25)] == ""
+    assert calls[("total", 30)] == "Shop\\Models\\Cart::total"
