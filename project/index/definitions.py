@@ -249,7 +249,8 @@ def _documented_parameters(ex: Extraction, node: tree_sitter.Node, docblock: str
         var = parameter_node.child_by_field_name("name")
         if parameter_node.type == "simple_parameter" and var is not None \
                 and parameter_node.child_by_field_name("type") is None:
-            scope.assign(ex.text(var).lstrip("$"), types.get(ex.text(var).lstrip("$"), ""))
+            name = ex.text(var).lstrip("$")
+            scope.assign(name, types.get(name, ""))
     return scope
 
 

@@ -192,11 +192,14 @@ def call_sites(conn: Connection, fqn: str, limit: int = 200) -> tuple[list[CallS
             names.append(short_name(target))  # `Foo()` / `new Foo()` left unresolved
             target += f"::{extractor.constructor}"
     owner, member = split_member(target)
+    # the definition's file: its language says which calls can name it (`_scope_name`, `callable_from`)
+    row = conn.execute("SELECT path FROM symbols WHERE fqn IN (?, ?) LIMIT 1", (target, owner)).fetchone()
+    path = str(row[0]) if row is not None else ""
     if member:
         owners = [name for o in [owner, *descendants(conn, owner)] for name in spellings(conn, o)]
         exact = [f"{o}::{member}" for o in owners][:_MAX_NAMES]
         names.insert(0, member)
-        scope = _scope_name(conn, owner, member)
+        scope = _scope_name(conn, owner, member, path)
         if scope:  # Eloquent's local scope: `Post::published()` and `$query->published()` call it
             exact += [f"{o}::{scope}" for o in owners][:_MAX_NAMES]
             names.append(scope)
@@ -224,8 +227,7 @@ def call_sites(conn: Connection, fqn: str, limit: int = 200) -> tuple[list[CallS
     names = [name for name in names if name not in CONSTRUCTORS]
     marks = ",".join("?" * len(names))
     # a PHP method is not called by name from JavaScript: only files of the definition's language family
-    row = conn.execute("SELECT path FROM symbols WHERE fqn IN (?, ?) LIMIT 1", (target, owner)).fetchone()
-    suffixes = callable_from(str(row[0])) if row is not None else ()
+    suffixes = callable_from(path)
     within = f" AND ({' OR '.join('path GLOB ?' for _ in suffixes)})" if suffixes else ""
     loose = conn.execute(  # `+`: by the name's index, not the empty target's (every unresolved call)
         f"SELECT {_SITE_COLUMNS} FROM relations WHERE kind = 'calls' AND target_name IN ({marks}) "
@@ -245,13 +247,13 @@ def _instances(conn: Connection, classes: list[str]) -> list[str]:
     return [name for (instance,) in held for name in spellings(conn, str(instance))][:_MAX_NAMES]
 
 
-def _scope_name(conn: Connection, owner: str, member: str) -> str:
+def _scope_name(conn: Connection, owner: str, member: str, path: str) -> str:
     """The name Laravel's Eloquent calls a PHP model's local scope by (`scopePublished` is `published()`,
-    on the model or a query of it), "" for any other member or when the class defines that name itself."""
+    on the model or a query of it), "" for any other member, another language's (`path` is the
+    definition's file) or when the class defines that name itself."""
     if len(member) < 6 or not member.startswith("scope") or not member[5].isupper():
         return ""
-    row = conn.execute("SELECT path FROM symbols WHERE fqn = ? LIMIT 1", (f"{owner}::{member}",)).fetchone()
-    extractor = extractor_for(str(row[0])) if row is not None else None
+    extractor = extractor_for(path)
     scope = member[5].lower() + member[6:]
     if extractor is None or extractor.language != "php" or defined(conn, f"{owner}::{scope}"):
         return ""
@@ -270,9 +272,10 @@ def callers(conn: Connection, root: Path, fqn: str, limit: int = 200) -> Callers
         return CallersResult(query=fqn, status=MISSING)
     sites, truncated = call_sites(conn, fqn, limit)
     status = named_status(conn, fqn, freshness(conn, root, (s.path for s in sites)))
-    sites += framework_sites(conn, root, canonical(conn, fqn))[:max(0, limit - len(sites))]
+    target = canonical(conn, fqn)
+    sites += framework_sites(conn, root, target)[:max(0, limit - len(sites))]
     if not sites and not status.note:  # a definition nothing names: not the same as one nothing uses
-        note = _unnamed(conn, canonical(conn, fqn))
+        note = _unnamed(conn, target)
         status = status.model_copy(update={"note": note})
     return CallersResult(query=fqn, status=status, sites=sites, truncated=truncated)
 

@@ -90,6 +90,7 @@ def resolve_type(node: tree_sitter.Node, text: TextOf, names: NameTable, cls: Cl
 # `@param Cart $cart` and `@var Cart` in a docblock: code written before PHP declared types (WordPress's,
 # older Laravel's) types its parameters and properties there
 _DOCUMENTED = re.compile(r"@(?:phpstan-|psalm-)?(?:param|var)\s+([^\s$]+)(?:\s+(?:\.\.\.)?\$(\w+))?")
+_CLASS_NAME = re.compile(r"\\?[A-Za-z_][\w\\]*")
 _NOT_CLASSES = frozenset({
     "int", "integer", "string", "bool", "boolean", "float", "double", "array", "mixed", "callable", "iterable",
     "object", "void", "null", "false", "true", "resource", "never", "numeric", "scalar", "list", "array-key",
@@ -111,9 +112,6 @@ def documented(docblock: str, names: NameTable, cls: ClassScope | None) -> dict[
         if resolved:
             found.setdefault(variable, resolved)
     return found
-
-
-_CLASS_NAME = re.compile(r"\\?[A-Za-z_][\w\\]*")
 
 
 def _receiver(node: tree_sitter.Node | None, site: CallSite, text: TextOf) -> str:
