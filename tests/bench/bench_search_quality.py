@@ -13,8 +13,9 @@ written for. Run from the repository root:
 docs/search.md names two more held-out code bases (fetched at pinned commits, never tuned on) and
 the command that adds them.
 
-Fusion weights are tuned on the first corpus only and reported on held-out ones never used for
-tuning, beside what tasks ran before (no embedder: lexical and graph legs) and what they run now.
+Fusion weights are tuned on the first corpus only (with `--tune-also`, on the mean over it and those)
+and reported on held-out ones never used for tuning, beside what tasks ran before (no embedder:
+lexical and graph legs) and what they run now.
 The batch line times what `forgebot search --batch` does per question on a warm index with its
 vectors: embed the question, run the legs, fuse (the command adds its own start, about a second).
 
