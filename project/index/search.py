@@ -1,9 +1,11 @@
-"""Hybrid search: FTS5 (BM25), sqlite-vec and symbol-name legs merged by weighted RRF.
+"""Hybrid search: FTS5 (BM25), sqlite-vec and symbol-name legs, merged by score or by rank.
 
-Each leg ranks chunks on its own; a chunk's fused score is the sum over legs of
-`weight / (k + rank)`. The symbol leg ("graph") matches query identifiers against the definitions
-the code graph produced; it and the lexical leg need no model, so with no embedder the answer says
-the vector leg was off instead of pretending. Every answer carries the index's freshness.
+Each leg finds candidates on its own. With the model's vectors, every candidate is scored by its
+cosine to the question and its BM25, each scaled by the best of this question's candidates
+(`Weights`); without them, the lexical and symbol legs are merged by weighted reciprocal rank. The
+symbol leg ("graph") matches query identifiers against the definitions the code graph produced; it
+and the lexical leg need no model, so with no embedder the answer says the vector leg was off
+instead of pretending. Every answer carries the index's freshness.
 """
 
 from __future__ import annotations
@@ -37,18 +39,31 @@ BM25_COLUMNS = (4.0, 1.5, 1.0)
 
 @dataclass(frozen=True)
 class Weights:
-    """Weighted RRF parameters; a weight of 0 turns a leg off."""
+    """How the legs are merged: by score when the model's vectors are there, by rank when they are not.
 
-    # Tuned on three Laravel components alone and reported on Monolog and Ramsey, never tuned on
-    # (docs/search.md).
+    With vectors, every candidate of any leg is scored `vector * cosine / best cosine + (1 - vector) *
+    BM25 / best BM25` (scores of this question's candidates), plus small bonuses from the symbol leg's
+    rank and from the words of its name. Rank fusion gave the lexical leg a vote equal to the model's
+    whatever their scores said, and once the model was trained on code (a stronger leg than BM25 on
+    every corpus but one) the hybrid fell below the vector leg alone on eight of thirteen corpora
+    (docs/search.md). Without vectors, the lexical and symbol legs are merged by weighted RRF, as
+    their scores are not comparable and neither leg is much the stronger. A weight of 0 turns a leg off.
+    """
+
+    # Score fusion, when the vector leg runs (docs/search.md: chosen on six corpora, checked on seven
+    # more, reported on two never used). `vector` is the cosine's share, BM25 has the rest.
+    vector: float = 0.8
+    vector_graph: float = 0.05  # times 1 / (k + rank) in the symbol leg
+    vector_name: float = 0.1  # times the share of the symbol's name words the question uses
+    vector_owner: float = 0.0  # the same for its class's name
+    # A definition named by an identifier spelled out in a query that is mostly names (`findById`,
+    # `UserRepository findById`): more than any difference of cosine and BM25 can make.
+    vector_identifier: float = 0.5
+    # Rank fusion without vectors: sum over legs of weight / (k + rank). Tuned on three Laravel
+    # components alone, reported on code bases never tuned on (docs/search.md).
     lexical: float = 1.0
-    vector: float = 1.0
     graph: float = 0.6
     k: int = 3  # small k favours the top of each list
-    candidates: int = 100  # how deep the lexical and graph legs rank before fusion
-    # The vector leg ranks less deep: vec0's scan cost grows with its k (at 100k chunks, k = 400 cost
-    # ~10x k = 10), while the quality bench scored the same MRR with 20 as with 100.
-    vector_candidates: int = 20
     # Reranking of the fused top `rerank_depth` by what the code graph knows of each chunk: `name` is
     # added times the share of the symbol's name words the question uses ("the default driver" ->
     # getDefaultDriver; a question's opening verb also counts as the name words it stands for,
@@ -57,20 +72,23 @@ class Weights:
     name: float = 0.2
     owner: float = 0.06
     rerank_depth: int = 30
-    # The fused top `cosine_depth` gain `cosine` times their exact cosine similarity to the question
-    # (when the vector leg runs): a chunk only the lexical or graph leg found still gets the model's
-    # opinion, which rank fusion alone gives only to the vector leg's own top 20. Below the top 50
-    # the quality bench's answers were the same as with every candidate (about 200 at 100k chunks,
-    # whose vectors cost the hybrid a fifth of its p99).
-    cosine: float = 0.3
+    candidates: int = 100  # how deep the lexical and graph legs rank
+    # The vector leg ranks less deep: vec0's scan cost grows with its k (at 100k chunks, k = 400 cost
+    # ~10x k = 10), while the quality bench scored the same MRR with 20 as with 100.
+    vector_candidates: int = 20
+    # With vectors, the lexical and symbol legs' top `cosine_depth` are scored (their cosine read from
+    # the float vectors): deeper than 50 changed no answer of the quality bench, and reading every
+    # candidate's vector (about 220) cost a fifth of the hybrid's p99 at 100k chunks.
     cosine_depth: int = 50
 
     def __post_init__(self) -> None:
         if (
-            min(self.lexical, self.vector, self.graph, self.k, self.cosine) < 0
-            or min(self.candidates, self.vector_candidates, self.cosine_depth) < 1
+            min(self.lexical, self.vector, self.graph, self.k, self.vector_graph, self.vector_name,
+                self.vector_owner, self.vector_identifier, self.name, self.owner) < 0
+            or self.vector > 1
+            or min(self.candidates, self.vector_candidates, self.cosine_depth, self.rerank_depth) < 1
         ):
-            raise ValueError("weights must be >= 0, k >= 0 and candidates >= 1")
+            raise ValueError("weights must be >= 0 (vector <= 1), k >= 0 and candidates >= 1")
 
 
 @dataclass(frozen=True)
@@ -137,7 +155,13 @@ def rrf(rankings: dict[str, list[int]], weights: Weights) -> dict[int, tuple[flo
 
 def lexical_ranking(conn: Connection, query: str, limit: int, *, budget: int = 2000, table: str = "chunks_fts",
                     columns: Sequence[float] = BM25_COLUMNS) -> list[int]:
-    """BM25 over an FTS5 table (code chunks by default; project memory's too), on the query's rarer terms.
+    """BM25 over an FTS5 table (code chunks by default; project memory's too), best first."""
+    return [row_id for row_id, _ in lexical_scores(conn, query, limit, budget=budget, table=table, columns=columns)]
+
+
+def lexical_scores(conn: Connection, query: str, limit: int, *, budget: int = 2000, table: str = "chunks_fts",
+                   columns: Sequence[float] = BM25_COLUMNS) -> list[tuple[int, float]]:
+    """(row id, BM25 score, higher is better) over an FTS5 table, on the query's rarer terms, best first.
 
     Ranking costs FTS5 a few microseconds per matching row, so a query word found in most chunks
     ("get", "value") would make latency grow with the index. Terms are taken rarest first while
@@ -163,11 +187,11 @@ def lexical_ranking(conn: Connection, query: str, limit: int, *, budget: int = 2
     # The inner LIMIT caps the rows BM25 scores: an AND of common words can still match thousands.
     weights = ", ".join("?" * len(columns))
     rows = conn.execute(
-        f"SELECT rowid FROM (SELECT rowid, bm25({table}, {weights}) AS score FROM {table} "
+        f"SELECT rowid, score FROM (SELECT rowid, bm25({table}, {weights}) AS score FROM {table} "
         f"WHERE {table} MATCH ? LIMIT ?) ORDER BY score LIMIT ?",
         (*columns, match, budget, limit),
     )
-    return [int(row[0]) for row in rows]
+    return [(int(row[0]), -float(row[1])) for row in rows]  # FTS5's bm25() is lower for better
 
 
 def _capped_count(conn: Connection, term: str, cap: int, table: str) -> int:
@@ -234,12 +258,14 @@ def graph_ranking(conn: Connection, query: str, limit: int) -> list[int]:
     return [row[0] for row in rows[:limit]]
 
 
+def literal_names(query: str) -> list[str]:
+    """Identifiers the query spells out (`findById`, `content_subtype`), lower-cased."""
+    return [token.lower() for token in _TOKEN.findall(query) if len(words(token).split()) > 1 or "_" in token]
+
+
 def _names_asked(query: str) -> dict[str, int]:
     """Lower-cased names the query may mean, each with its weight (a literal identifier first)."""
-    names: dict[str, int] = {}
-    for token in _TOKEN.findall(query):
-        if len(words(token).split()) > 1 or "_" in token:
-            names[token.lower()] = 9  # a literal identifier beats assembled words
+    names = dict.fromkeys(literal_names(query), 9)  # a literal identifier beats assembled words
     plain = [w.lower() for token in _TOKEN.findall(query) for w in words(token).split()]
     content = [w for w in plain if w not in _STOPWORDS]
     for sequence in (plain, content):
@@ -345,7 +371,13 @@ def asked_stems(query: str) -> set[str]:
 
 
 def rerank(
-    conn: Connection, fused: dict[int, tuple[float, tuple[str, ...]]], query: str, weights: Weights
+    conn: Connection,
+    fused: dict[int, tuple[float, tuple[str, ...]]],
+    query: str,
+    *,
+    name: float,
+    owner: float,
+    depth: int,
 ) -> dict[int, tuple[float, tuple[str, ...]]]:
     """Add to the fused top's scores how much of each symbol's name (and its class's) the question says.
 
@@ -353,30 +385,66 @@ def rerank(
     as one term among the body's, the reranker as the name's own.
     """
     asked = asked_stems(query)
-    top = sorted(fused, key=lambda chunk_id: -fused[chunk_id][0])[: weights.rerank_depth]
-    if not top or not asked:
+    top = sorted(fused, key=lambda chunk_id: -fused[chunk_id][0])[:depth]
+    if not top or not asked or not (name or owner):
         return fused
     marks = ",".join("?" * len(top))
     rows = conn.execute(f"SELECT id, name, symbol FROM chunks WHERE id IN ({marks})", top).fetchall()
     out = dict(fused)
-    for chunk_id, name, symbol in rows:
-        owner = owner_name(str(symbol))
-        bonus = weights.name * _coverage(str(name), asked) + weights.owner * _coverage(owner, asked)
+    for chunk_id, symbol_name, symbol in rows:
+        bonus = name * _coverage(str(symbol_name), asked) + owner * _coverage(owner_name(str(symbol)), asked)
         score, legs = out[chunk_id]
         out[chunk_id] = (score + bonus, legs)
     return out
 
 
-def _add_cosines(
+def score_fusion(
     conn: Connection,
-    fused: dict[int, tuple[float, tuple[str, ...]]],
+    query: str,
+    rankings: dict[str, list[int]],
+    bm25: dict[int, float],
     vector: np.ndarray,
-    weight: float,
+    weights: Weights,
     depth: int,
 ) -> dict[int, tuple[float, tuple[str, ...]]]:
-    top = sorted(fused, key=lambda chunk_id: (-fused[chunk_id][0], chunk_id))[:depth]
-    similarity = cosines(conn, vector, top)
-    return {i: (score + weight * similarity.get(i, 0.0), legs) for i, (score, legs) in fused.items()}
+    """Chunk id -> (score, legs that found it): the model's cosine and BM25, each over its best among
+    this question's candidates, mixed `weights.vector` to the rest, plus the symbol leg's rank.
+
+    Scaling by the best candidate keeps the mix meaningful whatever the question: BM25 has no upper
+    bound and grows with rare words, and this model's cosines of a right answer run from 0.3 to 0.8.
+    A chunk only the lexical or symbol leg found is still judged by the model, and one the model alone
+    found by its words (a BM25 of 0 when it shares none). A definition named by a literal identifier of
+    a query made mostly of names (`findById user`) gains `vector_identifier` on top: whoever types a
+    name alone means it."""
+    found: dict[int, tuple[str, ...]] = {}
+    for leg, ids in rankings.items():
+        for chunk_id in ids if leg == "vector" else ids[:depth]:
+            found[chunk_id] = (*found.get(chunk_id, ()), leg)
+    similarity = cosines(conn, vector, list(found))
+    best_cosine = max(similarity.values(), default=0.0)
+    best_bm25 = max(bm25.values(), default=0.0)
+    lexical_share = 1.0 - weights.vector if "lexical" in rankings else 0.0
+    fused: dict[int, tuple[float, tuple[str, ...]]] = {}
+    for chunk_id, legs in found.items():
+        score = weights.vector * similarity.get(chunk_id, 0.0) / (best_cosine if best_cosine > 0 else 1.0)
+        if best_bm25 > 0:
+            score += lexical_share * bm25.get(chunk_id, 0.0) / best_bm25
+        fused[chunk_id] = (score, legs)
+    graph = rankings.get("graph", [])[:depth]
+    for rank, chunk_id in enumerate(graph, start=1):
+        score, legs = fused[chunk_id]
+        fused[chunk_id] = (score + weights.vector_graph / (weights.k + rank), legs)
+    literal = literal_names(query)
+    # Only a query that is mostly names means them: in a sentence ("Sets the requestOptions of ...") a
+    # name is what the answer works on, and the bonus cost Guzzle's questions 0.026 MRR@10.
+    if literal and graph and weights.vector_identifier and 2 * len(literal) >= len(_TOKEN.findall(query)):
+        marks, names = ",".join("?" * len(graph)), ",".join("?" * len(literal))
+        for (chunk_id,) in conn.execute(
+            f"SELECT id FROM chunks WHERE id IN ({marks}) AND lower(name) IN ({names})", (*graph, *literal)
+        ):
+            score, legs = fused[chunk_id]
+            fused[chunk_id] = (score + weights.vector_identifier, legs)
+    return fused
 
 
 def read_freshness(conn: Connection) -> Freshness:
@@ -414,11 +482,13 @@ def search(
     widen = 4 if path_glob or kinds else 1  # filters apply after fusion: look deeper
     depth = weights.candidates * widen
     rankings: dict[str, list[int]] = {}
+    bm25: dict[int, float] = {}
     notes: list[str] = []
     vector: np.ndarray | None = None
     if weights.lexical:
-        rankings["lexical"] = lexical_ranking(conn, query, depth)
-    if weights.graph:
+        bm25 = dict(lexical_scores(conn, query, depth))
+        rankings["lexical"] = list(bm25)
+    if weights.graph or weights.vector_graph or weights.vector_identifier:
         rankings["graph"] = graph_ranking(conn, query, depth)
     meta = read_meta(conn)
     if embedder is None:
@@ -429,15 +499,17 @@ def search(
             f"vector leg off: the index holds vectors of {meta.get('model_id') or 'no model'}, "
             f"not {embedder.model_id}; lexical and graph legs only"
         )
-    elif weights.vector or weights.cosine:
+    elif weights.vector:
         vector = _query_vector(embedder, query)
-        if weights.vector:
-            rankings["vector"] = vector_ranking_for(conn, vector, weights.vector_candidates * widen)
-    fused = rrf(rankings, weights)
-    if vector is not None and weights.cosine:
-        fused = _add_cosines(conn, fused, vector, weights.cosine, weights.cosine_depth)
-    if weights.name or weights.owner:
-        fused = rerank(conn, fused, query, weights)
+        rankings["vector"] = vector_ranking_for(conn, vector, weights.vector_candidates * widen)
+    if vector is not None:
+        fused = score_fusion(conn, query, rankings, bm25, vector, weights, weights.cosine_depth * widen)
+        fused = rerank(conn, fused, query, name=weights.vector_name, owner=weights.vector_owner,
+                       depth=weights.rerank_depth)
+    else:
+        rankings = {leg: ids for leg, ids in rankings.items() if getattr(weights, leg)}
+        fused = rrf(rankings, weights)
+        fused = rerank(conn, fused, query, name=weights.name, owner=weights.owner, depth=weights.rerank_depth)
     hits = _hits(conn, fused, path_glob, set(kinds), limit)
     freshness = _freshness(meta)
     if freshness.degraded:

@@ -1,4 +1,4 @@
-"""Hybrid search over a real SQLite index: each leg, RRF arithmetic, filters and answer metadata."""
+"""Hybrid search over a real SQLite index: each leg, score and rank fusion arithmetic, filters and metadata."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from project.index.search import (
     asked_stems,
     graph_ranking,
     lexical_ranking,
+    lexical_scores,
     query_terms,
     rrf,
     search,
@@ -77,13 +78,15 @@ def test_graph_leg_finds_definitions_by_identifier_or_by_adjacent_words(conn: Co
 
 
 def test_weighted_rrf_arithmetic() -> None:
-    fused = rrf({"lexical": [7, 8], "vector": [8, 9]}, Weights(lexical=2.0, vector=1.0, k=10))
+    fused = rrf({"lexical": [7, 8], "graph": [8, 9]}, Weights(lexical=2.0, graph=1.0, k=10))
     assert fused[7][0] == pytest.approx(2.0 / 11) and fused[7][1] == ("lexical",)
     assert fused[8][0] == pytest.approx(2.0 / 12 + 1.0 / 11)
-    assert fused[8][1] == ("lexical", "vector")
+    assert fused[8][1] == ("lexical", "graph")
     assert fused[9][0] == pytest.approx(1.0 / 12)
     with pytest.raises(ValueError):
         Weights(lexical=-1)
+    with pytest.raises(ValueError):
+        Weights(vector=1.5)  # the cosine's share of a score: BM25 has the rest
 
 
 def test_hybrid_hits_carry_location_symbol_snippet_and_legs(conn: Connection) -> None:
@@ -189,7 +192,7 @@ class Profile
 """
     connection = connect(tmp_path / "verbs.db")
     index_files(connection, {"src/Profile.php": source}, HashingEmbedder(dimension=64))
-    only_lexical = Weights(vector=0, graph=0, cosine=0, name=0, owner=0)
+    only_lexical = Weights(vector=0, graph=0, name=0, owner=0)
     plain = search(connection, "Returns the name", limit=2, kinds=["method"], weights=only_lexical)
     assert plain.hits[0].symbol == "App\\Profile::nameLength"  # the premise: the words alone favour it
     reranked = search(
@@ -199,21 +202,47 @@ class Profile
     connection.close()
 
 
-def test_every_fused_candidate_gains_its_exact_cosine(conn: Connection) -> None:
+def test_with_vectors_every_candidate_is_scored_by_its_cosine_and_bm25_each_over_the_best(conn: Connection) -> None:
     embedder = HashingEmbedder(dimension=64)
     question = "user repository save"
-    without = Weights(vector=0, cosine=0, name=0, owner=0)
-    base = {h.symbol: h.score for h in search(conn, question, embedder=embedder, limit=20, weights=without).hits}
-    lifted = search(conn, question, embedder=embedder, limit=20, weights=dataclasses.replace(without, cosine=0.3))
+    plain = Weights(vector_graph=0, vector_name=0, vector_owner=0, vector_candidates=2)
+    answer = search(conn, question, embedder=embedder, limit=100, weights=plain)
     vectors = {
         row[0]: np.frombuffer(row[1], dtype=np.float32)
         for row in conn.execute("SELECT c.symbol, v.embedding FROM chunks c JOIN chunk_vectors v ON v.id = c.id")
     }
+    symbol_of = dict(conn.execute("SELECT id, symbol FROM chunks").fetchall())
     query = embedder.embed([question])[0]
-    assert lifted.hits and {h.symbol for h in lifted.hits} == set(base)
-    for hit in lifted.hits:  # none of these came from the vector leg (it is off): the cosine is added to all
-        assert hit.score == pytest.approx(base[hit.symbol] + 0.3 * float(vectors[hit.symbol] @ query), abs=1e-6)
-    # only the fused top `cosine_depth` are looked up: with 1, the best candidate alone gains
-    shallow = search(conn, question, embedder=embedder, limit=20,
-                     weights=dataclasses.replace(without, cosine=0.3, cosine_depth=1))
-    assert sum(h.score != pytest.approx(base[h.symbol], abs=1e-9) for h in shallow.hits) == 1
+    bm25 = {symbol_of[i]: score for i, score in lexical_scores(conn, question, 100)}
+    cosine = {hit.symbol: float(vectors[hit.symbol] @ query) for hit in answer.hits}
+    best_cosine, best_bm25 = max(cosine.values()), max(bm25.values())
+    assert answer.legs == ("lexical", "graph", "vector")
+    assert any("vector" not in hit.legs for hit in answer.hits)  # found by words alone, judged by the model too
+    for hit in answer.hits:
+        expected = 0.8 * cosine[hit.symbol] / best_cosine + 0.2 * bm25.get(hit.symbol, 0.0) / best_bm25
+        assert hit.score == pytest.approx(expected, abs=1e-6)
+    # the model alone: the vector leg's own order, by exact cosine
+    alone = search(conn, question, embedder=embedder, limit=5,
+                   weights=Weights(lexical=0, graph=0, vector=1, vector_graph=0, vector_name=0, vector_identifier=0))
+    assert alone.legs == ("vector",)
+    assert [h.symbol for h in alone.hits] == [symbol_of[i] for i in vector_ranking_for(conn, query, 5)]
+    # only the lexical leg's top `cosine_depth` join the vector leg's candidates
+    shallow = search(conn, question, embedder=embedder, limit=50, weights=dataclasses.replace(plain, cosine_depth=1))
+    assert sum("vector" not in hit.legs for hit in shallow.hits) <= 1
+
+
+def test_a_query_of_names_means_the_definitions_it_names_a_sentence_does_not(conn: Connection) -> None:
+    embedder = HashingEmbedder(dimension=64)
+    off = Weights(vector_identifier=0)
+
+    def scores(query: str, weights: Weights) -> dict[str, float]:
+        return {h.symbol: h.score for h in search(conn, query, embedder=embedder, limit=50, weights=weights).hits}
+
+    named, plain = scores("findById user", Weights()), scores("findById user", off)
+    assert named["App\\User\\UserRepository::findById"] == pytest.approx(
+        plain["App\\User\\UserRepository::findById"] + 0.5)
+    assert max(named, key=lambda s: named[s]) == "App\\User\\UserRepository::findById"
+    assert all(named[s] == pytest.approx(plain[s]) for s in named if not s.endswith("::findById"))
+    # in a sentence the name is what the answer works on, not the answer itself
+    sentence = "return the user that findById looks up from the repository"
+    assert scores(sentence, Weights()) == pytest.approx(scores(sentence, off))
