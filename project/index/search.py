@@ -56,8 +56,8 @@ class Weights:
     vector_graph: float = 0.05  # times 1 / (k + rank) in the symbol leg
     vector_name: float = 0.1  # times the share of the symbol's name words the question uses
     vector_owner: float = 0.0  # the same for its class's name
-    # A definition named by an identifier spelled out in a query that is mostly names (`findById`,
-    # `UserRepository findById`): more than any difference of cosine and BM25 can make.
+    # A definition a query made of names means (`findById`, `UserRepository findById`, "get default
+    # driver"; `names_meant`): more than any difference of cosine and BM25 can make.
     vector_identifier: float = 0.5
     # Rank fusion without vectors: sum over legs of weight / (k + rank). Tuned on three Laravel
     # components alone, reported on code bases never tuned on (docs/search.md).
@@ -263,6 +263,20 @@ def literal_names(query: str) -> list[str]:
     return [token.lower() for token in _TOKEN.findall(query) if len(words(token).split()) > 1 or "_" in token]
 
 
+def names_meant(query: str) -> list[str]:
+    """The names a query made of names means, lower-cased: its identifiers when at least half its words
+    are identifiers (`findById`, `UserRepository findById`), or its words spelling one name when it has
+    two to four words and no identifier ("get default driver": `getDefaultDriver`, `get_default_driver`).
+    None for a sentence: in "Sets the requestOptions of ..." a name is what the answer works on, and
+    taking it as the answer cost Guzzle's questions 0.026 MRR@10 (docs/search.md)."""
+    tokens = _TOKEN.findall(query)
+    literal = literal_names(query)
+    if literal:
+        return literal if 2 * len(literal) >= len(tokens) else []
+    plain = [token.lower() for token in tokens]
+    return ["".join(plain), "_".join(plain)] if 2 <= len(plain) <= 4 else []
+
+
 def _names_asked(query: str) -> dict[str, int]:
     """Lower-cased names the query may mean, each with its weight (a literal identifier first)."""
     names = dict.fromkeys(literal_names(query), 9)  # a literal identifier beats assembled words
@@ -414,9 +428,8 @@ def score_fusion(
     bound and grows with rare words (the best one ran from 8 to 32 over the quality bench's questions,
     5th to 95th percentile), and a right answer's cosine from 0.37 to 0.81.
     A chunk only the lexical or symbol leg found is still judged by the model, and one the model alone
-    found by its words (a BM25 of 0 when it shares none). A definition named by a literal identifier of
-    a query made mostly of names (`findById user`) gains `vector_identifier` on top: whoever types a
-    name alone means it."""
+    found by its words (a BM25 of 0 when it shares none). A definition a query made of names means
+    (`names_meant`) gains `vector_identifier` on top: whoever types a name alone means it."""
     found: dict[int, tuple[str, ...]] = {}
     for leg, ids in rankings.items():
         for chunk_id in ids if leg == "vector" else ids[:depth]:
@@ -435,14 +448,16 @@ def score_fusion(
     for rank, chunk_id in enumerate(graph, start=1):
         score, legs = fused[chunk_id]
         fused[chunk_id] = (score + weights.vector_graph / (weights.k + rank), legs)
-    literal = literal_names(query)
-    # Only a query that is mostly names means them: in a sentence ("Sets the requestOptions of ...") a
-    # name is what the answer works on, and the bonus cost Guzzle's questions 0.026 MRR@10.
-    if literal and graph and weights.vector_identifier and 2 * len(literal) >= len(_TOKEN.findall(query)):
-        marks, names = ",".join("?" * len(graph)), ",".join("?" * len(literal))
-        for (chunk_id,) in conn.execute(
-            f"SELECT id FROM chunks WHERE id IN ({marks}) AND lower(name) IN ({names})", (*graph, *literal)
-        ):
+    named = names_meant(query)
+    if named and graph and weights.vector_identifier:
+        marks, names = ",".join("?" * len(graph)), ",".join("?" * len(named))
+        rows = conn.execute(f"SELECT id, lower(name), symbol FROM chunks WHERE id IN ({marks}) "
+                            f"AND lower(name) IN ({names})", (*graph, *named)).fetchall()
+        # `CacheManager getDefaultDriver` names a class and its member: the member is what is asked
+        owners = {owner_name(str(symbol)).lower() for _, _, symbol in rows if "::" in str(symbol)}
+        for chunk_id, name, symbol in rows:
+            if "::" not in str(symbol) and name in owners:
+                continue
             score, legs = fused[chunk_id]
             fused[chunk_id] = (score + weights.vector_identifier, legs)
     return fused

@@ -42,7 +42,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from project.index import search_store
-from project.index.chunks import chunk_file
+from project.index.chunks import chunk_file, owner_name, words
 from project.index.db import connect
 from project.index.extractors import Parsers, extractor_for
 from project.index.minilm import MiniLMEmbedder
@@ -223,9 +223,11 @@ def main() -> int:
         best = tune(tuning)
         for corpus in tuning:
             report(corpus, "tuning corpus", best)
+            names(corpus, embedder)
         for name, dirs in held_out.items():
             corpus = Corpus(Path(tmp) / f"{name}.db", [Path(d) for d in dirs.split(",")], embedder, args.queries)
             report(corpus, f"held-out corpus {name} (never tuned on)", best)
+            names(corpus, embedder)
             batch(corpus, embedder)
     return 0
 
@@ -233,6 +235,29 @@ def main() -> int:
 # Other code bases than the tuning corpus, each with its own authors and docblock style: Monolog
 # (logging) and Ramsey's UUID and collection libraries, about 750 chunks each.
 HELD_OUT = {"monolog": "/usr/share/php/Monolog", "ramsey": "/usr/share/php/Ramsey"}
+
+
+def names(corpus: Corpus, embedder: CachedEmbedder) -> None:
+    """MRR@10 of queries that are a method's name, as an agent types them: the identifier (`getDefaultDriver`),
+    its class and it (`CacheManager getDefaultDriver`), and its words (`get default driver`); up to 200
+    methods whose name has two words or more and is unique in the corpus."""
+    rows = corpus.conn.execute("SELECT name, symbol, path, start_line FROM chunks WHERE kind = 'method'").fetchall()
+    count: dict[str, int] = {}
+    for row in rows:
+        count[str(row[0]).lower()] = count.get(str(row[0]).lower(), 0) + 1
+    methods = [row for row in rows if count[str(row[0]).lower()] == 1 and len(words(str(row[0])).split()) > 1]
+    random.Random(0).shuffle(methods)
+    styles = {"identifier": lambda row: str(row[0]), "class and identifier": lambda row: f"{owner_name(str(row[1]))} "
+              f"{row[0]}", "words": lambda row: words(str(row[0])).lower()}
+    asked = {style: [(ask(row), (row[2], row[3])) for row in methods[:200]] for style, ask in styles.items()}
+    vectors = _QueryVectors(embedder, sorted({q for pairs in asked.values() for q, _ in pairs}))
+    for with_vectors in (True, False):
+        figures = []
+        for style, pairs in asked.items():
+            mrr, _ = evaluate(corpus.conn, dict(pairs), vectors if with_vectors else None, Weights())
+            figures.append(f"{style} {mrr:.3f}")
+        sys.stdout.write(f"names ({len(methods[:200])} methods, {'hybrid' if with_vectors else 'no embedder'}): "
+                         f"MRR@10 {', '.join(figures)}\n")
 
 
 def batch(corpus: Corpus, embedder: CachedEmbedder) -> None:

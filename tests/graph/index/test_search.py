@@ -17,6 +17,7 @@ from project.index.search import (
     graph_ranking,
     lexical_ranking,
     lexical_scores,
+    names_meant,
     query_terms,
     rrf,
     search,
@@ -246,3 +247,12 @@ def test_a_query_of_names_means_the_definitions_it_names_a_sentence_does_not(con
     # in a sentence the name is what the answer works on, not the answer itself
     sentence = "return the user that findById looks up from the repository"
     assert scores(sentence, Weights()) == pytest.approx(scores(sentence, off))
+    # words that spell a name mean it; a class and its member named together mean the member
+    spelled, unspelled = scores("should retry", Weights()), scores("should retry", off)
+    assert spelled["App\\Http\\RetryPolicy::shouldRetry"] == pytest.approx(
+        unspelled["App\\Http\\RetryPolicy::shouldRetry"] + 0.5)
+    both, neither = scores("UserRepository findById", Weights()), scores("UserRepository findById", off)
+    assert max(both, key=lambda s: both[s]) == "App\\User\\UserRepository::findById"
+    assert both["App\\User\\UserRepository"] == pytest.approx(neither["App\\User\\UserRepository"])
+    assert names_meant("get default driver") == ["getdefaultdriver", "get_default_driver"]
+    assert names_meant("where are the retries of a failed job scheduled") == []
