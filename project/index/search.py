@@ -504,7 +504,8 @@ def search(
     if weights.lexical:
         bm25 = dict(lexical_scores(conn, query, depth))
         rankings["lexical"] = list(bm25)
-    if weights.graph or weights.vector_graph or weights.vector_identifier:
+    scoring = embedder is not None and weights.vector > 0  # score fusion, unless the vectors turn out absent
+    if weights.graph or (scoring and (weights.vector_graph or weights.vector_identifier)):
         rankings["graph"] = graph_ranking(conn, query, depth)
     meta = read_meta(conn)
     if embedder is None:
@@ -518,8 +519,12 @@ def search(
     elif weights.vector:
         vector = _query_vector(embedder, query)
         rankings["vector"] = vector_ranking_for(conn, vector, weights.vector_candidates * widen)
+    if path_glob or kinds:  # drop what the filters refuse before any vector is read for it
+        passing = _passing(conn, {i for ids in rankings.values() for i in ids}, path_glob, set(kinds))
+        rankings = {leg: [i for i in ids if i in passing] for leg, ids in rankings.items()}
+        bm25 = {i: score for i, score in bm25.items() if i in passing}
     if vector is not None:
-        fused = score_fusion(conn, query, rankings, bm25, vector, weights, weights.cosine_depth * widen)
+        fused = score_fusion(conn, query, rankings, bm25, vector, weights, weights.cosine_depth)
         fused = rerank(conn, fused, query, name=weights.vector_name, owner=weights.vector_owner,
                        depth=weights.rerank_depth)
     else:
@@ -537,6 +542,19 @@ def search(
                      f"and read_file_snippet read them) or a link out of the checkout: "
                      f"{', '.join(left_out[:5])}{more}")
     return Answer(query, tuple(hits), tuple(rankings), freshness, tuple(notes))
+
+
+def _passing(conn: Connection, ids: set[int], path_glob: str, kinds: set[str]) -> set[int]:
+    """The chunks among `ids` in a path the glob matches and of a kind asked for."""
+    found: set[int] = set()
+    listed = list(ids)
+    for start in range(0, len(listed), 500):
+        batch = listed[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        for chunk_id, path, kind in conn.execute(f"SELECT id, path, kind FROM chunks WHERE id IN ({marks})", batch):
+            if (not kinds or kind in kinds) and (not path_glob or fnmatch.fnmatchcase(path, path_glob)):
+                found.add(int(chunk_id))
+    return found
 
 
 def _hits(

@@ -105,7 +105,7 @@ class _Vectors:
 
 
 def latency(
-    db: Path, queries: list[str], weights: Weights, vectors: bool
+    db: Path, queries: list[str], weights: Weights, vectors: bool, kinds: Sequence[str] = ()
 ) -> list[tuple[float, float, float]]:
     """p50/p95/p99 in ms of a first pass (cold: pages come from disk) and a second (warm) pass."""
     conn = connect(db, readonly=True)
@@ -116,7 +116,7 @@ def latency(
         times = []
         for query in queries:
             started = time.perf_counter()
-            search(conn, query, embedder=embedder, weights=weights)
+            search(conn, query, embedder=embedder, weights=weights, kinds=kinds)
             times.append((time.perf_counter() - started) * 1000)
         p50, p95, p99 = np.percentile(times, [50, 95, 99])
         passes.append((float(p50), float(p95), float(p99)))
@@ -145,10 +145,11 @@ def run_latency(work: Path, queries_wanted: int) -> None:
                 f"({len(queries)} queries; index ready in {took:.0f}s)\n"
             )
         if vectors:
-            _, (p50, _, p99) = latency(db, queries, Weights(lexical=0, graph=0), True)
-            sys.stdout.write(
-                f"{'  vector leg alone':30s} {total:>7,} chunks, warm: p50 {p50:5.1f} ms  p99 {p99:5.1f} ms\n"
-            )
+            alone = Weights(lexical=0, graph=0, vector=1, vector_graph=0, vector_name=0, vector_identifier=0)
+            for label, weights, kinds in (("  vector leg alone", alone, ()),
+                                          ("  hybrid, kind filter (4x deeper)", Weights(), ("method",))):
+                _, (p50, _, p99) = latency(db, queries, weights, True, kinds)
+                sys.stdout.write(f"{label:30s} {total:>7,} chunks, warm: p50 {p50:5.1f} ms  p99 {p99:5.1f} ms\n")
 
 
 def run_embed(count: int) -> float:

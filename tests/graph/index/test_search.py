@@ -107,6 +107,19 @@ def test_filters_by_path_glob_and_kind(conn: Connection) -> None:
     assert in_http.hits and all(h.path.startswith("src/Http/") for h in in_http.hits)
     classes = search(conn, "retry policy user repository", embedder=embedder, kinds=["class"], limit=10)
     assert {h.symbol for h in classes.hits} == {"App\\Http\\RetryPolicy", "App\\User\\UserRepository"}
+    # with filters, what they refuse is dropped before scoring: the best cosine and BM25 are the passing ones'
+    plain = Weights(vector_graph=0, vector_name=0, vector_identifier=0)
+    scored = search(conn, "retry policy user repository", embedder=embedder, kinds=["class"], limit=10, weights=plain)
+    vectors = {row[0]: np.frombuffer(row[1], dtype=np.float32) for row in conn.execute(
+        "SELECT c.symbol, v.embedding FROM chunks c JOIN chunk_vectors v ON v.id = c.id")}
+    symbol_of = dict(conn.execute("SELECT id, symbol FROM chunks").fetchall())
+    query = embedder.embed(["retry policy user repository"])[0]
+    cosine = {h.symbol: float(vectors[h.symbol] @ query) for h in scored.hits}
+    bm25 = {symbol_of[i]: b for i, b in lexical_scores(conn, "retry policy user repository", 400)
+            if symbol_of[i] in cosine}
+    for hit in scored.hits:
+        assert hit.score == pytest.approx(0.8 * cosine[hit.symbol] / max(cosine.values())
+                                          + 0.2 * bm25.get(hit.symbol, 0.0) / max(bm25.values()), abs=1e-6)
 
 
 def test_without_embedder_search_is_lexical_and_graph_and_says_so(conn: Connection) -> None:
