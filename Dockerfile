@@ -11,13 +11,14 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 FROM ${PYTHON_IMAGE} AS build
 ARG DEBIAN_FRONTEND=noninteractive
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-# A compiler only for a dependency that has no wheel for this platform; it stays in this stage.
+# A compiler for forgebot's C walk of parsed trees (hatch_build.py) and for a dependency that has no
+# wheel for this platform; it stays in this stage.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends build-essential \
  && rm -rf /var/lib/apt/lists/*
 RUN python -m venv /opt/forgebot
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md hatch_build.py ./
 COPY bot ./bot
 COPY graph ./graph
 COPY project ./project
@@ -27,9 +28,11 @@ COPY standards ./standards
 # The offline embedding model ships in project/ (int8 ONNX and its tokenizer; onnxruntime, no PyTorch);
 # both optional providers' extras, so one image serves every FORGEBOT_LLM__PROVIDER
 RUN /opt/forgebot/bin/pip install '.[anthropic,ollama]'
-# Fail the build, not the first task, when the CLI or the model is missing or fails its checksum.
+# Fail the build, not the first task, when the CLI or the model is missing or fails its checksum, or
+# the C walk of parsed trees was not compiled (the index would be slower, silently).
 RUN /opt/forgebot/bin/forgebot --help >/dev/null \
- && /opt/forgebot/bin/python -c "from project.index.minilm import MiniLMEmbedder; MiniLMEmbedder()"
+ && /opt/forgebot/bin/python -c "from project.index.minilm import MiniLMEmbedder; MiniLMEmbedder()" \
+ && /opt/forgebot/bin/python -c "from project.index import treewalk; assert treewalk.compiled(), treewalk.described()"
 
 FROM ${PYTHON_IMAGE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive

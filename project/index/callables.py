@@ -84,6 +84,26 @@ QUERY = "\n".join((
 # where Laravel's RouteServiceProvider puts a string action's controller unless it is fully qualified
 LARAVEL_CONTROLLERS = "App\\Http\\Controllers\\"
 NODE_TYPES = frozenset({"array_creation_expression", "string", "encapsed_string"})
+_TAKER_NAMES = frozenset(name.encode() for names in _TAKERS.values() for name in names)
+
+
+def may_match(node: tree_sitter.Node) -> bool:
+    """Whether a pattern of QUERY could match starting at `node`: true wherever one does (the query
+    still decides), and cheap. It lets the extractor run QUERY on a few thousand nodes of a code base
+    found by the C walk (parse.py) instead of over every node of every tree."""
+    kind = node.type
+    if kind == "array_creation_expression":  # the anchored pair: exactly two named children
+        return node.named_child_count == 2
+    if kind == "function_call_expression":  # _takers: a function known to take a callable
+        function = node.child_by_field_name("function")
+        return function is not None and function.type == "name" and function.text in _TAKER_NAMES
+    if kind == "method_declaration":
+        name = node.child_by_field_name("name")
+        return name is not None and name.text == b"getSubscribedEvents"
+    if kind == "scoped_call_expression":  # the two Route patterns
+        scope = node.child_by_field_name("scope")
+        return scope is not None and b"Route" in (scope.text or b"")
+    return False
 
 
 def resolve_callable(site: CallSite, text: TextOf) -> RelationRow | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from foundation.gitrunner import GitError, GitTampered, git
+from project.index import treewalk
 from project.index.db import Connection, build_new, connect
 from project.index.location import index_path
 from project.index.store import SyncReport, default_workers, relative_path
@@ -119,6 +120,7 @@ def run_index(args: argparse.Namespace) -> int:
     _emit([*lines, "memory: deferred (`forgebot memory` reads the documents and history on its first question)"])
     if args.timings:
         _emit(timings.table(total_wall=process_age(), total_cpu=time.process_time() + timings.cpu_elsewhere))
+        _emit([treewalk.described()])
     return 0
 
 

@@ -19,48 +19,151 @@ from typing import cast
 import tree_sitter
 import tree_sitter_php
 
-from project.index import callables, definitions
+from project.index import callables, definitions, treewalk
 from project.index.definitions import Context, Extraction
 from project.index.model import ParsedFile, Relation, RelationKind, Symbol, SymbolKind
 from project.index.names import NameTable
 from project.index.receivers import CallSite, RelationRow, resolve_call
 
-_QUERY = """
-(namespace_definition) @namespace
-(namespace_use_declaration) @import
-(class_declaration) @class
-(interface_declaration) @interface
-(trait_declaration) @trait
-(enum_declaration) @enum
-(anonymous_class) @anonymous
-(method_declaration) @method
-(function_definition) @function
-(property_declaration) @property
-(property_promotion_parameter) @promoted
-(const_declaration) @const
-(enum_case) @case
-(use_declaration) @trait_use
+# The query's patterns that name a node type and nothing more: node type -> capture name.
+_KINDS = {
+    "namespace_definition": "namespace",
+    "namespace_use_declaration": "import",
+    "class_declaration": "class",
+    "interface_declaration": "interface",
+    "trait_declaration": "trait",
+    "enum_declaration": "enum",
+    "anonymous_class": "anonymous",
+    "method_declaration": "method",
+    "function_definition": "function",
+    "property_declaration": "property",
+    "property_promotion_parameter": "promoted",
+    "const_declaration": "const",
+    "enum_case": "case",
+    "use_declaration": "trait_use",
+    "member_call_expression": "call",
+    "nullsafe_member_call_expression": "call",
+    "scoped_call_expression": "call",
+    "function_call_expression": "call",
+    "object_creation_expression": "call",
+}
+_SHAPED = """
 (simple_parameter type: (_)) @param
 (assignment_expression left: (variable_name) right: (object_creation_expression)) @assign
-(member_call_expression) @call
-(nullsafe_member_call_expression) @call
-(scoped_call_expression) @call
-(function_call_expression) @call
-(object_creation_expression) @call
-""" + callables.QUERY
+"""
+_QUERY = "".join(f"({kind}) @{name}\n" for kind, name in _KINDS.items()) + _SHAPED + callables.QUERY
+# What the C walk collects (`treewalk`), when the build compiled it: the type-only patterns' nodes as
+# they are; "?" the nodes of the two shaped patterns, whose children are checked here; "!" the nodes
+# where a pattern of `callables.QUERY` may start (`callables.may_match`), on which that query is run.
+_WALKED = {
+    **_KINDS,
+    "simple_parameter": "?param",
+    "assignment_expression": "?assign",
+    "array_creation_expression": "?array",
+    "function_call_expression": "call!",
+    "scoped_call_expression": "call!",
+    "method_declaration": "method!",
+}
+# Node types that by tree-sitter-php's grammar hold none of those nodes (names, literals, type names,
+# modifiers, comments; `string` is single-quoted, with no interpolation): the walk does not go into them.
+_LEAVES = frozenset({
+    "name", "variable_name", "namespace_name", "qualified_name", "relative_scope", "comment", "php_tag", "text",
+    "string", "string_content", "escape_sequence", "integer", "float", "boolean", "null", "named_type",
+    "primitive_type", "optional_type", "union_type", "visibility_modifier", "static_modifier", "final_modifier",
+    "abstract_modifier", "readonly_modifier",
+})
 _HUGE = 1 << 62
 _SOURCE_ORDER = operator.itemgetter(0, 1)  # by start, the outer node first: made in C, not a lambda
 
 
 @lru_cache(maxsize=1)
-def _language() -> tuple[tree_sitter.Language, tree_sitter.Query]:
-    language = tree_sitter.Language(tree_sitter_php.language_php())
-    return language, tree_sitter.Query(language, _QUERY)
+def _language() -> tree_sitter.Language:
+    return tree_sitter.Language(tree_sitter_php.language_php())
+
+
+@lru_cache(maxsize=1)
+def _query() -> tree_sitter.Query:
+    """The whole query, compiled only where the C walk cannot be used (30 ms, once per process)."""
+    return tree_sitter.Query(_language(), _QUERY)
+
+
+@lru_cache(maxsize=1)
+def _walked() -> tuple[treewalk.Collect, tree_sitter.Query] | None:
+    """The C walk over `_WALKED` and the callables' query, or None (no compiled walk: the query)."""
+    language = _language()
+    collect = treewalk.collector(language, _WALKED, _LEAVES)
+    return None if collect is None else (collect, tree_sitter.Query(language, callables.QUERY))
+
+
+def _captures(root: tree_sitter.Node) -> list[treewalk.Item]:
+    """What `_QUERY` captures under `root` but the `_…` captures, in source order (outer node first).
+
+    With the C walk, the same captures come from the walk and from `callables.QUERY` run on the
+    nodes where it may match; without it, from the whole query (tests compare the two, file by file).
+    """
+    walked = _walked()
+    if walked is None:
+        captures = tree_sitter.QueryCursor(_query()).captures(root)
+        items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() if name[0] != "_"
+                 for n in nodes]
+    else:
+        items, starts = _sorted_out(walked[0](root))
+        if starts:
+            items.extend(_callable_captures(walked[1], starts))
+    items.sort(key=_SOURCE_ORDER)
+    return items
+
+
+def _sorted_out(walked: list[treewalk.Item]) -> tuple[list[treewalk.Item], list[tree_sitter.Node]]:
+    """The walk's nodes as captures (a shaped pattern's when its children fit), and the nodes where a
+    pattern of `callables.QUERY` may start."""
+    items: list[treewalk.Item] = []
+    append = items.append
+    starts = []
+    for item in walked:
+        name = item[2]
+        if name[-1] == "!":
+            append((item[0], item[1], name[:-1], item[3]))
+            if callables.may_match(item[3]):
+                starts.append(item[3])
+        elif name[0] != "?":
+            append(item)
+        elif name == "?param":
+            if item[3].child_by_field_name("type") is not None:
+                append((item[0], item[1], "param", item[3]))
+        elif name == "?assign":
+            if _new_object(item[3]):
+                append((item[0], item[1], "assign", item[3]))
+        elif callables.may_match(item[3]):
+            starts.append(item[3])
+    return items, starts
+
+
+def _callable_captures(query: tree_sitter.Query, starts: list[tree_sitter.Node]) -> list[treewalk.Item]:
+    """`callables.QUERY`'s captures of the patterns that start at `starts`, each node once per name (as
+    the whole query gives a node two patterns capture under one name)."""
+    found: dict[tuple[int, str], treewalk.Item] = {}
+    cursor = tree_sitter.QueryCursor(query)
+    cursor.set_max_start_depth(0)  # patterns that start at the node itself, not below it
+    for start in starts:
+        for name, nodes in cursor.captures(start).items():
+            if name[0] != "_":
+                for n in nodes:
+                    found.setdefault((n.id, name), (n.start_byte, -n.end_byte, name, n))
+    return list(found.values())
+
+
+def _new_object(node: tree_sitter.Node) -> bool:
+    """`$x = new Foo(...)`: the pattern `(assignment_expression left: (variable_name) right:
+    (object_creation_expression))`."""
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    return left is not None and right is not None and left.type == "variable_name" and (
+        right.type == "object_creation_expression")
 
 
 def new_parser() -> tree_sitter.Parser:
     """A parser for PHP files (`<?php` tags and inline HTML)."""
-    return tree_sitter.Parser(_language()[0])
+    return tree_sitter.Parser(_language())
 
 
 def content_hash(source: bytes) -> str:
@@ -97,11 +200,7 @@ def extract(path: str, source: bytes, parser: tree_sitter.Parser | None = None) 
 
 def extract_tree(path: str, source: bytes, tree: tree_sitter.Tree) -> tuple[Extraction, bool]:
     """Sweep the captured nodes of a parsed file (`tree` is `source` parsed)."""
-    captures = tree_sitter.QueryCursor(_language()[1]).captures(tree.root_node)
-    items = [
-        (n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() if name[0] != "_" for n in nodes
-    ]
-    items.sort(key=_SOURCE_ORDER)
+    items = _captures(tree.root_node)
     ex = Extraction(path, source)
     _sweep(ex, items)
     text = ex.text

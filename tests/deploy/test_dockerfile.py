@@ -58,6 +58,17 @@ def test_multi_stage_with_a_separate_runtime() -> None:
     assert "build-essential" not in " ".join(_args(stages[-1], "RUN"))  # compilers stay in the build stage
 
 
+def test_the_build_stage_has_what_the_build_backend_reads_and_checks_the_c_walk() -> None:
+    """pyproject.toml names a build hook (hatch_build.py, which compiles the C walk of parsed trees):
+    without the file in the build context `pip install .` fails; without the check, an image whose
+    walk failed to compile would index at the query's speed and say so only in `--timings`."""
+    build = _stages()[0]
+    copied = " ".join(_args(build, "COPY"))
+    assert "hatch_build.py" in copied and "pyproject.toml" in copied
+    assert "[tool.hatch.build.hooks.custom]" in (ROOT / "pyproject.toml").read_text()
+    assert any("treewalk.compiled()" in run for run in _args(build, "RUN"))
+
+
 def test_runs_as_a_numeric_non_root_user() -> None:
     users = _args(_final(), "USER")
     assert users, "the runtime stage sets no USER"

@@ -1,0 +1,179 @@
+"""The C walk (project/index/treewalk.c) against the tree-sitter query it stands in for.
+
+The walk must find exactly what the query finds: every PHP file of real code bases is extracted both
+ways and compared capture by capture, and `forgebot index` builds the same graph with the walk and
+without it. Without the compiled module these tests skip (fail in CI, which must build it).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+import tree_sitter
+
+from project.index import parse, treewalk
+from project.index.db import connect
+from tests.tools import need
+
+PHP = Path("/usr/share/php")  # Debian's php-symfony, php-laravel-framework, php-monolog (.ci/run installs them)
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _need_walk() -> None:
+    need(treewalk.compiled() != "", f"the C walk (project.index._treewalk): {treewalk.described()}")
+
+
+def _query_items(root: tree_sitter.Node) -> list[tuple[int, int, str, int]]:
+    captures = tree_sitter.QueryCursor(parse._query()).captures(root)
+    items = [(n.start_byte, -n.end_byte, name, n.id) for name, nodes in captures.items() if name[0] != "_"
+             for n in nodes]
+    items.sort(key=lambda item: (item[0], item[1]))
+    return items
+
+
+def test_the_walk_is_compiled_for_the_installed_tree_sitter() -> None:
+    _need_walk()
+    assert treewalk.compiled() == metadata.version("tree-sitter")
+    assert treewalk.described() == f"node walk: C (tree-sitter {metadata.version('tree-sitter')})"
+
+
+# about 8,000 files of Debian's PHP libraries (not PHPUnit's nor PHP-Parser's, kept for acceptance)
+@pytest.mark.parametrize("directory", [
+    "Symfony/Component", "Symfony/Bridge", "Symfony/Bundle", "Symfony/Contracts", "Illuminate", "Carbon",
+    "Composer", "League", "Monolog", "Twig", "Ramsey", "Swift", "voku", "Doctrine",
+])
+def test_php_captures_are_the_query_captures_file_by_file(directory: str) -> None:
+    _need_walk()
+    need((PHP / directory).is_dir(), f"{PHP / directory} (Debian's PHP libraries)")
+    parser = parse.new_parser()
+    paths = sorted((PHP / directory).rglob("*.php")) + sorted(FIXTURES.rglob("*.php"))
+    assert len(paths) > 30
+    differing = []
+    for path in paths:
+        root = parser.parse(path.read_bytes()).root_node
+        walked = [(start, end, name, node.id) for start, end, name, node in parse._captures(root)]
+        if walked != _query_items(root):
+            differing.append(path)
+    assert differing == []
+
+
+def test_rows_are_the_same_without_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    _need_walk()
+    paths = sorted(FIXTURES.rglob("*.php"))
+    if (PHP / "Illuminate/Routing").is_dir():  # route callables: [Controller::class, 'action']
+        paths += sorted((PHP / "Illuminate/Routing").rglob("*.php"))
+    parser = parse.new_parser()
+    sources = [(str(path), path.read_bytes()) for path in paths]
+    walked = [parse.tree_rows(name, source, parser.parse(source)) for name, source in sources]
+    monkeypatch.setattr(parse, "_walked", lambda: None)
+    queried = [parse.tree_rows(name, source, parser.parse(source)) for name, source in sources]
+    assert sum(len(rows.relations) for rows in walked) > 100
+    assert walked == queried
+
+
+def test_an_other_installed_release_turns_the_walk_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    _need_walk()
+    monkeypatch.setattr(metadata, "version", lambda name: "0.0.1")
+    treewalk.status.cache_clear()
+    try:
+        assert treewalk.compiled() == ""
+        assert "0.0.1 is installed" in treewalk.described()
+        assert treewalk.collector(parse._language(), {"class_declaration": "class"}) is None
+    finally:
+        monkeypatch.undo()
+        treewalk.status.cache_clear()
+    assert treewalk.compiled() != ""
+
+
+def test_the_switch_turns_the_walk_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FORGEBOT_NO_TREEWALK", "1")
+    treewalk.status.cache_clear()
+    try:
+        assert treewalk.compiled() == "" and "FORGEBOT_NO_TREEWALK" in treewalk.described()
+    finally:
+        monkeypatch.delenv("FORGEBOT_NO_TREEWALK")
+        treewalk.status.cache_clear()
+
+
+SOURCE = b"""<?php
+top()->first();
+class A {
+    public function run() { $this->inner(); helper(); }
+}
+"""
+
+
+def test_nodes_hold_their_tree_and_leaves_are_not_entered() -> None:
+    _need_walk()
+    calls = {"member_call_expression": "call", "function_call_expression": "call"}
+    collect = treewalk.collector(parse._language(), calls)
+    assert collect is not None
+    tree = parse.new_parser().parse(SOURCE)
+    found = collect(tree.root_node)
+    del tree
+    gc.collect()
+    assert [(node.text, name) for _, _, name, node in found] == [
+        (b"top()->first()", "call"), (b"top()", "call"), (b"$this->inner()", "call"), (b"helper()", "call"),
+    ]
+    assert [(start, end) for start, end, _, node in found] == [(n.start_byte, -n.end_byte) for *_, n in found]
+    assert found[2][3].parent is not None and found[2][3].parent.type == "expression_statement"
+    body = treewalk.collector(parse._language(), calls, leaves={"compound_statement"})
+    assert body is not None
+    assert [node.text for *_, node in body(parse.new_parser().parse(SOURCE).root_node)] == [
+        b"top()->first()", b"top()",
+    ]
+
+
+def test_bad_arguments_raise_instead_of_crashing() -> None:
+    _need_walk()
+    from project.index import _treewalk
+
+    root = parse.new_parser().parse(SOURCE).root_node
+    with pytest.raises(TypeError):
+        _treewalk.collect("not a node", b"", ())  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        _treewalk.collect(root, "not bytes", ())  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        _treewalk.collect(root, bytes([3]), ("one",))  # an entry past the names
+    with pytest.raises(TypeError):
+        _treewalk.collect(root)  # type: ignore[call-arg]
+
+
+def _graph(data: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    conn = connect(next(data.rglob("index.db")), readonly=True)
+    try:
+        symbols = conn.execute("SELECT * FROM symbols ORDER BY path, start_byte, kind, fqn").fetchall()
+        relations = conn.execute("SELECT * FROM relations ORDER BY path, line, kind, source_fqn, target_name, "
+                                 "target_fqn, fallback_fqn").fetchall()
+    finally:
+        conn.close()
+    return [tuple(row)[1:] for row in symbols], [tuple(row)[1:] for row in relations]
+
+
+def test_forgebot_index_walks_in_c_and_builds_the_graph_the_query_builds(tmp_path: Path) -> None:
+    """The command as a user runs it: `--timings` says which walk found the nodes, and the index built
+    with the C walk holds the same symbols and relations as one built with the switch turned off."""
+    _need_walk()
+    need((PHP / "Monolog").is_dir(), "Debian's php-monolog")
+    checkout = tmp_path / "monolog"
+    shutil.copytree(PHP / "Monolog", checkout)
+    printed = {}
+    for name, switch in (("walked", {}), ("queried", {"FORGEBOT_NO_TREEWALK": "1"})):
+        env = {**os.environ, "FORGEBOT_DATA_DIR": str(tmp_path / name), **switch}
+        done = subprocess.run([sys.executable, "-m", "bot.cli.main", "index", str(checkout), "--no-embeddings",
+                               "--workers", "1", "--timings"], env=env, capture_output=True, text=True, cwd=ROOT,
+                              timeout=300, check=True)
+        printed[name] = done.stdout
+    assert f"node walk: C (tree-sitter {treewalk.compiled()})" in printed["walked"]
+    assert "node walk: tree-sitter queries; the C walk is turned off" in printed["queried"]
+    walked, queried = _graph(tmp_path / "walked"), _graph(tmp_path / "queried")
+    assert len(walked[0]) > 500 and len(walked[1]) > 500
+    assert walked == queried
