@@ -5,5 +5,5 @@ import tree_sitter
 TREE_SITTER_VERSION: str
 
 def collect(
-    root: tree_sitter.Node, table: bytes, names: tuple[str, ...], /
+    root: tree_sitter.Node, table: bytes, names: tuple[str, ...], rules: bytes = ..., /
 ) -> list[tuple[int, int, str, tree_sitter.Node]]: ...

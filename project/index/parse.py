@@ -88,7 +88,7 @@ def _query() -> tree_sitter.Query:
 
 
 @lru_cache(maxsize=1)
-def _walked() -> tuple[treewalk.Collect, tree_sitter.Query] | None:
+def _walked() -> tuple[treewalk.Find, tree_sitter.Query] | None:
     """The C walk over `_WALKED` and the callables' query, or None (no compiled walk: the query)."""
     language = _language()
     collect = treewalk.collector(language, _WALKED, _LEAVES)

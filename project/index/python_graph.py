@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import tree_sitter
 import tree_sitter_python
 
-from project.index import scopes
+from project.index import scopes, treewalk
 from project.index.model import STAR
 from project.index.parse import FileRows
 from project.index.scopes import LOCAL, Binding, ClassInfo, Context, Rows, Scope, head, looks_like_class, sweep
@@ -61,10 +61,10 @@ _BUILTIN_BINDINGS = {name: Binding("name", f"builtins.{name}") for name in BUILT
 
 
 @lru_cache(maxsize=1)
-def _language() -> tuple[tree_sitter.Language, tree_sitter.Query, tree_sitter.Query]:
-    """The grammar, the query of everything the graph reads, and that query without the calls."""
+def _language() -> tuple[tree_sitter.Language, treewalk.Find, treewalk.Find]:
+    """The grammar, the finder of everything the graph reads, and that finder without the calls."""
     language = tree_sitter.Language(tree_sitter_python.language())
-    return language, tree_sitter.Query(language, _QUERY + _CALLS), tree_sitter.Query(language, _QUERY)
+    return language, treewalk.finder(language, _QUERY + _CALLS), treewalk.finder(language, _QUERY)
 
 
 def new_parser() -> tree_sitter.Parser:

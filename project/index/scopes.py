@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Literal, NamedTuple, TypeVar
 
 import tree_sitter
 
 from project.index.parse import FileRows, StoredSymbolRow, content_hash
 from project.index.receivers import RelationRow
+from project.index.treewalk import Item
 
 F = TypeVar("F", bound="FileSweep")
 BindingKind = Literal["module", "class", "function", "instance", "name", "local"]
@@ -105,29 +105,23 @@ class Context:
 
 
 _HUGE = 1 << 62
-# a capture's sort key: its start byte in the high bits, then the longer node first (files < 4 GiB)
-_SHIFT = 32
-_LOW = (1 << _SHIFT) - 1
 
 Handler = Callable[[F, tree_sitter.Node, Context], "Context | None"]
 Later = list[tuple[str, tree_sitter.Node, Context]]
 
 
-def sweep(query: tree_sitter.Query, root: tree_sitter.Node, file: F, first: Context,
+def sweep(find: Callable[[tree_sitter.Node], list[Item]], root: tree_sitter.Node, file: F, first: Context,
           handlers: Mapping[str, Handler[F]], later: Later) -> None:
-    """Visit the query's captures in source order, each with the context enclosing it; a handler that
-    returns a context opens it until the end of its node. A capture without a handler (a call, read only
-    once the whole file is known) is kept in `later` with its context, in the same order. The query runs in
-    C: Python sees only the nodes that matter, never the whole tree."""
-    captures = tree_sitter.QueryCursor(query).captures(root)
-    items = [((n.start_byte << _SHIFT) + _LOW - n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
-    items.sort(key=_first)  # stable: captures of one node keep the query's order
+    """Visit what `find` captures under `root` in source order (`treewalk.finder`: a walk in C, or the
+    query), each with the context enclosing it; a handler that returns a context opens it until the end
+    of its node. A capture without a handler (a call, read only once the whole file is known) is kept in
+    `later` with its context, in the same order. Python sees only the nodes that matter, never the whole
+    tree."""
     stack: list[tuple[int, Context]] = [(_HUGE, first)]
     end, ctx = stack[-1]
     get = handlers.get
     keep = later.append
-    for key, capture, node in items:
-        start = key >> _SHIFT
+    for start, _, capture, node in find(root):
         if end <= start:
             while stack[-1][0] <= start:
                 stack.pop()
@@ -140,9 +134,6 @@ def sweep(query: tree_sitter.Query, root: tree_sitter.Node, file: F, first: Cont
         if inner is not None:
             stack.append((node.end_byte, inner))
             end, ctx = stack[-1]
-
-
-_first = itemgetter(0)
 
 
 # How many parts of an expression are followed to find what it is (`a.b.c()` follows 3): past this the

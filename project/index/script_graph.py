@@ -30,7 +30,7 @@ import tree_sitter
 import tree_sitter_javascript
 import tree_sitter_typescript
 
-from project.index import scopes, sfc
+from project.index import scopes, sfc, treewalk
 from project.index.model import STAR
 from project.index.parse import FileRows
 from project.index.scopes import LOCAL, Binding, ClassInfo, Context, Rows, Scope, head, looks_like_class, sweep
@@ -92,8 +92,8 @@ _CLASS_KINDS = frozenset({"class", "interface", "enum"})
 
 
 @lru_cache(maxsize=4)
-def _language(dialect: str) -> tuple[tree_sitter.Language, tree_sitter.Query, tree_sitter.Query]:
-    """The grammar, the query of everything the graph reads, and that query without the calls."""
+def _language(dialect: str) -> tuple[tree_sitter.Language, treewalk.Find, treewalk.Find]:
+    """The grammar, the finder of everything the graph reads, and that finder without the calls."""
     grammar = {"typescript": tree_sitter_typescript.language_typescript, "tsx": tree_sitter_typescript.language_tsx,
                "javascript": tree_sitter_javascript.language, "vue": tree_sitter_typescript.language_typescript,
                "svelte": tree_sitter_typescript.language_typescript}[dialect]
@@ -104,7 +104,7 @@ def _language(dialect: str) -> tuple[tree_sitter.Language, tree_sitter.Query, tr
         values = " ".join(f"({kind})" for kind in sorted(_FUNCTION_VALUES) if language.id_for_node_kind(kind, True))
         patterns += f"\n(pair value: [{values}]) @pair"
     calls = f"{_CALLS}\n{_JSX}" if language.id_for_node_kind("jsx_opening_element", True) else _CALLS
-    return language, tree_sitter.Query(language, f"{patterns}\n{calls}"), tree_sitter.Query(language, patterns)
+    return language, treewalk.finder(language, f"{patterns}\n{calls}"), treewalk.finder(language, patterns)
 
 
 def parser_of(dialect: str) -> Callable[[], tree_sitter.Parser]:

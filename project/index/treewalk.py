@@ -12,7 +12,10 @@ build had no compiler, `collector` returns None and callers run their query: the
 
 from __future__ import annotations
 
+import operator
 import os
+import re
+import struct
 from collections.abc import Callable, Collection, Mapping
 from functools import lru_cache
 from importlib import metadata
@@ -21,8 +24,10 @@ import tree_sitter
 
 # (start byte, -end byte, name, node): the order a sort by the first two gives is source order
 Item = tuple[int, int, str, tree_sitter.Node]
-Collect = Callable[[tree_sitter.Node], list[Item]]
+Find = Callable[[tree_sitter.Node], list[Item]]
 _LEAF = 255  # treewalk.c's mark of a node type not to go into
+_ANY_NAMED = 0xFFFF  # treewalk.c's child of a rule that is any named node: `(_)`
+_ORDER = operator.itemgetter(0, 1)  # source order, the outer of two nodes that start together first
 
 
 @lru_cache(maxsize=1)
@@ -56,7 +61,7 @@ def described() -> str:
     return f"node walk: tree-sitter queries; the C walk is {why}"
 
 
-def collector(language: tree_sitter.Language, names: Mapping[str, str], leaves: Collection[str] = ()) -> Collect | None:
+def collector(language: tree_sitter.Language, names: Mapping[str, str], leaves: Collection[str] = ()) -> Find | None:
     """A function giving, for a tree's root, every named node whose type `names` maps, with the name it
     maps to, in walk order (a node before its children); None when the C walk cannot be used.
 
@@ -84,3 +89,82 @@ def collector(language: tree_sitter.Language, names: Mapping[str, str], leaves: 
         return _treewalk.collect(root, frozen, labels)
 
     return collect
+
+
+# The pattern forms the walk does: `(kind) @name`, and a child of a parent, by field or not, of one kind
+# or several: `(parent field: (kind) @name)`, `(parent [(kind) @name (_) @other])`.
+_KIND = re.compile(r"\((\w+)\) @([\w.]+)")
+_CHILD = re.compile(r"\((\w+) (?:(\w+): )?(\[[^][]*\]|\([\w]+\) @[\w.]+)\)")
+_ALTERNATIVE = re.compile(r"\((\w+)\) @([\w.]+)")
+Plan = tuple[bytes, tuple[str, ...], bytes]
+
+
+def finder(language: tree_sitter.Language, source: str) -> Find:
+    """A function giving what the query `source` captures under a root, in source order (the outer of
+    two nodes that start together first): found by the C walk when every pattern has one of the forms
+    it does (`_plan`), else by the query. The two give the same captures (tests compare them)."""
+    query = tree_sitter.Query(language, source)
+    plan = _plan(language, query, source) if compiled() else None
+    if plan is None:
+        def by_query(root: tree_sitter.Node) -> list[Item]:
+            captures = tree_sitter.QueryCursor(query).captures(root)
+            items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
+            items.sort(key=_ORDER)
+            return items
+        return by_query
+    from project.index import _treewalk
+
+    table, names, rules = plan
+
+    def by_walk(root: tree_sitter.Node) -> list[Item]:
+        items = _treewalk.collect(root, table, names, rules)
+        items.sort(key=_ORDER)  # the walk's order is source order but for a rule's child before its kind
+        return items
+    return by_walk
+
+
+def _plan(language: tree_sitter.Language, query: tree_sitter.Query, source: str) -> Plan | None:
+    """The walk's table, names and rules for the query, or None when a pattern has another form."""
+    kinds: dict[str, str] = {}
+    children: list[tuple[str, str, str, str]] = []  # parent, field ("" any), child ("_" any named), name
+    encoded = source.encode()
+    for pattern in range(query.pattern_count):
+        text = " ".join(encoded[query.start_byte_for_pattern(pattern):query.end_byte_for_pattern(pattern)]
+                        .decode().split())
+        if alone := _KIND.fullmatch(text):
+            if alone.group(1) in kinds:
+                return None
+            kinds[alone.group(1)] = alone.group(2)
+        elif child := _CHILD.fullmatch(text):
+            parent, field, inner = child.groups()
+            alternatives = _ALTERNATIVE.findall(inner)
+            if " ".join(f"({kind}) @{name}" for kind, name in alternatives) != inner.strip("[]"):
+                return None
+            children.extend((parent, field or "", kind, name) for kind, name in alternatives)
+        else:
+            return None
+    names = tuple(sorted({*kinds.values(), *(name for *_, name in children)}))
+    symbols = _symbols(language)
+    table = bytearray(language.node_kind_count)
+    for kind, name in kinds.items():
+        for symbol in symbols.get(kind, ()):
+            table[symbol] = names.index(name) + 1
+    rules = bytearray()
+    for parent, field, kind, name in children:
+        field_id = language.field_id_for_name(field) if field else 0
+        if field_id is None or parent not in symbols or (kind != "_" and kind not in symbols):
+            return None
+        for above in symbols[parent]:
+            for below in [_ANY_NAMED] if kind == "_" else symbols[kind]:
+                rules += struct.pack("=HHHH", above, field_id, below, names.index(name) + 1)
+    return bytes(table), names, bytes(rules)
+
+
+def _symbols(language: tree_sitter.Language) -> dict[str, list[int]]:
+    """Each named node kind's symbols (a kind an alias makes has one of its own)."""
+    symbols: dict[str, list[int]] = {}
+    for symbol in range(language.node_kind_count):
+        kind = language.node_kind_for_id(symbol)
+        if kind is not None and language.node_kind_is_named(symbol):
+            symbols.setdefault(kind, []).append(symbol)
+    return symbols

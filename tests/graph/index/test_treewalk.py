@@ -8,6 +8,7 @@ without it. Without the compiled module these tests skip (fail in CI, which must
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import shutil
 import subprocess
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 import tree_sitter
 
-from project.index import parse, treewalk
+from project.index import parse, python_graph, script_graph, treewalk
 from project.index.db import connect
 from tests.tools import need
 
@@ -177,3 +178,67 @@ def test_forgebot_index_walks_in_c_and_builds_the_graph_the_query_builds(tmp_pat
     walked, queried = _graph(tmp_path / "walked"), _graph(tmp_path / "queried")
     assert len(walked[0]) > 500 and len(walked[1]) > 500
     assert walked == queried
+
+
+def _python_reference(root: tree_sitter.Node, source: str) -> list[tuple[int, int, str, int]]:
+    query = tree_sitter.Query(python_graph._language()[0], source)
+    captures = tree_sitter.QueryCursor(query).captures(root)
+    items = [(n.start_byte, -n.end_byte, name, n.id) for name, nodes in captures.items() for n in nodes]
+    items.sort(key=lambda item: (item[0], item[1]))
+    return items
+
+
+def _python_trees(module: str) -> list[tuple[Path, tree_sitter.Tree]]:
+    file = importlib.import_module(module).__file__
+    assert file is not None, f"{module} is a namespace package"
+    directory = Path(file).parent
+    parser = python_graph.new_parser()
+    return [(path, parser.parse(path.read_bytes())) for path in sorted(directory.rglob("*.py"))]
+
+
+# the standard library's and the dev environment's packages (`.[dev]`): about 1,000 files
+@pytest.mark.parametrize("module", ["asyncio", "email", "unittest", "importlib", "json", "jinja2", "httpx", "starlette",
+                                    "pydantic", "langchain_core", "yaml"])
+def test_python_captures_are_the_query_captures_file_by_file(module: str) -> None:
+    """The Python extractor's query is all of forms the walk does: the walk stands in for all of it."""
+    _need_walk()
+    source = python_graph._QUERY + python_graph._CALLS
+    find = treewalk.finder(python_graph._language()[0], source)
+    trees = _python_trees(module)
+    assert len(trees) > 4
+    differing = [path for path, tree in trees
+                 if [(s, e, name, node.id) for s, e, name, node in find(tree.root_node)]
+                 != _python_reference(tree.root_node, source)]
+    assert differing == []
+
+
+def test_the_plan_takes_the_forms_the_walk_does_and_no_other() -> None:
+    _need_walk()
+    language = python_graph._language()[0]
+
+    def planned(source: str) -> bool:
+        return treewalk._plan(language, tree_sitter.Query(language, source), source) is not None
+
+    assert planned("(call) @c\n(call function: (identifier) @f)\n(argument_list [(identifier) @a (attribute) @b])")
+    assert planned("(for_statement left: (_) @target)")
+    assert not planned("(call (argument_list (identifier) @a))")  # a grandchild
+    assert not planned('((identifier) @x (#eq? @x "self"))')  # a predicate
+    assert not planned("(argument_list . (identifier) @first)")  # an anchor
+    assert not planned("(call) @a\n(call) @b")  # one kind under two names
+    assert not planned("(call function: (identifier)) @c")  # the parent captured for its child
+    typescript = script_graph._language("typescript")[0]
+    source = "(expression_statement (parenthesized_expression . (identifier) @ref .))"
+    assert treewalk._plan(typescript, tree_sitter.Query(typescript, source), source) is None
+
+
+def test_rules_capture_children_by_field_and_by_kind() -> None:
+    _need_walk()
+    source = "(for_statement left: (_) @target)\n(argument_list [(identifier) @name (attribute) @member])"
+    find = treewalk.finder(python_graph._language()[0], source)
+    code = b"for a, b in pairs(x, y.z, 1, key=k):\n    print(a)\n"
+    tree = python_graph.new_parser().parse(code)
+    assert [(name, node.text) for _, _, name, node in find(tree.root_node)] == [
+        ("target", b"a, b"), ("name", b"x"), ("member", b"y.z"), ("name", b"a"),
+    ]
+    assert [(s, e, name, node.id) for s, e, name, node in find(tree.root_node)] == _python_reference(
+        tree.root_node, source)
