@@ -94,17 +94,28 @@ _CLASS_KINDS = frozenset({"class", "interface", "enum"})
 @lru_cache(maxsize=4)
 def _language(dialect: str) -> tuple[tree_sitter.Language, treewalk.Find, treewalk.Find]:
     """The grammar, the finder of everything the graph reads, and that finder without the calls."""
+    language = _grammar(dialect)
+    everything, definitions = query_sources(dialect)
+    return language, treewalk.finder(language, everything), treewalk.finder(language, definitions)
+
+
+def _grammar(dialect: str) -> tree_sitter.Language:
     grammar = {"typescript": tree_sitter_typescript.language_typescript, "tsx": tree_sitter_typescript.language_tsx,
                "javascript": tree_sitter_javascript.language, "vue": tree_sitter_typescript.language_typescript,
                "svelte": tree_sitter_typescript.language_typescript}[dialect]
-    language = tree_sitter.Language(grammar())
+    return tree_sitter.Language(grammar())
+
+
+def query_sources(dialect: str) -> tuple[str, str]:
+    """The query of everything the graph reads of a dialect's files, and that query without the calls."""
+    language = _grammar(dialect)
     patterns = "\n".join(f"({kind}) @{name}" for name, kinds in _PATTERNS.items() for kind in kinds
                          if language.id_for_node_kind(kind, True))
     if dialect == "javascript":  # a function in the object a prototype is assigned (`_prototype`)
         values = " ".join(f"({kind})" for kind in sorted(_FUNCTION_VALUES) if language.id_for_node_kind(kind, True))
         patterns += f"\n(pair value: [{values}]) @pair"
     calls = f"{_CALLS}\n{_JSX}" if language.id_for_node_kind("jsx_opening_element", True) else _CALLS
-    return language, treewalk.finder(language, f"{patterns}\n{calls}"), treewalk.finder(language, patterns)
+    return f"{patterns}\n{calls}", patterns
 
 
 def parser_of(dialect: str) -> Callable[[], tree_sitter.Parser]:

@@ -96,13 +96,20 @@ def collector(language: tree_sitter.Language, names: Mapping[str, str], leaves: 
 _KIND = re.compile(r"\((\w+)\) @([\w.]+)")
 _CHILD = re.compile(r"\((\w+) (?:(\w+): )?(\[[^][]*\]|\([\w]+\) @[\w.]+)\)")
 _ALTERNATIVE = re.compile(r"\((\w+)\) @([\w.]+)")
-Plan = tuple[bytes, tuple[str, ...], bytes]
+# Any other pattern whose first step below its root is a child of a kind, or of one of several:
+# `(root [field:] (child …) …)`, `(root [field:] [(a) (b) …] …) @name`. The walk finds the roots that
+# have such a child; the pattern itself runs as a query on those roots alone.
+_ROOTED = re.compile(r"\((\w+) (?:(\w+): )?(?:\((\w+)[ )]|\[((?:\(\w+\) ?)+)\][ )])")
+_QUANTIFIERS = re.compile(r"[)\]][?*+]|!")
+_ROOT = "\0root"  # the name the walk gives a child that makes its parent a root to query
+Plan = tuple[bytes, tuple[str, ...], bytes, str]
 
 
 def finder(language: tree_sitter.Language, source: str) -> Find:
     """A function giving what the query `source` captures under a root, in source order (the outer of
-    two nodes that start together first): found by the C walk when every pattern has one of the forms
-    it does (`_plan`), else by the query. The two give the same captures (tests compare them)."""
+    two nodes that start together first): found by the C walk when each pattern has a form it does or
+    starts with a child it can find (`_plan`), else by the query. Both give the same captures (tests
+    compare them on real code)."""
     query = tree_sitter.Query(language, source)
     plan = _plan(language, query, source) if compiled() else None
     if plan is None:
@@ -114,40 +121,70 @@ def finder(language: tree_sitter.Language, source: str) -> Find:
         return by_query
     from project.index import _treewalk
 
-    table, names, rules = plan
+    table, names, rules, rest = plan
+    rooted = tree_sitter.Query(language, rest) if rest else None
 
     def by_walk(root: tree_sitter.Node) -> list[Item]:
         items = _treewalk.collect(root, table, names, rules)
+        if rooted is not None:
+            roots = [node.parent for *_, name, node in items if name == _ROOT]
+            items = [item for item in items if item[2] != _ROOT]
+            if roots:
+                items.extend(_captured_at(rooted, roots))
         items.sort(key=_ORDER)  # the walk's order is source order but for a rule's child before its kind
         return items
     return by_walk
 
 
+def _captured_at(query: tree_sitter.Query, roots: list[tree_sitter.Node | None]) -> list[Item]:
+    """The captures of the patterns of `query` that start at one of `roots`, each node once per name (as
+    a query over the whole tree gives a node two patterns capture under one name)."""
+    found: dict[tuple[int, str], Item] = {}
+    done: set[int] = set()
+    cursor = tree_sitter.QueryCursor(query)
+    cursor.set_max_start_depth(0)  # the patterns that start at the node itself
+    for root in roots:
+        if root is None or root.id in done:
+            continue
+        done.add(root.id)
+        for name, nodes in cursor.captures(root).items():
+            for n in nodes:
+                found.setdefault((n.id, name), (n.start_byte, -n.end_byte, name, n))
+    return list(found.values())
+
+
 def _plan(language: tree_sitter.Language, query: tree_sitter.Query, source: str) -> Plan | None:
-    """The walk's table, names and rules for the query, or None when a pattern has another form."""
+    """The walk's table, names and rules for the query and the query of its other patterns, or None
+    when a pattern has none of the forms the walk does nor a first child it can find."""
     kinds: dict[str, str] = {}
     children: list[tuple[str, str, str, str]] = []  # parent, field ("" any), child ("_" any named), name
+    rest: list[str] = []
     encoded = source.encode()
     for pattern in range(query.pattern_count):
         text = " ".join(encoded[query.start_byte_for_pattern(pattern):query.end_byte_for_pattern(pattern)]
                         .decode().split())
-        if alone := _KIND.fullmatch(text):
-            if alone.group(1) in kinds:
-                return None
+        child = _CHILD.fullmatch(text)
+        alternatives = _ALTERNATIVE.findall(child.group(3)) if child else []
+        if (alone := _KIND.fullmatch(text)) and alone.group(1) not in kinds:
             kinds[alone.group(1)] = alone.group(2)
-        elif child := _CHILD.fullmatch(text):
-            parent, field, inner = child.groups()
-            alternatives = _ALTERNATIVE.findall(inner)
-            if " ".join(f"({kind}) @{name}" for kind, name in alternatives) != inner.strip("[]"):
+        elif child and " ".join(f"({kind}) @{name}" for kind, name in alternatives) == child.group(3).strip("[]"):
+            children.extend((child.group(1), child.group(2) or "", kind, name) for kind, name in alternatives)
+        elif (rooted := _ROOTED.match(text)) and not _QUANTIFIERS.search(text):
+            parent, field, one, several = rooted.groups()
+            heads = [one] if one else re.findall(r"\((\w+)\)", several)
+            if "_" in heads:
                 return None
-            children.extend((parent, field or "", kind, name) for kind, name in alternatives)
+            children.extend((parent, field or "", kind, _ROOT) for kind in heads)
+            rest.append(text)
         else:
             return None
     names = tuple(sorted({*kinds.values(), *(name for *_, name in children)}))
     symbols = _symbols(language)
     table = bytearray(language.node_kind_count)
     for kind, name in kinds.items():
-        for symbol in symbols.get(kind, ()):
+        if kind not in symbols:
+            return None
+        for symbol in symbols[kind]:
             table[symbol] = names.index(name) + 1
     rules = bytearray()
     for parent, field, kind, name in children:
@@ -157,14 +194,17 @@ def _plan(language: tree_sitter.Language, query: tree_sitter.Query, source: str)
         for above in symbols[parent]:
             for below in [_ANY_NAMED] if kind == "_" else symbols[kind]:
                 rules += struct.pack("=HHHH", above, field_id, below, names.index(name) + 1)
-    return bytes(table), names, bytes(rules)
+    return bytes(table), names, bytes(rules), "\n".join(rest)
 
 
 def _symbols(language: tree_sitter.Language) -> dict[str, list[int]]:
-    """Each named node kind's symbols (a kind an alias makes has one of its own)."""
+    """Each named node kind's symbols (a kind an alias makes has one of its own). A supertype
+    (`expression`) is left out: a query matches it on every kind under it, which a symbol's table
+    cannot say, so a pattern naming one is not planned."""
+    supertypes = {language.node_kind_for_id(symbol) for symbol in language.supertypes}
     symbols: dict[str, list[int]] = {}
     for symbol in range(language.node_kind_count):
         kind = language.node_kind_for_id(symbol)
-        if kind is not None and language.node_kind_is_named(symbol):
+        if kind is not None and kind not in supertypes and language.node_kind_is_named(symbol):
             symbols.setdefault(kind, []).append(symbol)
     return symbols

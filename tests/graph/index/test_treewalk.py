@@ -7,6 +7,7 @@ without it. Without the compiled module these tests skip (fail in CI, which must
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import os
@@ -216,19 +217,23 @@ def test_the_plan_takes_the_forms_the_walk_does_and_no_other() -> None:
     _need_walk()
     language = python_graph._language()[0]
 
-    def planned(source: str) -> bool:
-        return treewalk._plan(language, tree_sitter.Query(language, source), source) is not None
+    def planned(source: str) -> str | None:
+        """None: the whole query runs; else the patterns run as a query on the roots the walk found."""
+        plan = treewalk._plan(language, tree_sitter.Query(language, source), source)
+        return None if plan is None else plan[3]
 
-    assert planned("(call) @c\n(call function: (identifier) @f)\n(argument_list [(identifier) @a (attribute) @b])")
-    assert planned("(for_statement left: (_) @target)")
-    assert not planned("(call (argument_list (identifier) @a))")  # a grandchild
-    assert not planned('((identifier) @x (#eq? @x "self"))')  # a predicate
-    assert not planned("(argument_list . (identifier) @first)")  # an anchor
-    assert not planned("(call) @a\n(call) @b")  # one kind under two names
-    assert not planned("(call function: (identifier)) @c")  # the parent captured for its child
-    typescript = script_graph._language("typescript")[0]
-    source = "(expression_statement (parenthesized_expression . (identifier) @ref .))"
-    assert treewalk._plan(typescript, tree_sitter.Query(typescript, source), source) is None
+    assert planned("(call) @c\n(call function: (identifier) @f)\n(argument_list [(identifier) @a (string) @b])") == ""
+    assert planned("(for_statement left: (_) @target)") == ""
+    # a grandchild, a capture of the parent: queried at the roots that have the first child
+    assert planned("(call (argument_list (identifier) @a))") == "(call (argument_list (identifier) @a))"
+    assert planned("(call function: (identifier)) @c") == "(call function: (identifier)) @c"
+    assert planned('((identifier) @x (#eq? @x "self"))') is None  # a pattern that is not a parent's
+    assert planned("(argument_list . (identifier) @first)") is None  # an anchor before the first child
+    assert planned("(call (argument_list)? @a)") is None  # a first child that may be absent
+    assert planned("(call (_ (identifier) @x))") is None  # a first child of any kind: every call a root
+    assert planned("(call) @a\n(call) @b") is None  # one kind under two names
+    assert planned("(return_statement (expression) @x)") is None  # a supertype: the kinds under it
+    assert planned("(expression) @x") is None
 
 
 def test_rules_capture_children_by_field_and_by_kind() -> None:
@@ -242,3 +247,62 @@ def test_rules_capture_children_by_field_and_by_kind() -> None:
     ]
     assert [(s, e, name, node.id) for s, e, name, node in find(tree.root_node)] == _python_reference(
         tree.root_node, source)
+
+
+def _script_dialect(path: Path) -> str:
+    typescript = {".tsx": "tsx", ".ts": "typescript", ".mts": "typescript", ".cts": "typescript"}
+    return typescript.get(path.suffix, "javascript")
+
+
+@functools.cache
+def _script_query(dialect: str) -> tree_sitter.Query:
+    return tree_sitter.Query(script_graph._language(dialect)[0], script_graph.query_sources(dialect)[0])
+
+
+def _script_reference(dialect: str, root: tree_sitter.Node) -> list[tuple[int, int, str, int]]:
+    captures = tree_sitter.QueryCursor(_script_query(dialect)).captures(root)
+    items = [(n.start_byte, -n.end_byte, name, n.id) for name, nodes in captures.items() for n in nodes]
+    items.sort(key=lambda item: (item[0], item[1]))
+    return items
+
+
+def _script_walked(dialect: str, root: tree_sitter.Node) -> list[tuple[int, int, str, int]]:
+    return [(s, e, name, node.id) for s, e, name, node in script_graph._language(dialect)[1](root)]
+
+
+SCRIPT = b"""
+;(save)
+;(this.save)
+const Button = () => <Card title={name} onClick={this.open} size="2">{label}</Card>
+Cart.prototype = { total: function () { return 1 }, size: () => 2, name: "cart" }
+"""
+
+
+def test_script_captures_are_the_query_captures_file_by_file() -> None:
+    """TypeScript's and JavaScript's queries have patterns of other forms (`;(save)`, a JSX attribute's
+    expression, a prototype's function): the walk finds their roots and the query runs on those alone."""
+    _need_walk()
+    npm = next((path for path in (Path("/usr/lib/node_modules/npm"), Path("/usr/share/nodejs/npm")) if path.is_dir()),
+               None)
+    need(npm is not None, "npm's own JavaScript (Debian's npm)")
+    assert npm is not None
+    paths = [path for path in sorted(FIXTURES.rglob("*")) + sorted(npm.rglob("*.js"))
+             if path.suffix in (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs") and path.is_file()]
+    assert len(paths) > 300
+    differing = []
+    for path in paths:
+        dialect = _script_dialect(path)
+        root = tree_sitter.Parser(script_graph._language(dialect)[0]).parse(path.read_bytes()).root_node
+        if _script_walked(dialect, root) != _script_reference(dialect, root):
+            differing.append(path)
+    assert differing == []
+    for dialect in ("tsx", "javascript"):
+        root = tree_sitter.Parser(script_graph._language(dialect)[0]).parse(SCRIPT).root_node
+        walked = _script_walked(dialect, root)
+        assert walked == _script_reference(dialect, root)
+        captured = {(name, SCRIPT[s:-e].decode()) for s, e, name, _ in walked}
+        assert {("ref.name", "save"), ("ref.member", "this.save")} <= captured  # `;(save)`, a root queried
+        assert {("ref.name", "name"), ("ref.member", "this.open")} <= captured  # a JSX attribute's expression
+    javascript = {(name, SCRIPT[s:-e].decode()) for s, e, name, _ in _script_walked(
+        "javascript", tree_sitter.Parser(script_graph._language("javascript")[0]).parse(SCRIPT).root_node)}
+    assert ("pair", "size: () => 2") in javascript and ("pair", 'name: "cart"') not in javascript
