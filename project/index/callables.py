@@ -47,7 +47,12 @@ _TAKERS = {
         "register_deactivation_hook", "register_uninstall_hook", "remove_action", "remove_filter",
     ),
 }
-_STRING = "[(string) (encapsed_string)]"
+# what a callable pair is made of: its owner (`X::class`, `$x`) and its method's name (a string); the query's
+# patterns and `may_match` read both from here
+_OWNERS = ("class_constant_access_expression", "variable_name")
+_STRINGS = ("string", "encapsed_string")
+_STRING = "[" + " ".join(f"({kind})" for kind in _STRINGS) + "]"
+_OWNER = "[" + " ".join(f"({kind})" for kind in _OWNERS) + "]"
 _CALLABLE = "[(string) (encapsed_string) (array_creation_expression)]"
 
 
@@ -67,7 +72,7 @@ QUERY = "\n".join((
     _takers(1),
     # anywhere: [Cart::class, 'total'], [$this, 'total'], array($this, 'total'), [$cart, 'total']; where a
     # function takes a callable, also array('Cart', 'total') and array(__CLASS__, 'total')
-    f"(array_creation_expression . (array_element_initializer . [(class_constant_access_expression) (variable_name)] .)"
+    f"(array_creation_expression . (array_element_initializer . {_OWNER} .)"
     f" . (array_element_initializer . {_STRING} .) .) @callable",
     # Symfony's event subscribers: the method names getSubscribedEvents() returns
     '(method_declaration name: (name) @_subscriber (#eq? @_subscriber "getSubscribedEvents")'
@@ -92,8 +97,11 @@ def may_match(node: tree_sitter.Node) -> bool:
     still decides), and cheap. It lets the extractor run QUERY on a few thousand nodes of a code base
     found by the C walk (parse.py) instead of over every node of every tree."""
     kind = node.type
-    if kind == "array_creation_expression":  # the anchored pair: exactly two named children
-        return node.named_child_count == 2
+    if kind == "array_creation_expression":  # the anchored pair: [X::class or $x, 'name'], nothing else
+        if node.named_child_count != 2:
+            return False
+        owner, method = node.named_children
+        return _only(owner, _OWNERS) and _only(method, _STRINGS)
     if kind == "function_call_expression":  # _takers: a function known to take a callable
         function = node.child_by_field_name("function")
         return function is not None and function.type == "name" and function.text in _TAKER_NAMES
@@ -104,6 +112,14 @@ def may_match(node: tree_sitter.Node) -> bool:
         scope = node.child_by_field_name("scope")
         return scope is not None and b"Route" in (scope.text or b"")
     return False
+
+
+def _only(element: tree_sitter.Node, kinds: tuple[str, ...]) -> bool:
+    """An array element of one named child, of one of `kinds` (`(array_element_initializer . (kind) .)`)."""
+    if element.named_child_count != 1:
+        return False
+    child = element.named_child(0)
+    return child is not None and child.type in kinds
 
 
 def resolve_callable(site: CallSite, text: TextOf) -> RelationRow | None:

@@ -108,8 +108,8 @@ def _captures(root: tree_sitter.Node) -> list[treewalk.Item]:
                  for n in nodes]
     else:
         items, starts = _sorted_out(walked[0](root))
-        if starts:
-            items.extend(_callable_captures(walked[1], starts))
+        if starts:  # as the whole query gives them: each node once per name, no `_…` capture
+            items.extend(item for item in treewalk.captured_at(walked[1], starts) if item[2][0] != "_")
     items.sort(key=_SOURCE_ORDER)
     return items
 
@@ -137,20 +137,6 @@ def _sorted_out(walked: list[treewalk.Item]) -> tuple[list[treewalk.Item], list[
         elif callables.may_match(item[3]):
             starts.append(item[3])
     return items, starts
-
-
-def _callable_captures(query: tree_sitter.Query, starts: list[tree_sitter.Node]) -> list[treewalk.Item]:
-    """`callables.QUERY`'s captures of the patterns that start at `starts`, each node once per name (as
-    the whole query gives a node two patterns capture under one name)."""
-    found: dict[tuple[int, str], treewalk.Item] = {}
-    cursor = tree_sitter.QueryCursor(query)
-    cursor.set_max_start_depth(0)  # patterns that start at the node itself, not below it
-    for start in starts:
-        for name, nodes in cursor.captures(start).items():
-            if name[0] != "_":
-                for n in nodes:
-                    found.setdefault((n.id, name), (n.start_byte, -n.end_byte, name, n))
-    return list(found.values())
 
 
 def _new_object(node: tree_sitter.Node) -> bool:

@@ -16,7 +16,7 @@ import operator
 import os
 import re
 import struct
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import lru_cache
 from importlib import metadata
 
@@ -74,15 +74,14 @@ def collector(language: tree_sitter.Language, names: Mapping[str, str], leaves: 
     from project.index import _treewalk
 
     labels = tuple(sorted(set(names.values())))
+    symbols = _symbols(language)
     table = bytearray(language.node_kind_count)
-    for symbol in range(language.node_kind_count):
-        kind = language.node_kind_for_id(symbol)
-        if kind is None:
-            continue
-        if kind in names and language.node_kind_is_named(symbol):  # every symbol of that name (aliases)
-            table[symbol] = labels.index(names[kind]) + 1
-        elif kind in leaves:
+    for kind in leaves:
+        for symbol in symbols.get(kind, ()):
             table[symbol] = _LEAF
+    for kind, name in names.items():
+        for symbol in symbols.get(kind, ()):  # every symbol of that name (an alias has its own)
+            table[symbol] = labels.index(name) + 1
     frozen = bytes(table)
 
     def collect(root: tree_sitter.Node) -> list[Item]:
@@ -130,13 +129,13 @@ def finder(language: tree_sitter.Language, source: str) -> Find:
             roots = [node.parent for *_, name, node in items if name == _ROOT]
             items = [item for item in items if item[2] != _ROOT]
             if roots:
-                items.extend(_captured_at(rooted, roots))
+                items.extend(captured_at(rooted, roots))
         items.sort(key=_ORDER)  # the walk's order is source order but for a rule's child before its kind
         return items
     return by_walk
 
 
-def _captured_at(query: tree_sitter.Query, roots: list[tree_sitter.Node | None]) -> list[Item]:
+def captured_at(query: tree_sitter.Query, roots: Sequence[tree_sitter.Node | None]) -> list[Item]:
     """The captures of the patterns of `query` that start at one of `roots`, each node once per name (as
     a query over the whole tree gives a node two patterns capture under one name)."""
     found: dict[tuple[int, str], Item] = {}

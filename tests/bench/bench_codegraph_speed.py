@@ -7,6 +7,7 @@ interleaved runs):
   index xN   `forgebot index DIR --no-embeddings --workers N --timings` as a user runs it, from the
              command's start to its exit: interpreter start, file walk, read, parse, extract, chunking,
              full-text terms, writes, indexes (the graph and search tables a task's base holds)
+  x1 query   (--query) index x1 with the C walk turned off (FORGEBOT_NO_TREEWALK=1): what it saves
   re-sync    edit the median-size file and `sync_files` it (the edit itself is not timed)
 
     python tests/bench/bench_codegraph_speed.py            # Symfony (4,471 files) and Laravel
@@ -75,12 +76,16 @@ def _source_files(root: Path, listed: list[str]) -> list[str]:
     return kept
 
 
-def _index(root: Path, data: Path, workers: int) -> tuple[float, str]:
-    """Wall seconds of one `forgebot index` into an empty data directory, and what it printed."""
+def _index(root: Path, data: Path, workers: int, walk: bool = True) -> tuple[float, str]:
+    """Wall seconds of one `forgebot index` into an empty data directory, and what it printed; without
+    `walk`, with the C walk turned off (the extractors' queries find the nodes)."""
     shutil.rmtree(data, ignore_errors=True)
     command = [sys.executable, "-m", "bot.cli.main", "index", str(root), "--no-embeddings", "--workers", str(workers),
                "--timings"]
     env = {**os.environ, "FORGEBOT_DATA_DIR": str(data)}
+    env.pop("FORGEBOT_NO_TREEWALK", None)
+    if not walk:
+        env["FORGEBOT_NO_TREEWALK"] = "1"
     start = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parents[2])
@@ -114,7 +119,7 @@ def _resync(root: Path, files: list[str], db: Path, rounds: int) -> tuple[str, i
     return median, len(original), timings
 
 
-def run(name: str, source: Path, rounds: int, repeat: int) -> None:
+def run(name: str, source: Path, rounds: int, repeat: int, query: bool = False) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / name
         shutil.copytree(source, root, symlinks=False)
@@ -123,20 +128,21 @@ def run(name: str, source: Path, rounds: int, repeat: int) -> None:
         files = _source_files(root, listed)  # the files the index parses: the raw parse takes the same
         _raw_parse(root, files)  # warm-up: allocator and page cache
         say(f"\n== {name}: {len(files)} files ({len(listed) - len(files)} left out as generated, by both)")
-        ratios: dict[int, list[float]] = {1: [], 2: []}
-        cpu_ratios: dict[int, list[float]] = {1: [], 2: []}
+        variants = [("x1", 1, True), ("x2", 2, True)] + ([("x1 query", 1, False)] if query else [])
+        ratios: dict[str, list[float]] = {label: [] for label, *_ in variants}
+        cpu_ratios: dict[str, list[float]] = {label: [] for label, *_ in variants}
         table = ""
         for i in range(repeat):  # interleaved: each ratio compares runs seconds apart on a shared machine
             raw = _raw_parse(root, files)
             line = f"round {i + 1}: raw parse {raw[0]:6.2f} s wall ({raw[1]:.2f} s CPU)"
-            for workers in (1, 2):
-                took, printed = _index(root, Path(tmp) / "data", workers)
-                ratios[workers].append(took / raw[0])
+            for label, workers, walk in variants:
+                took, printed = _index(root, Path(tmp) / "data", workers, walk)
+                ratios[label].append(took / raw[0])
                 cpu = _total_cpu(printed)
-                cpu_ratios[workers].append(cpu / raw[1])
-                line += (f"; index x{workers} {took:6.2f} s = {took / raw[0]:4.2f}x "
+                cpu_ratios[label].append(cpu / raw[1])
+                line += (f"; index {label} {took:6.2f} s = {took / raw[0]:4.2f}x "
                          f"(CPU {cpu:.2f} s = {cpu / raw[1]:4.2f}x)")
-                table = printed if workers == 1 else table
+                table = printed if label == "x1" else table
             say(f"{line}; load average {os.getloadavg()[0]:.1f}")
         conn = connect(Path(tmp) / "graph.db")
         build(conn, root, files, workers=1)
@@ -144,10 +150,13 @@ def run(name: str, source: Path, rounds: int, repeat: int) -> None:
         median, size, timings = _resync(root, files, Path(tmp) / "graph.db", rounds)
     ms = sorted(t * 1000 for t in timings)
     p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
-    say(f"index x1 / raw parse, median of {repeat}: {statistics.median(ratios[1]):.2f}x (goal <= 2.0x); "
-        f"index x2: {statistics.median(ratios[2]):.2f}x (goal <= 1.5x); in CPU seconds (every process of the "
+    say(f"index x1 / raw parse, median of {repeat}: {statistics.median(ratios['x1']):.2f}x (goal <= 2.0x); "
+        f"index x2: {statistics.median(ratios['x2']):.2f}x (goal <= 1.5x); in CPU seconds (every process of the "
         f"command against the raw parse's, which the machine's load disturbs less): x1 "
-        f"{statistics.median(cpu_ratios[1]):.2f}x, x2 {statistics.median(cpu_ratios[2]):.2f}x")
+        f"{statistics.median(cpu_ratios['x1']):.2f}x, x2 {statistics.median(cpu_ratios['x2']):.2f}x")
+    if query:
+        say(f"index x1 with the C walk turned off (the queries): {statistics.median(ratios['x1 query']):.2f}x, "
+            f"CPU {statistics.median(cpu_ratios['x1 query']):.2f}x")
     say("phase table of the last one-worker run:\n" + "\n".join(
         line for line in table.splitlines() if not line.startswith(("graph:", "search:", "memory:"))))
     say(f"re-sync {median} ({size} bytes), {rounds} edits: "
@@ -161,10 +170,12 @@ def main() -> None:
     parser.add_argument("--corpus", action="append", default=[], help="NAME=DIR (repeatable)")
     parser.add_argument("--rounds", type=int, default=300, help="edits for the re-sync percentiles")
     parser.add_argument("--repeat", type=int, default=3, help="builds per variant; the best one counts")
+    parser.add_argument("--query", action="store_true",
+                        help="also time one worker with the C walk turned off (FORGEBOT_NO_TREEWALK=1)")
     args = parser.parse_args()
     corpora = dict(c.split("=", 1) for c in args.corpus) if args.corpus else DEFAULT_CORPORA
     for name, directory in corpora.items():
-        run(name, Path(directory).resolve(), args.rounds, args.repeat)
+        run(name, Path(directory).resolve(), args.rounds, args.repeat, args.query)
 
 
 if __name__ == "__main__":

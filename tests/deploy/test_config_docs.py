@@ -20,6 +20,7 @@ NOT_SETTINGS = {
     "FORGEBOT_SECRETS_DIR": ROOT / "foundation" / "settings.py",
     "FORGEBOT_REQUIRE_TOOLS": ROOT / ".ci" / "run",
     "FORGEBOT_TEST_WORKERS": ROOT / "scripts" / "test",
+    "FORGEBOT_NO_TREEWALK": ROOT / "project" / "index" / "treewalk.py",  # and hatch_build.py, at install
 }
 _NAME = re.compile(r"FORGEBOT_[A-Z0-9][A-Z0-9_]*(?:<[A-Z]+>[A-Z0-9_]*)*\*?")
 
