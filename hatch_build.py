@@ -39,7 +39,7 @@ class TreeWalkHook(BuildHookInterface):  # type: ignore[type-arg]
             return
         try:
             built = build(Path(self.root))
-        except (OSError, subprocess.CalledProcessError, ValueError, tarfile.TarError) as error:
+        except Exception as error:  # whatever went wrong, the install goes on without the module
             self.app.display_warning(f"project.index._treewalk not built ({error}); the index uses the query cursor")
             return
         if version != "editable":  # an editable install imports it from the checkout, where it was written
@@ -74,7 +74,10 @@ def build(root: Path) -> Path:
                        check=True, timeout=600)
         archive = next(Path(tmp).glob("tree_sitter-*.tar.gz"))
         with tarfile.open(archive) as sdist:
-            sdist.extractall(tmp, filter="data")
+            for member in sdist.getmembers():  # the archive is read as untrusted: plain files inside tmp only
+                if not (member.isfile() or member.isdir()) or member.name.startswith("/") or ".." in member.name:
+                    raise ValueError(f"unexpected member in {archive.name}: {member.name}")
+            sdist.extractall(tmp)
         package = Path(tmp) / f"tree_sitter-{release}" / "tree_sitter"
         partial = target.with_name(target.name + ".partial")
         compiler = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
@@ -85,6 +88,6 @@ def build(root: Path) -> Path:
             f"-I{sysconfig.get_paths()['include']}",
             str(root / SOURCE), str(package / "core/lib/src/lib.c"), "-o", str(partial),
         ], check=True, timeout=600)
-        os.replace(partial, target)
+        os.replace(partial, target)  # a failed compile leaves no module; a stale .partial is overwritten
     stamp.write_text(key)
     return target
