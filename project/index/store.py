@@ -132,10 +132,22 @@ class _Resolver:
         return text.replace(os.sep, "/")
 
     def _plain_dir(self, head: str) -> bool:
+        """Whether directory `head` resolves to itself under the base: no directory on its way is a
+        symlink. Each directory is looked at once (one lstat), its ancestors' answers reused: resolving
+        each directory's whole path cost a tenth of typeorm's build (1,863 directories, 15,000 lstats)."""
         plain = self._dirs.get(head)
-        if plain is None:
-            full = os.path.join(self._base, head) if head else self._base
-            plain = self._dirs[head] = os.path.realpath(full) == os.path.normpath(full)
+        if plain is not None:
+            return plain
+        unknown = []
+        directory = os.path.normpath(head) if head else "."
+        while directory not in ("", ".") and directory not in self._dirs:  # up to a known one, or the base
+            unknown.append(directory)
+            directory = os.path.dirname(directory)
+        plain = self._dirs.get(directory, True)  # the base is a real path (`_wanted` resolves it)
+        for directory in reversed(unknown):
+            plain = plain and not os.path.islink(os.path.join(self._base, directory))
+            self._dirs[directory] = plain
+        self._dirs[head] = plain
         return plain
 
 

@@ -236,6 +236,28 @@ def test_a_committed_link_out_of_the_checkout_is_never_read_and_stops_nothing(tm
     assert synced.left_out == {"app/evil.py": OUTSIDE} and synced.unchanged == ["app/shop.py"]
 
 
+def test_a_file_named_through_a_linked_directory_is_never_read(tmp_path: Path) -> None:
+    """A path can reach out through a directory that is a symlink at any depth (`src/lib -> /elsewhere`,
+    a diff naming `src/lib/deep/Leak.php`): the index resolves each directory of a listing once, and a
+    file under a linked one is checked in full, so one outside the checkout is left out, never read;
+    one under a link that stays inside is read under its real path."""
+    root = tmp_path / "repo"
+    elsewhere = tmp_path / "elsewhere"
+    _write(elsewhere, {"deep/Leak.php": "<?php\nfunction leaked_host_secret() { return 1; }\n"})
+    _write(root, NORMAL)
+    (root / "src/lib").symlink_to(elsewhere)  # a link one level down
+    (root / "app/pkg").mkdir()
+    (root / "app/pkg/inner").symlink_to(root / "src")  # a link that stays in the checkout
+    conn = connect(tmp_path / "index.db")
+    report = store.build(conn, root, ["src/Order.php", "src/lib/deep/Leak.php", "src/./lib/deep/Leak.php",
+                                      "app/pkg/inner/Order.php", "app/shop.py"])
+    assert report.left_out == {"src/lib/deep/Leak.php": OUTSIDE, "src/./lib/deep/Leak.php": OUTSIDE}
+    assert sorted(report.parsed) == ["app/shop.py", "src/Order.php"]  # the inner link is src/Order.php
+    assert conn.execute("SELECT count(*) FROM symbols WHERE name = 'leaked_host_secret'").fetchone()[0] == 0
+    synced = store.sync_files(conn, root, ["src/lib/deep/Leak.php"])
+    assert synced.left_out == {"src/lib/deep/Leak.php": OUTSIDE} and synced.parsed == []
+
+
 def test_a_base_build_tells_the_operator_what_it_left_out(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """The service's base index (what every task on a commit starts from) logs its left-out files."""
     root = tmp_path / "repo"
