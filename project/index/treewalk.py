@@ -18,7 +18,6 @@ import re
 import struct
 from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import lru_cache
-from importlib import metadata
 
 import tree_sitter
 
@@ -39,10 +38,7 @@ def status() -> tuple[str, str]:
         from project.index import _treewalk
     except ImportError:
         return "", "not built when forgebot was installed (no C compiler or Python headers then)"
-    try:
-        installed = metadata.version("tree-sitter")
-    except metadata.PackageNotFoundError:
-        installed = "an unknown release"
+    installed = tree_sitter.__version__  # the release the loaded binding was built as
     if _treewalk.TREE_SITTER_VERSION != installed:
         return "", f"built for tree-sitter {_treewalk.TREE_SITTER_VERSION}, but {installed} is installed"
     return installed, ""
