@@ -1,13 +1,15 @@
-"""The nodes of chosen types in a parsed tree, found by a walk in C when the build compiled it.
+"""The nodes an extractor's query names in a parsed tree, found by a walk in C when the build compiled it.
 
-Why: tree-sitter's query cursor keeps match state for every node it passes, and the PHP extractor's
-query spends a third of a parse doing so on Symfony's 6.1 million nodes to return 200,000. Most of
-its patterns only name a node type; `project.index._treewalk` (treewalk.c, compiled by hatch_build.py
-against the pinned tree-sitter release) finds those nodes with a plain tree cursor in a third of the
-time. The module reads py-tree-sitter's objects through the struct layout of the release it was
-compiled against, so it is used only when that release is the one installed; otherwise, or when the
-build had no compiler, `collector` returns None and callers run their query: the same nodes, slower.
-`FORGEBOT_NO_TREEWALK=1` makes a process use the query too (for an operator who suspects the walk).
+Why: tree-sitter's query cursor keeps match state for every node it passes; on Symfony's 6.1 million
+nodes the PHP extractor's query spent a third of a parse to return 200,000. Most patterns of the
+extractors' queries only name a node kind, or a kind of child under a kind of parent:
+`project.index._treewalk` (treewalk.c, compiled by hatch_build.py against the pinned tree-sitter
+release) finds those with a plain tree cursor and a table of symbols, in about half the time, and the
+rest of a query runs only on the nodes the walk found (`finder`; PHP's extractor uses `collector`).
+The module reads py-tree-sitter's objects through the struct layout of the release it was compiled
+against, so it is used only when that release is the one loaded; otherwise, or when the build had no
+compiler, callers run their query: the same captures, slower. `FORGEBOT_NO_TREEWALK=1` makes a
+process use the queries too (for an operator who suspects the walk).
 """
 
 from __future__ import annotations
