@@ -141,7 +141,8 @@ static PyObject *collect(PyObject *module, PyObject *const *args, Py_ssize_t nar
         if (mark && mark != LEAF && emit(found, node_type, node, start->tree, PyTuple_GET_ITEM(names, mark - 1))) {
             goto fail;
         }
-        if (depth > 0 && parent[up[depth - 1]]) {
+        /* an ERROR node's symbol is 65535, past every table: read `parent` only below its end */
+        if (depth > 0 && up[depth - 1] < symbols && parent[up[depth - 1]]) {
             TSSymbol above = up[depth - 1];
             TSFieldId field = ts_tree_cursor_current_field_id(&cursor);
             bool named = ts_node_is_named(node);
