@@ -1,8 +1,9 @@
-"""The C walk (project/index/treewalk.c) against the tree-sitter query it stands in for.
+"""The C walk (project/index/treewalk.c) against the tree-sitter queries it stands in for.
 
-The walk must find exactly what the query finds: every PHP file of real code bases is extracted both
-ways and compared capture by capture, and `forgebot index` builds the same graph with the walk and
-without it. Without the compiled module these tests skip (fail in CI, which must build it).
+The walk must find exactly what the query finds: files of real code bases in PHP, Python, TypeScript
+and JavaScript, whole and broken, are read both ways and compared capture by capture; `forgebot index`
+builds the same graph with the walk and without it; memcheck sees the C code read nothing it does not
+own. Without the compiled module these tests skip (fail in CI, which must build it).
 """
 
 from __future__ import annotations
