@@ -103,13 +103,10 @@ def _captures(root: tree_sitter.Node) -> list[treewalk.Item]:
     """
     walked = _walked()
     if walked is None:
-        captures = tree_sitter.QueryCursor(_query()).captures(root)
-        items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() if name[0] != "_"
-                 for n in nodes]
-    else:
-        items, starts = _sorted_out(walked[0](root))
-        if starts:  # as the whole query gives them: each node once per name, no `_…` capture
-            items.extend(item for item in treewalk.captured_at(walked[1], starts) if item[2][0] != "_")
+        return [item for item in treewalk.queried(_query(), root) if item[2][0] != "_"]
+    items, starts = _sorted_out(walked[0](root))
+    if starts:  # as the whole query gives them: each node once per name, no `_…` capture
+        items.extend(item for item in treewalk.captured_at(walked[1], starts) if item[2][0] != "_")
     items.sort(key=_SOURCE_ORDER)
     return items
 

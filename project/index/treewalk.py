@@ -110,12 +110,7 @@ def finder(language: tree_sitter.Language, source: str) -> Find:
     query = tree_sitter.Query(language, source)
     plan = _plan(language, query, source) if compiled() else None
     if plan is None:
-        def by_query(root: tree_sitter.Node) -> list[Item]:
-            captures = tree_sitter.QueryCursor(query).captures(root)
-            items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
-            items.sort(key=_ORDER)
-            return items
-        return by_query
+        return lambda root: queried(query, root)
     from project.index import _treewalk
 
     table, names, rules, rest = plan
@@ -131,6 +126,14 @@ def finder(language: tree_sitter.Language, source: str) -> Find:
         items.sort(key=_ORDER)  # the walk's order is source order but for a rule's child before its kind
         return items
     return by_walk
+
+
+def queried(query: tree_sitter.Query, root: tree_sitter.Node) -> list[Item]:
+    """What `query` captures under `root`, by tree-sitter's query cursor, in source order."""
+    captures = tree_sitter.QueryCursor(query).captures(root)
+    items = [(n.start_byte, -n.end_byte, name, n) for name, nodes in captures.items() for n in nodes]
+    items.sort(key=_ORDER)
+    return items
 
 
 def captured_at(query: tree_sitter.Query, roots: Sequence[tree_sitter.Node | None]) -> list[Item]:

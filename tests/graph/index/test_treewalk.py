@@ -35,12 +35,24 @@ def _need_walk() -> None:
     need(treewalk.compiled() != "", f"the C walk (project.index._treewalk): {treewalk.described()}")
 
 
-def _query_items(root: tree_sitter.Node) -> list[tuple[int, int, str, int]]:
-    captures = tree_sitter.QueryCursor(parse._query()).captures(root)
-    items = [(n.start_byte, -n.end_byte, name, n.id) for name, nodes in captures.items() if name[0] != "_"
-             for n in nodes]
+Row = tuple[int, int, str, int]
+
+
+def _reference(query: tree_sitter.Query, root: tree_sitter.Node, *, private: bool = True) -> list[Row]:
+    """What the query captures under `root` in source order, nodes by id (`private=False`: no `_…`)."""
+    captures = tree_sitter.QueryCursor(query).captures(root)
+    items = [(n.start_byte, -n.end_byte, name, n.id) for name, nodes in captures.items()
+             if private or name[0] != "_" for n in nodes]
     items.sort(key=lambda item: (item[0], item[1]))
     return items
+
+
+def _ids(items: list[treewalk.Item]) -> list[Row]:
+    return [(start, end, name, node.id) for start, end, name, node in items]
+
+
+def _query_items(root: tree_sitter.Node) -> list[Row]:
+    return _reference(parse._query(), root, private=False)
 
 
 def test_the_walk_is_compiled_for_the_installed_tree_sitter() -> None:
@@ -63,7 +75,7 @@ def test_php_captures_are_the_query_captures_file_by_file(directory: str) -> Non
     differing = []
     for path in paths:
         root = parser.parse(path.read_bytes()).root_node
-        walked = [(start, end, name, node.id) for start, end, name, node in parse._captures(root)]
+        walked = _ids(parse._captures(root))
         if walked != _query_items(root):
             differing.append(path)
     assert differing == []
@@ -183,12 +195,13 @@ def test_forgebot_index_walks_in_c_and_builds_the_graph_the_query_builds(tmp_pat
     assert walked == queried
 
 
-def _python_reference(root: tree_sitter.Node, source: str) -> list[tuple[int, int, str, int]]:
-    query = tree_sitter.Query(python_graph._language()[0], source)
-    captures = tree_sitter.QueryCursor(query).captures(root)
-    items = [(n.start_byte, -n.end_byte, name, n.id) for name, nodes in captures.items() for n in nodes]
-    items.sort(key=lambda item: (item[0], item[1]))
-    return items
+@functools.cache
+def _python_query(source: str) -> tree_sitter.Query:
+    return tree_sitter.Query(python_graph._language()[0], source)
+
+
+def _python_reference(root: tree_sitter.Node, source: str) -> list[Row]:
+    return _reference(_python_query(source), root)
 
 
 def _python_trees(module: str) -> list[tuple[Path, tree_sitter.Tree]]:
@@ -210,7 +223,7 @@ def test_python_captures_are_the_query_captures_file_by_file(module: str) -> Non
     trees = _python_trees(module)
     assert len(trees) > 4
     differing = [path for path, tree in trees
-                 if [(s, e, name, node.id) for s, e, name, node in find(tree.root_node)]
+                 if _ids(find(tree.root_node))
                  != _python_reference(tree.root_node, source)]
     assert differing == []
 
@@ -247,7 +260,7 @@ def test_rules_capture_children_by_field_and_by_kind() -> None:
     assert [(name, node.text) for _, _, name, node in find(tree.root_node)] == [
         ("target", b"a, b"), ("name", b"x"), ("member", b"y.z"), ("name", b"a"),
     ]
-    assert [(s, e, name, node.id) for s, e, name, node in find(tree.root_node)] == _python_reference(
+    assert _ids(find(tree.root_node)) == _python_reference(
         tree.root_node, source)
 
 
@@ -261,15 +274,12 @@ def _script_query(dialect: str) -> tree_sitter.Query:
     return tree_sitter.Query(script_graph._language(dialect)[0], script_graph.query_sources(dialect)[0])
 
 
-def _script_reference(dialect: str, root: tree_sitter.Node) -> list[tuple[int, int, str, int]]:
-    captures = tree_sitter.QueryCursor(_script_query(dialect)).captures(root)
-    items = [(n.start_byte, -n.end_byte, name, n.id) for name, nodes in captures.items() for n in nodes]
-    items.sort(key=lambda item: (item[0], item[1]))
-    return items
+def _script_reference(dialect: str, root: tree_sitter.Node) -> list[Row]:
+    return _reference(_script_query(dialect), root)
 
 
-def _script_walked(dialect: str, root: tree_sitter.Node) -> list[tuple[int, int, str, int]]:
-    return [(s, e, name, node.id) for s, e, name, node in script_graph._language(dialect)[1](root)]
+def _script_walked(dialect: str, root: tree_sitter.Node) -> list[Row]:
+    return _ids(script_graph._language(dialect)[1](root))
 
 
 SCRIPT = b"""
@@ -331,13 +341,13 @@ def test_the_walk_equals_the_query_on_sources_with_syntax_errors() -> None:
     for number, path in enumerate(sorted((PHP / "Monolog").rglob("*.php"))[:60]):
         for source in _broken(path.read_bytes(), number):
             root = php.parse(source).root_node
-            differing += [(s, e, name, node.id) for s, e, name, node in parse._captures(root)] != _query_items(root)
+            differing += _ids(parse._captures(root)) != _query_items(root)
     python_source = python_graph._QUERY + python_graph._CALLS
     find = treewalk.finder(python_graph._language()[0], python_source)
     for number, (_, tree) in enumerate(_python_trees("email")[:40]):
         for source in _broken(tree.root_node.text or b"", number):
             root = python_graph.new_parser().parse(source).root_node
-            differing += [(s, e, name, node.id) for s, e, name, node in find(root)] != _python_reference(
+            differing += _ids(find(root)) != _python_reference(
                 root, python_source)
     for number, path in enumerate(sorted(FIXTURES.rglob("*.ts")) + sorted(FIXTURES.rglob("*.js"))):
         dialect = _script_dialect(path)
