@@ -107,7 +107,7 @@ def _captures(root: tree_sitter.Node) -> list[treewalk.Item]:
     items, starts = _sorted_out(walked[0](root))
     if starts:  # as the whole query gives them: each node once per name, no `_…` capture
         items.extend(item for item in treewalk.captured_at(walked[1], starts) if item[2][0] != "_")
-    items.sort(key=_SOURCE_ORDER)
+        items.sort(key=_SOURCE_ORDER)  # the walk's own order is source order already
     return items
 
 

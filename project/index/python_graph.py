@@ -517,10 +517,8 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
     made: dict[tuple[Context, str, str], tuple[str, str, str, str, str, str]] = {}
     references = scopes.References(rows, "self", lambda name, ctx: _referenced(_named(file, name, ctx)),
                                    lambda owner, name, ctx: _module_member(_named(file, owner, ctx), name))
+    handed: frozenset[str] = frozenset()
     for capture, node, ctx in calls:
-        if capture[:4] == "ref.":  # `map(fmt, xs)`, `Thread(target=run)`, `bus.subscribe(self.on_saved)`
-            references.read(capture, node, ctx)
-            continue
         if capture == "call.name":  # the most frequent capture of all: its text is sliced here
             name = ascii_text[node.start_byte:node.end_byte] if ascii_text is not None else text(node)
             row = made.get((ctx, "", name))
@@ -528,6 +526,15 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
                 target, fallback = _named_target(_named(file, name, ctx))
                 row = made[(ctx, "", name)] = (path, "calls", ctx.source, name, target, fallback)
             relations.append(row + (node.start_point[0] + 1,))
+            continue
+        if capture == "ref.name":  # `map(fmt, xs)`, `Thread(target=run)`: most are locals, skipped here
+            name = ascii_text[node.start_byte:node.end_byte] if ascii_text is not None else text(node)
+            handed = handed or references.names(ctx)
+            if name in handed:
+                references.name(name, node, ctx)
+            continue
+        if capture == "ref.member":  # `bus.subscribe(self.on_saved)`, `path("", views.index)`
+            references.read(capture, node, ctx)
             continue
         name_node = node.child_by_field_name("attribute")
         owner = node.child_by_field_name("object")

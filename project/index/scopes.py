@@ -296,17 +296,29 @@ class References:
         self.handed: frozenset[str] | None = None
         self.methods: set[str] | None = None
 
+    def names(self, ctx: Context) -> frozenset[str]:
+        """The names an identifier argument must be one of to count (`name` is asked for no other): a
+        caller holding the set skips most arguments, locals, with one lookup and no call."""
+        if self.handed is None:
+            self.handed = self._handed(ctx.scope)
+        return self.handed
+
+    def name(self, text: str, node: tree_sitter.Node, ctx: Context) -> None:
+        """A `ref.name` capture (an identifier argument) whose `text` is one of `names`."""
+        target = self.resolve(text, ctx)
+        if target:
+            self.rows.relate("references", ctx.source, text, target, node.start_point[0] + 1)
+
     def read(self, capture: str, node: tree_sitter.Node, ctx: Context) -> None:
         """One capture: `ref.name` (an identifier argument) or `ref.member` (an attribute argument)."""
         rows = self.rows
         text = rows.text(node)
+        if capture == "ref.name":
+            if text in self.names(ctx):
+                self.name(text, node, ctx)
+            return
         if self.handed is None:
             self.handed = self._handed(ctx.scope)
-        if capture == "ref.name":
-            target = self.resolve(text, ctx) if text in self.handed else ""
-            if target:
-                rows.relate("references", ctx.source, text, target, node.start_point[0] + 1)
-            return
         owner, _, name = text.partition(".")
         if not name.isidentifier():  # `a.b.c`, `a?.b`, `a[0]`
             return

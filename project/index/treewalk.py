@@ -117,13 +117,15 @@ def finder(language: tree_sitter.Language, source: str) -> Find:
     rooted = tree_sitter.Query(language, rest) if rest else None
 
     def by_walk(root: tree_sitter.Node) -> list[Item]:
+        # a walk visits a node before its children and siblings in order: source order, as sorting by
+        # (start, -end) gives it (a stable sort leaves a node and a child of the same span as walked)
         items = _treewalk.collect(root, table, names, rules)
         if rooted is not None:
-            roots = [node.parent for *_, name, node in items if name == _ROOT]
-            items = [item for item in items if item[2] != _ROOT]
-            if roots:
-                items.extend(captured_at(rooted, roots))
-        items.sort(key=_ORDER)  # the walk's order is source order but for a rule's child before its kind
+            heads = [node for _, _, name, node in items if name == _ROOT]
+            if heads:
+                items = [item for item in items if item[2] != _ROOT]
+                items.extend(captured_at(rooted, [node.parent for node in heads]))
+                items.sort(key=_ORDER)
         return items
     return by_walk
 
