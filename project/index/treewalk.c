@@ -2,16 +2,17 @@
  *
  * Why this file exists: the PHP extractor needs about 200,000 nodes of 20 types out of the 6.1
  * million nodes of a tree the size of Symfony. tree-sitter's query cursor finds them, but it keeps
- * match state for every node it passes (about 1.0 s on Symfony, a third of the parse); a plain tree
- * cursor that only compares each node's symbol with a table takes a third of that. A pattern's
+ * match state for every node it passes (about 1.0 s on Symfony, a third of the parse); a walk that
+ * only compares each node's symbol with a table takes a fraction of that. A pattern's
  * child under a parent (`(call function: (identifier) @name)`) is a rule applied as the walk
  * passes the child; patterns of other shapes stay tree-sitter queries, run on the few nodes this
  * walk hands back (project/index/treewalk.py, project/index/parse.py).
  *
  * It reads py-tree-sitter's objects (`Node`: a TSNode and its tree) through the struct layout of the
- * binding it was compiled against: hatch_build.py compiles it with the headers and the C runtime of
- * the same tree-sitter release as the one the package pins, and records that release in
- * TREE_SITTER_VERSION; project/index/treewalk.py uses this module only when the installed release
+ * binding it was compiled against, and the tree's subtrees through tree-sitter's own internal headers
+ * (subtree.h, language.h), as its tree cursor does: hatch_build.py compiles it with the headers and
+ * the C runtime of the same tree-sitter release as the one the package pins, and records that release
+ * in TREE_SITTER_VERSION; project/index/treewalk.py uses this module only when the installed release
  * is that one, and falls back to the query otherwise. It only reads the tree; every node it returns
  * holds a reference to the tree, as the binding's own nodes do.
  */

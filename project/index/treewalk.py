@@ -4,8 +4,9 @@ Why: tree-sitter's query cursor keeps match state for every node it passes; on S
 nodes the PHP extractor's query spent a third of a parse to return 200,000. Most patterns of the
 extractors' queries only name a node kind, or a kind of child under a kind of parent:
 `project.index._treewalk` (treewalk.c, compiled by hatch_build.py against the pinned tree-sitter
-release) finds those with a plain tree cursor and a table of symbols, in about half the time, and the
-rest of a query runs only on the nodes the walk found (`finder`; PHP's extractor uses `collector`).
+release) finds those with a walk of the tree's subtrees and a table of symbols, in about a third of
+the time, and the rest of a query runs only on the nodes the walk found (`finder`; PHP's extractor
+uses `collector`).
 The module reads py-tree-sitter's objects through the struct layout of the release it was compiled
 against, so it is used only when that release is the one loaded; otherwise, or when the build had no
 compiler, callers run their query: the same captures, slower. `FORGEBOT_NO_TREEWALK=1` makes a

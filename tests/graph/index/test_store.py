@@ -175,6 +175,37 @@ def test_parallel_build_matches_serial_build(repo: Path, tmp_path: Path, monkeyp
     assert len(builds[1].execute(indexes).fetchall()) == 9  # 3 of symbols, 6 of relations (1 of template rows)
 
 
+def _sized(rows: FileRows, source: bytes, timings: object) -> tuple[str, int, str]:
+    """A `prepare` of the test: what it was handed of each file."""
+    return rows.path, len(source), source[-40:].decode("utf-8", "replace")
+
+
+def test_rows_from_parser_processes_arrive_whole(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What parser processes send back (packed by marshal) is what this process would have made: every
+    field of every file's rows, in every language, a left-out file's reason, and the bytes `prepare` reads."""
+    monkeypatch.setattr(store, "PARALLEL_FROM_FILES", 0)
+    (repo / "lib").mkdir()
+    (repo / "lib" / "tool.py").write_text('"""Outil: déjà vu."""\nimport os\n\ndef run(p):\n    return os.path.join(p, "é")\n')
+    (repo / "web").mkdir()
+    (repo / "web" / "app.ts").write_text("import { run } from './run';\nexport class App { go(): void { run(); } }\n")
+    (repo / "web" / "bundle.min.js").write_text("function a(b){return b.c(d)};" * 300 + "\n")
+    files = [*php_files(repo), "lib/tool.py", "web/app.ts", "web/bundle.min.js"]
+    made: dict[int, list[FileRows]] = {}
+    for workers in (0, 1):
+        found: list[FileRows] = []
+        build(connect(tmp_path / f"{workers}.db"), repo, files, workers=workers, prepare=_sized, consume=found.append)
+        made[workers] = found
+    assert made[1] == made[0]
+    by_path = {rows.path: rows for rows in made[1]}
+    assert set(by_path) == set(files)
+    assert by_path["web/bundle.min.js"].left_out.startswith("minified") and not by_path["web/bundle.min.js"].symbols
+    source = (repo / "lib/tool.py").read_bytes()
+    assert by_path["lib/tool.py"].prepared == ("lib/tool.py", len(source), source[-40:].decode())
+    assert {row[4] for row in by_path["lib/tool.py"].relations} >= {"os.path.join", "os"}
+    assert any(row[3] == "run" for row in by_path["web/app.ts"].relations)
+    assert all(isinstance(row, tuple) for rows in made[1] for row in (*rows.symbols, *rows.relations))
+
+
 def test_parser_processes_are_forked_only_from_a_single_thread() -> None:
     """A fork copies one thread; a lock another thread held would stay locked in the child forever."""
     alone = subprocess.run(  # a fresh interpreter: this one may hold other tests' threads
