@@ -214,6 +214,10 @@ static PyObject *collect(PyObject *module, PyObject *const *args, Py_ssize_t nar
         if (++frame->index < children) {
             frame->position = length_add(frame->position, ts_subtree_padding(siblings[frame->index]));
         }
+        if (frame->index < children && !siblings[frame->index].data.is_inline &&
+            siblings[frame->index].ptr->child_count > 0) {
+            prefetch_children(siblings[frame->index]); /* the next sibling's children, while this one is walked */
+        }
         bool extra = ts_subtree_extra(*child);
         uint32_t structural = frame->structural;
         TSSymbol alias = 0;
