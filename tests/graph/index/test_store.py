@@ -185,7 +185,8 @@ def test_rows_from_parser_processes_arrive_whole(repo: Path, tmp_path: Path, mon
     field of every file's rows, in every language, a left-out file's reason, and the bytes `prepare` reads."""
     monkeypatch.setattr(store, "PARALLEL_FROM_FILES", 0)
     (repo / "lib").mkdir()
-    (repo / "lib" / "tool.py").write_text('"""Outil: déjà vu."""\nimport os\n\ndef run(p):\n    return os.path.join(p, "é")\n')
+    (repo / "lib" / "tool.py").write_text(
+        '"""Outil: déjà vu."""\nimport os\n\ndef run(p):\n    return os.path.join(p, "é")\n')
     (repo / "web").mkdir()
     (repo / "web" / "app.ts").write_text("import { run } from './run';\nexport class App { go(): void { run(); } }\n")
     (repo / "web" / "bundle.min.js").write_text("function a(b){return b.c(d)};" * 300 + "\n")
