@@ -317,12 +317,10 @@ class References:
             if text in self.names(ctx):
                 self.name(text, node, ctx)
             return
-        if self.handed is None:
-            self.handed = self._handed(ctx.scope)
         owner, _, name = text.partition(".")
         if not name.isidentifier():  # `a.b.c`, `a?.b`, `a[0]`
             return
-        if owner in self.handed:
+        if owner in self.names(ctx):
             target = self.member(owner, name, ctx)
         elif f"{owner}." == self.owner and ctx.cls is not None:
             if self.methods is None:
