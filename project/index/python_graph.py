@@ -60,11 +60,18 @@ CONSTRUCTOR = "__init__"
 _BUILTIN_BINDINGS = {name: Binding("name", f"builtins.{name}") for name in BUILTINS}
 
 
+_GRAMMAR = tree_sitter.Language(tree_sitter_python.language())
+# the fields the extractor reads, by id (`treewalk.field_ids`)
+(_ALIAS, _ARGUMENTS, _ATTRIBUTE, _BODY, _DEFINITION, _FUNCTION, _LEFT, _MODULE_NAME, _NAME, _OBJECT, _PARAMETERS,
+ _RIGHT, _SUPERCLASSES, _TYPE, _VALUE) = treewalk.field_ids(
+    _GRAMMAR, "alias", "arguments", "attribute", "body", "definition", "function", "left", "module_name", "name",
+    "object", "parameters", "right", "superclasses", "type", "value")
+
+
 @lru_cache(maxsize=1)
 def _language() -> tuple[tree_sitter.Language, treewalk.Find, treewalk.Find]:
     """The grammar, the finder of everything the graph reads, and that finder without the calls."""
-    language = tree_sitter.Language(tree_sitter_python.language())
-    return language, treewalk.finder(language, _QUERY + _CALLS), treewalk.finder(language, _QUERY)
+    return _GRAMMAR, treewalk.finder(_GRAMMAR, _QUERY + _CALLS), treewalk.finder(_GRAMMAR, _QUERY)
 
 
 def new_parser() -> tree_sitter.Parser:
@@ -142,7 +149,7 @@ def _docstring(rows: Rows, body: tree_sitter.Node | None) -> str:
 
 def _decorated(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     """A decorated definition: its decorators, for the definition (captured next) to take."""
-    definition = node.child_by_field_name("definition")
+    definition = node.child_by_field_id(_DEFINITION)
     if definition is not None:
         file.decorated = (definition.start_byte, [file.rows.text(d).lstrip("@").split("(", 1)[0].strip()
                                                   for d in node.named_children if d.type == "decorator"])
@@ -162,18 +169,18 @@ def _signature(rows: Rows, node: tree_sitter.Node, body: tree_sitter.Node | None
 
 def _class(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
     rows = file.rows
-    name = rows.text(node.child_by_field_name("name"))
+    name = rows.text(node.child_by_field_id(_NAME))
     if not name:
         return None
     fqn = f"{ctx.prefix}.{name}"
-    body = node.child_by_field_name("body")
+    body = node.child_by_field_id(_BODY)
     decorators = _decorators(file, node)
     rows.symbol("class", fqn, name, node, signature=_signature(rows, node, body, decorators),
                 docblock=_docstring(rows, body), attributes=tuple(decorators))
     ctx.scope.bind(name, Binding("class", fqn))
     info = _Class(fqn)
     file.classes[fqn] = info
-    bases = node.child_by_field_name("superclasses")
+    bases = node.child_by_field_id(_SUPERCLASSES)
     if bases is not None:
         file.bases.append((bases, info, ctx))
     body_scope = Scope(outer=ctx.scope.outer if ctx.in_body else ctx.scope)  # class bodies nest no scope
@@ -182,8 +189,8 @@ def _class(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | Non
 
 def _function(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
     rows = file.rows
-    name = rows.text(node.child_by_field_name("name"))
-    parameters = node.child_by_field_name("parameters")  # read here: no capture of their own
+    name = rows.text(node.child_by_field_id(_NAME))
+    parameters = node.child_by_field_id(_PARAMETERS)  # read here: no capture of their own
     if not name:
         if parameters is not None:
             _parameters(file, parameters, ctx)
@@ -196,7 +203,7 @@ def _function(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
     else:
         fqn, parent, outer = f"{ctx.prefix}.{name}", "", ctx.scope
         ctx.scope.bind(name, Binding("function", fqn))
-    body = node.child_by_field_name("body")
+    body = node.child_by_field_id(_BODY)
     rows.symbol("method" if method else "function", fqn, name, node, parent, _signature(rows, node, body, decorators),
                 _docstring(rows, body), tuple(decorators))
     scope = Scope(outer=outer)
@@ -218,7 +225,7 @@ def _first_parameter(rows: Rows, parameters: tree_sitter.Node | None) -> str:
     if first.type == "identifier":
         return rows.text(first)
     if first.type in ("typed_parameter", "default_parameter", "typed_default_parameter"):
-        name = first.child_by_field_name("name") or (first.named_child(0) if first.named_child_count else None)
+        name = first.child_by_field_id(_NAME) or (first.named_child(0) if first.named_child_count else None)
         return rows.text(name) if name is not None and name.type == "identifier" else ""
     return ""
 
@@ -233,7 +240,7 @@ def _parameters(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
         elif kind in ("list_splat_pattern", "dictionary_splat_pattern"):
             name_node = parameter.named_children[0] if parameter.named_children else None
         else:
-            name_node = parameter.child_by_field_name("name") or (
+            name_node = parameter.child_by_field_id(_NAME) or (
                 parameter.named_children[0] if parameter.named_children else None)
         if name_node is None or name_node.type != "identifier":
             continue
@@ -241,7 +248,7 @@ def _parameters(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
         if name not in ctx.scope.names:  # the receiver (`self`) is bound already
             ctx.scope.bind(name, LOCAL)
             if kind in ("typed_parameter", "typed_default_parameter"):
-                file.typed.append((name, None, parameter.child_by_field_name("type"), None, ctx))
+                file.typed.append((name, None, parameter.child_by_field_id(_TYPE), None, ctx))
 
 
 def _targets(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
@@ -269,22 +276,22 @@ def _identifiers(node: tree_sitter.Node) -> list[tree_sitter.Node]:
 
 
 def _assignment(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
-    left = node.child_by_field_name("left")
+    left = node.child_by_field_id(_LEFT)
     if left is None:
         return
     kind = left.type
     if kind == "identifier":
         name = file.rows.text(left)
         ctx.scope.bind(name, LOCAL)
-        annotation = node.child_by_field_name("type")
-        right = node.child_by_field_name("right")
+        annotation = node.child_by_field_id(_TYPE)
+        right = node.child_by_field_id(_RIGHT)
         if annotation is None and right is not None and right.type != "call" and not ctx.in_body:
             scopes.hold(file.held, ctx.scope, name, "")  # no class the file could tell
         elif annotation is not None or right is not None:  # the value's class is known after the sweep
             file.typed.append((name, None, annotation, right, ctx))
     elif kind == "attribute":
         if ctx.cls is not None:
-            file.typed.append(("", left, node.child_by_field_name("type"), node.child_by_field_name("right"), ctx))
+            file.typed.append(("", left, node.child_by_field_id(_TYPE), node.child_by_field_id(_RIGHT), ctx))
     else:
         for name_node in _identifiers(left):
             ctx.scope.bind(file.rows.text(name_node), LOCAL)
@@ -296,8 +303,8 @@ def _import(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     line = node.start_point[0] + 1
     for clause in node.named_children:
         if clause.type == "aliased_import":
-            target = file.rooted(_dotted(rows, clause.child_by_field_name("name")))
-            alias = rows.text(clause.child_by_field_name("alias"))
+            target = file.rooted(_dotted(rows, clause.child_by_field_id(_NAME)))
+            alias = rows.text(clause.child_by_field_id(_ALIAS))
             ctx.scope.bind(alias, Binding("module", target))
             rows.relate("imports", _binds(file, ctx, alias), target.rsplit(".", 1)[-1], target, line)
         elif clause.type == "dotted_name":
@@ -310,7 +317,7 @@ def _import(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
 def _import_from(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     """`from m import a, b as c` binds `a` and `c` to names of `m` (relative `m` resolved here)."""
     rows = file.rows
-    module_node = node.child_by_field_name("module_name")
+    module_node = node.child_by_field_id(_MODULE_NAME)
     if module_node is None:
         return
     base = _absolute(file, module_node)
@@ -323,8 +330,8 @@ def _import_from(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
             rows.relate("imports", star, base.rsplit(".", 1)[-1], f"{base}.{STAR}" if star else base, line)
             continue
         if clause.type == "aliased_import":
-            name = _dotted(rows, clause.child_by_field_name("name"))
-            local = rows.text(clause.child_by_field_name("alias"))
+            name = _dotted(rows, clause.child_by_field_id(_NAME))
+            local = rows.text(clause.child_by_field_id(_ALIAS))
         elif clause.type == "dotted_name":
             name = local = _dotted(rows, clause)
         else:
@@ -372,7 +379,7 @@ def _resolve(file: _File, calls: scopes.Later) -> None:
         for base in bases.named_children:
             if base.type == "keyword_argument":
                 continue
-            expression = base.child_by_field_name("value") if base.type == "subscript" else base
+            expression = base.child_by_field_id(_VALUE) if base.type == "subscript" else base
             found = _value(file, expression, ctx) if expression is not None else None
             if found is not None and found.kind in ("class", "name") and found.fqn:
                 info.bases.append(found.fqn)
@@ -396,10 +403,10 @@ def _field_methods(file: _File) -> None:
         if not name or not ctx.in_body or ctx.cls is None or right is None or right.type != "call":
             continue
         wanted = [f"resolve_{name}"]
-        named = _named_method(rows, right.child_by_field_name("arguments"))
+        named = _named_method(rows, right.child_by_field_id(_ARGUMENTS))
         if named:
             wanted.append(named)
-        elif rows.text(right.child_by_field_name("function")).endswith("SerializerMethodField"):
+        elif rows.text(right.child_by_field_id(_FUNCTION)).endswith("SerializerMethodField"):
             wanted.append(f"get_{name}")
         if methods is None:
             methods = {row[2] for row in rows.symbols if row[1] == "method"}
@@ -412,8 +419,8 @@ def _named_method(rows: Rows, arguments: tree_sitter.Node | None) -> str:
     """The string a call's `method=` or `method_name=` argument gives, else ""."""
     for argument in arguments.named_children if arguments is not None else ():
         if argument.type == "keyword_argument" and \
-                rows.text(argument.child_by_field_name("name")) in ("method", "method_name"):
-            value = rows.text(argument.child_by_field_name("value"))
+                rows.text(argument.child_by_field_id(_NAME)) in ("method", "method_name"):
+            value = rows.text(argument.child_by_field_id(_VALUE))
             if value[:1] in ("'", '"') and value[1:-1].isidentifier():
                 return value[1:-1]
     return ""
@@ -431,10 +438,10 @@ def _typed(file: _File, name: str, left: tree_sitter.Node | None, annotation: tr
             ctx.cls.attributes.setdefault(name, found)  # a class-level annotation (dataclass fields)
         scopes.hold(file.held, ctx.scope, name, found)
     elif left is not None and ctx.cls is not None:
-        owner = left.child_by_field_name("object")
+        owner = left.child_by_field_id(_OBJECT)
         receiver = ctx.scope.lookup(file.rows.text(owner)) if owner is not None and owner.type == "identifier" else None
         if receiver is not None and receiver.kind == "instance" and receiver.fqn == ctx.cls.fqn:
-            ctx.cls.hold(file.rows.text(left.child_by_field_name("attribute")), found)
+            ctx.cls.hold(file.rows.text(left.child_by_field_id(_ATTRIBUTE)), found)
 
 
 def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context, depth: int = 0) -> str:
@@ -445,7 +452,7 @@ def _annotated(file: _File, annotation: tree_sitter.Node, ctx: _Context, depth: 
     if node.type == "string" or node.type == "none":
         return ""
     if node.type == "binary_operator":  # `Foo | None`
-        sides = [n for n in (node.child_by_field_name("left"), node.child_by_field_name("right")) if n is not None]
+        sides = [n for n in (node.child_by_field_id(_LEFT), node.child_by_field_id(_RIGHT)) if n is not None]
         named = [s for s in sides if s.type != "none"]
         return _annotated(file, named[0], ctx, depth + 1) if len(named) == 1 else ""
     if node.type in ("generic_type", "subscript"):
@@ -470,8 +477,8 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context, depth: int = 0) -
     if kind == "identifier":
         return _named(file, rows.text(node), ctx)
     if kind == "attribute":
-        owner = node.child_by_field_name("object")
-        name = rows.text(node.child_by_field_name("attribute"))
+        owner = node.child_by_field_id(_OBJECT)
+        name = rows.text(node.child_by_field_id(_ATTRIBUTE))
         value = _value(file, owner, ctx, depth + 1) if owner is not None else None
         if value is None or not name:
             return None
@@ -481,7 +488,7 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context, depth: int = 0) -
             return Binding("name", f"{value.fqn}.{name}") if looks_like_class(name) else None
         return file.attribute(value.fqn, name) if value.kind == "instance" else None
     if kind == "call":
-        callee = node.child_by_field_name("function")
+        callee = node.child_by_field_id(_FUNCTION)
         if callee is None:
             return None
         if callee.type == "identifier" and rows.text(callee) == "super":
@@ -536,8 +543,8 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
         if capture == "ref.member":  # `bus.subscribe(self.on_saved)`, `path("", views.index)`
             references.read(capture, node, ctx)
             continue
-        name_node = node.child_by_field_name("attribute")
-        owner = node.child_by_field_name("object")
+        name_node = node.child_by_field_id(_ATTRIBUTE)
+        owner = node.child_by_field_id(_OBJECT)
         if name_node is None or owner is None:
             continue
         name = text(name_node)

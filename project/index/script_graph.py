@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -106,6 +106,36 @@ def _grammar(dialect: str) -> tree_sitter.Language:
     return tree_sitter.Language(grammar())
 
 
+@dataclass(frozen=True, slots=True)
+class _Fields:
+    """The ids of the fields the extractor reads in one dialect's grammar (`treewalk.field_ids`): the three
+    grammars number them apart. `module` and `type` are none of JavaScript's: 0 there, which no child has."""
+
+    alias: int
+    arguments: int
+    body: int
+    constructor: int
+    declaration: int
+    function: int
+    key: int
+    left: int
+    module: int
+    name: int
+    object: int
+    pattern: int
+    property: int
+    right: int
+    source: int
+    type: int
+    value: int
+
+
+@lru_cache(maxsize=8)
+def _fields(dialect: str) -> _Fields:
+    names = [f.name for f in fields(_Fields)]
+    return _Fields(*treewalk.field_ids(_grammar(dialect), *names, optional=("module", "type")))
+
+
 def query_sources(dialect: str) -> tuple[str, str]:
     """The query of everything the graph reads of a dialect's files, and that query without the calls."""
     language = _grammar(dialect)
@@ -181,6 +211,10 @@ class _File(scopes.FileSweep):  # `bases` holds the heritage clauses (`extends`,
     named_class: tuple[int, str] = (-1, "")  # where the last `const X = class …` has its class, and X
     aliases: Aliases | None = None  # what the checkout's bare specifiers name (tsconfig `paths`, packages)
     prototypes: set[int] = field(default_factory=set)  # where each `X.prototype = {…}` object starts
+    fields: _Fields = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.fields = _fields(self.dialect)
 
     def resolve(self, specifier: str) -> str:
         return resolve_specifier(self.rows.path, specifier, self.aliases)
@@ -305,8 +339,8 @@ def _name(rows: Rows, node: tree_sitter.Node | None) -> str:
 
 
 def _class(file: _File, node: tree_sitter.Node, ctx: _Context, name: str = "") -> _Context | None:
-    name = name or _name(file.rows, node.child_by_field_name("name"))
-    body = node.child_by_field_name("body")
+    name = name or _name(file.rows, node.child_by_field_id(file.fields.name))
+    body = node.child_by_field_id(file.fields.body)
     if not name or body is None:
         return None
     fqn = _define(file, "class", name, node, ctx, body=body)
@@ -333,7 +367,7 @@ def _template(file: _File, node: tree_sitter.Node, fqn: str, ctx: _Context) -> N
     for decorator in (c for holder in holders for c in holder.children if c.type == "decorator"):
         options = _component_options(file, decorator, ctx)
         for pair in options.named_children if options is not None else ():
-            key, value = pair.child_by_field_name("key"), pair.child_by_field_name("value")
+            key, value = pair.child_by_field_id(file.fields.key), pair.child_by_field_id(file.fields.value)
             if pair.type != "pair" or key is None or value is None or value.type != "string" \
                     or rows.text(key).strip("'\"") != "templateUrl":
                 continue
@@ -355,7 +389,7 @@ def _first_argument(file: _File, call: tree_sitter.Node, ctx: _Context, function
     `@angular/core:inject`), else None."""
     if call.type != "call_expression":
         return None
-    callee, arguments = call.child_by_field_name("function"), call.child_by_field_name("arguments")
+    callee, arguments = call.child_by_field_id(file.fields.function), call.child_by_field_id(file.fields.arguments)
     if callee is None or callee.type != "identifier" or arguments is None or not arguments.named_children:
         return None
     bound = _named(file.rows.text(callee), ctx)
@@ -371,8 +405,8 @@ def _class_expression(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Co
 
 
 def _interface(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
-    name = _name(file.rows, node.child_by_field_name("name"))
-    body = node.child_by_field_name("body")
+    name = _name(file.rows, node.child_by_field_id(file.fields.name))
+    body = node.child_by_field_id(file.fields.body)
     if not name:
         return None
     fqn = _define(file, "interface", name, node, ctx, body=body)
@@ -385,20 +419,20 @@ def _interface(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context |
 
 
 def _type(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
-    name = _name(file.rows, node.child_by_field_name("name"))
+    name = _name(file.rows, node.child_by_field_id(file.fields.name))
     if name:
-        _define(file, "type", name, node, ctx, body=node.child_by_field_name("value"))
+        _define(file, "type", name, node, ctx, body=node.child_by_field_id(file.fields.value))
 
 
 def _enum(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
-    name = _name(file.rows, node.child_by_field_name("name"))
-    body = node.child_by_field_name("body")
+    name = _name(file.rows, node.child_by_field_id(file.fields.name))
+    body = node.child_by_field_id(file.fields.body)
     if not name:
         return
     fqn = _define(file, "enum", name, node, ctx, body=body)
     ctx.scope.bind(name, Binding("class", fqn))
     for member in body.named_children if body is not None else ():
-        name_node = member.child_by_field_name("name") if member.type == "enum_assignment" else member
+        name_node = member.child_by_field_id(file.fields.name) if member.type == "enum_assignment" else member
         if member.type in ("enum_assignment", "property_identifier", "string") and name_node is not None:
             case = _name(file.rows, name_node)
             if case:
@@ -406,8 +440,8 @@ def _enum(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
 
 
 def _function(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
-    name = _name(file.rows, node.child_by_field_name("name"))
-    body = node.child_by_field_name("body")
+    name = _name(file.rows, node.child_by_field_id(file.fields.name))
+    body = node.child_by_field_id(file.fields.body)
     if not name:
         return None
     fqn = _define(file, "function", name, node, ctx, body=body, span=node)
@@ -421,11 +455,11 @@ def _body(fqn: str, ctx: _Context) -> _Context:
 
 def _method(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
     parent = node.parent
-    body = node.child_by_field_name("body")
+    body = node.child_by_field_id(file.fields.body)
     if parent is None or ctx.cls is None or not ctx.in_body or parent.type not in ("class_body", "interface_body") \
             and parent.start_byte not in file.prototypes:
         return _Context(Scope(outer=ctx.scope), ctx.prefix, ctx.source, ctx.cls) if body is not None else None
-    name = _name(file.rows, node.child_by_field_name("name"))
+    name = _name(file.rows, node.child_by_field_id(file.fields.name))
     if not name:
         return _Context(Scope(outer=ctx.scope), ctx.prefix, ctx.source, ctx.cls) if body is not None else None
     fqn = _define(file, "method", name, node, ctx, ctx.cls.fqn, body, f"{ctx.cls.fqn}::{name}", span=node)
@@ -438,11 +472,11 @@ def _pair(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None
     if not ctx.in_body or ctx.cls is None:  # any other object's function (the usual case, asked first)
         return None
     parent = node.parent
-    value = _unwrapped(node.child_by_field_name("value"))
-    name = _name(file.rows, node.child_by_field_name("key"))
+    value = _unwrapped(node.child_by_field_id(file.fields.value))
+    name = _name(file.rows, node.child_by_field_id(file.fields.key))
     if parent is None or parent.start_byte not in file.prototypes or value is None or not name:
         return None
-    fqn = _define(file, "method", name, node, ctx, ctx.cls.fqn, value.child_by_field_name("body"),
+    fqn = _define(file, "method", name, node, ctx, ctx.cls.fqn, value.child_by_field_id(file.fields.body),
                   f"{ctx.cls.fqn}::{name}")
     this = ctx.cls if value.type != "arrow_function" else None  # an arrow function's `this` is the module's
     return _body(fqn, _Context(ctx.scope.outer or ctx.scope, ctx.prefix, ctx.source, this))
@@ -459,23 +493,23 @@ def _unwrapped(value: tree_sitter.Node | None) -> tree_sitter.Node | None:
 
 def _field(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
     """A class field: a method when it holds a function, else an attribute whose class may be known."""
-    name = _name(file.rows, node.child_by_field_name("name") or node.child_by_field_name("property"))
-    value = node.child_by_field_name("value")
+    name = _name(file.rows, node.child_by_field_id(file.fields.name) or node.child_by_field_id(file.fields.property))
+    value = node.child_by_field_id(file.fields.value)
     if ctx.cls is None or not name:
         return None
     function = _unwrapped(value)
     if function is not None and function.type in _FUNCTION_VALUES:
-        fqn = _define(file, "method", name, node, ctx, ctx.cls.fqn, function.child_by_field_name("body"),
+        fqn = _define(file, "method", name, node, ctx, ctx.cls.fqn, function.child_by_field_id(file.fields.body),
                       f"{ctx.cls.fqn}::{name}")
         return _body(fqn, _Context(ctx.scope.outer or ctx.scope, ctx.prefix, ctx.source, ctx.cls))
-    file.typed.append(("field", name, node.child_by_field_name("type"), value, node, ctx))
+    file.typed.append(("field", name, node.child_by_field_id(file.fields.type), value, node, ctx))
     return None
 
 
 def _variable(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
     """`const f = () => …` defines the function f; other variables are locals (typed later)."""
-    name_node = node.child_by_field_name("name")
-    value = node.child_by_field_name("value")
+    name_node = node.child_by_field_id(file.fields.name)
+    value = node.child_by_field_id(file.fields.value)
     rows = file.rows
     if name_node is None:
         return None
@@ -485,7 +519,7 @@ def _variable(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
     name = rows.text(name_node)
     bound = _wrapped_component(rows, _unwrapped(value))
     if bound is not None and bound.type in _FUNCTION_VALUES:
-        fqn = _define(file, "function", name, node, ctx, body=bound.child_by_field_name("body"))
+        fqn = _define(file, "function", name, node, ctx, body=bound.child_by_field_id(file.fields.body))
         ctx.scope.bind(name, Binding("function", fqn))
         return _body(fqn, ctx)
     if value is not None and value.type == "class":
@@ -508,7 +542,7 @@ def _variable(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | 
                 rows.relate("imports", binds, _short(alias.fqn), alias.fqn, node.start_point[0] + 1)
             return None
     ctx.scope.bind(name, LOCAL)
-    annotation = node.child_by_field_name("type")
+    annotation = node.child_by_field_id(file.fields.type)
     if value is not None and value.type in _INSTANCE_VALUES or annotation is not None:
         file.typed.append(("local", name, annotation, value, node, ctx))  # its class is known after the sweep
     else:
@@ -557,15 +591,15 @@ def _required(rows: Rows, value: tree_sitter.Node | None) -> str | None:
 
 def _pattern(file: _File, pattern: tree_sitter.Node, value: tree_sitter.Node | None, ctx: _Context) -> None:
     """`const { a, b: c } = require("m")` binds names of m; any other destructuring binds locals."""
-    rows = file.rows
+    rows, fields = file.rows, file.fields
     specifier = _required(rows, value)
     target = file.resolve(specifier) if specifier is not None else ""
     for child in pattern.named_children:
         if child.type == "shorthand_property_identifier_pattern":
             exported, local = rows.text(child), rows.text(child)
-        elif child.type == "pair_pattern" and (child.child_by_field_name("value") or child).type == "identifier":
-            exported = rows.text(child.child_by_field_name("key"))
-            local = rows.text(child.child_by_field_name("value"))
+        elif child.type == "pair_pattern" and (child.child_by_field_id(fields.value) or child).type == "identifier":
+            exported = rows.text(child.child_by_field_id(fields.key))
+            local = rows.text(child.child_by_field_id(fields.value))
         else:
             for name in _identifiers(child):
                 ctx.scope.bind(rows.text(name), LOCAL)
@@ -593,7 +627,7 @@ def _identifiers(node: tree_sitter.Node) -> list[tree_sitter.Node]:
 
 
 def _namespace(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | None:
-    name_node = node.child_by_field_name("name")
+    name_node = node.child_by_field_id(file.fields.name)
     if name_node is None:
         return None
     if name_node.type == "string":  # `declare module "x" {…}`: its declarations describe another module
@@ -615,12 +649,12 @@ def _binds(file: _File, ctx: _Context, local: str) -> str:
 
 def _import(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     rows = file.rows
-    source = node.child_by_field_name("source")
+    source = node.child_by_field_id(file.fields.source)
     line = node.start_point[0] + 1
     require = next((c for c in node.named_children if c.type == "import_require_clause"), None)
     if require is not None:  # `import x = require("m")`
         local = rows.text(require.named_children[0]) if require.named_children else ""
-        source = require.child_by_field_name("source") or next(
+        source = require.child_by_field_id(file.fields.source) or next(
             (c for c in require.named_children if c.type == "string"), None)
         if local and source is not None:
             target = file.resolve(rows.text(source)[1:-1])
@@ -646,8 +680,8 @@ def _import(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
             for specifier in part.named_children:
                 if specifier.type != "import_specifier":
                     continue
-                exported = _name(rows, specifier.child_by_field_name("name"))
-                alias = specifier.child_by_field_name("alias")
+                exported = _name(rows, specifier.child_by_field_id(file.fields.name))
+                alias = specifier.child_by_field_id(file.fields.alias)
                 _bind_import(file, ctx, _name(rows, alias) if alias is not None else exported, exported, target,
                              specifier.start_point[0] + 1)
 
@@ -667,16 +701,17 @@ def _export(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
 
 def _parameters(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     """Parameters are locals; a typed one holds an instance; `private x: T` is also a field of the class."""
+    fields = file.fields
     for parameter in node.named_children:
-        pattern = parameter.child_by_field_name("pattern") or (
+        pattern = parameter.child_by_field_id(fields.pattern) or (
             parameter if parameter.type == "identifier" else None)
         if pattern is None:
             continue
         for name in _identifiers(pattern):
             ctx.scope.bind(file.rows.text(name), LOCAL)
-        annotation = parameter.child_by_field_name("type") if pattern.type == "identifier" else None
+        annotation = parameter.child_by_field_id(fields.type) if pattern.type == "identifier" else None
         if annotation is not None:
-            file.typed.append(("local", file.rows.text(pattern), annotation, parameter.child_by_field_name("value"),
+            file.typed.append(("local", file.rows.text(pattern), annotation, parameter.child_by_field_id(fields.value),
                                parameter, ctx))
 
 
@@ -684,20 +719,20 @@ def _assign(file: _File, node: tree_sitter.Node, ctx: _Context) -> _Context | No
     """`this.x = new X()` gives the class field x the class X; in JavaScript, `module.exports = …` is the
     module's value (`_module_value`) and a function assigned to a member at the top of the module is a
     definition (`_assigned`)."""
-    left = node.child_by_field_name("left")
+    left = node.child_by_field_id(file.fields.left)
     if left is None or left.type != "member_expression":
         return None
-    owner = left.child_by_field_name("object")
+    owner = left.child_by_field_id(file.fields.object)
     if owner is not None and owner.type == "this":
         if ctx.cls is not None:
-            file.typed.append(("field", _name(file.rows, left.child_by_field_name("property")), None,
-                               node.child_by_field_name("right"), node, ctx))
+            file.typed.append(("field", _name(file.rows, left.child_by_field_id(file.fields.property)), None,
+                               node.child_by_field_id(file.fields.right), node, ctx))
         return None
     if file.dialect == "javascript" and owner is not None:
         if file.rows.text(left) == "module.exports":
             _module_value(file, node, ctx)
             return None
-        if _name(file.rows, left.child_by_field_name("property")) == "prototype":
+        if _name(file.rows, left.child_by_field_id(file.fields.property)) == "prototype":
             return _prototype(file, node, owner, ctx)
         return _assigned(file, node, left, owner, ctx)
     return None
@@ -707,7 +742,7 @@ def _prototype(file: _File, node: tree_sitter.Node, owner: tree_sitter.Node, ctx
     """`Data.prototype = { cache: function…, get(owner) {…} }` at the top of a JavaScript module: each
     function of the object is a method of `Data` (`_pair`, `_method`), as the TypeScript compiler binds
     them; jQuery and code older than ES classes write a class so."""
-    value = _unwrapped(node.child_by_field_name("right"))
+    value = _unwrapped(node.child_by_field_id(file.fields.right))
     target = file.rows.text(owner)
     if value is None or value.type != "object" or not _top_statement(node) \
             or not scopes.plain(target.replace("$", "_")):
@@ -735,7 +770,7 @@ def _module_value(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     function: recorded as `export default createApplication` is, and read once the whole file is known
     (the function is declared further down). `module.exports = require("./lib/express")` passes another
     module's value on, as `export { default } from` does."""
-    value = _unwrapped(node.child_by_field_name("right"))
+    value = _unwrapped(node.child_by_field_id(file.fields.right))
     if value is None or not _top_statement(node):
         return
     specifier = _required(file.rows, value)
@@ -772,14 +807,14 @@ def _assigned(file: _File, node: tree_sitter.Node, left: tree_sitter.Node, owner
       response objects so), `$.fn.tooltip = function…` the method `module:$.fn::tooltip`.
     In a function's body `this` is `View` or `app`, so `this.lookup()` finds `View::lookup`. Node's own
     libraries, Express and most JavaScript older than ES classes define their API this way and no other."""
-    function = _unwrapped(node.child_by_field_name("right"))
-    name_node = left.child_by_field_name("property")
+    function = _unwrapped(node.child_by_field_id(file.fields.right))
+    name_node = left.child_by_field_id(file.fields.property)
     if function is None or function.type not in _FUNCTION_VALUES or name_node is None \
             or name_node.type != "property_identifier" or not _top_statement(node):
         return None  # in a function or a block, an assignment patches an object the module was given
     rows = file.rows
     name = rows.text(name_node)
-    body = function.child_by_field_name("body")
+    body = function.child_by_field_id(file.fields.body)
     target = rows.text(owner) if owner.type in ("identifier", "member_expression") else ""
     exported = _exported_path(target)
     if exported is not None:  # `exports.describe.only = …` is the function `module:describe.only`
@@ -893,9 +928,9 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context, depth: int = 0) -
         bases = ctx.cls.bases if ctx.cls is not None else []
         return Binding("instance", bases[0]) if bases else None
     if kind in ("member_expression", "nested_identifier", "nested_type_identifier"):
-        owner = node.child_by_field_name("object") or node.child_by_field_name("module") or (
+        owner = node.child_by_field_id(file.fields.object) or node.child_by_field_id(file.fields.module) or (
             node.named_children[0] if node.named_children else None)
-        name_node = node.child_by_field_name("property") or node.child_by_field_name("name") or (
+        name_node = node.child_by_field_id(file.fields.property) or node.child_by_field_id(file.fields.name) or (
             node.named_children[-1] if node.named_children else None)
         value = _value(file, owner, ctx, depth + 1) if owner is not None else None
         name = rows.text(name_node)
@@ -907,7 +942,7 @@ def _value(file: _File, node: tree_sitter.Node, ctx: _Context, depth: int = 0) -
             return Binding("name", f"{value.fqn}.{name}")
         return file.attribute(value.fqn, name) if value.kind == "instance" else None
     if kind == "new_expression":
-        created = node.child_by_field_name("constructor")
+        created = node.child_by_field_id(file.fields.constructor)
         value = _value(file, created, ctx, depth + 1) if created is not None else None
         if value is not None and value.kind in ("class", "name"):
             return Binding("instance", value.fqn)
@@ -947,12 +982,12 @@ def _exported(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
     rows = file.rows
     line = node.start_point[0] + 1
     if node.type == "assignment_expression":  # `module.exports = name` (`_module_value`)
-        right = _unwrapped(node.child_by_field_name("right"))
+        right = _unwrapped(node.child_by_field_id(file.fields.right))
         value = ctx.scope.lookup(rows.text(right)) if right is not None else None
         if value is not None and value.kind in ("class", "function", "name"):
             rows.relate("imports", f"{file.module}:default", _short(value.fqn), value.fqn, line)
         return
-    source = node.child_by_field_name("source")
+    source = node.child_by_field_id(file.fields.source)
     target_module = file.resolve(rows.text(source)[1:-1]) if source is not None else ""
     clause = next((c for c in node.named_children if c.type == "export_clause"), None)
     if source is not None and clause is None:  # `export * from "m"` / `export * as ns from "m"`
@@ -967,8 +1002,8 @@ def _exported(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
         for specifier in clause.named_children:
             if specifier.type != "export_specifier":
                 continue
-            name = _name(rows, specifier.child_by_field_name("name"))
-            alias = specifier.child_by_field_name("alias")
+            name = _name(rows, specifier.child_by_field_id(file.fields.name))
+            alias = specifier.child_by_field_id(file.fields.alias)
             exported = _name(rows, alias) if alias is not None else name
             if source is not None:
                 target = f"{target_module}:{name}"
@@ -979,10 +1014,10 @@ def _exported(file: _File, node: tree_sitter.Node, ctx: _Context) -> None:
                 rows.relate("imports", f"{file.module}:{exported}", _short(target), target, line)
         return
     if any(c.type == "default" for c in node.children):  # `export default x` / `export default class X {}`
-        declaration = node.child_by_field_name("declaration") or node.child_by_field_name("value")
+        declaration = node.child_by_field_id(file.fields.declaration) or node.child_by_field_id(file.fields.value)
         if declaration is None:
             return
-        name_node = declaration.child_by_field_name("name") if declaration.type != "identifier" else declaration
+        name_node = declaration.child_by_field_id(file.fields.name) if declaration.type != "identifier" else declaration
         value = ctx.scope.lookup(rows.text(name_node)) if name_node is not None else None
         if value is not None and value.kind in ("class", "function", "name"):
             rows.relate("imports", f"{file.module}:default", _short(value.fqn), value.fqn, line)
@@ -999,13 +1034,14 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
     path = rows.path
     made: dict[tuple[_Context, str, str], tuple[str, str, str, str, str, str]] = {}
     references = scopes.References(rows, "this", _handed_function, _module_member)
+    property_field, object_field = file.fields.property, file.fields.object
     for capture, node, ctx in calls:
         if capture[:4] == "ref.":  # `xs.map(fmt)`, `app.get("/", handler)`, `onClick={save}`, `this.onClick`
             references.read(capture, node, ctx)
             continue
         if capture == "call.member":
-            name_node = node.child_by_field_name("property")
-            owner = node.child_by_field_name("object")
+            name_node = node.child_by_field_id(property_field)
+            owner = node.child_by_field_id(object_field)
             if name_node is None or owner is None or name_node.type not in ("property_identifier",
                                                                              "private_property_identifier"):
                 continue
@@ -1035,7 +1071,7 @@ def _call_rows(file: _File, calls: scopes.Later) -> None:
             target = f"{value.fqn}::{CONSTRUCTOR}" if value is not None else ""
             rows.relate("calls", ctx.source, CONSTRUCTOR, target, node.start_point[0] + 1)
         else:  # `new X()` (`new.name`), `new a.X()` (`new.member`)
-            name_node = node.child_by_field_name("property") if capture == "new.member" else node
+            name_node = node.child_by_field_id(file.fields.property) if capture == "new.member" else node
             value = _value(file, node, ctx)
             target = f"{value.fqn}::{CONSTRUCTOR}" if value is not None and value.kind in ("class", "name") else ""
             rows.relate("calls", ctx.source, text(name_node), target, (name_node or node).start_point[0] + 1)

@@ -60,6 +60,21 @@ def described() -> str:
     return f"node walk: tree-sitter queries; the C walk is {why}"
 
 
+def field_ids(language: tree_sitter.Language, *names: str, optional: Collection[str] = ()) -> tuple[int, ...]:
+    """The ids of a grammar's fields, for `Node.child_by_field_id`.
+
+    Asked by name, tree-sitter first compares the name with each of the grammar's field names: half of
+    each lookup's cost, and an extractor looks up hundreds of thousands of fields (sympy's 783,000).
+    A name the grammar has no field of fails here, when the extractor first reads the grammar, not as
+    a None child in every file; unless it is `optional`: its id is then 0, which no child has.
+    """
+    ids = [language.field_id_for_name(name) for name in names]
+    missing = [name for name, id_ in zip(names, ids, strict=True) if id_ is None and name not in optional]
+    if missing:
+        raise ValueError(f"no field {', '.join(missing)} in the grammar {language.name}")
+    return tuple(id_ or 0 for id_ in ids)
+
+
 def collector(language: tree_sitter.Language, names: Mapping[str, str], leaves: Collection[str] = ()) -> Find | None:
     """A function giving, for a tree's root, every named node whose type `names` maps, with the name it
     maps to, in walk order (a node before its children); None when the C walk cannot be used.

@@ -394,3 +394,27 @@ def test_the_walk_reads_no_memory_it_does_not_own_on_broken_sources() -> None:
                           timeout=600)
     assert done.returncode == 0 and "found" in done.stdout, done.stderr[-2000:]
     assert "_treewalk" not in done.stderr, done.stderr[-4000:]
+
+
+def test_field_ids_find_what_the_names_find() -> None:
+    """Each extractor's field ids give the child its field's name gives, in each grammar it reads (the three
+    script grammars number their fields apart), and a field a grammar lacks is an error unless optional."""
+    source = b"import d from './m';\nclass A extends B { f(x: T) { return this.g(x); } }\n"
+    grammars = [(script_graph._grammar(d), script_graph._fields(d)) for d in ("typescript", "tsx", "javascript")]
+    for language, fields in grammars:
+        root = tree_sitter.Parser(language).parse(source).root_node
+        pending, compared = [root], 0
+        while pending:
+            node = pending.pop()
+            pending.extend(node.children)
+            for name in fields.__slots__:
+                by_id = node.child_by_field_id(getattr(fields, name))
+                assert by_id == node.child_by_field_name(name), (language.name, node.type, name)
+                compared += by_id is not None
+        assert compared >= 8, language.name  # the fields found, not only the absent ones
+    assert script_graph._fields("javascript").type == 0  # no JavaScript node has a type annotation
+    with pytest.raises(ValueError, match="no field type in the grammar javascript"):
+        treewalk.field_ids(script_graph._grammar("javascript"), "name", "type")
+    python = python_graph._language()[0]
+    assert treewalk.field_ids(python, "name", "body") == (
+        python.field_id_for_name("name"), python.field_id_for_name("body"))
