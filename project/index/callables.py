@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import tree_sitter
 
+from project.index import php_grammar
 from project.index.receivers import CallSite, RelationRow, TextOf, caller_of, class_name
 
 # The callable parameter's position -> the functions that take a callable there.
@@ -103,13 +104,13 @@ def may_match(node: tree_sitter.Node) -> bool:
         owner, method = node.named_children
         return _only(owner, _OWNERS) and _only(method, _STRINGS)
     if kind == "function_call_expression":  # _takers: a function known to take a callable
-        function = node.child_by_field_name("function")
+        function = node.child_by_field_id(php_grammar.FUNCTION)
         return function is not None and function.type == "name" and function.text in _TAKER_NAMES
     if kind == "method_declaration":
-        name = node.child_by_field_name("name")
+        name = node.child_by_field_id(php_grammar.NAME)
         return name is not None and name.text == b"getSubscribedEvents"
     if kind == "scoped_call_expression":  # the two Route patterns
-        scope = node.child_by_field_name("scope")
+        scope = node.child_by_field_id(php_grammar.SCOPE)
         return scope is not None and b"Route" in (scope.text or b"")
     return False
 
@@ -159,7 +160,7 @@ def resource_actions(site: CallSite, text: TextOf) -> list[RelationRow]:
     """The controller actions `Route::resource('photos', PhotoController::class)` routes, each a `calls`
     row at the controller's line; `->only([...])` and `->except([...])` right after it narrow them."""
     node = site.node
-    verb, arguments = node.child_by_field_name("name"), node.child_by_field_name("arguments")
+    verb, arguments = node.child_by_field_id(php_grammar.NAME), node.child_by_field_id(php_grammar.ARGUMENTS)
     if verb is None or arguments is None or len(arguments.named_children) < 2:
         return []
     given = arguments.named_children[1].named_children
@@ -175,7 +176,8 @@ def resource_actions(site: CallSite, text: TextOf) -> list[RelationRow]:
     actions = list(_ACTIONS.get(text(verb).lower(), ()))
     chained = node.parent  # found by walking down from the root: only for the few resource routes
     if chained is not None and chained.type == "member_call_expression":
-        narrowing, listed = chained.child_by_field_name("name"), chained.child_by_field_name("arguments")
+        narrowing = chained.child_by_field_id(php_grammar.NAME)
+        listed = chained.child_by_field_id(php_grammar.ARGUMENTS)
         names = {_literal(text(s)) for s in _strings(listed)} if listed is not None else set()
         if narrowing is not None and text(narrowing).lower() == "only":
             actions = [a for a in actions if a in names]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 
+from project.index import php_grammar
 from project.index.model import RelationKind, SymbolKind
 from project.index.names import ImportKind, NameTable, join, strip_leading
 from project.index.receivers import CallSite, ClassScope, FunctionScope, RelationRow, documented, resolve_type
@@ -139,7 +140,7 @@ def _symbol(
 
 
 def namespace(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> Context:
-    name_node = node.child_by_field_name("name")
+    name_node = node.child_by_field_id(php_grammar.NAME)
     name = strip_leading(ex.text(name_node)) if name_node is not None else ""
     table = NameTable(name)
     ex.tables.append(table)
@@ -175,7 +176,7 @@ def _use_kind(node: tree_sitter.Node) -> str:
 
 
 def _import_clause(ex: Extraction, clause: tree_sitter.Node, ctx: Context, kind: str, prefix: str) -> None:
-    alias_node = clause.child_by_field_name("alias")
+    alias_node = clause.child_by_field_id(php_grammar.ALIAS)
     target = next(
         (c for c in clause.named_children if c.type in ("name", "qualified_name") and c != alias_node), None
     )
@@ -188,7 +189,7 @@ def _import_clause(ex: Extraction, clause: tree_sitter.Node, ctx: Context, kind:
 
 
 def _class_like(ex: Extraction, node: tree_sitter.Node, ctx: Context, kind: SymbolKind) -> Context:
-    name_node = node.child_by_field_name("name")
+    name_node = node.child_by_field_id(php_grammar.NAME)
     fqn = join(ctx.names.namespace, ex.text(name_node) if name_node is not None else "?")
     parent = ""
     for child in node.named_children:
@@ -216,7 +217,7 @@ def anonymous_class(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> Con
 
 
 def method(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> Context | None:
-    name_node = node.child_by_field_name("name")
+    name_node = node.child_by_field_id(php_grammar.NAME)
     if ctx.cls is None or name_node is None:
         return None
     if ctx.cls.anonymous:
@@ -228,7 +229,7 @@ def method(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> Context | No
 
 
 def function(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> Context | None:
-    name_node = node.child_by_field_name("name")
+    name_node = node.child_by_field_id(php_grammar.NAME)
     if name_node is None:
         return None
     fqn = join(ctx.names.namespace, ex.text(name_node))
@@ -244,11 +245,11 @@ def _documented_parameters(ex: Extraction, node: tree_sitter.Node, docblock: str
     if "@param" not in docblock:
         return scope
     types = documented(docblock, ctx.names, ctx.cls)
-    parameters = node.child_by_field_name("parameters")
+    parameters = node.child_by_field_id(php_grammar.PARAMETERS)
     for parameter_node in parameters.named_children if parameters is not None else ():
-        var = parameter_node.child_by_field_name("name")
+        var = parameter_node.child_by_field_id(php_grammar.NAME)
         if parameter_node.type == "simple_parameter" and var is not None \
-                and parameter_node.child_by_field_name("type") is None:
+                and parameter_node.child_by_field_id(php_grammar.TYPE) is None:
             name = ex.text(var).lstrip("$")
             scope.assign(name, types.get(name, ""))
     return scope
@@ -257,7 +258,7 @@ def _documented_parameters(ex: Extraction, node: tree_sitter.Node, docblock: str
 def properties(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
     if ctx.cls is None:
         return
-    type_node = node.child_by_field_name("type")
+    type_node = node.child_by_field_id(php_grammar.TYPE)
     declared = resolve_type(type_node, ex.text, ctx.names, ctx.cls) if type_node is not None else ""
     annotation = _NO_ANNOTATION if ctx.cls.anonymous else _annotation(ex, node, ctx.names)
     if type_node is None and "@var" in annotation[1]:  # `/** @var Cart */ private $cart;`
@@ -265,7 +266,7 @@ def properties(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
     for element in node.named_children:
         if element.type != "property_element":
             continue
-        var = element.child_by_field_name("name")
+        var = element.child_by_field_id(php_grammar.NAME)
         if var is None:
             continue
         name = ex.text(var).lstrip("$")
@@ -276,10 +277,10 @@ def properties(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
 
 def promoted(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
     """A constructor parameter with visibility is also a property of the class."""
-    var = node.child_by_field_name("name")
+    var = node.child_by_field_id(php_grammar.NAME)
     if ctx.cls is None or var is None:
         return
-    type_node = node.child_by_field_name("type")
+    type_node = node.child_by_field_id(php_grammar.TYPE)
     declared = resolve_type(type_node, ex.text, ctx.names, ctx.cls) if type_node is not None else ""
     name = ex.text(var).lstrip("$")
     ctx.cls.props[name] = declared
@@ -304,7 +305,7 @@ def constants(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
 
 
 def enum_case(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
-    name_node = node.child_by_field_name("name")
+    name_node = node.child_by_field_id(php_grammar.NAME)
     if ctx.cls is not None and name_node is not None:
         _symbol(ex, "enum_case", f"{ctx.cls.fqn}::{ex.text(name_node)}", node, ctx.cls.fqn)
 
@@ -319,16 +320,16 @@ def trait_use(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
 
 
 def parameter(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
-    var = node.child_by_field_name("name")
-    type_node = node.child_by_field_name("type")
+    var = node.child_by_field_id(php_grammar.NAME)
+    type_node = node.child_by_field_id(php_grammar.TYPE)
     if ctx.func is not None and var is not None and type_node is not None:
         ctx.func.assign(ex.text(var).lstrip("$"), resolve_type(type_node, ex.text, ctx.names, ctx.cls))
 
 
 def assignment(ex: Extraction, node: tree_sitter.Node, ctx: Context) -> None:
     """`$x = new Foo(...)` types `$x` as Foo for the rest of the function (flow-insensitive)."""
-    left = node.child_by_field_name("left")
-    right = node.child_by_field_name("right")
+    left = node.child_by_field_id(php_grammar.LEFT)
+    right = node.child_by_field_id(php_grammar.RIGHT)
     if ctx.func is None or left is None or right is None or not right.named_children:
         return
     created = right.named_children[0]

@@ -17,9 +17,8 @@ from functools import lru_cache
 from typing import cast
 
 import tree_sitter
-import tree_sitter_php
 
-from project.index import callables, definitions, treewalk
+from project.index import callables, definitions, php_grammar, treewalk
 from project.index.definitions import Context, Extraction
 from project.index.model import ParsedFile, Relation, RelationKind, Symbol, SymbolKind
 from project.index.names import NameTable
@@ -76,9 +75,8 @@ _HUGE = 1 << 62
 _SOURCE_ORDER = operator.itemgetter(0, 1)  # by start, the outer node first: made in C, not a lambda
 
 
-@lru_cache(maxsize=1)
 def _language() -> tree_sitter.Language:
-    return tree_sitter.Language(tree_sitter_php.language_php())
+    return php_grammar.GRAMMAR
 
 
 @lru_cache(maxsize=1)
@@ -126,7 +124,7 @@ def _sorted_out(walked: list[treewalk.Item]) -> tuple[list[treewalk.Item], list[
         elif name[0] != "?":
             append(item)
         elif name == "?param":
-            if item[3].child_by_field_name("type") is not None:
+            if item[3].child_by_field_id(php_grammar.TYPE) is not None:
                 append((item[0], item[1], "param", item[3]))
         elif name == "?assign":
             if _new_object(item[3]):
@@ -139,7 +137,7 @@ def _sorted_out(walked: list[treewalk.Item]) -> tuple[list[treewalk.Item], list[
 def _new_object(node: tree_sitter.Node) -> bool:
     """`$x = new Foo(...)`: the pattern `(assignment_expression left: (variable_name) right:
     (object_creation_expression))`."""
-    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    left, right = node.child_by_field_id(php_grammar.LEFT), node.child_by_field_id(php_grammar.RIGHT)
     return left is not None and right is not None and left.type == "variable_name" and (
         right.type == "object_creation_expression")
 
@@ -260,7 +258,7 @@ def _sweep(ex: Extraction, items: list[tuple[int, int, str, tree_sitter.Node]]) 
         inner = handlers[capture](ex, node, ctx)
         if inner is None:
             continue
-        if capture == "namespace" and node.child_by_field_name("body") is None:
+        if capture == "namespace" and node.child_by_field_id(php_grammar.BODY) is None:
             stack[:] = [(_HUGE, inner)]  # `namespace X;` lasts until the next namespace statement
         else:
             stack.append((node.end_byte, inner))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 
+from project.index import php_grammar
 from project.index.names import SPECIAL_CLASS_NAMES, NameTable
 
 TextOf = Callable[[tree_sitter.Node], str]
@@ -124,8 +125,8 @@ def _receiver(node: tree_sitter.Node | None, site: CallSite, text: TextOf) -> st
             return site.cls.fqn if site.cls is not None and not site.cls.anonymous else ""
         return site.func.type_of(name) if site.func is not None else ""
     if kind in ("member_access_expression", "nullsafe_member_access_expression"):
-        owner = node.child_by_field_name("object")
-        prop = node.child_by_field_name("name")
+        owner = node.child_by_field_id(php_grammar.OBJECT)
+        prop = node.child_by_field_id(php_grammar.NAME)
         if owner is not None and prop is not None and owner.type == "variable_name" and text(owner) == "$this" \
                 and site.cls is not None:  # the type first: a long chain's text is not read at each link
             return site.cls.props.get(text(prop), "")
@@ -154,19 +155,19 @@ def resolve_call(site: CallSite, text: TextOf) -> RelationRow | None:
         return _function_call(site, text)
     if kind == "object_creation_expression":
         return _creation(site, text)
-    name_node = node.child_by_field_name("name")
+    name_node = node.child_by_field_id(php_grammar.NAME)
     if name_node is None or name_node.type != "name":
         return None
     if _braced(node, name_node):
         return None  # `$o->{CONSTANT}()`: the method name is computed at run time
     method = text(name_node)
     if kind == "scoped_call_expression":
-        scope = node.child_by_field_name("scope")
+        scope = node.child_by_field_id(php_grammar.SCOPE)
         owner = ""
         if scope is not None and scope.type in ("relative_scope", *_NAME_TYPES):
             owner = class_name(text(scope), site.names, site.cls)
     else:
-        owner = _receiver(node.child_by_field_name("object"), site, text)
+        owner = _receiver(node.child_by_field_id(php_grammar.OBJECT), site, text)
     target = f"{owner}::{method}" if owner else ""
     return (site.path, "calls", caller_of(site), method, target, "", name_node.start_point[0] + 1)
 
@@ -184,7 +185,7 @@ def _braced(call: tree_sitter.Node, name: tree_sitter.Node) -> bool:
 
 
 def _function_call(site: CallSite, text: TextOf) -> RelationRow | None:
-    callee = site.node.child_by_field_name("function")
+    callee = site.node.child_by_field_id(php_grammar.FUNCTION)
     if callee is None or callee.type not in _NAME_TYPES:
         return None
     if callee.type == "name" and text(callee).lower() in _CONSTRUCTS:

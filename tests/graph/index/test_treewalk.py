@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import tree_sitter
 
-from project.index import parse, python_graph, script_graph, treewalk
+from project.index import parse, php_grammar, python_graph, script_graph, treewalk
 from project.index.db import connect
 from tests.tools import need
 
@@ -418,3 +418,5 @@ def test_field_ids_find_what_the_names_find() -> None:
     python = python_graph._language()[0]
     assert treewalk.field_ids(python, "name", "body") == (
         python.field_id_for_name("name"), python.field_id_for_name("body"))
+    assert (php_grammar.NAME, php_grammar.SCOPE) == (
+        parse._language().field_id_for_name("name"), parse._language().field_id_for_name("scope"))
