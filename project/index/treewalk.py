@@ -15,6 +15,7 @@ process use the queries too (for an operator who suspects the walk).
 
 from __future__ import annotations
 
+import logging
 import operator
 import os
 import re
@@ -23,6 +24,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import lru_cache
 
 import tree_sitter
+
+_log = logging.getLogger(__name__)
 
 # (start byte, -end byte, name, node): the order a sort by the first two gives is source order
 Item = tuple[int, int, str, tree_sitter.Node]
@@ -65,13 +68,16 @@ def field_ids(language: tree_sitter.Language, *names: str, optional: Collection[
 
     Asked by name, tree-sitter first compares the name with each of the grammar's field names: half of
     each lookup's cost, and an extractor looks up hundreds of thousands of fields (sympy's 783,000).
-    A name the grammar has no field of fails here, when the extractor first reads the grammar, not as
-    a None child in every file; unless it is `optional`: its id is then 0, which no child has.
+    A name the grammar has no field of gets the id 0, which no child has: what asking by name gives.
+    Unless the name is `optional` (a field of another dialect's grammar), that is said once in the log:
+    the grammar packages are not pinned, and a release that renamed a field would otherwise leave the
+    graph without what the field held, silently; it does not stop every command that reads the index.
     """
     ids = [language.field_id_for_name(name) for name in names]
     missing = [name for name, id_ in zip(names, ids, strict=True) if id_ is None and name not in optional]
     if missing:
-        raise ValueError(f"no field {', '.join(missing)} in the grammar {language.name}")
+        _log.warning("the installed grammar %s has no field %s: the code graph misses what it holds "
+                     "(a grammar release forgebot was not tested with?)", language.name, ", ".join(missing))
     return tuple(id_ or 0 for id_ in ids)
 
 
