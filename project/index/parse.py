@@ -75,20 +75,16 @@ _HUGE = 1 << 62
 _SOURCE_ORDER = operator.itemgetter(0, 1)  # by start, the outer node first: made in C, not a lambda
 
 
-def _language() -> tree_sitter.Language:
-    return php_grammar.GRAMMAR
-
-
 @lru_cache(maxsize=1)
 def _query() -> tree_sitter.Query:
     """The whole query, compiled only where the C walk cannot be used (30 ms, once per process)."""
-    return tree_sitter.Query(_language(), _QUERY)
+    return tree_sitter.Query(php_grammar.GRAMMAR, _QUERY)
 
 
 @lru_cache(maxsize=1)
 def _walked() -> tuple[treewalk.Find, tree_sitter.Query] | None:
     """The C walk over `_WALKED` and the callables' query, or None (no compiled walk: the query)."""
-    language = _language()
+    language = php_grammar.GRAMMAR
     collect = treewalk.collector(language, _WALKED, _LEAVES)
     return None if collect is None else (collect, tree_sitter.Query(language, callables.QUERY))
 
@@ -144,7 +140,7 @@ def _new_object(node: tree_sitter.Node) -> bool:
 
 def new_parser() -> tree_sitter.Parser:
     """A parser for PHP files (`<?php` tags and inline HTML)."""
-    return tree_sitter.Parser(_language())
+    return tree_sitter.Parser(php_grammar.GRAMMAR)
 
 
 def content_hash(source: bytes) -> str:

@@ -102,7 +102,7 @@ def test_an_other_installed_release_turns_the_walk_off(monkeypatch: pytest.Monke
     try:
         assert treewalk.compiled() == ""
         assert "0.0.1 is installed" in treewalk.described()
-        assert treewalk.collector(parse._language(), {"class_declaration": "class"}) is None
+        assert treewalk.collector(php_grammar.GRAMMAR, {"class_declaration": "class"}) is None
     finally:
         monkeypatch.undo()
         treewalk.status.cache_clear()
@@ -130,7 +130,7 @@ class A {
 def test_nodes_hold_their_tree_and_leaves_are_not_entered() -> None:
     _need_walk()
     calls = {"member_call_expression": "call", "function_call_expression": "call"}
-    collect = treewalk.collector(parse._language(), calls)
+    collect = treewalk.collector(php_grammar.GRAMMAR, calls)
     assert collect is not None
     tree = parse.new_parser().parse(SOURCE)
     found = collect(tree.root_node)
@@ -141,7 +141,7 @@ def test_nodes_hold_their_tree_and_leaves_are_not_entered() -> None:
     ]
     assert [(start, end) for start, end, _, node in found] == [(n.start_byte, -n.end_byte) for *_, n in found]
     assert found[2][3].parent is not None and found[2][3].parent.type == "expression_statement"
-    body = treewalk.collector(parse._language(), calls, leaves={"compound_statement"})
+    body = treewalk.collector(php_grammar.GRAMMAR, calls, leaves={"compound_statement"})
     assert body is not None
     assert [node.text for *_, node in body(parse.new_parser().parse(SOURCE).root_node)] == [
         b"top()->first()", b"top()",
@@ -413,8 +413,10 @@ def test_field_ids_find_what_the_names_find(caplog: pytest.LogCaptureFixture) ->
                 assert by_id == node.child_by_field_name(name), (language.name, node.type, name)
                 compared += by_id is not None
         assert compared >= 8, language.name  # the fields found, not only the absent ones
-    assert script_graph._fields("javascript").type == 0  # no JavaScript node has a type annotation
-    assert "has no field" not in caplog.text  # JavaScript's two are optional; every other grammar has all
+    for dialect in ("typescript", "tsx", "javascript"):  # the installed grammars have every field but these
+        absent = {"module", "type"} if dialect == "javascript" else set()
+        ids = {name: getattr(script_graph._fields(dialect), name) for name in script_graph._Fields.__slots__}
+        assert {name for name, id_ in ids.items() if id_ == 0} == absent, dialect
     javascript = script_graph._grammar("javascript")
     assert treewalk.field_ids(javascript, "name", "type") == (javascript.field_id_for_name("name"), 0)
     assert "the installed grammar javascript has no field type" in caplog.text
@@ -422,7 +424,7 @@ def test_field_ids_find_what_the_names_find(caplog: pytest.LogCaptureFixture) ->
     assert treewalk.field_ids(python, "name", "body") == (
         python.field_id_for_name("name"), python.field_id_for_name("body"))
     assert (php_grammar.NAME, php_grammar.SCOPE) == (
-        parse._language().field_id_for_name("name"), parse._language().field_id_for_name("scope"))
+        php_grammar.GRAMMAR.field_id_for_name("name"), php_grammar.GRAMMAR.field_id_for_name("scope"))
     php_ids = [value for name, value in vars(php_grammar).items() if name.isupper() and isinstance(value, int)]
     assert len(php_ids) == 11 and 0 not in php_ids  # made at import, before the log was watched
     g = python_graph
