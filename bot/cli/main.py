@@ -17,6 +17,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from project.index.progress import INTERRUPTED
+
 if TYPE_CHECKING:
     from foundation.settings import Settings
 
@@ -135,6 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.data_dir = settings.data_dir
     try:
         return int(args.handler(args))
+    except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback (`index` also says what it kept)
+        sys.stderr.write(f"forgebot {args.command}: interrupted\n")
+        return INTERRUPTED
     except BrokenPipeError:
         if not _reader_gone():
             raise

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -22,12 +23,14 @@ from foundation.gitrunner import GitError, GitTampered, git
 from project.index import treewalk
 from project.index.db import Connection, build_new, connect
 from project.index.location import index_path
+from project.index.progress import INTERRUPTED, Vectors
 from project.index.store import SyncReport, default_workers, relative_path
 from project.index.timings import Timings, process_age
 
 if TYPE_CHECKING:  # the answers' models (pydantic) load with the commands that answer, not with `index`
     from pydantic import BaseModel
 
+    from project.index.embed import Embedder
     from project.index.results import IndexStatus
 
 
@@ -111,12 +114,23 @@ def run_index(args: argparse.Namespace) -> int:
     timings.add("start", time.process_time(), process_age())  # interpreter start, imports, arguments
     root = _root(args)
     db = index_path(Path(args.data_dir), root)
-    with timings.phase("file walk"):
-        files = list_files(root)
-    if args.no_embeddings and not args.full_text:
-        lines = _index_graph(db, root, files, args.workers, timings)
-    else:
-        lines = _index_all(args, db, root, files, timings)
+    vectors = None
+    try:
+        with timings.phase("file walk"):
+            files = list_files(root)
+        if args.no_embeddings and not args.full_text:
+            lines = _index_graph(db, root, files, args.workers, timings)
+        else:
+            embedder = None if args.no_embeddings else _embedder(args)
+            if embedder is not None:
+                vectors = Vectors("forgebot index", embedder.model_id, f"forgebot index {shlex.quote(str(args.path))}")
+            lines = _index_all(db, root, files, embedder, vectors, args.workers, timings)
+    except KeyboardInterrupt:  # Ctrl-C: what it leaves, not a traceback
+        what = vectors.interrupted() if vectors is not None else (
+            "interrupted; the index keeps what was complete (a first build keeps nothing), "
+            "`forgebot index` builds the rest")
+        sys.stderr.write(f"forgebot index: {what}\n")
+        return INTERRUPTED
     _emit([*lines, "memory: deferred (`forgebot memory` reads the documents and history on its first question)"])
     if args.timings:
         _emit(timings.table(total_wall=process_age(), total_cpu=time.process_time() + timings.cpu_elsewhere))
@@ -153,17 +167,25 @@ def _index_graph(db: Path, root: Path, files: list[str], workers: int, timings: 
             "search: deferred (`forgebot search` builds its full-text tables on first use; `--full-text` now)"]
 
 
-def _index_all(args: argparse.Namespace, db: Path, root: Path, files: list[str], timings: Timings) -> list[str]:
-    """The graph, the full-text tables and (unless `--no-embeddings`) the vectors, in one pass."""
+def _embedder(args: argparse.Namespace) -> Embedder | None:
+    """The embedder the settings configure (the offline model unless `FORGEBOT_EMBEDDER__*` says otherwise;
+    none for `FORGEBOT_EMBEDDER__KIND=off`)."""
     from project.embedding import embedder_for  # onnxruntime and the settings load only when embedding
-    from project.index import taskindex
 
-    embedder = None
-    if not args.no_embeddings:
+    if getattr(args, "settings", None) is None:
         from foundation.settings import Settings
 
-        embedder = embedder_for((getattr(args, "settings", None) or Settings()).embedder)
-    report = taskindex.refresh(db, root, embedder=embedder, workers=args.workers, files=files, timings=timings)
+        return embedder_for(Settings().embedder)
+    return embedder_for(args.settings.embedder)
+
+
+def _index_all(db: Path, root: Path, files: list[str], embedder: Embedder | None, vectors: Vectors | None,
+               workers: int, timings: Timings) -> list[str]:
+    """The graph, the full-text tables and (with an embedder) the vectors, in one pass."""
+    from project.index import taskindex
+
+    report = taskindex.refresh(db, root, embedder=embedder, workers=workers, files=files, timings=timings,
+                               progress=vectors)
     conn = connect(db)
     try:
         counts = [conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]

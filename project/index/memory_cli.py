@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from project.index.embed import Embedder
 from project.index.location import index_path
 from project.index.memory import MemoryHit
 from project.index.memory_history import MAX_COMMITS
+from project.index.progress import Progress
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -107,25 +107,6 @@ def _refresh(args: argparse.Namespace, root: Path, embedder: Embedder | None, st
     finally:
         conn.close()
     return index, report.notes
-
-
-class Progress:
-    """Says how far a long refresh is, on stderr, at most every `PROGRESS_SECONDS`: a first question on a
-    history of 20,000 commits waits minutes, and a silent command reads as a hung one."""
-
-    def __init__(self, label: str) -> None:
-        self._label = label
-        self._last = time.monotonic()
-
-    def __call__(self, line: str) -> None:
-        now = time.monotonic()
-        if now - self._last >= PROGRESS_SECONDS:
-            self._last = now
-            sys.stderr.write(f"{self._label}: {line}\n")
-            sys.stderr.flush()
-
-
-PROGRESS_SECONDS = 10.0
 
 
 def _current(conn: Connection, embedder: Embedder | None) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ from project.index import search_store, taskindex
 from project.index.db import Connection, connect
 from project.index.embed import Embedder, Matrix
 from project.index.location import index_path
+from project.index.progress import INTERRUPTED, Vectors
 from project.index.search import Answer, search
 
 
@@ -94,7 +96,15 @@ def run(args: argparse.Namespace) -> int:
     if not index.exists():
         hint = "; embedding can take minutes" if embedder and args.embed else ""
         sys.stderr.write(f"forgebot search: building the index of {root} (first run{hint})\n")
-    taskindex.refresh(index, root, embedder=embedder if args.embed else None)
+    vectors = Vectors("forgebot search", embedder.model_id, f"forgebot search {shlex.quote(str(args.path))} --embed") \
+        if embedder is not None and args.embed else None
+    try:
+        taskindex.refresh(index, root, embedder=embedder if args.embed else None, progress=vectors)
+    except KeyboardInterrupt:
+        if vectors is None:
+            raise
+        sys.stderr.write(f"forgebot search: {vectors.interrupted()}\n")
+        return INTERRUPTED
     conn = connect(index, readonly=True)
     search_store.tune_reader(conn)
     try:

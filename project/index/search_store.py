@@ -238,10 +238,18 @@ def _row_chunk(row: Sequence[object]) -> Chunk:
     )
 
 
+def pending_chunks(conn: Connection) -> int:
+    """How many chunks have no vector yet."""
+    return int(conn.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0])
+
+
 def embed_pending(
-    conn: Connection, embedder: Embedder, *, batch_size: int = 256, stop: Callable[[], bool] | None = None
+    conn: Connection, embedder: Embedder, *, batch_size: int = 256, stop: Callable[[], bool] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> int:
-    """Embed every chunk that has no vector yet (until `stop()` says so); returns how many were embedded."""
+    """Embed every chunk that has no vector yet (until `stop()` says so); returns how many were embedded
+    (`progress` is told the count after each batch). Each batch is committed with its vectors: a stop, or
+    an interrupt, keeps what was embedded, and the next call goes on from there."""
     done = 0
     while stop is None or not stop():
         rows = conn.execute(
@@ -254,6 +262,8 @@ def embed_pending(
         vectors = embedder.embed([_row_chunk(tuple(row)[1:]).embed_text for row in rows])
         store_vectors(conn, [row[0] for row in rows], vectors)
         done += len(rows)
+        if progress is not None:
+            progress(done)
     return done
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import shutil
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import partial
@@ -31,6 +31,8 @@ from project.index.model import Symbol
 from project.index.parse import FileRows, content_hash
 from project.index.search import Freshness, read_freshness
 from project.index.timings import Timings
+
+Counted = Callable[[int, int], None]  # how far embedding is: (chunks embedded, chunks to embed)
 
 log = logging.getLogger(__name__)
 
@@ -279,25 +281,27 @@ def newest_base(target: Path) -> Path | None:
 
 def refresh(
     index: Path, root: Path, *, embedder: Embedder | None, workers: int = 1,
-    files: Sequence[str] | None = None, timings: Timings | None = None,
+    files: Sequence[str] | None = None, timings: Timings | None = None, progress: Counted | None = None,
 ) -> SyncReport:
     """Create or bring up to date the index of a checkout (the `forgebot search`/`index` path).
 
     `files` are the checkout's files when the caller listed them (a directory that is not a git
     checkout); by default git lists them. With an `embedder`, every chunk without a vector is
-    embedded before this returns.
+    embedded before this returns; `progress` is told (embedded, to embed) as it starts and after
+    each batch.
     """
     index.parent.mkdir(parents=True, exist_ok=True)
     conn = connect(index)
     try:
-        return _refresh(conn, root, embedder, workers, files=files, timings=timings)
+        return _refresh(conn, root, embedder, workers, files=files, timings=timings, progress=progress)
     finally:
         conn.close()
 
 
+
 def _refresh(
     conn: Connection, root: Path, embedder: Embedder | None, workers: int, *,
-    files: Sequence[str] | None = None, timings: Timings | None = None,
+    files: Sequence[str] | None = None, timings: Timings | None = None, progress: Counted | None = None,
 ) -> SyncReport:
     timings = timings if timings is not None else Timings()
     search_store.ensure_schema(conn, embedder)
@@ -316,9 +320,18 @@ def _refresh(
     embedded = 0
     if embedder is not None:
         with timings.phase("vectors"):
-            embedded = search_store.embed_pending(conn, embedder)
+            told = None
+            if progress is not None:
+                total = search_store.pending_chunks(conn)
+                progress(0, total)
+                told = partial(_tell, progress, total)
+            embedded = search_store.embed_pending(conn, embedder, progress=told)
     search_store.set_freshness(conn, commit=commit_or_none(root), stale=index_stale_files(conn))
     return SyncReport(tuple(changed), tuple(removed), embedded, read_freshness(conn), graph)
+
+
+def _tell(progress: Counted, total: int, done: int) -> None:
+    progress(done, total)
 
 
 def commit_or_none(root: Path) -> str:

@@ -24,6 +24,10 @@ class EmbeddingsState:
     dimension: int = 16
     redirect_to: str = ""
     delay: float = 0.0  # seconds each answer takes: a slow endpoint keeps a build running
+    # from this request on (1 is the first; 0 never) answers wait until `released`: a build stopped midway
+    hold_from: int = 0
+    released: bool = False
+    received: int = 0  # requests that arrived (`requests` lists those answered)
     requests: list[tuple[str, dict[str, str], Any]] = field(default_factory=list)
 
 
@@ -32,6 +36,10 @@ def create_embeddings_app(state: EmbeddingsState) -> Starlette:
 
     async def embeddings(request: Request) -> Response:
         body = await request.json()
+        state.received += 1
+        if state.hold_from and state.received >= state.hold_from:
+            while not state.released:
+                await asyncio.sleep(0.02)
         await asyncio.sleep(state.delay)
         state.requests.append((request.url.path, dict(request.headers), body))
         rows = hasher.embed(list(body["input"]))

@@ -215,13 +215,13 @@ def test_a_first_run_says_how_far_it_is(project: tuple[Path, dict[str, str]], tm
     """A first question on a long history waits minutes (sympy: 20,000 commits): the command says how far
     the history and the vectors are (every 10 s; here at every step) instead of falling silent."""
     from bot.cli.main import main
-    from project.index import memory_cli
+    from project.index import progress
 
     root, shas = project
     for name in [n for n in os.environ if n.startswith("FORGEBOT_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("FORGEBOT_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setattr(memory_cli, "PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(progress, "PROGRESS_SECONDS", 0.0)
     assert main(["memory", str(root), "where was the lock timeout decided", "--no-embeddings"]) == 0
     said = capsys.readouterr().err.splitlines()
     assert said[0].startswith("forgebot memory: remembering the history of")

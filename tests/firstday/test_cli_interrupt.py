@@ -1,0 +1,118 @@
+"""Ctrl-C on a long `forgebot index`: a first index with vectors embeds every chunk of the checkout (about
+half an hour for a 3,400-file PHP project on two cores with the offline model). The command says at
+once how many chunks it embeds and that an interrupt keeps them, then how far it is; Ctrl-C ends it
+with one line saying what was kept (exit 130, no traceback), search answers meanwhile from its other
+legs, and the next `forgebot index` embeds only the rest."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from project.index.location import index_path
+from tests.fakes.embeddings_http import EmbeddingsState, create_embeddings_app
+from tests.fakes.server import serving
+from tests.firstday.cli import FORGEBOT, forgebot
+from tests.repos import init_repo
+
+pytestmark = pytest.mark.timeout(300)
+BATCH = 256  # chunks a batch of `search_store.embed_pending` embeds and commits
+
+
+def _checkout(root: Path) -> Path:
+    """A PHP project of 320 functions: more chunks than one batch."""
+    root.mkdir()
+    for part in range(8):
+        functions = "\n".join(f"function total_{part}_{n}(array $items): int\n{{\n    return count($items) + {n};\n}}\n"
+                              for n in range(40))
+        (root / f"totals_{part}.php").write_text(f"<?php\n\n{functions}", encoding="utf-8")
+    return init_repo(root)
+
+
+def test_ctrl_c_while_embedding_keeps_the_vectors_and_the_next_index_goes_on(tmp_path: Path) -> None:
+    root = _checkout(tmp_path / "shop")
+    state = EmbeddingsState(dimension=16, hold_from=2)  # the second batch never answers until released
+    with serving(create_embeddings_app(state)) as server:
+        env = {"FORGEBOT_DATA_DIR": str(tmp_path / "data"), "FORGEBOT_EMBEDDER__KIND": "http",
+               "FORGEBOT_EMBEDDER__BASE_URL": f"{server.url}/v1", "FORGEBOT_EMBEDDER__MODEL": "tiny",
+               "FORGEBOT_EMBEDDER__DIMENSION": "16", "FORGEBOT_EMBEDDER__BATCH_SIZE": str(BATCH)}
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")}
+        # its own process group, SIGINT as a terminal delivers it (a shell's background job ignores it)
+        command = subprocess.Popen(
+            [str(FORGEBOT), "index", str(root)], cwd=tmp_path, env={**clean, **env}, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        try:
+            deadline = time.monotonic() + 120
+            while state.received < 2:  # the first batch answered and committed, the second asked
+                assert command.poll() is None and time.monotonic() < deadline, command.communicate()
+                time.sleep(0.05)
+            os.killpg(command.pid, signal.SIGINT)  # Ctrl-C
+            out, err = command.communicate(timeout=60)
+        finally:
+            state.released = True
+            if command.poll() is None:
+                command.kill()
+        said = err.splitlines()
+        assert command.returncode == 130, (out, err)
+        assert "Traceback" not in err
+        index = next((tmp_path / "data").rglob("index.db"))
+        with sqlite3.connect(index) as db:
+            total, embedded = db.execute("SELECT count(*), sum(embedded) FROM chunks").fetchone()
+        assert total > BATCH and embedded == BATCH  # the committed batch is kept
+        again = f"`forgebot index {root}`"
+        assert said[0] == f"forgebot index: embedding {total:,} chunks with tiny; Ctrl-C stops and keeps what is " \
+                          f"embedded, {again} goes on from there", said
+        assert said[-1] == f"forgebot index: interrupted: {BATCH:,} of {total:,} chunks embedded, kept; {again} goes " \
+                           "on from there (search answers meanwhile from its other legs)", said
+
+        meanwhile = forgebot("search", str(root), "count the items of a total", cwd=tmp_path, **env)
+        assert meanwhile.code == 0 and meanwhile.out[0].startswith("totals_"), meanwhile.text
+        assert f"vectors are being built or out of date: {BATCH} of {total} chunks embedded" in meanwhile.text
+
+        state.hold_from = 0
+        rest = forgebot("index", str(root), cwd=tmp_path, **env)
+        assert rest.code == 0, rest.text
+        assert f"search: {total} chunks, {total - BATCH} embedded" in rest.out  # only what was not kept
+        with sqlite3.connect(index) as db:
+            assert db.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0] == 0
+
+
+def test_ctrl_c_before_the_vectors_says_so_without_a_traceback(tmp_path: Path) -> None:
+    """An interrupt before the vectors (here: a first `--no-embeddings` build waiting on the lock another
+    `forgebot index` of the same checkout holds) ends the same way, and leaves no half-built file."""
+    root = _checkout(tmp_path / "shop")
+    env = {"FORGEBOT_DATA_DIR": str(tmp_path / "data"), "FORGEBOT_EMBEDDER__KIND": "off"}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")}
+    index = index_path(tmp_path / "data", root)
+    index.parent.mkdir(parents=True)
+    with index.with_suffix(".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other build
+        command = subprocess.Popen(
+            [str(FORGEBOT), "index", str(root), "--no-embeddings"], cwd=tmp_path, env={**clean, **env}, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        deadline = time.monotonic() + 120
+        while not _waits_on_a_lock(command.pid):
+            assert command.poll() is None and time.monotonic() < deadline, command.communicate()
+            time.sleep(0.05)
+        os.killpg(command.pid, signal.SIGINT)
+        out, err = command.communicate(timeout=60)
+    assert command.returncode == 130, (out, err)
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == ("forgebot index: interrupted; the index keeps what was complete (a first build "
+                                    "keeps nothing), `forgebot index` builds the rest"), err
+    assert not index.exists() and not index.with_suffix(".building").exists()
+
+
+def _waits_on_a_lock(pid: int) -> bool:
+    """Whether process `pid` is blocked on a file lock (`/proc/locks` marks a waiter `->`)."""
+    return any(line.split()[1] == "->" and line.split()[5] == str(pid)
+               for line in Path("/proc/locks").read_text().splitlines() if "->" in line)
