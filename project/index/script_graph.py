@@ -253,7 +253,8 @@ def _rows(dialect: str, path: str, source: bytes, tree: tree_sitter.Tree, digest
 
 # where a type is written: the graph reads no definition there, so an error one line long inside one costs
 # at most that annotation (a receiver's type, for resolving calls through it)
-_TYPE_NODES = frozenset({"type_annotation", "union_type", "intersection_type", "type_parameters", "type_arguments",
+_TYPE_NODES = frozenset({"type_annotation", "union_type", "intersection_type", "type_parameters", "type_parameter",
+                         "type_arguments",
                          "array_type", "tuple_type", "generic_type", "function_type", "object_type",
                          "parenthesized_type", "conditional_type", "lookup_type", "index_type_query",
                          "type_predicate", "opting_type_annotation", "omitting_type_annotation"})
@@ -262,7 +263,8 @@ _TYPE_NODES = frozenset({"type_annotation", "union_type", "intersection_type", "
 def _grammar_gap(error: tree_sitter.Node) -> bool:
     """An error node tree-sitter-typescript 0.23 makes of valid TypeScript whose rows are read right anyway:
     `export type * from "./x"` (TypeScript 5.0; the star re-export is read), and a one-line error inside a
-    type: variance annotations (`interface P<in out T>`, 4.7), `import('@babel/types').Statement[]`, a
+    type: variance annotations (`interface P<in out T>`, 4.7; `<in T = never>` and `<out T extends X = Y>`
+    put the error inside the type parameter: zod 4's core `schemas.ts`), `import('@babel/types').Statement[]`, a
     property named `in` after a union-typed one (elsewhere the grammar's recovery spills out of the type).
     Without this, typeorm's own `src/index.ts` was a file with syntax errors: left out of search, and
     "stale" in every answer."""

@@ -45,8 +45,9 @@ SCHEMA_VERSION = "1"
 # field, graphene's `resolve_total` of `total = graphene.Int()`; 18 a Celery or Dramatiq task queued,
 # `send_email.delay(to)`, as a call of the function; 19 a function handed over in a map, a list, a
 # conditional or a return; 20 a module's instance, `db = Database()`, as an `instance` row; 21 PHP's
-# untyped parameters and properties typed by their docblock's `@param`/`@var`).
-ROWS_VERSION = "21"
+# untyped parameters and properties typed by their docblock's `@param`/`@var`; 22 a TypeScript file whose
+# only errors are variance annotations inside a type parameter, `<out T extends X = Y>`, read whole).
+ROWS_VERSION = "22"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

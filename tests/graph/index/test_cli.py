@@ -285,7 +285,8 @@ def test_search_names_a_python_member_by_its_class_and_special_methods_by_what_t
 
 
 def test_typescript_the_grammar_does_not_know_is_not_a_broken_file(tmp_path: Path, capsys: Capture) -> None:
-    """`export type * from` (TypeScript 5.0), `interface P<in out T>` (4.7) and `import('x').T[]` as a type
+    """`export type * from` (TypeScript 5.0), `interface P<in out T>`, `<in T = never>`, `<out T extends X = Y>`
+    (4.7) and `import('x').T[]` as a type
     are valid; tree-sitter-typescript 0.23 makes error nodes of them. Before, typeorm's
     `src/index.ts` was a file with syntax errors: left out of search and "stale" in every answer. A real
     syntax error still is one."""
@@ -294,7 +295,9 @@ def test_typescript_the_grammar_does_not_know_is_not_a_broken_file(tmp_path: Pat
     (repo / "src" / "index.ts").write_text(
         'export * from "./connection"\nexport type * from "./options"\nexport type * as hooks from "./hooks"\n'
         "export interface Repository<in out Entity> {\n  findEveryEntity(): Entity[]\n"
-        "  ast?: import('@babel/types').Statement[]\n}\n")
+        "  ast?: import('@babel/types').Statement[]\n}\n"
+        "export interface Check<in T = never> {\n  run(input: T): void\n}\n"
+        "export class Choice<\n  out T extends util.EnumLike = util.EnumLike,\n> {\n  pick(): T {}\n}\n")
     (repo / "src" / "connection.ts").write_text("export class Connection {\n  open(): void {}\n}\n")
     (repo / "src" / "broken.ts").write_text("export function half( {\n")
     init_repo(repo)
@@ -305,6 +308,10 @@ def test_typescript_the_grammar_does_not_know_is_not_a_broken_file(tmp_path: Pat
     answer = json.loads(capsys.readouterr().out)
     assert answer["hits"][0]["symbol"] == "src:Repository::findEveryEntity"
     assert answer["stale_files"] == ["src/broken.ts"]
+    assert _run(data, "outline", str(repo), "src/index.ts") == 0
+    outline = capsys.readouterr().out
+    assert "\tinterface\tinterface Check<in T = never>\n" in outline and "\tmethod\trun(input: T): void;\n" in outline
+    assert "\tmethod\tpick(): T\n" in outline
 
 
 def test_output_cut_short_by_its_reader_ends_quietly(tmp_path: Path) -> None:
