@@ -201,10 +201,17 @@ def _hunks(patch: str, span: tuple[object, object], new_side: bool, limit: int) 
     return "\n".join(kept)
 
 
+# links shown in a commit's line of the text: a squash merge can name a hundred changes in its message (zod's
+# "Zod 4" commit: 102), which made one line of 1,400 characters in a tool answer that a small context pays for
+MAX_LINKS = 8
+
+
 def links(conn: Connection, sha: str) -> list[str]:
-    """The merge requests and issues a commit belongs to, titled when memory has their discussion."""
+    """The merge requests and issues a commit belongs to, titled when memory has their discussion; in the
+    order its message names them (the subject's first)."""
     out = []
-    for (ref,) in conn.execute("SELECT DISTINCT ref FROM memory_links WHERE commit_sha = ? ORDER BY via", (sha,)):
+    for (ref,) in conn.execute("SELECT ref FROM memory_links WHERE commit_sha = ? GROUP BY ref "
+                               "ORDER BY min(via), min(rowid)", (sha,)):
         ref = str(ref)
         sources = [f"change {ref[1:]}", f"issue {ref[1:]}"] if ref.startswith("#") else [ref]
         row = next((r for s in sources for r in conn.execute(
@@ -256,7 +263,9 @@ def render(answer: SymbolHistory, notes: Sequence[str] = ()) -> str:
         lines.append("")
         lines.append(f"{step.sha[:12]}  {when}  {step.subject}")
         detail = f"  {step.change} {step.name} in {step.path} ({step.lines} lines)"
-        lines.append(detail + (f"; {'; '.join(step.links)}" if step.links else ""))
+        shown = [*step.links[:MAX_LINKS], f"{len(step.links) - MAX_LINKS} more"] \
+            if len(step.links) > MAX_LINKS + 1 else step.links
+        lines.append(detail + (f"; {'; '.join(shown)}" if shown else ""))
         if step.body:
             lines += [f"  {line}" for line in step.body.splitlines()[:6]]
         if step.hunk:

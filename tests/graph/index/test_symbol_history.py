@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from project.index import memory
-from project.index.symbol_history import history
+from project.index.symbol_history import history, render
 from tests.graph.index.test_memory_history import Repo, php_class, remembered
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -161,3 +161,22 @@ def test_the_history_of_a_python_method_asked_as_python_writes_it(tmp_path: Path
                      "--no-embeddings")
     assert done.returncode == 0, done.stderr
     assert all("history" in hit["legs"] for hit in json.loads(done.stdout)["hits"][:2])
+
+
+def test_a_squash_merge_naming_a_hundred_changes_shows_the_first_eight(tmp_path: Path) -> None:
+    """A squash merge's message can name every change it gathers (zod's "Zod 4 (#4074)" names 102): the
+    text line of that commit keeps the first eight, in the message's order, and says how many more; the
+    JSON keeps them all."""
+    repo = Repo(tmp_path / "app")
+    repo.write("src/Mailer.php", php_class("App", "Mailer", {"send": SEND % 0}))
+    repo.commit("Mailer")
+    repo.write("src/Mailer.php", php_class("App", "Mailer", {"send": SEND % 1}))
+    body = "\n".join(f"* Fix the retry of a queued mail (#{number})" for number in range(100, 130))
+    repo.commit(f"Mailer 2 (#4074)\n\n{body}")
+    conn = remembered(repo, tmp_path)
+    answer = history(conn, repo.root, "App\\Mailer::send")
+    squash = answer.steps[0]
+    assert squash.links[:3] == ("change 4074", "change 100", "change 101") and len(squash.links) == 31
+    line = render(answer).splitlines()[3]
+    assert line.endswith("; change 4074; change 100; change 101; change 102; change 103; change 104; change 105; "
+                         "change 106; 23 more"), line
