@@ -18,12 +18,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from project.index.progress import INTERRUPTED
+
 if TYPE_CHECKING:
     from bot.worker.local import LocalResult
     from foundation.settings import Settings
 
 REACHED, NOT_REACHED, NOT_STARTED, WAITING = 0, 1, 2, 3
-INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C
 _MARKER = re.compile(r"<!--.*?-->", re.S)
 _TAG = re.compile(r"</?(sub|sup|details|summary|small|b|i|em|strong)>|<br\s*/?>", re.I)
 

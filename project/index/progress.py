@@ -13,7 +13,7 @@ import sys
 import time
 
 PROGRESS_SECONDS = 10.0
-# the exit status of a command Ctrl-C stopped, as a shell reports one a SIGINT ended (128 + 2)
+# the exit status of any forgebot command Ctrl-C stopped, as a shell reports one a SIGINT ended (128 + 2)
 INTERRUPTED = 130
 
 
