@@ -7,7 +7,12 @@ thread per worker process builds `<commit>.<model>.vectors.db`: a copy of the ba
 vectors of one model. Chunks whose text is unchanged since an earlier commit of the repository take
 their vectors from that commit's vectors file, so only new chunks are embedded. The file appears
 under its final name only when complete (rename), and a file lock keeps two workers from building
-the same one.
+the same one. Every batch embedded is also kept by chunk hash in the repository's `<model>.kept.db`
+until a build completes: a build stopped midway (the worker restarting, or a newer commit's build
+taking over: one build per repository and model runs in a process) loses no embedding, and the next
+build starts from what it kept. Before, the first vectors of a large repository had to be made in one
+uninterrupted run of hours, and each new commit (each merge request's head under review) started
+another full build beside the running ones.
 
 A task index is a copy of the base without vectors. `adopt` gives it the vector leg once the
 vectors file exists: vectors are copied by chunk content hash, and only the task's own new chunks
@@ -23,6 +28,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +52,7 @@ _stopping = threading.Event()
 
 
 class Stopped(RuntimeError):
-    """The process is exiting; the partial build is dropped and redone by the next worker."""
+    """The process is exiting, or a newer base took over; the partial file is dropped, its vectors kept."""
 
 
 def _stop_builds() -> None:
@@ -108,6 +114,10 @@ def start(base: Path, embedder: Embedder) -> threading.Event:
         if target.is_file():
             done.set()
             return done
+        # an older commit's build of the same repository and model stops: this one takes what it embedded
+        # (`kept_path`) instead of embedding the same chunks beside it
+        _cancelled.update(other for other in _running if other.parent == target.parent
+                          and other.name.endswith(f".{model_slug(embedder)}.vectors.db"))
         _running[target] = done
     thread = threading.Thread(target=_build_guarded, args=(base, embedder, target, done), daemon=True,
                               name=f"vectors-{base.stem[:12]}")
@@ -119,7 +129,9 @@ def start(base: Path, embedder: Embedder) -> threading.Event:
 
 def _build_guarded(base: Path, embedder: Embedder, target: Path, done: threading.Event) -> None:
     try:
-        build(base, embedder, stop=lambda: _stopping.is_set() or target in _cancelled)
+        build(base, embedder, stop=lambda: _stopping.is_set() or target in _cancelled,
+              why=lambda: "a newer commit's build took over" if target in _cancelled and not _stopping.is_set()
+              else "the worker is exiting or its data directory is being removed")
     except Stopped as stopped:
         log.info("vector build for %s stopped: %s", base, stopped)
     except Exception as exc:  # the boundary of a background thread: record, never crash the worker
@@ -135,10 +147,13 @@ def _build_guarded(base: Path, embedder: Embedder, target: Path, done: threading
         done.set()
 
 
-def build(base: Path, embedder: Embedder, stop: Callable[[], bool] = _stopping.is_set) -> Path:
-    """Write the vectors file of `base` (blocking); reuse vectors of earlier commits by chunk hash.
+def build(base: Path, embedder: Embedder, stop: Callable[[], bool] = _stopping.is_set,
+          why: Callable[[], str] = lambda: "the worker is exiting or its data directory is being removed") -> Path:
+    """Write the vectors file of `base` (blocking); reuse vectors of earlier commits, and those a stopped
+    build kept, by chunk hash.
 
-    `stop` is asked between batches; when it says so the partial file is dropped (`Stopped`).
+    `stop` is asked between batches; when it says so the partial file is dropped (`Stopped`, with `why`)
+    and what was embedded stays kept for the next build.
     """
     target = vectors_path(base, embedder)
 
@@ -147,15 +162,70 @@ def build(base: Path, embedder: Embedder, stop: Callable[[], bool] = _stopping.i
         previous = _previous(base, embedder, target)
         if previous is not None:
             copy_vectors(conn, previous)
-        search_store.embed_pending(conn, embedder, batch_size=32, stop=stop)
-        _memory_vectors(conn, embedder, previous, stop)
-        if stop():
-            raise Stopped("the worker is exiting or its data directory is being removed")
-        search_store.write_meta(conn, **{_ADOPTED: embedder.model_id})
+        with _Kept(kept_path(base, embedder)) as kept:
+            kept.give(conn)
+            search_store.embed_pending(conn, embedder, batch_size=32, stop=stop, stored=partial(kept.take, conn))
+            _memory_vectors(conn, embedder, previous, stop)
+            if stop():
+                raise Stopped(why())
+            search_store.write_meta(conn, **{_ADOPTED: embedder.model_id})
+            kept.clear()  # this file now gives the next build what it needs (`_previous`)
 
     if build_new(target, fill, seed=base):
         _failed_path(target).unlink(missing_ok=True)
     return target
+
+
+def kept_path(base: Path, embedder: Embedder) -> Path:
+    """The chunk vectors builds of the repository of `base` embedded and no complete build holds yet."""
+    return base.with_name(f"{model_slug(embedder)}.kept.db")
+
+
+class _Kept:
+    """The kept vectors of one repository and model: each batch a build embeds is added (committed at
+    once, so a stop loses nothing), and a build starts from them (`give`). Builds of several workers may
+    share the file: SQLite's lock and `INSERT OR IGNORE` let each add and read."""
+
+    def __init__(self, path: Path) -> None:
+        self._conn = connect(path)
+        with self._conn:
+            self._conn.execute("CREATE TABLE IF NOT EXISTS kept (chunk_hash TEXT PRIMARY KEY, embedding BLOB NOT NULL)"
+                               " WITHOUT ROWID")
+
+    def __enter__(self) -> _Kept:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._conn.close()
+
+    def give(self, conn: Connection) -> int:
+        """Give every chunk of `conn` without a vector the one kept for its hash."""
+        wanted = dict(conn.execute("SELECT chunk_hash, id FROM chunks WHERE embedded = 0").fetchall())
+        ids: list[int] = []
+        rows: list[np.ndarray] = []
+        hashes = list(wanted)
+        for start in range(0, len(hashes), 500):
+            some = hashes[start:start + 500]
+            for digest, blob in self._conn.execute(
+                    f"SELECT chunk_hash, embedding FROM kept WHERE chunk_hash IN ({','.join('?' * len(some))})", some):
+                ids.append(wanted[digest])
+                rows.append(np.frombuffer(blob, dtype=np.float32))
+        if ids:
+            search_store.store_vectors(conn, ids, np.stack(rows))
+        return len(ids)
+
+    def take(self, conn: Connection, ids: list[int], vectors: np.ndarray) -> None:
+        """Keep a batch `conn` just embedded (its chunk ids and vectors)."""
+        marks = ",".join("?" * len(ids))
+        hashes = dict(conn.execute(f"SELECT id, chunk_hash FROM chunks WHERE id IN ({marks})", ids).fetchall())
+        with self._conn:
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO kept (chunk_hash, embedding) VALUES (?, ?)",
+                [(hashes[i], np.asarray(v, dtype=np.float32).tobytes()) for i, v in zip(ids, vectors, strict=True)])
+
+    def clear(self) -> None:
+        with self._conn:
+            self._conn.execute("DELETE FROM kept")
 
 
 def _memory_vectors(conn: Connection, embedder: Embedder, source: Path | None,

@@ -245,11 +245,11 @@ def pending_chunks(conn: Connection) -> int:
 
 def embed_pending(
     conn: Connection, embedder: Embedder, *, batch_size: int = 256, stop: Callable[[], bool] | None = None,
-    progress: Callable[[int], None] | None = None,
+    stored: Callable[[list[int], np.ndarray], None] | None = None,
 ) -> int:
-    """Embed every chunk that has no vector yet (until `stop()` says so); returns how many were embedded
-    (`progress` is told the count after each batch). Each batch is committed with its vectors: a stop, or
-    an interrupt, keeps what was embedded, and the next call goes on from there."""
+    """Embed every chunk that has no vector yet (until `stop()` says so); returns how many were embedded.
+    Each batch is committed with its vectors, then told to `stored` (its chunk ids and vectors): a stop,
+    or an interrupt, keeps what was embedded, and the next call goes on from there."""
     done = 0
     while stop is None or not stop():
         rows = conn.execute(
@@ -260,10 +260,11 @@ def embed_pending(
         if not rows:
             return done
         vectors = embedder.embed([_row_chunk(tuple(row)[1:]).embed_text for row in rows])
-        store_vectors(conn, [row[0] for row in rows], vectors)
+        ids = [int(row[0]) for row in rows]
+        store_vectors(conn, ids, vectors)
         done += len(rows)
-        if progress is not None:
-            progress(done)
+        if stored is not None:
+            stored(ids, vectors)
     return done
 
 

@@ -322,16 +322,22 @@ def _refresh(
         with timings.phase("vectors"):
             told = None
             if progress is not None:
-                total = search_store.pending_chunks(conn)
-                progress(0, total)
-                told = partial(_tell, progress, total)
-            embedded = search_store.embed_pending(conn, embedder, progress=told)
+                told = _Told(progress, search_store.pending_chunks(conn))
+            embedded = search_store.embed_pending(conn, embedder, stored=told)
     search_store.set_freshness(conn, commit=commit_or_none(root), stale=index_stale_files(conn))
     return SyncReport(tuple(changed), tuple(removed), embedded, read_freshness(conn), graph)
 
 
-def _tell(progress: Counted, total: int, done: int) -> None:
-    progress(done, total)
+class _Told:
+    """Tells `progress` how many of `total` chunks are embedded: at once, then after each batch."""
+
+    def __init__(self, progress: Counted, total: int) -> None:
+        self._progress, self._total, self._done = progress, total, 0
+        progress(0, total)
+
+    def __call__(self, ids: list[int], vectors: object) -> None:
+        self._done += len(ids)
+        self._progress(self._done, self._total)
 
 
 def commit_or_none(root: Path) -> str:

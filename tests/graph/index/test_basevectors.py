@@ -4,6 +4,7 @@ across commits by chunk hash, failures said instead of raised."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -153,7 +154,84 @@ print(base)
     embedder = HashingEmbedder(dimension=16)
     assert not basevectors.vectors_path(base, embedder).exists()
     assert not basevectors.vectors_path(base, embedder).with_suffix(".failed").exists()
-    assert basevectors.build(base, embedder).is_file()  # the next worker builds it
+    kept = _kept(base, embedder)
+    assert kept > 0  # the batches embedded before the exit
+    vectors = basevectors.build(base, embedder)  # the next worker builds it, from what was kept
+    items, _ = _memory_rows(vectors)  # the project memory's items are embedded after the chunks
+    assert vectors.is_file() and sum(embedder.calls) == _chunks(vectors) - kept + items
+    assert _kept(base, embedder) == 0  # a complete build holds them now
+
+
+def _kept(base: Path, embedder: HashingEmbedder) -> int:
+    conn = connect(basevectors.kept_path(base, embedder), readonly=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM kept").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _chunks(index: Path) -> int:
+    conn = connect(index, readonly=True)
+    try:
+        return int(conn.execute("SELECT count(DISTINCT chunk_hash) FROM chunks").fetchone()[0])
+    finally:
+        conn.close()
+
+
+class CountedEmbedder(HashingEmbedder):
+    """Embeds a batch only when the test allows one more (`allow`), and counts the texts it embedded."""
+
+    def __init__(self) -> None:
+        super().__init__(dimension=16)
+        self.allowed = threading.Semaphore(0)
+        self.texts: list[str] = []
+        self.asked = 0
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        self.asked += 1
+        assert self.allowed.acquire(timeout=30), "the test allowed no more batches"
+        self.texts.extend(texts)
+        return super().embed(texts)
+
+
+def test_a_newer_commits_build_takes_over_from_the_older_one_without_embedding_anything_twice(tmp_path: Path) -> None:
+    """Each new commit (each merge request's head under review) has a base of its own. Its vectors build
+    stops the older commit's build of the same repository, which would embed the same chunks beside
+    it, and starts from what that one kept; a task on the older base goes on without vectors."""
+    methods = "".join(f"    public function measure{m}(int $x): int\n    {{\n        return $x * {m};\n    }}\n\n"
+                      for m in range(6))
+    files = {f"src/Shop/Part{n}.php": f"<?php\nnamespace Shop;\n\nclass Part{n}\n{{\n{methods}}}\n" for n in range(12)}
+    root = make_repo(tmp_path / "checkout", files)
+    data = tmp_path / "data"
+    embedder = CountedEmbedder()
+    first = taskindex.build_base(data, "shop", root)
+    older = basevectors.start(first, embedder)
+    for _ in range(2):
+        embedder.allowed.release()  # two batches of 32
+    deadline = time.monotonic() + 30
+    while embedder.asked < 3:  # the third batch asked: the first two are stored
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    (root / "src/Shop/Part0.php").write_text(files["src/Shop/Part0.php"].replace("$x * 1;", "$x * 100;"))
+    commit(root, "measure1 scales by a hundred")
+    second = taskindex.build_base(data, "shop", root)
+    newer = basevectors.start(second, embedder)
+    for _ in range(40):
+        embedder.allowed.release()
+    assert older.wait(30) and newer.wait(30)
+    assert not basevectors.vectors_path(first, embedder).exists()  # stopped: it took no more batches
+    vectors = basevectors.vectors_path(second, embedder)
+    assert vectors.is_file() and _unembedded(vectors) == 0
+    repeated = len(embedder.texts) - len(set(embedder.texts))
+    assert repeated <= 32  # at most the older build's batch in flight when the newer one took over
+
+
+def _unembedded(index: Path) -> int:
+    conn = connect(index, readonly=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0])
+    finally:
+        conn.close()
 
 
 def _memory(root: Path, index: Path, embedder: HashingEmbedder | None, query: str) -> str:
