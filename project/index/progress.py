@@ -66,15 +66,18 @@ class Vectors:
 
 
 def pace(done: int, total: int, seconds: float) -> str:
-    """` (12 a second, about 18 min left)`, or "" before anything is done."""
+    """` (12 a second, about 18 min left)`, ` (12 a second)` when all is done, "" before anything is."""
     if done <= 0 or seconds <= 0:
         return ""
     rate = done / seconds
+    each = f"{rate:.1f} a second" if rate < 10 else f"{rate:.0f} a second"
     left = (total - done) / rate
+    if left <= 0:
+        return f" ({each})"
     if left < 90:
         remaining = f"about {left:.0f} s left"
     elif left < 90 * 60:
         remaining = f"about {left / 60:.0f} min left"
     else:
         remaining = f"about {left // 3600:.0f} h {left % 3600 / 60:.0f} min left"
-    return f" ({rate:.1f} a second, {remaining})" if rate < 10 else f" ({rate:.0f} a second, {remaining})"
+    return f" ({each}, {remaining})"

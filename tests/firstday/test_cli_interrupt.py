@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from project.index.location import index_path
+from project.index.progress import pace
 from tests.fakes.embeddings_http import EmbeddingsState, create_embeddings_app
 from tests.fakes.server import serving
 from tests.firstday.cli import FORGEBOT, forgebot
@@ -116,3 +117,11 @@ def _waits_on_a_lock(pid: int) -> bool:
     """Whether process `pid` is blocked on a file lock (`/proc/locks` marks a waiter `->`)."""
     return any(line.split()[1] == "->" and line.split()[5] == str(pid)
                for line in Path("/proc/locks").read_text().splitlines() if "->" in line)
+
+
+def test_the_pace_says_how_long_is_left_in_the_unit_a_reader_wants() -> None:
+    assert pace(0, 14_463, 5.0) == ""  # nothing done yet: no rate to tell
+    assert pace(256, 14_463, 12.0) == " (21 a second, about 11 min left)"
+    assert pace(500, 1_000, 3.0) == " (167 a second, about 3 s left)"
+    assert pace(100, 1_000_000, 50.0) == " (2.0 a second, about 138 h 52 min left)"
+    assert pace(2_295, 2_295, 190.0) == " (12 a second)"  # done: nothing left to estimate
