@@ -204,6 +204,7 @@ class _Worktree:
     path: Path
     branch: str
     start: str
+    whole: bool = True  # False: the mirror holds the start commit alone (`_own_worktree`)
 
 
 def _title_and_body(task: str) -> tuple[str, str]:
@@ -237,15 +238,25 @@ async def _own_worktree(settings: Settings, root: Path, project: str, task_id: s
     spaces = Workspaces.for_settings(settings)
     key = repo_key("local", project)
     async with step("mirror"):
-        mirror = await spaces.mirror(key, str(root))
+        incomplete: GitError | None = None
+        try:
+            mirror = await spaces.mirror(key, str(root))
+        except GitError as exc:
+            # a partial clone (`--filter=blob:none`) or a damaged repository lacks objects of its history:
+            # git cannot copy the branches, but the start commit's own tree is usually all there
+            incomplete, mirror = exc, spaces.mirror_path(key)
         # HEAD may be detached or `base` a commit no branch names: fetch the start commit itself
-        done = gitrunner.run(["fetch", "--quiet", "--no-tags", "origin", f"+{start}:refs/forgebot/start/{task_id}"],
-                             gitrunner.Repo.at(mirror), protocols=("file",))
+        depth = ["--depth", "1"] if incomplete else []
+        refspec = f"+{start}:refs/forgebot/start/{task_id}"
+        done = gitrunner.run(["fetch", "--quiet", "--no-tags", *depth, "origin", refspec], gitrunner.Repo.at(mirror),
+                             protocols=("file",))
         if done.returncode != 0:
+            if incomplete is not None:
+                raise incomplete  # not even the start commit is whole: git's own message says what is missing
             raise LocalRunError(f"git fetch of {start} failed: {done.stderr[-400:]}")
     async with step("worktree"):
         path = await spaces.worktree(key, task_id, branch, start)
-    return _Worktree(key=key, mirror=mirror, path=path, branch=branch, start=start)
+    return _Worktree(key=key, mirror=mirror, path=path, branch=branch, start=start, whole=incomplete is None)
 
 
 def _deliver(root: Path, work: _Worktree) -> tuple[int, str]:
@@ -456,6 +467,9 @@ async def run_local(
                 work = await _own_worktree(settings, root, event.repo.project, row.task_id,
                                            run_branch(row.task_id, title), base)
                 state["workspace"], state["branch"], state["base"] = str(work.path), work.branch, work.start
+                if not work.whole:
+                    notify(f"{root} lacks objects of its history (a partial clone, or a damaged repository): this "
+                           f"run works on commit {work.start[:12]} alone, and its project memory has no history")
                 async with step("index"):
                     indexed = await asyncio.to_thread(index_checkout, settings.data_dir, work.key, work.path,
                                                       row.task_id, settings.embedder, settings.memory.max_commits)

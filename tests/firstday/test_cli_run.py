@@ -5,6 +5,7 @@ worker's: listed by `forgebot tasks`, its trace readable, its questions answered
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -286,3 +287,28 @@ def test_a_local_run_is_on_the_console_beside_the_services_tasks(
     assert f"/console/tasks/{task}" in listing and f"local run #1 in {checkout}" in listing
     page = service.console(f"/console/tasks/{task}")
     assert f"local run #1 in {checkout}" in page and "analyzer" in page  # its timeline from its checkpoints
+
+
+def test_a_partial_clone_runs_on_its_start_commit_and_says_so(tmp_path: Path, model: ModelServer,
+                                                                checkout: Path) -> None:
+    """A blobless partial clone (`git clone --filter=blob:none`, how large repositories are often cloned)
+    lacks the blobs of its history: git cannot copy its branches into the run's mirror ("possible
+    repository corruption on the remote side"), and every run failed there. The run now works on the
+    start commit alone, whose tree the clone holds, and says what it goes without."""
+    (checkout / "Cart.php").write_text("<?php\nclass Cart { public function total(): int { return 2; } }\n")
+    git(checkout, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qam", "total is two")
+    git(checkout, "config", "uploadpack.allowFilter", "true")
+    partial = tmp_path / "partial"
+    done = subprocess.run(["git", "clone", "-q", "--filter=blob:none", f"file://{checkout}", str(partial)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "?" in git(partial, "rev-list", "--objects", "--all", "--missing=print")  # the first commit's blob
+    model.responder = answering({"Decomposition": decomposition(), "Analysis": ANALYSIS})
+    seen = forgebot("run", "--repo", str(partial), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
+                    **_env(tmp_path, model))
+    assert seen.code == 0, seen.err
+    head = git(partial, "rev-parse", "HEAD").strip()
+    assert seen.err[0] == (f"forgebot run: {partial} lacks objects of its history (a partial clone, or a damaged "
+                           f"repository): this run works on commit {head[:12]} alone, and its project memory has no "
+                           "history")
+    assert "Cart::total computes the total without tax." in seen.out
