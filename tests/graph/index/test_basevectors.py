@@ -162,20 +162,20 @@ print(base)
     assert _kept(base, embedder) == 0  # a complete build holds them now
 
 
-def _kept(base: Path, embedder: HashingEmbedder) -> int:
-    conn = connect(basevectors.kept_path(base, embedder), readonly=True)
+def _count(index: Path, query: str) -> int:
+    conn = connect(index, readonly=True)
     try:
-        return int(conn.execute("SELECT count(*) FROM kept").fetchone()[0])
+        return int(conn.execute(query).fetchone()[0])
     finally:
         conn.close()
+
+
+def _kept(base: Path, embedder: HashingEmbedder) -> int:
+    return _count(basevectors.kept_path(base, embedder), "SELECT count(*) FROM kept")
 
 
 def _chunks(index: Path) -> int:
-    conn = connect(index, readonly=True)
-    try:
-        return int(conn.execute("SELECT count(DISTINCT chunk_hash) FROM chunks").fetchone()[0])
-    finally:
-        conn.close()
+    return _count(index, "SELECT count(DISTINCT chunk_hash) FROM chunks")
 
 
 class CountedEmbedder(HashingEmbedder):
@@ -227,11 +227,7 @@ def test_a_newer_commits_build_takes_over_from_the_older_one_without_embedding_a
 
 
 def _unembedded(index: Path) -> int:
-    conn = connect(index, readonly=True)
-    try:
-        return int(conn.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0])
-    finally:
-        conn.close()
+    return _count(index, "SELECT count(*) FROM chunks WHERE embedded = 0")
 
 
 def _memory(root: Path, index: Path, embedder: HashingEmbedder | None, query: str) -> str:
