@@ -10,7 +10,7 @@ from foundation.settings import Settings
 from graph import routing
 from graph.schemas import AcceptanceCriterion, Analysis, Decomposition, Evidence
 from tests.fakes.forge import FakeForge
-from tests.fakes.model_server import answer, scripted
+from tests.fakes.model_server import answer, scripted, text
 from tests.graph.investigation.conftest import ISSUE, STRANGER, Runner, task_state
 from tests.graph.runtime.script import call
 
@@ -134,3 +134,21 @@ def test_routing_after_decomposer() -> None:
     # the model gave nothing to ask: the author is not asked to make up for it
     assert routing.after_decomposer({"criteria": [], "may_ask": True, "questions": [], "blocked_by": "model"}) == (
         "publisher")
+
+
+async def test_an_analysis_that_cites_no_code_is_reported_as_unchecked(checkout: Path, settings: Settings,
+                                                                       forge: FakeForge) -> None:
+    """A small model answered a real repository's issue without a tool call and named nothing of the code
+    ("The analysis results are not supported by the tools."): the report said "Analysis" as if checked.
+    It now says that nothing in it names code, so nothing could be checked; an invented citation is no
+    citation."""
+    analyzer = scripted([text("The analysis results are not supported by the tools."), answer(Analysis, Analysis(
+        summary="The analysis results are not supported by the tools.",
+        evidence=[Evidence(path="src/Ghost.php", start_line=1, end_line=2, note="invented")]))])
+    models = {"decomposer": scripted([answer(Decomposition, CRITERIA)]), "analyzer": analyzer}
+    result = await Runner(settings, forge, models.__getitem__, task_state(checkout, settings)).run()
+    assert result["outcome"] == "reported"
+    (report,) = forge.comments[ISSUE]
+    assert report.startswith("### Analysis, unchecked: it cites no code\n\nNothing below names a file, symbol or line "
+                             "of the repository that exists,\nso none of it could be checked against the code")
+    assert "`src/Ghost.php:1-2: no such file`" in report
