@@ -71,6 +71,13 @@ _PROGRAM_KEYS = re.compile(
     r"|core\.(sshcommand|gitproxy|alternaterefscommand|worktree)|remote\..*\.(uploadpack|receivepack|vcs)"
     r"|extensions\.worktreeconfig"
 )
+# keys under those prefixes that only hold data: serving partial clones (`uploadpack.allowFilter`, set on a
+# repository others clone with `--filter`), the wire protocol's version. A repository that sets them is
+# an ordinary one, and refusing it stopped `forgebot run` on it with no way on but editing its config.
+_DATA_KEYS = re.compile(
+    r"uploadpack\.(allowfilter|allowanysha1inwant|allowreachablesha1inwant|allowtipsha1inwant|allowrefinwant"
+    r"|keepalive)|protocol\.version"
+)
 # commands that look inside a gitlink's directory (a populated submodule) for changes, running that
 # repository's own filters: `status` and `diff` do not (`diff.ignoreSubmodules=all`), these do
 _DESCENDING = frozenset({"add", "commit", "diff-files", "stash", "update-index"})
@@ -214,11 +221,15 @@ def _screen(config: str, owned: bool, version: tuple[int, ...]) -> None:
         raise GitTampered(f"{config} cannot be parsed: {done.stderr.strip()[-300:]}")
     keys = {entry.split("\n", 1)[0] for entry in done.stdout.split("\0") if entry}
     bad = sorted(k for k in keys if not _MIRROR_KEYS.fullmatch(k)) if owned else sorted(
-        k for k in keys if _PROGRAM_KEYS.fullmatch(k)
+        k for k in keys if _PROGRAM_KEYS.fullmatch(k) and not _DATA_KEYS.fullmatch(k)
     )
+    if owned and bad:
+        raise GitTampered(f"{config}: {', '.join(bad[:5])} may not be set in the bot's own repository; "
+                          "refusing to run git")
     if bad:
-        whose = "the bot's own repository" if owned else "this repository"
-        raise GitTampered(f"{config}: {', '.join(bad[:5])} may not be set in {whose}; refusing to run git")
+        raise GitTampered(f"{config}: {', '.join(bad[:5])} may not be set in this repository; refusing to run git "
+                          "(such a setting can run a program or read more configuration: `git config --unset "
+                          f"{bad[0]}` removes it, or work on a clone without it)")
 
 
 @functools.cache

@@ -100,3 +100,19 @@ def test_the_environment_is_built_from_nothing(tmp_path: Path, monkeypatch: pyte
         environment({}, {"GIT_EXTERNAL_DIFF": "/bin/true"})
     root = checkout(tmp_path)
     assert git(root, "rev-parse", "--show-toplevel").strip() == str(root.resolve())
+
+
+def test_a_users_repository_may_serve_partial_clones_but_not_run_a_program(tmp_path: Path) -> None:
+    """`uploadpack.allowFilter` (a repository others clone with `--filter=blob:none`) and `protocol.version`
+    only hold data: `forgebot run` refused such a repository outright. Keys under the same prefixes that
+    run a program still stop git, and the refusal says how to remove one."""
+    root = checkout(tmp_path)
+    for key, value in (("uploadpack.allowFilter", "true"), ("uploadpack.allowAnySHA1InWant", "true"),
+                       ("protocol.version", "2")):
+        subprocess.run(["git", "config", key, value], cwd=root, env=PLAIN, check=True)
+    assert git(root, "rev-parse", "HEAD").strip()
+    subprocess.run(["git", "config", "uploadpack.packObjectsHook", "/bin/evil"], cwd=root, env=PLAIN, check=True)
+    with pytest.raises(GitTampered, match=r"uploadpack.packobjectshook may not be set in this repository; refusing "
+                                          r"to run git \(such a setting can run a program or read more configuration: "
+                                          r"`git config --unset uploadpack.packobjectshook` removes it"):
+        git(root, "rev-parse", "HEAD")
