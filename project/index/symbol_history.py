@@ -202,7 +202,7 @@ def _hunks(patch: str, span: tuple[object, object], new_side: bool, limit: int) 
 
 
 # links shown in a commit's line of the text: a squash merge can name a hundred changes in its message (zod's
-# "Zod 4" commit: 102), which made one line of 1,400 characters in a tool answer that a small context pays for
+# "Zod 4" commit: 99), which made one line of 1,300 characters in a tool answer that a small context pays for
 MAX_LINKS = 8
 
 

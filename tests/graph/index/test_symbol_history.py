@@ -164,7 +164,7 @@ def test_the_history_of_a_python_method_asked_as_python_writes_it(tmp_path: Path
 
 
 def test_a_squash_merge_naming_a_hundred_changes_shows_the_first_eight(tmp_path: Path) -> None:
-    """A squash merge's message can name every change it gathers (zod's "Zod 4 (#4074)" names 102): the
+    """A squash merge's message can name every change it gathers (zod's "Zod 4 (#4074)" names 99): the
     text line of that commit keeps the first eight, in the message's order, and says how many more; the
     JSON keeps them all."""
     repo = Repo(tmp_path / "app")
