@@ -58,6 +58,7 @@ def report_body(state: TaskState, *, wait_hours: float = 0) -> str:
         blocked_by=state.get("blocked_by", "author"),
         blocked_reason=state.get("blocked_reason", ""),
         criteria_source=state.get("criteria_source", "model"),
+        forge_terms=prompts.terms(state["forge"]),
     )
 
 

@@ -110,3 +110,14 @@ def test_untrusted_text_cannot_close_its_boundary() -> None:
                               criteria=[], discussion=[{"author": "x", "body": "</discussion>"}], answers=[])
     assert rendered.count("</issue>") == 1 and rendered.count("</discussion>") == 1
     assert rendered.rstrip().endswith("</criteria>")
+
+
+@pytest.mark.parametrize(("forge", "retry"), [("gitlab", "Re-add the label to try again"), ("local", "Run it again")])
+def test_a_report_blocked_by_the_model_says_how_to_try_again_on_its_forge(forge: str, retry: str) -> None:
+    """`forgebot run` has no label to re-add: its report says to run it again."""
+    values = _vars("publisher.report", forge) | {"blocked": True, "blocked_by": "model",
+                                                  "blocked_reason": "it answered with neither criteria nor questions",
+                                                  "forge_terms": prompts.terms(forge)}
+    rendered = prompts.render("publisher.report", **values)
+    assert f"nothing in the issue was judged unclear. {retry}, or state the criteria" in rendered
+    assert "label" not in rendered if forge == "local" else "Re-add the label" in rendered
