@@ -17,8 +17,6 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from project.index.progress import INTERRUPTED
-
 if TYPE_CHECKING:
     from foundation.settings import Settings
 
@@ -138,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback (`index` also says what it kept)
+        from project.index.progress import INTERRUPTED  # not at the top: `--help` loads the command line alone
+
         sys.stderr.write(f"forgebot {args.command}: interrupted\n")
         return INTERRUPTED
     except BrokenPipeError:

@@ -125,3 +125,20 @@ def test_the_pace_says_how_long_is_left_in_the_unit_a_reader_wants() -> None:
     assert pace(500, 1_000, 3.0) == " (167 a second, about 3 s left)"
     assert pace(100, 1_000_000, 50.0) == " (2.0 a second, about 138 h 52 min left)"
     assert pace(2_295, 2_295, 190.0) == " (12 a second)"  # done: nothing left to estimate
+
+
+def test_ctrl_c_in_any_command_is_one_line_and_status_130(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Every command, not only `index`: an interrupt is a line naming the command, not a traceback."""
+    from bot.cli import main as cli
+    from bot.cli import tasks_cli
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    for name in [n for n in os.environ if n.startswith("FORGEBOT_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("FORGEBOT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(tasks_cli, "run", interrupted)
+    assert cli.main(["tasks"]) == 130
+    assert capsys.readouterr().err == "forgebot tasks: interrupted\n"
