@@ -37,6 +37,15 @@ def _checkout(root: Path) -> Path:
     return init_repo(root)
 
 
+def _at_a_terminal(cwd: Path, env: dict[str, str], *argv: str) -> subprocess.Popen[str]:
+    """The installed command in a process group of its own that takes SIGINT as a terminal delivers it
+    to the foreground group (a shell's background job would ignore it), with only `env`'s settings."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")}
+    return subprocess.Popen([str(FORGEBOT), *argv], cwd=cwd, env={**clean, **env}, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
 def test_ctrl_c_while_embedding_keeps_the_vectors_and_the_next_index_goes_on(tmp_path: Path) -> None:
     root = _checkout(tmp_path / "shop")
     state = EmbeddingsState(dimension=16, hold_from=2)  # the second batch never answers until released
@@ -44,12 +53,7 @@ def test_ctrl_c_while_embedding_keeps_the_vectors_and_the_next_index_goes_on(tmp
         env = {"FORGEBOT_DATA_DIR": str(tmp_path / "data"), "FORGEBOT_EMBEDDER__KIND": "http",
                "FORGEBOT_EMBEDDER__BASE_URL": f"{server.url}/v1", "FORGEBOT_EMBEDDER__MODEL": "tiny",
                "FORGEBOT_EMBEDDER__DIMENSION": "16", "FORGEBOT_EMBEDDER__BATCH_SIZE": str(BATCH)}
-        clean = {k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")}
-        # its own process group, SIGINT as a terminal delivers it (a shell's background job ignores it)
-        command = subprocess.Popen(
-            [str(FORGEBOT), "index", str(root)], cwd=tmp_path, env={**clean, **env}, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        command = _at_a_terminal(tmp_path, env, "index", str(root))
         try:
             deadline = time.monotonic() + 120
             while state.received < 2:  # the first batch answered and committed, the second asked
@@ -91,15 +95,11 @@ def test_ctrl_c_before_the_vectors_says_so_without_a_traceback(tmp_path: Path) -
     `forgebot index` of the same checkout holds) ends the same way, and leaves no half-built file."""
     root = _checkout(tmp_path / "shop")
     env = {"FORGEBOT_DATA_DIR": str(tmp_path / "data"), "FORGEBOT_EMBEDDER__KIND": "off"}
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")}
     index = index_path(tmp_path / "data", root)
     index.parent.mkdir(parents=True)
     with index.with_suffix(".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # the other build
-        command = subprocess.Popen(
-            [str(FORGEBOT), "index", str(root), "--no-embeddings"], cwd=tmp_path, env={**clean, **env}, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        command = _at_a_terminal(tmp_path, env, "index", str(root), "--no-embeddings")
         deadline = time.monotonic() + 120
         while not _waits_on_a_lock(command.pid):
             assert command.poll() is None and time.monotonic() < deadline, command.communicate()
