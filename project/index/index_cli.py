@@ -210,6 +210,11 @@ def _graph_line(graph: SyncReport, counts: list[int]) -> str:
         more = f"; and {len(graph.left_out) - 5} more" if len(graph.left_out) > 5 else ""
         sys.stderr.write(f"forgebot: {len(graph.left_out)} file(s) left out of the index, not hand-written source "
                          f"or not in the checkout: {shown}{more}\n")
+    broken = [path for path in graph.stale if path not in graph.failed]
+    if broken:  # "1 stale" alone left the user to find which file, and that every answer will name it
+        shown = ", ".join(broken[:5]) + (f"; and {len(broken) - 5} more" if len(broken) > 5 else "")
+        sys.stderr.write(f"forgebot: {len(broken)} file(s) with syntax errors, named stale in every answer until "
+                         f"fixed: {shown}\n")
     for line in graph.unread_config[:20]:
         sys.stderr.write(f"forgebot: {line}: not read, its import aliases are not followed\n")
     return (f"graph: {len(graph.parsed)} parsed, {len(graph.unchanged)} unchanged, {len(graph.removed)} removed, "

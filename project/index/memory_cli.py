@@ -213,6 +213,10 @@ def run_memory(args: argparse.Namespace) -> int:
     return 0
 
 
+# the symbols a hit's line names; `--json` has them all
+SHOWN_SYMBOLS = 4
+
+
 def _print(question: str, hits: list[MemoryHit], notes: list[str], as_json: bool, single: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps({"query": question, "hits": [h.as_dict() for h in hits], "notes": notes}) + "\n")
@@ -223,6 +227,8 @@ def _print(question: str, hits: list[MemoryHit], notes: list[str], as_json: bool
         where = hit.source[:12] if hit.kind == "commit" else f"{hit.source} § {hit.anchor}"
         sys.stdout.write(f"{hit.kind:8}  {where}  {hit.title}  {hit.score:.4f}\n")
         named = [e.label() for e in hit.entry_points] if hit.entry_points else list(hit.symbols)
+        if len(named) > SHOWN_SYMBOLS + 1:  # a refactoring's commit touches dozens: one line stays readable
+            named = [*named[:SHOWN_SYMBOLS], f"{len(named) - SHOWN_SYMBOLS} more (--json lists them)"]
         if named:
             sys.stdout.write(f"          → {', '.join(named)}\n")
     for note in notes:

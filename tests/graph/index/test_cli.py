@@ -164,7 +164,9 @@ def test_stale_files_are_reported_on_stderr(
     data = tmp_path / "data"
     (repo / "src/Broken.php").write_text("<?php\nclass Broken { function ( }\n")
     _run(data, "index", str(repo), "--workers", "1")
-    capsys.readouterr()
+    # the build names the file too: "1 stale" alone left the user to find it (phpunit's parse-error fixture)
+    assert ("forgebot: 1 file(s) with syntax errors, named stale in every answer until fixed: src/Broken.php\n"
+            in capsys.readouterr().err)
     assert _run(data, "symbols", str(repo)) == 0
     assert "stale for 1 file(s): src/Broken.php" in capsys.readouterr().err
 

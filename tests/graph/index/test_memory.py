@@ -263,3 +263,50 @@ def test_a_broken_previous_base_is_not_taken_over(project: tuple[Path, dict[str,
     with connect(taskindex.build_base(tmp_path / "data", "demo", root)) as conn:
         commits = {str(r[0]) for r in conn.execute("SELECT source FROM memory_items WHERE kind = 'commit'")}
     assert commits == set(shas.values())  # remembered from nothing
+
+
+def test_a_history_longer_than_the_limit_says_what_is_left_out(project: tuple[Path, dict[str, str]],
+                                                               tmp_path: Path) -> None:
+    """phpunit has 26,000 commits and memory keeps the newest 20,000: a question about an older decision
+    found nothing and nothing said why. Every answer now says how much of the history is remembered."""
+    root, shas = project
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")},
+           "FORGEBOT_DATA_DIR": str(tmp_path / "data")}
+
+    def ask(*flags: str) -> dict[str, Any]:
+        done = subprocess.run([sys.executable, "-m", "bot", "memory", str(root), "why is the lock timeout 30 seconds",
+                               "--json", "--no-embeddings", *flags], env=env, capture_output=True, text=True,
+                              check=True)
+        return dict(json.loads(done.stdout))
+
+    cut = ask("--max-commits", "2")
+    assert "history: the newest 2 of HEAD's 3 commits are remembered; the older 1 are not searched" in cut["notes"]
+    assert shas["initial"] not in {h["source"] for h in cut["hits"]}
+    (root / "NOTES.md").write_text("Lock notes.\n")
+    _commit(root, "Add notes")
+    whole = ask()  # the default limit holds the whole history: no note
+    assert not [n for n in whole["notes"] if n.startswith("history: the newest")]
+
+
+def test_a_commit_touching_many_symbols_stays_one_readable_line(tmp_path: Path) -> None:
+    """A refactoring's commit touches a dozen methods: its line named them all (1,300 characters on
+    phpunit's TestDox commits). The text names four and how many more; `--json` keeps them all."""
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    methods = "\n".join(f"    public function step{i}(): int {{ return {{}}; }}" for i in range(9))
+    (root / "src" / "Printer.php").write_text("<?php\nclass Printer\n{\n" + methods.replace("{}", "1") + "\n}\n")
+    _commit(root, "Add the printer")
+    (root / "src" / "Printer.php").write_text("<?php\nclass Printer\n{\n" + methods.replace("{}", "2") + "\n}\n")
+    _commit(root, "Rework every step of the printer")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("FORGEBOT_")},
+           "FORGEBOT_DATA_DIR": str(tmp_path / "data")}
+    command = [sys.executable, "-m", "bot", "memory", str(root), "why was every printer step reworked",
+               "--no-embeddings", "-k", "1"]
+    text = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout.splitlines()
+    assert text[0].startswith("commit ") and "Rework every step of the printer" in text[0]
+    assert text[1] == ("          → Printer::step0, Printer::step1, Printer::step2, Printer::step3, "
+                       "5 more (--json lists them)")
+    listed = json.loads(subprocess.run([*command, "--json"], env=env, capture_output=True, text=True,
+                                       check=True).stdout)
+    assert len(listed["hits"][0]["symbols"]) == 9
