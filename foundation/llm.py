@@ -50,6 +50,7 @@ class Failure:
     reason: str  # the provider's short message (callers redact before publishing)
     status: int | None = None
     retry_after: float | None = None
+    setting: str = ""  # the setting to check when the kind's usual one is not it (a timeout: TIMEOUT)
 
 
 _SETTING = {"auth": "API_KEY", "unreachable": "BASE_URL", "not_found": "MODEL", "format": "STRUCTURED_OUTPUT",
@@ -68,7 +69,7 @@ class ModelCallError(ModelProblem):
 
     @property
     def setting(self) -> str:
-        name = _SETTING[self.failure.kind]
+        name = self.failure.setting or _SETTING[self.failure.kind]
         if name in _ROLE_SETTINGS and self.role not in ("", "model"):
             return f"FORGEBOT_LLM__{name} or FORGEBOT_LLM__ROLES__{self.role.upper()}__{name}"
         return f"FORGEBOT_LLM__{name}"
@@ -190,7 +191,8 @@ def classify(exc: BaseException) -> Failure | None:
     status = _status(exc)
     if status is None:
         if isinstance(exc, TimeoutError) or "Timeout" in name:
-            return Failure("transient", "the model call timed out")
+            # retried as any transient failure; what to raise, if it lasts, is the time a call may take
+            return Failure("transient", "the model call timed out", setting="TIMEOUT")
         # the SDKs' and LangChain's own wrappers: APIConnectionError, OpenAIConnectionError, httpx.ConnectError
         if isinstance(exc, ConnectionError) or "Connect" in name or name in ("RemoteProtocolError", "ReadError"):
             return Failure("unreachable", _short(f"cannot reach the model endpoint ({_message(exc)})"))

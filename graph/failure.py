@@ -141,7 +141,9 @@ def _model(exc: Any, role: str, secrets: Sequence[str], tries: int) -> TaskFailu
     setting = exc.setting
     words = {
         "transient": ("model unavailable", f"the AI model service was unavailable while {step} ran", LATER,
-                      f"the model endpoint failed {tries} tries of this task; check that it is up (`forgebot check`)"),
+                      f"the model endpoint failed {tries} tries of this task; check that it is up (`forgebot check`)"
+                      + (f"; its calls timed out: a slow model needs a larger {setting}" if exc.failure.setting
+                         else "")),
         "unreachable": ("model unreachable", f"forgebot could not reach the AI model service while {step} ran",
                         LATER, f"the model endpoint did not answer over {tries} tries; check {setting} and that "
                         "the endpoint is up (`forgebot check`)"),

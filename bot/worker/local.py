@@ -114,11 +114,21 @@ def not_included(changes: list[str], start: str) -> str:
             f"{shown}{more}")
 
 
-async def probe_models(llm: LLMSettings) -> None:
+def _quiet(_: str) -> None:
+    return None
+
+
+# seconds a first test call may take before the run says what it waits for: an endpoint that accepts the
+# connection and never answers is waited on for the whole timeout, at every try (6 minutes by default)
+PROBE_PATIENCE = 10.0
+
+
+async def probe_models(llm: LLMSettings, notify: Callable[[str], None] = _quiet) -> None:
     """One tiny call to each distinct model endpoint the roles use; a `ModelProblem` names the setting.
 
     Building the index of a large repository takes minutes; a model that is down, refuses the key
-    or does not exist must be said before that, in the words a task's failure would use.
+    or does not exist must be said before that, in the words a task's failure would use. A call still
+    unanswered after `PROBE_PATIENCE` is said with how long it may go on, and which setting bounds it.
     """
     seen: set[tuple[str, str | None, str, str | None]] = set()
     for role in sorted({*ROLES, *llm.roles}):
@@ -129,8 +139,13 @@ async def probe_models(llm: LLMSettings) -> None:
         seen.add(key)
         own = found != resolve(llm, "")  # a role's own endpoint: its settings are the ones to check
         model = chat_model(llm, role if own else "")
+        call = asyncio.ensure_future(invoke(_capped(model), [HumanMessage("Reply with the word: ok")], profile(model)))
+        if not (await asyncio.wait({call}, timeout=PROBE_PATIENCE))[0]:
+            tries = f"{llm.max_retries + 1} tries" if llm.max_retries else "one try"
+            notify(f"waiting for {found.model} at {found.base_url or found.provider} to answer a first test call "
+                   f"(up to {found.timeout:.0f} s a try, {tries}: FORGEBOT_LLM__TIMEOUT, FORGEBOT_LLM__MAX_RETRIES)")
         try:
-            await invoke(_capped(model), [HumanMessage("Reply with the word: ok")], profile(model))
+            await call
         except ModelCallError as exc:
             whose = f"the {role} role's model" if own else "the model"
             raise ModelProblem(f"{whose} failed a first test call, so nothing was started: {exc.failure.reason} "
@@ -409,18 +424,15 @@ def _work_of(settings: Settings, state: dict[str, Any]) -> _Worktree | None:
                      branch=str(state["branch"]), start=str(state["base"]))
 
 
-async def _ready(settings: Settings, model_factory: ModelFactory | None) -> ModelFactory:
+async def _ready(settings: Settings, model_factory: ModelFactory | None,
+                 notify: Callable[[str], None] = _quiet) -> ModelFactory:
     """The role models, after the configuration and every endpoint answered (a `ModelProblem` otherwise)."""
     if model_factory is not None:
         return model_factory
     check_config(settings.llm)
-    await probe_models(settings.llm)
+    await probe_models(settings.llm, notify)
     llm = settings.llm
     return lambda role: chat_model(llm, role)
-
-
-def _quiet(_: str) -> None:
-    return None
 
 
 async def run_local(
@@ -441,7 +453,7 @@ async def run_local(
     check_mode(mode)
     root = checkout_root(repo)
     title, body = _title_and_body(task)
-    models = await _ready(settings, model_factory)  # before any checkout work
+    models = await _ready(settings, model_factory, notify)  # before any checkout work
     dirty = uncommitted(root)
     if dirty:
         start_at = f"the commits of {_git(root, 'rev-parse', '--abbrev-ref', 'HEAD').strip()}" if mode == "review" \

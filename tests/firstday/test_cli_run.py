@@ -170,6 +170,24 @@ def test_a_model_that_is_down_is_said_before_any_checkout_work(tmp_path: Path, c
     assert not list((tmp_path / "data").glob("**/*.sqlite*")) or not (tmp_path / "data" / "indexes").exists()
 
 
+def test_a_model_that_never_answers_is_said_while_it_is_waited_on(tmp_path: Path, model: ModelServer,
+                                                                   checkout: Path) -> None:
+    """An endpoint that accepts the connection and never answers (a local server still loading its model,
+    a proxy in front of a dead one) was waited on in silence for the whole timeout at every try, six minutes
+    by default, and then named MAX_RETRIES. The run now says after ten seconds what it waits for and which
+    settings bound the wait, and the failure names the timeout."""
+    model.responder = lambda request: wire.text("ok", delay=30)
+    seen = forgebot("run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
+                    **_env(tmp_path, model, FORGEBOT_LLM__TIMEOUT="12"))
+    assert seen.code == 2 and seen.out == []
+    assert seen.err == [
+        f"forgebot run: waiting for {model.model} at {model.openai_url} to answer a first test call (up to 12 s a "
+        "try, one try: FORGEBOT_LLM__TIMEOUT, FORGEBOT_LLM__MAX_RETRIES)",
+        "forgebot run: the model failed a first test call, so nothing was started: the model call timed out (check "
+        "FORGEBOT_LLM__TIMEOUT)"]
+    assert not (tmp_path / "data" / "workspaces").exists()
+
+
 def test_a_directory_that_is_not_a_checkout_is_refused(tmp_path: Path, checkout: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()

@@ -124,6 +124,24 @@ def test_an_outage_that_outlasts_the_tries_fails_each_task_once_with_one_record(
     assert len([line for line in signal if "try=1 of 3, again in 0.5 s: model unavailable" in line]) == 3
 
 
+def test_a_model_too_slow_for_the_timeout_names_the_timeout(
+    launch: Launch, forge_env: dict[str, str], model: ModelServer, origin_url: str
+) -> None:
+    """A model that answers after the timeout fails as an outage would (tried, then failed once), and the
+    operator reads that its calls timed out and which setting bounds them: it used to name
+    FORGEBOT_LLM__MAX_RETRIES, the setting that only made the wait longer."""
+    model.responder = lambda request: Reply(text="late", delay=4)
+    env = {**forge_env, **model_env(model, FORGEBOT_LLM__MAX_RETRIES="0", FORGEBOT_LLM__TIMEOUT="1"),
+           "FORGEBOT_QUESTIONS__MAX_ROUNDS": "0", "FORGEBOT_MAX_TRIES": "1"}
+    service = launch("serve", **env).wait_healthy()
+    assert service.label(origin_url) == 202
+    service.wait_states(lambda states: states == ["failed"], "the task to fail", timeout=60)
+    (record,) = service.failures()
+    assert (record.kind, record.detail) == ("model unavailable", "the model call timed out")
+    assert record.operator_action.endswith("its calls timed out: a slow model needs a larger FORGEBOT_LLM__TIMEOUT")
+    assert service.stop() == 0 and "Traceback" not in service.logs()
+
+
 def test_a_failure_before_the_graph_is_a_step_on_the_timeline_with_its_trace(
     launch: Launch, forge_env: dict[str, str], model: ModelServer, fake_forge: FakeForgeState, origin_url: str
 ) -> None:
