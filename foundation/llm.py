@@ -55,7 +55,7 @@ class Failure:
 
 _SETTING = {"auth": "API_KEY", "unreachable": "BASE_URL", "not_found": "MODEL", "format": "STRUCTURED_OUTPUT",
             "invalid": "STRUCTURED_OUTPUT", "transient": "MAX_RETRIES", "context": "CONTEXT_WINDOW_TOKENS",
-            "length": "MODEL", "refusal": "MODEL", "request": "MODEL"}
+            "length": "MAX_OUTPUT_TOKENS", "refusal": "MODEL", "request": "MODEL"}
 _ROLE_SETTINGS = frozenset({"API_KEY", "BASE_URL", "MODEL", "STRUCTURED_OUTPUT"})
 
 

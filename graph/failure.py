@@ -164,7 +164,8 @@ def _model(exc: Any, role: str, secrets: Sequence[str], tries: int) -> TaskFailu
                     f"the model's answer broke the required schema; check {setting} or use a more capable model"),
         "length": ("model answer cut off", f"the AI model's answer in {step} was cut off",
                    RETRY_OR_ASK,
-                   f"the answer hit the output limit; check {setting}"),
+                   f"the answer hit the output limit, also when asked for a shorter one; check {setting} or use "
+                   "a more capable model"),
         "refusal": ("model refused", f"the AI model refused to work on {step}",
                     f"Rephrasing the issue may help; otherwise {ASK}.",
                     f"the provider refused the request; check {setting}"),

@@ -183,6 +183,9 @@ async def _run(model: BaseChatModel, tools: Sequence[BaseTool], messages: Sequen
         if _cut(reply) and not reply.tool_calls:
             failure = Failure("length", "the model's answer was cut at its output token limit")
             history, shrunk = _shrink(session, history, shrunk, failure)
+            # the same request at temperature 0 is cut the same way again (a small model rambles to its
+            # cap): the retry asks for a shorter answer
+            history.append(HumanMessage(prompts.render("runtime.answer_cut")))
             continue
         history.append(reply)
         await _save(session, history, shrunk, None)
@@ -269,7 +272,9 @@ def _shrink(session: Session, history: list[BaseMessage], shrunk: bool,
     context with nothing to prune: the same request would overflow again)."""
     pruned, removed = prune(history, keep_groups=1)
     if shrunk or (removed == 0 and failure.kind == "context"):
-        why = "even after pruning the conversation" if shrunk else "and there was no tool history to prune"
+        again = "even when asked for a shorter answer" if failure.kind == "length" \
+            else "even after pruning the conversation"
+        why = again if shrunk else "and there was no tool history to prune"
         raise ModelCallError(session.role, dataclasses.replace(failure, reason=f"{failure.reason} {why}"))
     session.event("memory", event="pruned_for_retry", removed_calls=removed, cause=failure.kind)
     return pruned, True
