@@ -296,10 +296,21 @@ def _deliver(root: Path, work: _Worktree) -> tuple[int, str]:
 
 def _event(root: Path, mode: Mode, title: str, body: str, base: str | None, number: int) -> ForgeEvent:
     """The task as the store keeps it: a "local" repository at the checkout's path; `state` holds `--base`."""
-    repo = RepoRef(forge="local", project=_project(root), path=root.name, clone_url=str(root))
+    repo = RepoRef(forge="local", project=_project(root), path=root.name, clone_url=str(root),
+                   default_branch=_default_branch(root, base))
     return ForgeEvent(forge="local", delivery_id=f"local:{uuid.uuid4().hex}", repo=repo, target="issue",
                       number=number, actor=Actor(id=0, username=_user()), trigger="command", mode=mode, title=title,
                       body=body, state=f"base={base}" if base else "")
+
+
+def _default_branch(root: Path, base: str | None) -> str:
+    """The branch a run reads the repository's own settings from (`.forgebot.yml`, the profile), as a forge
+    reads its default branch: `--base` when it names a branch, else main, else master, else the checked-out
+    branch. A checkout whose default is master was read as if it were main: its review ran with no profile
+    ("revision `origin/main` not found") and without its `.forgebot.yml`."""
+    known = set(_git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads").split())
+    current = _git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    return next((name for name in (base, "main", "master", current) if name and name in known), "main")
 
 
 def _user() -> str:

@@ -214,3 +214,29 @@ def test_forgebot_run_implement_on_a_python_checkout_without_configuration_runs_
     assert f"Profile: {chosen}" in done.stdout
     assert "| test_runner | `passed` | 4 passed" in done.stdout
     assert "+def multiply(a: int, b: int) -> int:" in done.stdout  # the patch
+
+
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
+async def test_a_review_on_a_master_checkout_reads_its_configuration_from_master(tmp_path: Path) -> None:
+    """A checkout whose default branch is master (nikic/PHP-Parser's) had its review read `.forgebot.yml`
+    and the profile from `origin/main`, which is not there: no profile ("revision `origin/main` not
+    found in the repository") and the file's settings silently left out."""
+    from graph.schemas import Review
+
+    root = tmp_path / "repo"
+    _branch_with_changes(root)
+    _git(root, "checkout", "-q", "main")
+    (root / ".forgebot.yml").write_text("profile: php\n")
+    (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")  # detection alone would say python
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "configure")
+    _git(root, "branch", "-q", "-m", "main", "master")
+    _git(root, "checkout", "-q", "feature")
+    _git(root, "rebase", "-q", "master")
+    review = Review(verdict="approve", summary="Fine.", findings=[], verified_criteria=[1])
+    told: list[str] = []
+    result = await run_local(_settings(tmp_path), root, "review", "Review the cart\n## Criteria\n- totals stay 1",
+                             lambda role: scripted([AIMessage(content="done"), answer(Review, review)]),
+                             notify=told.append)
+    assert result.state["repo"]["default_branch"] == "master"
+    assert [line for line in told if line.startswith("profile: ")] == ["profile: `php` (set: named in `.forgebot.yml`)"]
