@@ -15,7 +15,7 @@ from bot.cli.main import main
 from tests.graph.implement import python_route, route
 
 
-async def _answering(_llm: object) -> None:
+async def _answering(_llm: object, _notify: object = None) -> None:
     return None
 
 
