@@ -194,7 +194,7 @@ class EmbedderSettings(BaseModel):
     threads: int = Field(
         default=1, ge=0,
         description="`offline` only: CPU threads the model uses (0: all); base indexes embed in the background "
-        "while tasks run, so keep a core for them",
+        "while tasks run, so keep a core for them (`forgebot index`, `search` and `memory` use all unless set)",
     )
     wait_seconds: float = Field(
         default=5.0, ge=0,

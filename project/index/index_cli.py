@@ -170,13 +170,13 @@ def _index_graph(db: Path, root: Path, files: list[str], workers: int, timings: 
 def _embedder(args: argparse.Namespace) -> Embedder | None:
     """The embedder the settings configure (the offline model unless `FORGEBOT_EMBEDDER__*` says otherwise;
     none for `FORGEBOT_EMBEDDER__KIND=off`)."""
-    from project.embedding import embedder_for  # onnxruntime and the settings load only when embedding
+    from project.embedding import command_embedder  # onnxruntime and the settings load only when embedding
 
     if getattr(args, "settings", None) is None:
         from foundation.settings import Settings
 
-        return embedder_for(Settings().embedder)
-    return embedder_for(args.settings.embedder)
+        return command_embedder(Settings().embedder)
+    return command_embedder(args.settings.embedder)
 
 
 def _index_all(db: Path, root: Path, files: list[str], embedder: Embedder | None, vectors: Vectors | None,

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from foundation.gitrunner import GitError, GitTampered, Repo, run
-from project.embedding import embedder_for
+from project.embedding import command_embedder
 from project.index import memory, memory_sources, taskindex
 from project.index.db import Connection, connect
 from project.index.embed import Embedder
@@ -202,7 +202,7 @@ def run_memory(args: argparse.Namespace) -> int:
     root = checked_root(args, "memory")
     if root is None:
         return 2
-    embedder = None if args.no_embeddings else embedder_for(args.settings.embedder)
+    embedder = None if args.no_embeddings else command_embedder(args.settings.embedder)
     try:
         found = answers(args, root, embedder, questions, embed=args.embed)
     except (GitTampered, GitError) as exc:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from foundation.settings import Settings
-from project.embedding import embedder_for
+from project.embedding import command_embedder
 from project.index import search_store, taskindex
 from project.index.db import Connection, connect
 from project.index.embed import Embedder, Matrix
@@ -48,7 +48,7 @@ def configured_embedder(args: argparse.Namespace) -> Embedder | None:
     if args.no_embeddings:
         return None
     settings = getattr(args, "settings", None) or Settings()
-    return embedder_for(settings.embedder)
+    return command_embedder(settings.embedder)
 
 
 def _queries(args: argparse.Namespace) -> list[str]:

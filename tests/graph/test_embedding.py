@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from foundation.settings import EmbedderSettings, Settings
-from project.embedding import embedder_for
+from project.embedding import command_embedder, embedder_for
 from project.index.embed import EmbeddingError, HttpEmbedder
 from project.index.minilm import MiniLMEmbedder
 from tests.fakes.embeddings_http import EmbeddingsState, create_embeddings_app
@@ -20,6 +20,25 @@ def test_default_is_the_offline_model_built_once_per_process() -> None:
     first = embedder_for(settings.embedder)
     assert isinstance(first, MiniLMEmbedder) and first.dimension == 384
     assert embedder_for(EmbedderSettings()) is first
+
+
+def _threads(embedder: object) -> int:
+    assert isinstance(embedder, MiniLMEmbedder)
+    return int(embedder._session.get_session_options().intra_op_num_threads)
+
+
+def test_a_command_the_user_waits_on_embeds_on_every_core_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`forgebot index` embedded on one core of two, the worker's default (it keeps a core for tasks):
+    rich's 2,481 chunks took 92 s, on both cores 49 s. A set FORGEBOT_EMBEDDER__THREADS wins."""
+    for name in [n for n in __import__("os").environ if n.startswith("FORGEBOT_")]:
+        monkeypatch.delenv(name)
+    default = Settings(_env_file=None, _secrets_dir=None).embedder  # type: ignore[call-arg]
+    assert _threads(embedder_for(default)) == 1  # the service's
+    assert _threads(command_embedder(default)) == 0  # onnxruntime's: every core
+    monkeypatch.setenv("FORGEBOT_EMBEDDER__THREADS", "1")
+    told = Settings(_env_file=None, _secrets_dir=None).embedder  # type: ignore[call-arg]
+    assert _threads(command_embedder(told)) == 1
+    assert command_embedder(EmbedderSettings(kind="off")) is None
 
 
 def test_off_means_no_vector_leg() -> None:
