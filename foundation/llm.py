@@ -18,8 +18,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -65,7 +66,8 @@ class ModelCallError(ModelProblem):
     def __init__(self, role: str, failure: Failure) -> None:
         self.role = role
         self.failure = failure
-        super().__init__(f"the {role} model call failed: {failure.reason} (check {self.setting})")
+        whose = "the model call" if role in ("", "model") else f"the {role} model call"
+        super().__init__(f"{whose} failed: {failure.reason} (check {self.setting})")
 
     @property
     def setting(self) -> str:
@@ -173,6 +175,21 @@ async def invoke(runnable: Runnable[Any, Any], messages: list[BaseMessage], prof
                     await asyncio.sleep(delay)
                     continue
             raise ModelCallError(prof.role, failure) from exc
+
+
+_T = TypeVar("_T")
+# seconds a call a person waits on may take before they are told what they wait for
+PATIENCE = 10.0
+
+
+async def said_if_slow(call: Awaitable[_T], say: Callable[[], None], after: float = PATIENCE) -> _T:
+    """`call`'s result, having run `say()` once if it had not come after `after` seconds. An endpoint that
+    takes the connection and never answers is waited on for the whole timeout at every try (six minutes
+    by default), and a person at a terminal must not wait that long in silence."""
+    pending = asyncio.ensure_future(call)
+    if not (await asyncio.wait({pending}, timeout=after))[0]:
+        say()
+    return await pending
 
 
 _CONTEXT = re.compile(r"context.{0,20}(length|size|window)|maximum context|too many tokens|prompt is too long"

@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
@@ -210,18 +211,24 @@ async def _model(settings: Settings) -> Line:
     from langchain_core.messages import HumanMessage
     from langchain_core.tools import StructuredTool
 
-    from foundation.llm import ModelProblem, chat_model, invoke, profile
+    from foundation.llm import ModelProblem, chat_model, invoke, profile, said_if_slow
     from graph.structured import LEARNED, ask_structured
 
     def echo(word: str) -> str:
         """Echo one word."""
         return word
 
+    def waiting() -> None:
+        sys.stderr.write(f"forgebot check: waiting for the model at {prof.endpoint} to answer (up to "
+                         f"{settings.llm.timeout:.0f} s: FORGEBOT_LLM__TIMEOUT)\n")
+
     try:
         model = chat_model(settings.llm, "model")  # the default model: errors name the default settings
-        prof = profile(model)
+        # one try: a check says what is wrong now, and three tries of a silent endpoint took six minutes
+        prof = replace(profile(model), max_retries=0)
         bound = model.bind_tools([StructuredTool.from_function(echo)], tool_choice="echo")
-        reply = await invoke(bound, [HumanMessage("Call the echo tool with the word 'ready'.")], prof)
+        reply = await said_if_slow(invoke(bound, [HumanMessage("Call the echo tool with the word 'ready'.")], prof),
+                                   waiting)
         calls = getattr(reply, "tool_calls", None) or []
         if not calls:
             return Line("model", "FAIL", f"{prof.endpoint}: answered without the requested tool call; the model "

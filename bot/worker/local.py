@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from dataclasses import replace as replaced
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -45,7 +46,17 @@ from foundation.forge import Change, ChangeRef, Comment, Issue, IssueRef, RepoRe
 from foundation.forge.diff import parse
 from foundation.forge.inmemory import MemoryForge
 from foundation.gitrunner import GitError, git
-from foundation.llm import ROLES, ModelCallError, ModelProblem, chat_model, check_config, invoke, profile, resolve
+from foundation.llm import (
+    ROLES,
+    ModelCallError,
+    ModelProblem,
+    chat_model,
+    check_config,
+    invoke,
+    profile,
+    resolve,
+    said_if_slow,
+)
 from foundation.redact import redact, secrets_of
 from foundation.settings import LLMSettings, Settings
 from foundation.workspace import Workspaces, repo_key
@@ -118,17 +129,12 @@ def _quiet(_: str) -> None:
     return None
 
 
-# seconds a first test call may take before the run says what it waits for: an endpoint that accepts the
-# connection and never answers is waited on for the whole timeout, at every try (6 minutes by default)
-PROBE_PATIENCE = 10.0
-
-
 async def probe_models(llm: LLMSettings, notify: Callable[[str], None] = _quiet) -> None:
     """One tiny call to each distinct model endpoint the roles use; a `ModelProblem` names the setting.
 
     Building the index of a large repository takes minutes; a model that is down, refuses the key
     or does not exist must be said before that, in the words a task's failure would use. A call still
-    unanswered after `PROBE_PATIENCE` is said with how long it may go on, and which setting bounds it.
+    unanswered after a few seconds is said with how long it may go on, and which settings bound it.
     """
     seen: set[tuple[str, str | None, str, str | None]] = set()
     for role in sorted({*ROLES, *llm.roles}):
@@ -139,13 +145,12 @@ async def probe_models(llm: LLMSettings, notify: Callable[[str], None] = _quiet)
         seen.add(key)
         own = found != resolve(llm, "")  # a role's own endpoint: its settings are the ones to check
         model = chat_model(llm, role if own else "")
-        call = asyncio.ensure_future(invoke(_capped(model), [HumanMessage("Reply with the word: ok")], profile(model)))
-        if not (await asyncio.wait({call}, timeout=PROBE_PATIENCE))[0]:
-            tries = f"{llm.max_retries + 1} tries" if llm.max_retries else "one try"
-            notify(f"waiting for {found.model} at {found.base_url or found.provider} to answer a first test call "
+        tries = f"{llm.max_retries + 1} tries" if llm.max_retries else "one try"
+        waiting = (f"waiting for {found.model} at {found.base_url or found.provider} to answer a first test call "
                    f"(up to {found.timeout:.0f} s a try, {tries}: FORGEBOT_LLM__TIMEOUT, FORGEBOT_LLM__MAX_RETRIES)")
         try:
-            await call
+            await said_if_slow(invoke(_capped(model), [HumanMessage("Reply with the word: ok")], profile(model)),
+                               partial(notify, waiting))
         except ModelCallError as exc:
             whose = f"the {role} role's model" if own else "the model"
             raise ModelProblem(f"{whose} failed a first test call, so nothing was started: {exc.failure.reason} "

@@ -122,3 +122,24 @@ def test_the_sandbox_line_says_what_checks_get_here(tmp_path: Path) -> None:
     else:
         assert default.code == 0 and _row(default, "sandbox") == ("ok", detail)
         assert "process limit enforced" in detail
+
+
+def test_a_model_that_never_answers_is_one_try_said_while_waited_on(tmp_path: Path) -> None:
+    """An endpoint that takes the connection and never answers: the check waited three tries of the
+    timeout in silence (six minutes by default) and said "the model model call failed". It now tries once,
+    says after ten seconds what it waits for, and names the timeout."""
+    from tests.fakes.model_server import ModelServer, text
+
+    with ModelServer() as model:
+        model.responder = lambda request: text("ok", delay=30)
+        skip = [a for pair in zip(["--skip"] * 6, ["redis", "store", "gitlab", "github", "embedder", "sandbox"])
+                for a in pair]
+        seen = forgebot("check", *skip, cwd=tmp_path, FORGEBOT_DATA_DIR=str(tmp_path / "data"),
+                        FORGEBOT_LLM__BASE_URL=model.openai_url, FORGEBOT_LLM__MODEL=model.model,
+                        FORGEBOT_LLM__TIMEOUT="12", FORGEBOT_LLM__MAX_RETRIES="2")
+        assert len(model.requests) == 1
+    assert seen.code == 1
+    assert _row(seen, "model") == ("FAIL", "the model call failed: the model call timed out (check "
+                                           "FORGEBOT_LLM__TIMEOUT)")
+    assert seen.err == [f"forgebot check: waiting for the model at openai {model.openai_url} {model.model} to answer "
+                        "(up to 12 s: FORGEBOT_LLM__TIMEOUT)"]
