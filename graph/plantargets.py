@@ -50,7 +50,7 @@ def check_targets(plan: Plan, root: Path, index: str, new_files: Sequence[str], 
                 found.blocking.append(f"item {item.id} names {path}, which does not exist and is not declared new")
     for path in plan.scope.context_only:
         if not (root / path).is_file():
-            found.blocking.append(f"{path} is context only but does not exist")
+            found.blocking.append(f"`{path}` is listed as context only, but no such file exists")
     if not index or not Path(index).is_file() or not symbols:
         if any(_symbols(i.title) or _dotted(i.title) for i in plan.items):
             why = "this task has no code index" if symbols else "the profile's language has no code graph"

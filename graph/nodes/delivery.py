@@ -216,4 +216,5 @@ async def report_failure(state: TaskState, runtime: Runtime[Deps]) -> dict[str, 
     body = f"forgebot could not finish this task: {reason}.{kept}\n\n<sub>{footer(state)}</sub>"
     await runtime.context.forge.post_comment(IssueRef(repo=repo, number=state["number"]), body,
                                              marker=Marker(task=state["task_id"], purpose="failure"))
-    return {"outcome": "failed"}
+    # the failure record (the console's, a local run's closing line) says the same reason as the comment
+    return {"outcome": "failed", "failure": reason}

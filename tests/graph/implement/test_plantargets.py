@@ -25,7 +25,7 @@ def test_missing_files_and_classes_block_and_new_methods_warn(project: Project, 
     root = project.root
     missing = check_targets(_plan("Edit it", "src/Nope.php", context=("docs/gone.md",)), root, index, [])
     assert missing.blocking == ["item 1 names src/Nope.php, which does not exist and is not declared new",
-                                "docs/gone.md is context only but does not exist"]
+                                "`docs/gone.md` is listed as context only, but no such file exists"]
     assert check_targets(_plan("Edit it", "src/Nope.php"), root, index, ["src/Nope.php"]).blocking == []
     unknown = check_targets(_plan("Make `Invoice::total` round", route.CALC), root, index, [])
     assert unknown.blocking == ["item 1 names `Invoice`, which the code graph does not know"]

@@ -168,6 +168,10 @@ async def test_architect_rounds_are_bounded(project: Project, settings: Settings
     assert state["outcome"] == "failed" and state["rounds"]["architect"] == 3
     issue = IssueRef(repo=RepoRef.model_validate(state["repo"]), number=7)
     assert "the plan was rejected" in forge.comments[issue][0]
+    # the failure record says why too (a local run's closing line said "the task stopped without a result")
+    from graph.failure import failure_of_state
+
+    assert failure_of_state(state).reason.startswith("the plan was rejected: ")
 
 
 class _BreaksIndexFirst(ScriptedModel):
