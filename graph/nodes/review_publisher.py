@@ -25,6 +25,7 @@ from foundation.gitrunner import GitError, git
 from graph.deps import Deps
 from graph.findings import Noise, Reconciled, ReviewRecord, Tracked, filter_noise, finding_key, reconcile
 from graph.nodes.publisher import footer
+from graph.nodes.reviewer import GENERAL_CRITERION
 from graph.schemas import SEVERITY_RANK, Finding, Review
 from graph.state import TaskState
 from project.reviewstore import ReviewStore, change_key
@@ -200,8 +201,10 @@ def _summary(state: TaskState, review: Review, kept: list[Finding], unanchored: 
             by_severity.append((severity.capitalize(), lines))
     verified = set(review.verified_criteria)
     criteria = [f"{'verified' if c['id'] in verified else 'not verified'}: {c['id']}. {c['text']}"
-                for c in state.get("criteria", [])] or ["no criteria stated; reviewed for defects, security and "
-                                                        "architecture"]
+                for c in state.get("criteria", [])] or [
+        # the one the review checks when none is stated: an incomplete review's report must show it unverified
+        f"{'verified' if GENERAL_CRITERION['id'] in verified else 'not verified'}: {GENERAL_CRITERION['text']} "
+        "(no criteria stated; reviewed for defects, security and architecture)"]
     return prompts.render(
         "review.summary", verdict=_VERDICTS.get(state.get("verdict", review.verdict), review.verdict),
         summary=review.summary,

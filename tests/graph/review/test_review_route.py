@@ -179,6 +179,26 @@ async def test_review_without_new_commits_says_so_and_posts_nothing_else(
     assert "Nothing to review" in forge.posted[ref][-1].body
 
 
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
+async def test_a_change_without_criteria_shows_whether_its_general_check_was_verified(
+    change_repo: ChangeRepo, tmp_path: Path
+) -> None:
+    """No criteria stated: the review checks the change for defects, security and architecture (criterion
+    1). An approval that did not say it verified that came out "incomplete" under a coverage line that
+    named nothing unverified (SmolLM2 reviewing a zod change), while the closing line said the report
+    tells what could not be verified."""
+    forge = FakeForge(kind="gitlab")
+    ref = _seed(forge, change_repo)
+    forge.changes[ref] = forge.changes[ref].model_copy(update={"body": "Doubles totals."})
+    said = Review(verdict="approve", summary="Looks fine.", findings=[], verified_criteria=[])
+    final, _ = await _review(forge, change_repo, tmp_path, Models(scripted([done(), answer(Review, said)])), "t9")
+    (summary,) = [c.body for c in forge.posted[ref] if not c.path]
+    assert "### Review: incomplete, not approved" in summary
+    assert ("not verified: The change introduces no defect, security problem or architecture violation (no "
+            "criteria stated; reviewed for defects, security and architecture)") in summary
+    assert final["outcome"] == "incomplete"
+
+
 def test_no_path_from_the_review_route_reaches_a_writing_role() -> None:
     drawn = build_graph().compile().get_graph()
     edges: dict[str, set[str]] = {}
