@@ -79,6 +79,10 @@ def _walk(root: Path) -> Iterable[str]:
 def _root(args: argparse.Namespace) -> Path:
     root = Path(args.path).resolve()
     if not root.is_dir():
+        swapped = getattr(args, "fqn", None) or getattr(args, "file", None)
+        if isinstance(swapped, str) and Path(swapped).is_dir():  # `callers FQN .`: the order a newcomer tries
+            raise SystemExit(f"forgebot: {args.path}: not a directory; the checkout comes first: "
+                             f"forgebot {getattr(args, 'command', '')} {swapped} {args.path}")
         raise SystemExit(f"forgebot: {args.path}: not a directory")
     return root
 

@@ -171,6 +171,16 @@ def test_stale_files_are_reported_on_stderr(
     assert "stale for 1 file(s): src/Broken.php" in capsys.readouterr().err
 
 
+def test_a_swapped_checkout_and_name_say_the_order(repo: Path, tmp_path: Path) -> None:
+    """`forgebot callers 'App\\Cart::total' .` said only "not a directory" of the name."""
+    env = {**os.environ, "FORGEBOT_DATA_DIR": str(tmp_path / "data")}
+    done = subprocess.run([sys.executable, "-m", "bot", "callers", "App\\Cart::total", str(repo)], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr == (f"forgebot: App\\Cart::total: not a directory; the checkout comes first: forgebot callers "
+                           f"{repo} App\\Cart::total\n")
+
+
 def test_outline_rejects_paths_outside_the_checkout(repo: Path, tmp_path: Path) -> None:
     _run(tmp_path / "data", "index", str(repo), "--workers", "1")
     with pytest.raises(ValueError, match="outside"):
