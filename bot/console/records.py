@@ -205,7 +205,8 @@ class Records:
         if item is None:
             return None
         row, values = item.row, await self.values(task_id)
-        summary = self.summary(item, values)
+        # tokens and cost as the list shows them: a failed node's calls are in the task's row, in no checkpoint
+        summary = self.summary(item, values if not item.tokens else await self._spending(item))
         usage = values.get("usage") or {}
         gates = [{**g, "detail": self.clean(g.get("detail", ""))} for g in values.get("gates") or []]
         failure = self.failure(row, values)

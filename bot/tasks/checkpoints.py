@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -169,6 +169,17 @@ class Spent(NamedTuple):
     tokens: int
     cost_usd: float
     unpriced: tuple[str, ...] = ()
+
+
+def most_spent(checkpointed: Spent, then: Mapping[str, Any] | None) -> Spent:
+    """The larger of a task's checkpointed spend and what it had spent when a node failed (`then`: the
+    checkpoint's spend and that node's calls, `Deps.spent_at_failure`), which no checkpoint holds."""
+    if not then:
+        return checkpointed
+    usage = then.get("usage") or {}
+    failed = Spent(int(usage.get("tokens", then.get("tokens")) or 0), float(usage.get("cost_usd") or 0.0),
+                   tuple(str(m) for m in usage.get("unpriced") or ()))
+    return failed if failed.tokens > checkpointed.tokens else checkpointed
 
 
 async def spent(saver: BaseCheckpointSaver[str], task_id: str) -> Spent:

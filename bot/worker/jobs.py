@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from arq import Retry, cron
 from arq.connections import ArqRedis, RedisSettings
@@ -25,7 +25,7 @@ from langgraph.errors import GraphRecursionError
 from bot.console.links import task_link
 from bot.intake.authz import Authorizer, Decision
 from bot.intake.identity import Identities, IdentityRefused, resolve
-from bot.tasks.checkpoints import SqlJournal, open_checkpointer, spent
+from bot.tasks.checkpoints import SqlJournal, most_spent, open_checkpointer, spent
 from bot.tasks.events import ForgeEvent
 from bot.tasks.inbox import ACTIVE, Inbox, TaskRow, TaskStatus, open_inbox
 from bot.tasks.jobcodec import JobCodec, JobFailed
@@ -327,7 +327,7 @@ async def _run_claimed(job: Job, forge: Forge, event: ForgeEvent, task: TaskRow)
         await _bound_workspaces(settings, inbox)  # before this task may add a worktree
         state = await execute(settings, deps, original, answer, work.checkout, comment_id, phases)
     except Exception as exc:
-        return await _failed(job, forge, original, task, acked, exc, phases.current)
+        return await _failed(job, forge, original, task, acked, exc, phases.current, deps.spent_at_failure)
     outcome = str(state.get("outcome", "done"))
     if outcome == "failed":  # the route ended itself as failed and wrote its own comment (a kept branch…)
         record = failure_of_state(state, secrets_of(settings))
@@ -342,8 +342,9 @@ async def _run_claimed(job: Job, forge: Forge, event: ForgeEvent, task: TaskRow)
 
 
 async def _failed(job: Job, forge: Forge, event: ForgeEvent, task: TaskRow, acked: TaskState,
-                  exc: Exception, phase: str) -> str:
-    """Defer an outage while tries are left; else fail the task with its one record, shown everywhere."""
+                  exc: Exception, phase: str, spent_then: dict[str, Any] | None = None) -> str:
+    """Defer an outage while tries are left; else fail the task with its one record, shown everywhere.
+    `spent_then`: what the task had spent when its node failed (`Deps.spent_at_failure`)."""
     settings, tries = job.worker.settings, job.job_try
     record = failure_of(exc, phase=phase, secrets=secrets_of(settings), tries=tries)
     if record.transient and tries < settings.max_tries:  # the task stays running: the next try carries on
@@ -354,15 +355,17 @@ async def _failed(job: Job, forge: Forge, event: ForgeEvent, task: TaskRow, acke
         raise Retry(defer=delay) from exc
     if isinstance(exc, ForgeNotFound):  # the item or project is gone: nobody to tell
         log.info("%s", record.log_line(task.task_id))
-        await _finish(job.worker.store(), task.task_id, event.delivery_id, "failed", record.kind, settings, record)
+        await _finish(job.worker.store(), task.task_id, event.delivery_id, "failed", record.kind, settings, record,
+                      spent_then)
         return "gone"
     log.error("%s", record.log_line(task.task_id), exc_info=exc if record.bug else None)
     stopped = isinstance(exc, BudgetExceeded | GraphRecursionError)  # a limit ended the task: say which
-    used: TaskState = exc.spent if isinstance(exc, BudgetExceeded) else {}
+    used: TaskState = exc.spent if isinstance(exc, BudgetExceeded) else cast(TaskState, spent_then or {})
     concluded: TaskState = {**acked, **used}
     await status.conclude(forge, concluded, "stopped" if stopped else "failed", record)
     await _post_failure(forge, event, task.task_id, record)
-    await _finish(job.worker.store(), task.task_id, event.delivery_id, "failed", record.kind, settings, record)
+    await _finish(job.worker.store(), task.task_id, event.delivery_id, "failed", record.kind, settings, record,
+                  spent_then)
     return "stopped" if stopped else "failed"
 
 
@@ -381,7 +384,8 @@ async def _bound_workspaces(settings: Settings, inbox: Inbox) -> None:
 
 
 async def _finish(inbox: Inbox, task_id: str, delivery_id: str, state: TaskStatus, detail: str,
-                  settings: Settings | None = None, failure: TaskFailure | None = None) -> None:
+                  settings: Settings | None = None, failure: TaskFailure | None = None,
+                  spent_then: dict[str, Any] | None = None) -> None:
     """Record how the task ended: what it spent, its final state, its delivery handled.
 
     Each write is retried (a store or checkpointer briefly away) and none raises: the task's work is
@@ -389,16 +393,17 @@ async def _finish(inbox: Inbox, task_id: str, delivery_id: str, state: TaskStatu
     the reaper finds the job complete and settles the task from the job's own result.
     """
     if settings is not None:  # what it spent, beside its state: listing tasks then reads no checkpoint
-        await _recorded(lambda: _spend(inbox, settings, task_id), "spending")
+        await _recorded(lambda: _spend(inbox, settings, task_id, spent_then), "spending")
     record = failure.to_json() if failure else ""
     # never over a /cancel
     await _recorded(lambda: inbox.set_state(task_id, state, detail, only_from=("running",), failure=record), "state")
     await _recorded(lambda: inbox.handled(delivery_id), "delivery")
 
 
-async def _spend(inbox: Inbox, settings: Settings, task_id: str) -> None:
+async def _spend(inbox: Inbox, settings: Settings, task_id: str, spent_then: dict[str, Any] | None = None) -> None:
+    """What the task spent: its last checkpoint's, or more when a node failed after spending (`spent_then`)."""
     async with open_checkpointer(settings) as saver:
-        await inbox.spent(task_id, *await spent(saver, task_id))
+        await inbox.spent(task_id, *most_spent(await spent(saver, task_id), spent_then))
 
 
 async def _recorded(write: Callable[[], Awaitable[T]], what: str, tries: int = END_TRIES,

@@ -35,7 +35,7 @@ from typing import Any, cast
 
 from langchain_core.messages import HumanMessage
 
-from bot.tasks.checkpoints import open_checkpointer, spent
+from bot.tasks.checkpoints import most_spent, open_checkpointer, spent
 from bot.tasks.events import Actor, ForgeEvent, Mode
 from bot.tasks.inbox import Inbox, TaskRow, TaskStatus, open_inbox
 from bot.tasks.localruns import owner
@@ -401,7 +401,7 @@ async def _drive(settings: Settings, inbox: Inbox, task: TaskRow, root: Path, mo
         if record.bug:  # nothing explains it: the traceback is for a bug report, there is no worker log
             log.error("internal error in task %s", task.task_id, exc_info=exc)
             record = replaced(record, operator_action="a bug: the traceback is printed above; please report it")
-        await _end(settings, inbox, task.task_id, "failed", record)
+        await _end(settings, inbox, task.task_id, "failed", record, spent_then=deps.spent_at_failure)
         await release(settings, event.repo, task.task_id)
         return LocalResult(task.task_id, result, await _written(forge, targets), failure=record, error=exc)
     except BaseException:  # Ctrl-C: the run stops here and says so in the store
@@ -419,10 +419,11 @@ async def _drive(settings: Settings, inbox: Inbox, task: TaskRow, root: Path, mo
 
 
 async def _end(settings: Settings, inbox: Inbox, task_id: str, state: TaskStatus, failure: TaskFailure | None,
-               detail: str = "") -> None:
-    """Record the run's end as a worker records a task's: what it spent, its state and failure record."""
+               detail: str = "", spent_then: dict[str, Any] | None = None) -> None:
+    """Record the run's end as a worker records a task's: what it spent (also a failed node's calls,
+    `spent_then`), its state and failure record."""
     async with open_checkpointer(settings) as saver:
-        await inbox.spent(task_id, *await spent(saver, task_id))
+        await inbox.spent(task_id, *most_spent(await spent(saver, task_id), spent_then))
     await inbox.set_state(task_id, state, failure.kind if failure else detail, only_from=("running",),
                           failure=failure.to_json() if failure else "")
 

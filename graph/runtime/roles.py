@@ -55,6 +55,7 @@ class RoleRun:
     trace: Trace
     journal: SessionJournal | None = None
     window: Window = field(default_factory=lambda: Window.of(LLMSettings()))
+    unsaved: list[Ledger] = field(default_factory=list)  # `Deps.unsaved`: this ledger is in it until `update`
     _session: Session | None = None
     _result: LoopResult | None = None
 
@@ -67,9 +68,10 @@ class RoleRun:
         if limits.max_cost_usd is not None:
             cost_left = max(0.0, limits.max_cost_usd - float(state.get("usage", {}).get("cost_usd", 0.0)))
         ledger = Ledger(token_budget=tokens_left, prices=settings.llm.prices, cost_budget=cost_left)
+        deps.unsaved.append(ledger)
         return cls(role=role, model=deps.model_for(role), ledger=ledger,
                    trace=Trace.open(settings.data_dir, state["task_id"]), journal=journal_here(deps.journal, role),
-                   window=Window.of(settings.llm))
+                   window=Window.of(settings.llm), unsaved=deps.unsaved)
 
     def session(
         self, *, root: Path, system: Callable[[], str], targets: Callable[[], Sequence[str]], max_calls: int,
@@ -121,6 +123,7 @@ class RoleRun:
         update: dict[str, Any] = {}
         if self._session is not None and self._result is not None:
             update = state_update(self._session, self._result)
+        self.unsaved[:] = [ledger for ledger in self.unsaved if ledger is not self.ledger]  # in the state now
         update.update({
             "tokens": self.ledger.tokens,
             "models": list(dict.fromkeys(self.ledger.models)),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from foundation.gitrunner import GitError
 from foundation.settings import Settings
 from graph.deps import Deps
+from graph.runtime.accounting import Ledger, merge_usage
 from graph.runtime.boundaries import NodeFn
 from graph.state import TaskState
 from project.repoconfig import RepoConfig, RepoConfigError, load_repo_config
@@ -110,6 +111,17 @@ def spent_of(state: TaskState) -> TaskState:
     return spent
 
 
+def spent_with(state: TaskState, ledgers: Sequence[Ledger]) -> TaskState:
+    """What the task had spent when a node failed: the spend of the state it started from (the last
+    checkpoint's) and what its roles' ledgers counted since, which no checkpoint holds."""
+    spent = spent_of(state)
+    for ledger in ledgers:
+        spent["tokens"] = int(spent.get("tokens", 0)) + ledger.tokens
+        spent["models"] = [*spent.get("models", []), *ledger.models]
+        spent["usage"] = merge_usage(spent.get("usage"), ledger.snapshot())
+    return spent
+
+
 def check(state: TaskState, limits: TaskLimits, now: float | None = None) -> None:
     """Raise BudgetExceeded when the task has spent a budget."""
     tokens = int(state.get("tokens", 0))
@@ -138,7 +150,12 @@ def with_limits(run: NodeFn) -> NodeFn:
         except BudgetExceeded as exc:
             exc.spent = spent_of(state)
             raise
-        update = await run(state, runtime=runtime)
+        try:
+            update = await run(state, runtime=runtime)
+        except Exception:
+            runtime.context.spent_at_failure.clear()
+            runtime.context.spent_at_failure.update(spent_with(state, runtime.context.unsaved))
+            raise
         if resolved is None and not state.get("limits") and isinstance(update, dict):
             resolved = read_limits({**state, **update}, settings)
         if resolved is not None and isinstance(update, dict) and not update.get("limits"):

@@ -188,6 +188,24 @@ def test_a_model_that_never_answers_is_said_while_it_is_waited_on(tmp_path: Path
     assert not (tmp_path / "data" / "workspaces").exists()
 
 
+def test_a_failed_run_is_listed_with_what_it_spent(tmp_path: Path, model: ModelServer, checkout: Path) -> None:
+    """A run whose analyzer failed after two calls (its answers cut at the output cap) was listed with 0
+    tokens: what a node spends reaches the checkpoint only when it returns. The failed node's calls now
+    count: one decomposition and two analyzer calls, 30 tokens each (the wire server's usage)."""
+
+    def respond(request: wire.Request) -> wire.Reply:
+        if "response_format" in request.body or isinstance(request.body.get("tool_choice"), dict):
+            return answering({"Decomposition": decomposition()})(request)
+        return wire.length()
+
+    model.responder = respond
+    seen = forgebot("run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
+                    **_env(tmp_path, model))
+    assert seen.code == 1 and "(model answer cut off, in analyzer)" in seen.err[-1], seen.err
+    row = _listed(tmp_path, _task_of(seen))
+    assert row[1] == "failed" and row[4] == "90", row
+
+
 def test_a_directory_that_is_not_a_checkout_is_refused(tmp_path: Path, checkout: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()

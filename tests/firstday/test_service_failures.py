@@ -19,7 +19,7 @@ Through `forgebot serve` with the real OpenAI client against a wire-level model 
 from __future__ import annotations
 
 from tests.fakes.forge_http import FakeForgeState, FakeIssue, Fault
-from tests.fakes.model_server import ModelServer, Reply, Request, error, structured
+from tests.fakes.model_server import ModelServer, Reply, Request, error, length, structured
 from tests.firstday.conftest import ISSUE, Launch, model_env
 from tests.firstday.service import Service
 
@@ -139,6 +139,33 @@ def test_a_model_too_slow_for_the_timeout_names_the_timeout(
     (record,) = service.failures()
     assert (record.kind, record.detail) == ("model unavailable", "the model call timed out")
     assert record.operator_action.endswith("its calls timed out: a slow model needs a larger FORGEBOT_LLM__TIMEOUT")
+    assert service.stop() == 0 and "Traceback" not in service.logs()
+
+
+def test_a_task_that_fails_after_spending_says_what_it_spent(
+    launch: Launch, forge_env: dict[str, str], model: ModelServer, fake_forge: FakeForgeState, origin_url: str
+) -> None:
+    """The analyzer's answers are cut at the output cap twice and the task fails: its status comment said
+    "0 tokens" and its row 0, though the decomposer and the analyzer had made three calls. A node's spend
+    reached the checkpoint only when the node returned; the failed node's calls now count (30 tokens a
+    call: the wire server's usage)."""
+
+    def respond(request: Request) -> Reply:
+        if "response_format" in request.body or isinstance(request.body.get("tool_choice"), dict):
+            return structured("Decomposition", {"criteria": [{"id": 1, "text": "Subtraction works"}],
+                                                "assumptions": [], "questions": []})
+        return length()
+
+    model.responder = respond  # type: ignore[assignment]
+    service = _start(launch, forge_env, model)
+    assert service.label(origin_url) == 202
+    service.wait_states(lambda states: states == ["failed"], "the task to fail")
+    assert service.task_states() == [("failed", "model answer cut off")]
+    (task,) = service.tasks()
+    page = service.console(f"/console/tasks/{task.task_id}")
+    assert 'id="tokens">90</dd>' in page, page.split('id="tokens"')[1][:80]
+    (status,) = [c.body for c in fake_forge.comments_on("gitlab", "1", ISSUE, status=True) if "Status:" in c.body]
+    assert status.startswith("**Status: failed**") and " · 90 tokens · " in status, status
     assert service.stop() == 0 and "Traceback" not in service.logs()
 
 
