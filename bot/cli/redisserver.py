@@ -10,6 +10,7 @@ by SIGKILL (`bot.cli.children`), so no redis-server is ever left behind.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib.util
 import os
 import shutil
@@ -25,6 +26,10 @@ from bot.cli.children import die_with_parent
 
 class RedisStartError(RuntimeError):
     """The private redis-server did not come up."""
+
+
+class RedisInUse(RedisStartError):
+    """Another process's private Redis runs on this data directory."""
 
 
 def redis_binary() -> str:
@@ -50,6 +55,7 @@ class PrivateRedis:
         self.directory = directory
         self.socket = directory / "redis.sock"
         self._process: subprocess.Popen[bytes] | None = None
+        self._lock: int | None = None
 
     @property
     def pid(self) -> int | None:
@@ -61,6 +67,7 @@ class PrivateRedis:
 
     def start(self, timeout: float = 10.0) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
+        self._take_directory()
         with contextlib.suppress(FileNotFoundError):
             self.socket.unlink()
         args = [
@@ -90,6 +97,28 @@ class PrivateRedis:
         log.close()
         self._wait_ready(timeout)
 
+    def _take_directory(self) -> None:
+        """Hold the directory's lock for as long as this server runs. A second `forgebot serve` on the same
+        data directory (one left running in another terminal) unlinked the first one's socket and wrote
+        the same append-only file beside it: the running service lost its queue. It now stops here."""
+        lock = os.open(self.directory / "redis.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(lock, 32, 0).decode(errors="replace").strip()
+            os.close(lock)
+            raise RedisInUse(f"another forgebot serve{f' (process {holder})' if holder else ''} runs on "
+                             f"{self.directory.parent}: stop it first, or give this one its own "
+                             "FORGEBOT_DATA_DIR") from None
+        os.ftruncate(lock, 0)
+        os.pwrite(lock, str(os.getpid()).encode(), 0)
+        self._lock = lock
+
+    def _release_directory(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # closing the last descriptor releases the lock
+            self._lock = None
+
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -103,6 +132,7 @@ class PrivateRedis:
 
     def stop(self) -> None:
         if self._process is None:
+            self._release_directory()
             return
         self._process.terminate()
         try:
@@ -111,6 +141,7 @@ class PrivateRedis:
             self._process.kill()
             self._process.wait()
         self._process = None
+        self._release_directory()
 
     def kill(self) -> None:
         """Stop abruptly (tests of lost connections)."""
@@ -118,13 +149,14 @@ class PrivateRedis:
             os.killpg(self._process.pid, 9)
             self._process.wait()
             self._process = None
+        self._release_directory()
 
 
 @contextlib.contextmanager
 def private_redis(directory: Path) -> Iterator[PrivateRedis]:
     server = PrivateRedis(directory)
-    server.start()
     try:
+        server.start()
         yield server
     finally:
         server.stop()

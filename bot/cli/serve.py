@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import uvicorn
 
 from bot.cli.children import die_with_parent
-from bot.cli.redisserver import private_redis
+from bot.cli.redisserver import RedisInUse, private_redis
 from bot.intake.identity import Identities
 from bot.web.app import create_app
 from foundation.settings import Settings
@@ -186,5 +186,26 @@ def run_serve(settings: Settings, host: str, port: int) -> int:
     and only then is the private Redis stopped; the exit code is 0. If this process is killed
     outright, the parent-death signal stops the worker and the private Redis with it.
     """
-    with redis_for(settings) as resolved:
-        return asyncio.run(_serve(resolved, host, port))
+    taken = _port_taken(host, port)
+    if taken:  # before a private Redis or a worker starts: the second `serve` a user forgot was running
+        sys.stderr.write(f"forgebot serve: {host}:{port} is in use ({taken}): stop what listens there "
+                         "(another forgebot serve?), or set FORGEBOT_PORT or --port\n")
+        return 2
+    try:
+        with redis_for(settings) as resolved:
+            return asyncio.run(_serve(resolved, host, port))
+    except RedisInUse as exc:
+        sys.stderr.write(f"forgebot serve: {exc}\n")
+        return 2
+
+
+def _port_taken(host: str, port: int) -> str:
+    """Why `host:port` cannot be listened on now ("" when it can): said before anything starts, where
+    uvicorn said it only after the private Redis and the worker were up (and then stopped them)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no obstacle
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return ""

@@ -14,10 +14,15 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 from tests.fakes.forge_http import FakeForgeState, Fault
 from tests.fakes.model_server import ModelServer, structured
+from tests.fakes.server import free_port
+from tests.firstday.cli import FORGEBOT
 from tests.firstday.conftest import ISSUE, Launch, model_env
-from tests.firstday.service import wait_until
+from tests.firstday.service import environment, wait_until
 from tests.intake import deliveries
 from tests.intake.payloads import gitlab_note
 
@@ -81,3 +86,29 @@ def test_a_forge_down_at_start_delays_tasks_without_failing_them(
     assert len(report) == 1
     assert service.stop() == 0
     assert "Traceback" not in service.logs()
+
+
+def test_a_second_serve_leaves_the_running_one_alone(launch: Launch, tmp_path: Path) -> None:
+    """`forgebot serve` started again while one runs (left in another terminal): the second one started its
+    own private Redis on the same socket and append-only file, unlinked the first one's socket when it
+    exited on the taken port, and the running service could no longer reach its queue. Now: on the same
+    port it stops before starting anything; on another port with the same data directory it stops at the
+    Redis; either way in one line, exit 2, and the first one goes on."""
+    first = launch("serve").wait_healthy()
+    socket = first.data_dir / "redis" / "redis.sock"
+    assert socket.exists()
+    env = environment(first.data_dir, int(first.url.rsplit(":", 1)[1]))
+    same_port = subprocess.run([str(FORGEBOT), "serve"], env=env, capture_output=True, text=True, timeout=60)
+    assert same_port.returncode == 2, same_port.stderr
+    assert same_port.stderr.splitlines() == [
+        f"forgebot serve: 127.0.0.1:{env['FORGEBOT_PORT']} is in use (Address already in use): stop what listens "
+        "there (another forgebot serve?), or set FORGEBOT_PORT or --port"]
+    other = subprocess.run([str(FORGEBOT), "serve"], env={**env, "FORGEBOT_PORT": str(free_port())},
+                           capture_output=True, text=True, timeout=60)
+    assert other.returncode == 2, other.stderr
+    assert other.stderr.splitlines()[-1] == (
+        f"forgebot serve: another forgebot serve (process {first.proc.pid}) runs on {first.data_dir}: stop it "  # type: ignore[union-attr]
+        "first, or give this one its own FORGEBOT_DATA_DIR")
+    assert socket.exists() and first.get_json("/readyz")[1]["redis"] is True
+    assert first.label() == 401  # still taking (and judging) deliveries
+    assert first.stop() == 0 and "Traceback" not in first.logs()
