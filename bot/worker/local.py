@@ -279,6 +279,25 @@ async def _own_worktree(settings: Settings, root: Path, project: str, task_id: s
     return _Worktree(key=key, mirror=mirror, path=path, branch=branch, start=start, whole=incomplete is None)
 
 
+def _whole_start(root: Path, base: str | None) -> None:
+    """Refuse a start commit whose own files git cannot read (a damaged repository: phpunit's snapshot
+    lacks a .phar of HEAD). No run can copy such a commit, and the run failed in its mirror step saying
+    that "the server did not answer", after it was recorded; a missing object of the history only is
+    worked around (`_own_worktree`)."""
+    start = _git(root, "rev-parse", "--verify", "--end-of-options", f"{base or 'HEAD'}^{{commit}}").strip()
+    missing = [line[1:] for line in _git(root, "rev-list", "--objects", "--missing=print", "--no-walk", start).split()
+               if line.startswith("?")]
+    if not missing:
+        return
+    lost = set(missing)
+    paths = [line.split("\t", 1)[1] for line in _git(root, "ls-tree", "-r", "-t", "--full-tree", start).splitlines()
+             if "\t" in line and line.split("\t", 1)[0].split()[-1] in lost]
+    named = ", ".join(paths[:LISTED]) + (f" and {len(paths) - LISTED} more" if len(paths) > LISTED else "")
+    raise LocalRunError(f"{root} lacks {len(missing)} object(s) of commit {start[:12]} itself ({named or 'unnamed'}): "
+                        "no run can copy it; `git fsck` lists what is missing. Fetch them again from where the "
+                        "repository was cloned, or pass --base a commit whose files are all there")
+
+
 def _deliver(root: Path, work: _Worktree) -> tuple[int, str]:
     """The run's commits as a new branch in the user's repository; (commits, patch).
 
@@ -478,6 +497,8 @@ async def run_local(
         notify(not_included(dirty, start_at))
     if mode == "review":
         local_change(ChangeRef(repo=RepoRef(forge="local", project="-", path="-"), number=1), root, title, body, base)
+    else:
+        _whole_start(root, base)
     settings = _with_file_protocol(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     inbox = await open_inbox(settings)

@@ -206,6 +206,31 @@ def test_a_failed_run_is_listed_with_what_it_spent(tmp_path: Path, model: ModelS
     assert row[1] == "failed" and row[4] == "90", row
 
 
+def test_a_start_commit_git_cannot_read_whole_is_refused_before_the_run(tmp_path: Path, model: ModelServer,
+                                                                         checkout: Path) -> None:
+    """A damaged repository that lacks a file of HEAD itself (phpunit's snapshot lacks a .phar): the run was
+    recorded, then failed in its mirror step saying "the server did not answer ... check that the forge
+    serves git". It is now refused at once, naming the file and what to do, and nothing is recorded."""
+    (checkout / "tools").mkdir()
+    (checkout / "tools" / "tool.phar").write_bytes(b"PK\x03\x04 a tool's archive")
+    git(checkout, "add", "-A")
+    git(checkout, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "add a tool")
+    blob = git(checkout, "rev-parse", "HEAD:tools/tool.phar").strip()
+    (checkout / ".git" / "objects" / blob[:2] / blob[2:]).unlink()  # loose, as a fresh commit's are
+    head = git(checkout, "rev-parse", "HEAD").strip()
+    model.responder = answering({"Decomposition": decomposition(), "Analysis": ANALYSIS})
+    seen = forgebot("run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
+                    **_env(tmp_path, model))
+    assert seen.code == 2 and seen.out == []
+    assert seen.err[-1] == (
+        f"forgebot run: {checkout} lacks 1 object(s) of commit {head[:12]} itself (tools/tool.phar): no run can "
+        "copy it; `git fsck` lists what is missing. Fetch them again from where the repository was cloned, or "
+        "pass --base a commit whose files are all there")
+    assert not (tmp_path / "data" / "workspaces").exists()
+    tasks = forgebot("tasks", cwd=tmp_path, **_env(tmp_path))
+    assert tasks.code == 0 and len(tasks.out) <= 1, tasks.out  # the header at most: no run recorded
+
+
 def test_a_directory_that_is_not_a_checkout_is_refused(tmp_path: Path, checkout: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
