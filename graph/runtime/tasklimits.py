@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
@@ -152,6 +153,8 @@ def with_limits(run: NodeFn) -> NodeFn:
             raise
         try:
             update = await run(state, runtime=runtime)
+        except GraphBubbleUp:  # a pause for an answer, not a failure
+            raise
         except Exception:
             runtime.context.spent_at_failure.clear()
             runtime.context.spent_at_failure.update(spent_with(state, runtime.context.unsaved))
