@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from graph.runtime.trace import format_trace, read_trace, trace_path
 
@@ -17,7 +18,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        path = trace_path(args.data_dir, args.task)
+        path = _found(args.data_dir, args.task)
         if args.json:
             sys.stdout.write(path.read_text(encoding="utf-8") if path.exists() else "")
             if not path.exists():
@@ -28,3 +29,21 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"forgebot trace: {exc}\n")
         return 1
     return 0
+
+
+# the fewest leading characters of a task id taken for it, as git takes a commit's
+_PREFIX = 6
+
+
+def _found(data_dir: Path, task: str) -> Path:
+    """The trace of `task`, or of the one task whose id starts with it (`forgebot trace 2205cfae`: the
+    short form people copy); an ambiguous prefix names the tasks it could be."""
+    path = trace_path(data_dir, task)
+    if path.exists() or len(task) < _PREFIX:
+        return path
+    matches = sorted(found.stem for found in path.parent.glob(f"{task}*.jsonl"))
+    if len(matches) == 1:
+        return trace_path(data_dir, matches[0])
+    if matches:
+        raise ValueError(f"{task} is the start of {len(matches)} tasks: {', '.join(matches[:5])}")
+    return path

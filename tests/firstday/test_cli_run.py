@@ -106,6 +106,8 @@ def test_analyze_prints_text_names_what_it_left_out_and_is_listed_as_a_task(
     assert row[1:3] == ["done", "analyze"] and row[-1] == str(checkout)
     trace = forgebot("trace", task, cwd=tmp_path, **_env(tmp_path))
     assert trace.code == 0 and trace.out
+    short = forgebot("trace", task[:8], cwd=tmp_path, **_env(tmp_path))  # the start of it, as git takes a commit's
+    assert short.code == 0 and short.out == trace.out
     assert (checkout / "Cart.php").read_text() == "<?php\n// my edit, not committed\n"
 
 
