@@ -84,3 +84,23 @@ def test_task_ids_cannot_escape_the_trace_directory(tmp_path: Path) -> None:
     for bad in ("../x", "a/b", "", ".hidden"):
         with pytest.raises(ValueError):
             trace_path(tmp_path, bad)
+
+
+def test_the_start_of_an_id_names_its_one_task_or_the_several(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "traces").mkdir()
+    for task in ("2205cfae097d68ef", "2205cf11aa22bb33", "35416f24bede440e"):
+        (tmp_path / "traces" / f"{task}.jsonl").write_text("")
+    parser = argparse.ArgumentParser()
+    trace_cli.register(parser.add_subparsers(dest="command"))
+
+    def trace(task: str) -> int:
+        args = parser.parse_args(["trace", task])
+        args.data_dir = tmp_path
+        return int(args.handler(args))
+
+    assert trace("35416f") == 0 and capsys.readouterr().err == ""
+    assert trace("2205cf") == 1
+    assert capsys.readouterr().err == ("forgebot trace: 2205cf is the start of 2 tasks: 2205cf11aa22bb33, "
+                                       "2205cfae097d68ef\n")
+    assert trace("35416") == 1 and "no trace" in capsys.readouterr().err  # five characters name nothing
