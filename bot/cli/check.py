@@ -149,7 +149,8 @@ def _not_found(kind: ForgeKind, where: str) -> str:
             "(https://api.github.com; GitHub Enterprise: https://HOST/api/v3)")
 
 
-def _unreachable(kind: ForgeKind, where: str, exc: Exception) -> str:
+def unreachable(kind: ForgeKind, where: str, exc: Exception) -> str:
+    """What to check when the forge at `where` gave no answer (or a 5xx): `forgebot check` and `hooks` say it."""
     url = "FORGEBOT_GITLAB__URL" if kind == "gitlab" else "FORGEBOT_GITHUB__API_URL"
     status = _STATUS.match(str(exc))
     if status:
@@ -181,7 +182,7 @@ async def _forge(settings: Settings, kind: ForgeKind, where: str, token: str) ->
     except ForgeNotFound:
         return Line(kind, "FAIL", _not_found(kind, where))
     except ForgeUnavailable as exc:
-        return Line(kind, "FAIL", _unreachable(kind, where, exc))
+        return Line(kind, "FAIL", unreachable(kind, where, exc))
     mismatch = _pinned(settings, kind, found)
     if mismatch:
         return Line(kind, "FAIL", mismatch)

@@ -15,8 +15,9 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 
+from bot.cli.check import unreachable
 from bot.intake.webhooks import project_secret
-from foundation.forge import ForgeError, ForgeKind, open_forge
+from foundation.forge import ForgeError, ForgeKind, ForgeUnavailable, open_forge
 from foundation.settings import Settings
 
 
@@ -63,6 +64,10 @@ async def hook_lines(settings: Settings, base_url: str, projects: list[str], onl
                 continue  # a GitLab id or path listed for both forges
             try:
                 repo = await forge.resolve_repo(name)
+            except ForgeUnavailable as exc:  # "gitlab: ConnectionError" alone named neither the address nor a fix
+                where = settings.gitlab.url if kind == "gitlab" else settings.github.api_url
+                sys.stderr.write(f"forgebot hooks: {kind} project {name}: {unreachable(kind, str(where), exc)}\n")
+                continue
             except ForgeError as exc:
                 sys.stderr.write(f"forgebot hooks: {kind} project {name}: {exc}\n")
                 continue

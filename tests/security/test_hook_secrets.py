@@ -195,3 +195,20 @@ def test_forgebot_hooks_registers_each_projects_url_and_secret_and_the_forge_the
             path = hooks[0].url.removeprefix("https://bot.example.org")
             delivery = _signed(forge, _payload(forge, int(project)), hooks[0].secret)
             assert _post(server, path, delivery).status_code == 202, (forge, project)
+
+
+def test_forgebot_hooks_says_which_address_did_not_answer(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], settings: Settings, tmp_path: Any,
+) -> None:
+    """A forge that cannot be reached: each project's line said "gitlab: ConnectionError", naming neither
+    the address nor the setting; it now says both, as `forgebot check` does."""
+    from tests.fakes.server import free_port
+
+    _cli_env(monkeypatch, settings, tmp_path)
+    closed = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("FORGEBOT_GITLAB__URL", closed)
+    monkeypatch.setenv("FORGEBOT_GITLAB__MAX_RETRIES", "0")
+    main(["hooks", "--forge", "gitlab", "group/app"])
+    assert capsys.readouterr().err.splitlines() == [
+        f"forgebot hooks: gitlab project group/app: cannot connect to {closed} (ConnectionError): check "
+        "FORGEBOT_GITLAB__URL and that this machine reaches it"]
