@@ -9,12 +9,14 @@ and a refused variable is reported in one line whatever the command.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import os
 import select
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -144,6 +146,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not _reader_gone():
             raise
         return 141  # what a shell reports for a command its reader stopped (128 + SIGPIPE)
+    except OSError as exc:
+        said = _data_dir_problem(exc, settings.data_dir)
+        if not said:
+            raise
+        sys.stderr.write(f"forgebot {args.command}: {said}\n")
+        return 2
+
+
+# what a data directory this user cannot use raises: a path with no permission, a read-only or a full disk
+_UNUSABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+
+
+def _data_dir_problem(exc: OSError, data_dir: Path) -> str:
+    """One line for an unusable data directory ("" for any other error): a volume owned by another user or
+    mounted read-only is a container's first-day mistake, and every command ended in a traceback."""
+    if exc.errno not in _UNUSABLE or not isinstance(exc.filename, str | os.PathLike):
+        return ""
+    path = Path(os.fsdecode(exc.filename)).absolute()
+    root = data_dir.absolute()
+    if path != root and root not in path.parents:
+        return ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"the data directory {root} is full ({exc.strerror}: {path}): free space or set FORGEBOT_DATA_DIR"
+    return (f"the data directory {root} cannot be written ({exc.strerror}: {path}): set FORGEBOT_DATA_DIR to a "
+            f"directory this user (uid {os.getuid()}) may write, or fix its owner or mount")
 
 
 def _reader_gone() -> bool:

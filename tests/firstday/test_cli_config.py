@@ -4,6 +4,7 @@ names a misspelt variable instead of ignoring it, and `--help` works whatever th
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,16 @@ def test_a_log_level_logging_does_not_know_is_refused_by_name(tmp_path: Path) ->
     assert seen.code == 2
     assert seen.err == ["forgebot: FORGEBOT_LOG_LEVEL='verbose' is not valid: allowed values: DEBUG, INFO, "
                         "WARNING, ERROR or CRITICAL"]
+
+
+@pytest.mark.parametrize("command", [["tasks"], ["serve"], ["index", ".", "--no-embeddings"]])
+def test_a_data_directory_that_cannot_be_written_is_one_line(tmp_path: Path, command: list[str]) -> None:
+    """A volume owned by another user or mounted read-only (a container's first-day mistake): every
+    command ended in a PermissionError traceback. /sys refuses a new directory even to root."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    seen = forgebot(*command, cwd=tmp_path, FORGEBOT_DATA_DIR="/sys/forgebot-data")
+    assert seen.code == 2 and not [line for line in seen.err if "Traceback" in line], seen.err
+    assert seen.err[-1] == (
+        f"forgebot {command[0]}: the data directory /sys/forgebot-data cannot be written (Operation not permitted: "
+        f"/sys/forgebot-data): set FORGEBOT_DATA_DIR to a directory this user (uid {os.getuid()}) may write, or "
+        "fix its owner or mount")
