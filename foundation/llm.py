@@ -198,6 +198,10 @@ _FORMAT = re.compile(r"response_format|json_schema|json schema|structured output
                      r"(not supported|unsupported)|(not supported|unsupported).{0,40}\bformat\b", re.I)
 
 
+# how langchain-openai says that an answer was not the OpenAI API's JSON (an HTML page, plain text)
+_NOT_THE_API = "Unexpected response type from OpenAI-compatible endpoint"
+
+
 def classify(exc: BaseException) -> Failure | None:
     """The failure a provider exception stands for; None for exceptions that are not the provider's."""
     from langchain_core.exceptions import ModelRefusalError
@@ -213,6 +217,12 @@ def classify(exc: BaseException) -> Failure | None:
         # the SDKs' and LangChain's own wrappers: APIConnectionError, OpenAIConnectionError, httpx.ConnectError
         if isinstance(exc, ConnectionError) or "Connect" in name or name in ("RemoteProtocolError", "ReadError"):
             return Failure("unreachable", _short(f"cannot reach the model endpoint ({_message(exc)})"))
+        if isinstance(exc, ValueError) and str(exc).startswith(_NOT_THE_API):
+            # a web page where the API should be: a proxy's login page, a server's UI at a base URL without /v1
+            page = str(exc).partition("got str: ")[2].strip("'\"")
+            return Failure("request", _short(f"the endpoint answered with a page, not the API's JSON (it began: "
+                                             f"{page[:80]!r}): is the base URL the API's root, often ending in /v1?"),
+                           setting="BASE_URL")
         return None
     reason = _short(_message(exc)) or f"HTTP {status}"
     if status in (400, 422, 500) and _FORMAT.search(reason):  # llama-cpp-python answers a 500 for it

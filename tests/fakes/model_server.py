@@ -80,6 +80,7 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = ()
     usage: tuple[int, int] = (20, 10)
     delay: float = 0.0  # seconds before answering: longer than the client's timeout = a timeout
+    page: str = ""  # a web page (200, text/html) where the API's JSON belongs: a proxy's login page
     structured: bool = False  # an answer to a structured-output call: text and calls are its two encodings
     off_schema: bool = False  # breaks the request's schemas on purpose (a weak model), not checked
 
@@ -112,6 +113,11 @@ def structured(schema_name: str, payload: dict[str, Any]) -> Reply:
 def off_schema(reply: Reply) -> Reply:
     """`reply` as a weak model's answer that breaks the request's schema on purpose (not a script error)."""
     return replace(reply, off_schema=True)
+
+
+def page(html: str) -> Reply:
+    """A web page answered where the API belongs (a proxy's login page, a server's UI at the wrong path)."""
+    return Reply(page=html)
 
 
 def length(content: str = "partial answer that was cut") -> Reply:
@@ -482,7 +488,9 @@ class _Handler(BaseHTTPRequestHandler):
         getattr(self, f"_{protocol}")(reply, body)
 
     def _openai(self, reply: Reply, body: dict[str, Any]) -> None:
-        if reply.status != 200:
+        if reply.page:
+            self._send(200, "text/html", reply.page.encode())
+        elif reply.status != 200:
             self._json(reply.status, _openai_error(reply), reply.headers)
         elif body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))

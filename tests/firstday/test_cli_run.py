@@ -233,6 +233,20 @@ def test_a_start_commit_git_cannot_read_whole_is_refused_before_the_run(tmp_path
     assert tasks.code == 0 and len(tasks.out) <= 1, tasks.out  # the header at most: no run recorded
 
 
+def test_a_page_where_the_api_belongs_is_said_before_any_checkout_work(tmp_path: Path, model: ModelServer,
+                                                                        checkout: Path) -> None:
+    """A proxy's login page (or a server's web UI at a base URL without /v1) answered 200 with HTML: the run
+    ended in a ValueError traceback from the SDK. It now says what came back and which setting to check."""
+    model.responder = lambda request: wire.page("<html><body><h1>Proxy login required</h1></body></html>")
+    seen = forgebot("run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
+                    **_env(tmp_path, model))
+    assert seen.code == 2 and seen.out == []
+    assert seen.err == [
+        "forgebot run: the model failed a first test call, so nothing was started: the endpoint answered with a "
+        "page, not the API's JSON (it began: '<html><body><h1>Proxy login required</h1></body></html>'): is the "
+        "base URL the API's root, often ending in /v1? (check FORGEBOT_LLM__BASE_URL)"]
+
+
 def test_a_directory_that_is_not_a_checkout_is_refused(tmp_path: Path, checkout: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
