@@ -231,6 +231,9 @@ def classify(exc: BaseException) -> Failure | None:
         return Failure("transient", f"HTTP {status}: {reason}", status, _retry_after(exc))
     if status in (401, 403):
         return Failure("auth", f"HTTP {status}: {reason}", status)
+    if status == 404 and "model" not in reason.lower():  # no such route: not a model the endpoint lacks
+        return Failure("not_found", f"HTTP {status}: {reason}: the endpoint has no chat API at this address; is the "
+                       "base URL the API's root, often ending in /v1?", status, setting="BASE_URL")
     if status == 404:
         return Failure("not_found", f"HTTP {status}: {reason}", status)
     if _CONTEXT.search(reason):
@@ -268,11 +271,15 @@ def _json_in(text: str) -> Any:
 
 
 def _body_message(body: Any) -> str:
+    if isinstance(body, str):  # the OpenAI SDK keeps a body's `error` when it is a plain string
+        return body
     if not isinstance(body, dict):
         return ""
     inner = body.get("error", body)
     if isinstance(inner, dict) and isinstance(inner.get("message"), str):
         return str(inner["message"])
+    if isinstance(inner, dict) and isinstance(inner.get("detail"), str):  # FastAPI's (llama-cpp-python's) own
+        return str(inner["detail"])
     return inner if isinstance(inner, str) else ""
 
 

@@ -247,6 +247,27 @@ def test_a_page_where_the_api_belongs_is_said_before_any_checkout_work(tmp_path:
         "base URL the API's root, often ending in /v1? (check FORGEBOT_LLM__BASE_URL)"]
 
 
+def test_a_wrong_path_and_an_unknown_model_name_their_own_settings(tmp_path: Path, model: ModelServer,
+                                                                    checkout: Path) -> None:
+    """Both answer 404. A base URL without the API's path (`http://host:8000` for `…/v1`) said "HTTP 404:
+    Error code: 404 (check FORGEBOT_LLM__MODEL)"; the route is missing, not the model. A 404 that names
+    no model is now the base URL's; one that names the model stays the model's."""
+    wrong = forgebot("run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
+                     **_env(tmp_path, model, FORGEBOT_LLM__BASE_URL=f"{model.url}/api"))
+    assert wrong.code == 2
+    assert wrong.err == [
+        "forgebot run: the model failed a first test call, so nothing was started: HTTP 404: no route "
+        "/api/chat/completions: the endpoint has no chat API at this address; is the base URL the API's root, "
+        "often ending in /v1? (check FORGEBOT_LLM__BASE_URL)"]
+    model.responder = lambda request: wire.error(404, "The model `gpt-nope` does not exist or you do not have "
+                                                 "access to it.", error_type="invalid_request_error",
+                                                 code="model_not_found")
+    unknown = forgebot("run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
+                       **_env(tmp_path, model))
+    assert unknown.code == 2 and unknown.err[-1].endswith("does not exist or you do not have access to it. (check "
+                                                          "FORGEBOT_LLM__MODEL)"), unknown.err
+
+
 def test_a_directory_that_is_not_a_checkout_is_refused(tmp_path: Path, checkout: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
