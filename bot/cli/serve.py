@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -188,8 +189,10 @@ def run_serve(settings: Settings, host: str, port: int) -> int:
     """
     taken = _port_taken(host, port)
     if taken:  # before a private Redis or a worker starts: the second `serve` a user forgot was running
-        sys.stderr.write(f"forgebot serve: {host}:{port} is in use ({taken}): stop what listens there "
-                         "(another forgebot serve?), or set FORGEBOT_PORT or --port\n")
+        hint = "stop what listens there (another forgebot serve?), or" if taken.errno == errno.EADDRINUSE else \
+            "choose another port or address:"
+        sys.stderr.write(f"forgebot serve: cannot listen on {host}:{port} ({taken.strerror or taken}): {hint} set "
+                         "FORGEBOT_HOST and FORGEBOT_PORT, or --host and --port\n")
         return 2
     try:
         with redis_for(settings) as resolved:
@@ -199,13 +202,15 @@ def run_serve(settings: Settings, host: str, port: int) -> int:
         return 2
 
 
-def _port_taken(host: str, port: int) -> str:
-    """Why `host:port` cannot be listened on now ("" when it can): said before anything starts, where
-    uvicorn said it only after the private Redis and the worker were up (and then stopped them)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no obstacle
-        try:
+def _port_taken(host: str, port: int) -> OSError | None:
+    """Why `host:port` cannot be listened on now (None when it can: in use, a privileged port, an address
+    this machine does not have): said before anything starts, where uvicorn said it only after the private
+    Redis and the worker were up (and then stopped them)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no obstacle
             probe.bind((host, port))
-        except OSError as exc:
-            return exc.strerror or str(exc)
-    return ""
+    except OSError as exc:  # socket.gaierror too: a host name that does not resolve
+        return exc
+    return None

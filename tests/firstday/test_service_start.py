@@ -101,8 +101,8 @@ def test_a_second_serve_leaves_the_running_one_alone(launch: Launch, tmp_path: P
     same_port = subprocess.run([str(FORGEBOT), "serve"], env=env, capture_output=True, text=True, timeout=60)
     assert same_port.returncode == 2, same_port.stderr
     assert same_port.stderr.splitlines() == [
-        f"forgebot serve: 127.0.0.1:{env['FORGEBOT_PORT']} is in use (Address already in use): stop what listens "
-        "there (another forgebot serve?), or set FORGEBOT_PORT or --port"]
+        f"forgebot serve: cannot listen on 127.0.0.1:{env['FORGEBOT_PORT']} (Address already in use): stop what "
+        "listens there (another forgebot serve?), or set FORGEBOT_HOST and FORGEBOT_PORT, or --host and --port"]
     other = subprocess.run([str(FORGEBOT), "serve"], env={**env, "FORGEBOT_PORT": str(free_port())},
                            capture_output=True, text=True, timeout=60)
     assert other.returncode == 2, other.stderr
@@ -112,3 +112,15 @@ def test_a_second_serve_leaves_the_running_one_alone(launch: Launch, tmp_path: P
     assert socket.exists() and first.get_json("/readyz")[1]["redis"] is True
     assert first.label() == 401  # still taking (and judging) deliveries
     assert first.stop() == 0 and "Traceback" not in first.logs()
+
+
+def test_an_address_this_machine_does_not_have_is_one_line_before_anything_starts(tmp_path: Path) -> None:
+    """FORGEBOT_HOST set to another machine's address (copied from a deployment): uvicorn said so only
+    after the private Redis and the worker had started, in its own log line among theirs."""
+    env = environment(tmp_path / "data", free_port(), FORGEBOT_HOST="192.0.2.1")  # TEST-NET-1: nobody's
+    done = subprocess.run([str(FORGEBOT), "serve"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"forgebot serve: cannot listen on 192.0.2.1:{env['FORGEBOT_PORT']} (Cannot assign requested address): "
+        "choose another port or address: set FORGEBOT_HOST and FORGEBOT_PORT, or --host and --port"]
+    assert not (tmp_path / "data" / "redis").exists()  # nothing was started
