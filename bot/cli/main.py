@@ -56,21 +56,29 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _web(args: argparse.Namespace) -> int:
-    from bot.cli.serve import run_web
+    from bot.cli.serve import redis_problem, run_web
 
     if not args.settings.redis_url:
         sys.stderr.write("forgebot web needs FORGEBOT_REDIS_URL (forgebot serve starts its own Redis)\n")
         return 2
+    problem = redis_problem(args.settings.redis_url)
+    if problem:
+        sys.stderr.write(f"forgebot web: {problem}\n")
+        return 1
     run_web(args.settings, args.host or args.settings.host, args.port or args.settings.port)
     return 0
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from bot.cli.serve import run_worker
+    from bot.cli.serve import redis_problem, run_worker
 
     if not args.settings.redis_url:
         sys.stderr.write("forgebot worker needs FORGEBOT_REDIS_URL\n")
         return 2
+    problem = redis_problem(args.settings.redis_url)
+    if problem:
+        sys.stderr.write(f"forgebot worker: {problem}\n")
+        return 1
     run_worker(args.settings)
     return 0
 

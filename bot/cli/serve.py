@@ -54,6 +54,41 @@ def _server(settings: Settings, host: str, port: int, worker_metrics: str | None
     return uvicorn.Server(config)
 
 
+def redis_problem(url: str, tries: int = 5, pause: float = 1.0) -> str:
+    """Why the Redis at `url` does not answer ("" when it does), after `tries` a `pause` apart (a Redis
+    started beside forgebot may still be coming up). `web` and `worker` ask it before anything else: a
+    Redis that was down ended each in a traceback (the worker's after arq's own five warnings)."""
+    import redis
+
+    why = ""
+    for attempt in range(tries):
+        client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+        try:
+            client.ping()
+            return ""
+        except (redis.RedisError, OSError) as exc:
+            why = str(exc) or type(exc).__name__
+        finally:
+            client.close()
+        if attempt + 1 < tries:
+            time.sleep(pause)
+    return f"Redis at {_where(url)} does not answer ({why}): check FORGEBOT_REDIS_URL and that Redis runs"
+
+
+def _where(url: str) -> str:
+    """The Redis URL without its credentials (`redis://:password@host` names no user for a redactor to key on)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return f"unix://{parts.path}"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
+
+
 def run_web(settings: Settings, host: str, port: int) -> None:
     _server(settings, host, port).run()
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.forge_http import FakeForgeState, Fault
 from tests.fakes.model_server import ModelServer, structured
 from tests.fakes.server import free_port
@@ -124,3 +126,17 @@ def test_an_address_this_machine_does_not_have_is_one_line_before_anything_start
         f"forgebot serve: cannot listen on 192.0.2.1:{env['FORGEBOT_PORT']} (Cannot assign requested address): "
         "choose another port or address: set FORGEBOT_HOST and FORGEBOT_PORT, or --host and --port"]
     assert not (tmp_path / "data" / "redis").exists()  # nothing was started
+
+
+@pytest.mark.parametrize("command", ["web", "worker"])
+def test_a_redis_that_does_not_answer_is_one_line(tmp_path: Path, command: str) -> None:
+    """`web` and `worker` on a Redis that is down: the worker logged arq's five retries and a traceback,
+    the web process uvicorn's "Application startup failed" after one. Now: one line that names the
+    address (never its password) and the setting, exit 1, after the same five seconds of trying."""
+    closed = free_port()
+    env = environment(tmp_path / "data", free_port(), FORGEBOT_REDIS_URL=f"redis://:hunter2pw@127.0.0.1:{closed}/0")
+    done = subprocess.run([str(FORGEBOT), command], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines() == [
+        f"forgebot {command}: Redis at redis://127.0.0.1:{closed}/0 does not answer (Error 111 connecting to "
+        f"127.0.0.1:{closed}. Connection refused.): check FORGEBOT_REDIS_URL and that Redis runs"]
