@@ -12,9 +12,10 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass
+from typing import get_args
 
 from bot.tasks.events import ForgeEvent, web_link
-from bot.tasks.inbox import Inbox, TaskRow, open_inbox
+from bot.tasks.inbox import Inbox, TaskRow, TaskStatus, open_inbox
 from bot.tasks.localruns import settle_lost
 from foundation.settings import Settings
 
@@ -34,7 +35,9 @@ class TaskLine:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("tasks", help="list tasks: state, mode, duration, tokens, cost, link")
-    parser.add_argument("--state", action="append", help="only tasks in this state (repeatable)")
+    # a misspelt state listed nothing, as if there were no such tasks: argparse names the ones there are
+    parser.add_argument("--state", action="append", choices=get_args(TaskStatus),
+                        help="only tasks in this state (repeatable)")
     parser.add_argument("--limit", type=int, default=50, help="newest N tasks (0: all)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.set_defaults(handler=run)

@@ -100,3 +100,11 @@ def test_a_data_directory_that_cannot_be_written_is_one_line(tmp_path: Path, com
         f"forgebot {command[0]}: the data directory /sys/forgebot-data cannot be written (Operation not permitted: "
         f"/sys/forgebot-data): set FORGEBOT_DATA_DIR to a directory this user (uid {os.getuid()}) may write, or "
         "fix its owner or mount")
+
+
+def test_a_misspelt_task_state_is_refused_naming_the_states(tmp_path: Path) -> None:
+    """`forgebot tasks --state faild` listed nothing, as if no task had failed."""
+    seen = forgebot("tasks", "--state", "faild", cwd=tmp_path, FORGEBOT_DATA_DIR=str(tmp_path / "data"))
+    assert seen.code == 2 and seen.out == []
+    assert seen.err[-1] == ("forgebot tasks: error: argument --state: invalid choice: 'faild' (choose from 'queued', "
+                            "'running', 'waiting', 'done', 'failed', 'cancelled')")
