@@ -135,6 +135,13 @@ def run_index(args: argparse.Namespace) -> int:
             "`forgebot index` builds the rest")
         sys.stderr.write(f"forgebot index: {what}\n")
         return INTERRUPTED
+    except RuntimeError as exc:  # an embeddings endpoint down or answering nonsense: what was built stays
+        from project.index.embed import EmbeddingError  # numpy and httpx load only when embedding
+
+        if vectors is None or not isinstance(exc, EmbeddingError):
+            raise
+        sys.stderr.write(f"forgebot index: {vectors.stopped(str(exc))}\n")
+        return 1
     _emit([*lines, "memory: deferred (`forgebot memory` reads the documents and history on its first question)"])
     if args.timings:
         _emit(timings.table(total_wall=process_age(), total_cpu=time.process_time() + timings.cpu_elsewhere))

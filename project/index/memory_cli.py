@@ -22,7 +22,7 @@ from foundation.gitrunner import GitError, GitTampered, Repo, run
 from project.embedding import command_embedder
 from project.index import memory, memory_sources, taskindex
 from project.index.db import Connection, connect
-from project.index.embed import Embedder
+from project.index.embed import Embedder, EmbeddingError
 from project.index.location import index_path
 from project.index.memory import MemoryHit
 from project.index.memory_history import MAX_COMMITS
@@ -208,6 +208,12 @@ def run_memory(args: argparse.Namespace) -> int:
     except (GitTampered, GitError) as exc:
         sys.stderr.write(f"forgebot memory: {exc}\n")
         return 2
+    except EmbeddingError as exc:  # an embeddings endpoint down: what was read and embedded stays
+        sys.stderr.write(f"forgebot memory: the embeddings endpoint failed ({' '.join(str(exc).split())}): what was "
+                         "remembered and embedded "
+                         "is kept; check FORGEBOT_EMBEDDER__*, then ask again (without --embed the other legs "
+                         "answer)\n")
+        return 1
     for question, hits, notes in found:
         _print(question, hits, notes, args.json, single=args.batch is None)
     return 0

@@ -64,6 +64,14 @@ class Vectors:
         return (f"interrupted: {self.done:,} of {self.total:,} chunks embedded, kept; `{self._again}` goes on "
                 "from there (search answers meanwhile from its other legs)")
 
+    def stopped(self, why: str) -> str:
+        """What a failed embedding endpoint leaves: the graph and full-text tables, and the batches it made."""
+        made = f"{max(self.done, 0):,} of {self.total:,} chunks embedded, kept" if self.total >= 0 else "no vectors"
+        why = " ".join(why.split())  # an HTTP error's text spans lines
+        return (f"the embeddings endpoint failed ({why}): the code graph and full-text tables are built, {made}; "
+                f"check FORGEBOT_EMBEDDER__*, then `{self._again}` goes on from there (search answers meanwhile "
+                "from its other legs)")
+
 
 def pace(done: int, total: int, seconds: float) -> str:
     """` (12 a second, about 18 min left)`, ` (12 a second)` when all is done, "" before anything is."""

@@ -24,7 +24,7 @@ from foundation.settings import Settings
 from project.embedding import command_embedder
 from project.index import search_store, taskindex
 from project.index.db import Connection, connect
-from project.index.embed import Embedder, Matrix
+from project.index.embed import Embedder, EmbeddingError, Matrix
 from project.index.location import index_path
 from project.index.progress import INTERRUPTED, Vectors
 from project.index.search import Answer, search
@@ -98,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"forgebot search: building the index of {root} (first run{hint})\n")
     vectors = Vectors("forgebot search", embedder.model_id, f"forgebot search {shlex.quote(str(args.path))} --embed") \
         if embedder is not None and args.embed else None
+    failed = False
     try:
         taskindex.refresh(index, root, embedder=embedder if args.embed else None, progress=vectors)
     except KeyboardInterrupt:
@@ -105,10 +106,17 @@ def run(args: argparse.Namespace) -> int:
             raise
         sys.stderr.write(f"forgebot search: {vectors.interrupted()}\n")
         return INTERRUPTED
+    except EmbeddingError as exc:  # an embeddings endpoint down: answer from the other legs, and say so
+        if vectors is None:
+            raise
+        sys.stderr.write(f"forgebot search: {vectors.stopped(str(exc))}\n")
+        embedder, failed = None, True
     conn = connect(index, readonly=True)
     search_store.tune_reader(conn)
     try:
         leg, note = vector_leg(conn, embedder)
+        if failed:
+            note = "the embeddings endpoint failed (said above)"
         single = args.batch is None
         if not single and note:
             sys.stderr.write(f"forgebot search: {note}\n")
@@ -121,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(_render(answer, args.json, with_freshness=single) + "\n")
     finally:
         conn.close()
-    return 0
+    return 1 if failed else 0
 
 
 class _Embedded:

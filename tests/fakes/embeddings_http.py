@@ -27,6 +27,7 @@ class EmbeddingsState:
     # from this request on (1 is the first; 0 never) answers wait until `released`: a build stopped midway
     hold_from: int = 0
     released: bool = False
+    down_from: int = 0  # from this request on (0: never) the endpoint answers 503: it went down midway
     received: int = 0  # requests that arrived (`requests` lists those answered)
     requests: list[tuple[str, dict[str, str], Any]] = field(default_factory=list)
 
@@ -37,6 +38,8 @@ def create_embeddings_app(state: EmbeddingsState) -> Starlette:
     async def embeddings(request: Request) -> Response:
         body = await request.json()
         state.received += 1
+        if state.down_from and state.received >= state.down_from:
+            return JSONResponse({"error": {"message": "upstream unavailable"}}, status_code=503)
         if state.hold_from and state.received >= state.hold_from:
             while not state.released:
                 await asyncio.sleep(0.02)

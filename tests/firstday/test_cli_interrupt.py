@@ -142,3 +142,32 @@ def test_ctrl_c_in_any_command_is_one_line_and_status_130(tmp_path: Path, monkey
     monkeypatch.setattr(tasks_cli, "run", interrupted)
     assert cli.main(["tasks"]) == 130
     assert capsys.readouterr().err == "forgebot tasks: interrupted\n"
+
+
+def test_an_embeddings_endpoint_that_goes_down_keeps_what_was_built(tmp_path: Path) -> None:
+    """The embeddings endpoint answers the first batch, then 503: `index`, `search --embed` and `memory
+    --embed` each ended in an EmbeddingError traceback. Now one line says what is built and kept and what to
+    do (exit 1); search still answers from its other legs; the next index, the endpoint back, goes on."""
+    root = _checkout(tmp_path / "shop")
+    state = EmbeddingsState(dimension=16, down_from=2)
+    with serving(create_embeddings_app(state)) as server:
+        env = {"FORGEBOT_DATA_DIR": str(tmp_path / "data"), "FORGEBOT_EMBEDDER__KIND": "http",
+               "FORGEBOT_EMBEDDER__BASE_URL": f"{server.url}/v1", "FORGEBOT_EMBEDDER__MODEL": "tiny",
+               "FORGEBOT_EMBEDDER__DIMENSION": "16", "FORGEBOT_EMBEDDER__BATCH_SIZE": str(BATCH)}
+        index = forgebot("index", str(root), cwd=tmp_path, **env)
+        assert index.code == 1 and not [line for line in index.err if "Traceback" in line], index.err
+        assert index.err[-1].startswith("forgebot index: the embeddings endpoint failed (")
+        assert index.err[-1].endswith(
+            f"): the code graph and full-text tables are built, {BATCH} of 320 chunks embedded, kept; check "
+            f"FORGEBOT_EMBEDDER__*, then `forgebot index {root}` goes on from there (search answers meanwhile "
+            "from its other legs)")
+        search = forgebot("search", str(root), "count the items", "--embed", cwd=tmp_path, **env)
+        assert search.code == 1 and search.out and search.out[0].startswith("totals_"), search.out
+        assert "# vector leg absent: the embeddings endpoint failed (said above); lexical and graph legs only" \
+            in search.out
+        memory = forgebot("memory", str(root), "why count the items", "--embed", cwd=tmp_path, **env)
+        assert memory.code == 1 and memory.err[-1].startswith("forgebot memory: the embeddings endpoint failed ("), \
+            memory.err
+        state.down_from = 0  # back up
+        again = forgebot("index", str(root), cwd=tmp_path, **env)
+        assert again.code == 0 and "search: 320 chunks, 64 embedded" in again.out, again.out
