@@ -171,7 +171,7 @@ def local_change(ref: ChangeRef, root: Path, title: str, body: str, base: str | 
     if head_branch == "HEAD":
         raise LocalRunError("review needs a checked-out branch, not a detached HEAD")
     if base is None:
-        known = set(_git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads").split())
+        known = _branches(root)
         base = next((b for b in ("main", "master") if b in known and b != head_branch), None)
         if base is None:
             raise LocalRunError("no base branch: pass --base")
@@ -332,9 +332,14 @@ def _default_branch(root: Path, base: str | None) -> str:
     reads its default branch: `--base` when it names a branch, else main, else master, else the checked-out
     branch. A checkout whose default is master was read as if it were main: its review ran with no profile
     ("revision `origin/main` not found") and without its `.forgebot.yml`."""
-    known = set(_git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads").split())
+    known = _branches(root)
     current = _git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
     return next((name for name in (base, "main", "master", current) if name and name in known), "main")
+
+
+def _branches(root: Path) -> set[str]:
+    """The checkout's local branch names."""
+    return set(_git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads").split())
 
 
 def _user() -> str:
