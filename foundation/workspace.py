@@ -160,6 +160,22 @@ class Workspaces:
             await self._run(["fetch", "--prune", "--no-tags", "--quiet", "origin"], cwd=path, auth=auth)
         return path
 
+    async def fetch_ref(self, key: str, ref: str, local: str, auth: GitCredentials | None = None) -> str:
+        """Fetch one ref of the mirror's origin into `local` of the mirror; the commit it names.
+
+        For a change's head (`refs/pull/7/head`): the mirror fetches branches only, and a change from a
+        fork has no branch in the repository. GitError when origin has no such ref.
+        """
+        mirror = self.mirror_path(key)
+        for value, what in ((ref, "ref"), (local, "local ref")):
+            _not_an_option(value, what)
+            await self._run(["check-ref-format", value])
+        async with self._locked(key):
+            url = (await self._run(["remote", "get-url", "origin"], cwd=mirror)).strip()
+            await self._run(["fetch", "--no-tags", "--quiet", "origin", f"+{ref}:{local}"], cwd=mirror,
+                            auth=self._credentials_for(url, auth))
+            return (await self._run(["rev-parse", "--verify", "--quiet", f"{local}^{{commit}}"], cwd=mirror)).strip()
+
     async def worktree(self, key: str, task: str, branch: str, start: str) -> Path:
         """A worktree for `task` on `branch`, created from `start` (e.g. `origin/main`); reused on retry."""
         mirror, path = self.mirror_path(key), self.task_path(task)

@@ -371,6 +371,7 @@ class GitHubForge(SdkAdapter):
                 base_sha=pr.base.sha,
                 head_sha=pr.head.sha,
                 start_sha=pr.base.sha,
+                head_ref=f"refs/pull/{ref.number}/head",
                 state=pr.state,
                 draft=bool(pr.draft),
                 url=pr.html_url or "",

@@ -364,6 +364,7 @@ class GitLabForge(SdkAdapter):
             base_sha=str(shas[0] or ""),
             head_sha=str(shas[1] or ""),
             start_sha=str(shas[2] or ""),
+            head_ref=f"refs/merge-requests/{ref.number}/head",
             state=str(mr.state),
             draft=bool(mr.attributes.get("draft", False)),
             url=str(mr.attributes.get("web_url", "")),

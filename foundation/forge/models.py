@@ -194,6 +194,10 @@ class Change(_Frozen):
     url: str = ""
     files: tuple[FileChange, ...] = ()
     author_id: int = 0  # the forge's user id (0: unknown, so never a member)
+    # The ref of the target repository that holds the head, whether the source branch is there or in a
+    # fork (GitHub `refs/pull/N/head`, GitLab `refs/merge-requests/N/head`): a fork's branch is no branch
+    # of the target, and is often named like one of its own (`main`). Empty: the source branch itself.
+    head_ref: str = ""
 
 
 class ChangeRequest(_Frozen):

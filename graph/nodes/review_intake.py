@@ -21,7 +21,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 import prompts
-from foundation.forge import Change, ChangeRef, ForgeNotFound, IssueRef, Marker, RepoRef
+from foundation.forge import Change, ChangeRef, ForgeNotFound, GitCredentials, IssueRef, Marker, RepoRef
 from foundation.gitrunner import GitError, git
 from foundation.workspace import Workspaces, repo_key
 from graph.checkout import profile_note, review_index
@@ -37,6 +37,7 @@ from project.reviewstore import ReviewStore, change_key
 
 _CLOSES = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?|implement[sd]?)(?:\s*:)?\s+#(\d+)", re.IGNORECASE)
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(\S.{2,})$")
+_HEAD_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256
 _CRITERIA_HEADING = re.compile(r"criteri|acceptance|requirement|definition of done", re.IGNORECASE)
 
 
@@ -102,15 +103,16 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     key = repo_key(state["forge"], repo.project)
     if not repo.clone_url:
         raise ValueError(f"repository {repo.path} has no clone URL (the forge gave none)")
-    mirror = await spaces.mirror(key, repo.clone_url, await deps.forge.git_credentials())
-    if not _has_branch(mirror, change.source_branch):
+    credentials = await deps.forge.git_credentials()
+    mirror = await spaces.mirror(key, repo.clone_url, credentials)
+    start = await _head(spaces, key, mirror, change, credentials)
+    if start is None:
         body = prompts.render("review.missing_branch", change=prompts.terms(state["forge"])["change"],
-                              branch=change.source_branch, command=deps.settings.triggers.review_command,
-                              footer=footer(state))
+                              branch=change.source_branch, head=change.head_sha[:12],
+                              command=deps.settings.triggers.review_command, footer=footer(state))
         comment = await deps.forge.post_comment(ref, body, Marker(task=state["task_id"], purpose="missing-branch"))
         return {"outcome": "no_branch", "report_comment_id": comment.id, "workspace": ""}
-    workspace = await spaces.worktree(key, state["task_id"], f"forgebot-review/{state['task_id']}",
-                                      f"origin/{change.source_branch}")
+    workspace = await spaces.worktree(key, state["task_id"], f"forgebot-review/{state['task_id']}", start)
     head = git(workspace, "rev-parse", "HEAD").strip()
     base = git(workspace, "merge-base", f"origin/{change.target_branch}", "HEAD").strip()
     store = ReviewStore.in_data_dir(deps.settings.data_dir)
@@ -141,12 +143,33 @@ async def run(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     }
 
 
-def _has_branch(mirror: Path, branch: str) -> bool:
+async def _head(spaces: Workspaces, key: str, mirror: Path, change: Change, auth: GitCredentials) -> str | None:
+    """The commit to review: the head the forge reports; None when the mirror cannot get it.
+
+    The change's own ref is fetched first: the mirror holds branches only, and a change from a fork
+    has none in the repository. Its branch is often named like one of the repository's own (`main`,
+    `patch-1`), so the source branch's name alone would review another commit, or nothing. Only where
+    the forge reports no head yet (GitLab before it computed the change's first version) is the ref's
+    tip, else the source branch's, taken as it is.
+    """
+    fetched = f"refs/forgebot/changes/{change.ref.number}"
+    if change.head_ref:
+        try:
+            await spaces.fetch_ref(key, change.head_ref, fetched, auth)
+        except GitError:
+            pass  # no such ref there (a forge without change refs): the branches the mirror fetched
+    if change.head_sha:
+        if not _HEAD_SHA.fullmatch(change.head_sha):
+            raise ValueError(f"the forge reported {change.head_sha!r} as the head commit")
+        return _commit(mirror, change.head_sha)
+    return _commit(mirror, fetched) or _commit(mirror, f"refs/remotes/origin/{change.source_branch}")
+
+
+def _commit(mirror: Path, revision: str) -> str | None:
     try:
-        git(mirror, "rev-parse", "--verify", "--quiet", f"refs/remotes/origin/{branch}^{{commit}}")
+        return git(mirror, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}").strip()
     except GitError:
-        return False
-    return True
+        return None
 
 
 def _is_ancestor(root: Path, old: str, new: str) -> bool:

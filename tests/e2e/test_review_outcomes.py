@@ -3,6 +3,7 @@ branch gets a clear reply without a review (the reviewer is never even asked).""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -49,13 +50,15 @@ async def test_missing_branch_gets_a_clear_reply(
 ) -> None:
     repo = make_change_repo(tmp_path / "repo")
     prepare(settings, redis_url, fake_forge, repo.root)
-    fake_forge.add_change(forge, PROJECT[forge], 1, fake_change(repo, branch="was-deleted"))
+    # the branch was deleted, and the head the forge reports is nowhere in the repository (force-pushed
+    # away); a head the repository still holds is reviewed, deleted branch or not (test_review_fork.py)
+    fake_forge.add_change(forge, PROJECT[forge], 1, replace(fake_change(repo, branch="was-deleted"), head_sha="d" * 40))
     models = Models([])
     await deliver(settings, forge, 401, f"file://{repo.root}")
     await work(settings, redis_url, models)
     assert models.asked == []
     (reply,) = [b for b in _bodies(fake_forge, forge) if "forgebot" in b and "/review" != b.strip()]
-    assert "source branch `was-deleted` does not exist in the repository" in reply
+    assert "head commit `dddddddddddd` (branch `was-deleted`) cannot be fetched from the repository" in reply
 
 
 @pytest.mark.php  # runs PHP tools (the review gates, the checks)

@@ -29,10 +29,11 @@ def _repo_ref(repo: ChangeRepo) -> RepoRef:
 ALICE = 11  # the change's author, a Developer of the project
 
 
-def _seed(forge: FakeForge, repo: ChangeRepo, branch: str = "feature") -> ChangeRef:
+def _seed(forge: FakeForge, repo: ChangeRepo, branch: str = "feature", head: str = "") -> ChangeRef:
     ref = ChangeRef(repo=_repo_ref(repo), number=3)
     forge.changes[ref] = Change(ref=ref, title="Double totals", body=BODY, author="alice", source_branch=branch,
-                                target_branch="main", base_sha=repo.base, head_sha=repo.head, start_sha=repo.base,
+                                target_branch="main", base_sha=repo.base, head_sha=head or repo.head,
+                                start_sha=repo.base,
                                 state="opened", files=change_files(repo), author_id=ALICE)
     forge.access[("7", ALICE)] = AccessLevel.DEVELOPER
     return ref
@@ -100,12 +101,23 @@ async def test_first_review_posts_inline_findings_and_summary(change_repo: Chang
 
 async def test_missing_branch_gets_a_clear_reply_and_no_review(change_repo: ChangeRepo, tmp_path: Path) -> None:
     forge = FakeForge(kind="gitlab")
-    ref = _seed(forge, change_repo, branch="deleted-branch")
+    ref = _seed(forge, change_repo, branch="deleted-branch", head="d" * 40)
     models = Models(scripted([]))
     final, nodes = await _review(forge, change_repo, tmp_path, models, "t2")
     assert nodes == ["review_intake"] and models.asked == []
     (reply,) = forge.comments[ref]
-    assert "source branch `deleted-branch` does not exist" in reply and "`/review`" in reply
+    assert "head commit `dddddddddddd` (branch `deleted-branch`) cannot be fetched" in reply and "`/review`" in reply
+    assert final["outcome"] == "no_branch"
+
+
+async def test_a_change_without_a_reported_head_names_its_missing_branch(change_repo: ChangeRepo,
+                                                                          tmp_path: Path) -> None:
+    forge = FakeForge(kind="gitlab")
+    ref = _seed(forge, change_repo, branch="deleted-branch")
+    forge.changes[ref] = forge.changes[ref].model_copy(update={"head_sha": ""})  # no version computed yet
+    final, _ = await _review(forge, change_repo, tmp_path, Models(scripted([])), "t3")
+    (reply,) = forge.comments[ref]
+    assert "source branch `deleted-branch` does not exist in the repository" in reply
     assert final["outcome"] == "no_branch"
 
 
