@@ -13,6 +13,8 @@ program outside the sandbox. So every git command goes through `run` here, which
   try something else" path swallows it);
 - reads no config but the repository's own and its `-c` overrides: no system or global file, no
   `GIT_*` or other variable from the worker's environment, HOME and XDG pointing at an empty dir;
+  only the operator's network settings pass (`NETWORK_ENV`: a private CA bundle, an outbound proxy),
+  which the API clients read from the same variables, and none of them turns verification off;
 - screens the repository's config file before every command. Config is the only place a filter,
   diff or merge driver, fsmonitor, ssh command or include can be named, so with none there a
   `.gitattributes` naming `filter=x` does nothing. The bot's own mirrors may hold only the keys the
@@ -54,6 +56,16 @@ MAX_OUTPUT = 64 * 1024 * 1024
 _KEEP_STDERR = 16 * 1024
 _PROTOCOLS = ("ext", "fd", "file", "git", "ssh", "http", "https")
 # variables a caller may set for one command: identity, dates, a throwaway index
+# The worker's variables git is given as they are: where to find a private CA, and the outbound proxy
+# with its exceptions, as the operator set them for the whole process (requests and httpx read the
+# same ones). Without them the mirror of a self-managed forge failed on its certificate, or could not
+# connect, while every API call worked. Nothing here can turn TLS verification off (GIT_SSL_NO_VERIFY,
+# http.sslVerify) or name a program. Uppercase HTTP_PROXY is not read by curl (a request header could
+# set it under CGI), so it is not passed either.
+NETWORK_ENV = frozenset({
+    "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE",
+    "https_proxy", "HTTPS_PROXY", "http_proxy", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
+})
 _CALLER_ENV = frozenset({
     "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
     "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_INDEX_FILE",
@@ -249,7 +261,8 @@ def _executable() -> str:
 
 
 def environment(config: Mapping[str, str] = {}, extra: Mapping[str, str] = {}) -> dict[str, str]:
-    """git's whole environment: nothing from the worker's, `config` as `GIT_CONFIG_*` variables."""
+    """git's whole environment: of the worker's, only its network settings (`NETWORK_ENV`); `config` as
+    `GIT_CONFIG_*` variables."""
     unknown = set(extra) - _CALLER_ENV
     if unknown:
         raise ValueError(f"not a variable git may be given: {sorted(unknown)}")
@@ -266,6 +279,7 @@ def environment(config: Mapping[str, str] = {}, extra: Mapping[str, str] = {}) -
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_NO_REPLACE_OBJECTS": "1",
         "GIT_PROTOCOL_FROM_USER": "0",
+        **{name: value for name in NETWORK_ENV if (value := os.environ.get(name))},
         **extra,
     }
     for number, (key, value) in enumerate(config.items()):

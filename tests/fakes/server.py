@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -19,7 +20,8 @@ def free_port() -> int:
 
 
 class ServerThread:
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, tls: tuple[Path, Path] | None = None) -> None:
+        """`tls`: (certificate chain, key) files to serve HTTPS with."""
         # the socket is bound here, on port 0, and handed to uvicorn: no window in which another
         # test (or xdist worker) could take the port between choosing it and listening on it. Its
         # protocol is named: asyncio turns Nagle off only on sockets whose `proto` is TCP, and with
@@ -28,13 +30,16 @@ class ServerThread:
         self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.socket.bind(("127.0.0.1", 0))
         self.port = int(self.socket.getsockname()[1])
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
+        certificate, key = tls or (None, None)
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on",
+                                ssl_certfile=certificate, ssl_keyfile=key)
+        self.scheme = "https" if tls else "http"
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def start(self) -> None:
         self.thread.start()
@@ -51,8 +56,8 @@ class ServerThread:
 
 
 @contextlib.contextmanager
-def serving(app: Any) -> Iterator[ServerThread]:
-    server = ServerThread(app)
+def serving(app: Any, tls: tuple[Path, Path] | None = None) -> Iterator[ServerThread]:
+    server = ServerThread(app, tls)
     server.start()
     try:
         yield server
