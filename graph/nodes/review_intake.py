@@ -42,9 +42,14 @@ _CRITERIA_HEADING = re.compile(r"criteri|acceptance|requirement|definition of do
 
 
 def list_items(text: str) -> list[str]:
-    """The criteria a description states: list items under a criteria heading, else its checkboxes."""
+    """The criteria a description states: list items under a criteria heading, else its checkboxes.
+
+    Only what the forge shows is read: a pull request template's HTML comments (`<!-- - [ ] I have
+    read CONTRIBUTING -->`) and fenced code blocks hold list items nobody wrote as criteria, and each
+    such item came back "not verified", so every review of such a change was "incomplete".
+    """
     under, items, boxes = False, [], []
-    for line in text.splitlines():
+    for line in shown_lines(text):
         heading = heading_title(line)
         if heading is not None and not _ITEM.match(line):
             under = bool(_CRITERIA_HEADING.search(heading))
@@ -57,6 +62,32 @@ def list_items(text: str) -> list[str]:
         elif re.match(r"^\s*(?:[-*+]|\d+[.)])\s+\[[ xX]\]", line):
             boxes.append(item.group(1).strip())
     return items or boxes
+
+
+def shown_lines(text: str) -> list[str]:
+    """The lines of Markdown `text` outside HTML comments and fenced code blocks; linear in its length.
+
+    A comment that is never closed hides the rest, as the forge renders it; so does an open fence.
+    """
+    parts, at = [], 0
+    while (start := text.find("<!--", at)) >= 0:
+        parts.append(text[at:start])
+        end = text.find("-->", start + 4)
+        at = len(text) if end < 0 else end + 3
+    parts.append(text[at:])
+    shown, fence = [], ""
+    for line in "".join(parts).splitlines():
+        marker = line.lstrip(" ")
+        fenced = len(line) - len(marker) <= 3 and marker[:3] in ("```", "~~~")
+        if fence:
+            closing = marker.rstrip()
+            if fenced and closing.strip(fence[0]) == "" and len(closing) >= len(fence):
+                fence = ""  # a closing fence: the opening's character, at least as many, nothing else
+        elif fenced:
+            fence = marker[:len(marker) - len(marker.lstrip(marker[0]))]
+        else:
+            shown.append(line)
+    return shown
 
 
 def heading_title(line: str) -> str | None:

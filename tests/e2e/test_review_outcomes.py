@@ -77,3 +77,44 @@ async def test_one_refused_anchor_does_not_abort_the_rest(
     assert len(inline) == 2  # the first note was refused; the other two were still posted
     (summary,) = [t.comments[0].body for t in threads if "### Review" in t.comments[0].body]
     assert "`src/Cart.php:8` doubling belongs in a pricing rule (criterion 1) — not anchored on the diff" in summary
+
+
+TEMPLATED = """## Summary
+<!-- What does this change do? Link the issue. -->
+Doubles totals.
+
+## Acceptance criteria
+<!-- One line per criterion, e.g.:
+- the API answers 404 for an unknown id -->
+- Totals count each item twice
+- Runner keeps working
+
+## Checklist
+<!--
+- [ ] I have read CONTRIBUTING.md
+- [ ] I have added tests
+-->
+
+## How to try it
+```
+- [ ] composer test
+```
+"""
+
+
+@pytest.mark.php  # runs PHP tools (the review gates)
+async def test_a_templates_hidden_checklist_is_not_reviewed_as_criteria(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path
+) -> None:
+    repo = make_change_repo(tmp_path / "repo")
+    prepare(settings, redis_url, fake_forge, repo.root)
+    fake_forge.add_change("github", PROJECT["github"], 1, replace(fake_change(repo), body=TEMPLATED))
+    models = Models([done(), answer(Review, Review(verdict="approve", summary="Fine.", verified_criteria=[1, 2]))])
+    await deliver(settings, "github", 701, f"file://{repo.root}")
+    await work(settings, redis_url, models)
+    (summary,) = [b for b in _bodies(fake_forge, "github") if "### Review" in b]
+    assert summary.startswith("### Review: approved")
+    for hidden in ("404", "CONTRIBUTING", "composer test", "I have added tests"):
+        assert hidden not in summary
+        assert all(hidden not in str(m.content) for request in models.reviewer.received for m in request)
+    assert "- verified: 1. Totals count each item twice\n- verified: 2. Runner keeps working\n" in summary

@@ -93,6 +93,8 @@ ADVERSARIAL: list[tuple[str, Callable[[str], object], Callable[[int], str], int]
     ("heading bold", heading_title, lambda n: "**" + " " * n + "x", 20_000),
     ("heading colon", heading_title, lambda n: "# x" + " " * n + ":x", 20_000),
     ("description", list_items, lambda n: ("# x" + " " * 50 + "x\n") * (n // 50), 20_000),
+    ("description comments", list_items, lambda n: "<!--" * (n // 4), 20_000),
+    ("description fences", list_items, lambda n: "```\n" * (n // 4), 20_000),
     ("summary spaces", _pytest_summaries, lambda n: "1 passed in 1s" + " " * n + "x", 20_000),
     ("summary newlines", _pytest_summaries, lambda n: "\n" * n, 20_000),
     ("summary classify", lambda s: classify("pytest", s, 1), lambda n: "= 1 passed in 1s" + " " * n + "x", 20_000),
