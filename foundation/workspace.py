@@ -67,6 +67,40 @@ class WorkspaceFull(GitError):
     """The disk bound is reached even after removing finished tasks and idle mirrors."""
 
 
+class PushRefused(GitError):
+    """The forge refused a push: a protected branch, a push rule, a missing permission or scope.
+
+    `reason` is the forge's own message. Trying again changes nothing until someone changes those rules
+    or the bot's rights, so it is never retried, and a failure says so instead of "git failed".
+    """
+
+    def __init__(self, branch: str, reason: str) -> None:
+        super().__init__(f"the forge refused the push of {branch}: {reason}")
+        self.branch, self.reason = branch, reason
+
+
+# What git prints when the other side, not the network, refused a push: a rejected ref (a hook, a
+# protected branch, GitHub's workflow permission) or the HTTP answer to an account without push rights.
+_REJECTED = re.compile(r"^\s*! \[remote rejected\] \S+ -> \S+ \((?P<why>.*)\)\s*$", re.M)
+_DENIED = re.compile(r"returned error: 403|Permission to \S+ denied|not allowed to push", re.I)
+
+
+def push_refusal(stderr: str) -> str | None:
+    """The forge's reason when `git push` printed `stderr` because the push was refused, else None.
+
+    The `remote:` lines are the forge's words (GitLab's and GitHub's protected branches, push rules); a
+    rejected ref's own note (`pre-receive hook declined`, GitHub's `refusing to allow a GitHub App to
+    create or update workflow … without workflows permission`) is added when it says more.
+    """
+    rejected = [m.group("why") for m in _REJECTED.finditer(stderr)]
+    if not rejected and not _DENIED.search(stderr):
+        return None
+    said = [line.strip()[len("remote:"):].strip() for line in stderr.splitlines() if line.strip().startswith("remote:")]
+    said = [line.removeprefix("error:").strip() for line in said if line.strip()]
+    notes = [why for why in dict.fromkeys(rejected) if why != "pre-receive hook declined" or not said]
+    return " ".join([*said, *notes]) or "refused (HTTP 403)"
+
+
 def _not_an_option(value: str, what: str) -> str:
     """A URL or revision starting with `-` would be read by git as an option."""
     if not value or value.startswith("-"):
@@ -229,7 +263,13 @@ class Workspaces:
         _not_an_option(url, "url")
         auth = self._credentials_for(url, auth)
         refspec = f"{'+' if force else ''}HEAD:refs/heads/{branch}"
-        await self._run(["push", "--quiet", "--no-verify", url, refspec], cwd=worktree, auth=auth)
+        try:
+            await self._run(["push", "--quiet", "--no-verify", url, refspec], cwd=worktree, auth=auth)
+        except GitError as exc:
+            reason = push_refusal(str(exc).partition("): ")[2])  # `_run`'s "git push failed (N): <stderr>"
+            if reason is None or isinstance(exc, CredentialsRefused):
+                raise
+            raise PushRefused(branch, reason) from exc
 
     async def cleanup(self, key: str, task: str) -> None:
         """Remove a finished task's worktree and its local branch bookkeeping.

@@ -111,13 +111,13 @@ def is_transient(exc: BaseException) -> bool:
     from foundation.forge import ForgeRateLimited, ForgeUnavailable
     from foundation.gitrunner import GitError
     from foundation.llm import ModelCallError
-    from foundation.workspace import CredentialsRefused, WorkspaceFull
+    from foundation.workspace import CredentialsRefused, PushRefused, WorkspaceFull
 
     if isinstance(exc, ForgeRateLimited | ForgeUnavailable):
         return True
     if isinstance(exc, ModelCallError):
         return exc.failure.kind in ("transient", "unreachable")
-    if isinstance(exc, GitError) and not isinstance(exc, WorkspaceFull | CredentialsRefused):
+    if isinstance(exc, GitError) and not isinstance(exc, WorkspaceFull | CredentialsRefused | PushRefused):
         return bool(_GIT_TRANSIENT.search(str(exc)))
     return isinstance(exc, ConnectionError | TimeoutError)
 
@@ -184,8 +184,17 @@ def _model(exc: Any, role: str, secrets: Sequence[str], tries: int) -> TaskFailu
 
 
 def _git(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailure:
-    from foundation.workspace import CredentialsRefused, WorkspaceFull
+    from foundation.workspace import CredentialsRefused, PushRefused, WorkspaceFull
 
+    if isinstance(exc, PushRefused):  # the work is done; starting again would be refused the same way
+        said = _clean(exc.reason, secrets).replace("`", "'")
+        return TaskFailure("push refused", f"the repository refused forgebot's branch `{exc.branch}`, saying "
+                           f"`{said}`", f"Please {ASK}: until the repository's rules or forgebot's rights change, "
+                           "starting the task again is refused the same way.",
+                           "let the bot's account push `forgebot/*` branches: protected branches, push rules (the "
+                           "commits' author is FORGEBOT_WORKSPACE__AUTHOR_EMAIL), a GitHub App's Workflows "
+                           "permission or a token's `workflow` scope (the forge's reason is quoted)",
+                           detail=_detail(exc, secrets))
     if isinstance(exc, WorkspaceFull):
         return TaskFailure("disk full", "the server running forgebot has no room left for this repository",
                            f"{WAIT} free some space, then start the task again.",

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 from foundation.forge import GitCredentials
 from foundation.gitrunner import GitError, GitTampered
 from foundation.settings import WorkspaceSettings
-from foundation.workspace import WorkspaceFull, Workspaces, origin_of, repo_key
+from foundation.workspace import WorkspaceFull, Workspaces, origin_of, push_refusal, repo_key
 from tests.fakes.git_http import create_git_server
 from tests.fakes.server import serving
 
@@ -221,3 +221,29 @@ async def test_disk_bound_removes_idle_mirrors_least_recently_fetched_first(tmp_
     ws.settings.max_bytes = ws.usage() - 1  # one idle mirror is enough
     assert await ws.enforce_bound(active={"running"}) == ["gitlab-old"]
     assert sorted(p.name for p in (ws.root / "mirrors").iterdir()) == ["gitlab-busy.git", "gitlab-new.git"]
+
+
+@pytest.mark.parametrize(("stderr", "reason"), [
+    # GitHub, an App pushing a change to a workflow file
+    (" ! [remote rejected] HEAD -> forgebot/1-x (refusing to allow a GitHub App to create or update workflow "
+     "`.github/workflows/ci.yml` without `workflows` permission)\nerror: failed to push some refs to 'https://g/o/r.git'",
+     "refusing to allow a GitHub App to create or update workflow `.github/workflows/ci.yml` without `workflows` "
+     "permission"),
+    # GitHub, a protected branch pattern
+    ("remote: error: GH006: Protected branch update failed for refs/heads/forgebot/1-x.\nremote: error: Changes must "
+     "be made through a pull request.\n ! [remote rejected] HEAD -> forgebot/1-x (protected branch hook declined)",
+     "GH006: Protected branch update failed for refs/heads/forgebot/1-x. Changes must be made through a pull request. "
+     "protected branch hook declined"),
+    # an account without push rights
+    ("remote: Permission to o/r.git denied to forgebot.\nfatal: unable to access 'https://g/o/r.git/': The requested "
+     "URL returned error: 403", "Permission to o/r.git denied to forgebot."),
+    # GitLab, a push rule
+    ("remote: GitLab: Commit message does not follow the pattern '^JIRA-'        \nTo https://gl/o.git\n ! [remote "
+     "rejected] HEAD -> forgebot/1-x (pre-receive hook declined)", "GitLab: Commit message does not follow the "
+     "pattern '^JIRA-'"),
+    # not a refusal: the network, or git's own non-fast-forward check
+    ("fatal: unable to access 'https://g/': Could not resolve host: g", None),
+    (" ! [rejected]        HEAD -> forgebot/1-x (fetch first)", None),
+])
+def test_push_refusal_quotes_the_forge(stderr: str, reason: str | None) -> None:
+    assert push_refusal(stderr) == reason

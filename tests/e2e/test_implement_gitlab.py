@@ -91,3 +91,29 @@ async def test_a_red_test_is_reported_once_and_the_work_is_pushed_without_a_merg
     assert served.branch_log(BRANCH)[:2] == ["Fix: gate test_runner failed", "Add multiply with its test"]
     fix_round = "\n".join(str(m.content) for m in roles["coder"].received[4])
     assert '<execution_output origin="gates and review">' in fix_round  # PHPUnit's output, budgeted
+
+
+REFUSALS = {
+    "protected": "GitLab: You are not allowed to push code to protected branches on this project.",
+    "push-rule": "GitLab: Author bot@forgebot.invalid is not a member of team",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(REFUSALS))
+async def test_a_push_the_forge_refuses_is_reported_as_refused_with_its_reason(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, kind: str
+) -> None:
+    """The forge's pre-receive check refuses the branch (a protected `forgebot/*` pattern, a push rule on
+    the commit author): the failure says the push was refused and quotes the forge, not "a working copy"."""
+    _setup(settings, redis_url, fake_forge)
+    hook = served.origin / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\necho '{REFUSALS[kind]}' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    roles = h.implement_roles()
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("failed", "push refused")]
+    (report,) = [c.body for c in fake_forge.comments_on("gitlab", "1", 23) if "purpose=failure" in c.body]
+    assert f"the repository refused forgebot's branch `{BRANCH}`, saying `{REFUSALS[kind]}`" in report, report
+    assert "until the repository's rules or forgebot's rights change" in report
+    assert "working copy" not in report
