@@ -279,7 +279,9 @@ class Workspaces:
         """
         path, mirror = self.task_path(task), self.mirror_path(key)
         async with self._locked(key):
-            if mirror.exists():
+            # a mirror whose `git init` never finished (a timeout, a full disk) holds no worktree: asking git
+            # to prune it failed again, and hid the task's own failure behind that one
+            if (mirror / "HEAD").exists():
                 if path.exists() and _is_the_bots(path):
                     await self._run(["worktree", "remove", "--force", str(path)], cwd=mirror)
                 shutil.rmtree(path, ignore_errors=True)

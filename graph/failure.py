@@ -141,7 +141,7 @@ def _model(exc: Any, role: str, secrets: Sequence[str], tries: int) -> TaskFailu
     setting = exc.setting
     words = {
         "transient": ("model unavailable", f"the AI model service was unavailable while {step} ran", LATER,
-                      f"the model endpoint failed {tries} tries of this task; check that it is up (`forgebot check`)"
+                      f"the model endpoint failed {_tried(tries)} of this task; check that it is up (`forgebot check`)"
                       + (f"; its calls timed out: a slow model needs a larger {setting}" if exc.failure.setting
                          else "")),
         "unreachable": ("model unreachable", f"forgebot could not reach the AI model service while {step} ran",
@@ -183,7 +183,12 @@ def _model(exc: Any, role: str, secrets: Sequence[str], tries: int) -> TaskFailu
                        detail=provider, transient=kind in ("transient", "unreachable"))
 
 
+def _tried(tries: int) -> str:
+    return f"{tries} {'try' if tries == 1 else 'tries'}"
+
+
 def _git(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailure:
+    from foundation.gitrunner import GitTimeout
     from foundation.workspace import CredentialsRefused, PushRefused, WorkspaceFull
 
     if isinstance(exc, PushRefused):  # the work is done; starting again would be refused the same way
@@ -204,9 +209,15 @@ def _git(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailure:
         return TaskFailure("clone host refused", "the repository is not hosted where forgebot is allowed to fetch it",
                            f"Please {ASK}.", "the clone URL is not on the configured forge: check the forge URL or "
                            "FORGEBOT_WORKSPACE__GIT_HOSTS", detail=_detail(exc, secrets))
+    tried = _tried(tries)
+    if isinstance(exc, GitTimeout):  # git answered but the command ran too long: a huge first mirror, say
+        return TaskFailure("git timeout", "a git command on the repository took longer than forgebot allows",
+                           LATER, f"{_clean(str(exc), secrets)} ({tried} of this task): a large repository's first "
+                           "mirror can need more; raise FORGEBOT_WORKSPACE__GIT_TIMEOUT",
+                           detail=_detail(exc, secrets), transient=True)
     if is_transient(exc):
         return TaskFailure("git unavailable", "forgebot could not fetch the repository: the server did not answer",
-                           LATER, f"git failed {tries} tries of this task; check that the forge serves git",
+                           LATER, f"git failed {tried} of this task; check that the forge serves git",
                            detail=_detail(exc, secrets), transient=True)
     return TaskFailure("git", "forgebot could not prepare a working copy of the repository",
                        RETRY_OR_ASK,
@@ -219,7 +230,7 @@ def _forge(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailur
     if isinstance(exc, ForgeRateLimited | ForgeUnavailable):
         what = "limited how fast forgebot may call it" if isinstance(exc, ForgeRateLimited) else "did not answer"
         return TaskFailure("forge unavailable", f"the forge {what}, and retrying did not help", LATER,
-                           f"the forge API failed {tries} tries of this task; check it is up and the token's "
+                           f"the forge API failed {_tried(tries)} of this task; check it is up and the token's "
                            "rate limits (`forgebot check`)", detail=_detail(exc, secrets), transient=True)
     if isinstance(exc, ForgeAuthError):
         return TaskFailure("forge credentials", "the forge refused forgebot's access to this project",

@@ -160,6 +160,23 @@ def test_a_failure_after_the_start_exits_1_and_is_listed_as_failed(
     assert row[1] == "failed" and " ".join(row).endswith("(model request rejected)")
 
 
+def test_a_git_command_past_its_time_limit_names_the_setting(tmp_path: Path, model: ModelServer,
+                                                             checkout: Path) -> None:
+    """A git command that runs past FORGEBOT_WORKSPACE__GIT_TIMEOUT (a large repository's first mirror): the
+    run ended in a traceback from the clean-up of the mirror that was never made, hiding the timeout; when
+    it did not, it said "the server did not answer ... check that the forge serves git"."""
+    model.responder = answering({"Decomposition": decomposition(), "Analysis": ANALYSIS})
+    seen = forgebot("run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
+                    **_env(tmp_path, model, FORGEBOT_WORKSPACE__GIT_TIMEOUT="0.001"))
+    assert seen.code == 1 and "Traceback" not in seen.text, seen.text
+    task = _task_of(seen)
+    assert seen.err[-1] == (
+        "forgebot run: failed: a git command on the repository took longer than forgebot allows (git timeout, in "
+        "mirror); git init timed out after 0.001s (1 try of this task): a large repository's first mirror can "
+        f"need more; raise FORGEBOT_WORKSPACE__GIT_TIMEOUT · task {task} · the whole story: forgebot trace {task}")
+    assert _listed(tmp_path, task)[1] == "failed"
+
+
 def test_a_model_that_is_down_is_said_before_any_checkout_work(tmp_path: Path, checkout: Path) -> None:
     with ModelServer() as gone:
         closed = gone.openai_url
