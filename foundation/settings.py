@@ -6,6 +6,7 @@ down; tests construct `Settings(...)` directly with `_env_file=None, _secrets_di
 
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 from typing import Literal
@@ -28,6 +29,37 @@ def _blank_is_unset(value: SecretStr | None) -> SecretStr | None:
     if value is not None and not value.get_secret_value().strip():
         return None
     return value
+
+
+_PEM_KEY = re.compile(r"-----BEGIN ([A-Z ]*)PRIVATE KEY-----\n[A-Za-z0-9+/=\n:,\- ]+\n-----END \1PRIVATE KEY-----")
+_ONE_LINE_PEM = re.compile(r"(-----BEGIN [A-Z ]+-----)\s*(.*?)\s*(-----END [A-Z ]+-----)", re.S)
+
+
+def pem_private_key(text: str) -> str:
+    """A GitHub App's private key as PEM text, from the forms it is pasted in on a first day.
+
+    The .pem file as GitHub gave it; its newlines written as `\\n` (an .env file, a Kubernetes secret
+    made from a literal); its newlines turned into spaces (a one-line field); or base64 of the file.
+    Anything else raises ValueError: a key PyJWT cannot read made every GitHub call fail with
+    "Could not parse the provided public key", naming no setting.
+    """
+    text = text.strip()
+    if "-----BEGIN" not in text:
+        try:
+            decoded = base64.b64decode(text, validate=True).decode()
+        except ValueError:  # binascii.Error and UnicodeDecodeError are both ValueErrors
+            decoded = ""
+        text = decoded.strip() if "-----BEGIN" in decoded else text
+    if "\n" not in text and "\\n" in text:
+        text = text.replace("\\n", "\n").strip()
+    text = text.replace("\r\n", "\n")
+    one_line = _ONE_LINE_PEM.fullmatch(text) if "\n" not in text else None
+    if one_line:
+        text = "\n".join([one_line.group(1), *one_line.group(2).split(), one_line.group(3)])
+    if not _PEM_KEY.search(text):
+        raise ValueError("not a PEM private key (-----BEGIN … PRIVATE KEY----- … -----END … PRIVATE KEY-----): "
+                         "use the .pem file GitHub gave for the App, best mounted as a secret file")
+    return text
 
 
 class GitLabSettings(BaseModel):
@@ -89,6 +121,12 @@ class GitHubSettings(BaseModel):
     @classmethod
     def _blank_secret_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
         return _blank_is_unset(value)
+
+    @field_validator("private_key")
+    @classmethod
+    def _pem_text(cls, value: SecretStr | None) -> SecretStr | None:
+        value = _blank_is_unset(value)
+        return None if value is None else SecretStr(pem_private_key(value.get_secret_value()))
 
 
 StructuredOutput = Literal["auto", "json_schema", "function_calling", "json_mode"]

@@ -4,10 +4,13 @@ user are five different lines, each naming the one setting to fix."""
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.conftest import GITHUB_TOKEN, GITLAB_TOKEN
 from tests.fakes.forge_http import FakeForgeState
@@ -142,3 +145,39 @@ def test_a_model_that_never_answers_is_one_try_said_while_waited_on(tmp_path: Pa
                                            "FORGEBOT_LLM__TIMEOUT)")
     assert seen.err == [f"forgebot check: waiting for the model at openai {model.openai_url} {model.model} to answer "
                         "(up to 12 s: FORGEBOT_LLM__TIMEOUT)"]
+
+
+def _app_key(fake_forge: FakeForgeState) -> str:
+    """A GitHub App's private key as GitHub hands it out; the fake forge verifies its JWTs."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    fake_forge.app_key = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                             serialization.NoEncryption()).decode()
+
+
+@pytest.mark.parametrize("form", ["escaped", "one line", "base64"])
+def test_an_app_key_pasted_as_an_env_file_holds_it_is_read(
+    tmp_path: Path, forge_server: ServerThread, fake_forge: FakeForgeState, form: str
+) -> None:
+    """An .env file or a Kubernetes secret made from a literal holds the .pem with `\\n` for its newlines;
+    some tools base64 it. Both made every GitHub call fail with PyJWT's "InvalidKeyError: Could not parse
+    the provided public key", naming no setting. A one-line field (spaces for newlines), which the key
+    reader took already, stays accepted by the stricter setting."""
+    pem = _app_key(fake_forge)
+    pasted = {"escaped": pem.replace("\n", "\\n"), "one line": pem.strip().replace("\n", " "),
+              "base64": base64.b64encode(pem.encode()).decode()}[form]
+    seen = _check(tmp_path, FORGEBOT_GITHUB__API_URL=f"{forge_server.url}/github", FORGEBOT_GITHUB__APP_ID="99",
+                  FORGEBOT_GITHUB__PRIVATE_KEY=pasted, FORGEBOT_GITHUB__WEBHOOK_SECRET="s")
+    status, detail = _row(seen, "github")
+    assert status == "ok", detail
+
+
+def test_a_value_that_is_no_private_key_names_the_setting_and_never_shows_it(tmp_path: Path) -> None:
+    seen = forgebot("check", *ONLY_FORGES, cwd=tmp_path, FORGEBOT_DATA_DIR=str(tmp_path / "data"),
+                    FORGEBOT_GITHUB__APP_ID="99", FORGEBOT_GITHUB__PRIVATE_KEY="ghp_a-token-pasted-as-the-key")
+    assert seen.code == 2 and "Traceback" not in seen.text
+    assert seen.err == ["forgebot: FORGEBOT_GITHUB__PRIVATE_KEY: not a PEM private key "
+                        "(-----BEGIN … PRIVATE KEY----- … -----END … PRIVATE KEY-----): use the .pem file GitHub "
+                        "gave for the App, best mounted as a secret file"]
+    assert "ghp_a-token" not in seen.text
