@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.exceptions import HTTPException
@@ -60,8 +60,23 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
-def _page(template: str, status: int = 200, **context: Any) -> HTMLResponse:
-    return HTMLResponse(_env.get_template(template).render(**context), status_code=status, headers=HEADERS)
+def root(request: Request) -> str:
+    """The path the console's address puts before `/console` (`/forgebot` for `https://tools.example/forgebot`).
+
+    Behind a proxy that serves the console under a path and strips it, the pages' own links, the
+    login's redirects and the session cookie must carry that path: they pointed at `/console/...` of
+    the proxy's host, so the stylesheet, the navigation and the login itself missed the console.
+    """
+    return urlsplit(_settings(request).console.public_url).path.rstrip("/")
+
+
+def _page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    page = _env.get_template(template).render(root=root(request), **context)
+    return HTMLResponse(page, status_code=status, headers=HEADERS)
+
+
+def _see(request: Request, path: str) -> RedirectResponse:
+    return RedirectResponse(root(request) + path, status_code=303, headers=HEADERS)
 
 
 def _settings(request: Request) -> Settings:
@@ -118,37 +133,38 @@ def _operator_only(handler: Handler) -> Handler:
     async def guarded(request: Request) -> Response:
         if not operator(request):
             if _settings(request).console.operator_token is None:
-                return _page("denied.html", 403, reason="the operator pages are off: no operator token is configured")
-            return RedirectResponse("/console/login", status_code=303, headers=HEADERS)
+                return _page(request, "denied.html", 403,
+                             reason="the operator pages are off: no operator token is configured")
+            return _see(request, "/console/login")
         return await handler(request)
 
     return _enabled(guarded)
 
 
 async def login_form(request: Request) -> Response:
-    return _page("login.html", error="")
+    return _page(request, "login.html", error="")
 
 
 async def login(request: Request) -> Response:
     console = _settings(request).console
     throttle, client = _throttle(request), _client(request)
     if wait := throttle.wait(client):  # before the body is read or the token compared
-        refused = _page("login.html", 429, error=f"Too many wrong tokens: try again in {wait} s.")
+        refused = _page(request, "login.html", 429, error=f"Too many wrong tokens: try again in {wait} s.")
         refused.headers["Retry-After"] = str(wait)
         return refused
     try:
         body = await read_body(request, LOGIN_BODY_BYTES)
     except BodyRefused as exc:
-        return _page("login.html", exc.status_code, error="That form is not the login form.")
+        return _page(request, "login.html", exc.status_code, error="That form is not the login form.")
     fields = parse_qs(body.decode("utf-8", errors="replace"))
     offered = (fields.get("token") or [""])[0]
     if console.operator_token is None or not links.token_valid(console, offered):
         throttle.failed(client)
-        return _page("login.html", 401, error="That token is not the operator token.")
-    response = RedirectResponse("/console/tasks", status_code=303, headers=HEADERS)
+        return _page(request, "login.html", 401, error="That token is not the operator token.")
+    response = _see(request, "/console/tasks")
     secure = console.public_url.startswith("https://")
     response.set_cookie(links.SESSION_COOKIE, links.session_cookie(console), max_age=links.SESSION_SECONDS,
-                        httponly=True, samesite="strict", secure=secure, path="/console")
+                        httponly=True, samesite="strict", secure=secure, path=f"{root(request)}/console")
     return response
 
 
@@ -180,17 +196,17 @@ async def task_list(request: Request) -> Response:
             unknown = named
         query = replace(query, repo=key or "")
     if unknown:
-        return _page("tasks.html", tasks=[], total=0, page=1, pages=1, query=query, states=STATES, modes=MODES,
-                     repos=await records.repos(), prev="", next="", unknown=unknown)
+        return _page(request, "tasks.html", tasks=[], total=0, page=1, pages=1, query=query, states=STATES,
+                     modes=MODES, repos=await records.repos(), prev="", next="", unknown=unknown)
     tasks, total = await records.page(query)
     pages = max((total + size - 1) // size, 1)
     kept = {k: v for k, v in (("state", query.state), ("mode", query.mode), ("repo", query.repo)) if v}
 
     def href(n: int) -> str:
-        return "/console/tasks?" + urlencode({**kept, "page": n})
+        return f"{root(request)}/console/tasks?" + urlencode({**kept, "page": n})
 
-    return _page("tasks.html", tasks=tasks, total=total, page=number, pages=pages, query=query, states=STATES,
-                 modes=MODES, repos=await records.repos(), prev=href(number - 1) if number > 1 else "",
+    return _page(request, "tasks.html", tasks=tasks, total=total, page=number, pages=pages, query=query,
+                 states=STATES, modes=MODES, repos=await records.repos(), prev=href(number - 1) if number > 1 else "",
                  next=href(number + 1) if number < pages else "")
 
 
@@ -198,17 +214,17 @@ async def task_page(request: Request) -> Response:
     task_id = request.path_params["task_id"]
     console = _settings(request).console
     if not _TASK_ID.match(task_id):
-        return _page("denied.html", 404, reason="no such task")
+        return _page(request, "denied.html", 404, reason="no such task")
     params = request.query_params
     signed = links.link_valid(console, task_id, params.get("expires", ""), params.get("sig", ""))
     is_operator = operator(request)
     if not signed and not is_operator:
         reason = "this link has expired" if _expired(params.get("expires", "")) else "this link is not valid"
-        return _page("denied.html", 403, reason=reason)
+        return _page(request, "denied.html", 403, reason=reason)
     detail = await _records(request).detail(task_id)
     if detail is None:
-        return _page("denied.html", 404, reason="no such task")
-    return _page("task.html", task=detail, operator=is_operator, width=760)
+        return _page(request, "denied.html", 404, reason="no such task")
+    return _page(request, "task.html", task=detail, operator=is_operator, width=760)
 
 
 def _expired(expires: str) -> bool:
@@ -216,7 +232,7 @@ def _expired(expires: str) -> bool:
 
 
 async def health(request: Request) -> Response:
-    return _page("health.html", health=await _records(request).health())
+    return _page(request, "health.html", health=await _records(request).health())
 
 
 async def stylesheet(request: Request) -> Response:
@@ -224,7 +240,7 @@ async def stylesheet(request: Request) -> Response:
 
 
 async def index(request: Request) -> Response:
-    return RedirectResponse("/console/tasks", status_code=303, headers=HEADERS)
+    return _see(request, "/console/tasks")
 
 
 def routes() -> list[BaseRoute]:

@@ -12,6 +12,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from pydantic import SecretStr
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from bot.console import links
 from bot.tasks.inbox import Inbox
@@ -187,3 +191,46 @@ async def test_the_repository_filter_takes_a_path_and_never_ignores_one(settings
                 assert other in page and tasks[0] not in page and tasks[1] not in page, name
             page = await listed("nobody/here")
             assert "No repository named nobody/here has tasks." in page and other not in page
+
+
+def _stripping_proxy(upstream: str, prefix: str) -> Starlette:
+    """A reverse proxy serving `upstream` under `prefix` and stripping it, as an ingress or nginx's
+    `location /forgebot/ { proxy_pass http://forgebot:8080/; }` does. Redirects pass through untouched."""
+
+    async def forward(request: Request) -> Response:
+        path = request.url.path
+        if not path.startswith(prefix + "/"):
+            return Response("not this proxy's path", status_code=404)
+        async with httpx.AsyncClient(base_url=upstream) as client:
+            answer = await client.request(request.method, path[len(prefix):], params=request.query_params,
+                                          content=await request.body(),
+                                          headers={k: v for k, v in request.headers.items() if k != "host"})
+        headers = {k: v for k, v in answer.headers.items() if k not in ("content-length", "content-encoding")}
+        return Response(answer.content, status_code=answer.status_code, headers=headers)
+
+    return Starlette(routes=[Route("/{path:path}", forward, methods=["GET", "POST"])])
+
+
+def test_the_console_works_under_the_path_of_its_public_address(settings: Settings, tasks: list[str]) -> None:
+    """Served at `https://tools.example/forgebot` behind a proxy that strips `/forgebot`: the pages linked
+    `/console/...` of the proxy's host, so the stylesheet, the navigation, the login and its cookie all
+    missed the console. Everything a page links, a redirect names or a cookie is scoped to is under the path."""
+    settings.console = ConsoleSettings(operator_token=SecretStr(OPERATOR), public_url="http://tools.example/forgebot")
+    with serving(create_app(settings, queue=_Queue())) as console:
+        with serving(_stripping_proxy(console.url, "/forgebot")) as proxy:
+            with httpx.Client(base_url=proxy.url, follow_redirects=True) as browser:
+                login = browser.get("/forgebot/console")
+                assert login.status_code == 200 and login.url.path == "/forgebot/console/login"
+                listed = browser.post("/forgebot/console/login", data={"token": OPERATOR})
+                assert listed.status_code == 200 and listed.url.path == "/forgebot/console/tasks"
+                assert "Path=/forgebot/console" in listed.history[0].headers["set-cookie"]
+                pages = [listed]
+                for link in sorted(set(re.findall(r'(?:href|action)="(/[^"#]*)"', listed.text))):  # the site's own
+                    assert link.startswith("/forgebot/console"), link
+                    pages.append(browser.get(link.replace("&amp;", "&")))
+                assert all(page.status_code == 200 for page in pages), [(p.url, p.status_code) for p in pages]
+                assert any(p.headers["content-type"].startswith("text/css") for p in pages)
+                assert any(f"/forgebot/console/tasks/{tasks[0]}" == p.url.path for p in pages)
+            signed = links.task_link(settings.console, tasks[1])  # as a status comment links it
+            page = httpx.get(signed.replace("http://tools.example", proxy.url))
+            assert page.status_code == 200 and 'href="/forgebot/console/static/console.css"' in page.text
