@@ -253,18 +253,44 @@ class Workspaces:
         await self._run(["commit", "--quiet", "--no-verify", "-m", message], cwd=worktree)
         return (await self._run(["rev-parse", "HEAD"], cwd=worktree)).strip()
 
+    async def others_commits(self, key: str, url: str, branch: str, base: str, email: str,
+                             auth: GitCredentials | None = None) -> tuple[str, int]:
+        """The commit `branch` names at `url` now ("" when there is no such branch), and how many of its
+        commits since `base` someone other than `email` committed.
+
+        The mirror is fetched again first: a person may have pushed to the bot's branch since the task
+        began (a fix on its merge request), and replacing the branch would throw their commits away.
+        """
+        await self.mirror(key, url, auth)
+        mirror = self.mirror_path(key)
+        await self._run(["check-ref-format", "--branch", branch])
+        _not_an_option(base, "base revision")
+        try:
+            tip = (await self._run(["rev-parse", "--verify", "--quiet", f"refs/remotes/origin/{branch}^{{commit}}"],
+                                   cwd=mirror)).strip()
+        except GitError:
+            return "", 0
+        committers = (await self._run(["log", "--format=%ce", tip, "--not", base, "--"], cwd=mirror)).split()
+        return tip, sum(1 for committer in committers if committer.lower() != email.lower())
+
     async def push(self, worktree: Path, url: str, branch: str, auth: GitCredentials | None = None,
-                   *, force: bool = False) -> None:
+                   *, force: bool = False, lease: str | None = None) -> None:
         """Push HEAD to `branch` at `url`, the token passed for this command only.
 
         `force` replaces the branch (the bot's own `forgebot/...` branch after a reset or a new task).
+        `lease` replaces it only while it still names that commit ("": only while there is no such
+        branch), so a push by someone else since it was read is refused, not overwritten.
         """
         await self._run(["check-ref-format", "--branch", branch])
         _not_an_option(url, "url")
         auth = self._credentials_for(url, auth)
-        refspec = f"{'+' if force else ''}HEAD:refs/heads/{branch}"
+        if lease is not None:
+            options = [f"--force-with-lease=refs/heads/{branch}:{lease}"]
+            refspec = f"HEAD:refs/heads/{branch}"
+        else:
+            options, refspec = [], f"{'+' if force else ''}HEAD:refs/heads/{branch}"
         try:
-            await self._run(["push", "--quiet", "--no-verify", url, refspec], cwd=worktree, auth=auth)
+            await self._run(["push", "--quiet", "--no-verify", *options, url, refspec], cwd=worktree, auth=auth)
         except GitError as exc:
             reason = push_refusal(str(exc).partition("): ")[2])  # `_run`'s "git push failed (N): <stderr>"
             if reason is None or isinstance(exc, CredentialsRefused):

@@ -17,9 +17,9 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from foundation.forge import ChangeRequest, IssueRef, Marker, RepoRef
-from foundation.gitrunner import git
+from foundation.gitrunner import GitError, git
 from foundation.redact import fence, redact, secrets_of
-from foundation.workspace import Workspaces
+from foundation.workspace import Workspaces, repo_key
 from graph.deps import Deps
 from graph.findings import same_finding, stalled
 from graph.nodes import bounds
@@ -171,24 +171,40 @@ def description(state: TaskState, secrets: Sequence[str] = ()) -> str:
     return redact("\n".join(lines), secrets) + "\n\n<sub>" + footer(state) + "</sub>"
 
 
-async def _push(state: TaskState, runtime: Runtime[Deps]) -> str:
+async def _push(state: TaskState, runtime: Runtime[Deps]) -> tuple[str, str]:
+    """Push the task's work; (the branch it is on, a sentence for the issue when that is not the usual one).
+
+    The branch is the bot's own: a FULL_RESET or a later task on the issue replaces it, but never over
+    someone else's commits. A person who pushed a fix to the bot's branch (on its merge request) keeps
+    it: the work goes to a branch of this task's own, and the sentence says why.
+    """
     settings, forge = runtime.context.settings, runtime.context.forge
     repo = RepoRef.model_validate(state["repo"])
     branch = state.get("branch") or branch_name(state["number"], state.get("title", ""))
     if not branch.startswith("forgebot/"):
         raise ValueError(f"refusing to push {branch!r}: the bot only replaces its own forgebot/ branches")
     if repo.forge == "local" or not repo.clone_url:  # `forgebot run` delivers its branch itself (bot.worker.local)
-        return branch
-    spaces = Workspaces.for_settings(settings)
-    # the branch is the bot's own: a FULL_RESET or a later task on the issue replaces it
-    await spaces.push(Path(state["workspace"]), repo.clone_url, branch, auth=await forge.git_credentials(), force=True)
-    return branch
+        return branch, ""
+    spaces, auth = Workspaces.for_settings(settings), await forge.git_credentials()
+    key, base = repo_key(repo.forge, repo.project), f"refs/remotes/origin/{repo.default_branch}"
+    email = settings.workspace.author_email
+    tip, others = await spaces.others_commits(key, repo.clone_url, branch, base, email, auth)
+    said = ""
+    if others:
+        said = (f"`{branch}` holds {others} commit(s) by others since `{repo.default_branch}`; they were left as "
+                "they are, and this task's work is on a branch of its own.")
+        branch = f"{branch}-{state['task_id'][:8]}"
+        tip, others = await spaces.others_commits(key, repo.clone_url, branch, base, email, auth)
+        if others:
+            raise GitError(f"refusing to replace {branch}: it holds {others} commit(s) by others")
+    await spaces.push(Path(state["workspace"]), repo.clone_url, branch, auth=auth, lease=tip)
+    return branch, said
 
 
 async def deliver(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     forge = runtime.context.forge
     repo = RepoRef.model_validate(state["repo"])
-    branch = await _push(state, runtime)
+    branch, said = await _push(state, runtime)
     issue = IssueRef(repo=repo, number=state["number"])
     ref = await forge.find_change(repo, branch)
     if ref is None:
@@ -196,7 +212,8 @@ async def deliver(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
         ref = await forge.open_change(
             repo, ChangeRequest(source_branch=branch, title=state.get("title", branch), body=text, closes=issue)
         )
-    link = f"Opened {change_reference(repo, ref.number)} from `{branch}` for this issue.\n\n<sub>{footer(state)}</sub>"
+    link = f"Opened {change_reference(repo, ref.number)} from `{branch}` for this issue."
+    link += f" {said}\n\n<sub>{footer(state)}</sub>" if said else f"\n\n<sub>{footer(state)}</sub>"
     await forge.post_comment(issue, link, marker=Marker(task=state["task_id"], purpose="change-link"))
     return {"change": ChangeRecord(number=ref.number, branch=branch), "outcome": "delivered"}
 
@@ -211,7 +228,8 @@ async def report_failure(state: TaskState, runtime: Runtime[Deps]) -> dict[str, 
     kept = ""
     root = state.get("workspace", "")
     if root and state.get("base") and git(Path(root), "rev-list", f"{state['base']}..HEAD").strip():
-        kept = f"\n\nThe work so far is kept on branch `{await _push(state, runtime)}`."
+        branch, said = await _push(state, runtime)
+        kept = f"\n\nThe work so far is kept on branch `{branch}`." + (f" {said}" if said else "")
     reason = redact(reason, secrets_of(runtime.context.settings))  # may quote a gate's detail
     body = f"forgebot could not finish this task: {reason}.{kept}\n\n<sub>{footer(state)}</sub>"
     await runtime.context.forge.post_comment(IssueRef(repo=repo, number=state["number"]), body,

@@ -3,6 +3,7 @@ every role → real PHPUnit gates → the branch pushed, the merge request opene
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from tests.conftest import GITLAB_TOKEN
 from tests.e2e import implement_harness as h
 from tests.fakes.forge_http import FakeForgeState, Fault
 from tests.fakes.samples import sample
+from tests.graph.implement.conftest import GIT_ENV
 from tests.intake import deliveries
 
 pytestmark = pytest.mark.php
@@ -117,3 +119,50 @@ async def test_a_push_the_forge_refuses_is_reported_as_refused_with_its_reason(
     assert f"the repository refused forgebot's branch `{BRANCH}`, saying `{REFUSALS[kind]}`" in report, report
     assert "until the repository's rules or forgebot's rights change" in report
     assert "working copy" not in report
+
+
+def _commit_on(served: h.Served, branch: str, email: str, tmp: Path) -> str:
+    """A commit on `branch` of the served repository, by `email`, as a push from someone's clone."""
+    env = {**GIT_ENV, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_EMAIL": email}
+    clone = tmp / f"clone-{email}"
+    subprocess.run(["git", "clone", "-q", "-b", "master", str(served.origin), str(clone)], env=env, check=True)
+    (clone / "NOTES.md").write_text("a fix on the bot's branch\n")
+    subprocess.run(["git", "-C", str(clone), "add", "-A"], env=env, check=True)
+    subprocess.run(["git", "-C", str(clone), "commit", "-qm", "Fix a typo on the bot's branch"], env=env, check=True)
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", f"HEAD:refs/heads/{branch}"], env=env, check=True)
+    return subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+async def test_someone_elses_commit_on_the_bots_branch_is_never_replaced(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, tmp_path: Path
+) -> None:
+    """A person pushed a fix to the bot's branch (on its merge request from an earlier task), then the issue
+    was labelled again. The new task force-pushed its work over the branch and the person's commit was gone:
+    now it stays, and the work goes to a branch of the task's own, which the link comment names and explains."""
+    _setup(settings, redis_url, fake_forge)
+    theirs = _commit_on(served, BRANCH, "alice@example.com", tmp_path)
+    roles = h.implement_roles()
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("done", "delivered")]
+    assert served.branch_log(BRANCH)[0] == "Fix a typo on the bot's branch"  # untouched
+    assert subprocess.run(["git", "-C", str(served.origin), "rev-parse", BRANCH], env=GIT_ENV, capture_output=True,
+                          text=True, check=True).stdout.strip() == theirs
+    change = h.the_change(fake_forge, "gitlab", "1")
+    assert change.source_branch.startswith(BRANCH + "-") and change.source_branch != BRANCH
+    h.assert_delivered(change, change.source_branch, served)
+    (link,) = h.link_comments(fake_forge, "gitlab", "1", 23)
+    said = f"Opened !1 from `{change.source_branch}` for this issue. `{BRANCH}` holds 1 commit(s) by others"
+    assert said in link.body
+
+
+async def test_the_bots_own_earlier_branch_is_replaced(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, tmp_path: Path
+) -> None:
+    _setup(settings, redis_url, fake_forge)
+    _commit_on(served, BRANCH, settings.workspace.author_email, tmp_path)  # an earlier task's push
+    roles = h.implement_roles()
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
+    h.assert_delivered(h.the_change(fake_forge, "gitlab", "1"), BRANCH, served)
