@@ -448,6 +448,11 @@ class GitHubForge(SdkAdapter):
         return pr if isinstance(pr, ChangeRef) else ChangeRef(repo=repo, number=pr.number)
 
 
+    async def edit_change(self, ref: ChangeRef, description: str) -> None:
+        text = with_marker(description, None, GITHUB_COMMENT_LIMIT)
+        await self._write(lambda: self._repo(ref.repo).get_pull(ref.number).edit(body=text), None)
+
+
 def _closed(ref: IssueRef | ChangeRef, item: Any) -> Closed:
     """An issue or pull request of a listing, as the forge-neutral record."""
     updated = item.updated_at.isoformat().replace("+00:00", "Z") if item.updated_at else ""

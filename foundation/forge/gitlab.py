@@ -421,6 +421,15 @@ class GitLabForge(SdkAdapter):
         return mr if isinstance(mr, ChangeRef) else ChangeRef(repo=repo, number=int(mr.iid))
 
 
+    async def edit_change(self, ref: ChangeRef, description: str) -> None:
+        def save() -> None:
+            mr = self._project(ref.repo).mergerequests.get(ref.number, lazy=True)
+            mr.description = with_marker(description, None, GITLAB_DESCRIPTION_LIMIT)
+            mr.save()
+
+        await self._write(save, None)
+
+
 def _comment(target: IssueRef | ChangeRef, thread: str, note: dict[str, Any]) -> Comment:
     position = note.get("position") or {}
     return Comment(

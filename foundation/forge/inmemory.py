@@ -240,6 +240,9 @@ class MemoryForge:
         return next((r for r, c in self.changes.items()
                      if r.repo == repo and c.source_branch == source_branch and c.state in ("opened", "open")), None)
 
+    async def edit_change(self, ref: ChangeRef, description: str) -> None:
+        self.changes[ref] = (await self.get_change(ref)).model_copy(update={"body": description})
+
     async def open_change(self, repo: RepoRef, request: ChangeRequest) -> ChangeRef:
         if (existing := await self.find_change(repo, request.source_branch)) is not None:
             return existing

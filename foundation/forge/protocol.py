@@ -136,6 +136,10 @@ class Changes(Protocol):
         """Open the change `request` asks for, or return the open one from its source branch."""
         ...
 
+    async def edit_change(self, ref: ChangeRef, description: str) -> None:
+        """Replace the description of the bot's own change (a later task replaced the work on its branch)."""
+        ...
+
     async def git_credentials(self) -> GitCredentials:
         """What git needs to fetch and push over HTTPS as the bot (a fresh token for GitHub Apps)."""
         ...

@@ -171,12 +171,14 @@ def description(state: TaskState, secrets: Sequence[str] = ()) -> str:
     return redact("\n".join(lines), secrets) + "\n\n<sub>" + footer(state) + "</sub>"
 
 
-async def _push(state: TaskState, runtime: Runtime[Deps]) -> tuple[str, str]:
+async def _push(state: TaskState, runtime: Runtime[Deps], *, unfinished: bool = False) -> tuple[str, str]:
     """Push the task's work; (the branch it is on, a sentence for the issue when that is not the usual one).
 
     The branch is the bot's own: a FULL_RESET or a later task on the issue replaces it, but never over
     someone else's commits. A person who pushed a fix to the bot's branch (on its merge request) keeps
-    it: the work goes to a branch of this task's own, and the sentence says why.
+    it: the work goes to a branch of this task's own, and the sentence says why. So does `unfinished`
+    work (a failed task's) when a change is open from the branch: that change's description, gates and
+    verdict describe the work on it, and a reviewer could merge failing code under them.
     """
     settings, forge = runtime.context.settings, runtime.context.forge
     repo = RepoRef.model_validate(state["repo"])
@@ -193,6 +195,10 @@ async def _push(state: TaskState, runtime: Runtime[Deps]) -> tuple[str, str]:
     if others:
         said = (f"`{branch}` holds {others} commit(s) by others since `{repo.default_branch}`; they were left as "
                 "they are, and this task's work is on a branch of its own.")
+    elif unfinished and (open_change := await forge.find_change(repo, branch)) is not None:
+        said = (f"`{branch}` is the branch of {change_reference(repo, open_change.number)}, which describes other "
+                "work, so it was left as it is.")
+    if said:
         branch = f"{branch}-{state['task_id'][:8]}"
         tip, others = await spaces.others_commits(key, repo.clone_url, branch, base, email, auth)
         if others:
@@ -207,11 +213,13 @@ async def deliver(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     branch, said = await _push(state, runtime)
     issue = IssueRef(repo=repo, number=state["number"])
     ref = await forge.find_change(repo, branch)
+    text = description(state, secrets_of(runtime.context.settings))
     if ref is None:
-        text = description(state, secrets_of(runtime.context.settings))
         ref = await forge.open_change(
             repo, ChangeRequest(source_branch=branch, title=state.get("title", branch), body=text, closes=issue)
         )
+    else:  # an earlier task's change: its branch now holds this task's work, so its description must say so
+        await forge.edit_change(ref, text)
     link = f"Opened {change_reference(repo, ref.number)} from `{branch}` for this issue."
     link += f" {said}\n\n<sub>{footer(state)}</sub>" if said else f"\n\n<sub>{footer(state)}</sub>"
     await forge.post_comment(issue, link, marker=Marker(task=state["task_id"], purpose="change-link"))
@@ -228,7 +236,7 @@ async def report_failure(state: TaskState, runtime: Runtime[Deps]) -> dict[str, 
     kept = ""
     root = state.get("workspace", "")
     if root and state.get("base") and git(Path(root), "rev-list", f"{state['base']}..HEAD").strip():
-        branch, said = await _push(state, runtime)
+        branch, said = await _push(state, runtime, unfinished=True)
         kept = f"\n\nThe work so far is kept on branch `{branch}`." + (f" {said}" if said else "")
     reason = redact(reason, secrets_of(runtime.context.settings))  # may quote a gate's detail
     body = f"forgebot could not finish this task: {reason}.{kept}\n\n<sub>{footer(state)}</sub>"

@@ -3,6 +3,7 @@ every role → real PHPUnit gates → the branch pushed, the pull request opened
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,3 +73,22 @@ async def test_a_retried_job_opens_no_second_pull_request_and_no_second_link(
     assert fake_forge.requests_to("POST", "/pulls") == 1  # the retry found the change by its branch
     assert len(fake_forge.comments_on("github", REPO, 1)) == 1
     h.assert_resumed_at_delivery(roles)
+
+
+async def test_a_later_tasks_work_on_the_open_pull_request_gets_its_description(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    """The issue labelled again while #2 is open: the second task replaces the branch, reuses the pull
+    request and writes its own description over the first task's (PATCH /pulls/{number})."""
+    _setup(settings, redis_url, fake_forge)
+    await h.post(settings, "github", *deliveries.github(h.labelled(SAMPLE, served.url), "issues"))
+    assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
+    first = h.the_change(fake_forge, "github", REPO).body
+    again = copy.deepcopy(SAMPLE)
+    again["issue"]["updated_at"] = "2031-01-01T00:00:00Z"
+    await h.post(settings, "github", *deliveries.github(h.labelled(again, served.url), "issues"))
+    assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
+    assert sorted(await h.task_states(settings)) == [("done", "delivered"), ("done", "delivered")]
+    change = h.the_change(fake_forge, "github", REPO)
+    assert change.body != first and fake_forge.requests_to("PATCH", "/pulls/") == 1
+    h.assert_delivered(change, BRANCH, served)

@@ -3,9 +3,12 @@ every role → real PHPUnit gates → the branch pushed, the merge request opene
 
 from __future__ import annotations
 
+import copy
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -166,3 +169,50 @@ async def test_the_bots_own_earlier_branch_is_replaced(
     assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
     assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
     h.assert_delivered(h.the_change(fake_forge, "gitlab", "1"), BRANCH, served)
+
+
+def _again(sample_body: dict[str, Any]) -> dict[str, Any]:
+    """The same label added again later: a new event on the issue."""
+    again = copy.deepcopy(sample_body)
+    again["object_attributes"]["updated_at"] = "2031-01-01 00:00:00 UTC"
+    return again
+
+
+async def test_a_later_tasks_failed_work_never_lands_under_the_open_merge_request(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    """A first task opened !1; the issue is labelled again and the second task's tests stay red. Its work
+    was pushed to !1's branch, so !1 held failing code under a description that said "passed" and
+    "approve". Now !1's branch keeps the work it describes; the failed work goes to the task's own branch."""
+    _setup(settings, redis_url, fake_forge)
+    await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook"))
+    assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
+    delivered = served.branch_log(BRANCH)
+    await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(_again(SAMPLE), served.url), "Issue Hook"))
+    assert (await h.work(settings, h.stuck_roles().__getitem__)).jobs_failed == 0
+    assert sorted(await h.task_states(settings)) == [("done", "delivered"), ("failed", "did not finish")]
+    assert served.branch_log(BRANCH) == delivered  # !1 still holds what its description describes
+    (report,) = [c.body for c in fake_forge.comments_on("gitlab", "1", 23) if "purpose=failure" in c.body]
+    kept = re.search(r"The work so far is kept on branch `([^`]+)`", report)
+    assert kept and kept.group(1).startswith(BRANCH + "-"), report
+    assert served.branch_log(kept.group(1))[:2] == ["Fix: gate test_runner failed", "Add multiply with its test"]
+    assert "!1" in report
+
+
+async def test_a_later_tasks_work_on_the_open_merge_request_gets_its_description(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    """The issue labelled again while !1 is open: the second task replaces !1's branch and reuses !1, whose
+    description (criteria, checklist, gate statuses, verdict) still described the first task's work."""
+    _setup(settings, redis_url, fake_forge)
+    await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook"))
+    assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
+    first = h.the_change(fake_forge, "gitlab", "1").body
+    await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(_again(SAMPLE), served.url), "Issue Hook"))
+    assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
+    assert fake_forge.requests_to("POST", "/merge_requests") == 1  # one merge request, reused
+    change = h.the_change(fake_forge, "gitlab", "1")
+    tasks = re.findall(r"task ([0-9a-f]{16})", "\n".join(c.body for c in fake_forge.comments_on("gitlab", "1", 23)))
+    second = [t for t in dict.fromkeys(tasks) if t not in first]
+    assert second and f"task {second[0]}" in change.body and change.body != first
+    h.assert_delivered(change, BRANCH, served)

@@ -32,8 +32,15 @@ def _change(request: Request) -> tuple[str, int, FakeChange | None]:
 
 
 async def pull(request: Request) -> JSONResponse:
+    """`GET` or `PATCH` (its body, the one field the bot edits) one pull request."""
     full_name, number, change = _change(request)
-    return not_found() if change is None else JSONResponse(pull_json(request, full_name, number, change))
+    if change is None:
+        return not_found()
+    if request.method == "PATCH":
+        payload = await request.json()
+        with _state(request).lock:
+            change.body = str(payload.get("body", change.body))
+    return JSONResponse(pull_json(request, full_name, number, change))
 
 
 async def pulls(request: Request) -> JSONResponse:
@@ -178,7 +185,7 @@ def pull_routes() -> list[Route]:
     base = "/github/repos/{owner}/{repo}/pulls"
     return [
         Route(base, pulls, methods=["GET", "POST"]),
-        Route(base + "/{number:int}", pull, methods=["GET"]),
+        Route(base + "/{number:int}", pull, methods=["GET", "PATCH"]),
         Route(base + "/{number:int}/files", files, methods=["GET"]),
         Route(base + "/{number:int}/comments", review_comments, methods=["GET"]),
         Route(base + "/{number:int}/comments/{id:int}/replies", reply, methods=["POST"]),

@@ -184,9 +184,14 @@ async def member(request: Request) -> JSONResponse:
 
 
 async def merge_request(request: Request) -> JSONResponse:
+    """`GET` or `PUT` (its description, the one field the bot edits) one merge request."""
     project, _, iid, found = _target(request)
     if found is None:
         return _error(404, "404 Merge Request Not Found")
+    if request.method == "PUT":
+        payload = await request.json()
+        with _state(request).lock:
+            found.body = str(payload.get("description", found.body))
     return JSONResponse(shapes.merge_request(project, iid, found))
 
 
@@ -334,7 +339,7 @@ def routes() -> list[Route]:
         Route(base + "/issues/{iid:int}", issue, methods=["GET"]),
         Route(base + "/repository/files/{path:path}/raw", raw_file, methods=["GET"]),
         Route(base + "/merge_requests", merge_requests, methods=["GET", "POST"]),
-        Route(base + "/merge_requests/{iid:int}", merge_request, methods=["GET"]),
+        Route(base + "/merge_requests/{iid:int}", merge_request, methods=["GET", "PUT"]),
         Route(base + "/merge_requests/{iid:int}/versions", versions, methods=["GET"]),
         Route(base + "/merge_requests/{iid:int}/diffs", diffs, methods=["GET"]),
         Route(base + "/members/all/{user}", member, methods=["GET"]),

@@ -222,6 +222,14 @@ MR_CREATE = {"source_branch": STRING, "target_branch": STRING, "title": STRING, 
              "remove_source_branch": BOOLEAN, "squash": BOOLEAN, "allow_collaboration": BOOLEAN,
              "allow_maintainer_to_push": BOOLEAN, "target_project_id": INTEGER, "merge_after": STRING}
 
+# doc/api/merge_requests.md "Update MR": any of these, at least one
+MR_UPDATE = {"target_branch": STRING, "title": STRING, "description": STRING, "assignee_id": INTEGER,
+             "assignee_ids": {"type": "array", "items": INTEGER}, "reviewer_ids": {"type": "array", "items": INTEGER},
+             "milestone_id": INTEGER, "labels": STRING, "add_labels": STRING, "remove_labels": STRING,
+             "state_event": {"enum": ["close", "reopen"]}, "remove_source_branch": BOOLEAN, "squash": BOOLEAN,
+             "discussion_locked": BOOLEAN, "allow_collaboration": BOOLEAN, "allow_maintainer_to_push": BOOLEAN,
+             "merge_after": STRING}
+
 
 def _noteables(op_id: str, method: str, tail: str, responses: Mapping[str, Response], **kwargs: Any) -> list[Operation]:
     """The same documented operation on issues and on merge requests."""
@@ -262,6 +270,8 @@ def operations() -> list[Operation]:
            {"200": ("schema", "public_api/v4/merge_request.json")},
            query={"render_html": BOOLEAN, "include_diverged_commits_count": BOOLEAN,
                   "include_rebase_in_progress": BOOLEAN}),
+        op("merge-requests/update", "PUT", "/projects/:id/merge_requests/:merge_request_iid",
+           {"200": ("schema", "public_api/v4/merge_request.json")}, body=MR_UPDATE),
         op("merge-requests/diffs", "GET", "/projects/:id/merge_requests/:merge_request_iid/diffs",
            {"200": NO_SCHEMA}, query={**PAGES, "unidiff": BOOLEAN}),
         op("merge-requests/versions", "GET", "/projects/:id/merge_requests/:merge_request_iid/versions",
