@@ -10,6 +10,7 @@ import base64
 import re
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
@@ -632,6 +633,24 @@ class Settings(BaseSettings):
     intake: IntakeSettings = Field(default_factory=IntakeSettings)
     durability: DurabilitySettings = Field(default_factory=DurabilitySettings)
     console: ConsoleSettings = Field(default_factory=ConsoleSettings)
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        """A PostgreSQL URL, refused here when it cannot be one: given another scheme, or a password whose
+        `@` or `/` is not percent-encoded, psycopg failed at the first connection with a message that
+        quoted the whole URL, password included, into the log."""
+        value = _blank_is_unset(value)
+        if value is None:
+            return None
+        parts = urlsplit(value.get_secret_value().strip())
+        if parts.scheme not in ("postgresql", "postgres"):
+            raise ValueError("must be a postgresql:// URL (the task store and checkpoints are PostgreSQL when it is "
+                             "set; unset, they are SQLite in the data dir)")
+        if "@" in parts.path + parts.query + parts.fragment or parts.netloc.count("@") > 1:
+            raise ValueError("the password holds `@`, `/` or `#` as they are: percent-encode them (`%40`, `%2F`, "
+                             "`%23`)")
+        return value
 
     @property
     def checkpoint_path(self) -> Path:

@@ -49,35 +49,46 @@ def _add_server_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="listen port (default: FORGEBOT_PORT, else 8080)")
 
 
+def _unreachable(command: str, settings: Settings, redis: bool) -> bool:
+    """Whether a service the command needs does not answer (said in one line): its Redis (`web`, `worker`;
+    `serve` starts its own unless one is configured) and, when FORGEBOT_DATABASE_URL is set, PostgreSQL."""
+    from bot.cli.serve import redis_problem, store_problem
+
+    problem = redis_problem(settings.redis_url) if redis and settings.redis_url else ""
+    if not problem and settings.database_url is not None:
+        problem = store_problem(settings.database_url.get_secret_value())
+    if problem:
+        sys.stderr.write(f"forgebot {command}: {problem}\n")
+    return bool(problem)
+
+
 def _serve(args: argparse.Namespace) -> int:
     from bot.cli.serve import run_serve
 
+    if _unreachable("serve", args.settings, redis=False):
+        return 1
     return run_serve(args.settings, args.host or args.settings.host, args.port or args.settings.port)
 
 
 def _web(args: argparse.Namespace) -> int:
-    from bot.cli.serve import redis_problem, run_web
+    from bot.cli.serve import run_web
 
     if not args.settings.redis_url:
         sys.stderr.write("forgebot web needs FORGEBOT_REDIS_URL (forgebot serve starts its own Redis)\n")
         return 2
-    problem = redis_problem(args.settings.redis_url)
-    if problem:
-        sys.stderr.write(f"forgebot web: {problem}\n")
+    if _unreachable("web", args.settings, redis=True):
         return 1
     run_web(args.settings, args.host or args.settings.host, args.port or args.settings.port)
     return 0
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from bot.cli.serve import redis_problem, run_worker
+    from bot.cli.serve import run_worker
 
     if not args.settings.redis_url:
         sys.stderr.write("forgebot worker needs FORGEBOT_REDIS_URL\n")
         return 2
-    problem = redis_problem(args.settings.redis_url)
-    if problem:
-        sys.stderr.write(f"forgebot worker: {problem}\n")
+    if _unreachable("worker", args.settings, redis=True):
         return 1
     run_worker(args.settings)
     return 0

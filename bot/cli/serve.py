@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import uvicorn
 
@@ -75,10 +76,31 @@ def redis_problem(url: str, tries: int = 5, pause: float = 1.0) -> str:
     return f"Redis at {_where(url)} does not answer ({why}): check FORGEBOT_REDIS_URL and that Redis runs"
 
 
-def _where(url: str) -> str:
-    """The Redis URL without its credentials (`redis://:password@host` names no user for a redactor to key on)."""
-    from urllib.parse import urlsplit
+def store_problem(url: str, tries: int = 5, pause: float = 1.0) -> str:
+    """Why the PostgreSQL at `url` (FORGEBOT_DATABASE_URL) does not answer ("" when it does), after `tries`
+    a `pause` apart. `serve`, `web` and `worker` ask it before anything else: a database that was down, or
+    a URL it refused, ended each in uvicorn's "Application startup failed" after psycopg's traceback."""
+    import psycopg
 
+    from foundation.redact import redact
+
+    why = ""
+    for attempt in range(tries):
+        try:
+            with psycopg.connect(url, connect_timeout=5):
+                return ""
+        except psycopg.Error as exc:
+            why = " ".join(str(exc).split()) or type(exc).__name__
+        if attempt + 1 < tries:
+            time.sleep(pause)
+    password = urlsplit(url).password or ""
+    return (f"the store at {_where(url)} does not answer ({redact(why, [password])}): check FORGEBOT_DATABASE_URL "
+            "and that PostgreSQL runs")
+
+
+def _where(url: str) -> str:
+    """A Redis or PostgreSQL URL without its credentials (`redis://:password@host` names no user for a
+    redactor to key on)."""
     parts = urlsplit(url)
     if parts.scheme == "unix":
         return f"unix://{parts.path}"

@@ -140,3 +140,35 @@ def test_a_redis_that_does_not_answer_is_one_line(tmp_path: Path, command: str) 
     assert done.stderr.splitlines() == [
         f"forgebot {command}: Redis at redis://127.0.0.1:{closed}/0 does not answer (Error 111 connecting to "
         f"127.0.0.1:{closed}. Connection refused.): check FORGEBOT_REDIS_URL and that Redis runs"]
+
+
+@pytest.mark.parametrize("command", ["serve", "web", "worker"])
+def test_a_postgres_that_does_not_answer_is_one_line(tmp_path: Path, redis_url: str, command: str) -> None:
+    """FORGEBOT_DATABASE_URL on a PostgreSQL that is down: each command ended in uvicorn's "Application
+    startup failed" after psycopg's traceback. Now: one line naming the address (never its password) and
+    the setting, exit 1, before anything starts."""
+    closed = free_port()
+    env = environment(tmp_path / "data", free_port(), FORGEBOT_REDIS_URL=redis_url,
+                      FORGEBOT_DATABASE_URL=f"postgresql://forgebot:hunter2pw@127.0.0.1:{closed}/forgebot")
+    done = subprocess.run([str(FORGEBOT), command], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "Traceback" not in done.stderr and "hunter2pw" not in done.stderr, done.stderr
+    assert done.stderr.splitlines() == [
+        f"forgebot {command}: the store at postgresql://127.0.0.1:{closed}/forgebot does not answer (connection "
+        f'failed: connection to server at "127.0.0.1", port {closed} failed: Connection refused Is the server '
+        "running on that host and accepting TCP/IP connections?): check FORGEBOT_DATABASE_URL and that PostgreSQL "
+        "runs"]
+    assert not (tmp_path / "data" / "redis").exists()  # nothing was started
+
+
+@pytest.mark.parametrize(("url", "said"), [
+    ("mysql://forgebot:hunter2pw@127.0.0.1/forgebot", "must be a postgresql:// URL"),
+    ("postgresql://forgebot:hunter2@pw@127.0.0.1/forgebot", "the password holds `@`, `/` or `#` as they are"),
+])
+def test_a_database_url_that_cannot_be_postgres_is_refused_without_showing_it(tmp_path: Path, url: str,
+                                                                             said: str) -> None:
+    """psycopg quoted such a URL whole, password included, in the traceback that ended the start."""
+    env = environment(tmp_path / "data", free_port(), FORGEBOT_DATABASE_URL=url)
+    done = subprocess.run([str(FORGEBOT), "serve"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "hunter2" not in done.stderr + done.stdout, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"forgebot: FORGEBOT_DATABASE_URL: {said}"), line
