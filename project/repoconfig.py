@@ -21,6 +21,9 @@ from project.profiles import CommandSpec, Profile, ProfileError, load_profile, u
 from project.profiles.detect import ProfileChoice, detect_profile
 
 CONFIG_PATH = ".forgebot.yml"
+# the names the file is read by, the first found wins: `.yaml` is YAML's other extension, and a file by
+# that name was silently ignored, leaving the repository on the defaults with no word why
+CONFIG_PATHS = (CONFIG_PATH, ".forgebot.yaml")
 MAX_CONFIG_BYTES = 64 * 1024
 MAX_VALUES = 20_000  # keys and values once aliases are followed: far above any real file
 MAX_LISTED = 20  # fields an error message names; the rest are counted
@@ -233,18 +236,21 @@ def _read_repo_config(repo_dir: Path, default_branch: str) -> RepoConfig:
         raise RepoConfigError(f"invalid default branch name {default_branch!r}")
     if _git(repo_dir, "rev-parse", "--verify", "--quiet", f"{default_branch}^{{commit}}") is None:
         raise RepoConfigError(f"default branch `{default_branch}` not found in the repository")
-    listing = _git(repo_dir, "ls-tree", "-l", default_branch, "--", CONFIG_PATH)
-    if not listing:
+    for name in CONFIG_PATHS:
+        listing = _git(repo_dir, "ls-tree", "-l", default_branch, "--", name)
+        if listing:
+            break
+    else:
         return RepoConfig()
     fields = listing.split()
     if fields[1] != "blob":
-        raise RepoConfigError(f"`{CONFIG_PATH}` on `{default_branch}` is not a file")
+        raise RepoConfigError(f"`{name}` on `{default_branch}` is not a file")
     if int(fields[3]) > MAX_CONFIG_BYTES:
-        raise RepoConfigError(f"`{CONFIG_PATH}` is larger than {MAX_CONFIG_BYTES} bytes")
-    text = _git(repo_dir, "show", f"{default_branch}:{CONFIG_PATH}")
+        raise RepoConfigError(f"`{name}` is larger than {MAX_CONFIG_BYTES} bytes")
+    text = _git(repo_dir, "show", f"{default_branch}:{name}")
     if text is None:
-        raise RepoConfigError(f"`{CONFIG_PATH}` on `{default_branch}` could not be read")
-    return parse_repo_config(text, f"{CONFIG_PATH}` on `{default_branch}")
+        raise RepoConfigError(f"`{name}` on `{default_branch}` could not be read")
+    return parse_repo_config(text, f"{name}` on `{default_branch}")
 
 
 def _git(repo_dir: Path, *args: str) -> str | None:

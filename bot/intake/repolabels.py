@@ -28,7 +28,7 @@ import time
 from foundation.forge import Forge, ForgeError, ForgeKind, RepoRef, open_forge
 from foundation.settings import Settings, TriggerSettings
 from project.configchild import ConfigChild
-from project.repoconfig import CONFIG_PATH, MAX_CONFIG_BYTES, RepoConfigError
+from project.repoconfig import CONFIG_PATH, CONFIG_PATHS, MAX_CONFIG_BYTES, RepoConfigError
 
 log = logging.getLogger(__name__)
 _MAX_REPOS = 10_000  # cached repositories; past this, expired answers are dropped, then the oldest
@@ -81,19 +81,24 @@ class RepoLabels:
     async def _read(self, kind: ForgeKind, repo_id: int, installation: int | None, timeout: float) -> TriggerSettings:
         """The forge's answers within `timeout`, then the file validated within the child's own limit."""
         forge = open_forge(self._settings, kind, installation)
-        repo, content = await asyncio.wait_for(self._fetch_file(forge, repo_id), timeout)
+        repo, name, content = await asyncio.wait_for(self._fetch_file(forge, repo_id), timeout)
         server = self._settings.triggers
         if content is None:
             return server
-        source = f"{CONFIG_PATH}` of {repo.path} on `{repo.default_branch}"
+        source = f"{name}` of {repo.path} on `{repo.default_branch}"
         labels = await self._child.labels(content.decode(errors="replace"), source)
         update = {"implement_label": labels.implement, "analyze_label": labels.analyze}
         return server.model_copy(update={k: v for k, v in update.items() if v is not None})
 
     @staticmethod
-    async def _fetch_file(forge: Forge, repo_id: int) -> tuple[RepoRef, bytes | None]:
+    async def _fetch_file(forge: Forge, repo_id: int) -> tuple[RepoRef, str, bytes | None]:
+        """The repository, and the name and content of its settings file (None: it has none)."""
         repo = await forge.resolve_repo(repo_id)
-        return repo, await forge.read_file(repo, CONFIG_PATH, repo.default_branch, MAX_CONFIG_BYTES)
+        for name in CONFIG_PATHS:
+            content = await forge.read_file(repo, name, repo.default_branch, MAX_CONFIG_BYTES)
+            if content is not None:
+                return repo, name, content
+        return repo, CONFIG_PATH, None
 
     def _remember(self, key: Key, found: TriggerSettings) -> None:
         now = time.monotonic()

@@ -17,11 +17,12 @@ from pathlib import Path, PurePosixPath
 
 from foundation.forge import diff
 from foundation.gitrunner import Completed, Repo, run
+from project.repoconfig import CONFIG_PATHS
 
 # Paths a change may not edit unless the repository configuration allows them explicitly.
 DEFAULT_PROTECTED = (
     ".gitlab-ci.yml", ".gitlab-ci/", ".github/", ".githooks/", ".husky/", ".circleci/", "Jenkinsfile",
-    ".travis.yml", "azure-pipelines.yml", ".forgebot.yml", ".gitmodules",
+    ".travis.yml", "azure-pipelines.yml", *CONFIG_PATHS, ".gitmodules",
 )
 _MODE = re.compile(r"^(?:new file mode|new mode|old mode|deleted file mode) (\d+)$")
 

@@ -32,7 +32,7 @@ from graph.nodes.publisher import footer
 from graph.reviewlint import linted
 from graph.state import TaskState
 from project.profiles.detect import detect_profile
-from project.repoconfig import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
+from project.repoconfig import CONFIG_PATHS, RepoConfig, RepoConfigError, parse_repo_config
 from project.reviewstore import ReviewStore, change_key
 
 _CLOSES = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?|implement[sd]?)(?:\s*:)?\s+#(\d+)", re.IGNORECASE)
@@ -233,10 +233,14 @@ async def _criteria(
 
 async def _repo_config(spaces: Workspaces, key: str, default_branch: str) -> RepoConfig:
     """`.forgebot.yml` on the default branch (never from the change itself); defaults when absent."""
-    try:
-        text = await spaces.read_file(key, f"origin/{default_branch}", CONFIG_PATH)
-    except GitError:
-        text = None  # no such default branch in the mirror: defaults, like a repository without the file
+    text = None
+    for name in CONFIG_PATHS:
+        try:
+            text = await spaces.read_file(key, f"origin/{default_branch}", name)
+        except GitError:
+            break  # no such default branch in the mirror: defaults, like a repository without the file
+        if text is not None:
+            break
     if text is None:
         return RepoConfig()
     try:

@@ -41,14 +41,14 @@ def _labeled(forge: str, origin_url: str, label: str) -> tuple[bytes, dict[str, 
     return deliveries.gitlab(body, "Issue Hook") if forge == "gitlab" else deliveries.github(body, "issues")
 
 
-def _commit_config(tmp_path: Path, text: str) -> None:
-    """Put `.forgebot.yml` on both default branches of the served repository (GitLab's sample
+def _commit_config(tmp_path: Path, text: str, name: str = ".forgebot.yml") -> None:
+    """Put `.forgebot.yml` (or `name`) on both default branches of the served repository (GitLab's sample
     project says `master`, GitHub's `main`)."""
     bare, work_dir = tmp_path / "served" / "app.git", tmp_path / "config-edit"
     subprocess.run(["git", "clone", "-q", str(bare), str(work_dir)], check=True)
-    (work_dir / ".forgebot.yml").write_text(text)
+    (work_dir / name).write_text(text)
     git = ["git", "-C", str(work_dir), "-c", "user.name=dev", "-c", "user.email=dev@example.com"]
-    subprocess.run([*git, "add", ".forgebot.yml"], check=True)
+    subprocess.run([*git, "add", name], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "forgebot labels"], check=True)
     subprocess.run([*git, "push", "-q", "origin", "HEAD:main", "HEAD:master"], check=True)
 
@@ -77,18 +77,21 @@ async def _modes(settings: Settings) -> list[str]:
         await inbox.close()
 
 
-def _file_reads(forge: str, fake_forge: FakeForgeState) -> int:
-    return sum(1 for method, path, _ in fake_forge.log if method == "GET" and path == SAMPLES[forge][3])
+def _file_reads(forge: str, fake_forge: FakeForgeState, name: str = ".forgebot.yml") -> int:
+    path = SAMPLES[forge][3].replace(".forgebot.yml", name)
+    return sum(1 for method, seen, _ in fake_forge.log if method == "GET" and seen == path)
 
 
+@pytest.mark.parametrize("name", [".forgebot.yml", ".forgebot.yaml"])  # `.yaml` was ignored, silently
 @pytest.mark.parametrize("forge", ["gitlab", "github"])
 async def test_repository_label_starts_an_implement_task(
-    forge: str, settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin_url: str, tmp_path: Path
+    forge: str, settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin_url: str, tmp_path: Path,
+    name: str,
 ) -> None:
     _setup(forge, settings, redis_url, fake_forge)
-    _commit_config(tmp_path, f'labels:\n  implement: "{CUSTOM}"\n')
+    _commit_config(tmp_path, f'labels:\n  implement: "{CUSTOM}"\n', name)
     assert await post(settings, forge, *_labeled(forge, origin_url, CUSTOM)) == 202
-    assert _file_reads(forge, fake_forge) == 1  # read through the forge's file API
+    assert _file_reads(forge, fake_forge, name) == 1  # read through the forge's file API
     assert (await work(settings, NeedInfoScript())).jobs_failed == 0
     assert await task_states(settings) == [("waiting", "need_info")]
     (questions,) = fake_forge.comments_on(forge, SAMPLES[forge][1], SAMPLES[forge][2])

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from graph.coder.patch import DEFAULT_PROTECTED
 from project.repoconfig import (
     MAX_CONFIG_BYTES,
     RepoConfig,
@@ -36,12 +37,12 @@ database: reporting
 """
 
 
-def _repo(tmp_path: Path, config: str | None) -> Path:
+def _repo(tmp_path: Path, config: str | None, name: str = ".forgebot.yml") -> Path:
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "README.md").write_text("fixture\n")
     if config is not None:
-        (repo / ".forgebot.yml").write_text(config)
+        (repo / name).write_text(config)
     return init_repo(repo)
 
 
@@ -67,6 +68,17 @@ def test_every_field_is_read_from_the_default_branch(tmp_path: Path) -> None:
     assert profile.test is not None and profile.test.run == "python -m pytest -q tests/unit"
     assert profile.smoke is None
     assert [spec.name for spec in profile.lint] == ["py-syntax", "mypy"]
+
+
+def test_the_yaml_extension_is_read_too_and_the_yml_file_wins(tmp_path: Path) -> None:
+    """`.forgebot.yaml` was ignored without a word: the repository ran on the defaults."""
+    repo = _repo(tmp_path, VALID, ".forgebot.yaml")
+    assert load_repo_config(repo, "main").labels.implement == "bot::do"
+    (repo / ".forgebot.yml").write_text("labels:\n  implement: yml::wins\n")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "both")
+    assert load_repo_config(repo, "main").labels.implement == "yml::wins"
+    assert {".forgebot.yaml", ".forgebot.yml"} <= set(DEFAULT_PROTECTED)  # the coder may write neither
 
 
 def test_the_change_branch_and_working_tree_are_ignored(tmp_path: Path) -> None:
