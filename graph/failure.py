@@ -34,6 +34,18 @@ _GIT_TRANSIENT = re.compile(
     r"|Operation timed out|early EOF|RPC failed|unexpected disconnect|timed out after", re.I)
 
 
+class ChangeRefused(Exception):
+    """The work is pushed to `branch`, but the forge refused to open (or update) its change: a token that
+    may push but not open merge requests (a fine-grained GitHub token without `pull_requests: write`).
+
+    Said as such, with the branch: it was said as "forgebot's account is not a member of the project"
+    (it had just pushed) with advice to run the whole task again."""
+
+    def __init__(self, branch: str, change: str, why: str) -> None:
+        super().__init__(f"{why} (the work is on branch {branch})")
+        self.branch, self.change, self.why = branch, change, why
+
+
 @dataclass(frozen=True)
 class TaskFailure:
     """Why one task failed, in words for its author and for the operator."""
@@ -289,6 +301,12 @@ def failure_of(exc: BaseException, *, phase: str = "", role: str = "", secrets: 
                             "before retrying (see the detail)", detail=_detail(exc, secrets))
     elif isinstance(exc, GitError):
         found = _git(exc, secrets, tries)
+    elif isinstance(exc, ChangeRefused):
+        found = TaskFailure("change refused", f"the forge refused to open the {exc.change} for this work, which is on "
+                            f"branch `{exc.branch}`", f"Open a {exc.change} from `{exc.branch}` yourself, or {ASK} "
+                            f"to let forgebot open them.", "the token may push but not open changes: GitHub "
+                            "`pull_requests: write` (fine-grained token or App) or the `repo` scope; GitLab: "
+                            "Developer", detail=_detail(exc, secrets))
     elif isinstance(exc, ModeUnavailable):
         found = TaskFailure("mode unavailable", str(exc), "Use one of the available modes.",
                             "this release does not have the mode")

@@ -16,11 +16,13 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from foundation.forge import ChangeRequest, IssueRef, Marker, RepoRef
+import prompts
+from foundation.forge import ChangeRequest, ForgeAuthError, IssueRef, Marker, RepoRef
 from foundation.gitrunner import GitError, git
 from foundation.redact import fence, redact, secrets_of
 from foundation.workspace import Workspaces, repo_key
 from graph.deps import Deps
+from graph.failure import ChangeRefused
 from graph.findings import same_finding, stalled
 from graph.nodes import bounds
 from graph.nodes.gates import environment_broken
@@ -214,12 +216,15 @@ async def deliver(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     issue = IssueRef(repo=repo, number=state["number"])
     ref = await forge.find_change(repo, branch)
     text = description(state, secrets_of(runtime.context.settings))
-    if ref is None:
-        ref = await forge.open_change(
-            repo, ChangeRequest(source_branch=branch, title=state.get("title", branch), body=text, closes=issue)
-        )
-    else:  # an earlier task's change: its branch now holds this task's work, so its description must say so
-        await forge.edit_change(ref, text)
+    try:
+        if ref is None:
+            ref = await forge.open_change(
+                repo, ChangeRequest(source_branch=branch, title=state.get("title", branch), body=text, closes=issue)
+            )
+        else:  # an earlier task's change: its branch now holds this task's work, so its description must say so
+            await forge.edit_change(ref, text)
+    except ForgeAuthError as exc:  # it may push, not open changes: the work is there all the same
+        raise ChangeRefused(branch, prompts.terms(repo.forge)["change"], str(exc)) from exc
     link = f"Opened {change_reference(repo, ref.number)} from `{branch}` for this issue."
     link += f" {said}\n\n<sub>{footer(state)}</sub>" if said else f"\n\n<sub>{footer(state)}</sub>"
     await forge.post_comment(issue, link, marker=Marker(task=state["task_id"], purpose="change-link"))

@@ -92,3 +92,23 @@ async def test_a_later_tasks_work_on_the_open_pull_request_gets_its_description(
     change = h.the_change(fake_forge, "github", REPO)
     assert change.body != first and fake_forge.requests_to("PATCH", "/pulls/") == 1
     h.assert_delivered(change, BRANCH, served)
+
+
+async def test_a_pull_request_the_token_may_not_open_says_where_the_work_is(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    """A fine-grained token without `pull_requests: write`: the branch was pushed, then opening the pull
+    request was refused (403). The failure said forgebot's account was no member of the project (it had
+    just pushed) and to start the whole task again; it did not say where the work was."""
+    _setup(settings, redis_url, fake_forge)
+    fake_forge.faults.append(Fault("POST", f"/repos/{REPO}/pulls", 403, count=5,
+                                   message="Resource not accessible by personal access token"))
+    assert await h.post(settings, "github", *deliveries.github(h.labelled(SAMPLE, served.url), "issues")) == 202
+    assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("failed", "change refused")]
+    assert served.branch_log(BRANCH)[0] == "Add multiply with its test"  # the work is there
+    (report,) = [c.body for c in fake_forge.comments_on("github", REPO, 1) if "purpose=failure" in c.body]
+    assert (f"the forge refused to open the pull request for this work, which is on branch `{BRANCH}`.\n\n"
+            f"Open a pull request from `{BRANCH}` yourself, or ask the person who runs forgebot to let forgebot "
+            "open them.") in report, report
+    assert "member of the project" not in report
