@@ -330,7 +330,9 @@ class GitHubForge(SdkAdapter):
                                                        retry=None)
                 return BotIdentity(login=f"{integration.get_app().slug}[bot]")
             user = self._gh.get_user()
-            return BotIdentity(id=int(user.id), login=str(user.login))
+            found = BotIdentity(id=int(user.id), login=str(user.login))
+            scopes = self._gh.oauth_scopes  # a classic token's `X-OAuth-Scopes`; None for fine-grained ones
+            return found if scopes is None else found.model_copy(update={"scopes": tuple(scopes)})
 
         return await self._read(fetch)
 

@@ -315,7 +315,14 @@ class GitLabForge(SdkAdapter):
             user = self._gl.user
             if user is None:
                 raise ForgeNotFound("the token has no user")
-            return BotIdentity(id=int(user.id), login=str(user.username))
+            try:  # GitLab 15.5+, for personal, project and group tokens; others (OAuth) answer 401/404
+                token = self._gl.http_get("/personal_access_tokens/self")
+            except GitlabError:
+                token = None
+            scopes = token.get("scopes") if isinstance(token, dict) else None
+            return BotIdentity(id=int(user.id), login=str(user.username),
+                               scopes=tuple(str(s) for s in scopes) if isinstance(scopes, list) else None,
+                               expires_at=str(token.get("expires_at") or "") if isinstance(token, dict) else "")
 
         return await self._read(fetch)
 

@@ -292,6 +292,10 @@ class BotIdentity(_Frozen):
 
     id: int | None = None
     login: str = ""
+    # what the token may do, where the forge says: a GitLab personal, project or group token's scopes, a
+    # classic GitHub token's `X-OAuth-Scopes`; None where it does not (a GitHub App, a fine-grained token)
+    scopes: tuple[str, ...] | None = None
+    expires_at: str = ""  # the token's last day (GitLab), "" when unknown or never
 
     def wrote(self, comment: Comment) -> bool:
         """Whether the bot is `comment`'s author: the forge's user id when both are known (GitLab),

@@ -176,7 +176,9 @@ async def contents(request: Request) -> Response:
 
 async def current_user(request: Request) -> JSONResponse:
     state = _state(request)
-    return JSONResponse(shapes.private_user(api_root(request), state.bot_user, state.bot_user_id))
+    scopes = state.token_scopes["github"]
+    headers = {} if scopes is None else {"X-OAuth-Scopes": ", ".join(scopes)}
+    return JSONResponse(shapes.private_user(api_root(request), state.bot_user, state.bot_user_id), headers=headers)
 
 
 async def hooks(request: Request) -> JSONResponse:

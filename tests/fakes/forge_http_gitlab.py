@@ -301,6 +301,14 @@ async def current_user(request: Request) -> JSONResponse:
     return JSONResponse({**found, "bot": True})
 
 
+async def token_self(request: Request) -> JSONResponse:
+    """`GET /personal_access_tokens/self` (doc/api/personal_access_tokens.md): the token's own record."""
+    state = _state(request)
+    return JSONResponse({"id": 1, "name": "forgebot", "revoked": False, "created_at": "2026-01-01T00:00:00.000Z",
+                         "description": None, "scopes": state.token_scopes["gitlab"], "user_id": state.bot_user_id,
+                         "last_used_at": None, "active": True, "expires_at": state.token_expires_at})
+
+
 _hook_json = shapes.hook
 
 
@@ -333,6 +341,7 @@ def routes() -> list[Route]:
     return [
         Route(base, project, methods=["GET"]),
         Route("/gitlab/api/v4/user", current_user, methods=["GET"]),
+        Route("/gitlab/api/v4/personal_access_tokens/self", token_self, methods=["GET"]),
         Route(base + "/hooks", hooks, methods=["GET", "POST"]),
         Route(base + "/hooks/{hook_id:int}", hooks, methods=["PUT"]),
         Route(base + "/issues", issues, methods=["GET"]),

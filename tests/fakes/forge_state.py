@@ -158,6 +158,10 @@ class FakeForgeState:
     log: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)  # (method, path, headers)
     bot_user: str = "forgebot"
     bot_user_id: int = 4242  # GitLab's `GET /user` id and GitHub's for the token's user
+    # the token's scopes: GitLab's `GET /personal_access_tokens/self`, a classic GitHub token's `X-OAuth-Scopes`
+    # (None there: a fine-grained token, which sends no such header)
+    token_scopes: dict[str, list[str] | None] = field(default_factory=lambda: {"gitlab": ["api"], "github": None})
+    token_expires_at: str | None = None
     projects: dict[tuple[str, str], FakeProject] = field(default_factory=dict)  # (forge, id or path)
     hooks: dict[tuple[str, str], list[FakeHook]] = field(default_factory=dict)  # (forge, id or path)
     lock: threading.RLock = field(default_factory=threading.RLock)

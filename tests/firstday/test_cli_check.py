@@ -5,6 +5,7 @@ user are five different lines, each naming the one setting to fix."""
 from __future__ import annotations
 
 import base64
+import datetime
 import os
 from pathlib import Path
 
@@ -181,3 +182,31 @@ def test_a_value_that_is_no_private_key_names_the_setting_and_never_shows_it(tmp
                         "(-----BEGIN … PRIVATE KEY----- … -----END … PRIVATE KEY-----): use the .pem file GitHub "
                         "gave for the App, best mounted as a secret file"]
     assert "ghp_a-token" not in seen.text
+
+
+def test_a_token_that_cannot_write_fails_naming_the_scope_it_needs(
+    tmp_path: Path, forge_server: ServerThread, fake_forge: FakeForgeState
+) -> None:
+    """A GitLab token made with `read_api` (beside `api` in GitLab's form), a classic GitHub token without
+    `repo`: `GET /user` answers for both, so check said ok, and the bot then failed at its first comment,
+    where it could not even say why on the issue."""
+    fake_forge.tokens = {GITLAB_TOKEN, GITHUB_TOKEN}
+    fake_forge.token_scopes = {"gitlab": ["read_api", "read_repository"], "github": ["read:user", "gist"]}
+    seen = _check(tmp_path, FORGEBOT_GITLAB__URL=f"{forge_server.url}/gitlab", FORGEBOT_GITLAB__TOKEN=GITLAB_TOKEN,
+                  FORGEBOT_GITHUB__API_URL=f"{forge_server.url}/github", FORGEBOT_GITHUB__TOKEN=GITHUB_TOKEN)
+    assert seen.code == 1
+    assert _row(seen, "gitlab") == (
+        "FAIL", "the token's scopes are `read_api`, `read_repository`: forgebot comments, pushes branches and opens "
+                "changes, which needs `api`; check FORGEBOT_GITLAB__TOKEN")
+    assert _row(seen, "github") == (
+        "FAIL", "the token's scopes are `read:user`, `gist`: forgebot comments, pushes branches and opens changes, "
+                "which needs `repo` (`public_repo` for public repositories only); check FORGEBOT_GITHUB__TOKEN")
+
+    soon = (datetime.date.today() + datetime.timedelta(days=5)).isoformat()
+    fake_forge.token_scopes, fake_forge.token_expires_at = {"gitlab": ["api"], "github": ["repo"]}, soon
+    seen = _check(tmp_path, FORGEBOT_GITLAB__URL=f"{forge_server.url}/gitlab", FORGEBOT_GITLAB__TOKEN=GITLAB_TOKEN,
+                  FORGEBOT_GITHUB__API_URL=f"{forge_server.url}/github", FORGEBOT_GITHUB__TOKEN=GITHUB_TOKEN,
+                  FORGEBOT_GITLAB__WEBHOOK_SECRET="s", FORGEBOT_GITHUB__WEBHOOK_SECRET="s")
+    status, detail = _row(seen, "gitlab")
+    assert status == "ok" and f"bot @forgebot (id 4242), token expires on {soon} (in 5 days)" in detail, detail
+    assert _row(seen, "github")[0] == "ok"

@@ -243,6 +243,8 @@ def operations() -> list[Operation]:
     return [
         # doc/api/users.md "Get the current user"; the response is a superset of the basic user
         op("users/current", "GET", "/user", {"200": ("schema", "public_api/v4/user/basic.json")}),
+        # doc/api/personal_access_tokens.md "Get single personal access token" (self): no schema published
+        op("personal-access-tokens/self", "GET", "/personal_access_tokens/self", {"200": NO_SCHEMA}),
         # doc/api/projects.md "Get a single project"; projects.json describes the list's items
         op("projects/get", "GET", "/projects/:id", {"200": ("item", "public_api/v4/projects.json")},
            query={"license": BOOLEAN, "statistics": BOOLEAN, "with_custom_attributes": BOOLEAN}),

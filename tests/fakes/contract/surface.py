@@ -107,6 +107,9 @@ USES = (
     # --- GitLab -----------------------------------------------------------------------------------
     Use("gitlab", "users/current", "GET", "/user", "the token's own user (the bot ignores itself)",
         "scope `read_user` (or `read_api`)"),
+    Use("gitlab", "personal-access-tokens/self", "GET", "/personal_access_tokens/self",
+        "the token's own scopes and expiry (`forgebot check`: a token without `api` cannot write)",
+        "any scope (the token's own record)"),
     Use("gitlab", "projects/get", "GET", "/projects/{id}", "the project's own record by id or path", GL_READ),
     Use("gitlab", "hooks/list", "GET", "/projects/{id}/hooks", "`forgebot hooks`: the hook already registered",
         "scope `read_api`; role Maintainer"),
