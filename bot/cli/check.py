@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
+from bot.intake.identity import write_scope_problem
 from foundation.forge.models import ForgeKind
 from foundation.redact import redact, secrets_of
 
@@ -184,7 +185,8 @@ async def _forge(settings: Settings, kind: ForgeKind, where: str, token: str) ->
         return Line(kind, "FAIL", _not_found(kind, where))
     except ForgeUnavailable as exc:
         return Line(kind, "FAIL", unreachable(kind, where, exc))
-    mismatch = _pinned(settings, kind, found) or _scopes_short(kind, found, token)
+    short = write_scope_problem(kind, found)
+    mismatch = _pinned(settings, kind, found) or (f"{short}; check {token}" if short else "")
     if mismatch:
         return Line(kind, "FAIL", mismatch)
     conf = settings.gitlab if kind == "gitlab" else settings.github
@@ -192,24 +194,7 @@ async def _forge(settings: Settings, kind: ForgeKind, where: str, token: str) ->
     return Line(kind, status, f"{where}: credentials valid, bot @{found.login} (id {found.id}){_expiry(found)}; {hook}")
 
 
-# the scope a token needs to write (comments, branches, changes), where the forge names its scopes
-_WRITE_SCOPES = {"gitlab": ({"api"}, "`api`"), "github": ({"repo", "public_repo"}, "`repo` (`public_repo` for "
-                                                          "public repositories only)")}
 EXPIRY_WARNING_DAYS = 14
-
-
-def _scopes_short(kind: ForgeKind, found: BotIdentity, token: str) -> str:
-    """Why the token cannot write, when the forge says its scopes: `GET /user` answers for a read-only
-    token (GitLab's `read_api`, a classic GitHub token without `repo`), so it passed here and the bot
-    then failed at its first comment, where it could not even say why on the issue."""
-    if found.scopes is None:
-        return ""
-    wanted, named = _WRITE_SCOPES[kind]
-    if wanted & set(found.scopes):
-        return ""
-    has = ", ".join(f"`{scope}`" for scope in found.scopes) or "none"
-    return (f"the token's scopes are {has}: forgebot comments, pushes branches and opens changes, which needs "
-            f"{named}; check {token}")
 
 
 def _expiry(found: BotIdentity) -> str:

@@ -22,7 +22,7 @@ import logging
 from typing import Literal
 
 from bot.tasks.events import ForgeEvent
-from foundation.forge import Forge, RepoRef, bot_identity
+from foundation.forge import BotIdentity, Forge, RepoRef, bot_identity
 from foundation.settings import Settings
 from foundation.workspace import forge_origins, origin_of
 
@@ -98,6 +98,7 @@ class Identities:
         self.settings = settings
         self.first_pause, self.max_pause = first_pause, max_pause
         self.problems: dict[str, str] = {}
+        self.cannot_write: dict[str, str] = {}  # per forge whose token's scopes say it cannot write, why
 
     def pending(self) -> list[ForgeKind]:
         """The configured forges whose bot identity is not known yet."""
@@ -110,20 +111,42 @@ class Identities:
         while True:
             for kind in self.pending():
                 try:
-                    await _learn_one(self.settings, kind)
+                    found = await _learn_one(self.settings, kind)
                 except Exception as exc:  # an outage, a refused token, a broken App key: asked again
                     self.problems[kind] = " ".join(str(exc).split())[:300] or type(exc).__name__
                     log.warning("cannot ask %s who the bot is (asking again in %.0f s): %s", kind, pause,
                                 self.problems[kind])
                 else:
                     self.problems.pop(kind, None)
+                    if why := write_scope_problem(kind, found):
+                        self.cannot_write[kind] = why
+                        log.warning("the %s token cannot write: %s", kind, why)
             if not self.pending():
                 return
             await asyncio.sleep(pause)
             pause = min(pause * 2, self.max_pause)
 
 
-async def _learn_one(settings: Settings, kind: ForgeKind) -> None:
+# the scope a token needs to write (comments, branches, changes), where the forge names its scopes
+_WRITE_SCOPES = {"gitlab": ({"api"}, "`api`"),
+                 "github": ({"repo", "public_repo"}, "`repo` (`public_repo` for public repositories only)")}
+
+
+def write_scope_problem(kind: str, found: BotIdentity) -> str:
+    """Why the token cannot write, when the forge says its scopes ("" when it can, or does not say).
+
+    `GET /user` answers for a read-only token (GitLab's `read_api`, a classic GitHub token without
+    `repo`): the bot started, and failed at its first comment, where it could not even say why."""
+    if found.scopes is None or kind not in _WRITE_SCOPES:
+        return ""
+    wanted, named = _WRITE_SCOPES[kind]
+    if wanted & set(found.scopes):
+        return ""
+    has = ", ".join(f"`{scope}`" for scope in found.scopes) or "none"
+    return f"the token's scopes are {has}: forgebot comments, pushes branches and opens changes, which needs {named}"
+
+
+async def _learn_one(settings: Settings, kind: ForgeKind) -> BotIdentity:
     """Ask one forge who the configured credentials act as, and keep the answer in `settings`.
 
     "Ignore the bot's own events" must not depend on an optional setting: without it the bot would
@@ -136,3 +159,4 @@ async def _learn_one(settings: Settings, kind: ForgeKind) -> None:
     else:
         settings.github.bot_login = found.login
         log.info("github bot login: %s", found.login)
+    return found

@@ -77,6 +77,9 @@ def identities(settings: Settings, learning: Identities | None) -> tuple[dict[st
             continue
         if known(settings, kind):
             shown[kind] = f"id {settings.gitlab.bot_user_id}" if kind == "gitlab" else settings.github.bot_login
+            if learning and (short := learning.cannot_write.get(kind)):
+                found.append(Gap(kind, f"{short} (FORGEBOT_{kind.upper()}__TOKEN): tasks fail at their first "
+                                       "comment"))
             continue
         shown[kind] = None
         why = (learning.problems.get(kind) if learning else None) or "not asked yet"

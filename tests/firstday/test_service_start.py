@@ -172,3 +172,17 @@ def test_a_database_url_that_cannot_be_postgres_is_refused_without_showing_it(tm
     assert done.returncode == 2 and "hunter2" not in done.stderr + done.stdout, done.stderr
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"forgebot: FORGEBOT_DATABASE_URL: {said}"), line
+
+
+def test_a_token_that_cannot_write_is_named_by_readyz(
+    launch: Launch, forge_env: dict[str, str], model: ModelServer, fake_forge: FakeForgeState
+) -> None:
+    """A GitLab token made with `read_api`: serve came up ready and every task failed at its first comment,
+    which it could not post; nothing on the issue and nothing in `/readyz` said why."""
+    fake_forge.token_scopes = {"gitlab": ["read_api"], "github": None}
+    service = launch("serve", **forge_env, **model_env(model)).wait_healthy()
+    ready = wait_until(lambda: (body := service.get_json("/readyz")[1])["bot"].get("gitlab") and body, 60,
+                       "the receiver to learn the bot")
+    assert ("gitlab: the token's scopes are `read_api`: forgebot comments, pushes branches and opens changes, "
+            "which needs `api` (FORGEBOT_GITLAB__TOKEN): tasks fail at their first comment") in ready["missing"], ready
+    assert service.log_lines("the gitlab token cannot write")
