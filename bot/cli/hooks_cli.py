@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 from bot.cli.check import unreachable
 from bot.intake.webhooks import project_secret
-from foundation.forge import ForgeError, ForgeKind, ForgeUnavailable, open_forge
+from foundation.forge import ForgeAuthError, ForgeError, ForgeKind, ForgeUnavailable, open_forge
 from foundation.settings import Settings
 
 
@@ -28,7 +28,7 @@ class HookLine:
     path: str
     url: str
     secret: str
-    registered: str = ""  # "created", "updated" or "" (not asked to register)
+    registered: str = ""  # "created", "updated", "refused: …" or "" (not asked to register)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -48,6 +48,11 @@ def _forges(settings: Settings, only: str | None) -> list[ForgeKind]:
     if settings.github.webhook_secret is not None and (settings.github.token or settings.github.app_id):
         configured.append("github")
     return [kind for kind in configured if only in (None, kind)]
+
+
+# who may manage a project's webhooks
+_MANAGE = {"gitlab": "the token may not manage this project's webhooks (role Maintainer)",
+           "github": "the token may not manage this repository's webhooks (admin, or the App's webhooks permission)"}
 
 
 async def hook_lines(settings: Settings, base_url: str, projects: list[str], only: str | None,
@@ -76,9 +81,12 @@ async def hook_lines(settings: Settings, base_url: str, projects: list[str], onl
             secret = project_secret(master, kind, repo_id)
             registered = ""
             if save:
-                existing = [h for h in await forge.list_hooks(repo) if h.url == url]
-                await forge.save_hook(repo, url, secret, existing[0].id if existing else None)
-                registered = "updated" if existing else "created"
+                try:
+                    existing = [h for h in await forge.list_hooks(repo) if h.url == url]
+                    await forge.save_hook(repo, url, secret, existing[0].id if existing else None)
+                    registered = "updated" if existing else "created"
+                except ForgeAuthError as exc:  # a bot token below Maintainer: the line is still what to add by hand
+                    registered = f"refused: {_MANAGE[kind]} ({exc}); add the URL and secret by hand"
             lines.append(HookLine(kind, repo.project, repo.path, url, secret, registered))
     return lines
 
@@ -103,4 +111,5 @@ def run(args: argparse.Namespace) -> int:
         else:
             done = f"  ({line.registered})" if line.registered else ""
             sys.stdout.write(f"{line.forge}  {line.path}\n  url:    {line.url}\n  secret: {line.secret}{done}\n")
-    return 0 if len(lines) else 1
+    refused = any(line.registered.startswith("refused") for line in lines)
+    return 0 if lines and not refused else 1

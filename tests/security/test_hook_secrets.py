@@ -28,7 +28,7 @@ from bot.tasks.inbox import Inbox
 from bot.web.app import create_app
 from foundation.settings import Settings
 from tests.conftest import GITHUB_SECRET, GITHUB_TOKEN, GITLAB_SECRET, GITLAB_TOKEN
-from tests.fakes.forge_http import FakeForgeState
+from tests.fakes.forge_http import FakeForgeState, Fault
 from tests.fakes.server import ServerThread, serving
 from tests.intake import deliveries
 from tests.intake.payloads import github_comment, gitlab_note, serve_samples
@@ -212,3 +212,23 @@ def test_forgebot_hooks_says_which_address_did_not_answer(
     assert capsys.readouterr().err.splitlines() == [
         f"forgebot hooks: gitlab project group/app: cannot connect to {closed} (ConnectionError): check "
         "FORGEBOT_GITLAB__URL and that this machine reaches it"]
+
+
+def test_forgebot_hooks_register_without_the_right_prints_what_to_add_by_hand(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], settings: Settings,
+    fake_forge: FakeForgeState, tmp_path: Any,
+) -> None:
+    """A bot token with the Developer role (enough for everything else) may not manage webhooks: `--register`
+    ended in a traceback and printed nothing. Each project's line now says it was refused and why, with the
+    URL and secret to add by hand; the exit status says not everything was registered."""
+    serve_samples(fake_forge, settings)
+    _cli_env(monkeypatch, settings, tmp_path)
+    fake_forge.faults.append(Fault("GET", "/gitlab/api/v4/projects/5/hooks", 403, message="403 Forbidden"))
+    assert main(["hooks", "--register", "--forge", "gitlab", "--json", "5"]) == 1
+    (line,) = [json.loads(text) for text in capsys.readouterr().out.splitlines()]
+    assert line["url"] == "https://bot.example.org/webhooks/gitlab/5"
+    assert line["secret"] == deliveries.secret("gitlab", 5)
+    said = line["registered"]
+    assert said.startswith("refused: the token may not manage this project's webhooks (role Maintainer)")
+    assert said.endswith("add the URL and secret by hand")
+    assert fake_forge.hooks == {}
