@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import hashlib
 import logging
 import os
 import re
@@ -390,5 +391,14 @@ def _is_the_bots(worktree: Path) -> bool:
 
 
 def repo_key(forge: str, project: str) -> str:
-    """The mirror's directory name for a repository (`gitlab-42`, `github-octo__app`)."""
-    return check_name(f"{forge}-{project.replace('/', '__')}", "repository key")
+    """The mirror's directory name for a repository (`gitlab-42`, `github-octo__app`).
+
+    A name that cannot be one as it is — longer than 128 characters (a GitHub owner of 39 and a
+    repository name of 100 are allowed), or holding `..` — gets a readable prefix and a digest of the
+    whole name: it stopped every task on such a repository with a ValueError.
+    """
+    key = f"{forge}-{project.replace('/', '__')}"
+    if _NAME.fullmatch(key) and ".." not in key:
+        return key
+    readable = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9._-]", "_", key))[:96]
+    return check_name(f"{readable}-{hashlib.sha256(project.encode()).hexdigest()[:16]}", "repository key")

@@ -247,3 +247,12 @@ async def test_disk_bound_removes_idle_mirrors_least_recently_fetched_first(tmp_
 ])
 def test_push_refusal_quotes_the_forge(stderr: str, reason: str | None) -> None:
     assert push_refusal(stderr) == reason
+
+
+def test_every_repository_name_the_forges_allow_has_a_key() -> None:
+    """A GitHub owner of 39 characters with a repository name of 100, or a name holding `..`: the key
+    was refused (ValueError) and every task on such a repository stopped before its mirror."""
+    longest = "o" * 39 + "/" + "r" * 100
+    keys = {repo_key("github", name) for name in (longest, "octo/my..app", longest[:-1] + "s")}
+    assert len(keys) == 3 and all(len(key) <= 128 and ".." not in key for key in keys)
+    assert repo_key("github", "octo/app") == "github-octo__app" and repo_key("gitlab", "42") == "gitlab-42"  # unchanged
