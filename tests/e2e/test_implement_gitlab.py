@@ -216,3 +216,22 @@ async def test_a_later_tasks_work_on_the_open_merge_request_gets_its_description
     second = [t for t in dict.fromkeys(tasks) if t not in first]
     assert second and f"task {second[0]}" in change.body and change.body != first
     h.assert_delivered(change, BRANCH, served)
+
+
+async def test_a_renamed_issue_keeps_its_open_merge_request(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    """The branch's slug is the issue's title: labelled again after a rename, the second task worked on a
+    new branch and opened a second merge request, leaving !1 open with the older work."""
+    _setup(settings, redis_url, fake_forge)
+    await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook"))
+    assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
+    renamed = _again(SAMPLE)
+    renamed["object_attributes"]["title"] = "Multiply, and say so in the README"
+    await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(renamed, served.url), "Issue Hook"))
+    assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
+    assert sorted(await h.task_states(settings)) == [("done", "delivered"), ("done", "delivered")]
+    assert fake_forge.requests_to("POST", "/merge_requests") == 1  # !1 is reused, its description rewritten
+    h.assert_delivered(h.the_change(fake_forge, "gitlab", "1"), BRANCH, served)
+    links = h.link_comments(fake_forge, "gitlab", "1", 23)
+    assert len(links) == 2 and all(f"Opened !1 from `{BRANCH}`" in link.body for link in links)
