@@ -257,10 +257,13 @@ class Workspaces:
     async def others_commits(self, key: str, url: str, branch: str, base: str, email: str,
                              auth: GitCredentials | None = None) -> tuple[str, int]:
         """The commit `branch` names at `url` now ("" when there is no such branch), and how many of its
-        commits since `base` someone other than `email` committed.
+        commits since `base` someone other than `email` wrote.
 
         The mirror is fetched again first: a person may have pushed to the bot's branch since the task
         began (a fix on its merge request), and replacing the branch would throw their commits away.
+        Authors count, not committers, and merges do not: GitLab's "Rebase" button commits the bot's
+        own commits again as the person who pressed it, and GitHub's "Update branch" adds a merge of the
+        default branch; neither holds anyone's work but the bot's.
         """
         await self.mirror(key, url, auth)
         mirror = self.mirror_path(key)
@@ -271,8 +274,9 @@ class Workspaces:
                                    cwd=mirror)).strip()
         except GitError:
             return "", 0
-        committers = (await self._run(["log", "--format=%ce", tip, "--not", base, "--"], cwd=mirror)).split()
-        return tip, sum(1 for committer in committers if committer.lower() != email.lower())
+        authors = (await self._run(["log", "--no-merges", "--format=%ae", tip, "--not", base, "--"],
+                                   cwd=mirror)).split()
+        return tip, sum(1 for author in authors if author.lower() != email.lower())
 
     async def push(self, worktree: Path, url: str, branch: str, auth: GitCredentials | None = None,
                    *, force: bool = False, lease: str | None = None) -> None:

@@ -124,9 +124,10 @@ async def test_a_push_the_forge_refuses_is_reported_as_refused_with_its_reason(
     assert "working copy" not in report
 
 
-def _commit_on(served: h.Served, branch: str, email: str, tmp: Path) -> str:
-    """A commit on `branch` of the served repository, by `email`, as a push from someone's clone."""
-    env = {**GIT_ENV, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_EMAIL": email}
+def _commit_on(served: h.Served, branch: str, email: str, tmp: Path, committer: str = "") -> str:
+    """A commit on `branch` of the served repository, written by `email` (and committed by `committer`,
+    by default the same), as a push from someone's clone."""
+    env = {**GIT_ENV, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_EMAIL": committer or email}
     clone = tmp / f"clone-{email}"
     subprocess.run(["git", "clone", "-q", "-b", "master", str(served.origin), str(clone)], env=env, check=True)
     (clone / "NOTES.md").write_text("a fix on the bot's branch\n")
@@ -163,8 +164,10 @@ async def test_someone_elses_commit_on_the_bots_branch_is_never_replaced(
 async def test_the_bots_own_earlier_branch_is_replaced(
     settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, tmp_path: Path
 ) -> None:
+    """An earlier task's commits, rebased by a maintainer (GitLab's "Rebase" commits them again as the
+    person who pressed it): still only the bot's work, so the branch is the bot's to replace."""
     _setup(settings, redis_url, fake_forge)
-    _commit_on(served, BRANCH, settings.workspace.author_email, tmp_path)  # an earlier task's push
+    _commit_on(served, BRANCH, settings.workspace.author_email, tmp_path, committer="alice@example.com")
     roles = h.implement_roles()
     assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
     assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
