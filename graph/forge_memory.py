@@ -6,7 +6,9 @@ update seen, at most `memory.discussions_per_sync` of each kind), and kept in a 
 under the data directory so the next task reads only what is new. Every task's index then takes
 the store's items into its memory (`remember`).
 
-Only members' text is stored, by the decomposer's rule (`graph.discussion.is_member`: write access,
+A GitLab confidential issue and an internal note are never stored: they are for the project's
+members only, and memory text reaches comments anyone may read (an analysis report on a public
+issue). Only members' text is stored, by the decomposer's rule (`graph.discussion.is_member`: write access,
 asked of the forge): a title or description by a non-member is left out with its item, a non-member's
 comment is dropped. Anyone can comment on a public issue, and memory text reaches model prompts
 through `search_memory` and the context engine. The bot's own review findings on a merged change are
@@ -100,7 +102,8 @@ async def _members_text(
         fetched.withheld += 1
     findings: dict[str, list[str]] = {}
     for comment in comments:
-        if comment.system:
+        # an internal note is for members only, and memory text reaches public comments
+        if comment.system or comment.internal:
             continue
         if bot.wrote(comment):  # by its author: a marker anyone can type makes no finding
             # a finding is a diff note; status and summary comments are not kept

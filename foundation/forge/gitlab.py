@@ -163,10 +163,14 @@ class GitLabForge(SdkAdapter):
             manager = project.issues if kind == "issue" else project.mergerequests
             query: dict[str, Any] = {"state": "closed" if kind == "issue" else "merged", "order_by": "updated_at",
                                      "sort": "desc", "per_page": min(max(limit, 1), MAX_PAGE), "iterator": True}
+            if kind == "issue":  # a confidential issue is for members only: memory feeds public comments
+                query["confidential"] = "false"  # as GitLab spells it; python-gitlab sends a bool as "False"
             if since:
                 query["updated_after"] = since
             found = []
             for item in itertools.islice(manager.list(**query), max(limit, 0)):
+                if item.attributes.get("confidential"):  # also where the filter is not known
+                    continue
                 number = int(item.iid)
                 ref: IssueRef | ChangeRef = (IssueRef(repo=repo, number=number) if kind == "issue"
                                              else ChangeRef(repo=repo, number=number))
@@ -446,6 +450,7 @@ def _comment(target: IssueRef | ChangeRef, thread: str, note: dict[str, Any]) ->
         body=str(note["body"]),
         system=bool(note.get("system", False)),
         resolved=bool(note.get("resolved", False)),
+        internal=bool(note.get("internal") or note.get("confidential")),
         path=str(position.get("new_path") or ""),
         line=position.get("new_line") or position.get("old_line"),
     )

@@ -106,6 +106,7 @@ class Comment(_Frozen):
     resolved: bool = False
     path: str = ""  # set for diff comments
     line: int | None = None
+    internal: bool = False  # a GitLab internal note: members only, never repeated where others read
 
 
 class Issue(_Frozen):

@@ -158,3 +158,41 @@ async def test_a_marker_in_a_non_members_review_note_never_reaches_the_planner(
         findings = [str(r[0]) for r in conn.execute("SELECT body FROM memory_items WHERE kind = 'finding'")]
     assert findings == [FINDING]
     assert all(CANARY.encode() not in p.read_bytes() for p in settings.data_dir.rglob("*") if p.is_file())
+
+
+SECRET_ISSUE, SECRET_NOTE = "canary-confidential-7e1f", "canary-internal-note-2a9c"
+
+
+async def test_confidential_issues_and_internal_notes_stay_out_of_memory(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin_url: str
+) -> None:
+    """A closed confidential issue (a security report) and an internal note are for the project's members
+    only, but project memory stored them like any member's text, and memory reaches comments anyone may
+    read: an analysis report on a public issue. Neither is stored now; the public issue and note are."""
+    settings.redis_url = redis_url
+    allow_http_git(settings)
+    label, project, number, _ = SAMPLES["gitlab"]
+    settings.triggers.analyze_label = label
+    fake_forge.grant("gitlab", project, "1", 30)  # root, who labels
+    fake_forge.grant("gitlab", project, "7", 30)  # the fake's other users: members
+    fake_forge.add_issue("gitlab", project, number, FakeIssue(title="Explain divide", body="Why does it throw?"))
+    fake_forge.add_issue("gitlab", project, 8, FakeIssue(
+        title="divide() leaks the invoice total", body=f"Exploit: {SECRET_ISSUE}", state="closed",
+        updated_at="2026-01-03T00:00:00Z", confidential=True))
+    fake_forge.add_issue("gitlab", project, 9, FakeIssue(
+        title="Division by zero throws", body="A zero divisor throws on purpose.", state="closed",
+        updated_at="2026-01-04T00:00:00Z"))
+    public: ThreadKey = ("gitlab", project, "issue", 9)
+    fake_forge.add_thread(public, "Kept: callers catch it.", author="maria", author_id=7)
+    fake_forge.add_thread(public, f"Customer X hit this, see {SECRET_NOTE}", author="maria", author_id=7,
+                          internal=True)
+
+    assert await post(settings, "gitlab", *_labeled("gitlab", origin_url, label)) == 202
+    assert (await work(settings, _models())).jobs_failed == 0
+
+    (store,) = list((settings.data_dir / "memory").glob("*.sqlite"))
+    with connect(store, readonly=True) as conn:
+        kept = "\n".join(f"{r[0]}\n{r[1]}" for r in conn.execute("SELECT title, body FROM memory_items"))
+    assert "Division by zero throws" in kept and "Kept: callers catch it." in kept
+    for secret in (SECRET_ISSUE, SECRET_NOTE):  # in no file of the data directory (WAL included)
+        assert all(secret.encode() not in p.read_bytes() for p in settings.data_dir.rglob("*") if p.is_file())

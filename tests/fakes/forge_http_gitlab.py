@@ -25,6 +25,7 @@ from tests.fakes.forge_state import (
     FakeFile,
     FakeForgeState,
     FakeHook,
+    FakeIssue,
     FakeProject,
     FakeThread,
     Kind,
@@ -77,7 +78,10 @@ async def issues(request: Request) -> JSONResponse:
     if request.query_params.get("state") != "closed":
         return _error(400, "the fake lists closed issues only")
     project = request.path_params["project"]
-    return paginated(request, [shapes.issue(project, n, i) for n, i in _listed(request, "issue")], "gitlab")
+    wanted = request.query_params.get("confidential")
+    listed = [(n, i) for n, i in _listed(request, "issue")
+              if wanted is None or isinstance(i, FakeIssue) and i.confidential == (wanted == "true")]
+    return paginated(request, [shapes.issue(project, n, i) for n, i in listed], "gitlab")
 
 
 async def notes(request: Request) -> JSONResponse:

@@ -29,6 +29,7 @@ class FakeIssue:
     reactions: list[str] = field(default_factory=list)
     state: str = "opened"  # "closed": listed by `GET …/issues?state=closed`
     updated_at: str = "2026-01-01T00:00:00Z"
+    confidential: bool = False  # GitLab: members only; `confidential=false` leaves it out of a listing
 
 
 @dataclass
@@ -42,6 +43,7 @@ class FakeComment:
     author_id: int = 0  # the bot's comments carry its user id (`bot_user_id`); 0: the fake's other users (7)
     position: dict[str, object] | None = None  # GitLab position or GitHub {path, line, side, start_line}
     reactions: list[str] = field(default_factory=list)
+    internal: bool = False  # a GitLab internal note (members only)
 
 
 @dataclass
@@ -224,13 +226,14 @@ class FakeForgeState:
 
     def add_thread(self, key: ThreadKey, body: str, *, individual: bool = True, review: bool = False,
                    position: dict[str, object] | None = None, author: str | None = None,
-                   author_id: int = 0) -> FakeThread:
+                   author_id: int = 0, internal: bool = False) -> FakeThread:
         """A thread whose first comment is by `author` (the bot when None; GitLab ids: the bot's own,
         `author_id`, or the fake's 7 for everyone else)."""
         with self.lock:
             by = author or self.bot_user
             comment = FakeComment(id=next(self._ids), body=body, author=by, position=position,
-                                  author_id=author_id or (self.bot_user_id if by == self.bot_user else 0))
+                                  author_id=author_id or (self.bot_user_id if by == self.bot_user else 0),
+                                  internal=internal)
             thread_id = str(comment.id) if review else hashlib.sha1(str(comment.id).encode()).hexdigest()
             thread = FakeThread(id=thread_id, comments=[comment], individual=individual, review=review)
             self.threads.setdefault(key, []).append(thread)

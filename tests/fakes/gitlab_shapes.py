@@ -29,7 +29,7 @@ def issue(project: str, iid: int, found: FakeIssue) -> dict[str, Any]:
         "description": found.body, "state": found.state, "created_at": found.updated_at,
         "updated_at": found.updated_at, "closed_at": found.updated_at if closed else None, "labels": found.labels,
         "milestone": None, "assignees": [], "assignee": None, "author": user(found.author),
-        "user_notes_count": 0, "upvotes": 0, "downvotes": 0, "due_date": None, "confidential": False,
+        "user_notes_count": 0, "upvotes": 0, "downvotes": 0, "due_date": None, "confidential": found.confidential,
         "discussion_locked": None, "web_url": f"{WEB}/p/{project}/-/issues/{iid}",
     }
 
@@ -70,7 +70,7 @@ def note(comment: FakeComment, thread: FakeThread, kind: Kind, iid: int) -> dict
         "system": comment.system,
         "noteable_id": iid + (10_000 if kind == "issue" else 20_000), "noteable_iid": iid,
         "noteable_type": "Issue" if kind == "issue" else "MergeRequest", "resolvable": _resolvable(thread, kind),
-        "confidential": False, "internal": False, "commands_changes": {},
+        "confidential": comment.internal, "internal": comment.internal, "commands_changes": {},
     }
     if body["resolvable"]:
         body.update(resolved=thread.resolved, resolved_by=None, resolved_at=None)
@@ -96,7 +96,7 @@ def discussion_note(project: str, comment: FakeComment, thread: FakeThread, kind
         "noteable_id": iid + (10_000 if kind == "issue" else 20_000), "noteable_iid": iid,
         "noteable_type": "Issue" if kind == "issue" else "MergeRequest", "project_id": int(project),
         "resolvable": _resolvable(thread, kind), "resolved": thread.resolved, "resolved_by": None,
-        "resolved_at": None,
+        "resolved_at": None, "internal": comment.internal, "confidential": comment.internal,
     }
     if comment.position:
         body["position"] = comment.position

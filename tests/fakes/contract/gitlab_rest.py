@@ -152,8 +152,21 @@ def _kind(value: Any) -> str:
 def _examples(files: Sequence[str], item: bool) -> dict[str, Any]:
     loaded = [json.loads((documents.SAMPLES / "gitlab" / "api" / f).read_bytes()) for f in files]
     instances = [i for doc in loaded for i in (doc if isinstance(doc, list) else [doc])]
-    schema = derived(instances)
+    schema = _with_note_flags(derived(instances))
     return schema if item else {"type": "array", "items": schema}
+
+
+def _with_note_flags(schema: dict[str, Any]) -> dict[str, Any]:
+    """A discussion's notes with `confidential` and `internal`, which the documentation's examples predate.
+
+    A discussion's notes are the API's Note entity (lib/api/entities/note.rb), whose published schema
+    (`public_api/v4/notes.json`) has both booleans: an internal note says so only there.
+    """
+    notes = schema.get("properties", {}).get("notes", {}).get("items")
+    if isinstance(notes, dict) and "properties" in notes:
+        flags = _load(documents.gitlab_schemas() / "public_api/v4/notes.json")["items"]["properties"]
+        notes["properties"] |= {name: flags[name] for name in ("confidential", "internal")}
+    return schema
 
 
 def _check(spec: Response) -> Check | str | None:
