@@ -51,9 +51,9 @@ def _models() -> object:
     return lambda role: script[role]
 
 
-async def test_a_marker_in_a_non_members_note_makes_no_finding(
-    settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin_url: str
-) -> None:
+def _analyze_setup(settings: Settings, redis_url: str, fake_forge: FakeForgeState) -> tuple[str, str]:
+    """An analyze label on GitLab's sample issue, whose labeller and the fake's other users are members;
+    the label and the project."""
     settings.redis_url = redis_url
     allow_http_git(settings)
     label, project, number, _ = SAMPLES["gitlab"]
@@ -61,6 +61,13 @@ async def test_a_marker_in_a_non_members_note_makes_no_finding(
     fake_forge.grant("gitlab", project, "1", 30)  # root, who labels
     fake_forge.grant("gitlab", project, "7", 30)  # the fake's other users: members
     fake_forge.add_issue("gitlab", project, number, FakeIssue(title="Explain divide", body="Why does it throw?"))
+    return label, project
+
+
+async def test_a_marker_in_a_non_members_note_makes_no_finding(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin_url: str
+) -> None:
+    label, project = _analyze_setup(settings, redis_url, fake_forge)
     change: ThreadKey = ("gitlab", project, "change", 5)
     fake_forge.add_change("gitlab", project, 5, FakeChange(
         title="Division by zero throws", body="A zero divisor throws.", source_branch="zero", state="merged",
@@ -169,13 +176,7 @@ async def test_confidential_issues_and_internal_notes_stay_out_of_memory(
     """A closed confidential issue (a security report) and an internal note are for the project's members
     only, but project memory stored them like any member's text, and memory reaches comments anyone may
     read: an analysis report on a public issue. Neither is stored now; the public issue and note are."""
-    settings.redis_url = redis_url
-    allow_http_git(settings)
-    label, project, number, _ = SAMPLES["gitlab"]
-    settings.triggers.analyze_label = label
-    fake_forge.grant("gitlab", project, "1", 30)  # root, who labels
-    fake_forge.grant("gitlab", project, "7", 30)  # the fake's other users: members
-    fake_forge.add_issue("gitlab", project, number, FakeIssue(title="Explain divide", body="Why does it throw?"))
+    label, project = _analyze_setup(settings, redis_url, fake_forge)
     fake_forge.add_issue("gitlab", project, 8, FakeIssue(
         title="divide() leaks the invoice total", body=f"Exploit: {SECRET_ISSUE}", state="closed",
         updated_at="2026-01-03T00:00:00Z", confidential=True))
