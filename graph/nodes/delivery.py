@@ -225,8 +225,8 @@ async def deliver(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
             await forge.edit_change(ref, text)
     except ForgeAuthError as exc:  # it may push, not open changes: the work is there all the same
         raise ChangeRefused(branch, prompts.terms(repo.forge)["change"], str(exc)) from exc
-    link = f"Opened {change_reference(repo, ref.number)} from `{branch}` for this issue."
-    link += f" {said}\n\n<sub>{footer(state)}</sub>" if said else f"\n\n<sub>{footer(state)}</sub>"
+    opened = f"Opened {change_reference(repo, ref.number)} from `{branch}` for this issue."
+    link = " ".join(filter(None, (opened, said))) + f"\n\n<sub>{footer(state)}</sub>"
     await forge.post_comment(issue, link, marker=Marker(task=state["task_id"], purpose="change-link"))
     return {"change": ChangeRecord(number=ref.number, branch=branch), "outcome": "delivered"}
 
