@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 
 from foundation.forge import Forge, RepoRef
+from foundation.gitrunner import GitError
 from foundation.settings import EmbedderSettings, Settings
 from foundation.workspace import Workspaces, repo_key
 from graph import forge_memory
@@ -154,6 +155,15 @@ def review_index(data_dir: Path, key: str, root: Path, embedding: EmbedderSettin
 
 
 async def release(settings: Settings, repo: RepoRef, task_id: str) -> None:
-    """Remove a finished task's worktree and index copy (a waiting task keeps both for its resume)."""
-    await Workspaces.for_settings(settings).cleanup(repo_key(repo.forge, repo.project), task_id)
+    """Remove a finished task's worktree and index copy (a waiting task keeps both for its resume).
+
+    A clean-up git refuses (a timeout, a mirror never made whole) is logged, not raised: it ran in the
+    path that records how the task ended, and its traceback replaced that record (a run past
+    FORGEBOT_WORKSPACE__GIT_TIMEOUT ended so). What stays behind, the service's daily retention pass
+    (`bot.worker.retention`) or the disk bound removes later.
+    """
+    try:
+        await Workspaces.for_settings(settings).cleanup(repo_key(repo.forge, repo.project), task_id)
+    except GitError as exc:
+        log.warning("task %s: its worktree was not removed (%s); removed later", task_id, exc)
     task_index_path(settings.data_dir, task_id).unlink(missing_ok=True)

@@ -256,3 +256,25 @@ def test_every_repository_name_the_forges_allow_has_a_key() -> None:
     keys = {repo_key("github", name) for name in (longest, "octo/my..app", longest[:-1] + "s")}
     assert len(keys) == 3 and all(len(key) <= 128 and ".." not in key for key in keys)
     assert repo_key("github", "octo/app") == "github-octo__app" and repo_key("gitlab", "42") == "gitlab-42"  # unchanged
+
+
+async def test_a_clean_up_git_refuses_never_replaces_how_the_task_ended(tmp_path: Path,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """`release` runs where a task's end is recorded: a `worktree prune` past the git time limit raised
+    there, and its traceback replaced the task's own failure (a run past FORGEBOT_WORKSPACE__GIT_TIMEOUT
+    under load). It is logged now; the worktree is left for retention."""
+    from foundation.forge import RepoRef
+    from foundation.settings import Settings
+    from graph.checkout import release
+
+    origin = make_origin(tmp_path)
+    settings = Settings(data_dir=tmp_path / "data")
+    settings.workspace.allowed_protocols = ("file",)
+    repo = RepoRef(forge="local", project="p1", path="p1", clone_url=str(origin))
+    spaces = Workspaces.for_settings(settings)
+    await spaces.mirror(repo_key("local", "p1"), str(origin))
+    tree = await spaces.worktree(repo_key("local", "p1"), "task1", "forgebot/1-a", "origin/main")
+    settings.workspace.git_timeout = 0.000001  # every git command now runs out of time
+    with caplog.at_level(logging.WARNING, logger="graph.checkout"):
+        await release(settings, repo, "task1")
+    assert tree.exists() and any("its worktree was not removed" in r.getMessage() for r in caplog.records)
