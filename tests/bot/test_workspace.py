@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -260,9 +261,9 @@ def test_every_repository_name_the_forges_allow_has_a_key() -> None:
 
 async def test_a_clean_up_git_refuses_never_replaces_how_the_task_ended(tmp_path: Path,
                                                                         caplog: pytest.LogCaptureFixture) -> None:
-    """`release` runs where a task's end is recorded: a `worktree prune` past the git time limit raised
-    there, and its traceback replaced the task's own failure (a run past FORGEBOT_WORKSPACE__GIT_TIMEOUT
-    under load). It is logged now; the worktree is left for retention."""
+    """`release` runs where a task's end is recorded: a `worktree prune` that git refused there (past the
+    git time limit under load, in CI) raised, and its traceback replaced the task's own failure. It is
+    logged now; what is left, retention removes."""
     from foundation.forge import RepoRef
     from foundation.settings import Settings
     from graph.checkout import release
@@ -272,9 +273,9 @@ async def test_a_clean_up_git_refuses_never_replaces_how_the_task_ended(tmp_path
     settings.workspace.allowed_protocols = ("file",)
     repo = RepoRef(forge="local", project="p1", path="p1", clone_url=str(origin))
     spaces = Workspaces.for_settings(settings)
-    await spaces.mirror(repo_key("local", "p1"), str(origin))
-    tree = await spaces.worktree(repo_key("local", "p1"), "task1", "forgebot/1-a", "origin/main")
-    settings.workspace.git_timeout = 0.000001  # every git command now runs out of time
+    mirror = await spaces.mirror(repo_key("local", "p1"), str(origin))
+    await spaces.worktree(repo_key("local", "p1"), "task1", "forgebot/1-a", "origin/main")
+    shutil.rmtree(mirror / "objects")  # git now refuses every command on the mirror (a GitError, not tampering)
     with caplog.at_level(logging.WARNING, logger="graph.checkout"):
         await release(settings, repo, "task1")
-    assert tree.exists() and any("its worktree was not removed" in r.getMessage() for r in caplog.records)
+    assert any("its worktree was not removed" in r.getMessage() for r in caplog.records)
