@@ -254,18 +254,16 @@ class Workspaces:
         await self._run(["commit", "--quiet", "--no-verify", "-m", message], cwd=worktree)
         return (await self._run(["rev-parse", "HEAD"], cwd=worktree)).strip()
 
-    async def others_commits(self, key: str, url: str, branch: str, base: str, email: str,
-                             auth: GitCredentials | None = None) -> tuple[str, int]:
-        """The commit `branch` names at `url` now ("" when there is no such branch), and how many of its
-        commits since `base` someone other than `email` wrote.
+    async def others_commits(self, key: str, branch: str, base: str, email: str) -> tuple[str, int]:
+        """The commit `branch` names in the mirror's origin ("" when there is no such branch), and how many
+        of its commits since `base` someone other than `email` wrote.
 
-        The mirror is fetched again first: a person may have pushed to the bot's branch since the task
-        began (a fix on its merge request), and replacing the branch would throw their commits away.
+        Read from the mirror as last fetched: a caller about to replace the branch fetches it first, since
+        a person may have pushed to the bot's branch since the task began (a fix on its merge request).
         Authors count, not committers, and merges do not: GitLab's "Rebase" button commits the bot's
         own commits again as the person who pressed it, and GitHub's "Update branch" adds a merge of the
         default branch; neither holds anyone's work but the bot's.
         """
-        await self.mirror(key, url, auth)
         mirror = self.mirror_path(key)
         await self._run(["check-ref-format", "--branch", branch])
         _not_an_option(base, "base revision")

@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -55,47 +55,57 @@ def _server(settings: Settings, host: str, port: int, worker_metrics: str | None
     return uvicorn.Server(config)
 
 
-def redis_problem(url: str, tries: int = 5, pause: float = 1.0) -> str:
-    """Why the Redis at `url` does not answer ("" when it does), after `tries` a `pause` apart (a Redis
-    started beside forgebot may still be coming up). `web` and `worker` ask it before anything else: a
-    Redis that was down ended each in a traceback (the worker's after arq's own five warnings)."""
-    import redis
-
+def _unanswered(ask: Callable[[], str], tries: int, pause: float) -> str:
+    """Why a service did not answer `ask` (which returns "" when it did, else why), after `tries` a `pause`
+    apart: one started beside forgebot may still be coming up."""
     why = ""
     for attempt in range(tries):
+        why = ask()
+        if not why:
+            return ""
+        if attempt + 1 < tries:
+            time.sleep(pause)
+    return why
+
+
+def redis_problem(url: str, tries: int = 5, pause: float = 1.0) -> str:
+    """Why the Redis at `url` does not answer ("" when it does). `web` and `worker` ask it before anything
+    else: a Redis that was down ended each in a traceback (the worker's after arq's own five warnings)."""
+    import redis
+
+    def ping() -> str:
         client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
         try:
             client.ping()
             return ""
         except (redis.RedisError, OSError) as exc:
-            why = str(exc) or type(exc).__name__
+            return str(exc) or type(exc).__name__
         finally:
             client.close()
-        if attempt + 1 < tries:
-            time.sleep(pause)
-    return f"Redis at {_where(url)} does not answer ({why}): check FORGEBOT_REDIS_URL and that Redis runs"
+
+    why = _unanswered(ping, tries, pause)
+    return f"Redis at {_where(url)} does not answer ({why}): check FORGEBOT_REDIS_URL and that Redis runs" if why \
+        else ""
 
 
 def store_problem(url: str, tries: int = 5, pause: float = 1.0) -> str:
-    """Why the PostgreSQL at `url` (FORGEBOT_DATABASE_URL) does not answer ("" when it does), after `tries`
-    a `pause` apart. `serve`, `web` and `worker` ask it before anything else: a database that was down, or
-    a URL it refused, ended each in uvicorn's "Application startup failed" after psycopg's traceback."""
+    """Why the PostgreSQL at `url` (FORGEBOT_DATABASE_URL) does not answer ("" when it does). `serve`, `web`
+    and `worker` ask it before anything else: a database that was down, or a URL it refused, ended each
+    in uvicorn's "Application startup failed" after psycopg's traceback."""
     import psycopg
 
     from foundation.redact import redact
 
-    why = ""
-    for attempt in range(tries):
+    def connect() -> str:
         try:
             with psycopg.connect(url, connect_timeout=5):
                 return ""
         except psycopg.Error as exc:
-            why = " ".join(str(exc).split()) or type(exc).__name__
-        if attempt + 1 < tries:
-            time.sleep(pause)
-    password = urlsplit(url).password or ""
-    return (f"the store at {_where(url)} does not answer ({redact(why, [password])}): check FORGEBOT_DATABASE_URL "
-            "and that PostgreSQL runs")
+            return " ".join(str(exc).split()) or type(exc).__name__
+
+    why = redact(_unanswered(connect, tries, pause), [urlsplit(url).password or ""])
+    return (f"the store at {_where(url)} does not answer ({why}): check FORGEBOT_DATABASE_URL and that PostgreSQL "
+            "runs") if why else ""
 
 
 def _where(url: str) -> str:

@@ -192,7 +192,8 @@ async def _push(state: TaskState, runtime: Runtime[Deps], *, unfinished: bool = 
     spaces, auth = Workspaces.for_settings(settings), await forge.git_credentials()
     key, base = repo_key(repo.forge, repo.project), f"refs/remotes/origin/{repo.default_branch}"
     email = settings.workspace.author_email
-    tip, others = await spaces.others_commits(key, repo.clone_url, branch, base, email, auth)
+    await spaces.mirror(key, repo.clone_url, auth)  # what the forge holds now, pushed since the task began too
+    tip, others = await spaces.others_commits(key, branch, base, email)
     said = ""
     if others:
         said = (f"`{branch}` holds {others} commit(s) by others since `{repo.default_branch}`; they were left as "
@@ -202,7 +203,7 @@ async def _push(state: TaskState, runtime: Runtime[Deps], *, unfinished: bool = 
                 "work, so it was left as it is.")
     if said:
         branch = f"{branch}-{state['task_id'][:8]}"
-        tip, others = await spaces.others_commits(key, repo.clone_url, branch, base, email, auth)
+        tip, others = await spaces.others_commits(key, branch, base, email)
         if others:
             raise GitError(f"refusing to replace {branch}: it holds {others} commit(s) by others")
     await spaces.push(Path(state["workspace"]), repo.clone_url, branch, auth=auth, lease=tip)
