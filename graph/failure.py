@@ -285,6 +285,7 @@ def failure_of(exc: BaseException, *, phase: str = "", role: str = "", secrets: 
     """The record for an exception that ended a task (`tries`: how many times the job ran it)."""
     from foundation.gitrunner import GitError, GitTampered
     from foundation.llm import ModelCallError, ModelConfigError
+    from graph.disclosure import Undisclosable
     from graph.routing import ModeUnavailable
     from project.repoconfig import RepoConfigError
 
@@ -307,6 +308,15 @@ def failure_of(exc: BaseException, *, phase: str = "", role: str = "", secrets: 
                             f"to let forgebot open them.", "the token may push but not open changes: GitHub "
                             "`pull_requests: write` (fine-grained token or App) or the `repo` scope; GitLab: "
                             "Developer", detail=_detail(exc, secrets))
+    elif isinstance(exc, Undisclosable):
+        seen = f"the project is {exc.visibility}" if exc.visibility in ("public", "internal") else \
+            "the forge did not say who may see the project"
+        found = TaskFailure("confidential issue", f"this issue is confidential and {seen}: a merge request, its "
+                            "branch and its code would be seen by people who may not read this issue, so forgebot "
+                            "opened none", "Work on it in a private fork (the issue's merge request button offers "
+                            "one), or make the project private; analysis and plans still work here.",
+                            "forgebot publishes no work of a GitLab confidential issue unless the project is "
+                            "private (GET /projects/:id `visibility`)")
     elif isinstance(exc, ModeUnavailable):
         found = TaskFailure("mode unavailable", str(exc), "Use one of the available modes.",
                             "this release does not have the mode")

@@ -59,6 +59,7 @@ from graph import status
 from graph.builder import build_graph
 from graph.checkout import Checkout, prepare, release
 from graph.deps import Deps
+from graph.disclosure import ensure_disclosable
 from graph.failure import TaskFailure, failure_of, failure_of_state, is_transient, retry_after
 from graph.resume import run_or_resume
 from graph.routing import CHECKOUT_MODES, check_mode
@@ -123,6 +124,8 @@ async def execute(
         if event.mode in CHECKOUT_MODES:  # the review route checks out the change's branch itself
             state.update(await checkout(settings, deps.forge, event.repo, task_id))
         elif event.mode == "implement":
+            # a confidential issue's work is published nowhere its issue is not: asked before any clone or model
+            await ensure_disclosable(deps.forge, IssueRef(repo=event.repo, number=event.number))
             state.update(await prepare_workspace(settings, deps.forge, event, task_id))
         return state
 

@@ -288,6 +288,7 @@ class GitHubForge(SdkAdapter):
                 clone_url=str(repo.clone_url or ""),
                 web_url=str(repo.html_url or ""),
                 id=int(repo.id),
+                visibility="private" if repo.private else str(repo.visibility or "public"),
             )
 
         return await self._read(fetch)

@@ -151,6 +151,7 @@ class GitLabForge(SdkAdapter):
             author=str(issue.author["username"]),
             author_id=int(issue.author.get("id") or 0),
             comments=tuple(await self.list_comments(ref)),
+            confidential=bool(issue.attributes.get("confidential")),
         )
 
     async def list_closed(
@@ -292,6 +293,7 @@ class GitLabForge(SdkAdapter):
             clone_url=str(attrs.get("http_url_to_repo") or ""),
             web_url=str(attrs.get("web_url") or ""),
             id=int(attrs["id"]),
+            visibility=str(attrs.get("visibility") or ""),  # doc/api/projects.md: private, internal, public
         )
 
     async def read_file(self, repo: RepoRef, path: str, ref: str, max_bytes: int) -> bytes | None:

@@ -29,6 +29,9 @@ class RepoRef(_Frozen):
     clone_url: str = ""
     web_url: str = ""
     id: int = 0  # the forge's numeric id (GitLab project id, GitHub repository id); 0: not resolved
+    # who may see the repository, as the forge's API says: "private", "internal" (GitLab: any signed-in
+    # user; GitHub Enterprise: the enterprise's members), "public"; "": not asked (a payload's, `forgebot run`)
+    visibility: str = ""
 
 
 class IssueRef(_Frozen):
@@ -117,6 +120,7 @@ class Issue(_Frozen):
     author: str = ""
     author_id: int = 0  # the forge's user id (0: unknown)
     comments: tuple[Comment, ...] = ()
+    confidential: bool = False  # GitLab: only the project's members (Reporter and up) and its author see it
 
 
 class Closed(_Frozen):

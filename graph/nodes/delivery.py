@@ -22,6 +22,7 @@ from foundation.gitrunner import GitError, git
 from foundation.redact import fence, redact, secrets_of
 from foundation.workspace import Workspaces, repo_key
 from graph.deps import Deps
+from graph.disclosure import ensure_disclosable
 from graph.failure import ChangeRefused
 from graph.findings import same_finding, stalled
 from graph.nodes import bounds
@@ -189,6 +190,7 @@ async def _push(state: TaskState, runtime: Runtime[Deps], *, unfinished: bool = 
         raise ValueError(f"refusing to push {branch!r}: the bot only replaces its own forgebot/ branches")
     if repo.forge == "local" or not repo.clone_url:  # `forgebot run` delivers its branch itself (bot.worker.local)
         return branch, ""
+    await ensure_disclosable(forge, IssueRef(repo=repo, number=state["number"]))  # made confidential meanwhile?
     spaces, auth = Workspaces.for_settings(settings), await forge.git_credentials()
     key, base = repo_key(repo.forge, repo.project), f"refs/remotes/origin/{repo.default_branch}"
     email = settings.workspace.author_email

@@ -238,3 +238,67 @@ async def test_a_renamed_issue_keeps_its_open_merge_request(
     h.assert_delivered(h.the_change(fake_forge, "gitlab", "1"), BRANCH, served)
     links = h.link_comments(fake_forge, "gitlab", "1", 23)
     assert len(links) == 2 and all(f"Opened !1 from `{BRANCH}`" in link.body for link in links)
+
+
+def _branches(served: h.Served) -> list[str]:
+    done = subprocess.run(["git", "-C", str(served.origin), "for-each-ref", "--format=%(refname:short)", "refs/heads"],
+                          capture_output=True, text=True, env=GIT_ENV, check=True)
+    return done.stdout.split()
+
+
+@pytest.mark.parametrize("visibility", ["public", "internal", ""], ids=["public", "internal", "not-told"])
+async def test_a_confidential_issue_outside_a_private_project_gets_no_branch_and_no_merge_request(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, visibility: str
+) -> None:
+    """A security bug reported as a confidential issue: a merge request (its branch named by the issue's
+    title, its description, its code) would show it to everyone who sees the project. The task ends before
+    any clone or model, with the reason on the issue, which only the issue's readers see."""
+    _setup(settings, redis_url, fake_forge)
+    fake_forge.issues[("gitlab", "1", 23)].confidential = True
+    project = fake_forge.project("gitlab", "1")
+    assert project is not None
+    project.visibility = visibility
+    roles = h.implement_roles()
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("failed", "confidential issue")]
+    assert not fake_forge.changes and fake_forge.requests_to("POST", "/merge_requests") == 0
+    assert _branches(served) == ["master"]
+    assert all(not model.received for model in roles.values())
+    (report,) = [c.body for c in fake_forge.comments_on("gitlab", "1", 23) if "purpose=failure" in c.body]
+    told = f"the project is {visibility}" if visibility else "the forge did not say who may see the project"
+    assert f"this issue is confidential and {told}" in report and "private fork" in report, report
+
+
+async def test_a_confidential_issue_in_a_private_project_is_implemented(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    _setup(settings, redis_url, fake_forge)
+    fake_forge.issues[("gitlab", "1", 23)].confidential = True  # the fake's projects are private
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("done", "delivered")]
+    h.assert_delivered(h.the_change(fake_forge, "gitlab", "1"), BRANCH, served)
+
+
+async def test_an_issue_made_confidential_while_the_task_works_is_not_pushed(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    """Someone sees the issue is a vulnerability and makes it confidential while the coder works: what the
+    forge says just before the push decides, not what it said at the start."""
+    _setup(settings, redis_url, fake_forge)
+    project = fake_forge.project("gitlab", "1")
+    assert project is not None
+    project.visibility = "public"
+    roles = h.implement_roles()
+
+    def model_for(role: str) -> Any:
+        if role == "reviewer":  # the work is done: it is being reviewed
+            fake_forge.issues[("gitlab", "1", 23)].confidential = True
+        return roles[role]
+
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    assert (await h.work(settings, model_for)).jobs_failed == 0
+    assert await h.task_states(settings) == [("failed", "confidential issue")]
+    assert roles["reviewer"].received  # it got as far as the review
+    assert not fake_forge.changes and _branches(served) == ["master"]

@@ -109,6 +109,7 @@ class FakeProject:
     default_branch: str = "main"
     web_url: str = ""
     git_dir: str = ""  # a local repository whose files the file API serves ("": no files)
+    visibility: str = "private"  # GitLab `visibility`: private, internal, public; "" leaves the field out
 
     def file(self, ref: str, path: str) -> bytes | None:
         """`path` at `ref` in `git_dir`, as the forge's file API reads it; None: no such file."""

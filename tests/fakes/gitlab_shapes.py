@@ -117,9 +117,10 @@ def version(iid: int, change: FakeChange) -> dict[str, Any]:
 
 
 def project(found: FakeProject, web: str, clone: str) -> dict[str, Any]:
-    """An item of `projects.json`: exactly its fields."""
+    """An item of `projects.json`: exactly its fields, and `visibility` (`contract.gitlab_rest.PROJECT`)."""
     namespace, _, name = found.path.rpartition("/")
-    return {"id": found.id, "name": name, "name_with_namespace": f"{namespace} / {name}", "description": None,
+    shown = {"visibility": found.visibility} if found.visibility else {}
+    return {**shown, "id": found.id, "name": name, "name_with_namespace": f"{namespace} / {name}", "description": None,
             "path": name, "path_with_namespace": found.path, "created_at": CREATED,
             "default_branch": found.default_branch, "tag_list": [],
             "ssh_url_to_repo": f"git@gitlab.example.com:{found.path}.git", "http_url_to_repo": clone,

@@ -110,7 +110,8 @@ USES = (
     Use("gitlab", "personal-access-tokens/self", "GET", "/personal_access_tokens/self",
         "the token's own scopes and expiry (`forgebot check`: a token without `api` cannot write)",
         "any scope (the token's own record)"),
-    Use("gitlab", "projects/get", "GET", "/projects/{id}", "the project's own record by id or path", GL_READ),
+    Use("gitlab", "projects/get", "GET", "/projects/{id}", "the project's own record by id or path, and who "
+        "may see it (no merge request for a confidential issue outside a private project)", GL_READ),
     Use("gitlab", "hooks/list", "GET", "/projects/{id}/hooks", "`forgebot hooks`: the hook already registered",
         "scope `read_api`; role Maintainer"),
     Use("gitlab", "hooks/create", "POST", "/projects/{id}/hooks", "`forgebot hooks --register`",
