@@ -5,6 +5,10 @@ reaches a model prompt: anyone can comment on a public issue, and a comment is a
 hide instructions. Access is asked of the forge (`Forge.user_access`), never read from the payload.
 The snapshot is taken when the task starts and kept in the checkpoint, so a comment edited later
 does not change the task, and a resumed run does not read the issue again.
+
+A GitLab internal note is left out too, whoever wrote it: only members (Reporter and up) read it,
+while what the task writes from its snapshot (an analysis, a plan, a merge request's criteria) is
+read by everyone who sees the issue or the project. It is named in `withheld`, without its text.
 """
 
 from __future__ import annotations
@@ -67,7 +71,10 @@ async def take_snapshot(forge: Forge, ref: IssueRef, title: str, body: str) -> S
     for comment in issue.comments:
         if comment.system or forge.bot.wrote(comment):  # the bot's own text, known by its author
             continue
-        if await access.member(comment.author, comment.author_id):
+        if comment.internal:
+            snapshot.withheld.append(f"comment {comment.ref.id}: an internal note, and what forgebot writes here is "
+                                     "not internal")
+        elif await access.member(comment.author, comment.author_id):
             snapshot.discussion.append({"author": comment.author, "body": comment.body})
         else:
             snapshot.withheld.append(f"comment {comment.ref.id}: @{comment.author} has no write access")

@@ -251,6 +251,8 @@ def _gitlab_note(
     found = _comment_trigger(first_line_command(text, triggers), target)
     if found is None:
         return None
+    if found[0] == "reply" and (attrs.get("internal") or attrs.get("confidential")):
+        return None  # an internal note is no answer: what the task writes from it is not internal (`graph.discussion`)
     discussion = attrs.get("discussion_id")
     return _gitlab_item(payload, delivery_id, item, actor).commented(
         target, found, text, int(attrs["id"]), state=f"note:{int(attrs['id'])}",

@@ -78,3 +78,36 @@ async def test_reply_from_an_unauthorized_user_does_not_resume(
     await work(settings, models)
     assert await task_states(settings) == [("waiting", "need_info")]
     assert len(fake_forge.comments_on("gitlab", "1", 23)) == 1 and len(models.decomposer.received) == 1
+
+
+async def test_an_internal_note_is_neither_read_nor_taken_for_the_answer(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin_url: str
+) -> None:
+    """Only members read an internal note; the analysis, the plan and a merge request's criteria are read
+    by everyone who sees the issue. So a member's internal note never reaches the model: not in the
+    issue's snapshot, and not as the answer to its questions (which say how to answer)."""
+    _setup(settings, redis_url, fake_forge)
+    (note,) = fake_forge.add_thread(("gitlab", "1", "issue", 23), "Customer Initech is affected; do not name them.",
+                                    author="maintainer", internal=True).comments  # a Developer (id 7)
+    models = NeedInfoScript()
+    assert await post(settings, "gitlab", *_label(origin_url)) == 202
+    assert (await work(settings, models)).jobs_failed == 0
+    assert await task_states(settings) == [("waiting", "need_info")]
+    assert "Initech" not in str(models.decomposer.received)
+    (questions,) = [c for c in fake_forge.comments_on("gitlab", "1", 23) if c.id != note.id]
+    assert "Reply in this thread with a comment that is not an internal note" in questions.body
+
+    root = sample("gitlab/note.issue.json")["user"]
+    internal, public = _reply("Integers; Initech needs it by Friday.", root, 9003), \
+        _reply("Integers, in App\\Calculator.", root, 9004)
+    internal_note = json.loads(internal[0])
+    internal_note["object_attributes"]["internal"] = True
+    assert await post(settings, "gitlab", *deliveries.gitlab(internal_note, "Confidential Note Hook")) == 200
+    assert (await work(settings, models)).jobs_failed == 0
+    assert await task_states(settings) == [("waiting", "need_info")] and len(models.decomposer.received) == 1
+    assert await post(settings, "gitlab", *public) == 202
+    assert (await work(settings, models)).jobs_failed == 0
+    assert await task_states(settings) == [("done", "reported")]
+    assert "Initech" not in str(models.decomposer.received) + str(models.analyzer.received)
+    report = fake_forge.comments_on("gitlab", "1", 23)[-1].body
+    assert f"Not used: comment {note.id}: an internal note, and what forgebot writes here is not internal" in report
