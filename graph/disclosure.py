@@ -10,12 +10,14 @@ for that; forgebot opens nothing and says so on the issue (where only its reader
 Both facts are asked of the forge's API, never read from the payload, and asked again right before
 the push: an issue is often made confidential minutes after it is filed, while the task works. A
 project whose visibility the API does not tell is treated as public (fail closed). Analysis and plans
-only comment on the issue itself and are not affected.
+only comment on the issue itself and are not affected. A review reads the issues a merge request
+closes for its criteria, and its comments are the merge request's: a confidential issue's text is
+left out there by the same rule (`disclosable`).
 """
 
 from __future__ import annotations
 
-from foundation.forge import Forge, IssueRef
+from foundation.forge import Forge, Issue, IssueRef, RepoRef
 
 
 class Undisclosable(Exception):
@@ -26,11 +28,19 @@ class Undisclosable(Exception):
         super().__init__(f"the issue is confidential and the project's visibility is {self.visibility}")
 
 
+def disclosable(issue: Issue, repo: RepoRef) -> bool:
+    """Whether what `issue` says may go where everyone who sees `repo` reads it (`repo` as resolved)."""
+    return not issue.confidential or repo.visibility == "private"
+
+
 async def ensure_disclosable(forge: Forge, ref: IssueRef) -> None:
     """Raise `Undisclosable` when `ref` is confidential in a project that is not private (as the forge
     says now); a project's visibility is asked only for a confidential issue."""
-    if ref.repo.forge == "local" or not (await forge.get_issue(ref)).confidential:
+    if ref.repo.forge == "local":
+        return
+    issue = await forge.get_issue(ref)
+    if not issue.confidential:
         return
     repo = await forge.resolve_repo(ref.repo.id or ref.repo.project)
-    if repo.visibility != "private":
+    if not disclosable(issue, repo):
         raise Undisclosable(repo.visibility)

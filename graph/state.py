@@ -46,6 +46,7 @@ class RepoDump(TypedDict):
     clone_url: str
     web_url: str
     id: int
+    visibility: str
 
 
 class CriterionDump(TypedDict):

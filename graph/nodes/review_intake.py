@@ -26,6 +26,7 @@ from foundation.gitrunner import GitError, git
 from foundation.workspace import Workspaces, repo_key
 from graph.checkout import profile_note, review_index
 from graph.deps import Deps
+from graph.disclosure import disclosable
 from graph.discussion import is_member
 from graph.findings import ReviewRecord
 from graph.nodes.publisher import footer
@@ -223,6 +224,9 @@ async def _criteria(
         try:
             issue = await deps.forge.get_issue(IssueRef(repo=ref.repo, number=number))
         except ForgeNotFound:
+            continue
+        if not disclosable(issue, ref.repo):  # its criteria would be quoted in this change's review
+            withheld.append(f"issue #{number}: it is confidential, and this review is not")
             continue
         if not await is_member(deps.forge, ref, issue.author, issue.author_id):
             withheld.append(f"issue #{number}: @{issue.author} has no write access")

@@ -204,7 +204,8 @@ def _summary(state: TaskState, review: Review, kept: list[Finding], unanchored: 
                 for c in state.get("criteria", [])] or [
         # the one the review checks when none is stated: an incomplete review's report must show it unverified
         f"{'verified' if GENERAL_CRITERION['id'] in verified else 'not verified'}: {GENERAL_CRITERION['text']} "
-        "(no criteria stated; reviewed for defects, security and architecture)"]
+        f"(no criteria {'usable' if state.get('withheld') else 'stated'}; reviewed for defects, security and "
+        "architecture)"]
     return prompts.render(
         "review.summary", verdict=_VERDICTS.get(state.get("verdict", review.verdict), review.verdict),
         summary=review.summary,
@@ -216,7 +217,8 @@ def _summary(state: TaskState, review: Review, kept: list[Finding], unanchored: 
                  + (" (answered by the author)" if t.status == "answered" else "") for t in rec.carried]
         + [f"{_where(f)} [{f.severity}] {f.message} (raised again)" for _, f in rec.again],
         fixed=[f"{_where(t.finding)} [{t.finding.severity}] {t.finding.message}" for t in rec.fixed],
-        criteria=criteria, not_reviewed=_not_reviewed(state, noise), footer=footer(state),
+        criteria=criteria, withheld=state.get("withheld", []), not_reviewed=_not_reviewed(state, noise),
+        footer=footer(state),
     )
 
 

@@ -11,7 +11,7 @@ import pytest
 from foundation.settings import Settings
 from graph.schemas import Review
 from tests.e2e.review_harness import Models, deliver, fake_change, prepare, work
-from tests.fakes.forge_http import FakeForgeState, Fault
+from tests.fakes.forge_http import FakeForgeState, FakeIssue, Fault
 from tests.fakes.model_server import answer
 from tests.graph.review.conftest import make_change_repo
 from tests.graph.review.test_review_route import FIRST
@@ -118,3 +118,31 @@ async def test_a_templates_hidden_checklist_is_not_reviewed_as_criteria(
         assert hidden not in summary
         assert all(hidden not in str(m.content) for request in models.reviewer.received for m in request)
     assert "- verified: 1. Totals count each item twice\n- verified: 2. Runner keeps working\n" in summary
+
+
+@pytest.mark.php  # runs PHP tools (the review gates)
+@pytest.mark.parametrize("visibility", ["public", "private"])
+async def test_a_confidential_issues_criteria_reach_a_review_only_in_a_private_project(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path, visibility: str
+) -> None:
+    """A merge request closes a confidential issue (a security fix): the issue's criteria would be quoted in
+    the review, which everyone who sees the project reads. Left out unless the project is private."""
+    repo = make_change_repo(tmp_path / "repo")
+    prepare(settings, redis_url, fake_forge, repo.root)
+    project = fake_forge.project("gitlab", PROJECT["gitlab"])
+    assert project is not None
+    project.visibility = visibility
+    fake_forge.add_issue("gitlab", PROJECT["gitlab"], 12, FakeIssue(
+        title="SQL injection in the login form", body="## Acceptance criteria\n- Escape the login query\n",
+        confidential=True))
+    fake_forge.add_change("gitlab", PROJECT["gitlab"], 1, replace(fake_change(repo), body="Doubles totals.\n\nCloses #12"))
+    models = Models([done(), answer(Review, Review(verdict="approve", summary="Fine.", verified_criteria=[1]))])
+    await deliver(settings, "gitlab", 702, f"file://{repo.root}")
+    await work(settings, redis_url, models)
+    (summary,) = [b for b in _bodies(fake_forge, "gitlab") if "### Review" in b]
+    prompts = str([m.content for request in models.reviewer.received for m in request])
+    if visibility == "private":
+        assert "Escape the login query" in summary and "Escape the login query" in prompts
+        return
+    assert "Escape the login query" not in summary + prompts and "SQL injection in the login" not in summary + prompts
+    assert "issue #12: it is confidential, and this review is not" in summary
