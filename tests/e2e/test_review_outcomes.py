@@ -135,7 +135,8 @@ async def test_a_confidential_issues_criteria_reach_a_review_only_in_a_private_p
     fake_forge.add_issue("gitlab", PROJECT["gitlab"], 12, FakeIssue(
         title="SQL injection in the login form", body="## Acceptance criteria\n- Escape the login query\n",
         confidential=True))
-    fake_forge.add_change("gitlab", PROJECT["gitlab"], 1, replace(fake_change(repo), body="Doubles totals.\n\nCloses #12"))
+    closing = replace(fake_change(repo), body="Doubles totals.\n\nCloses #12")
+    fake_forge.add_change("gitlab", PROJECT["gitlab"], 1, closing)
     models = Models([done(), answer(Review, Review(verdict="approve", summary="Fine.", verified_criteria=[1]))])
     await deliver(settings, "gitlab", 702, f"file://{repo.root}")
     await work(settings, redis_url, models)
