@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import gitlab
 import requests
-from gitlab.exceptions import GitlabError, GitlabGetError
+from gitlab.exceptions import GitlabError, GitlabGetError, GitlabHttpError
 from pydantic import SecretStr
 
 from foundation.forge import _retry
@@ -355,8 +355,16 @@ class GitLabForge(SdkAdapter):
         def fetch() -> tuple[Any, Any, list[Any]]:
             mr = self._project(ref.repo).mergerequests.get(ref.number)
             versions = mr.diffs.list(get_all=False, per_page=1)  # latest version first
-            diffs = self._gl.http_list(f"{mr.manager.path}/{ref.number}/diffs", get_all=True)
-            return mr, versions, list(diffs)
+            try:
+                diffs = list(self._gl.http_list(f"{mr.manager.path}/{ref.number}/diffs", get_all=True))
+            except GitlabHttpError as exc:
+                if exc.response_code != 404:
+                    raise
+                # the merge request was just read: a GitLab before 15.7, which has no /diffs, only
+                # /changes (deprecated since, not paginated; the same diff entries)
+                changed = mr.changes()
+                diffs = list(changed.get("changes") or []) if isinstance(changed, dict) else []
+            return mr, versions, diffs
 
         mr, versions, diffs = await self._read(fetch)
         # Positions must use the latest version's SHAs (gitlab-org/gitlab#296829); `diff_refs` is

@@ -71,3 +71,20 @@ async def test_review_then_incremental_re_review(settings: Settings, redis_url: 
     assert "doubling belongs in a pricing rule" in summaries[0].split("**Fixed since the last review**")[1]
     resolved = {t.comments[0].position.get("new_line") for t in threads if t.comments[0].position and t.resolved}
     assert resolved == {8}
+
+
+@pytest.mark.php  # runs PHP tools (the review gates, the checks)
+async def test_a_gitlab_before_15_7_without_diffs_is_reviewed_from_changes(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, tmp_path: Path
+) -> None:
+    """GitLab added `/merge_requests/:iid/diffs` in 15.7; before it, the route answers 404. The review took
+    that for a merge request gone: nothing was posted at all. It reads `/changes` there, and anchors alike."""
+    fake_forge.gitlab_without_diffs = True
+    repo = make_change_repo(tmp_path / "repo")
+    prepare(settings, redis_url, fake_forge, repo.root)
+    fake_forge.add_change("gitlab", "5", 1, fake_change(repo))
+    await deliver(settings, "gitlab", 103, f"file://{repo.root}")
+    await work(settings, redis_url, Models([done(), answer(Review, FIRST)]))
+    inline, summaries, _ = _threads(fake_forge)
+    assert len(summaries) == 1 and {(p["new_path"], p.get("new_line")) for p in inline} >= {("src/Cart.php", 8)}
+    assert fake_forge.requests_to("GET", "/merge_requests/1/changes") > 0

@@ -233,15 +233,30 @@ async def versions(request: Request) -> JSONResponse:
     return paginated(request, [shapes.version(iid, found)], "gitlab")
 
 
-async def diffs(request: Request) -> JSONResponse:
-    _, _, _, found = _target(request)
-    if found is None:
-        return _error(404, "404 Merge Request Not Found")
-    return paginated(request, [{
+def _diff_entries(found: FakeChange) -> list[dict[str, Any]]:
+    return [{
         "old_path": f.old_path, "new_path": f.new_path, "a_mode": "100644", "b_mode": "100644", "diff": f.patch,
         "new_file": f.status == "added", "renamed_file": f.status == "renamed", "deleted_file": f.status == "deleted",
         "generated_file": False,
-    } for f in found.files], "gitlab")
+    } for f in found.files]
+
+
+async def diffs(request: Request) -> JSONResponse:
+    _, _, _, found = _target(request)
+    if _state(request).gitlab_without_diffs:
+        return _error(404, "404 Not Found")  # GitLab's answer to a route it does not have
+    if found is None:
+        return _error(404, "404 Merge Request Not Found")
+    return paginated(request, _diff_entries(found), "gitlab")
+
+
+async def changes(request: Request) -> JSONResponse:
+    """doc/api/merge_requests.md "Get single merge request changes": the merge request and its diffs."""
+    project, _, iid, found = _target(request)
+    if found is None:
+        return _error(404, "404 Merge Request Not Found")
+    entries = [{k: v for k, v in entry.items() if k != "generated_file"} for entry in _diff_entries(found)]
+    return JSONResponse({**shapes.merge_request(project, iid, found), "changes": entries, "overflow": False})
 
 
 def _line_code(path: str, old: int, new: int) -> str:
@@ -355,6 +370,7 @@ def routes() -> list[Route]:
         Route(base + "/merge_requests/{iid:int}", merge_request, methods=["GET", "PUT"]),
         Route(base + "/merge_requests/{iid:int}/versions", versions, methods=["GET"]),
         Route(base + "/merge_requests/{iid:int}/diffs", diffs, methods=["GET"]),
+        Route(base + "/merge_requests/{iid:int}/changes", changes, methods=["GET"]),
         Route(base + "/members/all/{user}", member, methods=["GET"]),
         Route(noteable + "/notes", notes, methods=["GET", "POST"]),
         Route(noteable + "/notes/{note_id:int}", note, methods=["PUT"]),

@@ -165,6 +165,8 @@ class FakeForgeState:
     # (None there: a fine-grained token, which sends no such header)
     token_scopes: dict[str, list[str] | None] = field(default_factory=lambda: {"gitlab": ["api"], "github": None})
     token_expires_at: str | None = None
+    # a GitLab before 15.7: `GET /merge_requests/:iid/diffs` is no route there (404), only `/changes`
+    gitlab_without_diffs: bool = False
     projects: dict[tuple[str, str], FakeProject] = field(default_factory=dict)  # (forge, id or path)
     hooks: dict[tuple[str, str], list[FakeHook]] = field(default_factory=dict)  # (forge, id or path)
     lock: threading.RLock = field(default_factory=threading.RLock)

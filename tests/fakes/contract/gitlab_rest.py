@@ -77,7 +77,8 @@ POSITION = {
               {"required": ["new_path", "old_path"]}],
 }
 
-# ("schema", file) | ("item", file) | ("project", file) | ("items", file) | ("examples", files) | ("none", why)
+# ("schema", file) | ("item", file) | ("project", file) | ("changes", file) | ("items", file) | ("examples", files)
+# | ("none", why)
 Response = tuple[str, Any]
 
 
@@ -187,6 +188,8 @@ def _check(spec: Response) -> Check | str | None:
     kind, what = spec
     if kind == "project":
         return _schema(_with_visibility(what))
+    if kind == "changes":  # the merge request, and its diffs under `changes`
+        return _schema({"allOf": [{"$ref": _file_uri(what)}, CHANGES]})
     if kind == "schema":
         return _schema({"$ref": _file_uri(what)})
     if kind == "item":
@@ -228,6 +231,13 @@ def op(op_id: str, method: str, template: str, responses: Mapping[str, Response]
 
 
 NOTE = ("item", "public_api/v4/notes.json")
+_DIFF_FIELDS = ("old_path", "new_path", "a_mode", "b_mode", "diff", "new_file", "renamed_file", "deleted_file")
+# `/changes` beside the merge request: doc/api/merge_requests.md lists these fields of each diff
+CHANGES = {"type": "object", "required": ["changes"], "properties": {
+    "overflow": BOOLEAN,
+    "changes": {"type": "array", "items": {
+        "type": "object", "required": list(_DIFF_FIELDS),
+        "properties": {name: BOOLEAN if name.endswith("_file") else STRING for name in _DIFF_FIELDS}}}}}
 DISCUSSIONS = ("examples", (("discussions.merge_request.list.response.json",
                              "discussions.merge_request.list.diff-note.response.json"), False))
 DISCUSSION = ("examples", (("discussions.merge_request.list.response.json",
@@ -305,6 +315,11 @@ def operations() -> list[Operation]:
            {"200": ("schema", "public_api/v4/merge_request.json")}, body=MR_UPDATE),
         op("merge-requests/diffs", "GET", "/projects/:id/merge_requests/:merge_request_iid/diffs",
            {"200": NO_SCHEMA}, query={**PAGES, "unidiff": BOOLEAN}),
+        # doc/api/merge_requests.md "Get single merge request changes" (deprecated in 15.7, the only way
+        # before it): the merge request entity with its diffs, not paginated
+        op("merge-requests/changes", "GET", "/projects/:id/merge_requests/:merge_request_iid/changes",
+           {"200": ("changes", "public_api/v4/merge_request.json")}, query={"access_raw_diffs": BOOLEAN,
+                                                                            "unidiff": BOOLEAN}),
         op("merge-requests/versions", "GET", "/projects/:id/merge_requests/:merge_request_iid/versions",
            {"200": ("examples", (("merge_requests.versions.response.excerpt.json",), False))}, query=PAGES),
         # doc/api/members.md "Get a member of a project, including inherited and invited members"

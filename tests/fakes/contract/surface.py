@@ -135,6 +135,8 @@ USES = (
         "branches and state of a merge request under review", GL_READ),
     Use("gitlab", "merge-requests/diffs", "GET", "/projects/{id}/merge_requests/{merge_request_iid}/diffs",
         "the diff a review reads and anchors notes on", GL_READ),
+    Use("gitlab", "merge-requests/changes", "GET", "/projects/{id}/merge_requests/{merge_request_iid}/changes",
+        "the same diff on a GitLab before 15.7, which has no `/diffs`", GL_READ),
     Use("gitlab", "merge-requests/versions", "GET", "/projects/{id}/merge_requests/{merge_request_iid}/versions",
         "the latest version's SHAs, which diff positions must use", GL_READ),
     Use("gitlab", "members/get-all", "GET", "/projects/{id}/members/all/{user_id}",
