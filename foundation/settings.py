@@ -20,6 +20,8 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from foundation.proxy import HttpProxy
+
 
 def _default_data_dir() -> Path:
     return Path.home() / ".local" / "share" / "forgebot"
@@ -87,6 +89,14 @@ class GitLabSettings(BaseModel):
     @classmethod
     def _blank_secret_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
         return _blank_is_unset(value)
+
+
+def _install_proxy(value: SecretStr | None) -> SecretStr | None:
+    """`direct`, or an `http://[user:password@]host:port` URL (`foundation.proxy`)."""
+    value = _blank_is_unset(value)
+    if value is not None and value.get_secret_value().strip() != "direct":
+        HttpProxy.parse(value.get_secret_value())
+    return value
 
 
 class GitHubSettings(BaseModel):
@@ -345,6 +355,12 @@ class SandboxSettings(BaseModel):
         description="host names an install may reach through the proxy although they resolve to a private "
         "address (an internal package mirror); loopback and link-local addresses stay refused",
     )
+    install_proxy: SecretStr | None = Field(
+        default=None,
+        description="the proxy an install's HTTPS tunnels leave through, `http://[user:password@]host:port` (a "
+        "mandatory corporate proxy); unset: the worker's own HTTPS_PROXY, if any; `direct`: none. The install "
+        "sees neither it nor its password, and loopback, private and link-local targets stay refused",
+    )
     max_processes: int = Field(default=256, ge=8, description="processes and threads one check may run at once")
     max_file_mb: int = Field(default=1024, ge=1, description="MiB of the largest file one check may write")
     tmp_mb: int = Field(default=512, ge=1, description="MiB of each private tmpfs (/tmp, /var/tmp, /dev/shm)")
@@ -356,6 +372,11 @@ class SandboxSettings(BaseModel):
     hidden_paths: tuple[Path, ...] = Field(
         default=(), description="further paths checks must not see (the data dir, secrets and /run are always hidden)"
     )
+
+    @field_validator("install_proxy")
+    @classmethod
+    def _proxy_url(cls, value: SecretStr | None) -> SecretStr | None:
+        return _install_proxy(value)
 
 
 _PROJECT_KEY = re.compile(r"^(gitlab|github|local):\S+$")

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SecretStr
 
 from foundation.settings import Settings
 from project.classify import Classification, classify
@@ -101,6 +101,16 @@ def hidden_paths(settings: Settings) -> tuple[Path, ...]:
     return tuple(unique)
 
 
+def install_proxy(settings: Settings) -> SecretStr | None:
+    """The proxy an install's tunnels leave through: the setting, else the worker's own `HTTPS_PROXY`
+    (the way out its model calls take too); None: direct (`direct`, or neither)."""
+    chosen = settings.sandbox.install_proxy
+    if chosen is None:
+        found = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy") or ""
+        return SecretStr(found) if found.strip() else None
+    return None if chosen.get_secret_value().strip() == "direct" else chosen
+
+
 def sandbox_policy(settings: Settings, config: RepoConfig) -> SandboxPolicy:
     """The sandbox limits for one repository's checks: its time and memory, the operator's sandbox."""
     box = settings.sandbox
@@ -111,6 +121,7 @@ def sandbox_policy(settings: Settings, config: RepoConfig) -> SandboxPolicy:
         allow_unisolated=box.allow_unisolated,
         allow_root=box.allow_root,
         private_hosts=box.install_private_hosts,
+        upstream_proxy=install_proxy(settings),
         max_processes=box.max_processes,
         max_file_bytes=box.max_file_mb * 2**20,
         tmp_bytes=box.tmp_mb * 2**20,

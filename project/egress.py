@@ -11,6 +11,14 @@ internal address reaches only the public one. Everything else — plain HTTP, ot
 DNS — has no route at all. An operator may name hosts (an internal package mirror) that may resolve
 to private addresses (`private_hosts`); loopback, link-local and unspecified addresses stay refused
 even for those.
+
+Behind a mandatory corporate proxy (`foundation.proxy.HttpProxy`, the operator's `http://[user:password@]host:port`),
+a tunnel to any other host is asked of that proxy, by name: its allow-lists name hosts, and it may
+be the only one that resolves names outside. The worker still refuses what it can tell is internal:
+an address that is not public, and a name this machine resolves to one (any of its addresses: the
+proxy resolves it again, so no address can be pinned). A name this machine cannot resolve is the
+proxy's to decide. The proxy's password goes only in the worker's own request to it: the install
+sees only the worker's address.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ import socket
 import threading
 from contextlib import suppress
 
+from foundation.proxy import HttpProxy
+
 PORTS = frozenset({443, 80})
 _HEAD_LIMIT = 8192
 _CONNECT_SECONDS = 10.0
@@ -28,10 +38,20 @@ _IDLE_SECONDS = 300.0
 
 
 class Egress:
-    """Serves one command's tunnels while it runs; `refused` lists what it asked for and did not get."""
+    """Serves one command's tunnels while it runs; `refused` lists what it asked for and did not get.
 
-    def __init__(self, private_hosts: tuple[str, ...] = ()) -> None:
+    `upstream`: the operator's proxy URL, or None to connect directly (an unusable URL refuses every
+    tunnel, saying why, rather than leave through some other way)."""
+
+    def __init__(self, private_hosts: tuple[str, ...] = (), upstream: str | None = None) -> None:
         self._private_hosts = {host.lower().rstrip(".") for host in private_hosts}
+        self._upstream: HttpProxy | None = None
+        self._unusable = ""
+        if upstream:
+            try:
+                self._upstream = HttpProxy.parse(upstream)
+            except ValueError as exc:
+                self._unusable = str(exc)
         self._ours, self.theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.theirs.set_inheritable(True)
         self.refused: list[str] = []
@@ -80,13 +100,13 @@ class Egress:
             if problem:
                 _answer(client, problem)
                 return
-            upstream, problem = self._connect(target)
+            upstream, problem, early = self._connect(target)
             if upstream is None:
                 _answer(client, problem)
                 return
             with self._lock:
                 self._open.add(upstream)
-            client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n" + early)
             if rest:
                 upstream.sendall(rest)
             _relay(client, upstream)
@@ -99,20 +119,33 @@ class Egress:
                         self._open.discard(sock)
                     sock.close()
 
-    def _connect(self, target: tuple[str, int]) -> tuple[socket.socket | None, str]:
-        """A connection to a global address of `target`, or None and the 403 reason."""
+    def _connect(self, target: tuple[str, int]) -> tuple[socket.socket | None, str, bytes]:
+        """A tunnel's far end for `target` (and what it already sent), or None and the answer's reason."""
         host, port = target
+        internal = host.lower().rstrip(".") in self._private_hosts
+        if self._unusable:
+            return None, self._refuse(f"{host}:{port} (the install proxy setting is unusable)",
+                                      f"502 {self._unusable}"), b""
+        if self._upstream is None or internal:  # an internal mirror is reached directly, never via the proxy
+            return (*self._direct(host, port, internal), b"")
+        return self._via(self._upstream, host, port)
+
+    def _refuse(self, what: str, answer: str) -> str:
+        with self._lock:
+            self.refused.append(what)
+        return answer
+
+    def _direct(self, host: str, port: int, internal: bool) -> tuple[socket.socket | None, str]:
+        """A connection to a global address of `host`, or None and the 403 reason."""
         name = f"{host}:{port}"
         try:
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except OSError as exc:
             return None, f"502 cannot resolve {host}: {exc.strerror or exc}"
-        internal = host.lower().rstrip(".") in self._private_hosts
         public = [info for info in infos if _is_public(str(info[4][0]), internal)]
         if not public:
-            with self._lock:
-                self.refused.append(f"{name} (not a public address)")
-            return None, f"403 {host} is not a public address: the install may reach only the internet"
+            return None, self._refuse(f"{name} (not a public address)",
+                                      f"403 {host} is not a public address: the install may reach only the internet")
         family, kind, proto, _name, address = public[0]
         upstream = socket.socket(family, kind, proto)
         upstream.settimeout(_CONNECT_SECONDS)
@@ -124,6 +157,46 @@ class Egress:
         with self._lock:
             self.reached.append(name)
         return upstream, ""
+
+    def _via(self, proxy: HttpProxy, host: str, port: int) -> tuple[socket.socket | None, str, bytes]:
+        """A tunnel through the operator's proxy, asked by name, unless `host` is known to be internal."""
+        name = f"{host}:{port}"
+        if _known_internal(host, port):
+            return None, self._refuse(f"{name} (not a public address)", f"403 {host} is not a public address: "
+                                      "the install may reach only the internet"), b""
+        try:
+            upstream = socket.create_connection((proxy.host, proxy.port), _CONNECT_SECONDS)
+        except OSError as exc:
+            return None, self._refuse(f"{name} (the install proxy {proxy.host}:{proxy.port} did not answer)",
+                                      f"502 cannot connect to the install proxy: {exc.strerror or exc}"), b""
+        try:
+            upstream.sendall(proxy.request(host, port))
+            head, early = _read_head(upstream)
+        except OSError as exc:
+            upstream.close()
+            return None, self._refuse(f"{name} (the install proxy failed: {exc.strerror or exc})",
+                                      f"502 the install proxy failed: {exc.strerror or exc}"), b""
+        status = head.split(b"\r\n", 1)[0].decode("latin-1", "replace")[:200]
+        if status.split(" ")[1:2] != ["200"]:
+            upstream.close()
+            return None, self._refuse(f"{name} (the install proxy answered {status or 'nothing'})",
+                                      f"502 the install proxy answered {status or 'nothing'}"), b""
+        with self._lock:
+            self.reached.append(f"{name} via the install proxy")
+        return upstream, "", early
+
+
+def _known_internal(host: str, port: int) -> bool:
+    """Whether `host` is, or this machine resolves it to, an address that is not public (any of them)."""
+    try:
+        return not _is_public(host)
+    except ValueError:
+        pass  # a name, not an address
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return False  # a name only the proxy resolves: the proxy's to decide
+    return any(not _is_public(str(info[4][0])) for info in infos)
 
 
 def _is_public(address: str, internal: bool = False) -> bool:

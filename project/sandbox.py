@@ -46,7 +46,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from project.egress import Egress
 
@@ -111,6 +111,9 @@ class SandboxPolicy(BaseModel):
     output_limit_bytes: int = Field(default=64 * 1024, gt=0)
     network: bool = Field(default=False, description="HTTPS to public addresses through the egress proxy")
     private_hosts: tuple[str, ...] = Field(default=(), description="hosts the proxy reaches on private addresses")
+    upstream_proxy: SecretStr | None = Field(
+        default=None, description="the operator's proxy the egress tunnels through (`project.checks.install_proxy`)"
+    )
     isolate: bool = Field(default=True, description="use namespaces when the host allows them")
     allow_unisolated: bool = Field(
         default=False, description="run even without namespaces (no network isolation, nothing hidden)"
@@ -416,7 +419,8 @@ class _Isolated(Sandbox):
         if self._problem or self._holder is None:
             return _error(command, f"sandbox setup failed: {self._problem or 'the layer has ended'}")
         env = build_environment(self.base_env, policy, self.home, Path("/tmp"))
-        egress = Egress(policy.private_hosts) if policy.network else None
+        upstream = policy.upstream_proxy.get_secret_value() if policy.upstream_proxy else None
+        egress = Egress(policy.private_hosts, upstream) if policy.network else None
         if egress is not None:
             proxy = f"http://127.0.0.1:{_EGRESS_PORT}"
             env |= dict.fromkeys(("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"), proxy)
@@ -515,6 +519,9 @@ def _limited(command: str, policy: SandboxPolicy) -> tuple[dict[str, int], list[
     if policy.network:
         missing["no_network"] = ("HTTPS to public addresses through the worker's egress proxy (the install's "
                                  "network, opted into by the repository); loopback, private and link-local refused")
+        if policy.upstream_proxy:
+            missing["no_network"] += ("; tunnels leave through the operator's proxy, which resolves the names "
+                                      "this machine cannot")
     return rlimits, enforced, missing
 
 

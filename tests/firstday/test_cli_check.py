@@ -184,6 +184,15 @@ def test_a_value_that_is_no_private_key_names_the_setting_and_never_shows_it(tmp
     assert "ghp_a-token" not in seen.text
 
 
+def test_an_install_proxy_that_is_no_http_proxy_names_the_setting_and_never_its_password(tmp_path: Path) -> None:
+    seen = forgebot("check", *ONLY_FORGES, cwd=tmp_path, FORGEBOT_DATA_DIR=str(tmp_path / "data"),
+                    FORGEBOT_SANDBOX__INSTALL_PROXY="socks5://bot:hunter2@proxy.example.com:1080")
+    assert seen.code == 2 and "Traceback" not in seen.text
+    assert seen.err == ["forgebot: FORGEBOT_SANDBOX__INSTALL_PROXY: an install proxy must be "
+                        "http://[user:password@]host:port, not socks5://proxy.example.com…"], seen.err
+    assert "hunter2" not in seen.text
+
+
 def test_a_token_that_cannot_write_fails_naming_the_scope_it_needs(
     tmp_path: Path, forge_server: ServerThread, fake_forge: FakeForgeState
 ) -> None:

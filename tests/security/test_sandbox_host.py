@@ -15,6 +15,7 @@ The non-root worker is the chart's uid 10001: the test (as root) starts the sand
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import json
 import os
@@ -23,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -350,6 +352,89 @@ def test_a_granted_install_reaches_a_package_registry(host: Path) -> None:
     settings = _settings(host / "data", install_private_hosts=("pypi.org",) if mirrored else ())
     (install,) = run_checks(context_for(worktree, config, [], settings, ENV), ("install",)).results
     assert install.status == "passed" and install.output.strip().endswith("200"), install.output
+
+
+class _CorporateProxy:
+    """A mandatory HTTP proxy on the worker's side: answers CONNECT when the credentials are right, then
+    greets through the tunnel itself (there is no internet here); records every request head it got."""
+
+    def __init__(self, password: str) -> None:
+        self.expected = "Basic " + base64.b64encode(f"bot:{password}".encode()).decode()
+        self.heads: list[str] = []
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://bot:{password}@127.0.0.1:{self.server.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            with client:
+                head = b""
+                while b"\r\n\r\n" not in head and len(head) < 8192:
+                    chunk = client.recv(1024)
+                    if not chunk:
+                        break
+                    head += chunk
+                text = head.decode("latin-1")
+                self.heads.append(text)
+                if f"Proxy-Authorization: {self.expected}" not in text:
+                    client.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\n\r\n")
+                    continue
+                target = text.split(" ", 2)[1]
+                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\nHELLO " + target.encode())
+
+
+# Inside the install: each target through the proxy it was given, and whether its environment holds the
+# corporate proxy's password.
+_THROUGH = ("import os, socket, sys\n"
+            "host, _, port = os.environ['HTTPS_PROXY'].removeprefix('http://').partition(':')\n"
+            "print('ENV', 'holds' if any(sys.argv[1] in v for v in os.environ.values()) else 'clean')\n"
+            "for target in sys.argv[2:]:\n"
+            "    s = socket.create_connection((host, int(port)), 5)\n"
+            "    s.sendall(f'CONNECT {target} HTTP/1.1\\r\\nHost: {target}\\r\\n\\r\\n'.encode())\n"
+            "    s.settimeout(5)\n"
+            "    got = b''\n"
+            "    while True:\n"
+            "        chunk = s.recv(200)\n"
+            "        if not chunk:\n"
+            "            break\n"
+            "        got += chunk\n"
+            "    print('CONNECT', target, got.split(b'\\r\\n')[0].decode(), got.split(b'\\r\\n\\r\\n')[-1].decode())\n")
+
+
+@pytest.mark.parametrize("told", ["setting", "worker-env"])
+def test_behind_a_corporate_proxy_the_install_tunnels_through_it_and_never_holds_its_password(
+    host: Path, monkeypatch: pytest.MonkeyPatch, told: str
+) -> None:
+    """An install's only way out behind a mandatory proxy: its tunnels leave through it, by name (a name
+    this machine cannot resolve included: only the proxy can). What this machine can tell is internal is
+    still refused before the proxy hears of it, and the proxy's password never enters the install."""
+    need_namespaces()
+    password = f"pw-{uuid.uuid4().hex[:12]}"
+    proxy = _CorporateProxy(password)
+    monkeypatch.delenv("https_proxy", raising=False)
+    if told == "setting":
+        monkeypatch.delenv("HTTPS_PROXY", raising=False)
+        settings = _settings(host / "data", install_proxy=proxy.url)
+    else:  # the worker's own proxy, as its model calls use it
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        settings = _settings(host / "data")
+    worktree = _worker_files(host, os.geteuid())["worktree"]
+    (worktree / "through.py").write_text(_THROUGH)
+    inside = ["packages.invalid:443", "127.0.0.1:443", "localhost:443", "10.0.0.1:443", "169.254.169.254:443"]
+    config = parse_repo_config(f"commands:\n  install: python3 through.py {password} {' '.join(inside)}\n"
+                               "  install_network: true\n  lint: false\n")
+    (install,) = run_checks(context_for(worktree, config, [], settings, ENV), ("install",)).results
+    assert "ENV clean" in install.output, install.output
+    assert "CONNECT packages.invalid:443 HTTP/1.1 200 Connection established HELLO packages.invalid:443" \
+        in install.output, install.output
+    for internal in inside[1:]:
+        assert f"CONNECT {internal} HTTP/1.1 403" in install.output, install.output
+    assert [head.split("\r\n")[0] for head in proxy.heads] == ["CONNECT packages.invalid:443 HTTP/1.1"]
+    assert "operator's proxy" in install.not_enforced["no_network"]
 
 
 def test_files_a_check_keeps_in_memory_count_against_its_memory_limit(host: Path) -> None:
