@@ -38,8 +38,8 @@ class Checklist:
     plan: Plan
     base: str  # the commit the task started from
     lint: Lint
+    author: tuple[str, str]  # (name, email): the operator's `workspace.author_*`, which push rules may require
     step_commits: bool = True
-    author: tuple[str, str] = ("forgebot", "forgebot@users.noreply.invalid")
     decisions: list[Decision] = field(default_factory=list)
     reports: dict[int, str] = field(default_factory=dict)
     commits: list[str] = field(default_factory=list)

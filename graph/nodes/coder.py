@@ -63,8 +63,9 @@ def checklist_for(state: TaskState, settings: Settings, *, step_commits: bool = 
     def protected(path: str) -> bool:
         return defaults(path) or config.is_protected(path)
 
+    identity = (settings.workspace.author_name, settings.workspace.author_email)  # what delivery knows as its own
     checklist = Checklist(root=root, plan=Plan.model_validate(state["plan"]), base=state.get("base", "HEAD"),
-                          lint=lint, step_commits=step_commits, protected=protected)
+                          lint=lint, step_commits=step_commits, protected=protected, author=identity)
     policy = patching.PatchPolicy(writable=checklist.writable, protected=protected)
     return checklist, policy
 

@@ -302,3 +302,26 @@ async def test_an_issue_made_confidential_while_the_task_works_is_not_pushed(
     assert await h.task_states(settings) == [("failed", "confidential issue")]
     assert roles["reviewer"].received  # it got as far as the review
     assert not fake_forge.changes and _branches(served) == ["master"]
+
+
+async def test_the_bots_commits_carry_the_configured_author(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    """A push rule on the commit author's email (GitLab: "Commit author's email", or that the author is a
+    GitLab user) is why an operator sets the bot's git identity. Every commit the task pushes carries it."""
+    _setup(settings, redis_url, fake_forge)
+    settings.workspace.author_name, settings.workspace.author_email = "Platform Bot", "platform-bot@corp.example"
+    hook = served.origin / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nwhile read old new ref; do\n"
+                    "  for c in $(git rev-list \"$new\" --not --all); do\n"
+                    "    email=$(git log -1 --format=%ae \"$c\")\n"
+                    "    [ \"$email\" = platform-bot@corp.example ] || "
+                    "{ echo \"GitLab: Author '$email' is not a verified email of the pushing user\" >&2; exit 1; }\n"
+                    "  done\ndone\n")
+    hook.chmod(0o755)
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("done", "delivered")]
+    authors = subprocess.run(["git", "-C", str(served.origin), "log", "--format=%an <%ae>", f"master..{BRANCH}"],
+                             capture_output=True, text=True, env=GIT_ENV, check=True).stdout.split("\n")
+    assert set(filter(None, authors)) == {"Platform Bot <platform-bot@corp.example>"}

@@ -97,7 +97,8 @@ def _checklist(root: Path, scope: list[str], lint: Any = None) -> Checklist:
                                            "paths": ["src/App.php"]}],
                                 "scope": {"writable": scope, "context_only": []}})
     protected = patching.protection(("secret/",), ())
-    return Checklist(root=root, plan=plan, base="HEAD", lint=lint or (lambda files: []), protected=protected)
+    return Checklist(root=root, plan=plan, base="HEAD", lint=lint or (lambda files: []), protected=protected,
+                     author=("forgebot", "forgebot@users.noreply.invalid"))
 
 
 def test_files_a_check_writes_outside_the_scope_or_protected_are_not_committed(repo: Path) -> None:

@@ -17,6 +17,7 @@ from project.checks import run_lints
 from tests.graph.implement.conftest import CALCULATOR, Project, git
 
 CALC = "src/Calculator.php"
+AUTHOR = ("forgebot", "forgebot@users.noreply.invalid")
 
 
 def _settings(tmp_path: Path) -> Settings:
@@ -33,7 +34,7 @@ def _checklist(project: Project, tmp_path: Path, items: list[dict[str, object]],
     def lint(files: Sequence[str]) -> list[str]:
         return gates.lint_problems(context.model_copy(update={"changed_files": tuple(files)}))
 
-    return Checklist(root=project.root, plan=plan, base=project.base, lint=lint, **kw)  # type: ignore[arg-type]
+    return Checklist(root=project.root, plan=plan, base=project.base, lint=lint, author=AUTHOR, **kw)  # type: ignore[arg-type]
 
 
 def _item(n: int, kind: str = "change") -> dict[str, object]:

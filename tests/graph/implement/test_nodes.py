@@ -133,7 +133,8 @@ def test_semantic_sync_skipped_without_index_and_degraded_on_failure(project: Pr
 
 
 def _tools(project: Project) -> tuple[Checklist, dict[str, Any]]:
-    checklist = Checklist(root=project.root, plan=Plan.model_validate(PLAN), base=project.base, lint=lambda f: [])
+    checklist = Checklist(root=project.root, plan=Plan.model_validate(PLAN), base=project.base, lint=lambda f: [],
+                          author=("forgebot", "forgebot@users.noreply.invalid"))
     policy = patching.PatchPolicy(writable=checklist.writable, protected=patching.protection((), ()))
     return checklist, coder_tools(checklist, policy)
 
