@@ -207,9 +207,11 @@ def _git(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailure:
         said = _clean(exc.reason, secrets).replace("`", "'")
         return TaskFailure("push refused", f"the repository refused forgebot's branch `{exc.branch}`, saying "
                            f"`{said}`", f"Please {ASK}: until the repository's rules or forgebot's rights change, "
-                           "starting the task again is refused the same way.",
+                           "starting the task again is refused the same way. A rule on commit messages is met by "
+                           "`commit_message` in `.forgebot.yml`.",
                            "let the bot's account push `forgebot/*` branches: protected branches, push rules (the "
-                           "commits' author is FORGEBOT_WORKSPACE__AUTHOR_EMAIL), a GitHub App's Workflows "
+                           "commits' author is FORGEBOT_WORKSPACE__AUTHOR_EMAIL, their message the repository's "
+                           "`commit_message`), a GitHub App's Workflows "
                            "permission or a token's `workflow` scope (the forge's reason is quoted)",
                            detail=_detail(exc, secrets))
     if isinstance(exc, WorkspaceFull):

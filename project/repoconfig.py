@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import string
 from pathlib import Path
 from typing import Literal
 
@@ -108,6 +109,11 @@ class RepoConfig(_Strict):
         default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$",
         description="name of a connection the server binds to this project, never its URL",
     )
+    commit_message: str = Field(
+        default="{title}", min_length=1, max_length=200,
+        description="the first line of each commit the bot makes: `{title}` (what the commit does) and "
+        "`{issue}` (the issue's number), e.g. `feat: {title} (#{issue})` for a commit-message rule",
+    )
 
     @field_validator("protected_paths", "allow_protected")
     @classmethod
@@ -116,6 +122,30 @@ class RepoConfig(_Strict):
             if not pattern or pattern.startswith("/") or ".." in pattern.split("/"):
                 raise ValueError(f"{pattern!r} must be a relative path pattern")
         return value
+
+    @field_validator("commit_message")
+    @classmethod
+    def _one_line_template(cls, value: str) -> str:
+        """One line holding `{title}`, and no placeholder but `{title}` and `{issue}` (no format spec,
+        no attribute: the text is the repository's, and `str.format` would read what it names)."""
+        if "\n" in value or "\r" in value:
+            raise ValueError("must be one line: it is the commit's first line")
+        try:
+            fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(value)
+                      if name is not None]
+        except ValueError as exc:
+            raise ValueError(f"is not a template ({exc}); write a literal brace as {{{{ or }}}}") from None
+        unknown = sorted({"{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+                          for name, spec, conversion in fields if name not in ("title", "issue") or spec or conversion})
+        if unknown:
+            raise ValueError(f"knows only {{title}} and {{issue}}, not {', '.join(unknown)}")
+        if "title" not in {name for name, _, _ in fields}:
+            raise ValueError("must hold {title}, what the commit does")
+        return value
+
+    def commit_subject(self, title: str, issue: int) -> str:
+        """The first line of a commit that does `title`, for issue `issue`."""
+        return self.commit_message.format(title=title, issue=issue)
 
     def is_protected(self, path: str) -> bool:
         """Whether a repository-relative path matches a protected pattern (`dir/` covers its tree)."""

@@ -40,6 +40,8 @@ class Checklist:
     lint: Lint
     author: tuple[str, str]  # (name, email): the operator's `workspace.author_*`, which push rules may require
     step_commits: bool = True
+    # a commit's first line from what it does: the repository's `commit_message` template
+    subject: Callable[[str], str] = field(default=lambda title: title)
     decisions: list[Decision] = field(default_factory=list)
     reports: dict[int, str] = field(default_factory=dict)
     commits: list[str] = field(default_factory=list)
@@ -146,7 +148,7 @@ class Checklist:
         if report:
             self.reports[item.id] = report
         if self.step_commits and item.kind == "change":
-            sha = self._commit(f"{item.title}\n\nChecklist item {item.id}.")
+            sha = self._commit(f"{self.subject(item.title)}\n\nChecklist item {item.id}.")
             if sha:
                 self.commits.append(sha)
         self.baseline = gitstate.snapshot(self.root)
@@ -183,7 +185,7 @@ class Checklist:
         if not gitstate.is_clean(self.root):
             if self.step_commits:
                 raise ItemRejected("finish refused: the worktree has uncommitted edits outside any item")
-            self._commit("Implement the checklist")
+            self._commit(self.subject("Implement the checklist"))
         self.end, self.end_reason = "finished", "every item closed, worktree clean"
         return "Finished: every item is closed and the worktree is clean."
 

@@ -65,7 +65,8 @@ def checklist_for(state: TaskState, settings: Settings, *, step_commits: bool = 
 
     identity = (settings.workspace.author_name, settings.workspace.author_email)  # what delivery knows as its own
     checklist = Checklist(root=root, plan=Plan.model_validate(state["plan"]), base=state.get("base", "HEAD"),
-                          lint=lint, step_commits=step_commits, protected=protected, author=identity)
+                          lint=lint, step_commits=step_commits, protected=protected, author=identity,
+                          subject=lambda title: config.commit_subject(title, state["number"]))
     policy = patching.PatchPolicy(writable=checklist.writable, protected=protected)
     return checklist, policy
 

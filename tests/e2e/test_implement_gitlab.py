@@ -17,7 +17,7 @@ from tests.conftest import GITLAB_TOKEN
 from tests.e2e import implement_harness as h
 from tests.fakes.forge_http import FakeForgeState, Fault
 from tests.fakes.samples import sample
-from tests.graph.implement.conftest import GIT_ENV
+from tests.graph.implement.conftest import FORGEBOT_YML, GIT_ENV
 from tests.intake import deliveries
 
 pytestmark = pytest.mark.php
@@ -325,3 +325,33 @@ async def test_the_bots_commits_carry_the_configured_author(
     authors = subprocess.run(["git", "-C", str(served.origin), "log", "--format=%an <%ae>", f"master..{BRANCH}"],
                              capture_output=True, text=True, env=GIT_ENV, check=True).stdout.split("\n")
     assert set(filter(None, authors)) == {"Platform Bot <platform-bot@corp.example>"}
+
+
+def _on_master(served: h.Served, tmp: Path, path: str, text: str) -> None:
+    """A file committed and pushed to the served repository's default branch, as a maintainer would."""
+    clone = tmp / "maintainer"
+    subprocess.run(["git", "clone", "-q", "-b", "master", str(served.origin), str(clone)], env=GIT_ENV, check=True)
+    (clone / path).write_text(text)
+    subprocess.run(["git", "-C", str(clone), "add", "-A"], env=GIT_ENV, check=True)
+    subprocess.run(["git", "-C", str(clone), "commit", "-qm", f"Add {path}"], env=GIT_ENV, check=True)
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "master"], env=GIT_ENV, check=True)
+
+
+async def test_a_commit_message_rule_is_met_by_the_repositorys_template(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, tmp_path: Path
+) -> None:
+    """A push rule on commit messages (Conventional Commits here) refused every push of the bot, and the
+    repository had no way to say how its commits are written. `commit_message` in `.forgebot.yml` does."""
+    _setup(settings, redis_url, fake_forge)
+    _on_master(served, tmp_path, ".forgebot.yml", FORGEBOT_YML + 'commit_message: "feat: {title} (#{issue})"\n')
+    hook = served.origin / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nwhile read old new ref; do\n"
+                    "  for c in $(git rev-list \"$new\" --not --all); do\n"
+                    "    git log -1 --format=%s \"$c\" | grep -Eq '^(feat|fix)(\\(.+\\))?: ' || "
+                    "{ echo 'GitLab: Commit message does not follow the pattern' >&2; exit 1; }\n"
+                    "  done\ndone\n")
+    hook.chmod(0o755)
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("done", "delivered")]
+    assert served.branch_log(BRANCH)[0] == "feat: Add multiply with its test (#23)"

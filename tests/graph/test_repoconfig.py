@@ -113,6 +113,14 @@ def test_a_file_added_only_on_the_change_branch_is_ignored(tmp_path: Path) -> No
         ("protected_paths: ['/etc/passwd']\n", "protected_paths", "relative path pattern"),
         ("protected_paths: ['../x']\n", "protected_paths", "relative path pattern"),
         ("profile: cobol\n", "profile", "unknown profile 'cobol'"),
+        # a commit message template reads only its two names: `str.format` would follow an attribute
+        ("commit_message: '{title.__class__.__mro__}'\n", "commit_message", "not {title.__class__.__mro__}"),
+        ("commit_message: '{0} {title}'\n", "commit_message", "knows only {title} and {issue}, not {0}"),
+        ("commit_message: '{title!r}'\n", "commit_message", "not {title!r}"),
+        ("commit_message: '{title:>99999}'\n", "commit_message", "not {title:>99999}"),
+        ("commit_message: 'feat: {'\n", "commit_message", "write a literal brace as {{ or }}"),
+        ("commit_message: \"feat: {title}\\nSigned-off-by: x\"\n", "commit_message", "must be one line"),
+        ("commit_message: 'chore: bump'\n", "commit_message", "must hold {title}"),
     ],
 )
 def test_an_invalid_file_names_the_field(tmp_path: Path, text: str, field: str, words: str) -> None:
@@ -161,6 +169,12 @@ def test_a_directory_named_like_the_file_is_an_error(tmp_path: Path) -> None:
     (repo / ".forgebot.yml" / "x").write_text("x\n")
     with pytest.raises(RepoConfigError, match="not a file"):
         load_repo_config(init_repo(repo), "main")
+
+
+def test_a_commit_message_template_gives_each_commit_its_first_line() -> None:
+    config = parse_repo_config("commit_message: 'feat({{core}}): {title} (#{issue})'\n")
+    assert config.commit_subject("Add multiply", 23) == "feat({core}): Add multiply (#23)"
+    assert parse_repo_config("").commit_subject("Add multiply", 23) == "Add multiply"
 
 
 def test_lint_false_drops_every_linter_and_overrides_keep_the_others() -> None:
