@@ -26,7 +26,7 @@ from graph.disclosure import ensure_disclosable
 from graph.failure import ChangeRefused
 from graph.findings import same_finding, stalled
 from graph.nodes import bounds
-from graph.nodes.gates import environment_broken
+from graph.nodes.gates import environment_broken, repo_config
 from graph.nodes.publisher import footer
 from graph.protections import note
 from graph.runtime.tasklimits import limits_of
@@ -221,8 +221,10 @@ async def deliver(state: TaskState, runtime: Runtime[Deps]) -> dict[str, Any]:
     text = description(state, secrets_of(runtime.context.settings))
     try:
         if ref is None:
+            # a squash merge commits the change's title: it follows the repository's commit message rule too
+            title = repo_config(state).commit_subject(state.get("title") or branch, state["number"])
             ref = await forge.open_change(
-                repo, ChangeRequest(source_branch=branch, title=state.get("title", branch), body=text, closes=issue)
+                repo, ChangeRequest(source_branch=branch, title=title, body=text, closes=issue)
             )
         else:  # an earlier task's change: its branch now holds this task's work, so its description must say so
             await forge.edit_change(ref, text)

@@ -355,3 +355,4 @@ async def test_a_commit_message_rule_is_met_by_the_repositorys_template(
     assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
     assert await h.task_states(settings) == [("done", "delivered")]
     assert served.branch_log(BRANCH)[0] == "feat: Add multiply with its test (#23)"
+    assert h.the_change(fake_forge, "gitlab", "1").title == "feat: New API: create/update/delete file (#23)"
