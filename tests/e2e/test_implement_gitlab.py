@@ -304,6 +304,15 @@ async def test_an_issue_made_confidential_while_the_task_works_is_not_pushed(
     assert not fake_forge.changes and _branches(served) == ["master"]
 
 
+def _push_rule(served: h.Served, test: str, refusal: str) -> None:
+    """A pre-receive hook refusing a push with a new commit `$c` that fails the shell `test`, in the words
+    of a GitLab push rule."""
+    hook = served.origin / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nwhile read old new ref; do\n  for c in $(git rev-list \"$new\" --not --all); do\n"
+                    f"    {test} || {{ echo 'GitLab: {refusal}' >&2; exit 1; }}\n  done\ndone\n")
+    hook.chmod(0o755)
+
+
 async def test_the_bots_commits_carry_the_configured_author(
     settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
 ) -> None:
@@ -311,14 +320,8 @@ async def test_the_bots_commits_carry_the_configured_author(
     GitLab user) is why an operator sets the bot's git identity. Every commit the task pushes carries it."""
     _setup(settings, redis_url, fake_forge)
     settings.workspace.author_name, settings.workspace.author_email = "Platform Bot", "platform-bot@corp.example"
-    hook = served.origin / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\nwhile read old new ref; do\n"
-                    "  for c in $(git rev-list \"$new\" --not --all); do\n"
-                    "    email=$(git log -1 --format=%ae \"$c\")\n"
-                    "    [ \"$email\" = platform-bot@corp.example ] || "
-                    "{ echo \"GitLab: Author '$email' is not a verified email of the pushing user\" >&2; exit 1; }\n"
-                    "  done\ndone\n")
-    hook.chmod(0o755)
+    _push_rule(served, '[ "$(git log -1 --format=%ae "$c")" = platform-bot@corp.example ]',
+               "Author is not a verified email of the pushing user")
     assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
     assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
     assert await h.task_states(settings) == [("done", "delivered")]
@@ -344,13 +347,8 @@ async def test_a_commit_message_rule_is_met_by_the_repositorys_template(
     repository had no way to say how its commits are written. `commit_message` in `.forgebot.yml` does."""
     _setup(settings, redis_url, fake_forge)
     _on_master(served, tmp_path, ".forgebot.yml", FORGEBOT_YML + 'commit_message: "feat: {title} (#{issue})"\n')
-    hook = served.origin / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\nwhile read old new ref; do\n"
-                    "  for c in $(git rev-list \"$new\" --not --all); do\n"
-                    "    git log -1 --format=%s \"$c\" | grep -Eq '^(feat|fix)(\\(.+\\))?: ' || "
-                    "{ echo 'GitLab: Commit message does not follow the pattern' >&2; exit 1; }\n"
-                    "  done\ndone\n")
-    hook.chmod(0o755)
+    _push_rule(served, "git log -1 --format=%s \"$c\" | grep -Eq '^(feat|fix)(\\(.+\\))?: '",
+               "Commit message does not follow the pattern")
     assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
     assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
     assert await h.task_states(settings) == [("done", "delivered")]
