@@ -12,8 +12,6 @@ from __future__ import annotations
 import base64
 import datetime
 import ipaddress
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +27,7 @@ from foundation.gitrunner import GitError
 from foundation.settings import WorkspaceSettings
 from foundation.workspace import Origin, Workspaces, origin_of
 from tests.bot.test_workspace import git, make_origin
+from tests.fakes.connect_proxy import ConnectProxy
 from tests.fakes.git_http import create_git_server
 from tests.fakes.server import serving
 
@@ -62,56 +61,6 @@ def _private_ca(directory: Path) -> tuple[Path, tuple[Path, Path]]:
     files[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
     return files[0], (files[1], files[2])
-
-
-class ConnectProxy:
-    """An outbound HTTP proxy: answers CONNECT, records its target, tunnels bytes both ways."""
-
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        self.targets: list[str] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._tunnel, args=(client,), daemon=True).start()
-
-    def _tunnel(self, client: socket.socket) -> None:
-        head = b""
-        while b"\r\n\r\n" not in head:
-            head += client.recv(4096)
-        method, target, _ = head.split(b"\r\n", 1)[0].decode().split(" ", 2)
-        if method != "CONNECT":
-            client.close()
-            return
-        self.targets.append(target)
-        host, port = target.rsplit(":", 1)
-        upstream = socket.create_connection((host, int(port)))
-        client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        for source, sink in ((client, upstream), (upstream, client)):
-            threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for end in (source, sink):
-                try:
-                    end.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        self.listener.close()
 
 
 @pytest.fixture

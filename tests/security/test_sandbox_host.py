@@ -15,7 +15,6 @@ The non-root worker is the chart's uid 10001: the test (as root) starts the sand
 
 from __future__ import annotations
 
-import base64
 import ipaddress
 import json
 import os
@@ -24,7 +23,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +34,7 @@ from foundation.settings import SandboxSettings, Settings
 from project.checks import context_for, run_checks, sandbox_policy
 from project.repoconfig import RepoConfig, parse_repo_config
 from project.sandbox import INTERPRETER, SandboxPolicy, SandboxResult
+from tests.fakes.connect_proxy import ConnectProxy
 from tests.sandboxes import run_sandboxed
 from tests.security.conftest import accepted
 from tests.tools import need, need_namespaces
@@ -354,39 +353,6 @@ def test_a_granted_install_reaches_a_package_registry(host: Path) -> None:
     assert install.status == "passed" and install.output.strip().endswith("200"), install.output
 
 
-class _CorporateProxy:
-    """A mandatory HTTP proxy on the worker's side: answers CONNECT when the credentials are right, then
-    greets through the tunnel itself (there is no internet here); records every request head it got."""
-
-    def __init__(self, password: str) -> None:
-        self.expected = "Basic " + base64.b64encode(f"bot:{password}".encode()).decode()
-        self.heads: list[str] = []
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://bot:{password}@127.0.0.1:{self.server.getsockname()[1]}"
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                client, _ = self.server.accept()
-            except OSError:
-                return
-            with client:
-                head = b""
-                while b"\r\n\r\n" not in head and len(head) < 8192:
-                    chunk = client.recv(1024)
-                    if not chunk:
-                        break
-                    head += chunk
-                text = head.decode("latin-1")
-                self.heads.append(text)
-                if f"Proxy-Authorization: {self.expected}" not in text:
-                    client.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\n\r\n")
-                    continue
-                target = text.split(" ", 2)[1]
-                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\nHELLO " + target.encode())
-
-
 # Inside the install: each target through the proxy it was given, and whether its environment holds the
 # corporate proxy's password.
 _THROUGH = ("import os, socket, sys\n"
@@ -414,7 +380,7 @@ def test_behind_a_corporate_proxy_the_install_tunnels_through_it_and_never_holds
     still refused before the proxy hears of it, and the proxy's password never enters the install."""
     need_namespaces()
     password = f"pw-{uuid.uuid4().hex[:12]}"
-    proxy = _CorporateProxy(password)
+    proxy = ConnectProxy(credentials=("bot", password), greet=True)  # the install has no internet here
     monkeypatch.delenv("https_proxy", raising=False)
     if told == "setting":
         monkeypatch.delenv("HTTPS_PROXY", raising=False)
