@@ -99,6 +99,15 @@ def _install_proxy(value: SecretStr | None) -> SecretStr | None:
     return value
 
 
+def _branch_prefix(value: str) -> str:
+    """A prefix git accepts as the start of a branch name (`git check-ref-format`), with a letter first."""
+    bad = re.search(r"\.\.|@\{|//|/\.|\.lock/|[\x00-\x20~^:?*\[\\\x7f]", value)
+    if not value[:1].isalpha() or bad or value.endswith((".", ".lock")):
+        raise ValueError(f"{value!r} cannot start a git branch name: letters, digits, `/`, `-`, `_` and `.`, "
+                         "beginning with a letter (e.g. `forgebot/` or `feature/forgebot-`)")
+    return value
+
+
 class GitHubSettings(BaseModel):
     """GitHub.com or GitHub Enterprise, with a personal token or a GitHub App."""
 
@@ -309,6 +318,12 @@ class WorkspaceSettings(BaseModel):
         default=5 * 1024**3,
         description="bytes of disk for mirrors and worktrees together; finished worktrees are pruned to fit",
     )
+    branch_prefix: str = Field(
+        default="forgebot/", min_length=2, max_length=60,
+        description="what the bot's branches start with (`<prefix><issue>-<slug>`), e.g. `feature/forgebot-` "
+        "where a push rule names branches; the bot replaces only branches that start with it, so no person's "
+        "branch may",
+    )
     author_name: str = Field(default="forgebot", description="git author and committer name of the bot's commits")
     author_email: str = Field(
         default="forgebot@users.noreply.invalid", description="git author and committer email of the bot's commits"
@@ -323,6 +338,12 @@ class WorkspaceSettings(BaseModel):
     git_timeout: float = Field(
         default=600.0, description="seconds one git command may run; raise it for huge repositories"
     )
+
+    @field_validator("branch_prefix")
+    @classmethod
+    def _git_prefix(cls, value: str) -> str:
+        return _branch_prefix(value)
+
 
 class SandboxSettings(BaseModel):
     """The check sandbox: what a repository's install, test, smoke and lint commands may reach.

@@ -209,10 +209,11 @@ def _git(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailure:
                            f"`{said}`", f"Please {ASK}: until the repository's rules or forgebot's rights change, "
                            "starting the task again is refused the same way. A rule on commit messages is met by "
                            "`commit_message` in `.forgebot.yml`.",
-                           "let the bot's account push `forgebot/*` branches: protected branches, push rules (the "
-                           "commits' author is FORGEBOT_WORKSPACE__AUTHOR_EMAIL, their message the repository's "
-                           "`commit_message`), a GitHub App's Workflows "
-                           "permission or a token's `workflow` scope (the forge's reason is quoted)",
+                           "let the bot's account push its branches: protected branches, push rules (the branch "
+                           "name starts with FORGEBOT_WORKSPACE__BRANCH_PREFIX, `forgebot/` by default; the commits' "
+                           "author is FORGEBOT_WORKSPACE__AUTHOR_EMAIL, their message the repository's "
+                           "`commit_message`), a GitHub App's Workflows permission or a token's `workflow` scope "
+                           "(the forge's reason is quoted)",
                            detail=_detail(exc, secrets))
     if isinstance(exc, WorkspaceFull):
         return TaskFailure("disk full", "the server running forgebot has no room left for this repository",

@@ -309,7 +309,7 @@ class TaskState(TypedDict, total=False):
     limits: LimitsDump  # the server's budgets with `.forgebot.yml`'s applied (graph/runtime/tasklimits.py)
     # implement route
     base: str  # the commit the task's branch started from
-    branch: str  # forgebot/<issue>-<slug>
+    branch: str  # <prefix><issue>-<slug>: `forgebot/` or the operator's `workspace.branch_prefix`
     new_files: list[str]  # files the plan creates (in the write scope without existing yet)
     plan_feedback: list[str]  # code's plan problems or the architect's feedback, for planner_refine
     rounds: Annotated[dict[str, int], merge_keys]  # bounded loops used so far: architect, amend, restart, review

@@ -172,7 +172,8 @@ async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent,
     key = repo_key(event.forge, event.repo.project)
     async with step("mirror"):
         mirror = await spaces.mirror(key, event.repo.clone_url, auth=await forge.git_credentials())
-    branch = await _item_branch(forge, event, mirror, branch_name(event.number, event.title))
+    prefix = settings.workspace.branch_prefix
+    branch = await _item_branch(forge, event, mirror, branch_name(event.number, event.title, prefix), prefix)
     async with step("worktree"):
         # an earlier task on this item (finished or failed: only one task per item is active) still holds
         # the item's branch in its kept worktree: free it, else git refuses a second checkout of the branch
@@ -193,7 +194,7 @@ async def prepare_workspace(settings: Settings, forge: Forge, event: ForgeEvent,
 MAX_EARLIER_BRANCHES = 5  # the item's other bot branches asked about (each one forge call)
 
 
-async def _item_branch(forge: Forge, event: ForgeEvent, mirror: Path, branch: str) -> str:
+async def _item_branch(forge: Forge, event: ForgeEvent, mirror: Path, branch: str, prefix: str) -> str:
     """`branch`, or the branch of the change an earlier task of this issue opened when the issue was named
     otherwise: the slug is the title's, so after a rename a new branch opened a second change beside the
     first, which stayed open with the older work. Only a branch with an open change is taken over."""
@@ -201,9 +202,9 @@ async def _item_branch(forge: Forge, event: ForgeEvent, mirror: Path, branch: st
 
     if await forge.find_change(event.repo, branch) is not None:
         return branch
-    prefix = f"refs/remotes/origin/forgebot/{event.number}-"
-    listed = git(mirror, "for-each-ref", "--sort=-committerdate", "--format=%(refname)", prefix.rsplit("/", 1)[0])
-    earlier = [ref.removeprefix("refs/remotes/origin/") for ref in listed.split() if ref.startswith(prefix)]
+    item = f"refs/remotes/origin/{prefix}{event.number}-"
+    listed = git(mirror, "for-each-ref", "--sort=-committerdate", "--format=%(refname)", item.rsplit("/", 1)[0])
+    earlier = [ref.removeprefix("refs/remotes/origin/") for ref in listed.split() if ref.startswith(item)]
     for other in [name for name in earlier if name != branch][:MAX_EARLIER_BRANCHES]:
         if await forge.find_change(event.repo, other) is not None:
             log.info("issue %s was renamed: its open change's branch %s is used, not %s", event.number, other, branch)

@@ -3,8 +3,9 @@
 `decide` applies `final_verdict` (a reviewer approval never replaces a failed mandatory gate) and
 either approves, starts a fix round (a new checklist item carrying the failed gates and findings),
 or stops: a broken test environment, no progress (`no_progress`: findings judged by identity,
-not wording), or the rounds used up. `deliver` pushes `forgebot/<issue>-<slug>`, finds or opens the change (idempotent)
-with its description (what changed, the checks, the review) and links it from the issue.
+not wording), or the rounds used up. `deliver` pushes `<prefix><issue>-<slug>` (`forgebot/` unless the
+operator sets another), finds or opens the change (idempotent) with its description (what changed,
+the checks, the review) and links it from the issue.
 """
 
 from __future__ import annotations
@@ -34,9 +35,15 @@ from graph.schemas import ChecklistItem, Finding, GateResult, Plan, Review, fina
 from graph.state import ChangeRecord, FindingDump, TaskState
 
 
-def branch_name(number: int, title: str) -> str:
+def branch_name(number: int, title: str, prefix: str = "forgebot/") -> str:
+    """`<prefix><issue>-<slug>`: the prefix is the operator's (`workspace.branch_prefix`), the rest the issue's."""
     slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40].strip("-") or "change"
-    return f"forgebot/{number}-{slug}"
+    return f"{prefix}{number}-{slug}"
+
+
+def is_bot_branch(branch: str, prefix: str) -> bool:
+    """Whether `branch` has the form of the bot's own (`<prefix><issue>-…`): the only branches it replaces."""
+    return re.match(re.escape(prefix) + r"[0-9]+-", branch) is not None
 
 
 def change_reference(repo: RepoRef, number: int) -> str:
@@ -185,9 +192,10 @@ async def _push(state: TaskState, runtime: Runtime[Deps], *, unfinished: bool = 
     """
     settings, forge = runtime.context.settings, runtime.context.forge
     repo = RepoRef.model_validate(state["repo"])
-    branch = state.get("branch") or branch_name(state["number"], state.get("title", ""))
-    if not branch.startswith("forgebot/"):
-        raise ValueError(f"refusing to push {branch!r}: the bot only replaces its own forgebot/ branches")
+    prefix = settings.workspace.branch_prefix
+    branch = state.get("branch") or branch_name(state["number"], state.get("title", ""), prefix)
+    if not is_bot_branch(branch, prefix):
+        raise ValueError(f"refusing to push {branch!r}: the bot only replaces its own {prefix}<issue>- branches")
     if repo.forge == "local" or not repo.clone_url:  # `forgebot run` delivers its branch itself (bot.worker.local)
         return branch, ""
     await ensure_disclosable(forge, IssueRef(repo=repo, number=state["number"]))  # made confidential meanwhile?

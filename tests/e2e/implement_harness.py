@@ -102,8 +102,8 @@ def labelled(sample_body: dict[str, Any], url: str) -> bytes:
     return pointed_at(json.dumps(sample_body).encode(), url)
 
 
-def expected_branch(number: int, title: str) -> str:
-    return branch_name(number, title)
+def expected_branch(number: int, title: str, prefix: str = "forgebot/") -> str:
+    return branch_name(number, title, prefix)
 
 
 def the_change(fake_forge: FakeForgeState, forge: str, project: str) -> FakeChange:

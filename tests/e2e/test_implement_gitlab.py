@@ -354,3 +354,22 @@ async def test_a_commit_message_rule_is_met_by_the_repositorys_template(
     assert await h.task_states(settings) == [("done", "delivered")]
     assert served.branch_log(BRANCH)[0] == "feat: Add multiply with its test (#23)"
     assert h.the_change(fake_forge, "gitlab", "1").title == "feat: New API: create/update/delete file (#23)"
+
+
+async def test_a_branch_name_rule_is_met_by_the_operators_prefix(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    """A push rule on branch names (`feature/…` here) refused every `forgebot/` branch, whatever was set."""
+    _setup(settings, redis_url, fake_forge)
+    settings.workspace.branch_prefix = "feature/forgebot-"
+    hook = served.origin / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nwhile read old new ref; do\n  case \"$ref\" in refs/heads/feature/*) ;; *)\n"
+                    "    echo \"GitLab: Branch name does not follow the pattern '^feature/'\" >&2; exit 1;; esac\n"
+                    "done\n")
+    hook.chmod(0o755)
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("done", "delivered")]
+    branch = h.expected_branch(23, SAMPLE["object_attributes"]["title"], "feature/forgebot-")
+    assert branch.startswith("feature/forgebot-23-")
+    h.assert_delivered(h.the_change(fake_forge, "gitlab", "1"), branch, served)
