@@ -29,8 +29,8 @@ class HttpProxy:
         except ValueError:
             port = None
         if parts.scheme != "http" or not parts.hostname or port is None or parts.path not in ("", "/"):
-            raise ValueError(f"an install proxy must be http://[user:password@]host:port, not "
-                             f"{parts.scheme or 'no scheme'}://{parts.hostname or ''}…")
+            raise ValueError("an install proxy must be http://HOST:PORT (with USER:PASSWORD@ before the host when "
+                             f"it asks for them), not {parts.scheme or 'no scheme'}://{parts.hostname or ''}…")
         authorization = ""
         if parts.username is not None:
             pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()

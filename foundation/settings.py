@@ -92,9 +92,12 @@ class GitLabSettings(BaseModel):
 
 
 def _install_proxy(value: SecretStr | None) -> SecretStr | None:
-    """`direct`, or an `http://[user:password@]host:port` URL (`foundation.proxy`)."""
+    """An `http://HOST:PORT` URL (`foundation.proxy`), or `direct`, kept as the empty secret: a value
+    that is no secret must not be one, or every "direct" in a log line would be redacted."""
     value = _blank_is_unset(value)
-    if value is not None and value.get_secret_value().strip() != "direct":
+    if value is not None and value.get_secret_value().strip() == "direct":
+        return SecretStr("")
+    if value is not None:
         HttpProxy.parse(value.get_secret_value())
     return value
 

@@ -108,7 +108,7 @@ def install_proxy(settings: Settings) -> SecretStr | None:
     if chosen is None:
         found = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy") or ""
         return SecretStr(found) if found.strip() else None
-    return None if chosen.get_secret_value().strip() == "direct" else chosen
+    return chosen if chosen.get_secret_value() else None  # `direct` is read as the empty value
 
 
 def sandbox_policy(settings: Settings, config: RepoConfig) -> SandboxPolicy:

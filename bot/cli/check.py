@@ -48,11 +48,11 @@ class CheckAnswer(BaseModel):
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("check", help="verify Redis, the store, the forges, the model, the embedder and the "
-                            "check sandbox")
+    parser = sub.add_parser("check", help="verify Redis, the store, the forges, the model, the embedder, the "
+                            "check sandbox and the installs' way out")
     parser.add_argument("--skip", action="append", default=[], choices=["settings", "missing", "redis", "store",
                                                                          "gitlab", "github", "model", "embedder",
-                                                                         "sandbox"],
+                                                                         "sandbox", "install"],
                         help="leave out one check (repeatable)")
     parser.set_defaults(handler=_handler)
 
@@ -72,6 +72,7 @@ async def run_checks(settings: Settings, skip: frozenset[str] = frozenset()) -> 
     checks: list[tuple[str, Callable[[Settings], Awaitable[Line | list[Line]]]]] = [
         ("settings", _variables), ("missing", _missing), ("redis", _redis), ("store", _store), ("gitlab", _gitlab),
         ("github", _github), ("model", _model), ("embedder", _embedder), ("sandbox", _sandbox),
+        ("install", _install),
     ]
     secrets = secrets_of(settings)
     lines = []
@@ -272,6 +273,27 @@ async def _embedder(settings: Settings) -> Line:
     except Exception as exc:
         return Line("embedder", "FAIL", f"{type(exc).__name__}: {exc}")
     return Line("embedder", "ok", f"{embedder.model_id}: {rows.shape[1]} dimensions")
+
+
+async def _install(settings: Settings) -> Line:
+    """How an install that asks for network leaves this machine (never the proxy's password): a worker's
+    HTTPS_PROXY that is no http:// proxy leaves every install without network, and fails the line."""
+    from foundation.proxy import HttpProxy
+    from project.checks import install_proxy
+
+    if not settings.sandbox.install_network:
+        return Line("install", "ok", "installs get no network (FORGEBOT_SANDBOX__INSTALL_NETWORK=false)")
+    chosen = install_proxy(settings)
+    if chosen is None:
+        return Line("install", "ok", "installs that ask for network connect directly")
+    told = "FORGEBOT_SANDBOX__INSTALL_PROXY" if settings.sandbox.install_proxy is not None else "HTTPS_PROXY"
+    try:
+        proxy = HttpProxy.parse(chosen.get_secret_value())
+    except ValueError as exc:
+        return Line("install", "FAIL", f"installs get no network: {told} is unusable ({exc}); set "
+                    "FORGEBOT_SANDBOX__INSTALL_PROXY to an http:// proxy, or to `direct`")
+    return Line("install", "ok", f"installs that ask for network leave through the proxy {proxy.host}:{proxy.port} "
+                f"({told})")
 
 
 async def _sandbox(settings: Settings) -> Line:

@@ -40,7 +40,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "run a task set and write a fingerprinted report; `eval compare A B` compares two reports"),
     "tasks": ("bot.cli.tasks_cli", "list tasks: state, mode, duration, tokens, cost, link"),
     "hooks": ("bot.cli.hooks_cli", "each allowed project's webhook URL and secret (--register: save them)"),
-    "check": ("bot.cli.check", "verify Redis, the store, the forges, the model, the embedder and the check sandbox"),
+    "check": ("bot.cli.check", "verify Redis, the store, the forges, the model, the embedder, the check sandbox and "
+                              "the installs' way out"),
 }
 
 

@@ -128,6 +128,28 @@ def test_the_sandbox_line_says_what_checks_get_here(tmp_path: Path) -> None:
         assert "process limit enforced" in detail
 
 
+def test_the_install_line_says_which_way_an_install_leaves(tmp_path: Path) -> None:
+    """Behind a corporate proxy the worker's HTTPS_PROXY is the installs' way out: the line names it (never
+    its password); one that is no http:// proxy leaves every install without network, and fails the line."""
+    only = [arg for name in (*ONLY_SANDBOX[1::2], "sandbox") for arg in ("--skip", name)]
+    env = {"FORGEBOT_DATA_DIR": str(tmp_path / "data"), "https_proxy": ""}
+    direct = forgebot("check", *only, cwd=tmp_path, HTTPS_PROXY="", **env)
+    assert direct.code == 0 and _row(direct, "install") == ("ok", "installs that ask for network connect directly")
+    proxied = forgebot("check", *only, cwd=tmp_path, HTTPS_PROXY="http://bot:hunter2@proxy.corp:3128", **env)
+    assert _row(proxied, "install") == (
+        "ok", "installs that ask for network leave through the proxy proxy.corp:3128 (HTTPS_PROXY)")
+    assert "hunter2" not in proxied.text
+    socks = forgebot("check", *only, cwd=tmp_path, HTTPS_PROXY="socks5h://bot:hunter2@proxy.corp:1080", **env)
+    assert socks.code == 1 and "hunter2" not in socks.text
+    assert _row(socks, "install") == (
+        "FAIL", "installs get no network: HTTPS_PROXY is unusable (an install proxy must be http://HOST:PORT "
+                "(with USER:PASSWORD@ before the host when it asks for them), not socks5h://proxy.corp…); set "
+                "FORGEBOT_SANDBOX__INSTALL_PROXY to an http:// proxy, or to `direct`")
+    turned_off = forgebot("check", *only, cwd=tmp_path, HTTPS_PROXY="socks5h://proxy.corp:1080",
+                          FORGEBOT_SANDBOX__INSTALL_PROXY="direct", **env)
+    assert _row(turned_off, "install") == ("ok", "installs that ask for network connect directly")
+
+
 def test_a_model_that_never_answers_is_one_try_said_while_waited_on(tmp_path: Path) -> None:
     """An endpoint that takes the connection and never answers: the check waited three tries of the
     timeout in silence (six minutes by default) and said "the model model call failed". It now tries once,
@@ -188,8 +210,9 @@ def test_an_install_proxy_that_is_no_http_proxy_names_the_setting_and_never_its_
     seen = forgebot("check", *ONLY_FORGES, cwd=tmp_path, FORGEBOT_DATA_DIR=str(tmp_path / "data"),
                     FORGEBOT_SANDBOX__INSTALL_PROXY="socks5://bot:hunter2@proxy.example.com:1080")
     assert seen.code == 2 and "Traceback" not in seen.text
-    assert seen.err == ["forgebot: FORGEBOT_SANDBOX__INSTALL_PROXY: an install proxy must be "
-                        "http://[user:password@]host:port, not socks5://proxy.example.com…"], seen.err
+    assert seen.err == ["forgebot: FORGEBOT_SANDBOX__INSTALL_PROXY: an install proxy must be http://HOST:PORT (with "
+                        "USER:PASSWORD@ before the host when it asks for them), not socks5://proxy.example.com…"], \
+        seen.err
     assert "hunter2" not in seen.text
 
 
