@@ -194,10 +194,10 @@ async def _push(state: TaskState, runtime: Runtime[Deps], *, unfinished: bool = 
     repo = RepoRef.model_validate(state["repo"])
     prefix = settings.workspace.branch_prefix
     branch = state.get("branch") or branch_name(state["number"], state.get("title", ""), prefix)
-    if not is_bot_branch(branch, prefix):
-        raise ValueError(f"refusing to push {branch!r}: the bot only replaces its own {prefix}<issue>- branches")
     if repo.forge == "local" or not repo.clone_url:  # `forgebot run` delivers its branch itself (bot.worker.local)
         return branch, ""
+    if not is_bot_branch(branch, prefix):
+        raise ValueError(f"refusing to push {branch!r}: the bot only replaces its own {prefix}<issue>- branches")
     await ensure_disclosable(forge, IssueRef(repo=repo, number=state["number"]))  # made confidential meanwhile?
     spaces, auth = Workspaces.for_settings(settings), await forge.git_credentials()
     key, base = repo_key(repo.forge, repo.project), f"refs/remotes/origin/{repo.default_branch}"
