@@ -36,7 +36,7 @@ def disclosable(issue: Issue, repo: RepoRef) -> bool:
 async def ensure_disclosable(forge: Forge, ref: IssueRef) -> None:
     """Raise `Undisclosable` when `ref` is confidential in a project that is not private (as the forge
     says now); a project's visibility is asked only for a confidential issue."""
-    if ref.repo.forge == "local":
+    if ref.repo.forge != "gitlab":  # GitHub has no confidential issues; `forgebot run` no forge
         return
     issue = await forge.get_issue(ref)
     if not issue.confidential:
