@@ -12,8 +12,8 @@ DNS — has no route at all. An operator may name hosts (an internal package mir
 to private addresses (`private_hosts`); loopback, link-local and unspecified addresses stay refused
 even for those.
 
-Behind a mandatory corporate proxy (`foundation.proxy.HttpProxy`, the operator's `http://[user:password@]host:port`),
-a tunnel to any other host is asked of that proxy, by name: its allow-lists name hosts, and it may
+Behind a mandatory corporate proxy (`foundation.proxy.HttpProxy`, the operator's `http://HOST:PORT`), a
+tunnel to any other host is asked of that proxy, by name: its allow-lists name hosts, and it may
 be the only one that resolves names outside. The worker still refuses what it can tell is internal:
 an address that is not public, and a name this machine resolves to one (any of its addresses: the
 proxy resolves it again, so no address can be pinned). A name this machine cannot resolve is the
@@ -167,7 +167,8 @@ class Egress:
         try:
             upstream = socket.create_connection((proxy.host, proxy.port), _CONNECT_SECONDS)
         except OSError as exc:
-            return None, self._refuse(f"{name} (the install proxy {proxy.host}:{proxy.port} did not answer)",
+            # the proxy's own address stays out of what the install's failure (a merge request's gate) says
+            return None, self._refuse(f"{name} (the install proxy did not answer)",
                                       f"502 cannot connect to the install proxy: {exc.strerror or exc}"), b""
         try:
             upstream.sendall(proxy.request(host, port))

@@ -35,7 +35,7 @@ from graph.schemas import ChecklistItem, Finding, GateResult, Plan, Review, fina
 from graph.state import ChangeRecord, FindingDump, TaskState
 
 
-def branch_name(number: int, title: str, prefix: str = "forgebot/") -> str:
+def branch_name(number: int, title: str, prefix: str) -> str:
     """`<prefix><issue>-<slug>`: the prefix is the operator's (`workspace.branch_prefix`), the rest the issue's."""
     slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40].strip("-") or "change"
     return f"{prefix}{number}-{slug}"
