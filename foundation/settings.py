@@ -324,8 +324,8 @@ class WorkspaceSettings(BaseModel):
     branch_prefix: str = Field(
         default="forgebot/", min_length=2, max_length=60,
         description="what the bot's branches start with (`<prefix><issue>-<slug>`), e.g. `feature/forgebot-` "
-        "where a push rule names branches; the bot replaces only branches that start with it, so no person's "
-        "branch may",
+        "where a push rule names branches; the bot replaces only branches of that form, so pick a prefix no "
+        "person's branch starts with",
     )
     author_name: str = Field(default="forgebot", description="git author and committer name of the bot's commits")
     author_email: str = Field(
