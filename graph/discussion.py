@@ -9,6 +9,11 @@ does not change the task, and a resumed run does not read the issue again.
 A GitLab internal note is left out too, whoever wrote it: only members (Reporter and up) read it,
 while what the task writes from its snapshot (an analysis, a plan, a merge request's criteria) is
 read by everyone who sees the issue or the project. It is named in `withheld`, without its text.
+
+A long-running issue's thread can outgrow the model's context window (forty comments of logs fill a
+local model's 8,000 tokens): the snapshot keeps the newest comments that fit half of the window's
+prompt (`fitted`), the rest of the request being the roles' own, and names how many earlier ones it
+left out. Before, the decomposer's first request stopped the task as "window too small".
 """
 
 from __future__ import annotations
@@ -17,12 +22,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from foundation.forge import AccessLevel, ChangeRef, Forge, ForgeUser, IssueRef
+from graph.runtime.budget import estimate_tokens
 
 REQUIRED = AccessLevel.DEVELOPER
 WITHHELD_QUESTION = (
     "This issue was written by someone without write access to the repository, so I do not use its "
     "text. Could a project member restate the task in a reply?"
 )
+
+
+def fitted(discussion: list[dict[str, Any]], tokens: int) -> tuple[list[dict[str, Any]], int]:
+    """The newest comments whose text fits `tokens`, in their order, and how many earlier ones are left out."""
+    kept: list[dict[str, Any]] = []
+    used = 0
+    for comment in reversed(discussion):
+        used += estimate_tokens(f"@{comment['author']}: {comment['body']}\n")
+        if used > tokens:
+            break
+        kept.append(comment)
+    return kept[::-1], len(discussion) - len(kept)
 
 
 @dataclass
@@ -57,8 +75,9 @@ async def is_member(forge: Forge, ref: IssueRef | ChangeRef, author: str, author
     return await _Access(forge, ref).member(author, author_id)
 
 
-async def take_snapshot(forge: Forge, ref: IssueRef, title: str, body: str) -> Snapshot:
-    """Read the issue's comments and keep the text only of authors with write access.
+async def take_snapshot(forge: Forge, ref: IssueRef, title: str, body: str, tokens: int) -> Snapshot:
+    """Read the issue's comments and keep the text only of authors with write access, the newest that
+    fit `tokens` (`fitted`).
 
     `title` and `body` are the ones the trigger carried (the issue as the user saw it then).
     """
@@ -78,4 +97,8 @@ async def take_snapshot(forge: Forge, ref: IssueRef, title: str, body: str) -> S
             snapshot.discussion.append({"author": comment.author, "body": comment.body})
         else:
             snapshot.withheld.append(f"comment {comment.ref.id}: @{comment.author} has no write access")
+    snapshot.discussion, left = fitted(snapshot.discussion, tokens)
+    if left:
+        snapshot.withheld.append(f"the {left} earliest comment(s) by members: the model's context window "
+                                 "holds only the newest")
     return snapshot

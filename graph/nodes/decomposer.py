@@ -23,6 +23,7 @@ from graph.deps import Deps
 from graph.discussion import WITHHELD_QUESTION, take_snapshot
 from graph.nodes.review_intake import list_items
 from graph.runtime.roles import RoleRun
+from graph.runtime.window import Window
 from graph.schemas import Decomposition, settle_decomposition
 from graph.state import TaskState
 from graph.structured import StructuredOutputError
@@ -35,7 +36,8 @@ async def _snapshot(state: TaskState, deps: Deps) -> dict[str, Any]:
     if state["forge"] == "local":  # `forgebot run`: the text was typed by the person running it
         return {"discussion": [], "withheld": []}
     ref = IssueRef(repo=RepoRef.model_validate(state["repo"]), number=state["number"])
-    snapshot = await take_snapshot(deps.forge, ref, state["title"], state["body"])
+    room = Window.of(deps.settings.llm).prompt // 2  # the discussion's share: the roles' own text is the rest
+    snapshot = await take_snapshot(deps.forge, ref, state["title"], state["body"], room)
     return snapshot.state()
 
 
