@@ -12,8 +12,8 @@ read by everyone who sees the issue or the project. It is named in `withheld`, w
 
 A long-running issue's thread can outgrow the model's context window (forty comments of logs fill a
 local model's 8,000 tokens): the snapshot keeps the newest comments that fit half of the window's
-prompt (`fitted`), the rest of the request being the roles' own, and names how many earlier ones it
-left out. Before, the decomposer's first request stopped the task as "window too small".
+prompt (`fitted`, which cuts the first that does not fit), the rest of the request being the roles'
+own, and names how many earlier ones it left out. Before, the decomposer's first request stopped the task as "window too small".
 """
 
 from __future__ import annotations
@@ -31,16 +31,37 @@ WITHHELD_QUESTION = (
 )
 
 
+MIN_CUT_TOKENS = 200  # room below which a comment that does not fit is left out rather than cut
+
+
 def fitted(discussion: list[dict[str, Any]], tokens: int) -> tuple[list[dict[str, Any]], int]:
-    """The newest comments whose text fits `tokens`, in their order, and how many earlier ones are left out."""
+    """The newest comments whose text fits `tokens`, in their order, and how many earlier ones are left out.
+
+    The first comment (from the newest) that does not fit is cut to the room left, its beginning and its
+    end kept (a pasted log's last lines are its error): a giant newest comment would otherwise leave
+    out the whole thread, itself included."""
     kept: list[dict[str, Any]] = []
-    used = 0
+    room = tokens
     for comment in reversed(discussion):
-        used += estimate_tokens(f"@{comment['author']}: {comment['body']}\n")
-        if used > tokens:
-            break
-        kept.append(comment)
+        size = estimate_tokens(f"@{comment['author']}: {comment['body']}\n")
+        if size <= room:
+            kept.append(comment)
+            room -= size
+            continue
+        if room >= MIN_CUT_TOKENS:
+            kept.append({**comment, "body": _cut(comment["body"], room - estimate_tokens(comment["author"]) - 40)})
+        break
     return kept[::-1], len(discussion) - len(kept)
+
+
+def _cut(text: str, tokens: int) -> str:
+    """`text` within `tokens` (3 UTF-8 bytes each): its beginning and its end, and how much is gone between."""
+    half = max(0, tokens * 3 // 2 - 60)
+    data = text.encode("utf-8")
+    head = data[:half].decode("utf-8", "ignore")
+    tail = data[-half:].decode("utf-8", "ignore") if half else ""
+    gone = len(data) - len(head.encode("utf-8")) - len(tail.encode("utf-8"))
+    return f"{head}\n[… {gone} bytes cut to fit the model's context window …]\n{tail}"
 
 
 @dataclass

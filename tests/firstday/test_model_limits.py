@@ -368,3 +368,30 @@ async def test_a_long_issue_thread_keeps_its_newest_comments_within_an_8k_window
     left = 60 - len(set(re.findall(r"Comment (\d\d):", asked)))
     (report,) = [c.body for c in fake_forge.comments_on("gitlab", "1", 23) if "### Analysis" in c.body]
     assert f"the {left} earliest comment(s) by members: the model's context window holds only the newest" in report
+
+
+async def test_a_giant_newest_comment_is_cut_to_the_window_keeping_its_end(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin_url: str, server: ModelServer  # noqa: F811
+) -> None:
+    """The newest comment is a whole pasted log (about 30,000 tokens): alone it outgrows the window, and
+    keeping only what fits whole would leave out the thread, itself included. It is cut to the room left,
+    its beginning and its end kept (where a log's error is)."""
+    label = _issue(settings, redis_url, fake_forge, origin_url, "The calculator cannot subtract.")
+    fake_forge.add_thread(("gitlab", "1", "issue", 23), "It fails on negative numbers.", author="dev")
+    log = "".join(f"[10:{n % 60:02d}] step {n}: ok\n" for n in range(4000)) + "FATAL: subtract(5, 3) returned 8\n"
+    fake_forge.add_thread(("gitlab", "1", "issue", 23), f"Full log:\n{log}", author="dev")
+    server.responder = _by_schema({
+        "Decomposition": {"criteria": [{"id": 1, "text": "subtract(5, 3) returns 2"}], "questions": []},
+        "Analysis": {"summary": "subtract() goes beside add() in src/Calculator.php."},
+    })
+    settings.llm = llm_settings(server, context_window_tokens=WINDOW)
+    assert await post(settings, "gitlab", *label) == 202
+    await run_worker(settings)
+    assert await task_states(settings) == [("done", "reported")]
+    for request in server.requests:
+        assert wire_tokens(request) + cap_of(request) <= WINDOW
+    decomposer = next(r for r in server.requests
+                      if (r.body.get("response_format") or {}).get("json_schema", {}).get("name") == "Decomposition")
+    asked = json.dumps(decomposer.messages)
+    assert "Full log:" in asked and "FATAL: subtract(5, 3) returned 8" in asked
+    assert "bytes cut to fit the model's context window" in asked
