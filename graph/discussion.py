@@ -13,7 +13,8 @@ read by everyone who sees the issue or the project. It is named in `withheld`, w
 A long-running issue's thread can outgrow the model's context window (forty comments of logs fill a
 local model's 8,000 tokens): the snapshot keeps the newest comments that fit half of the window's
 prompt (`fitted`, which cuts the first that does not fit), the rest of the request being the roles'
-own, and names how many earlier ones it left out. Before, the decomposer's first request stopped the task as "window too small".
+own, and names how many earlier ones it left out. Before, the decomposer's first request stopped the
+task as "window too small".
 """
 
 from __future__ import annotations
