@@ -340,17 +340,9 @@ def test_an_analysis_still_in_prose_after_its_repair_turn_fails_saying_so(tmp_pa
     assert invalid["role"] == "analyzer" and invalid["repaired"] is True and invalid["settled"] is False
 
 
-async def test_a_long_issue_thread_keeps_its_newest_comments_within_an_8k_window(
-    settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin_url: str, server: ModelServer  # noqa: F811
-) -> None:
-    """A long-running issue: sixty members' comments with pasted logs, about 18,000 tokens. The decomposer's
-    first request outgrew an 8k window and the task stopped as "window too small". The newest comments
-    that fit reach the model, every request fits its window, and the report says how many were left out."""
-    label = _issue(settings, redis_url, fake_forge, origin_url, "The calculator cannot subtract.")
-    for i in range(60):
-        log = "".join(f"[2026-12-0{i % 9 + 1} 10:{n:02d}] worker {n}: subtraction failed, retrying\n"
-                      for n in range(12))
-        fake_forge.add_thread(("gitlab", "1", "issue", 23), f"Comment {i:02d}: seen again.\n{log}", author="dev")
+async def _decomposed_within_the_window(settings: Settings, server: ModelServer,
+                                       label: tuple[bytes, dict[str, str]]) -> str:
+    """Analyze the labelled issue with an 8k window, every request within it; what the decomposer read."""
     server.responder = _by_schema({
         "Decomposition": {"criteria": [{"id": 1, "text": "subtract(5, 3) returns 2"}], "questions": []},
         "Analysis": {"summary": "subtract() goes beside add() in src/Calculator.php."},
@@ -363,7 +355,21 @@ async def test_a_long_issue_thread_keeps_its_newest_comments_within_an_8k_window
         assert wire_tokens(request) + cap_of(request) <= WINDOW
     decomposer = next(r for r in server.requests
                       if (r.body.get("response_format") or {}).get("json_schema", {}).get("name") == "Decomposition")
-    asked = json.dumps(decomposer.messages)
+    return json.dumps(decomposer.messages)
+
+
+async def test_a_long_issue_thread_keeps_its_newest_comments_within_an_8k_window(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin_url: str, server: ModelServer  # noqa: F811
+) -> None:
+    """A long-running issue: sixty members' comments with pasted logs, about 18,000 tokens. The decomposer's
+    first request outgrew an 8k window and the task stopped as "window too small". The newest comments
+    that fit reach the model, every request fits its window, and the report says how many were left out."""
+    label = _issue(settings, redis_url, fake_forge, origin_url, "The calculator cannot subtract.")
+    for i in range(60):
+        log = "".join(f"[2026-12-0{i % 9 + 1} 10:{n:02d}] worker {n}: subtraction failed, retrying\n"
+                      for n in range(12))
+        fake_forge.add_thread(("gitlab", "1", "issue", 23), f"Comment {i:02d}: seen again.\n{log}", author="dev")
+    asked = await _decomposed_within_the_window(settings, server, label)
     assert "Comment 59:" in asked and "Comment 00:" not in asked
     left = 60 - len(set(re.findall(r"Comment (\d\d):", asked)))
     (report,) = [c.body for c in fake_forge.comments_on("gitlab", "1", 23) if "### Analysis" in c.body]
@@ -380,18 +386,6 @@ async def test_a_giant_newest_comment_is_cut_to_the_window_keeping_its_end(
     fake_forge.add_thread(("gitlab", "1", "issue", 23), "It fails on negative numbers.", author="dev")
     log = "".join(f"[10:{n % 60:02d}] step {n}: ok\n" for n in range(4000)) + "FATAL: subtract(5, 3) returned 8\n"
     fake_forge.add_thread(("gitlab", "1", "issue", 23), f"Full log:\n{log}", author="dev")
-    server.responder = _by_schema({
-        "Decomposition": {"criteria": [{"id": 1, "text": "subtract(5, 3) returns 2"}], "questions": []},
-        "Analysis": {"summary": "subtract() goes beside add() in src/Calculator.php."},
-    })
-    settings.llm = llm_settings(server, context_window_tokens=WINDOW)
-    assert await post(settings, "gitlab", *label) == 202
-    await run_worker(settings)
-    assert await task_states(settings) == [("done", "reported")]
-    for request in server.requests:
-        assert wire_tokens(request) + cap_of(request) <= WINDOW
-    decomposer = next(r for r in server.requests
-                      if (r.body.get("response_format") or {}).get("json_schema", {}).get("name") == "Decomposition")
-    asked = json.dumps(decomposer.messages)
+    asked = await _decomposed_within_the_window(settings, server, label)
     assert "Full log:" in asked and "FATAL: subtract(5, 3) returned 8" in asked
     assert "bytes cut to fit the model's context window" in asked
