@@ -277,21 +277,18 @@ class Workspaces:
         return tip, sum(1 for author in authors if author.lower() != email.lower())
 
     async def push(self, worktree: Path, url: str, branch: str, auth: GitCredentials | None = None,
-                   *, force: bool = False, lease: str | None = None) -> None:
+                   *, lease: str | None = None) -> None:
         """Push HEAD to `branch` at `url`, the token passed for this command only.
 
-        `force` replaces the branch (the bot's own `forgebot/...` branch after a reset or a new task).
-        `lease` replaces it only while it still names that commit ("": only while there is no such
+        Without `lease`, only a fast-forward. With it, the bot's own branch is replaced (after a reset or
+        by a new task), but only while it still names that commit ("": only while there is no such
         branch), so a push by someone else since it was read is refused, not overwritten.
         """
         await self._run(["check-ref-format", "--branch", branch])
         _not_an_option(url, "url")
         auth = self._credentials_for(url, auth)
-        if lease is not None:
-            options = [f"--force-with-lease=refs/heads/{branch}:{lease}"]
-            refspec = f"HEAD:refs/heads/{branch}"
-        else:
-            options, refspec = [], f"{'+' if force else ''}HEAD:refs/heads/{branch}"
+        options = [f"--force-with-lease=refs/heads/{branch}:{lease}"] if lease is not None else []
+        refspec = f"HEAD:refs/heads/{branch}"
         try:
             await self._run(["push", "--quiet", "--no-verify", *options, url, refspec], cwd=worktree, auth=auth)
         except GitError as exc:

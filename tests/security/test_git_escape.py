@@ -109,7 +109,7 @@ def bot_calls(setup: Setup, root: Path, base: str) -> dict[str, Callable[[], obj
 async def workspace_calls(setup: Setup, root: Path) -> None:
     assert await setup.ws.is_clean(root) in (True, False)
     await setup.ws.commit(root, "workspace commit")
-    await setup.ws.push(root, str(setup.origin), "forgebot/1-x", force=True)
+    await setup.ws.push(root, str(setup.origin), "forgebot/1-x", lease="")
     await setup.ws.mirror("gitlab-1", str(setup.origin))
     await setup.ws.read_file("gitlab-1", "origin/main", ".forgebot.yml")
 
