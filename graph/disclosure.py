@@ -38,7 +38,7 @@ async def ensure_disclosable(forge: Forge, ref: IssueRef) -> None:
     says now); a project's visibility is asked only for a confidential issue."""
     if ref.repo.forge != "gitlab":  # GitHub has no confidential issues; `forgebot run` no forge
         return
-    issue = await forge.get_issue(ref)
+    issue = await forge.get_issue(ref, comments=False)
     if not issue.confidential:
         return
     repo = await forge.resolve_repo(ref.repo.id or ref.repo.project)

@@ -111,7 +111,7 @@ class GitHubForge(SdkAdapter):
 
     # --- conversations -------------------------------------------------------------------------
 
-    async def get_issue(self, ref: IssueRef) -> Issue:
+    async def get_issue(self, ref: IssueRef, *, comments: bool = True) -> Issue:
         def fetch() -> Issue:
             issue = self._repo(ref.repo).get_issue(ref.number)
             return Issue(
@@ -124,7 +124,7 @@ class GitHubForge(SdkAdapter):
             )
 
         issue = await self._read(fetch)
-        return issue.model_copy(update={"comments": tuple(await self.list_comments(ref))})
+        return issue.model_copy(update={"comments": tuple(await self.list_comments(ref))}) if comments else issue
 
     async def list_closed(
         self, repo: RepoRef, kind: Literal["issue", "change"], since: str, limit: int

@@ -141,7 +141,7 @@ class GitLabForge(SdkAdapter):
 
     # --- conversations -------------------------------------------------------------------------
 
-    async def get_issue(self, ref: IssueRef) -> Issue:
+    async def get_issue(self, ref: IssueRef, *, comments: bool = True) -> Issue:
         issue = await self._read(lambda: self._project(ref.repo).issues.get(ref.number))
         return Issue(
             ref=ref,
@@ -150,7 +150,7 @@ class GitLabForge(SdkAdapter):
             labels=tuple(str(label) for label in issue.labels),
             author=str(issue.author["username"]),
             author_id=int(issue.author.get("id") or 0),
-            comments=tuple(await self.list_comments(ref)),
+            comments=tuple(await self.list_comments(ref)) if comments else (),
             confidential=bool(issue.attributes.get("confidential")),
         )
 

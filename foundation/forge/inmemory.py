@@ -113,12 +113,13 @@ class MemoryForge:
     def _find(self, target: Target, marker: Marker) -> CommentRef | None:
         return marked(self.posted.get(target, []), marker, self.bot)
 
-    async def get_issue(self, ref: IssueRef) -> Issue:
+    async def get_issue(self, ref: IssueRef, *, comments: bool = True) -> Issue:
         if ref not in self.issues:
             if not self.strict:  # an unseeded issue: no text, no known author (so nothing trusted)
                 return Issue(ref=ref, title="", body="", comments=tuple(self.posted.get(ref, [])))
             raise ForgeNotFound(f"issue {ref.number}")
-        return self.issues[ref].model_copy(update={"comments": tuple(await self.list_comments(ref))})
+        listed = tuple(await self.list_comments(ref)) if comments else ()
+        return self.issues[ref].model_copy(update={"comments": listed})
 
     async def list_closed(
         self, repo: RepoRef, kind: Literal["issue", "change"], since: str, limit: int

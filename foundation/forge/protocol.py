@@ -49,8 +49,9 @@ class Conversations(Protocol):
         """Who the bot is here (learned at start-up): its own comments are the ones it authored."""
         ...
 
-    async def get_issue(self, ref: IssueRef) -> Issue:
-        """Read an issue's title, body, labels, author and comments (with their thread ids)."""
+    async def get_issue(self, ref: IssueRef, *, comments: bool = True) -> Issue:
+        """Read an issue's title, body, labels, author and, unless `comments` is False (its flags or
+        description are all the caller reads: no listing of every note), comments with their thread ids."""
         ...
 
     async def list_closed(

@@ -222,7 +222,7 @@ async def _criteria(
     texts, withheld = list_items(change.body), []
     for number in closed_issues(change.body):
         try:
-            issue = await deps.forge.get_issue(IssueRef(repo=ref.repo, number=number))
+            issue = await deps.forge.get_issue(IssueRef(repo=ref.repo, number=number), comments=False)
         except ForgeNotFound:
             continue
         if not disclosable(issue, ref.repo):  # its criteria would be quoted in this change's review

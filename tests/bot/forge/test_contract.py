@@ -38,6 +38,19 @@ async def test_get_issue_reads_fields_and_comments(backend: Backend) -> None:
     assert [(c.author, c.body) for c in issue.comments] == [("bob", "Which storage?")]
 
 
+async def test_an_issue_read_for_its_own_fields_lists_no_comment(backend: Backend) -> None:
+    """The confidentiality check and a review's closed issues read only the issue: listing every note of
+    a long thread twice a task was paid for nothing."""
+    ref = backend.seed_issue(3, title="Add a file API")
+    backend.seed_comment(ref, "Which storage?", author="bob")
+    issue = await backend.forge.get_issue(ref, comments=False)
+    assert issue.title == "Add a file API" and issue.comments == ()
+    if backend.state is not None:  # the HTTP adapters: no request for the thread at all
+        listed = [path for method, path, _ in backend.state.log if method == "GET" and path.endswith(
+            ("/issues/3/discussions", "/issues/3/notes", "/issues/3/comments"))]
+        assert listed == [], listed
+
+
 async def test_unknown_issue_is_not_found(backend: Backend) -> None:
     backend.seed_issue(3)
     with pytest.raises(ForgeNotFound):
