@@ -38,10 +38,11 @@ FROM ${PYTHON_IMAGE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
 # git: mirrors and worktrees; php-* + composer: the PHP profile (phpunit and phpcs are fallbacks
 # when a project has no vendor/bin copy); util-linux: unshare and nsenter for the check sandbox;
-# tini: PID 1 that forwards SIGTERM and reaps the check commands' orphans.
+# tini: PID 1 that forwards SIGTERM and reaps the check commands' orphans; openssh-client: ssh-keygen, which
+# signs the bot's commits when FORGEBOT_WORKSPACE__SIGNING_KEY is set.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      ca-certificates git tini util-linux unzip \
+      ca-certificates git tini util-linux unzip openssh-client \
       php-cli php-xml php-mbstring php-curl php-zip php-intl php-sqlite3 php-bcmath \
       composer phpunit php-codesniffer \
  && rm -rf /var/lib/apt/lists/*

@@ -445,9 +445,10 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def git(path: Path, *args: str, env: Mapping[str, str] = {}, timeout: float = DEFAULT_TIMEOUT) -> str:
+def git(path: Path, *args: str, env: Mapping[str, str] = {}, config: Mapping[str, str] = {},
+        timeout: float = DEFAULT_TIMEOUT) -> str:
     """stdout of `git <args>` on the repository at `path`; GitError unless it exits 0."""
-    done = run(args, Repo.at(path), env=env, timeout=timeout)
+    done = run(args, Repo.at(path), env=env, config=config, timeout=timeout)
     if done.returncode != 0:
         raise GitError(f"git {args[0]} failed ({done.returncode}): {done.stderr[-800:]}")
     return done.stdout

@@ -38,8 +38,9 @@ _PEM_KEY = re.compile(r"-----BEGIN ([A-Z ]*)PRIVATE KEY-----\n[A-Za-z0-9+/=\n:,\
 _ONE_LINE_PEM = re.compile(r"(-----BEGIN [A-Z ]+-----)\s*(.*?)\s*(-----END [A-Z ]+-----)", re.S)
 
 
-def pem_private_key(text: str) -> str:
-    """A GitHub App's private key as PEM text, from the forms it is pasted in on a first day.
+def pem_private_key(text: str, source: str = "the .pem file GitHub gave for the App") -> str:
+    """A private key as PEM text (a GitHub App's, the bot's SSH signing key), from the forms it is pasted
+    in on a first day; `source` names the file to use instead when it is none of them.
 
     The .pem file as GitHub gave it; its newlines written as `\\n` (an .env file, a Kubernetes secret
     made from a literal); its newlines turned into spaces (a one-line field); or base64 of the file.
@@ -61,7 +62,7 @@ def pem_private_key(text: str) -> str:
         text = "\n".join([one_line.group(1), *one_line.group(2).split(), one_line.group(3)])
     if not _PEM_KEY.search(text):
         raise ValueError("not a PEM private key (-----BEGIN … PRIVATE KEY----- … -----END … PRIVATE KEY-----): "
-                         "use the .pem file GitHub gave for the App, best mounted as a secret file")
+                         f"use {source}, best mounted as a secret file")
     return text
 
 
@@ -331,6 +332,11 @@ class WorkspaceSettings(BaseModel):
     author_email: str = Field(
         default="forgebot@users.noreply.invalid", description="git author and committer email of the bot's commits"
     )
+    signing_key: SecretStr | None = Field(
+        default=None, description="an SSH private key (OpenSSH text, no passphrase) the bot signs its commits with, "
+        "where a push rule or ruleset refuses unsigned commits; register its public key on the bot account as a "
+        "signing key (`forgebot check` prints it)",
+    )
     allowed_protocols: tuple[str, ...] = Field(
         default=("https",), description="git transports a clone or fetch may use (git's `protocol.<name>.allow`)"
     )
@@ -346,6 +352,13 @@ class WorkspaceSettings(BaseModel):
     @classmethod
     def _git_prefix(cls, value: str) -> str:
         return _branch_prefix(value)
+
+    @field_validator("signing_key")
+    @classmethod
+    def _signing_pem(cls, value: SecretStr | None) -> SecretStr | None:
+        value = _blank_is_unset(value)
+        source = "the private key file `ssh-keygen -t ed25519 -N ''` wrote"
+        return None if value is None else SecretStr(pem_private_key(value.get_secret_value(), source))
 
 
 class SandboxSettings(BaseModel):

@@ -212,7 +212,8 @@ def _git(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailure:
                            "let the bot's account push its branches: protected branches, push rules (the branch "
                            "name starts with FORGEBOT_WORKSPACE__BRANCH_PREFIX, `forgebot/` by default; the commits' "
                            "author is FORGEBOT_WORKSPACE__AUTHOR_EMAIL, their message the repository's "
-                           "`commit_message`), a GitHub App's Workflows permission or a token's `workflow` scope "
+                           "`commit_message`, their signature by FORGEBOT_WORKSPACE__SIGNING_KEY), a GitHub App's "
+                           "Workflows permission or a token's `workflow` scope "
                            "(the forge's reason is quoted)",
                            detail=_detail(exc, secrets))
     if isinstance(exc, WorkspaceFull):

@@ -6,7 +6,8 @@ is, a webhook secret is set — the receiver refuses unsigned deliveries), the m
 tiny tool call and one structured answer with the configured method; with `auto`, the method the
 endpoint accepted), the embedder, and the check sandbox (one command run as a repository's check
 would be: namespaces or why not, whether a root worker may run checks, whether the memory and
-process limits are held by the kernel or only sampled). The exit status is 1 when any line failed.
+process limits are held by the kernel or only sampled), how installs reach the network, and the key the
+commits are signed with. The exit status is 1 when any line failed.
 Details are redacted: a provider's error text may echo a key.
 """
 
@@ -72,7 +73,7 @@ async def run_checks(settings: Settings, skip: frozenset[str] = frozenset()) -> 
     checks: list[tuple[str, Callable[[Settings], Awaitable[Line | list[Line]]]]] = [
         ("settings", _variables), ("missing", _missing), ("redis", _redis), ("store", _store), ("gitlab", _gitlab),
         ("github", _github), ("model", _model), ("embedder", _embedder), ("sandbox", _sandbox),
-        ("install", _install),
+        ("install", _install), ("signing", _signing),
     ]
     secrets = secrets_of(settings)
     lines = []
@@ -294,6 +295,23 @@ async def _install(settings: Settings) -> Line:
                     "FORGEBOT_SANDBOX__INSTALL_PROXY to an http:// proxy, or to `direct`")
     return Line("install", "ok", f"installs that ask for network leave through the proxy {proxy.host}:{proxy.port} "
                 f"({told})")
+
+
+async def _signing(settings: Settings) -> Line:
+    """Whether the bot's commits are signed, by which key (its fingerprint and public line, what the operator
+    registers on the bot account); a key that cannot sign unattended fails the line before a push is refused."""
+    from foundation.signing import SigningError, public_key
+
+    key = settings.workspace.signing_key
+    if key is None:
+        return Line("signing", "skip", "FORGEBOT_WORKSPACE__SIGNING_KEY not set: commits are not signed")
+    try:
+        public, fingerprint = await asyncio.to_thread(public_key, key)
+    except SigningError as exc:
+        return Line("signing", "FAIL", f"commits cannot be signed: {exc}")
+    shown = public if len(public) <= 160 else "`ssh-keygen -y -f KEYFILE` prints it"
+    return Line("signing", "ok", f"commits are signed by {fingerprint} as {settings.workspace.author_email}; "
+                f"register its public key on the bot account as a signing key: {shown}")
 
 
 async def _sandbox(settings: Settings) -> Line:

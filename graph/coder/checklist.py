@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from foundation.gitrunner import git
+from foundation.signing import Committer
 from graph.coder import gitstate
 from graph.schemas import ChecklistItem, Plan
 from graph.state import Decision
@@ -38,7 +39,7 @@ class Checklist:
     plan: Plan
     base: str  # the commit the task started from
     lint: Lint
-    author: tuple[str, str]  # (name, email): the operator's `workspace.author_*`, which push rules may require
+    author: Committer  # the operator's `workspace.author_*` and signing key, which push rules may require
     step_commits: bool = True
     # a commit's first line from what it does: the repository's `commit_message` template
     subject: Callable[[str], str] = field(default=lambda title: title)

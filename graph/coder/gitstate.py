@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from foundation.gitrunner import GitError, git
+from foundation.signing import Committer, SigningError
 
 
 def snapshot(root: Path) -> str:
@@ -67,9 +68,9 @@ def drop_refused(root: Path, guard: Guard) -> list[tuple[str, str]]:
     return refused
 
 
-def commit_all(root: Path, message: str, author: tuple[str, str], guard: Guard | None = None,
+def commit_all(root: Path, message: str, committer: Committer, guard: Guard | None = None,
                refused: list[tuple[str, str]] | None = None) -> str | None:
-    """Commit every change as the bot; None when there was nothing to commit.
+    """Commit every change as the bot, signed when it has a signing key; None when there was nothing to commit.
 
     With `guard`, the staged set is checked path by path before the commit: refused paths are
     unstaged and restored (and appended to `refused`), never committed.
@@ -83,10 +84,13 @@ def commit_all(root: Path, message: str, author: tuple[str, str], guard: Guard |
             raise GitError("refused paths are still staged; not committing")
     if not git(root, "status", "--porcelain").strip():
         return None
-    name, email = author
-    ident = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
-             "GIT_COMMITTER_EMAIL": email}
-    git(root, "commit", "--quiet", "--no-verify", "-m", message, env=ident)
+    try:
+        with committer.signing() as (signed, config):
+            git(root, "commit", "--quiet", "--no-verify", *signed, "-m", message, env=committer.env(), config=config)
+    except (GitError, SigningError) as exc:
+        if committer.signing_key is None:
+            raise
+        raise GitError(f"signing the commit with FORGEBOT_WORKSPACE__SIGNING_KEY failed: {exc}") from exc
     return head(root)
 
 

@@ -26,6 +26,7 @@ from langgraph.runtime import Runtime
 import prompts
 from foundation.gitrunner import GitError
 from foundation.settings import Settings
+from foundation.signing import Committer
 from graph import status
 from graph.coder import patch as patching
 from graph.coder.checklist import Checklist
@@ -63,7 +64,8 @@ def checklist_for(state: TaskState, settings: Settings, *, step_commits: bool = 
     def protected(path: str) -> bool:
         return defaults(path) or config.is_protected(path)
 
-    identity = (settings.workspace.author_name, settings.workspace.author_email)  # what delivery knows as its own
+    workspace = settings.workspace
+    identity = Committer(workspace.author_name, workspace.author_email, workspace.signing_key)  # delivery's "own"
     checklist = Checklist(root=root, plan=Plan.model_validate(state["plan"]), base=state.get("base", "HEAD"),
                           lint=lint, step_commits=step_commits, protected=protected, author=identity,
                           subject=lambda title: config.commit_subject(title, state["number"]))

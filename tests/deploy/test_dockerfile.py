@@ -93,7 +93,7 @@ def test_entrypoint_and_default_command_are_what_the_cli_accepts() -> None:
 
 def test_runtime_has_git_php_and_composer() -> None:
     installed = " ".join(_args(_final(), "RUN"))
-    for package in ("git", "php-cli", "composer", "tini"):
+    for package in ("git", "php-cli", "composer", "tini", "openssh-client"):  # ssh-keygen signs commits
         assert re.search(rf"(?<![\w-]){re.escape(package)}(?![\w-])", installed), package
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import copy
 import re
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from foundation.settings import Settings
 from tests.conftest import GITLAB_TOKEN
@@ -328,6 +330,44 @@ async def test_the_bots_commits_carry_the_configured_author(
     authors = subprocess.run(["git", "-C", str(served.origin), "log", "--format=%an <%ae>", f"master..{BRANCH}"],
                              capture_output=True, text=True, env=GIT_ENV, check=True).stdout.split("\n")
     assert set(filter(None, authors)) == {"Platform Bot <platform-bot@corp.example>"}
+
+
+async def test_a_signed_commits_rule_is_met_with_the_configured_signing_key(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """GitLab's "Reject unsigned commits" push rule (GitHub: a ruleset requiring signed commits) refused every
+    push of the bot, which could not sign. With FORGEBOT_WORKSPACE__SIGNING_KEY each commit carries an SSH
+    signature the forge verifies against the key registered on the bot account (here: an allowed-signers
+    file naming the bot's email). The key is on disk only while a commit is signed, never in the data dir."""
+    _setup(settings, redis_url, fake_forge)
+    key = tmp_path / "signing"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "", "-f", str(key)], check=True,
+                   stdin=subprocess.DEVNULL)
+    allowed = tmp_path / "allowed_signers"  # the public key registered on the bot account
+    allowed.write_text(f"platform-bot@corp.example {key.with_suffix('.pub').read_text()}")
+    settings.workspace.author_email = "platform-bot@corp.example"
+    settings.workspace.signing_key = SecretStr(key.read_text())
+    secret_line = key.read_text().splitlines()[2]
+    key.unlink()  # only the setting holds it now
+    private_tmp = tmp_path / "worker-tmp"
+    private_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
+    verify = f'git -c gpg.ssh.allowedSignersFile={allowed} verify-commit "$c" 2>/dev/null'
+    _push_rule(served, verify, "Commit must be signed with a GPG or SSH key registered on the account")
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("done", "delivered")]
+    commits = subprocess.run(["git", "-C", str(served.origin), "rev-list", f"master..{BRANCH}"], capture_output=True,
+                             text=True, env=GIT_ENV, check=True).stdout.split()
+    assert commits
+    for sha in commits:
+        shown = subprocess.run(["git", "-C", str(served.origin), "-c", f"gpg.ssh.allowedSignersFile={allowed}",
+                                "verify-commit", "--raw", sha], capture_output=True, text=True, env=GIT_ENV)
+        assert shown.returncode == 0 and 'Good "git" signature for platform-bot@corp.example' in shown.stderr
+    assert not list(private_tmp.glob("forgebot-signing-*"))  # the key's file went with its commit
+    for path in settings.data_dir.rglob("*"):
+        assert not path.is_file() or secret_line.encode() not in path.read_bytes(), path
 
 
 def _on_master(served: h.Served, tmp: Path, path: str, text: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import datetime
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -242,3 +243,39 @@ def test_a_token_that_cannot_write_fails_naming_the_scope_it_needs(
     status, detail = _row(seen, "gitlab")
     assert status == "ok" and f"bot @forgebot (id 4242), token expires on {soon} (in 5 days)" in detail, detail
     assert _row(seen, "github")[0] == "ok"
+
+
+def _ssh_key(where: Path, passphrase: str = "") -> tuple[str, str]:
+    """A new ed25519 key pair as `ssh-keygen` writes it: (private key text, public line)."""
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-C", "bot@corp.example", "-f", str(where)],
+                   check=True, stdin=subprocess.DEVNULL)
+    return where.read_text(), where.with_suffix(".pub").read_text().strip()
+
+
+def test_the_signing_line_prints_the_public_key_to_register(tmp_path: Path) -> None:
+    """Where a push rule refuses unsigned commits the operator sets the bot's SSH signing key: the line says
+    which key signs and prints its public half to register on the bot account; a key with a passphrase (the
+    bot signs unattended) fails the line before a first push is refused, and a public key pasted in its
+    place stops the command naming the variable."""
+    only = [arg for name in (*ONLY_SANDBOX[1::2], "sandbox", "install") for arg in ("--skip", name)]
+    env = {"FORGEBOT_DATA_DIR": str(tmp_path / "data"), "FORGEBOT_WORKSPACE__AUTHOR_EMAIL": "bot@corp.example"}
+    unset = forgebot("check", *only, cwd=tmp_path, **env)
+    assert unset.code == 0 and _row(unset, "signing") == (
+        "skip", "FORGEBOT_WORKSPACE__SIGNING_KEY not set: commits are not signed")
+    private, public = _ssh_key(tmp_path / "bot")
+    fingerprint = subprocess.run(["ssh-keygen", "-l", "-f", str(tmp_path / "bot.pub")], capture_output=True,
+                                 text=True, check=True).stdout.strip()
+    signed = forgebot("check", *only, cwd=tmp_path, FORGEBOT_WORKSPACE__SIGNING_KEY=private, **env)
+    assert signed.code == 0 and _row(signed, "signing") == (
+        "ok", f"commits are signed by {fingerprint} as bot@corp.example; register its public key on the bot account "
+              f"as a signing key: {public}")
+    assert "PRIVATE KEY" not in signed.text and private.splitlines()[1] not in signed.text
+    locked, _ = _ssh_key(tmp_path / "locked", passphrase="correct horse")
+    refused = forgebot("check", *only, cwd=tmp_path, FORGEBOT_WORKSPACE__SIGNING_KEY=locked, **env)
+    status, detail = _row(refused, "signing")
+    assert refused.code == 1 and status == "FAIL" and "Traceback" not in refused.text
+    assert detail.startswith("commits cannot be signed: the signing key cannot be read by ssh-keygen: ")
+    assert detail.endswith("(it has a passphrase: the bot signs unattended, so its key may have none)")
+    pasted = forgebot("check", *only, cwd=tmp_path, FORGEBOT_WORKSPACE__SIGNING_KEY=public, **env)
+    assert pasted.code == 2 and "Traceback" not in pasted.text
+    assert any("FORGEBOT_WORKSPACE__SIGNING_KEY" in line and "ssh-keygen -t ed25519" in line for line in pasted.err)

@@ -18,9 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from foundation.gitrunner import GitError, GitTampered, Repo
 from foundation.settings import Settings, WorkspaceSettings
+from foundation.signing import Committer
 from foundation.workspace import Workspaces
 from graph.coder import gitstate
 from graph.coder.patch import PatchPolicy, apply
@@ -43,7 +45,7 @@ from tests.sandboxes import run_sandboxed
 PLAIN = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
          "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.invalid", "GIT_COMMITTER_NAME": "a",
          "GIT_COMMITTER_EMAIL": "a@example.invalid"}
-AUTHOR = ("forgebot", "bot@forgebot.invalid")
+AUTHOR = Committer("forgebot", "bot@forgebot.invalid")
 
 
 def plain_git(*args: str, cwd: Path, env: dict[str, str] | None = None, check: bool = True) -> str:
@@ -67,8 +69,12 @@ class Setup:
         plain_git("commit", "-qm", "initial", cwd=seed)
         plain_git("clone", "-q", "--bare", str(seed), str(self.origin), cwd=tmp_path)
         self.data = tmp_path / "data"
-        settings = WorkspaceSettings(allowed_protocols=("file",), author_name=AUTHOR[0], author_email=AUTHOR[1])
+        settings = WorkspaceSettings(allowed_protocols=("file",), author_name=AUTHOR.name, author_email=AUTHOR.email)
         self.ws = Workspaces(self.data / "workspaces", settings)
+        key = tmp_path / "signing-key"  # the operator's FORGEBOT_WORKSPACE__SIGNING_KEY
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True,
+                       stdin=subprocess.DEVNULL)
+        self.signer = Committer(AUTHOR.name, AUTHOR.email, SecretStr(key.read_text()))
         self.marker = tmp_path / "marker"
         self.evil = tmp_path / "evil.sh"
         self.evil.write_text(f'#!/bin/sh\necho "$0 $*" >> {self.marker}\ncat\n')  # a filter passes content on
@@ -98,6 +104,7 @@ def bot_calls(setup: Setup, root: Path, base: str) -> dict[str, Callable[[], obj
         "coder snapshot": lambda: gitstate.snapshot(root),
         "coder patch": lambda: apply(root, patch, policy),
         "coder commit": lambda: gitstate.commit_all(root, "step", AUTHOR),
+        "signed coder commit": lambda: gitstate.commit_all(root, "signed step", setup.signer),
         "planning context": lambda: diff_part(root, base),
         "review diff": lambda: collect(root, base),
         "repo config": lambda: load_repo_config(root, "HEAD"),

@@ -14,6 +14,7 @@ from typing import Any, cast
 import pytest
 
 from foundation.redact import redact
+from foundation.signing import Committer
 from graph.coder import patch as patching
 from graph.coder.checklist import Checklist
 from graph.coder.tools import coder_tools
@@ -98,7 +99,7 @@ def _checklist(root: Path, scope: list[str], lint: Any = None) -> Checklist:
                                 "scope": {"writable": scope, "context_only": []}})
     protected = patching.protection(("secret/",), ())
     return Checklist(root=root, plan=plan, base="HEAD", lint=lint or (lambda files: []), protected=protected,
-                     author=("forgebot", "forgebot@users.noreply.invalid"))
+                     author=Committer("forgebot", "forgebot@users.noreply.invalid"))
 
 
 def test_files_a_check_writes_outside_the_scope_or_protected_are_not_committed(repo: Path) -> None:

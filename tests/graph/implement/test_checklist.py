@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
+from foundation.gitrunner import GitError
 from foundation.settings import SandboxSettings, Settings
+from foundation.signing import Committer
 from graph.coder import gitstate
 from graph.coder.checklist import Checklist, ItemRejected
 from graph.nodes import gates
 from graph.schemas import Plan
 from project.checks import run_lints
-from tests.graph.implement.conftest import CALCULATOR, Project, git
+from tests.graph.implement.conftest import CALCULATOR, Project, git, make_project
 
 CALC = "src/Calculator.php"
-AUTHOR = ("forgebot", "forgebot@users.noreply.invalid")
+AUTHOR = Committer("forgebot", "forgebot@users.noreply.invalid")
 
 
 def _settings(tmp_path: Path) -> Settings:
@@ -106,7 +111,7 @@ def test_already_done_tells_earlier_task_work_from_code_predating_the_task(proje
     assert "predates the task" in checklist.complete(1, "", already_done=f"{CALC}:9")
     assert checklist.decisions[-1]["kind"] == "already_done"
     _edit(project, "$a + $b", "$b + $a")
-    gitstate.commit_all(project.root, "earlier in the task", ("forgebot", "f@example.invalid"))
+    gitstate.commit_all(project.root, "earlier in the task", Committer("forgebot", "f@example.invalid"))
     checklist.baseline = gitstate.snapshot(project.root)
     assert "committed earlier in this task" in checklist.complete(2, "", already_done="step 1 of the first session")
     assert CALCULATOR != project.text(CALC)
@@ -140,3 +145,25 @@ def test_a_restored_checklist_goes_on_from_its_snapshot(project: Project, tmp_pa
     assert "looping" in fresh.complete(2, "", report="")  # the failure before the kill counts
     with pytest.raises(ValueError, match="not a session end"):
         fresh.restore({**saved, "end": "pwned"})
+
+
+def test_a_key_that_cannot_sign_fails_the_commit_naming_the_setting_and_leaves_no_key_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A passphrase-protected signing key (the bot signs unattended) fails the commit with a GitError naming
+    FORGEBOT_WORKSPACE__SIGNING_KEY, not a prompt that waits forever or an unsigned commit the forge refuses;
+    the key's file is gone either way."""
+    project = make_project(tmp_path)
+    key = tmp_path / "locked"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "a passphrase", "-f", str(key)], check=True,
+                   stdin=subprocess.DEVNULL)
+    private_tmp = tmp_path / "worker-tmp"
+    private_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
+    before = gitstate.head(project.root)
+    _edit(project, "$a + $b", "$b + $a")
+    locked = Committer("forgebot", "f@example.invalid", SecretStr(key.read_text()))
+    with pytest.raises(GitError, match="signing the commit with FORGEBOT_WORKSPACE__SIGNING_KEY failed") as raised:
+        gitstate.commit_all(project.root, "step", locked)
+    assert "PRIVATE KEY" not in str(raised.value)
+    assert gitstate.head(project.root) == before and not list(private_tmp.glob("forgebot-signing-*"))

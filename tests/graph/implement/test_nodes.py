@@ -9,6 +9,7 @@ from typing import Any, cast
 import pytest
 
 from foundation.settings import Settings
+from foundation.signing import Committer
 from graph.coder import gitstate
 from graph.coder import patch as patching
 from graph.coder.checklist import Checklist, ItemRejected
@@ -108,7 +109,7 @@ def test_adjust_plan_merge_keeps_completed_items() -> None:
 
 async def test_full_reset_when_amendments_are_used_up(project: Project, settings: Settings) -> None:
     (project.root / route.CALC).write_text(route.MULTIPLY)
-    gitstate.commit_all(project.root, "half done", ("f", "f@example.invalid"))
+    gitstate.commit_all(project.root, "half done", Committer("f", "f@example.invalid"))
     model = scripted([route.plan(route.ONE_ITEM)])
     runtime = SimpleNamespace(context=Deps(settings=settings, forge=FakeForge(), model_for=lambda role: model))
     state = _state(workspace=str(project.root), base=project.base, rounds={"amend": 2},
@@ -134,7 +135,7 @@ def test_semantic_sync_skipped_without_index_and_degraded_on_failure(project: Pr
 
 def _tools(project: Project) -> tuple[Checklist, dict[str, Any]]:
     checklist = Checklist(root=project.root, plan=Plan.model_validate(PLAN), base=project.base, lint=lambda f: [],
-                          author=("forgebot", "forgebot@users.noreply.invalid"))
+                          author=Committer("forgebot", "forgebot@users.noreply.invalid"))
     policy = patching.PatchPolicy(writable=checklist.writable, protected=patching.protection((), ()))
     return checklist, coder_tools(checklist, policy)
 
