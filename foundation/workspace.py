@@ -245,15 +245,6 @@ class Workspaces:
                 return path.name
         return None
 
-    async def commit(self, worktree: Path, message: str) -> str | None:
-        """Commit every change in the worktree as the bot; None when there is nothing to commit."""
-        await self._run(["add", "--all"], cwd=worktree)
-        status = await self._run(["status", "--porcelain"], cwd=worktree)
-        if not status.strip():
-            return None
-        await self._run(["commit", "--quiet", "--no-verify", "-m", message], cwd=worktree)
-        return (await self._run(["rev-parse", "HEAD"], cwd=worktree)).strip()
-
     async def others_commits(self, key: str, branch: str, base: str, email: str) -> tuple[str, int]:
         """The commit `branch` names in the mirror's origin ("" when there is no such branch), and how many
         of its commits since `base` someone other than `email` wrote.

@@ -15,7 +15,9 @@ from pydantic import SecretStr
 from foundation.forge import GitCredentials
 from foundation.gitrunner import GitError, GitTampered
 from foundation.settings import WorkspaceSettings
+from foundation.signing import Committer
 from foundation.workspace import WorkspaceFull, Workspaces, origin_of, push_refusal, repo_key
+from graph.coder import gitstate
 from tests.fakes.git_http import create_git_server
 from tests.fakes.server import serving
 
@@ -54,6 +56,11 @@ def add_commit(origin: Path, tmp_path: Path, path: str, text: str) -> str:
     return git("rev-parse", "HEAD", cwd=clone)
 
 
+def commit(tree: Path, message: str) -> str | None:
+    """The bot's one way to commit (the coder's `commit_all`), with the identity `local_workspaces` sets."""
+    return gitstate.commit_all(tree, message, Committer("forgebot", "bot@forgebot.invalid"))
+
+
 def local_workspaces(tmp_path: Path) -> Workspaces:
     settings = WorkspaceSettings(allowed_protocols=("file",), author_name="forgebot",
                                  author_email="bot@forgebot.invalid")
@@ -71,8 +78,8 @@ async def test_mirror_worktree_commit_push_cleanup(tmp_path: Path) -> None:
     tree = await ws.worktree("gitlab-1", "task1", "forgebot/7-file-api", "origin/main")
     assert (tree / "src" / "Api.php").exists()
     (tree / "src" / "Api.php").write_text("<?php\nfunction create() {}\n")
-    sha = await ws.commit(tree, "Add create()")
-    assert sha is not None and await ws.commit(tree, "nothing") is None
+    sha = commit(tree, "Add create()")
+    assert sha is not None and commit(tree, "nothing") is None
     assert git("log", "-1", "--format=%an <%ae>|%cn", cwd=tree) == "forgebot <bot@forgebot.invalid>|forgebot"
 
     assert await ws.is_clean(tree) and git("rev-list", "origin/main..HEAD", cwd=tree) == sha
@@ -128,7 +135,7 @@ async def test_malicious_hooks_and_fsmonitor_never_run(tmp_path: Path) -> None:
 
     tree = await ws.worktree("gitlab-1", "task1", "forgebot/1-a", "origin/main")  # hooks in the default place
     (tree / "x.txt").write_text("x\n")
-    await ws.commit(tree, "x")
+    commit(tree, "x")
     await ws.push(tree, str(origin), "forgebot/1-a")
     assert not witness.exists()
 
@@ -136,7 +143,7 @@ async def test_malicious_hooks_and_fsmonitor_never_run(tmp_path: Path) -> None:
     git("config", "core.hooksPath", str(hooks), cwd=mirror)
     git("config", "core.fsmonitor", str(monitor), cwd=mirror)
     with pytest.raises(GitTampered, match="core.fsmonitor"):
-        await ws.commit(tree, "y")
+        commit(tree, "y")
     with pytest.raises(GitTampered):
         await ws.mirror("gitlab-1", str(origin))
     assert not witness.exists()
@@ -181,7 +188,7 @@ async def test_token_push_over_http_stores_the_token_nowhere(
         await ws.mirror("gitlab-1", url, auth)
         tree = await ws.worktree("gitlab-1", "task1", "forgebot/1-a", "origin/main")
         (tree / "new.txt").write_text("new\n")
-        sha = await ws.commit(tree, "new file")
+        sha = commit(tree, "new file")
         await ws.push(tree, url, "forgebot/1-a", auth)
         with pytest.raises(GitError) as refused:
             await ws.push(tree, url, "forgebot/1-a", GitCredentials(username="oauth2", token=SecretStr(TOKEN + "x")))

@@ -115,7 +115,7 @@ def bot_calls(setup: Setup, root: Path, base: str) -> dict[str, Callable[[], obj
 
 async def workspace_calls(setup: Setup, root: Path) -> None:
     assert await setup.ws.is_clean(root) in (True, False)
-    await setup.ws.commit(root, "workspace commit")
+    gitstate.commit_all(root, "workspace commit", AUTHOR)
     await setup.ws.push(root, str(setup.origin), "forgebot/1-x", lease="")
     await setup.ws.mirror("gitlab-1", str(setup.origin))
     await setup.ws.read_file("gitlab-1", "origin/main", ".forgebot.yml")
@@ -295,7 +295,7 @@ printf '* filter=evil\\n' > .gitattributes && echo y > x.txt
             refused.append(name)
         assert not setup.marker.exists(), name
     with pytest.raises(GitTampered, match="planted"):
-        await setup.ws.commit(root, "workspace commit")
+        gitstate.commit_all(root, "workspace commit", AUTHOR)
     assert refused and not setup.marker.exists()
 
     env = {**PLAIN, "GIT_DIR": Path((root / ".git").read_text()[8:].strip()).as_posix(), "GIT_WORK_TREE": str(root)}
