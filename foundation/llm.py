@@ -19,7 +19,7 @@ import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -73,8 +73,11 @@ class ModelCallError(ModelProblem):
     def setting(self) -> str:
         name = self.failure.setting or _SETTING[self.failure.kind]
         if name in _ROLE_SETTINGS and self.role not in ("", "model"):
-            return f"FORGEBOT_LLM__{name} or FORGEBOT_LLM__ROLES__{self.role.upper()}__{name}"
-        return f"FORGEBOT_LLM__{name}"
+            named = f"FORGEBOT_LLM__{name} or FORGEBOT_LLM__ROLES__{self.role.upper()}__{name}"
+        else:
+            named = f"FORGEBOT_LLM__{name}"
+        # a gateway in front of the model may refuse for want of its own key header, not the API key
+        return f"{named}, or FORGEBOT_LLM__HEADERS for a gateway's own key header" if name == "API_KEY" else named
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,10 @@ class ResolvedModel:
     structured_output: str = "auto"
     output_tokens: int = 4096  # the cap every call of this role is sent
     context_window: int = 32_000
+    headers: dict[str, SecretStr] = field(default_factory=dict)  # a gateway's own headers, on every request
+
+    def header_values(self) -> dict[str, str]:
+        return {name: value.get_secret_value() for name, value in self.headers.items()}
 
 
 def resolve(settings: LLMSettings, role: str) -> ResolvedModel:
@@ -106,7 +113,7 @@ def resolve(settings: LLMSettings, role: str) -> ResolvedModel:
         temperature=pick("temperature"), timeout=settings.timeout, max_retries=settings.max_retries,
         structured_output=pick("structured_output"),
         output_tokens=output_cap(settings.context_window_tokens, settings.max_output_tokens),
-        context_window=settings.context_window_tokens,
+        context_window=settings.context_window_tokens, headers=dict(pick("headers")),
     )
 
 
@@ -320,6 +327,7 @@ def _openai(r: ResolvedModel) -> BaseChatModel:
         temperature=r.temperature,
         timeout=r.timeout,
         max_retries=0,  # `invoke` retries, with one policy for every provider
+        default_headers=r.header_values() or None,
         **cap,
     )
 
@@ -335,6 +343,7 @@ def _anthropic(r: ResolvedModel) -> BaseChatModel:
     options: dict[str, Any] = {
         "model": r.model, "api_key": r.api_key, "temperature": r.temperature,
         "timeout": r.timeout, "max_retries": 0, "max_tokens": r.output_tokens,
+        "default_headers": r.header_values() or None,
     }
     if r.base_url:
         options["base_url"] = r.base_url
@@ -352,6 +361,7 @@ def _ollama(r: ResolvedModel) -> BaseChatModel:
         temperature=r.temperature,
         num_predict=r.output_tokens,
         num_ctx=r.context_window,  # Ollama's own default window is small, and it cuts prompts silently
+        client_kwargs={"headers": r.header_values()},
         sync_client_kwargs={"timeout": r.timeout},
         async_client_kwargs={"timeout": r.timeout},
     )

@@ -66,6 +66,29 @@ def pem_private_key(text: str, source: str = "the .pem file GitHub gave for the 
     return text
 
 
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# headers the HTTP client writes itself (the request's framing and its connection), which a gateway's key never is
+_CLIENT_HEADERS = frozenset({"host", "content-length", "content-type", "transfer-encoding", "connection", "te",
+                             "upgrade", "keep-alive", "trailer", "expect"})
+
+
+def request_headers(value: dict[str, SecretStr] | None) -> dict[str, SecretStr] | None:
+    """Extra headers for every request to an endpoint, as a gateway in front of it asks (Azure API
+    Management's `Ocp-Apim-Subscription-Key`, a gateway's own key or tenant header): without them every
+    call was refused and no setting could send them. Names are HTTP tokens and none the client writes
+    itself; a value is one line (a header cannot carry a newline: it would start another header)."""
+    if value is None:
+        return None
+    for name, text in value.items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not an HTTP header name")
+        if name.lower() in _CLIENT_HEADERS or name.lower().startswith("proxy-"):
+            raise ValueError(f"{name} is written by the HTTP client itself, not by a setting")
+        if any(c in text.get_secret_value() for c in "\r\n\0"):
+            raise ValueError(f"the value of {name} holds a line break: a header value is one line")
+    return {name: SecretStr(text.get_secret_value().strip()) for name, text in value.items()}
+
+
 class GitLabSettings(BaseModel):
     """A GitLab instance (gitlab.com or self-managed)."""
 
@@ -168,6 +191,14 @@ class RoleModel(BaseModel):
     structured_output: StructuredOutput | None = Field(
         default=None, description="this role's structured-output method; unset: `llm.structured_output`"
     )
+    headers: dict[str, SecretStr] | None = Field(
+        default=None, description="this role's extra request headers (JSON object); unset: `llm.headers`"
+    )
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, value: dict[str, SecretStr] | None) -> dict[str, SecretStr] | None:
+        return request_headers(value)
 
 
 class LLMSettings(BaseModel):
@@ -195,6 +226,11 @@ class LLMSettings(BaseModel):
         default="auto",
         description="how roles ask for structured answers: `json_schema` (response_format), `function_calling` "
         "(a forced tool call), `json_mode`; `auto` tries them in turn and remembers what the endpoint supports",
+    )
+    headers: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="extra HTTP headers sent with every model request, as a JSON object of name to value (secret), "
+        "for a gateway that asks for its own key header: `{\"Ocp-Apim-Subscription-Key\": \"…\"}`",
     )
     roles: dict[str, RoleModel] = Field(default_factory=dict, description="per-role overrides, keyed by role name")
     # tool-call budgets: min(max, base + per_criterion × criteria) for analyzer, architect, reviewer
@@ -234,6 +270,11 @@ class LLMSettings(BaseModel):
         description='USD per million tokens, e.g. `{"gpt-4o-mini": [0.15, 0.6]}` (input, output); for cost reports',
     )
 
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        return request_headers(value) or {}
+
 
 class EmbedderSettings(BaseModel):
     """The vector leg of code search: the offline model, an OpenAI-compatible endpoint, or none."""
@@ -250,6 +291,10 @@ class EmbedderSettings(BaseModel):
     dimension: int = Field(default=0, ge=0, description="`http` only: the length of that model's vectors")
     api_key: SecretStr | None = Field(
         default=None, description="`http` only: sent as a bearer token to `base_url` and nowhere else"
+    )
+    headers: dict[str, SecretStr] = Field(
+        default_factory=dict, description="`http` only: extra HTTP headers sent to `base_url` (JSON object, secret "
+        "values), for a gateway that asks for its own key header"
     )
     timeout: float = Field(default=60.0, gt=0, description="`http` only: seconds per embedding request")
     batch_size: int = Field(default=64, ge=1, description="`http` only: texts per embedding request")
@@ -268,6 +313,11 @@ class EmbedderSettings(BaseModel):
     @classmethod
     def _blank_key_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
         return _blank_is_unset(value)
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        return request_headers(value) or {}
 
     @model_validator(mode="after")
     def _http_is_complete(self) -> EmbedderSettings:

@@ -44,6 +44,7 @@ def _build(config: EmbedderSettings) -> Embedder:
         return HttpEmbedder(
             str(config.base_url), config.model, config.dimension,
             api_key=config.api_key.get_secret_value() if config.api_key else "",
+            headers={name: value.get_secret_value() for name, value in config.headers.items()},
             batch_size=config.batch_size, timeout=config.timeout,
         )
     from project.index.minilm import MiniLMEmbedder  # onnxruntime loads only when the model is wanted

@@ -136,10 +136,11 @@ async def probe_models(llm: LLMSettings, notify: Callable[[str], None] = _quiet)
     or does not exist must be said before that, in the words a task's failure would use. A call still
     unanswered after a few seconds is said with how long it may go on, and which settings bound it.
     """
-    seen: set[tuple[str, str | None, str, str | None]] = set()
+    seen: set[tuple[str, str | None, str, str | None, str]] = set()
     for role in sorted({*ROLES, *llm.roles}):
         found = resolve(llm, role)
-        key = (found.provider, found.base_url, found.model, found.api_key.get_secret_value() if found.api_key else None)
+        key = (found.provider, found.base_url, found.model, found.api_key.get_secret_value() if found.api_key else None,
+               repr(sorted(found.header_values().items())))
         if key in seen:
             continue
         seen.add(key)

@@ -7,7 +7,7 @@ vectors from two models never share one index.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import httpx
@@ -51,15 +51,17 @@ class HttpEmbedder:
         dimension: int,
         *,
         api_key: str = "",
+        headers: Mapping[str, str] | None = None,
         batch_size: int = 64,
         timeout: float = 60.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError("base_url must be an http(s) URL")
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        sent = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
-            base_url=base_url.rstrip("/") + "/", headers=headers, timeout=timeout, transport=transport
+            base_url=base_url.rstrip("/") + "/", headers={**sent, **(headers or {})}, timeout=timeout,
+            transport=transport,
         )
         self._model = model
         self._dimension = dimension

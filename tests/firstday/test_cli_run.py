@@ -5,6 +5,7 @@ worker's: listed by `forgebot tasks`, its trace readable, its questions answered
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Callable, Iterator
@@ -179,6 +180,41 @@ def test_a_git_command_past_its_time_limit_names_the_setting(tmp_path: Path, mod
         r"repository's first mirror can need more; raise FORGEBOT_WORKSPACE__GIT_TIMEOUT "
         f"· task {task} · the whole story: forgebot trace {task}", seen.err[-1]), seen.err
     assert _listed(tmp_path, task)[1] == "failed"
+
+
+def test_a_gateway_that_asks_for_its_own_key_header_gets_it_on_every_request(
+    tmp_path: Path, model: ModelServer, checkout: Path
+) -> None:
+    """Azure API Management in front of the model (or another gateway) asks for its own key header
+    (`Ocp-Apim-Subscription-Key`), not a bearer token: every call was refused with 401 and no setting could
+    send it. FORGEBOT_LLM__HEADERS does, on every request, and its value is a secret: in no output or file."""
+    key = "apim-subscription-key-0123456789abcdef"
+    answers = answering({"Decomposition": decomposition(), "Analysis": ANALYSIS})
+
+    def gateway(request: wire.Request) -> wire.Reply:
+        if request.headers.get("ocp-apim-subscription-key") != key:
+            return wire.error(401, "Access denied due to missing subscription key. Make sure to include subscription "
+                                   "key when making requests to an API.", error_type="invalid_request_error")
+        return answers(request)
+
+    model.responder = gateway
+    refused = forgebot("run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
+                       **_env(tmp_path, model))
+    assert refused.code == 2 and refused.err[-1].endswith(
+        "Access denied due to missing subscription key. Make sure to include subscription key when making requests "
+        "to an API. (check FORGEBOT_LLM__API_KEY, or FORGEBOT_LLM__HEADERS for a gateway's own key header)"
+    ), refused.err
+    headers = json.dumps({"Ocp-Apim-Subscription-Key": key})
+    seen = forgebot("run", "--repo", str(checkout), "--mode", "analyze", "--task", TASK, cwd=tmp_path,
+                    **_env(tmp_path, model, FORGEBOT_LLM__HEADERS=headers))
+    assert seen.code == 0, seen.err
+    assert "Cart::total computes the total without tax." in seen.out
+    sent = [r for r in model.requests if r.headers.get("ocp-apim-subscription-key") == key]
+    assert len(sent) >= 3  # the first test call, the decomposer's and the analyzer's
+    trace = forgebot("trace", _task_of(seen), cwd=tmp_path, **_env(tmp_path))
+    assert trace.code == 0 and key not in seen.text + refused.text + trace.text
+    for path in (tmp_path / "data").rglob("*"):
+        assert not path.is_file() or key.encode() not in path.read_bytes(), path
 
 
 def test_a_model_that_is_down_is_said_before_any_checkout_work(tmp_path: Path, checkout: Path) -> None:

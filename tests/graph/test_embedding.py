@@ -52,11 +52,12 @@ def test_an_incomplete_endpoint_setting_is_refused_with_what_is_missing() -> Non
         EmbedderSettings(kind="http", base_url="file:///etc/passwd", model="m", dimension=3)
 
 
-def test_the_endpoint_from_the_environment_embeds_over_http_with_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_endpoint_from_the_environment_embeds_over_http_with_its_key_and_headers(monkeypatch: pytest.MonkeyPatch) -> None:
     state = EmbeddingsState(dimension=16)
     with serving(create_embeddings_app(state)) as server:
         for name, value in {"KIND": "http", "BASE_URL": f"{server.url}/v1", "MODEL": "code-embed",
-                            "DIMENSION": "16", "API_KEY": "sk-embed"}.items():
+                            "DIMENSION": "16", "API_KEY": "sk-embed",
+                            "HEADERS": '{"Ocp-Apim-Subscription-Key": "apim-key"}'}.items():
             monkeypatch.setenv(f"FORGEBOT_EMBEDDER__{name}", value)
         settings = Settings(_env_file=None, _secrets_dir=None)  # type: ignore[call-arg]
         embedder = embedder_for(settings.embedder)
@@ -65,6 +66,7 @@ def test_the_endpoint_from_the_environment_embeds_over_http_with_its_key(monkeyp
     assert rows.shape == (2, 16)
     (path, headers, body), = state.requests
     assert path == "/v1/embeddings" and headers["authorization"] == "Bearer sk-embed"
+    assert headers["ocp-apim-subscription-key"] == "apim-key"  # a gateway's own key header, as configured
     assert body == {"model": "code-embed", "input": ["retry the request", "format a price"]}
 
 
