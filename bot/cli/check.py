@@ -86,7 +86,7 @@ async def run_checks(settings: Settings, skip: frozenset[str] = frozenset()) -> 
         except Exception as exc:  # each line reports its own failure; one broken service hides no other
             found = Line(name, "FAIL", f"{type(exc).__name__}: {exc}")
         for line in found if isinstance(found, list) else [found]:
-            lines.append(Line(line.name, line.status, " ".join(redact(line.detail, secrets).split())[:300]))
+            lines.append(Line(line.name, line.status, " ".join(redact(line.detail, secrets).split())[:400]))
     return lines
 
 
@@ -193,7 +193,20 @@ async def _forge(settings: Settings, kind: ForgeKind, where: str, token: str) ->
         return Line(kind, "FAIL", mismatch)
     conf = settings.gitlab if kind == "gitlab" else settings.github
     status, hook = _webhook(conf.webhook_secret)
-    return Line(kind, status, f"{where}: credentials valid, bot @{found.login} (id {found.id}){_expiry(found)}; {hook}")
+    return Line(kind, status, f"{where}: credentials valid, bot @{found.login} (id {found.id}){_expiry(found)}; {hook}"
+                f"{_author(settings, found)}")
+
+
+def _author(settings: Settings, found: BotIdentity) -> str:
+    """"; commits are authored as …" when the configured author is none of the bot account's emails the
+    forge shows ("" when it is, or the forge shows none): GitLab's push rules on authors ("Reject unverified
+    users", "Commit author's email") refuse such a commit, and a task learns it only when its push is refused,
+    after all its work."""
+    email = settings.workspace.author_email
+    if not found.emails or email.lower() in (known.lower() for known in found.emails):
+        return ""
+    return (f"; author {email} is no email of @{found.login}, which push rules on authors refuse: set "
+            f"FORGEBOT_WORKSPACE__AUTHOR_EMAIL={found.emails[0]}")
 
 
 EXPIRY_WARNING_DAYS = 14

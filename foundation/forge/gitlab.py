@@ -326,7 +326,10 @@ class GitLabForge(SdkAdapter):
             except GitlabError:
                 token = None
             scopes = token.get("scopes") if isinstance(token, dict) else None
-            return BotIdentity(id=int(user.id), login=str(user.username),
+            shown = user.asdict()
+            emails = dict.fromkeys(str(shown[key]) for key in ("commit_email", "email", "public_email")
+                                   if isinstance(shown.get(key), str) and "@" in shown[key])
+            return BotIdentity(id=int(user.id), login=str(user.username), emails=tuple(emails),
                                scopes=tuple(str(s) for s in scopes) if isinstance(scopes, list) else None,
                                expires_at=str(token.get("expires_at") or "") if isinstance(token, dict) else "")
 

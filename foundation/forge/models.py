@@ -301,6 +301,9 @@ class BotIdentity(_Frozen):
     # classic GitHub token's `X-OAuth-Scopes`; None where it does not (a GitHub App, a fine-grained token)
     scopes: tuple[str, ...] | None = None
     expires_at: str = ""  # the token's last day (GitLab), "" when unknown or never
+    # the account's emails the forge shows its own user, its commit email first (GitLab): a push rule on
+    # commit authors accepts only these, so `forgebot check` compares the configured author with them
+    emails: tuple[str, ...] = ()
 
     def wrote(self, comment: Comment) -> bool:
         """Whether the bot is `comment`'s author: the forge's user id when both are known (GitLab),

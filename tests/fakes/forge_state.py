@@ -161,6 +161,10 @@ class FakeForgeState:
     log: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)  # (method, path, headers)
     bot_user: str = "forgebot"
     bot_user_id: int = 4242  # GitLab's `GET /user` id and GitHub's for the token's user
+    # the bot user's emails GitLab's `GET /user` shows it: its commit email (GitLab's private one, unless the
+    # user picked another) and its primary email; "" leaves the field out
+    bot_commit_email: str = "4242-forgebot@users.noreply.gitlab.example.com"
+    bot_email: str = "forgebot@corp.example"
     # the token's scopes: GitLab's `GET /personal_access_tokens/self`, a classic GitHub token's `X-OAuth-Scopes`
     # (None there: a fine-grained token, which sends no such header)
     token_scopes: dict[str, list[str] | None] = field(default_factory=lambda: {"gitlab": ["api"], "github": None})

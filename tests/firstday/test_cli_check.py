@@ -245,6 +245,28 @@ def test_a_token_that_cannot_write_fails_naming_the_scope_it_needs(
     assert _row(seen, "github")[0] == "ok"
 
 
+def test_an_author_the_gitlab_bot_user_does_not_own_is_said_before_a_push_rule_refuses_it(
+    tmp_path: Path, forge_server: ServerThread, fake_forge: FakeForgeState
+) -> None:
+    """GitLab's push rules on commit authors ("Reject unverified users", "Commit author's email") refused the
+    bot's default author, and a task learnt it only when its push was refused, after all its work. The gitlab
+    line compares the configured author with the emails GitLab shows the bot user and names the one to set."""
+    fake_forge.tokens = {GITLAB_TOKEN}
+    env = {"FORGEBOT_GITLAB__URL": f"{forge_server.url}/gitlab", "FORGEBOT_GITLAB__TOKEN": GITLAB_TOKEN,
+           "FORGEBOT_GITLAB__WEBHOOK_SECRET": "s"}
+    default = _check(tmp_path, **env)
+    status, detail = _row(default, "gitlab")
+    assert status == "ok"
+    assert detail.endswith("; author forgebot@users.noreply.invalid is no email of @forgebot, which push rules on "
+                           "authors refuse: set FORGEBOT_WORKSPACE__AUTHOR_EMAIL=4242-forgebot@users.noreply.gitlab"
+                           ".example.com"), detail
+    for own in ("4242-forgebot@users.noreply.gitlab.example.com", "Forgebot@Corp.example"):
+        configured = _check(tmp_path, FORGEBOT_WORKSPACE__AUTHOR_EMAIL=own, **env)
+        assert "is no email of" not in _row(configured, "gitlab")[1]
+    fake_forge.bot_commit_email = fake_forge.bot_email = ""  # a GitLab that shows none: nothing to compare
+    assert "is no email of" not in _row(_check(tmp_path, **env), "gitlab")[1]
+
+
 def _ssh_key(where: Path, passphrase: str = "") -> tuple[str, str]:
     """A new ed25519 key pair as `ssh-keygen` writes it: (private key text, public line)."""
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-C", "bot@corp.example", "-f", str(where)],
