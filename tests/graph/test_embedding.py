@@ -52,7 +52,9 @@ def test_an_incomplete_endpoint_setting_is_refused_with_what_is_missing() -> Non
         EmbedderSettings(kind="http", base_url="file:///etc/passwd", model="m", dimension=3)
 
 
-def test_the_endpoint_from_the_environment_embeds_over_http_with_its_key_and_headers(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_endpoint_from_the_environment_embeds_over_http_with_its_key_and_headers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     state = EmbeddingsState(dimension=16)
     with serving(create_embeddings_app(state)) as server:
         for name, value in {"KIND": "http", "BASE_URL": f"{server.url}/v1", "MODEL": "code-embed",
