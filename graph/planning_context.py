@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from foundation.gitrunner import Repo, run
+from foundation.gitrunner import Repo, run_bytes
 from graph.runtime.budget import estimate_tokens
 from graph.runtime.context import Assembled, Part, assemble_traced
 from graph.runtime.trace import Trace
 from graph.tools.code_search import search_memory, semantic_search
+from project import filetext
 from project.index.db import connect
 from project.index.embed import Embedder
 from project.index.queries import explore
@@ -34,8 +35,9 @@ def diff_part(workspace: Path, base: str) -> list[Part]:
     """The task's own changes so far (amendments plan around what is already applied)."""
     if not base:
         return []
-    done = run(["diff", "--no-color", "--no-ext-diff", "--no-textconv", base], Repo.at(workspace))
-    return [Part("diff", f"git diff {base[:12]}", done.stdout)] if done.returncode == 0 and done.stdout else []
+    done = run_bytes(["diff", "--no-color", "--no-ext-diff", "--no-textconv", base], Repo.at(workspace))
+    text = filetext.decode_lines(done.stdout) if done.returncode == 0 else ""
+    return [Part("diff", f"git diff {base[:12]}", text)] if text else []
 
 
 def graph_parts(index: Path, root: Path, symbols: list[str]) -> list[Part]:

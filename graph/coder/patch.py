@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from foundation.forge import diff
 from foundation.gitrunner import Completed, Repo, run
+from project import filetext
 from project.repoconfig import CONFIG_PATHS
 
 # Paths a change may not edit unless the repository configuration allows them explicitly.
@@ -126,13 +127,18 @@ def apply(root: Path, patch: str, policy: PatchPolicy) -> list[str]:
                 problem = str(exc)
                 continue  # counts that do not fit their lines: the recounted text may read
             raise
-        check = _git_apply(root, candidate, "--check")
-        if check.returncode == 0:
-            done = _git_apply(root, candidate)
-            if done.returncode != 0:
-                raise PatchRefused(f"git apply failed: {done.stderr.strip()[-600:]}")
-            _no_symlinks(root, paths)
-            return paths
+        try:
+            # a legacy-encoded file is patched as the text the model read (`project.filetext`)
+            with filetext.utf8_view(root, paths):
+                check = _git_apply(root, candidate, "--check")
+                if check.returncode == 0:
+                    done = _git_apply(root, candidate)
+                    if done.returncode != 0:
+                        raise PatchRefused(f"git apply failed: {done.stderr.strip()[-600:]}")
+                    _no_symlinks(root, paths)
+                    return paths
+        except filetext.Unencodable as exc:
+            raise PatchRefused(str(exc)) from None
         problem = check.stderr.strip()[-600:]
     raise PatchRefused(f"the patch does not apply to the current text: {problem}")
 

@@ -19,6 +19,7 @@ import prompts
 from graph.runtime.budget import estimate_tokens
 from graph.tools.files import outline
 from graph.tools.paths import PathRejected, resolve_in_worktree
+from project import filetext
 
 Tier = Literal["full", "outline", "omitted"]
 OutlineFn = Callable[[Path, str], str]
@@ -123,7 +124,7 @@ def _one(root: Path, path: str, limits: InjectionLimits, total: int, shown: int,
     sha = hashlib.sha1(data).hexdigest()[:16]
     room = limits.total_max_bytes - total
     if len(data) <= limits.full_max_bytes and len(data) <= room:
-        return InjectedFile(path, "full", sha, len(data), data.decode("utf-8", errors="replace"))
+        return InjectedFile(path, "full", sha, len(data), filetext.decode(data))
     text = outline_fn(root, path)
     reason = "large file" if len(data) > limits.full_max_bytes else "total size limit"
     if len(text.encode("utf-8")) > room:

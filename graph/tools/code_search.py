@@ -13,6 +13,7 @@ from pathlib import Path
 
 from foundation.gitrunner import GitTimeout, Repo, run
 from graph.tools.files import numbered
+from project import filetext
 from project.index import basecomplete, memory
 from project.index.basevectors import VectorState, index_file, state
 from project.index.db import Connection
@@ -177,7 +178,7 @@ def read_file_snippet(root: Path, path: str, start_line: int = 1, end_line: int 
         raise FileNotFoundError(f"no such file in the repository: {rel}")
     if start_line < 1 or (end_line and end_line < start_line):
         raise ValueError(f"bad line range {start_line}-{end_line}")
-    lines = file.read_text(errors="replace").splitlines()
+    lines = filetext.read(file).splitlines()
     last = min(end_line or len(lines), len(lines), start_line + MAX_SNIPPET_LINES - 1)
     text, last = numbered(lines, start_line, last, "{:>6}  ")
     return Snippet(rel, start_line, last, len(lines), text)

@@ -13,6 +13,7 @@ from langchain_core.tools import BaseTool
 
 from graph.tools.functiontool import function_tool
 from graph.tools.paths import PathRejected, resolve_in_worktree
+from project import filetext
 
 MAX_READ_LINES = 400
 # A read shows whole lines up to these: a minified bundle is one line of megabytes, and 400 lines of
@@ -30,7 +31,7 @@ def read_lines(root: Path, path: str, start_line: int = 1, end_line: int | None 
     target = resolve_in_worktree(root, path)
     if not target.is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    lines = target.read_text(encoding="utf-8", errors="replace").splitlines()
+    lines = filetext.read(target).splitlines()
     if start_line < 1 or (end_line is not None and end_line < start_line):
         raise ValueError(f"bad line range {start_line}-{end_line}")
     last = min(len(lines), end_line or len(lines), start_line + MAX_READ_LINES - 1)
@@ -60,7 +61,7 @@ def numbered(lines: list[str], start: int, last: int, prefix: str) -> tuple[str,
 def outline(root: Path, path: str) -> str:
     """Declarations with line numbers: the structure of a file too large to inject in full."""
     target = resolve_in_worktree(root, path)
-    text = target.read_text(encoding="utf-8", errors="replace")
+    text = filetext.read(target)
     rows = [f"{n:>5}| {line.strip()[:MAX_LINE_CHARS]}" for n, line in enumerate(text.splitlines(), 1)
             if _OUTLINE.match(line)]
     return _capped(rows, "declarations") or "(no declarations found)"

@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 
 from foundation.gitrunner import GitError, GitTampered, git
+from project import filetext
 from project.index import basevectors, memory_sources, search_store, store
 from project.index.aliases import CONFIG_PATTERNS
 from project.index.chunks import chunk_file
@@ -108,7 +109,7 @@ def _search_rows(rows: FileRows, source: bytes, timings: Timings) -> list[search
                    start_byte=r[7], end_byte=r[8], signature=r[9], docblock=r[10], parent_fqn=r[4])
             for r in sorted(rows.symbols, key=lambda r: r[7])
         ]
-        chunks = chunk_file(rows.path, source.decode(errors="replace"), symbols)
+        chunks = chunk_file(rows.path, filetext.decode(source), symbols)
     with timings.phase("FTS terms"):
         return [search_store.chunk_row(chunk) for chunk in chunks]
 
@@ -155,7 +156,7 @@ def _index_each(
         source = (root / path).read_bytes()
         if content_hash(source) != digest:
             continue
-        chunks = chunk_file(path, source.decode(errors="replace"), graph_symbols(conn, path))
+        chunks = chunk_file(path, filetext.decode(source), graph_symbols(conn, path))
         if path in known:
             search_store.replace_file(conn, path, digest, chunks)
         else:  # a first fill (a deferred base): the ids are new, one statement per table

@@ -19,6 +19,7 @@ from tests.conftest import GITLAB_TOKEN
 from tests.e2e import implement_harness as h
 from tests.fakes.forge_http import FakeForgeState, Fault
 from tests.fakes.samples import sample
+from tests.graph.implement import route
 from tests.graph.implement.conftest import FORGEBOT_YML, GIT_ENV
 from tests.intake import deliveries
 
@@ -368,6 +369,45 @@ async def test_a_signed_commits_rule_is_met_with_the_configured_signing_key(
     assert not list(private_tmp.glob("forgebot-signing-*"))  # the key's file went with its commit
     for path in settings.data_dir.rglob("*"):
         assert not path.is_file() or secret_line.encode() not in path.read_bytes(), path
+
+
+GREETING = "src/Greeting.php"
+# a legacy file of a German code base, written by an editor that saved Windows-1252 (as ISO-8859-1 editors did)
+GREETING_TEXT = ("<?php\n\nnamespace App;\n\n// Grüße für die Startseite\nfunction greeting(): string\n{\n"
+                 "    return 'Grüße';\n}\n")
+GREETING_NEW = GREETING_TEXT.replace("return 'Grüße';", "return 'Schöne Grüße – 5 €';")
+
+
+async def test_a_windows_1252_file_is_read_and_edited_in_its_own_encoding(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, tmp_path: Path
+) -> None:
+    """Legacy PHP code bases hold ISO-8859-1 and Windows-1252 files. The model was shown `Gr��e`, its patch
+    named characters the file does not hold, so `git apply` refused any edit near an accent; what it added went
+    in as UTF-8. Now it reads the file's own text and its edit lands in the file's encoding, the rest byte-equal."""
+    _setup(settings, redis_url, fake_forge)
+    clone = tmp_path / "maintainer"
+    subprocess.run(["git", "clone", "-q", "-b", "master", str(served.origin), str(clone)], env=GIT_ENV, check=True)
+    (clone / GREETING).write_bytes(GREETING_TEXT.encode("cp1252"))
+    subprocess.run(["git", "-C", str(clone), "add", "-A"], env=GIT_ENV, check=True)
+    subprocess.run(["git", "-C", str(clone), "commit", "-qm", "Add the greeting"], env=GIT_ENV, check=True)
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "master"], env=GIT_ENV, check=True)
+    writable = (route.CALC, route.TEST, GREETING)
+    roles = route.models(
+        decomposer=[route.decomposition()], analyzer=[route.analysis()],
+        planner=[route.plan([route.item(1, "Add multiply with its test", *writable)], writable)],
+        architect=route.approve_plan(), reviewer=route.review(),
+        coder=[route.patch(GREETING, GREETING_TEXT, GREETING_NEW), *route.coder_happy()],
+    )
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("done", "delivered")]
+    pushed = subprocess.run(["git", "-C", str(served.origin), "show", f"{BRANCH}:{GREETING}"], capture_output=True,
+                            env=GIT_ENV, check=True).stdout
+    assert pushed == GREETING_NEW.encode("cp1252")  # the file's own encoding: "€" is the byte 0x80
+    shown = "".join(str(m.content) for request in roles["coder"].received for m in request)
+    assert "Grüße für die Startseite" in shown and "\ufffd" not in shown  # what the model was given to read
+    reviewed = "".join(str(m.content) for request in roles["reviewer"].received for m in request)
+    assert "+    return 'Schöne Grüße – 5 €';" in reviewed and "\ufffd" not in reviewed  # the diff it reviewed
 
 
 def _on_master(served: h.Served, tmp: Path, path: str, text: str) -> None:

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from graph.coder import patch as patching
+from graph.tools.files import read_lines
+from project import filetext
 from tests.graph.implement.conftest import CALCULATOR, Project, git, make_patch
 
 
@@ -74,3 +76,37 @@ def test_stale_patch_is_refused_before_any_write(project: Project) -> None:
     with pytest.raises(patching.PatchRefused, match="does not apply"):
         patching.apply(project.root, patch, _policy(["src/Calculator.php"]))
     assert project.text("src/Calculator.php") == CALCULATOR
+
+
+LEGACY_TEXT = "<?php\n// Größe in €, „Anführung“\nfunction size(): string { return 'Größe'; }\necho 'ok';\n"
+
+
+def test_a_windows_1252_file_is_patched_from_its_own_text_and_keeps_its_encoding(project: Project) -> None:
+    """A patch the model writes from the text it read (`project.filetext`) applies to a Windows-1252 file, lands
+    in that encoding, and leaves every other byte as it was; an all-bytes file reads and writes back the same."""
+    legacy = project.root / "src" / "Legacy.php"
+    legacy.write_bytes(LEGACY_TEXT.encode("cp1252"))
+    assert filetext.read(legacy) == LEGACY_TEXT
+    assert "    2| // Größe in €, „Anführung“" in read_lines(project.root, "src/Legacy.php")  # the read_file tool
+    new = LEGACY_TEXT.replace("return 'Größe';", "return 'Maße – 5 €';")
+    written = patching.apply(project.root, make_patch("src/Legacy.php", LEGACY_TEXT, new),
+                             _policy(["src/Legacy.php"]))
+    assert written == ["src/Legacy.php"] and legacy.read_bytes() == new.encode("cp1252")
+    every = bytes(range(1, 256)).replace(b"\n", b"") + b"\n"  # no NUL: a NUL byte makes it binary
+    assert filetext.encode(filetext.decode(every), filetext.LEGACY) == every
+
+
+def test_a_character_the_legacy_encoding_lacks_refuses_the_whole_patch_and_writes_nothing(project: Project) -> None:
+    legacy = project.root / "src" / "Legacy.php"
+    legacy.write_bytes(LEGACY_TEXT.encode("cp1252"))
+    calculator = (project.root / "src" / "Calculator.php").read_bytes()
+    patch = (make_patch("src/Calculator.php", CALCULATOR, CALCULATOR.replace("$a + $b", "$b + $a"))
+             + make_patch("src/Legacy.php", LEGACY_TEXT, LEGACY_TEXT.replace("echo 'ok';", "echo '✓';"))
+             + _new("src/Made.php"))
+    scope = ["src/Calculator.php", "src/Legacy.php", "src/Made.php"]
+    with pytest.raises(patching.PatchRefused, match=r"src/Legacy.php is windows-1252 text, which has no byte for "
+                                                    r"'✓' \(U\+2713\)"):
+        patching.apply(project.root, patch, _policy(scope))
+    assert legacy.read_bytes() == LEGACY_TEXT.encode("cp1252")  # every file as it was, the new one not made
+    assert (project.root / "src" / "Calculator.php").read_bytes() == calculator
+    assert not (project.root / "src" / "Made.php").exists()

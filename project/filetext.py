@@ -1,0 +1,118 @@
+"""A repository file's bytes as the text a model reads and edits, and that text back as the file's bytes.
+
+Real repositories are not all UTF-8: legacy PHP code bases hold ISO-8859-1 and Windows-1252 files
+(German, French, Spanish comments, strings and templates). Read as UTF-8 with replacement, every
+accented byte showed as `�`; a patch the model wrote from that text named characters the file does not
+hold, so `git apply` refused any hunk near one, and a line with an accent could not be changed at all;
+text the model added went in as UTF-8 bytes, mixing two encodings in one file.
+
+A file that is not valid UTF-8 is read as Windows-1252 (ISO-8859-1's printable characters are the same
+bytes, and it names the 0x80-0x9F ones, `€` and the typographic quotes, that Windows editors wrote); the
+five bytes Windows-1252 leaves undefined read as the ISO-8859-1 control character of the same number.
+Every byte string decodes, and encodes back to exactly the same bytes: a file is never changed by being
+read. `utf8_view` lets `git apply`, which compares bytes, work on such a file as the model saw it.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+UTF8 = "utf-8"
+LEGACY = "windows-1252"
+_UNDEFINED = {0x81, 0x8D, 0x8F, 0x90, 0x9D}  # bytes Windows-1252 leaves undefined
+
+
+def _as_latin1(error: UnicodeError) -> tuple[str | bytes, int]:
+    """Windows-1252's undefined bytes read, and written back, as the ISO-8859-1 code point of their number."""
+    if isinstance(error, UnicodeDecodeError):
+        return chr(error.object[error.start]), error.start + 1
+    if isinstance(error, UnicodeEncodeError):
+        point = ord(error.object[error.start])
+        if point in _UNDEFINED:
+            return bytes([point]), error.start + 1
+    raise error
+
+
+codecs.register_error("forgebot-latin1", _as_latin1)
+
+
+def encoding_of(data: bytes) -> str:
+    """UTF-8 when `data` is valid UTF-8 (ASCII included), else Windows-1252."""
+    try:
+        data.decode(UTF8)
+    except UnicodeDecodeError:
+        return LEGACY
+    return UTF8
+
+
+def decode(data: bytes) -> str:
+    """The text of a file's bytes, as `encoding_of` reads them; never fails."""
+    encoding = encoding_of(data)
+    return data.decode(encoding) if encoding == UTF8 else data.decode(LEGACY, errors="forgebot-latin1")
+
+
+def decode_lines(data: bytes) -> str:
+    """`decode` line by line: a diff (`git diff` output) holds lines of many files, each in its own encoding."""
+    return "".join(decode(line) for line in data.splitlines(keepends=True))
+
+
+def read(path: Path) -> str:
+    return decode(path.read_bytes())
+
+
+def encode(text: str, encoding: str) -> bytes:
+    """`text` as bytes of `encoding`; UnicodeEncodeError for a character it has no byte for."""
+    return text.encode(encoding) if encoding == UTF8 else text.encode(LEGACY, errors="forgebot-latin1")
+
+
+class Unencodable(ValueError):
+    """An edit put a character into a legacy-encoded file that the file's encoding cannot hold."""
+
+
+@contextmanager
+def utf8_view(root: Path, paths: Iterable[str]) -> Iterator[None]:
+    """While the block runs, each of `paths` that is a Windows-1252 file holds its text as UTF-8, so a patch
+    written from `decode`'s text applies byte for byte; afterwards each goes back to its own encoding.
+
+    If the block raises, or an edit put a character Windows-1252 has no byte for into such a file
+    (Unencodable), every one of `paths` is put back exactly as it was before the block, the files it made
+    removed: an edit lands whole or not at all. Binary files (a NUL byte) and links are left alone.
+    """
+    before: dict[Path, bytes | None] = {}  # None: there was no file
+    converted: list[Path] = []
+    try:
+        for path in paths:
+            target = root / path
+            if target.is_symlink() or target in before:
+                continue
+            if not target.is_file():
+                before[target] = None
+                continue
+            data = target.read_bytes()
+            before[target] = data
+            if b"\0" not in data and encoding_of(data) == LEGACY:
+                converted.append(target)
+                target.write_bytes(decode(data).encode(UTF8))
+        yield
+        for target in converted:
+            if target.is_symlink() or not target.is_file():
+                continue  # deleted (or replaced) by the edit: nothing of the old encoding remains
+            text = target.read_bytes().decode(UTF8, errors="surrogateescape")
+            try:
+                target.write_bytes(encode(text, LEGACY))
+            except UnicodeEncodeError as exc:
+                shown = text[exc.start]
+                raise Unencodable(
+                    f"{target.relative_to(root)} is {LEGACY} text, which has no byte for {shown!r} "
+                    f"(U+{ord(shown):04X}); write it as the file writes such characters (an HTML entity, an "
+                    "escape sequence) or leave it out") from None
+    except BaseException:
+        for target, original in before.items():
+            if target.is_symlink() or (original is None and target.is_file()):
+                target.unlink()
+            if original is not None:
+                target.write_bytes(original)
+        raise
