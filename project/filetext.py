@@ -93,7 +93,8 @@ def utf8_view(root: Path, paths: Iterable[str]) -> Iterator[None]:
                 continue
             data = target.read_bytes()
             before[target] = data
-            if b"\0" not in data and encoding_of(data) == LEGACY:
+            # a second link would be written through: worktree files have one (git stores no hard links)
+            if b"\0" not in data and encoding_of(data) == LEGACY and target.stat().st_nlink == 1:
                 converted.append(target)
                 target.write_bytes(decode(data).encode(UTF8))
         yield
