@@ -10,7 +10,10 @@ A file that is not valid UTF-8 is read as Windows-1252 (ISO-8859-1's printable c
 bytes, and it names the 0x80-0x9F ones, `€` and the typographic quotes, that Windows editors wrote); the
 five bytes Windows-1252 leaves undefined read as the ISO-8859-1 control character of the same number.
 Every byte string decodes, and encodes back to exactly the same bytes: a file is never changed by being
-read. `utf8_view` lets `git apply`, which compares bytes, work on such a file as the model saw it.
+read. Files written on Windows often end every line with CRLF; the model reads and writes `\n` (a patch it
+writes has no `\r`), so `git apply` refused every hunk of such a file. `editable_view` lets `git apply`,
+which compares bytes, work on a file as the model saw it (UTF-8, `\n`), then puts back its encoding and
+its line ends.
 """
 
 from __future__ import annotations
@@ -55,12 +58,23 @@ def decode(data: bytes) -> str:
 
 
 def decode_lines(data: bytes) -> str:
-    """`decode` line by line: a diff (`git diff` output) holds lines of many files, each in its own encoding."""
-    return "".join(decode(line) for line in data.splitlines(keepends=True))
+    """`for_model` line by line: a diff (`git diff` output) holds lines of many files, each in its own encoding."""
+    return "".join(for_model(line) for line in data.splitlines(keepends=True))
 
 
 def read(path: Path) -> str:
-    return decode(path.read_bytes())
+    """The text the model reads of a file: `decode`d, its line ends as `\n` (`editable_view` restores CRLF)."""
+    return for_model(path.read_bytes())
+
+
+def for_model(data: bytes) -> str:
+    return decode(data).replace("\r\n", "\n")
+
+
+def crlf(data: bytes) -> bool:
+    """Whether every line of `data` ends with CRLF (a file with some LF-only lines is left as it is)."""
+    lines = data.count(b"\n")
+    return lines > 0 and data.count(b"\r\n") == lines
 
 
 def encode(text: str, encoding: str) -> bytes:
@@ -73,16 +87,17 @@ class Unencodable(ValueError):
 
 
 @contextmanager
-def utf8_view(root: Path, paths: Iterable[str]) -> Iterator[None]:
-    """While the block runs, each of `paths` that is a Windows-1252 file holds its text as UTF-8, so a patch
-    written from `decode`'s text applies byte for byte; afterwards each goes back to its own encoding.
+def editable_view(root: Path, paths: Iterable[str]) -> Iterator[None]:
+    """While the block runs, each of `paths` that is a Windows-1252 file or ends its lines with CRLF holds
+    the text the model read (UTF-8, `\n`), so a patch written from it applies byte for byte; afterwards
+    each goes back to its own encoding and line ends.
 
     If the block raises, or an edit put a character Windows-1252 has no byte for into such a file
     (Unencodable), every one of `paths` is put back exactly as it was before the block, the files it made
     removed: an edit lands whole or not at all. Binary files (a NUL byte) and links are left alone.
     """
     before: dict[Path, bytes | None] = {}  # None: there was no file
-    converted: list[Path] = []
+    converted: dict[Path, tuple[str, bool]] = {}  # the file's encoding, and whether its lines end in CRLF
     try:
         for path in paths:
             target = root / path
@@ -93,17 +108,20 @@ def utf8_view(root: Path, paths: Iterable[str]) -> Iterator[None]:
                 continue
             data = target.read_bytes()
             before[target] = data
+            encoding, windows = encoding_of(data), crlf(data)
             # a second link would be written through: worktree files have one (git stores no hard links)
-            if b"\0" not in data and encoding_of(data) == LEGACY and target.stat().st_nlink == 1:
-                converted.append(target)
-                target.write_bytes(decode(data).encode(UTF8))
+            if b"\0" not in data and (encoding == LEGACY or windows) and target.stat().st_nlink == 1:
+                converted[target] = (encoding, windows)
+                target.write_bytes(for_model(data).encode(UTF8))
         yield
-        for target in converted:
+        for target, (encoding, windows) in converted.items():
             if target.is_symlink() or not target.is_file():
-                continue  # deleted (or replaced) by the edit: nothing of the old encoding remains
+                continue  # deleted (or replaced) by the edit: nothing of the old file remains
             text = target.read_bytes().decode(UTF8, errors="surrogateescape")
+            if windows:
+                text = text.replace("\r\n", "\n").replace("\n", "\r\n")
             try:
-                target.write_bytes(encode(text, LEGACY))
+                target.write_bytes(encode(text, encoding))
             except UnicodeEncodeError as exc:
                 shown = text[exc.start]
                 raise Unencodable(

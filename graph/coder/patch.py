@@ -128,8 +128,8 @@ def apply(root: Path, patch: str, policy: PatchPolicy) -> list[str]:
                 continue  # counts that do not fit their lines: the recounted text may read
             raise
         try:
-            # a legacy-encoded file is patched as the text the model read (`project.filetext`)
-            with filetext.utf8_view(root, paths):
+            # a legacy-encoded or CRLF file is patched as the text the model read (`project.filetext`)
+            with filetext.editable_view(root, paths):
                 check = _git_apply(root, candidate, "--check")
                 if check.returncode == 0:
                     done = _git_apply(root, candidate)

@@ -124,7 +124,7 @@ def _one(root: Path, path: str, limits: InjectionLimits, total: int, shown: int,
     sha = hashlib.sha1(data).hexdigest()[:16]
     room = limits.total_max_bytes - total
     if len(data) <= limits.full_max_bytes and len(data) <= room:
-        return InjectedFile(path, "full", sha, len(data), filetext.decode(data))
+        return InjectedFile(path, "full", sha, len(data), filetext.for_model(data))
     text = outline_fn(root, path)
     reason = "large file" if len(data) > limits.full_max_bytes else "total size limit"
     if len(text.encode("utf-8")) > room:

@@ -378,16 +378,17 @@ GREETING_TEXT = ("<?php\n\nnamespace App;\n\n// Grüße für die Startseite\nfun
 GREETING_NEW = GREETING_TEXT.replace("return 'Grüße';", "return 'Schöne Grüße – 5 €';")
 
 
-async def test_a_windows_1252_file_is_read_and_edited_in_its_own_encoding(
+async def test_a_windows_1252_crlf_file_is_read_and_edited_in_its_own_encoding_and_line_ends(
     settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, tmp_path: Path
 ) -> None:
-    """Legacy PHP code bases hold ISO-8859-1 and Windows-1252 files. The model was shown `Gr��e`, its patch
-    named characters the file does not hold, so `git apply` refused any edit near an accent; what it added went
-    in as UTF-8. Now it reads the file's own text and its edit lands in the file's encoding, the rest byte-equal."""
+    """Legacy PHP code bases hold ISO-8859-1 and Windows-1252 files, often with CRLF line ends. The model was
+    shown `Gr��e`, its patch named characters the file does not hold and had no `\\r`, so `git apply` refused
+    it; what it added went in as UTF-8. Now it reads the file's own text and its edit lands in the file's
+    encoding and line ends, the rest byte-equal."""
     _setup(settings, redis_url, fake_forge)
     clone = tmp_path / "maintainer"
     subprocess.run(["git", "clone", "-q", "-b", "master", str(served.origin), str(clone)], env=GIT_ENV, check=True)
-    (clone / GREETING).write_bytes(GREETING_TEXT.encode("cp1252"))
+    (clone / GREETING).write_bytes(GREETING_TEXT.replace("\n", "\r\n").encode("cp1252"))  # and on Windows
     subprocess.run(["git", "-C", str(clone), "add", "-A"], env=GIT_ENV, check=True)
     subprocess.run(["git", "-C", str(clone), "commit", "-qm", "Add the greeting"], env=GIT_ENV, check=True)
     subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "master"], env=GIT_ENV, check=True)
@@ -403,7 +404,7 @@ async def test_a_windows_1252_file_is_read_and_edited_in_its_own_encoding(
     assert await h.task_states(settings) == [("done", "delivered")]
     pushed = subprocess.run(["git", "-C", str(served.origin), "show", f"{BRANCH}:{GREETING}"], capture_output=True,
                             env=GIT_ENV, check=True).stdout
-    assert pushed == GREETING_NEW.encode("cp1252")  # the file's own encoding: "€" is the byte 0x80
+    assert pushed == GREETING_NEW.replace("\n", "\r\n").encode("cp1252")  # its own encoding ("€" is 0x80), CRLF
     shown = "".join(str(m.content) for request in roles["coder"].received for m in request)
     assert "Grüße für die Startseite" in shown and "\ufffd" not in shown  # what the model was given to read
     reviewed = "".join(str(m.content) for request in roles["reviewer"].received for m in request)

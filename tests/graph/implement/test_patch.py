@@ -110,3 +110,20 @@ def test_a_character_the_legacy_encoding_lacks_refuses_the_whole_patch_and_write
     assert legacy.read_bytes() == LEGACY_TEXT.encode("cp1252")  # every file as it was, the new one not made
     assert (project.root / "src" / "Calculator.php").read_bytes() == calculator
     assert not (project.root / "src" / "Made.php").exists()
+
+
+def test_a_file_whose_lines_end_in_crlf_takes_a_patch_written_with_lf_and_keeps_its_line_ends(project: Project) -> None:
+    """Files written on Windows end every line with CRLF; the model reads and writes `\\n`, and `git apply`
+    refused every hunk of such a file. A file with some LF-only lines is left as it is."""
+    windows = project.root / "src" / "Windows.php"
+    windows.write_bytes(LEGACY_TEXT.replace("\n", "\r\n").encode("cp1252"))
+    assert read_lines(project.root, "src/Windows.php").splitlines()[1] == "    2| // Größe in €, „Anführung“"
+    new = LEGACY_TEXT.replace("echo 'ok';", "echo 'ok';\necho 'more';")
+    patching.apply(project.root, make_patch("src/Windows.php", LEGACY_TEXT, new), _policy(["src/Windows.php"]))
+    assert windows.read_bytes() == new.replace("\n", "\r\n").encode("cp1252")
+    mixed = project.root / "src" / "Mixed.php"
+    mixed.write_bytes(b"<?php\r\necho 1;\necho 2;\r\n")
+    assert not filetext.crlf(mixed.read_bytes())
+    patching.apply(project.root, make_patch("src/Mixed.php", "<?php\necho 1;\necho 2;\n", "<?php\necho 3;\necho 2;\n")
+                   .replace("<?php\n", "<?php\r\n").replace("echo 2;\n", "echo 2;\r\n"), _policy(["src/Mixed.php"]))
+    assert mixed.read_bytes() == b"<?php\r\necho 3;\necho 2;\r\n"
