@@ -10,8 +10,9 @@ A file that is not valid UTF-8 is read as Windows-1252 (ISO-8859-1's printable c
 bytes, and it names the 0x80-0x9F ones, `€` and the typographic quotes, that Windows editors wrote); the
 five bytes Windows-1252 leaves undefined read as the ISO-8859-1 control character of the same number.
 Every byte string decodes, and encodes back to exactly the same bytes: a file is never changed by being
-read. Files written on Windows often end every line with CRLF; the model reads and writes `\n` (a patch it
-writes has no `\r`), so `git apply` refused every hunk of such a file. `editable_view` lets `git apply`,
+read. Files written on Windows often end every line with CRLF, or start with a UTF-8 byte-order mark; the
+model reads and writes `\n` (a patch it writes has no `\r`) and no mark before `<?php`, so `git apply`
+refused every hunk of such a file, or its first line. `editable_view` lets `git apply`,
 which compares bytes, work on a file as the model saw it (UTF-8, `\n`), then puts back its encoding and
 its line ends.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 import codecs
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 UTF8 = "utf-8"
@@ -67,8 +69,12 @@ def read(path: Path) -> str:
     return for_model(path.read_bytes())
 
 
+BOM = "\ufeff"
+
+
 def for_model(data: bytes) -> str:
-    return decode(data).replace("\r\n", "\n")
+    """`decode`d, line ends as `\\n`, no byte-order mark: a patch's first line (`<?php`) names none."""
+    return decode(data).removeprefix(BOM).replace("\r\n", "\n")
 
 
 def crlf(data: bytes) -> bool:
@@ -86,48 +92,55 @@ class Unencodable(ValueError):
     """An edit put a character into a legacy-encoded file that the file's encoding cannot hold."""
 
 
+@dataclass(frozen=True)
+class Form:
+    """How a file's text is written that the model does not read: its encoding, CRLF line ends, a mark."""
+
+    encoding: str
+    crlf: bool
+    bom: bool
+
+    @classmethod
+    def of(cls, data: bytes) -> Form | None:
+        """The file's form when the model reads it otherwise (None: UTF-8, `\\n`, no mark, or binary)."""
+        found = cls(encoding_of(data), crlf(data), data.startswith(BOM.encode(UTF8)))
+        return found if b"\0" not in data and found != cls(UTF8, False, False) else None
+
+    def bytes_of(self, text: str) -> bytes:
+        """`text` as the model wrote it, in this form; UnicodeEncodeError for a character the encoding lacks."""
+        if self.crlf:
+            text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+        if self.bom:
+            text = BOM + text.removeprefix(BOM)
+        return encode(text, self.encoding)
+
+
 @contextmanager
 def editable_view(root: Path, paths: Iterable[str]) -> Iterator[None]:
-    """While the block runs, each of `paths` that is a Windows-1252 file or ends its lines with CRLF holds
-    the text the model read (UTF-8, `\n`), so a patch written from it applies byte for byte; afterwards
-    each goes back to its own encoding and line ends.
+    """While the block runs, each of `paths` that is a Windows-1252 file, ends its lines with CRLF or starts
+    with a byte-order mark holds the text the model read (UTF-8, `\\n`, no mark), so a patch written from it
+    applies byte for byte; afterwards each goes back to its own `Form`.
 
     If the block raises, or an edit put a character Windows-1252 has no byte for into such a file
     (Unencodable), every one of `paths` is put back exactly as it was before the block, the files it made
     removed: an edit lands whole or not at all. Binary files (a NUL byte) and links are left alone.
     """
     before: dict[Path, bytes | None] = {}  # None: there was no file
-    converted: dict[Path, tuple[str, bool]] = {}  # the file's encoding, and whether its lines end in CRLF
+    converted: dict[Path, Form] = {}
     try:
-        for path in paths:
-            target = root / path
-            if target.is_symlink() or target in before:
+        for target in dict.fromkeys(root / path for path in paths):
+            if target.is_symlink():
                 continue
-            if not target.is_file():
-                before[target] = None
-                continue
-            data = target.read_bytes()
-            before[target] = data
-            encoding, windows = encoding_of(data), crlf(data)
+            before[target] = data = target.read_bytes() if target.is_file() else None
+            form = Form.of(data) if data is not None else None
             # a second link would be written through: worktree files have one (git stores no hard links)
-            if b"\0" not in data and (encoding == LEGACY or windows) and target.stat().st_nlink == 1:
-                converted[target] = (encoding, windows)
+            if form is not None and data is not None and target.stat().st_nlink == 1:
+                converted[target] = form
                 target.write_bytes(for_model(data).encode(UTF8))
         yield
-        for target, (encoding, windows) in converted.items():
-            if target.is_symlink() or not target.is_file():
-                continue  # deleted (or replaced) by the edit: nothing of the old file remains
-            text = target.read_bytes().decode(UTF8, errors="surrogateescape")
-            if windows:
-                text = text.replace("\r\n", "\n").replace("\n", "\r\n")
-            try:
-                target.write_bytes(encode(text, encoding))
-            except UnicodeEncodeError as exc:
-                shown = text[exc.start]
-                raise Unencodable(
-                    f"{target.relative_to(root)} is {LEGACY} text, which has no byte for {shown!r} "
-                    f"(U+{ord(shown):04X}); write it as the file writes such characters (an HTML entity, an "
-                    "escape sequence) or leave it out") from None
+        for target, form in converted.items():
+            if target.is_file() and not target.is_symlink():  # else the edit deleted or replaced it
+                _write_back(root, target, form)
     except BaseException:
         for target, original in before.items():
             if target.is_symlink() or (original is None and target.is_file()):
@@ -135,3 +148,15 @@ def editable_view(root: Path, paths: Iterable[str]) -> Iterator[None]:
             if original is not None:
                 target.write_bytes(original)
         raise
+
+
+def _write_back(root: Path, target: Path, form: Form) -> None:
+    text = target.read_bytes().decode(UTF8, errors="surrogateescape")
+    try:
+        target.write_bytes(form.bytes_of(text))
+    except UnicodeEncodeError as exc:
+        shown = exc.object[exc.start]
+        raise Unencodable(
+            f"{target.relative_to(root)} is {form.encoding} text, which has no byte for {shown!r} "
+            f"(U+{ord(shown):04X}); write it as the file writes such characters (an HTML entity, an "
+            "escape sequence) or leave it out") from None

@@ -127,3 +127,15 @@ def test_a_file_whose_lines_end_in_crlf_takes_a_patch_written_with_lf_and_keeps_
     patching.apply(project.root, make_patch("src/Mixed.php", "<?php\necho 1;\necho 2;\n", "<?php\necho 3;\necho 2;\n")
                    .replace("<?php\n", "<?php\r\n").replace("echo 2;\n", "echo 2;\r\n"), _policy(["src/Mixed.php"]))
     assert mixed.read_bytes() == b"<?php\r\necho 3;\necho 2;\r\n"
+
+
+def test_a_file_with_a_byte_order_mark_takes_a_patch_of_its_first_line_and_keeps_the_mark(project: Project) -> None:
+    """Windows editors start UTF-8 files with a byte-order mark, which the model neither reads nor writes: a
+    patch of the first line (`declare(strict_types=1);` after `<?php`) was refused."""
+    marked = project.root / "src" / "Marked.php"
+    marked.write_bytes(b"\xef\xbb\xbf<?php\nfunction a(): int { return 1; }\n")
+    assert read_lines(project.root, "src/Marked.php").splitlines()[0] == "    1| <?php"
+    old = "<?php\nfunction a(): int { return 1; }\n"
+    new = "<?php\n\ndeclare(strict_types=1);\n\nfunction a(): int { return 1; }\n"
+    patching.apply(project.root, make_patch("src/Marked.php", old, new), _policy(["src/Marked.php"]))
+    assert marked.read_bytes() == b"\xef\xbb\xbf" + new.encode()
