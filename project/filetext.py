@@ -12,9 +12,10 @@ five bytes Windows-1252 leaves undefined read as the ISO-8859-1 control characte
 Every byte string decodes, and encodes back to exactly the same bytes: a file is never changed by being
 read. Files written on Windows often end every line with CRLF, or start with a UTF-8 byte-order mark; the
 model reads and writes `\n` (a patch it writes has no `\r`) and no mark before `<?php`, so `git apply`
-refused every hunk of such a file, or its first line. `editable_view` lets `git apply`,
-which compares bytes, work on a file as the model saw it (UTF-8, `\n`), then puts back its encoding and
-its line ends.
+refused every hunk of such a file, or its first line; and a file with no line end after its last line
+(legacy PHP ending in `?>`) refused a patch of its end, which the model writes with one. `editable_view`
+lets `git apply`, which compares bytes, work on a file as the model saw it (UTF-8, `\n` after every
+line), then puts back its encoding, its line ends and its mark.
 """
 
 from __future__ import annotations
@@ -99,15 +100,23 @@ class Form:
     encoding: str
     crlf: bool
     bom: bool
+    open_end: bool = False  # no line end after the last line: the model's patches end every line
 
     @classmethod
     def of(cls, data: bytes) -> Form | None:
         """The file's form when the model reads it otherwise (None: UTF-8, `\\n`, no mark, or binary)."""
-        found = cls(encoding_of(data), crlf(data), data.startswith(BOM.encode(UTF8)))
+        found = cls(encoding_of(data), crlf(data), data.startswith(BOM.encode(UTF8)),
+                    bool(data) and not data.endswith(b"\n"))
         return found if b"\0" not in data and found != cls(UTF8, False, False) else None
+
+    def view(self, data: bytes) -> bytes:
+        """The file as the model read it, every line ended, for `git apply`."""
+        return (for_model(data) + ("\n" if self.open_end else "")).encode(UTF8)
 
     def bytes_of(self, text: str) -> bytes:
         """`text` as the model wrote it, in this form; UnicodeEncodeError for a character the encoding lacks."""
+        if self.open_end:
+            text = text.removesuffix("\n")
         if self.crlf:
             text = text.replace("\r\n", "\n").replace("\n", "\r\n")
         if self.bom:
@@ -117,9 +126,10 @@ class Form:
 
 @contextmanager
 def editable_view(root: Path, paths: Iterable[str]) -> Iterator[None]:
-    """While the block runs, each of `paths` that is a Windows-1252 file, ends its lines with CRLF or starts
-    with a byte-order mark holds the text the model read (UTF-8, `\\n`, no mark), so a patch written from it
-    applies byte for byte; afterwards each goes back to its own `Form`.
+    """While the block runs, each of `paths` that is a Windows-1252 file, ends its lines with CRLF, starts
+    with a byte-order mark or has no line end after its last line holds the text the model read (UTF-8,
+    `\\n` after every line, no mark), so a patch written from it applies byte for byte; afterwards each goes
+    back to its own `Form`.
 
     If the block raises, or an edit put a character Windows-1252 has no byte for into such a file
     (Unencodable), every one of `paths` is put back exactly as it was before the block, the files it made
@@ -136,7 +146,7 @@ def editable_view(root: Path, paths: Iterable[str]) -> Iterator[None]:
             # a second link would be written through: worktree files have one (git stores no hard links)
             if form is not None and data is not None and target.stat().st_nlink == 1:
                 converted[target] = form
-                target.write_bytes(for_model(data).encode(UTF8))
+                target.write_bytes(form.view(data))
         yield
         for target, form in converted.items():
             if target.is_file() and not target.is_symlink():  # else the edit deleted or replaced it

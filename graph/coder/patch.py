@@ -26,6 +26,7 @@ DEFAULT_PROTECTED = (
     ".travis.yml", "azure-pipelines.yml", *CONFIG_PATHS, ".gitmodules",
 )
 _MODE = re.compile(r"^(?:new file mode|new mode|old mode|deleted file mode) (\d+)$")
+_NO_NEWLINE_MARK = re.compile(r"^\\ No newline at end of file\n", re.M)
 
 
 class PatchRefused(ValueError):
@@ -116,6 +117,9 @@ def check_patch(root: Path, patch: str, policy: PatchPolicy) -> list[str]:
 def apply(root: Path, patch: str, policy: PatchPolicy) -> list[str]:
     """Check, then apply `patch` in `root`; returns the paths written. Raises PatchRefused."""
     text = patch if patch.endswith("\n") else patch + "\n"
+    # the editable view ends a file's last line for git apply and takes that end away after
+    # (`project.filetext`), so a marker saying a side has none would no longer fit
+    text = _NO_NEWLINE_MARK.sub("", text)
     problem = ""
     # as written, then with its hunk counts recomputed (models miscount): git applies exactly the
     # text the guard read, never `--recount`, so both read the same hunks and the same headers

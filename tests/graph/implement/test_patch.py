@@ -139,3 +139,17 @@ def test_a_file_with_a_byte_order_mark_takes_a_patch_of_its_first_line_and_keeps
     new = "<?php\n\ndeclare(strict_types=1);\n\nfunction a(): int { return 1; }\n"
     patching.apply(project.root, make_patch("src/Marked.php", old, new), _policy(["src/Marked.php"]))
     assert marked.read_bytes() == b"\xef\xbb\xbf" + new.encode()
+
+
+def test_a_file_without_a_line_end_after_its_last_line_takes_a_patch_of_its_end_and_keeps_it_open(
+    project: Project,
+) -> None:
+    """Legacy PHP files often end without a line end (`?>` last): the model's patch of the end ends every line,
+    with or without git's `\\ No newline at end of file` marker, and was refused without the marker."""
+    open_end = project.root / "src" / "Open.php"
+    for marker in ("", "\\ No newline at end of file\n"):
+        open_end.write_bytes(b"<?php\nfunction a() {\n    return 1;\n}\n?>")
+        patch = ("--- a/src/Open.php\n+++ b/src/Open.php\n@@ -3,3 +3,3 @@\n-    return 1;\n+    return 2;\n }\n"
+                 f" ?>\n{marker}")
+        patching.apply(project.root, patch, _policy(["src/Open.php"]))
+        assert open_end.read_bytes() == b"<?php\nfunction a() {\n    return 2;\n}\n?>", marker
