@@ -66,7 +66,7 @@ def decode_lines(data: bytes) -> str:
 
 
 def read(path: Path) -> str:
-    """The text the model reads of a file: `decode`d, its line ends as `\n` (`editable_view` restores CRLF)."""
+    """The text the model reads of a file (`for_model`); `editable_view` puts back what it leaves out."""
     return for_model(path.read_bytes())
 
 
