@@ -323,8 +323,46 @@ async def _signing(settings: Settings) -> Line:
     except SigningError as exc:
         return Line("signing", "FAIL", f"commits cannot be signed: {exc}")
     shown = public if len(public) <= 160 else "`ssh-keygen -y -f KEYFILE` prints it"
-    return Line("signing", "ok", f"commits are signed by {fingerprint} as {settings.workspace.author_email}; "
-                f"register its public key on the bot account as a signing key: {shown}")
+    said = [await _registered(settings, kind, public) for kind in _configured_forges(settings)]
+    missing = [text.split()[0] for registered, text in said if registered is False]
+    if missing:
+        verb = "does" if len(missing) == 1 else "do"
+        return Line("signing", "FAIL", f"commits are signed by {fingerprint}, which {' and '.join(missing)} {verb} "
+                    f"not hold as a signing key of the bot account: register its public key there: {shown}")
+    told = "".join(f"; {text}" for _, text in said)
+    advice = "" if said and all(registered for registered, _ in said) else \
+        f"; register its public key on the bot account as a signing key: {shown}"
+    return Line("signing", "ok", f"commits are signed by {fingerprint} as {settings.workspace.author_email}"
+                f"{told}{advice}")
+
+
+def _configured_forges(settings: Settings) -> list[ForgeKind]:
+    kinds: list[ForgeKind] = []
+    if settings.gitlab.token is not None:
+        kinds.append("gitlab")
+    if settings.github.token is not None or settings.github.app_id is not None:
+        kinds.append("github")
+    return kinds
+
+
+async def _registered(settings: Settings, kind: ForgeKind, public: str) -> tuple[bool | None, str]:
+    """Whether `kind` holds the signing key on the bot account (None: it does not say, or could not be asked):
+    GitLab shows an unregistered key's commits unverified, and a GitHub ruleset requiring signed commits wants
+    verified signatures, so it refuses them, after a task's work."""
+    from foundation.forge import ForgeError, open_forge
+
+    if kind == "github" and settings.github.app_id is not None:
+        return None, "a GitHub App's pushed commits verify as nobody's (docs/github.md)"
+    try:
+        held = await open_forge(settings, kind).signing_keys()
+    except ForgeError as exc:
+        return None, f"{kind} could not be asked whether it holds the key ({type(exc).__name__})"
+    if held is None:
+        return None, f"{kind} does not say whether it holds the key (the token may not read signing keys)"
+    body = public.split()[:2]
+    if any(key.split()[:2] == body for key in held):
+        return True, f"{kind} holds it as a signing key of the bot account"
+    return False, f"{kind} does not hold it as a signing key of the bot account"
 
 
 async def _sandbox(settings: Settings) -> Line:

@@ -337,6 +337,25 @@ class GitHubForge(SdkAdapter):
 
         return await self._read(fetch)
 
+    async def signing_keys(self) -> tuple[str, ...] | None:
+        """`GET /user/ssh_signing_keys` for a token's user (a classic token needs `read:ssh_signing_key`:
+        without it, None); an App has no account to hold such keys, so its pushed commits verify as none."""
+        if self._app is not None:
+            return None
+
+        def fetch() -> tuple[str, ...] | None:
+            try:
+                _, data = self._gh.requester.requestJsonAndCheck("GET", "/user/ssh_signing_keys",
+                                                                  parameters={"per_page": 100})
+            except github.GithubException as exc:
+                if exc.status in (403, 404):  # the token may not read them
+                    return None
+                raise
+            return tuple(str(key["key"]) for key in data if isinstance(key, dict) and "key" in key) \
+                if isinstance(data, list) else None
+
+        return await self._read(fetch)
+
     async def list_hooks(self, repo: RepoRef) -> list[Hook]:
         def fetch() -> list[Hook]:
             return [Hook(id=h.id, url=str(h.config.get("url", ""))) for h in self._repo(repo).get_hooks()]

@@ -335,6 +335,21 @@ class GitLabForge(SdkAdapter):
 
         return await self._read(fetch)
 
+    async def signing_keys(self) -> tuple[str, ...] | None:
+        """`GET /user/keys`: the user's SSH keys whose usage includes signing (GitLab 15.7+ verifies SSH
+        signatures only with those; an older GitLab names no usage, and verifies none)."""
+
+        def fetch() -> tuple[str, ...]:
+            self._gl.auth()
+            user = self._gl.user
+            if user is None:
+                raise ForgeNotFound("the token has no user")
+            keys = user.keys.list(get_all=True)
+            return tuple(str(key.key) for key in keys
+                         if getattr(key, "usage_type", "") in ("signing", "auth_and_signing"))
+
+        return await self._read(fetch)
+
     async def list_hooks(self, repo: RepoRef) -> list[Hook]:
         hooks = await self._read(lambda: self._project(repo).hooks.list(get_all=True))
         return [Hook(id=int(h.id), url=str(h.url)) for h in hooks]

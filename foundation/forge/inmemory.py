@@ -65,6 +65,7 @@ class MemoryForge:
     reactions: list[tuple[Target | CommentRef, Reaction]] = field(default_factory=list)
     bot_user: str = "forgebot"
     bot_user_id: int | None = None
+    signing_keys_held: tuple[str, ...] | None = None  # what `signing_keys` answers: None, the forge does not say
     # repositories by id as the forge's API reports them; `resolve_repo` knows only these
     repos: dict[str, RepoRef] = field(default_factory=dict)
     hooks: dict[str, list[tuple[Hook, str]]] = field(default_factory=dict)  # project → (hook, secret)
@@ -205,6 +206,9 @@ class MemoryForge:
 
     async def whoami(self) -> BotIdentity:
         return BotIdentity(id=self.bot_user_id, login=self.bot_user)
+
+    async def signing_keys(self) -> tuple[str, ...] | None:
+        return self.signing_keys_held
 
     async def list_hooks(self, repo: RepoRef) -> list[Hook]:
         return [hook for hook, _ in self.hooks.get(repo.project, [])]

@@ -109,6 +109,11 @@ class Conversations(Protocol):
         """The user (or App bot) the token acts as."""
         ...
 
+    async def signing_keys(self) -> tuple[str, ...] | None:
+        """The SSH keys (`ssh-ed25519 AAAA… title`) the forge verifies the bot account's commit signatures
+        with; None when it does not say (a GitHub App has no such keys; a token may not read them)."""
+        ...
+
     async def list_hooks(self, repo: RepoRef) -> list[Hook]:
         """The repository's webhooks (URLs only; secrets cannot be read back)."""
         ...

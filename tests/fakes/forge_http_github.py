@@ -181,6 +181,18 @@ async def current_user(request: Request) -> JSONResponse:
     return JSONResponse(shapes.private_user(api_root(request), state.bot_user, state.bot_user_id), headers=headers)
 
 
+async def ssh_signing_keys(request: Request) -> JSONResponse:
+    """`GET /user/ssh_signing_keys`: the token's user's signing keys; 404 for a classic token without
+    `read:ssh_signing_key` (`token_scopes` names its scopes), as GitHub answers."""
+    state = _state(request)
+    scopes = state.token_scopes["github"]
+    readable = {"read:ssh_signing_key", "write:ssh_signing_key", "admin:ssh_signing_key"}
+    if scopes is not None and not readable & set(scopes):
+        return not_found()
+    return JSONResponse([{"key": key, "id": n, "title": f"key {n}", "created_at": "2026-01-01T00:00:00Z"}
+                         for n, (key, _) in enumerate(state.ssh_keys["github"], 1)])
+
+
 async def hooks(request: Request) -> JSONResponse:
     state = _state(request)
     full_name = _repo(request)
@@ -220,6 +232,7 @@ def routes() -> list[Route]:
         Route("/github/repositories/{id:int}", repository, methods=["GET"]),
         Route(base, repository, methods=["GET"]),
         Route("/github/user", current_user, methods=["GET"]),
+        Route("/github/user/ssh_signing_keys", ssh_signing_keys, methods=["GET"]),
         Route("/github/app", app, methods=["GET"]),
         Route(base + "/hooks", hooks, methods=["GET", "POST"]),
         Route(base + "/hooks/{hook_id:int}", hooks, methods=["GET", "PATCH"]),

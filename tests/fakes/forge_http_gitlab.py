@@ -321,6 +321,13 @@ async def current_user(request: Request) -> JSONResponse:
     return JSONResponse({**found, "bot": True, **{key: value for key, value in own.items() if value}})
 
 
+async def user_keys(request: Request) -> JSONResponse:
+    """`GET /user/keys` (doc/api/user_keys.md): the user's SSH keys, with their usage (GitLab 15.7+)."""
+    keys = _state(request).ssh_keys["gitlab"]
+    return JSONResponse([{"id": n, "title": f"key {n}", "created_at": "2026-01-01T00:00:00.000Z", "expires_at": None,
+                          "key": key, "usage_type": usage} for n, (key, usage) in enumerate(keys, 1)])
+
+
 async def token_self(request: Request) -> JSONResponse:
     """`GET /personal_access_tokens/self` (doc/api/personal_access_tokens.md): the token's own record."""
     state = _state(request)
@@ -361,6 +368,7 @@ def routes() -> list[Route]:
     return [
         Route(base, project, methods=["GET"]),
         Route("/gitlab/api/v4/user", current_user, methods=["GET"]),
+        Route("/gitlab/api/v4/user/keys", user_keys, methods=["GET"]),
         Route("/gitlab/api/v4/personal_access_tokens/self", token_self, methods=["GET"]),
         Route(base + "/hooks", hooks, methods=["GET", "POST"]),
         Route(base + "/hooks/{hook_id:int}", hooks, methods=["PUT"]),

@@ -165,6 +165,9 @@ class FakeForgeState:
     # user picked another) and its primary email; "" leaves the field out
     bot_commit_email: str = "4242-forgebot@users.noreply.gitlab.example.com"
     bot_email: str = "forgebot@corp.example"
+    # the bot account's SSH keys by forge: (public key line, GitLab's usage type) as `GET /user/keys` and
+    # GitHub's `GET /user/ssh_signing_keys` list them (GitHub's list holds signing keys only)
+    ssh_keys: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: {"gitlab": [], "github": []})
     # the token's scopes: GitLab's `GET /personal_access_tokens/self`, a classic GitHub token's `X-OAuth-Scopes`
     # (None there: a fine-grained token, which sends no such header)
     token_scopes: dict[str, list[str] | None] = field(default_factory=lambda: {"gitlab": ["api"], "github": None})

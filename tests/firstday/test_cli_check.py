@@ -301,3 +301,37 @@ def test_the_signing_line_prints_the_public_key_to_register(tmp_path: Path) -> N
     pasted = forgebot("check", *only, cwd=tmp_path, FORGEBOT_WORKSPACE__SIGNING_KEY=public, **env)
     assert pasted.code == 2 and "Traceback" not in pasted.text
     assert any("FORGEBOT_WORKSPACE__SIGNING_KEY" in line and "ssh-keygen -t ed25519" in line for line in pasted.err)
+
+
+def test_the_signing_line_says_whether_each_forge_holds_the_key_as_the_bot_accounts_signing_key(
+    tmp_path: Path, forge_server: ServerThread, fake_forge: FakeForgeState
+) -> None:
+    """A key nobody registered signs commits GitLab shows unverified and a GitHub ruleset requiring signed
+    commits refuses (it wants verified signatures), after a task's work: the line asks each forge whether the
+    bot account holds the key for signing (GitLab: a key for authentication only does not count), and says
+    when a forge cannot tell (a classic GitHub token without `read:ssh_signing_key`)."""
+    fake_forge.tokens = {GITLAB_TOKEN, GITHUB_TOKEN}
+    only = [arg for name in (*ONLY_SANDBOX[1::2], "sandbox", "install", "gitlab", "github") for arg in ("--skip", name)]
+    private, public = _ssh_key(tmp_path / "bot")
+    env = {"FORGEBOT_DATA_DIR": str(tmp_path / "data"), "FORGEBOT_WORKSPACE__SIGNING_KEY": private,
+           "FORGEBOT_GITLAB__URL": f"{forge_server.url}/gitlab", "FORGEBOT_GITLAB__TOKEN": GITLAB_TOKEN,
+           "FORGEBOT_GITHUB__API_URL": f"{forge_server.url}/github", "FORGEBOT_GITHUB__TOKEN": GITHUB_TOKEN,
+           "FORGEBOT_GITLAB__MAX_RETRIES": "0", "FORGEBOT_GITHUB__MAX_RETRIES": "0"}
+    fake_forge.token_scopes = {"gitlab": ["api"], "github": ["repo", "read:ssh_signing_key"]}
+    fake_forge.ssh_keys = {"gitlab": [(public, "auth")], "github": []}
+    nowhere = forgebot("check", *only, cwd=tmp_path, **env)
+    status, detail = _row(nowhere, "signing")
+    assert nowhere.code == 1 and status == "FAIL", nowhere.text
+    assert detail.endswith(", which gitlab and github do not hold as a signing key of the bot account: register "
+                           f"its public key there: {public}"), detail
+    fake_forge.ssh_keys = {"gitlab": [(public, "auth_and_signing")], "github": [(public, "")]}
+    held = forgebot("check", *only, cwd=tmp_path, **env)
+    assert _row(held, "signing")[0] == "ok"
+    assert _row(held, "signing")[1].endswith(" as forgebot@users.noreply.invalid; gitlab holds it as a signing key "
+                                             "of the bot account; github holds it as a signing key of the bot "
+                                             "account"), held.text
+    fake_forge.token_scopes = {"gitlab": ["api"], "github": ["repo"]}  # a classic token that may not read them
+    unsure = forgebot("check", *only, cwd=tmp_path, **env)
+    status, detail = _row(unsure, "signing")
+    assert status == "ok" and "github does not say whether it holds the key (the token may not read signing " \
+                              "keys); register its public key on the bot account as a signing key: " in detail, detail

@@ -282,6 +282,8 @@ def operations() -> list[Operation]:
     return [
         # doc/api/users.md "Get the current user"; the response is a superset of the basic user
         op("users/current", "GET", "/user", {"200": ("schema", "public_api/v4/user/basic.json")}),
+        # doc/api/user_keys.md "List your SSH keys": no schema published
+        op("user-keys/list", "GET", "/user/keys", {"200": NO_SCHEMA}, query=PAGES),
         # doc/api/personal_access_tokens.md "Get single personal access token" (self): no schema published
         op("personal-access-tokens/self", "GET", "/personal_access_tokens/self", {"200": NO_SCHEMA}),
         # doc/api/projects.md "Get a single project"; projects.json describes the list's items, without `visibility`

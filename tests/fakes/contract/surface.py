@@ -45,6 +45,9 @@ USES = (
         "the same record by the webhook's immutable repository id", GH_READ_META),
     Use("github", "users/get-authenticated", "GET", "/user", "the token's own login (the bot ignores itself)",
         "none beyond a valid token"),
+    Use("github", "users/list-ssh-signing-keys-for-authenticated-user", "GET", "/user/ssh_signing_keys",
+        "`forgebot check`: whether the bot's commit signing key is the account's", "classic `read:ssh_signing_key` "
+        "(without it the check says it cannot tell); fine-grained: SSH signing keys: read"),
     Use("github", "apps/get-authenticated", "GET", "/app", "a GitHub App's slug: the bot is `<slug>[bot]`",
         "the App's JWT"),
     Use("github", "apps/create-installation-access-token", "POST", "/app/installations/{installation_id}/access_tokens",
@@ -107,6 +110,9 @@ USES = (
     # --- GitLab -----------------------------------------------------------------------------------
     Use("gitlab", "users/current", "GET", "/user", "the token's own user (the bot ignores itself)",
         "scope `read_user` (or `read_api`)"),
+    Use("gitlab", "user-keys/list", "GET", "/user/keys",
+        "`forgebot check`: whether the bot's commit signing key is the account's, for signing",
+        "scope `read_user` (or `api`)"),
     Use("gitlab", "personal-access-tokens/self", "GET", "/personal_access_tokens/self",
         "the token's own scopes and expiry (`forgebot check`: a token without `api` cannot write)",
         "any scope (the token's own record)"),
