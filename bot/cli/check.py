@@ -198,7 +198,7 @@ async def _forge(settings: Settings, kind: ForgeKind, where: str, token: str) ->
 
 
 def _author(settings: Settings, found: BotIdentity) -> str:
-    """"; commits are authored as …" when the configured author is none of the bot account's emails the
+    """"; author … is no email of @bot …" when the configured author is none of the bot account's emails the
     forge shows ("" when it is, or the forge shows none): GitLab's push rules on authors ("Reject unverified
     users", "Commit author's email") refuse such a commit, and a task learns it only when its push is refused,
     after all its work."""
