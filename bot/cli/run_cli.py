@@ -107,7 +107,9 @@ def _print(result: LocalResult, root: Path) -> None:
     if result.branch:
         sys.stdout.write(f"Branch {result.branch} in {root} holds {result.commits} new commit(s); your checkout, "
                          "branch and HEAD were not touched.\n\n")
-        sys.stdout.write(result.patch)
+        sys.stdout.flush()  # the patch as git's bytes, after the text: a Windows-1252 file's lines stay its own
+        sys.stdout.buffer.write(result.patch)
+        sys.stdout.buffer.flush()
 
 
 # why a run that ended on its own did not reach its goal, where the output above says more

@@ -61,7 +61,6 @@ from foundation.redact import redact, secrets_of
 from foundation.settings import LLMSettings, Settings
 from foundation.workspace import Workspaces, repo_key
 from graph.checkout import index_checkout, release
-from graph.coder.gitstate import diff
 from graph.deps import Deps
 from graph.failure import TaskFailure, failure_of, failure_of_state
 from graph.routing import check_mode
@@ -203,7 +202,7 @@ class LocalResult:
     comments: list[str]  # what the bot wrote on the "issue", and the description of the change it opened
     branch: str = ""  # the new branch in the user's repository holding the bot's commits ("" when none)
     commits: int = 0
-    patch: str = ""  # the bot's change as a unified diff against where it started
+    patch: bytes = b""  # the bot's change as a unified diff against where it started, as git wrote it
     failure: TaskFailure | None = None  # the task's failure record, as the task store keeps it
     error: Exception | None = None  # the exception that ended the run, when one did
 
@@ -299,16 +298,23 @@ def _whole_start(root: Path, base: str | None) -> None:
                         "repository was cloned, or pass --base a commit whose files are all there")
 
 
-def _deliver(root: Path, work: _Worktree) -> tuple[int, str]:
+def _deliver(root: Path, work: _Worktree) -> tuple[int, bytes]:
     """The run's commits as a new branch in the user's repository; (commits, patch).
+
+    The patch is git's bytes: a file in Windows-1252 (`project.filetext`) keeps its bytes, so what the
+    run prints is a patch `git apply` takes (decoded as UTF-8 it was not).
 
     A fetch from the bot's mirror writes one ref and the objects it needs: no checkout, no index,
     no FETCH_HEAD, and the branch must be new (no `+`: an existing one is never replaced).
     """
     commits = git(work.path, "rev-list", f"{work.start}..HEAD").split()
     if not commits:
-        return 0, ""
-    patch = diff(work.path, work.start, "HEAD")
+        return 0, b""
+    shown = gitrunner.run_bytes(["diff", "--no-ext-diff", "--no-textconv", "--no-renames", work.start, "HEAD"],
+                                gitrunner.Repo.at(work.path))
+    if shown.returncode != 0:
+        raise LocalRunError(f"could not diff the run's commits: {shown.stderr[-400:]}")
+    patch = shown.stdout
     done = gitrunner.run(
         ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(work.mirror),
          f"refs/heads/{work.branch}:refs/heads/{work.branch}"],
@@ -412,7 +418,7 @@ async def _drive(settings: Settings, inbox: Inbox, task: TaskRow, root: Path, mo
     deps = Deps(settings=settings, forge=forge, model_for=models)
     phases = Phases(settings.data_dir, task.task_id)
     result: dict[str, Any] = {}
-    commits, patch, branch = 0, "", ""
+    commits, patch, branch = 0, b"", ""
     try:
         result = cast(dict[str, Any], await run_graph(settings, deps, task.task_id, start or _no_start, answer,
                                                       phases))

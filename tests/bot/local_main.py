@@ -19,12 +19,22 @@ async def _answering(_llm: object, _notify: object = None) -> None:
     return None
 
 
+# the PHP project's Calculator with a German comment, which `--legacy` expects committed in Windows-1252
+LEGACY_CALCULATOR = route.CALCULATOR.replace("        return $a + $b;\n", "        return $a + $b; // Größe\n")
+
+
 def run(argv: list[str]) -> int:
-    """`--python` first: the roles of the Python fixture package (`python_route`), else the PHP project's."""
+    """`--python` first: the roles of the Python fixture package (`python_route`); `--legacy`: the PHP
+    project's, its Calculator holding `LEGACY_CALCULATOR`; else the PHP project's."""
+    coder = route.coder_happy()
+    if argv[:1] == ["--legacy"]:
+        argv = argv[1:]
+        multiply = route.MULTIPLY.replace("        return $a + $b;\n", "        return $a + $b; // Größe\n")
+        coder = [route.patch(route.CALC, LEGACY_CALCULATOR, multiply), *coder[1:]]
     roles = route.models(
         decomposer=[route.decomposition()], analyzer=[route.analysis()],
         planner=[route.plan(route.ONE_ITEM)], architect=route.approve_plan(),
-        coder=route.coder_happy(), reviewer=route.review(),
+        coder=coder, reviewer=route.review(),
     )
     if argv[:1] == ["--python"]:
         argv, roles = argv[1:], python_route.roles()

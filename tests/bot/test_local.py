@@ -162,6 +162,48 @@ def test_forgebot_run_implement_leaves_the_checkout_alone(tmp_path: Path) -> Non
     assert not list((tmp_path / "data" / "workspaces" / "tasks").glob("*"))  # the run's worktree is gone
 
 
+def test_forgebot_run_prints_a_patch_that_applies_to_a_windows_1252_file(tmp_path: Path) -> None:
+    """The run prints its patch after the report. Decoded as UTF-8 it held `Gr��e` where the file holds the
+    bytes of `Größe` in Windows-1252, so `git apply` refused what the run printed; it now prints git's bytes."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.bot.local_main import LEGACY_CALCULATOR
+    from tests.graph.implement import route
+    from tests.graph.implement.conftest import GIT_ENV, make_project, need_php
+
+    need_php()
+    root = make_project(tmp_path).root
+    (root / route.CALC).write_bytes(LEGACY_CALCULATOR.encode("cp1252"))
+    subprocess.run(["git", "-C", str(root), "commit", "-qam", "a German comment"], env=GIT_ENV, check=True)
+    copy = tmp_path / "elsewhere"  # where the user applies what the run printed
+    subprocess.run(["git", "clone", "-q", str(root), str(copy)], env=GIT_ENV, check=True)
+    env = {**os.environ, "FORGEBOT_DATA_DIR": str(tmp_path / "data"), "FORGEBOT_EMBEDDER__KIND": "off"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.bot.local_main", "--legacy", "run", "--repo", str(root), "--mode", "implement",
+         "--task", "Add multiplication\nThe calculator should multiply."],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, env=env, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    patch = done.stdout[done.stdout.index(b"diff --git"):]
+    assert b"         return $a + $b; // Gr\xf6\xdfe\n" in patch  # a context line, in the file's own bytes
+    applied = subprocess.run(["git", "-C", str(copy), "apply", "-"], input=patch, capture_output=True, env=GIT_ENV)
+    assert applied.returncode == 0, applied.stderr
+    shown = subprocess.run(["git", "-C", str(root), "show", f"{_run_branch(root)}:{route.CALC}"], capture_output=True,
+                           env=GIT_ENV, check=True).stdout
+    assert (copy / route.CALC).read_bytes() == shown and b"return $a * $b;" in shown
+
+
+def _run_branch(root: Path) -> str:
+    import subprocess
+
+    listed = subprocess.run(["git", "-C", str(root), "for-each-ref", "--format=%(refname:short)", "refs/heads"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    (branch,) = [b for b in listed if b.startswith("forgebot/run-")]
+    return branch
+
+
 def test_forgebot_run_refuses_a_checkout_whose_config_names_a_program(tmp_path: Path) -> None:
     """The user's repository is read and written only through the hardened runner: a filter is refused."""
     import os
