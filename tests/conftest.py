@@ -108,6 +108,20 @@ def php() -> str:
     return shutil.which("php") or "php"
 
 
+@pytest.fixture
+def worker_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The product's temporary directory made one of the test's own, to see what it leaves there (a signing
+    key's file). git's empty home, made once per process, is made first where it stays: made here, a later
+    test's git commands would name a home that went with this test's directory."""
+    from foundation.gitrunner import environment
+
+    environment()
+    private = tmp_path / "worker-tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    return private
+
+
 @pytest.fixture(autouse=True)
 def honest_model_scripts() -> Iterator[None]:
     """A scripted model reply that breaks the schema its request sent fails the test (the server

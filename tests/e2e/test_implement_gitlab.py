@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import re
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -335,7 +334,7 @@ async def test_the_bots_commits_carry_the_configured_author(
 
 async def test_a_signed_commits_rule_is_met_with_the_configured_signing_key(
     settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    worker_tmp: Path,
 ) -> None:
     """GitLab's "Reject unsigned commits" push rule (GitHub: a ruleset requiring signed commits) refused every
     push of the bot, which could not sign. With FORGEBOT_WORKSPACE__SIGNING_KEY each commit carries an SSH
@@ -351,9 +350,6 @@ async def test_a_signed_commits_rule_is_met_with_the_configured_signing_key(
     settings.workspace.signing_key = SecretStr(key.read_text())
     secret_line = key.read_text().splitlines()[2]
     key.unlink()  # only the setting holds it now
-    private_tmp = tmp_path / "worker-tmp"
-    private_tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
     verify = f'git -c gpg.ssh.allowedSignersFile={allowed} verify-commit "$c" 2>/dev/null'
     _push_rule(served, verify, "Commit must be signed with a GPG or SSH key registered on the account")
     assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
@@ -366,7 +362,7 @@ async def test_a_signed_commits_rule_is_met_with_the_configured_signing_key(
         shown = subprocess.run(["git", "-C", str(served.origin), "-c", f"gpg.ssh.allowedSignersFile={allowed}",
                                 "verify-commit", "--raw", sha], capture_output=True, text=True, env=GIT_ENV)
         assert shown.returncode == 0 and 'Good "git" signature for platform-bot@corp.example' in shown.stderr
-    assert not list(private_tmp.glob("forgebot-signing-*"))  # the key's file went with its commit
+    assert not list(worker_tmp.glob("forgebot-signing-*"))  # the key's file went with its commit
     for path in settings.data_dir.rglob("*"):
         assert not path.is_file() or secret_line.encode() not in path.read_bytes(), path
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -148,7 +147,7 @@ def test_a_restored_checklist_goes_on_from_its_snapshot(project: Project, tmp_pa
 
 
 def test_a_key_that_cannot_sign_fails_the_commit_naming_the_setting_and_leaves_no_key_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, worker_tmp: Path
 ) -> None:
     """A passphrase-protected signing key (the bot signs unattended) fails the commit with a GitError naming
     FORGEBOT_WORKSPACE__SIGNING_KEY, not a prompt that waits forever or an unsigned commit the forge refuses;
@@ -157,13 +156,10 @@ def test_a_key_that_cannot_sign_fails_the_commit_naming_the_setting_and_leaves_n
     key = tmp_path / "locked"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "a passphrase", "-f", str(key)], check=True,
                    stdin=subprocess.DEVNULL)
-    private_tmp = tmp_path / "worker-tmp"
-    private_tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
     before = gitstate.head(project.root)
     _edit(project, "$a + $b", "$b + $a")
     locked = Committer("forgebot", "f@example.invalid", SecretStr(key.read_text()))
     with pytest.raises(GitError, match="signing the commit with FORGEBOT_WORKSPACE__SIGNING_KEY failed") as raised:
         gitstate.commit_all(project.root, "step", locked)
     assert "PRIVATE KEY" not in str(raised.value)
-    assert gitstate.head(project.root) == before and not list(private_tmp.glob("forgebot-signing-*"))
+    assert gitstate.head(project.root) == before and not list(worker_tmp.glob("forgebot-signing-*"))
