@@ -452,3 +452,11 @@ def git(path: Path, *args: str, env: Mapping[str, str] = {}, config: Mapping[str
     if done.returncode != 0:
         raise GitError(f"git {args[0]} failed ({done.returncode}): {done.stderr[-800:]}")
     return done.stdout
+
+
+def git_bytes(path: Path, *args: str, timeout: float = DEFAULT_TIMEOUT) -> bytes:
+    """`git` with stdout as git wrote it: a diff of files in other encodings than UTF-8 (`project.filetext`)."""
+    done = run_bytes(args, Repo.at(path), timeout=timeout)
+    if done.returncode != 0:
+        raise GitError(f"git {args[0]} failed ({done.returncode}): {done.stderr[-800:]}")
+    return done.stdout

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foundation.forge.diff import DiffError, FilePatch, parse
-from foundation.gitrunner import GitError, Repo, git, run_bytes
+from foundation.gitrunner import git, git_bytes
 from graph.runtime.budget import estimate_tokens
 from project import filetext
 
@@ -53,11 +53,9 @@ def collect(root: Path, base: str, limits: DiffLimits | None = None, head: str =
             raise DiffError(f"revision {revision!r} looks like an option")
     head_sha = git(root, "rev-parse", "--verify", f"{head}^{{commit}}").strip()
     base_sha = git(root, "rev-parse", "--verify", f"{base}^{{commit}}").strip()
-    done = run_bytes(["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/",
-                      "-M", base_sha, head_sha, "--"], Repo.at(root))
-    if done.returncode != 0:
-        raise GitError(f"git diff failed ({done.returncode}): {done.stderr[-800:]}")
-    raw = filetext.decode_lines(done.stdout)  # a legacy-encoded file's lines as the reviewer reads its text
+    raw = filetext.decode_lines(git_bytes(  # a legacy-encoded file's lines as the reviewer reads its text
+        root, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "-M",
+        base_sha, head_sha, "--"))
     view = DiffView(base=base_sha, head=head_sha)
     used = 0
     for part in parse(raw):

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
-from bot.intake.identity import write_scope_problem
+from bot.intake.identity import ForgeKind as Hosted
+from bot.intake.identity import configured, write_scope_problem
 from foundation.forge.models import ForgeKind
 from foundation.redact import redact, secrets_of
 
@@ -323,7 +324,8 @@ async def _signing(settings: Settings) -> Line:
     except SigningError as exc:
         return Line("signing", "FAIL", f"commits cannot be signed: {exc}")
     shown = public if len(public) <= 160 else "`ssh-keygen -y -f KEYFILE` prints it"
-    said = [await _registered(settings, kind, public) for kind in _configured_forges(settings)]
+    kinds: tuple[Hosted, ...] = ("gitlab", "github")
+    said = [await _registered(settings, kind, public) for kind in kinds if configured(settings, kind)]
     missing = [text.split()[0] for registered, text in said if registered is False]
     if missing:
         verb = "does" if len(missing) == 1 else "do"
@@ -336,22 +338,13 @@ async def _signing(settings: Settings) -> Line:
                 f"{told}{advice}")
 
 
-def _configured_forges(settings: Settings) -> list[ForgeKind]:
-    kinds: list[ForgeKind] = []
-    if settings.gitlab.token is not None:
-        kinds.append("gitlab")
-    if settings.github.token is not None or settings.github.app_id is not None:
-        kinds.append("github")
-    return kinds
-
-
 async def _registered(settings: Settings, kind: ForgeKind, public: str) -> tuple[bool | None, str]:
     """Whether `kind` holds the signing key on the bot account (None: it does not say, or could not be asked):
     GitLab shows an unregistered key's commits unverified, and a GitHub ruleset requiring signed commits wants
     verified signatures, so it refuses them, after a task's work."""
     from foundation.forge import ForgeError, open_forge
 
-    if kind == "github" and settings.github.app_id is not None:
+    if kind == "github" and settings.github.app_id is not None and settings.github.private_key is not None:
         return None, "a GitHub App's pushed commits verify as nobody's (docs/github.md)"
     try:
         held = await open_forge(settings, kind).signing_keys()

@@ -310,11 +310,7 @@ def _deliver(root: Path, work: _Worktree) -> tuple[int, bytes]:
     commits = git(work.path, "rev-list", f"{work.start}..HEAD").split()
     if not commits:
         return 0, b""
-    shown = gitrunner.run_bytes(["diff", "--no-ext-diff", "--no-textconv", "--no-renames", work.start, "HEAD"],
-                                gitrunner.Repo.at(work.path))
-    if shown.returncode != 0:
-        raise LocalRunError(f"could not diff the run's commits: {shown.stderr[-400:]}")
-    patch = shown.stdout
+    patch = gitrunner.git_bytes(work.path, "diff", "--no-ext-diff", "--no-textconv", "--no-renames", work.start, "HEAD")
     done = gitrunner.run(
         ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(work.mirror),
          f"refs/heads/{work.branch}:refs/heads/{work.branch}"],
