@@ -173,12 +173,28 @@ def _named(file: PatchedFile, strict: bool) -> Iterator[str]:
     for line in str(file.patch_info).splitlines():
         if line.startswith("diff --git "):
             match = _DIFF_GIT.match(line)
-            if match is not None:
-                yield from (side_path(match.group(1)), side_path(match.group(2)))
-            elif strict:  # `a/x y b/x y` is ambiguous; git's own diffs are read through the other headers
+            sides = (match.group(1), match.group(2)) if match is not None else _same_path(line[11:])
+            if sides is not None:
+                yield from (side_path(sides[0]), side_path(sides[1]))
+            elif strict:  # `a/x y b/z w` is ambiguous; git's own diffs are read through the other headers
                 raise DiffError(f"{line[:200]!r}: unreadable `diff --git` header")
         elif (named := _NAMING.match(line)) is not None:
             yield canonical(unquote(named.group(2).strip()))
+
+
+def _same_path(names: str) -> tuple[str, str] | None:
+    """`a/My File.md b/My File.md`: the two sides of a `diff --git` line whose unquoted path holds a space,
+    when both name the same path, else None.
+
+    git writes a name with spaces unquoted there (it quotes only control characters, `"` and `\\`), and
+    `git apply` reads such a line the same way: as the one split whose halves name the same path. Only
+    one split can (the halves' lengths are fixed by the line's), so nothing is guessed.
+    """
+    half, odd = divmod(len(names), 2)
+    old, new = names[:half], names[half + 1:]
+    if not odd or names[half] != " " or old[:2] != "a/" or new[:2] != "b/" or old[2:] != new[2:]:
+        return None
+    return old, new
 
 
 def _file(file: PatchedFile, strict: bool) -> FilePatch:

@@ -153,3 +153,26 @@ def test_a_file_without_a_line_end_after_its_last_line_takes_a_patch_of_its_end_
                  f" ?>\n{marker}")
         patching.apply(project.root, patch, _policy(["src/Open.php"]))
         assert open_end.read_bytes() == b"<?php\nfunction a() {\n    return 2;\n}\n?>", marker
+
+
+def test_a_path_with_spaces_is_patched_from_the_headers_git_writes_for_it(project: Project) -> None:
+    """git writes a name with spaces unquoted in `diff --git` and ends its `---`/`+++` lines with a tab; a model
+    that copies that form was refused (`unreadable diff --git header`) for any file of such a name. A line
+    whose two names differ stays refused: which split git would take is then a guess."""
+    guide = project.root / "docs" / "Getting Started.md"
+    guide.parent.mkdir()
+    guide.write_text("# Start\nRun it.\n")
+    git(project.root, "add", "docs")
+    git(project.root, "commit", "-qm", "docs")
+    header = "diff --git a/docs/Getting Started.md b/docs/Getting Started.md\nindex 1111111..2222222 100644\n"
+    hunk = ("--- a/docs/Getting Started.md\t\n+++ b/docs/Getting Started.md\t\n"
+            "@@ -1,2 +1,2 @@\n # Start\n-Run it.\n+Run `make`.\n")
+    written = patching.apply(project.root, header + hunk, _policy(["docs/Getting Started.md"]))
+    assert written == ["docs/Getting Started.md"] and guide.read_text() == "# Start\nRun `make`.\n"
+    made = ("diff --git a/docs/Read Me.md b/docs/Read Me.md\nnew file mode 100644\n--- /dev/null\n"
+            "+++ b/docs/Read Me.md\t\n@@ -0,0 +1 @@\n+new\n")
+    assert patching.apply(project.root, made, _policy(["docs/Read Me.md"])) == ["docs/Read Me.md"]
+    with pytest.raises(patching.PatchRefused):
+        patching.apply(project.root, header.replace("b/docs/Getting Started.md", "b/docs/Getting Going.md") + hunk,
+                       _policy(["docs/Getting Started.md", "docs/Getting Going.md"]))
+    assert guide.read_text() == "# Start\nRun `make`.\n"
