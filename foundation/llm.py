@@ -27,10 +27,11 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from pydantic import SecretStr
 
+from foundation import cabundle
 from foundation.settings import LLMSettings
 
-FailureKind = Literal["transient", "unreachable", "context", "format", "auth", "not_found", "request", "refusal",
-                      "length", "invalid"]
+FailureKind = Literal["transient", "unreachable", "certificate", "context", "format", "auth", "not_found", "request",
+                      "refusal", "length", "invalid"]
 MAX_BACKOFF = 30.0  # seconds; a longer Retry-After is a failure to report, not a wait
 _REASON_CHARS = 300
 
@@ -56,7 +57,7 @@ class Failure:
 
 _SETTING = {"auth": "API_KEY", "unreachable": "BASE_URL", "not_found": "MODEL", "format": "STRUCTURED_OUTPUT",
             "invalid": "STRUCTURED_OUTPUT", "transient": "MAX_RETRIES", "context": "CONTEXT_WINDOW_TOKENS",
-            "length": "MAX_OUTPUT_TOKENS", "refusal": "MODEL", "request": "MODEL"}
+            "length": "MAX_OUTPUT_TOKENS", "refusal": "MODEL", "request": "MODEL", "certificate": cabundle.VARIABLE}
 _ROLE_SETTINGS = frozenset({"API_KEY", "BASE_URL", "MODEL", "STRUCTURED_OUTPUT"})
 
 
@@ -72,6 +73,8 @@ class ModelCallError(ModelProblem):
     @property
     def setting(self) -> str:
         name = self.failure.setting or _SETTING[self.failure.kind]
+        if name == cabundle.VARIABLE:  # not one of forgebot's: the process's own (`foundation.cabundle`)
+            return name
         if name in _ROLE_SETTINGS and self.role not in ("", "model"):
             named = f"FORGEBOT_LLM__{name} or FORGEBOT_LLM__ROLES__{self.role.upper()}__{name}"
         else:
@@ -221,6 +224,10 @@ def classify(exc: BaseException) -> Failure | None:
         if isinstance(exc, TimeoutError) or "Timeout" in name:
             # retried as any transient failure; what to raise, if it lasts, is the time a call may take
             return Failure("transient", "the model call timed out", setting="TIMEOUT")
+        untrusted = cabundle.untrusted(exc)
+        if untrusted:  # it answered, with a certificate no CA here signed: configuration, never retried
+            return Failure("certificate", _short(f"the model endpoint's TLS certificate is not trusted here "
+                                                 f"({untrusted}); a private CA's certificates go in a PEM file"))
         # the SDKs' and LangChain's own wrappers: APIConnectionError, OpenAIConnectionError, httpx.ConnectError
         if isinstance(exc, ConnectionError) or "Connect" in name or name in ("RemoteProtocolError", "ReadError"):
             return Failure("unreachable", _short(f"cannot reach the model endpoint ({_message(exc)})"))

@@ -34,7 +34,7 @@ from foundation.arqlayout import in_progress_key
 MODES = frozenset({"implement", "analyze", "review"})
 GATE_STATUSES = frozenset({"passed", "failed", "not_run", "disabled"})
 FORGES = frozenset({"gitlab", "github"})
-FORGE_ERROR_KINDS = frozenset({"auth", "not_found", "conflict", "rate_limited", "unavailable", "other"})
+FORGE_ERROR_KINDS = frozenset({"auth", "not_found", "conflict", "rate_limited", "unavailable", "untrusted", "other"})
 # Free-form labels (outcome, role, model, gate) come from code and configuration, never from users;
 # the pattern still bounds them so a bug cannot explode the series count with arbitrary text.
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,79}$")
@@ -142,7 +142,14 @@ def record_gate(gate: str, status: str, *, metrics: TaskMetrics = TASK_METRICS) 
 
 def forge_error_kind(error: BaseException) -> str:
     """The `kind` label for a failure of a forge call: the ForgeError subclass, else `other`."""
-    from foundation.forge.errors import ForgeAuthError, ForgeConflict, ForgeNotFound, ForgeRateLimited, ForgeUnavailable
+    from foundation.forge.errors import (
+        ForgeAuthError,
+        ForgeConflict,
+        ForgeNotFound,
+        ForgeRateLimited,
+        ForgeUnavailable,
+        ForgeUntrusted,
+    )
 
     kinds: list[tuple[type[BaseException], str]] = [
         (ForgeAuthError, "auth"),
@@ -150,6 +157,7 @@ def forge_error_kind(error: BaseException) -> str:
         (ForgeConflict, "conflict"),
         (ForgeRateLimited, "rate_limited"),
         (ForgeUnavailable, "unavailable"),
+        (ForgeUntrusted, "untrusted"),
     ]
     return next((kind for cls, kind in kinds if isinstance(error, cls)), "other")
 

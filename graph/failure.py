@@ -22,11 +22,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from foundation import cabundle
+
 AGAIN = "Start the task again (re-add the label or repeat the command)"
 LATER = f"{AGAIN} later; forgebot already retried it."
 ASK = "ask the person who runs forgebot"
 RETRY_OR_ASK = f"{AGAIN}; {ASK} if it keeps failing."
 WAIT = "Wait for the person who runs forgebot to"
+TRUST = f"{WAIT} name the certificate's CA, then start the task again."
 
 # git's own words for a server or network that did not answer (the fetch is retried as an outage)
 _GIT_TRANSIENT = re.compile(
@@ -159,6 +162,9 @@ def _model(exc: Any, role: str, secrets: Sequence[str], tries: int) -> TaskFailu
         "unreachable": ("model unreachable", f"forgebot could not reach the AI model service while {step} ran",
                         LATER, f"the model endpoint did not answer over {tries} tries; check {setting} and that "
                         "the endpoint is up (`forgebot check`)"),
+        "certificate": ("model certificate", "forgebot does not trust the TLS certificate of the AI model service",
+                        TRUST,
+                        f"the model endpoint's certificate is not signed by a CA this machine trusts: {cabundle.HINT}"),
         "auth": ("model credentials", "the AI model service refused forgebot's credentials",
                  f"{WAIT} fix its model access, then start the task again.",
                  f"the model endpoint refused the key: check {setting} (`forgebot check`)"),
@@ -225,6 +231,10 @@ def _git(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailure:
         return TaskFailure("clone host refused", "the repository is not hosted where forgebot is allowed to fetch it",
                            f"Please {ASK}.", "the clone URL is not on the configured forge: check the forge URL or "
                            "FORGEBOT_WORKSPACE__GIT_HOSTS", detail=_detail(exc, secrets))
+    if cabundle.untrusted(str(exc)):  # every try is refused alike: configuration, not an outage
+        return TaskFailure("git certificate", "forgebot does not trust the TLS certificate of the server the "
+                           "repository is fetched from", TRUST,
+                           f"git refused the server's certificate: {cabundle.HINT}", detail=_detail(exc, secrets))
     tried = _tried(tries)
     if isinstance(exc, GitTimeout):  # git answered but the command ran too long: a huge first mirror, say
         return TaskFailure("git timeout", "a git command on the repository took longer than forgebot allows",
@@ -241,8 +251,19 @@ def _git(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailure:
 
 
 def _forge(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailure | None:
-    from foundation.forge import ForgeAuthError, ForgeError, ForgeNotFound, ForgeRateLimited, ForgeUnavailable
+    from foundation.forge import (
+        ForgeAuthError,
+        ForgeError,
+        ForgeNotFound,
+        ForgeRateLimited,
+        ForgeUnavailable,
+        ForgeUntrusted,
+    )
 
+    if isinstance(exc, ForgeUntrusted):
+        return TaskFailure("forge certificate", "forgebot does not trust the forge's TLS certificate", TRUST,
+                           f"the forge API's certificate is not signed by a CA this machine trusts: {cabundle.HINT}",
+                           detail=_detail(exc, secrets))
     if isinstance(exc, ForgeRateLimited | ForgeUnavailable):
         what = "limited how fast forgebot may call it" if isinstance(exc, ForgeRateLimited) else "did not answer"
         return TaskFailure("forge unavailable", f"the forge {what}, and retrying did not help", LATER,

@@ -156,7 +156,12 @@ def _not_found(kind: ForgeKind, where: str) -> str:
 
 def unreachable(kind: ForgeKind, where: str, exc: Exception) -> str:
     """What to check when the forge at `where` gave no answer (or a 5xx): `forgebot check` and `hooks` say it."""
+    from foundation import cabundle
+
     url = "FORGEBOT_GITLAB__URL" if kind == "gitlab" else "FORGEBOT_GITHUB__API_URL"
+    untrusted = cabundle.untrusted(exc)
+    if untrusted:  # it answered, with a certificate no CA here signed: not an address to check
+        return f"{where}: its TLS certificate is not trusted here ({untrusted}); {cabundle.HINT}"
     status = _STATUS.match(str(exc))
     if status:
         return f"{where} answered HTTP {status.group(1)}: the forge is up but failing; try again later"
@@ -178,7 +183,7 @@ def _pinned(settings: Settings, kind: ForgeKind, found: BotIdentity) -> str | No
 
 async def _forge(settings: Settings, kind: ForgeKind, where: str, token: str) -> Line:
     """Ask the forge who the credentials act as (the same question serve and worker ask at start-up)."""
-    from foundation.forge import ForgeAuthError, ForgeNotFound, ForgeUnavailable, bot_identity
+    from foundation.forge import ForgeAuthError, ForgeNotFound, ForgeUnavailable, ForgeUntrusted, bot_identity
 
     try:
         found = await bot_identity(settings, kind)
@@ -186,7 +191,7 @@ async def _forge(settings: Settings, kind: ForgeKind, where: str, token: str) ->
         return Line(kind, "FAIL", f"{where} refused the credentials ({exc}): check {token}")
     except ForgeNotFound:
         return Line(kind, "FAIL", _not_found(kind, where))
-    except ForgeUnavailable as exc:
+    except (ForgeUnavailable, ForgeUntrusted) as exc:
         return Line(kind, "FAIL", unreachable(kind, where, exc))
     short = write_scope_problem(kind, found)
     mismatch = _pinned(settings, kind, found) or (f"{short}; check {token}" if short else "")

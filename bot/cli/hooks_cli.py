@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 from bot.cli.check import unreachable
 from bot.intake.webhooks import project_secret
-from foundation.forge import ForgeAuthError, ForgeError, ForgeKind, ForgeUnavailable, open_forge
+from foundation.forge import ForgeAuthError, ForgeError, ForgeKind, ForgeUnavailable, ForgeUntrusted, open_forge
 from foundation.settings import Settings
 
 
@@ -69,7 +69,8 @@ async def hook_lines(settings: Settings, base_url: str, projects: list[str], onl
                 continue  # a GitLab id or path listed for both forges
             try:
                 repo = await forge.resolve_repo(name)
-            except ForgeUnavailable as exc:  # "gitlab: ConnectionError" alone named neither the address nor a fix
+            # "gitlab: ConnectionError" alone named neither the address nor a fix
+            except (ForgeUnavailable, ForgeUntrusted) as exc:
                 where = settings.gitlab.url if kind == "gitlab" else settings.github.api_url
                 sys.stderr.write(f"forgebot hooks: {kind} project {name}: {unreachable(kind, str(where), exc)}\n")
                 continue

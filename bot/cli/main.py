@@ -150,11 +150,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if settings is None:
         return 2
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    from foundation import cabundle
     from foundation.redact import install, secrets_of
 
     install(secrets_of(settings))
     args.settings = settings
     args.data_dir = settings.data_dir
+    try:
+        cabundle.share(os.environ, settings.data_dir / "tls")  # before any client or child process exists
+    except cabundle.BundleError as exc:
+        sys.stderr.write(f"forgebot: {exc}\n")
+        return 2
     try:
         return int(args.handler(args))
     except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback (`index` also says what it kept)

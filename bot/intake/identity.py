@@ -22,6 +22,7 @@ import logging
 from typing import Literal
 
 from bot.tasks.events import ForgeEvent
+from foundation import cabundle
 from foundation.forge import BotIdentity, Forge, RepoRef, bot_identity
 from foundation.settings import Settings
 from foundation.workspace import forge_origins, origin_of
@@ -114,6 +115,8 @@ class Identities:
                     found = await _learn_one(self.settings, kind)
                 except Exception as exc:  # an outage, a refused token, a broken App key: asked again
                     self.problems[kind] = " ".join(str(exc).split())[:300] or type(exc).__name__
+                    if cabundle.untrusted(exc):  # asking again will not help: say what will
+                        self.problems[kind] += f"; {cabundle.HINT}"
                     log.warning("cannot ask %s who the bot is (asking again in %.0f s): %s", kind, pause,
                                 self.problems[kind])
                 else:

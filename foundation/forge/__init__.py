@@ -16,6 +16,7 @@ from foundation.forge.errors import (
     ForgeRateLimited,
     ForgeUnavailable,
     ForgeUnsupported,
+    ForgeUntrusted,
 )
 from foundation.forge.models import (
     AccessLevel,
@@ -73,6 +74,7 @@ __all__ = [
     "ForgeRateLimited",
     "ForgeUnavailable",
     "ForgeUnsupported",
+    "ForgeUntrusted",
     "ForgeUser",
     "GitCredentials",
     "Hook",

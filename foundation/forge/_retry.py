@@ -23,7 +23,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from foundation.forge.errors import ForgeError, ForgeRateLimited, ForgeUnavailable, error_for_status, retry_after_from
+from foundation import cabundle
+from foundation.forge.errors import (
+    ForgeError,
+    ForgeRateLimited,
+    ForgeUnavailable,
+    ForgeUntrusted,
+    error_for_status,
+    retry_after_from,
+)
 from foundation.metrics import record_forge_error, record_rate_limit_wait
 
 T = TypeVar("T")
@@ -115,6 +123,13 @@ class WritePacer:
 Failure = tuple[int, Mapping[str, str], str]
 
 
+def transport(exc: BaseException) -> str:
+    """The message of a call that got no answer: the exception's type, and why a certificate was refused
+    when it was (`mapped` makes that a `ForgeUntrusted`; the type alone said `SSLError`)."""
+    why = cabundle.untrusted(exc)
+    return f"{type(exc).__name__}: certificate verify failed: {why}" if why else type(exc).__name__
+
+
 def mapped(forge: str, failure: Failure) -> ForgeError:
     """The `ForgeError` for a failed call, counted in `forgebot_forge_api_errors_total`.
 
@@ -124,7 +139,9 @@ def mapped(forge: str, failure: Failure) -> ForgeError:
     status, headers, message = failure
     error: ForgeError
     if not status:
-        error = ForgeUnavailable(f"{forge}: {message}")
+        why = cabundle.untrusted(message)
+        error = (ForgeUntrusted(f"{forge}: TLS certificate verify failed: {why}") if why
+                 else ForgeUnavailable(f"{forge}: {message}"))
     else:
         retry = retry_after_from(headers) if status in (403, 429) else None
         if retry is None and status == 403 and "secondary rate limit" in message.lower():

@@ -6,6 +6,7 @@
      ├── ForgeConflict        409/422: already exists, stale sha
      ├── ForgeRateLimited     429 or a rate-limit 403; carries retry_after seconds
      ├── ForgeUnavailable     5xx, timeouts, connection errors (the only ones retried as transient)
+     ├── ForgeUntrusted       the forge's TLS certificate is not trusted here: configuration, never retried
      └── ForgeUnsupported     the forge cannot do this; callers should have checked `capabilities`
 
 Other 4xx answers (a malformed request) are a plain `ForgeError`.
@@ -37,6 +38,14 @@ class ForgeConflict(ForgeError):
 
 class ForgeUnavailable(ForgeError):
     pass
+
+
+class ForgeUntrusted(ForgeError):
+    """No CA this machine trusts signed the forge's certificate (a private CA no bundle names).
+
+    Not an outage: every try is refused the same way until the operator names the CA, so a task fails at
+    once saying which variable (`foundation.cabundle.HINT`) instead of waiting out its retries.
+    """
 
 
 class ForgeUnsupported(ForgeError):

@@ -80,7 +80,7 @@ def _failure(exc: Exception) -> _retry.Failure | None:
         data = exc.data if isinstance(exc.data, dict) else {}
         return exc.status, dict(exc.headers or {}), str(data.get("message") or exc.data or "")
     if isinstance(exc, requests.RequestException):
-        return 0, {}, type(exc).__name__
+        return 0, {}, _retry.transport(exc)
     return None
 
 

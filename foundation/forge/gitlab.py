@@ -125,7 +125,7 @@ class GitLabForge(SdkAdapter):
             message = exc.error_message if isinstance(exc.error_message, str) else "error"
             return exc.response_code or 0, headers, message
         if isinstance(exc, requests.RequestException):
-            return 0, {}, type(exc).__name__
+            return 0, {}, _retry.transport(exc)
         return None
 
     def _project(self, repo: RepoRef) -> Any:

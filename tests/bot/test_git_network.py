@@ -10,16 +10,10 @@ worked. Turning verification off (`GIT_SSL_NO_VERIFY`) is not on the list: TLS s
 from __future__ import annotations
 
 import base64
-import datetime
-import ipaddress
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from pydantic import SecretStr
 
 from foundation.forge import GitCredentials
@@ -29,6 +23,7 @@ from foundation.workspace import Origin, Workspaces, origin_of
 from tests.bot.test_workspace import git, make_origin
 from tests.fakes.connect_proxy import ConnectProxy
 from tests.fakes.git_http import create_git_server
+from tests.fakes.private_ca import private_ca
 from tests.fakes.server import serving
 
 TOKEN = "glpat-network-token-never-stored"
@@ -36,38 +31,11 @@ AUTH = GitCredentials(username="oauth2", token=SecretStr(TOKEN))
 EXPECTED = "Basic " + base64.b64encode(f"oauth2:{TOKEN}".encode()).decode()
 
 
-def _name(common: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-
-def _private_ca(directory: Path) -> tuple[Path, tuple[Path, Path]]:
-    """A private CA's certificate, and (certificate, key) of a server at 127.0.0.1 it signed."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca = (x509.CertificateBuilder().subject_name(_name("forgebot test CA")).issuer_name(_name("forgebot test CA"))
-          .public_key(ca_key.public_key()).serial_number(1).not_valid_before(now - datetime.timedelta(hours=1))
-          .not_valid_after(now + datetime.timedelta(hours=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    server = (x509.CertificateBuilder().subject_name(_name("127.0.0.1")).issuer_name(ca.subject)
-              .public_key(key.public_key()).serial_number(2).not_valid_before(now - datetime.timedelta(hours=1))
-              .not_valid_after(now + datetime.timedelta(hours=1))
-              .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                             critical=False)
-              .sign(ca_key, hashes.SHA256()))
-    files = directory / "ca.pem", directory / "server.pem", directory / "server.key"
-    files[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    files[1].write_bytes(server.public_bytes(serialization.Encoding.PEM))
-    files[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return files[0], (files[1], files[2])
-
-
 @pytest.fixture
 def private_forge(tmp_path: Path) -> Iterator[tuple[str, Path, Origin]]:
     """The URL of a repository served over HTTPS by a private CA's certificate, the CA file, the origin."""
     origin = make_origin(tmp_path)
-    ca, tls = _private_ca(tmp_path)
+    ca, tls = private_ca(tmp_path)
     with serving(create_git_server(origin.parent, EXPECTED), tls) as server:
         found = origin_of(server.url)
         assert found is not None

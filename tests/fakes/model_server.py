@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, TypeVar, get_args, get_origin, overload
 
 import httpx
@@ -239,7 +241,8 @@ Responder = Callable[[Request], Reply]
 class ModelServer:
     """A threaded HTTP server on a free loopback port; `script()` queues replies, `requests` records."""
 
-    def __init__(self, model: str = "scripted-model") -> None:
+    def __init__(self, model: str = "scripted-model", tls: tuple[Path, Path] | None = None) -> None:
+        """`tls`: (certificate chain, key) files to serve HTTPS with (a model behind a private CA)."""
         self.model = model
         self.requests: list[Request] = []
         self.responder: Responder | None = None
@@ -250,6 +253,11 @@ class ModelServer:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._httpd = _HTTPServer(self)
+        self.scheme = "https" if tls else "http"
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property
@@ -259,7 +267,7 @@ class ModelServer:
     @property
     def url(self) -> str:
         """Anthropic's and Ollama's base URL (their clients add `/v1/messages` and `/api/chat`)."""
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     @property
     def openai_url(self) -> str:

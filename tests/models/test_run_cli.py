@@ -13,6 +13,7 @@ import pytest
 
 from tests.fakes import model_server as wire
 from tests.fakes.model_server import ModelServer
+from tests.fakes.private_ca import private_ca
 from tests.repos import init_repo
 
 pytestmark = pytest.mark.timeout(300)  # a fresh interpreter imports LangChain and the SDKs
@@ -48,6 +49,20 @@ def test_an_unreachable_endpoint_is_one_line_naming_the_setting(tmp_path: Path) 
     (line,) = [s for s in done.stderr.splitlines() if s.startswith("forgebot run:")]
     assert line == ("forgebot run: the model failed a first test call, so nothing was started: cannot reach the "
                     "model endpoint (Connection error.) (check FORGEBOT_LLM__BASE_URL)")
+
+
+def test_a_model_behind_a_ca_this_machine_does_not_trust_is_one_line_naming_ssl_cert_file(tmp_path: Path) -> None:
+    """Not "cannot reach the model endpoint (Connection error.)": it answered, and no retry would change that."""
+    ca, tls = private_ca(tmp_path)
+    with ModelServer(tls=tls) as server:
+        blank = dict.fromkeys(("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"), "")
+        done = _run(tmp_path, FORGEBOT_LLM__BASE_URL=server.openai_url, FORGEBOT_LOG_LEVEL="ERROR", **blank)
+    assert done.returncode == 2, done.stderr
+    (line,) = [s for s in done.stderr.splitlines() if s.startswith("forgebot run:")]
+    assert line == ("forgebot run: the model failed a first test call, so nothing was started: the model endpoint's "
+                    "TLS certificate is not trusted here (unable to get local issuer certificate); a private CA's "
+                    "certificates go in a PEM file (check SSL_CERT_FILE)")
+    assert not server.requests  # refused at the handshake
 
 
 def llama_cpp_like(payloads: dict[str, dict[str, Any]]) -> wire.Responder:

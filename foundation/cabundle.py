@@ -1,0 +1,99 @@
+"""One CA bundle for every client forgebot runs: the forge APIs, the models and git.
+
+Why: each client reads its own variable. requests (python-gitlab, PyGithub) reads REQUESTS_CA_BUNDLE or
+CURL_CA_BUNDLE, httpx (the model SDKs, the embedder) SSL_CERT_FILE, and git GIT_SSL_CAINFO (Debian's git,
+built on GnuTLS, reads no other). An operator of a self-managed forge behind a private CA sets the one their
+other tools read and got a bot that half trusted it: with SSL_CERT_FILE alone every forge API call failed
+("cannot connect … (SSLError)"); with REQUESTS_CA_BUNDLE alone the API worked, and each task then failed
+at its clone, or at its first model call.
+
+`share` runs once as any command starts (`bot.cli.main`), before a client or a child process exists:
+every one of those variables the operator left unset gets a bundle of the certificates they named and the
+public CAs the client would otherwise have used (certifi's, as requests and httpx ship). So a bundle that
+holds the private CA alone still lets the models at a public endpoint be reached; a variable the operator
+set keeps their value. A named file that cannot be read stops the command in one line.
+
+`untrusted` tells a certificate that no bundle covers from an outage: what fails then says which variable
+to set (`HINT`), once, instead of being retried as a network error for minutes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import MutableMapping
+from pathlib import Path
+
+VARIABLE = "SSL_CERT_FILE"  # the one a message names: the standard one, read by OpenSSL itself
+# every variable that names a CA file for one of forgebot's clients; the first set is the operator's bundle
+FILES = (VARIABLE, "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO")
+HINT = (f"for a private CA, set {VARIABLE} to its certificates (a PEM file); forgebot gives them to every "
+        "client, git included")
+_UNTRUSTED = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|server certificate verification "
+                        r"failed|SSL certificate problem|self[- ]signed certificate|unable to get local issuer")
+
+
+class BundleError(ValueError):
+    """A CA variable names no readable file; the message names the variable, never a secret (it holds none)."""
+
+
+def share(environ: MutableMapping[str, str], directory: Path) -> Path | None:
+    """Point every unset CA variable of `environ` at the operator's certificates with the public CAs, kept in
+    `directory`; the bundle written, or None when none was needed. BundleError for an unreadable file.
+
+    A process `serve` starts finds every variable set (by `serve`'s own call) and leaves the bundle alone.
+    """
+    named = [(name, environ[name]) for name in FILES if environ.get(name)]
+    for name, path in named:
+        if not os.path.isfile(path) or not os.access(path, os.R_OK):
+            raise BundleError(f"{name}={path}: no readable file there; it must name the CA certificates (PEM) "
+                              "forgebot's clients are to trust")
+    if not named or len(named) == len(FILES):
+        return None
+    theirs = Path(named[0][1]).read_bytes()
+    if b"-----BEGIN CERTIFICATE-----" not in theirs:
+        raise BundleError(f"{named[0][0]}={named[0][1]}: holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+    import certifi  # what requests and httpx trust when no variable is set
+
+    public = Path(certifi.where()).read_bytes()
+    directory.mkdir(parents=True, exist_ok=True)
+    bundle = directory / "ca-bundle.pem"
+    partial = bundle.with_name(f".{bundle.name}.{os.getpid()}")  # `serve`'s children start with it in place
+    partial.write_bytes(theirs.rstrip() + b"\n\n# the public CAs (certifi)\n" + public)
+    partial.replace(bundle)
+    for name in FILES:
+        if not environ.get(name):
+            environ[name] = str(bundle)
+    return bundle
+
+
+def untrusted(exc: BaseException | str) -> str:
+    """Why a TLS peer's certificate was refused, when that is what `exc` (or any exception it was raised
+    from) says; "" for any other failure."""
+    import ssl
+
+    seen: set[int] = set()
+    pending: list[BaseException | str] = [exc]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, str):
+            if _UNTRUSTED.search(current):
+                return _reason(current)
+            continue
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return str(current.verify_message or "certificate verify failed")
+        pending.extend(arg for arg in current.args if isinstance(arg, BaseException | str))
+        pending.extend(link for link in (current.__cause__, current.__context__) if link is not None)
+        pending.append(str(current))
+    return ""
+
+
+def _reason(text: str) -> str:
+    found = re.search(r"certificate verify failed: ([^(\]\n]+)", text)
+    if found:
+        return found.group(1).strip()
+    line = next((line for line in text.splitlines() if _UNTRUSTED.search(line)), text)
+    return " ".join(line.split())[:160]
