@@ -158,11 +158,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.data_dir = settings.data_dir
     try:
         cabundle.share(os.environ, settings.data_dir / "tls")  # before any client or child process exists
+        return int(args.handler(args))
     except cabundle.BundleError as exc:
         sys.stderr.write(f"forgebot: {exc}\n")
         return 2
-    try:
-        return int(args.handler(args))
     except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback (`index` also says what it kept)
         from project.index.progress import INTERRUPTED  # not at the top: `--help` loads the command line alone
 
