@@ -291,6 +291,11 @@ async def _embedder(settings: Settings) -> Line:
     try:
         rows = await asyncio.to_thread(embedder.embed, ["forgebot check"])
     except Exception as exc:
+        from foundation import cabundle
+
+        if untrusted := cabundle.untrusted(exc):
+            return Line("embedder", "FAIL", f"{settings.embedder.base_url}: its TLS certificate is not trusted here "
+                        f"({untrusted}); {cabundle.HINT}")
         return Line("embedder", "FAIL", f"{type(exc).__name__}: {exc}")
     return Line("embedder", "ok", f"{embedder.model_id}: {rows.shape[1]} dimensions")
 

@@ -14,9 +14,13 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from foundation.cabundle import HINT
 from tests.conftest import GITHUB_TOKEN, GITLAB_TOKEN
+from tests.fakes.embeddings_http import EmbeddingsState, create_embeddings_app
 from tests.fakes.forge_http import FakeForgeState
-from tests.fakes.server import ServerThread, free_port
+from tests.fakes.model_server import ModelServer, structured
+from tests.fakes.private_ca import private_ca
+from tests.fakes.server import ServerThread, free_port, serving
 from tests.firstday.cli import Typed, forgebot
 from tests.firstday.conftest import Launch
 from tests.tools import need_namespaces
@@ -335,3 +339,32 @@ def test_the_signing_line_says_whether_each_forge_holds_the_key_as_the_bot_accou
     status, detail = _row(unsure, "signing")
     assert status == "ok" and "github does not say whether it holds the key (the token may not read signing " \
                               "keys); register its public key on the bot account as a signing key: " in detail, detail
+
+
+def test_a_model_and_an_embedder_behind_a_ca_not_named_say_so_and_trust_it_once_ssl_cert_file_names_it(
+    tmp_path: Path,
+) -> None:
+    """httpx read SSL_CERT_FILE, but a machine whose REQUESTS_CA_BUNDLE already names the system's CAs (this one
+    does) is blanked here: the operator sets only what the test sets."""
+    ca, tls = private_ca(tmp_path)
+    state = EmbeddingsState(dimension=16)
+    only = [arg for name in ("redis", "store", "gitlab", "github", "sandbox") for arg in ("--skip", name)]
+    with ModelServer(tls=tls) as model, serving(create_embeddings_app(state), tls) as embeddings:
+        model.responder = lambda request: (structured("echo", {"word": "ready"}) if request.tool_names
+                                           else structured("CheckAnswer", {"word": "ready"}))
+        env = {**dict.fromkeys(("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"), ""),
+               "FORGEBOT_LLM__BASE_URL": model.openai_url, "FORGEBOT_LLM__MODEL": model.model,
+               "FORGEBOT_LLM__API_KEY": "sk-check", "FORGEBOT_EMBEDDER__KIND": "http",
+               "FORGEBOT_EMBEDDER__BASE_URL": f"{embeddings.url}/v1", "FORGEBOT_EMBEDDER__MODEL": "tiny",
+               "FORGEBOT_EMBEDDER__DIMENSION": "16"}
+        untrusted = forgebot("check", *only, cwd=tmp_path, FORGEBOT_DATA_DIR=str(tmp_path / "data"), **env)
+        trusted = forgebot("check", *only, cwd=tmp_path, FORGEBOT_DATA_DIR=str(tmp_path / "data"),
+                           **{**env, "SSL_CERT_FILE": str(ca)})
+    assert _row(untrusted, "model") == (
+        "FAIL", "the model call failed: the model endpoint's TLS certificate is not trusted here (unable to get local "
+                "issuer certificate); a private CA's certificates go in a PEM file (check SSL_CERT_FILE)")
+    assert _row(untrusted, "embedder") == (
+        "FAIL", f"{embeddings.url}/v1: its TLS certificate is not trusted here (unable to get local issuer "
+                f"certificate); {HINT}")
+    assert _row(trusted, "model")[0] == "ok", trusted.text
+    assert _row(trusted, "embedder") == ("ok", "tiny: 16 dimensions"), trusted.text
