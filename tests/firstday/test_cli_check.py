@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from foundation.cabundle import HINT
 from tests.conftest import GITHUB_TOKEN, GITLAB_TOKEN
 from tests.fakes.embeddings_http import EmbeddingsState, create_embeddings_app
-from tests.fakes.forge_http import FakeForgeState
+from tests.fakes.forge_http import FakeForgeState, create_fake_forge
 from tests.fakes.model_server import ModelServer, structured
 from tests.fakes.private_ca import private_ca
 from tests.fakes.server import ServerThread, free_port, serving
@@ -368,3 +368,25 @@ def test_a_model_and_an_embedder_behind_a_ca_not_named_say_so_and_trust_it_once_
                 f"certificate); {HINT}")
     assert _row(trusted, "model")[0] == "ok", trusted.text
     assert _row(trusted, "embedder") == ("ok", "tiny: 16 dimensions"), trusted.text
+
+
+def test_forges_behind_a_ca_not_named_say_so_and_answer_once_ssl_cert_file_names_it(tmp_path: Path) -> None:
+    """Before: `cannot connect to … (SSLError): check FORGEBOT_GITLAB__URL`, and with SSL_CERT_FILE set the same
+    (requests does not read it)."""
+    ca, tls = private_ca(tmp_path)
+    app = create_fake_forge()
+    app.state.forge = FakeForgeState()
+    with serving(app, tls) as server:
+        env = {**dict.fromkeys(("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"), ""),
+               "FORGEBOT_GITLAB__URL": f"{server.url}/gitlab", "FORGEBOT_GITLAB__TOKEN": GITLAB_TOKEN,
+               "FORGEBOT_GITHUB__API_URL": f"{server.url}/github", "FORGEBOT_GITHUB__TOKEN": GITHUB_TOKEN}
+        untrusted = _check(tmp_path, **env)
+        trusted = _check(tmp_path, **{**env, "SSL_CERT_FILE": str(ca)})
+        missing = _check(tmp_path, **{**env, "SSL_CERT_FILE": str(tmp_path / "no-such.pem")})
+    for kind in ("gitlab", "github"):
+        assert _row(untrusted, kind) == ("FAIL", f"{server.url}/{kind}: its TLS certificate is not trusted here "
+                                                 f"(unable to get local issuer certificate); {HINT}")
+        assert "credentials valid, bot @forgebot" in _row(trusted, kind)[1], trusted.text
+    assert missing.code == 2 and missing.err == [
+        f"forgebot: SSL_CERT_FILE={tmp_path / 'no-such.pem'}: no readable file there; it must name the CA "
+        "certificates (PEM) forgebot's clients are to trust"]
