@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 VARIABLE = "SSL_CERT_FILE"  # the one a message names: the standard one, read by OpenSSL itself
 # every variable that names a CA file for one of forgebot's clients; the first set is the operator's bundle
 FILES = (VARIABLE, "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO")
+# what an install's tools read: composer and OpenSSL (SSL_CERT_FILE), pip (PIP_CERT), requests, curl, git and
+# node (which adds to its own CAs rather than replacing them)
+INSTALLER_VARIABLES = ("SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
+                       "NODE_EXTRA_CA_CERTS")
 HINT = (f"for a private CA, set {VARIABLE} to its certificates (a PEM file); forgebot gives them to every "
         "client, git included")
 _UNTRUSTED = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|server certificate verification "
@@ -65,6 +69,27 @@ def share(environ: MutableMapping[str, str], directory: Path) -> Path | None:
         if not environ.get(name):
             environ[name] = str(bundle)
     return bundle
+
+
+def for_installers(environ: Mapping[str, str]) -> bytes:
+    """The certificates a check's install is to trust: the operator's (the first CA variable set) and the
+    public CAs; b"" when the operator named none (the install keeps its tools' own defaults).
+
+    An install that downloads reaches an internal package mirror or registry (`install_private_hosts`, or a
+    name only the corporate proxy resolves) whose certificate the company's CA signed; composer, pip, npm,
+    curl and git each read their own variable (`INSTALLER_VARIABLES`), and the install sees none of the
+    worker's. A CA certificate is no secret: the file is copied into the check's own HOME.
+    """
+    path = next((environ[name] for name in FILES if environ.get(name)), "")
+    if not path:
+        return b""
+    import certifi
+
+    try:
+        theirs = Path(path).read_bytes()
+    except OSError:
+        return b""  # `share` stopped the command for an unreadable one; a file gone since trusts nothing more
+    return theirs.rstrip() + b"\n\n# the public CAs (certifi)\n" + Path(certifi.where()).read_bytes()
 
 
 def untrusted(exc: BaseException | str) -> str:

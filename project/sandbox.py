@@ -48,6 +48,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from foundation import cabundle
 from project.egress import Egress
 
 SandboxStatus = Literal["passed", "failed", "timed_out", "error", "refused"]
@@ -203,6 +204,22 @@ def build_environment(base: Mapping[str, str], policy: SandboxPolicy, home: Path
     return env
 
 
+_CERTIFICATES = ".forgebot-ca.pem"  # in the run's HOME
+
+
+def _trust_operators_ca(env: dict[str, str], policy: SandboxPolicy, home: Path, seen_home: Path) -> None:
+    """Give an install with network the operator's CA: an internal registry's certificate is signed by it.
+
+    The worker's own variables name it (`foundation.cabundle`: process-wide, as `share` left them) and the
+    check sees none of them. Its own copy goes in its HOME (written where this process sees that HOME:
+    `seen_home`), named by each installer's variable. A CA certificate is no secret.
+    """
+    certificates = cabundle.for_installers(os.environ) if policy.network else b""
+    if certificates:
+        (seen_home / _CERTIFICATES).write_bytes(certificates)
+        env.update(dict.fromkeys(cabundle.INSTALLER_VARIABLES, str(home / _CERTIFICATES)))
+
+
 class DiskMeter:
     """Disk used by a worktree and its HOME as the last unisolated command left them.
 
@@ -335,6 +352,7 @@ class _Unisolated(Sandbox):
     def run(self, command: str, policy: SandboxPolicy | None = None) -> SandboxResult:
         policy = policy or self.policy
         env = build_environment(self.base_env, policy, self.home, self.home.parent / "tmp")
+        _trust_operators_ca(env, policy, self.home, self.home)
         roots = (self.worktree, self.home)
         before = self._meter.before(roots) if policy.disk_bytes else 0
         _rlimits, enforced, missing = _limited(command, policy)
@@ -419,6 +437,8 @@ class _Isolated(Sandbox):
         if self._problem or self._holder is None:
             return _error(command, f"sandbox setup failed: {self._problem or 'the layer has ended'}")
         env = build_environment(self.base_env, policy, self.home, Path("/tmp"))
+        # the HOME every command of this run sees is the layer's, reached here through the holder's root
+        _trust_operators_ca(env, policy, self.home, Path(f"/proc/{self._holder.pid}/root{self.home}"))
         upstream = policy.upstream_proxy.get_secret_value() if policy.upstream_proxy else None
         egress = Egress(policy.private_hosts, upstream) if policy.network else None
         if egress is not None:

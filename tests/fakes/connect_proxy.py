@@ -14,15 +14,18 @@ import threading
 class ConnectProxy:
     """Answers CONNECT and records each request's head and target. With `credentials`, only a request
     carrying them as `Proxy-Authorization` gets through (407 otherwise). It tunnels to the target, or with
-    `greet` answers through the tunnel itself (`HELLO <target>`: a machine without the internet)."""
+    `greet` answers through the tunnel itself (`HELLO <target>`: a machine without the internet). `routes`
+    maps a target only it can resolve (`registry.corp.invalid:443`) to where it is served here."""
 
-    def __init__(self, credentials: tuple[str, str] | None = None, greet: bool = False) -> None:
+    def __init__(self, credentials: tuple[str, str] | None = None, greet: bool = False,
+                 routes: dict[str, tuple[str, int]] | None = None) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
         port = self.listener.getsockname()[1]
         user = f"{credentials[0]}:{credentials[1]}@" if credentials else ""
         self.url = f"http://{user}127.0.0.1:{port}"
         self.expected = "Basic " + base64.b64encode(":".join(credentials).encode()).decode() if credentials else ""
         self.greet = greet
+        self.routes = routes or {}
         self.heads: list[str] = []
         self.targets: list[str] = []
         threading.Thread(target=self._accept, daemon=True).start()
@@ -58,7 +61,7 @@ class ConnectProxy:
             client.close()
             return
         host, port = target.rsplit(":", 1)
-        upstream = socket.create_connection((host, int(port)))
+        upstream = socket.create_connection(self.routes.get(target, (host, int(port))))
         client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
         for source, sink in ((client, upstream), (upstream, client)):
             threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()

@@ -17,8 +17,9 @@ def _name(common: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
 
 
-def private_ca(directory: Path) -> tuple[Path, tuple[Path, Path]]:
-    """A private CA's certificate, and (certificate, key) of a server at 127.0.0.1 it signed."""
+def private_ca(directory: Path, name: str = "") -> tuple[Path, tuple[Path, Path]]:
+    """A private CA's certificate, and (certificate, key) of a server at 127.0.0.1 it signed (and at the DNS
+    `name`, for a host only a proxy can reach)."""
     now = datetime.datetime.now(datetime.UTC)
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     ca = (x509.CertificateBuilder().subject_name(_name("forgebot test CA")).issuer_name(_name("forgebot test CA"))
@@ -29,8 +30,8 @@ def private_ca(directory: Path) -> tuple[Path, tuple[Path, Path]]:
     server = (x509.CertificateBuilder().subject_name(_name("127.0.0.1")).issuer_name(ca.subject)
               .public_key(key.public_key()).serial_number(2).not_valid_before(now - datetime.timedelta(hours=1))
               .not_valid_after(now + datetime.timedelta(hours=1))
-              .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                             critical=False)
+              .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                                          *([x509.DNSName(name)] if name else [])]), critical=False)
               .sign(ca_key, hashes.SHA256()))
     files = directory / "ca.pem", directory / "server.pem", directory / "server.key"
     files[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
