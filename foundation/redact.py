@@ -13,6 +13,7 @@ it as untrusted text in Markdown, in a code fence no backtick run inside it can 
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Iterable, Iterator
@@ -56,7 +57,9 @@ def secrets_of(model: BaseModel) -> list[str]:
 
 def _walk(value: object) -> Iterator[str]:
     if isinstance(value, SecretStr):
-        yield value.get_secret_value()
+        secret = value.get_secret_value()
+        yield secret
+        yield from _json_leaves(secret)
     elif isinstance(value, BaseModel):
         for name in type(value).model_fields:
             yield from _walk(getattr(value, name))
@@ -66,6 +69,25 @@ def _walk(value: object) -> Iterator[str]:
     elif isinstance(value, (list, tuple)):
         for item in value:
             yield from _walk(item)
+
+
+def _json_leaves(secret: str) -> Iterator[str]:
+    """The longer strings of a secret that is a JSON document (`COMPOSER_AUTH`): a tool may print one
+    password of it alone. Short ones (a user name) are not secret and would blank common words."""
+    if not secret.lstrip().startswith(("{", "[")):
+        return
+    try:
+        pending = [json.loads(secret)]
+    except ValueError:
+        return
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str) and len(item) >= 8:
+            yield item
 
 
 class RedactingFilter(logging.Filter):

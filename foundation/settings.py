@@ -442,6 +442,13 @@ class SandboxSettings(BaseModel):
         description="host names an install may reach through the proxy although they resolve to a private "
         "address (an internal package mirror); loopback and link-local addresses stay refused",
     )
+    install_secrets: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="environment variables (JSON object, secret values) an install command gets when its "
+        "profile names them and it runs none of the repository's code: `COMPOSER_AUTH` for a private Composer "
+        "registry (the php profile's `composer install --no-scripts --no-plugins`). Never given to a command "
+        "`.forgebot.yml` wrote, nor to tests, smoke or lint",
+    )
     install_proxy: SecretStr | None = Field(
         default=None,
         description="the proxy an install's HTTPS tunnels leave through, `http://[user:password@]host:port` (a "
@@ -459,6 +466,14 @@ class SandboxSettings(BaseModel):
     hidden_paths: tuple[Path, ...] = Field(
         default=(), description="further paths checks must not see (the data dir, secrets and /run are always hidden)"
     )
+
+    @field_validator("install_secrets")
+    @classmethod
+    def _secret_names(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        bad = [name for name in value if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)]
+        if bad:
+            raise ValueError(f"{', '.join(sorted(bad))}: not an environment variable name")
+        return value
 
     @field_validator("install_proxy")
     @classmethod

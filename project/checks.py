@@ -84,6 +84,7 @@ class CheckContext(BaseModel):
     base_env: dict[str, str] = {}
     install_network: bool = False
     offline_hint: str = ""  # why the install has no network, for its failure reason
+    install_secrets: dict[str, SecretStr] = {}  # the operator's (`FORGEBOT_SANDBOX__INSTALL_SECRETS`)
     no_profile: str = ""  # why no profile matched: a check `.forgebot.yml` does not give is `not_run` for it
 
 
@@ -154,6 +155,7 @@ def context_for(
         base_env=dict(base_env),
         install_network=asked and allowed,
         offline_hint=hint,
+        install_secrets=dict(settings.sandbox.install_secrets),
     )
 
 
@@ -291,8 +293,11 @@ def _lint(ctx: CheckContext, box: Sandbox, spec: CommandSpec, files: list[str]) 
 def _sandbox(ctx: CheckContext, box: Sandbox, spec: CommandSpec, command: str) -> SandboxResult:
     # Only the installer downloads, and only when the repository asks and the server allows it.
     network = spec.network and ctx.install_network and spec is ctx.profile.install
+    # only a command the profile wrote names secrets (`apply_overrides` makes the repository's without any)
+    secrets = {name: ctx.install_secrets[name] for name in spec.secret_env if name in ctx.install_secrets}
     policy = ctx.policy.model_copy(
         update={
+            "secret_env": secrets if network else {},
             "network": network,
             "timeout_seconds": spec.timeout_seconds or ctx.policy.timeout_seconds,
             "env": {**ctx.profile.env, **ctx.policy.env},

@@ -112,6 +112,9 @@ class SandboxPolicy(BaseModel):
     output_limit_bytes: int = Field(default=64 * 1024, gt=0)
     network: bool = Field(default=False, description="HTTPS to public addresses through the egress proxy")
     private_hosts: tuple[str, ...] = Field(default=(), description="hosts the proxy reaches on private addresses")
+    secret_env: dict[str, SecretStr] = Field(
+        default_factory=dict, description="the operator's install secrets this command gets (`CommandSpec.secret_env`)"
+    )
     upstream_proxy: SecretStr | None = Field(
         default=None, description="the operator's proxy the egress tunnels through (`project.checks.install_proxy`)"
     )
@@ -201,6 +204,8 @@ def build_environment(base: Mapping[str, str], policy: SandboxPolicy, home: Path
     env.update(policy.env)
     # A fresh HOME keeps ~/.composer/auth.json, ~/.netrc, ~/.pypirc and the like out of reach.
     env.update({"HOME": str(home), "TMPDIR": str(tmp), "CI": "1", "COMPOSER_HOME": str(home / ".composer")})
+    # the operator's, by name, for an install of the profile's own that runs none of the repository's code
+    env.update({name: value.get_secret_value() for name, value in policy.secret_env.items()})
     return env
 
 

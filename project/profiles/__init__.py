@@ -40,6 +40,11 @@ class CommandSpec(BaseModel):
     )
     per_file: bool = False
     network: bool = Field(default=False, description="installers download; checks never need to")
+    secret_env: tuple[str, ...] = Field(
+        default=(), description="the operator's install secrets (FORGEBOT_SANDBOX__INSTALL_SECRETS) it gets by "
+        "name: only for an install that runs none of the repository's code (a `.forgebot.yml` command never "
+        "has any: the repository writes only its `run`)",
+    )
     timeout_seconds: int | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
