@@ -57,13 +57,10 @@ def share(environ: MutableMapping[str, str], directory: Path) -> Path | None:
     theirs = Path(named[0][1]).read_bytes()
     if b"-----BEGIN CERTIFICATE-----" not in theirs:
         raise BundleError(f"{named[0][0]}={named[0][1]}: holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
-    import certifi  # what requests and httpx trust when no variable is set
-
-    public = Path(certifi.where()).read_bytes()
     directory.mkdir(parents=True, exist_ok=True)
     bundle = directory / "ca-bundle.pem"
     partial = bundle.with_name(f".{bundle.name}.{os.getpid()}")  # `serve`'s children start with it in place
-    partial.write_bytes(theirs.rstrip() + b"\n\n# the public CAs (certifi)\n" + public)
+    partial.write_bytes(_with_public(theirs))
     partial.replace(bundle)
     for name in FILES:
         if not environ.get(name):
@@ -83,12 +80,16 @@ def for_installers(environ: Mapping[str, str]) -> bytes:
     path = next((environ[name] for name in FILES if environ.get(name)), "")
     if not path:
         return b""
-    import certifi
-
     try:
         theirs = Path(path).read_bytes()
     except OSError:
         return b""  # `share` stopped the command for an unreadable one; a file gone since trusts nothing more
+    return _with_public(theirs)
+
+
+def _with_public(theirs: bytes) -> bytes:
+    import certifi  # what requests and httpx trust when no variable is set
+
     return theirs.rstrip() + b"\n\n# the public CAs (certifi)\n" + Path(certifi.where()).read_bytes()
 
 
