@@ -218,11 +218,20 @@ def _trust_operators_ca(env: dict[str, str], policy: SandboxPolicy, home: Path, 
     The worker's own variables name it (`foundation.cabundle`: process-wide, as `share` left them) and the
     check sees none of them. Its own copy goes in its HOME (written where this process sees that HOME:
     `seen_home`), named by each installer's variable. A CA certificate is no secret.
+
+    The file is created, never opened: a name a check left there (a link to a host file, which this
+    process would write through) stops the copy, and the install keeps its tools' own CAs.
     """
     certificates = cabundle.for_installers(os.environ) if policy.network else b""
-    if certificates:
-        (seen_home / _CERTIFICATES).write_bytes(certificates)
-        env.update(dict.fromkeys(cabundle.INSTALLER_VARIABLES, str(home / _CERTIFICATES)))
+    if not certificates:
+        return
+    try:
+        fd = os.open(seen_home / _CERTIFICATES, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except OSError:
+        return
+    with os.fdopen(fd, "wb") as file:
+        file.write(certificates)
+    env.update(dict.fromkeys(cabundle.INSTALLER_VARIABLES, str(home / _CERTIFICATES)))
 
 
 class DiskMeter:

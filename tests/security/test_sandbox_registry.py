@@ -27,8 +27,9 @@ from starlette.routing import Route
 
 from foundation import cabundle
 from foundation.redact import redact, secrets_of
-from project.checks import CheckResult, context_for, run_checks
+from project.checks import CheckResult, context_for, run_checks, sandbox_policy
 from project.repoconfig import parse_repo_config
+from project.sandbox import open_sandbox
 from tests.fakes.connect_proxy import ConnectProxy
 from tests.fakes.private_ca import private_ca
 from tests.fakes.server import serving
@@ -156,3 +157,23 @@ def test_a_password_inside_the_json_of_a_secret_is_redacted_alone(tmp_path: Path
     settings = _settings(tmp_path, install_secrets={"COMPOSER_AUTH": COMPOSER_AUTH})
     said = redact(f"Authentication for {REGISTRY} as bot with {PASSWORD} failed", secrets_of(settings))
     assert PASSWORD not in said and "as bot with" in said, said
+
+
+def test_a_link_a_check_left_in_home_is_never_written_through(
+    host: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811 - the fixture
+) -> None:
+    """The copy of the CA is written from outside the sandbox (through its holder's root), as the worker's
+    user: a link named like it, left by an earlier command of the run, pointed that write at a host file."""
+    need_namespaces()
+    ca, _ = private_ca(host)
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    victim = host / "victim.txt"
+    victim.write_text("the worker's own file\n")
+    worktree = _worker_files(host, os.geteuid())["worktree"]
+    policy = sandbox_policy(_settings(host / "data"), parse_repo_config(""))
+    with open_sandbox(worktree, policy, ENV) as box:
+        planted = box.run(f"ln -s {victim} $HOME/.forgebot-ca.pem && echo planted", policy)
+        assert "planted" in planted.output, planted.output
+        seen = box.run("echo cert:$SSL_CERT_FILE:", policy.model_copy(update={"network": True}))
+    assert victim.read_text() == "the worker's own file\n"
+    assert "cert::" in seen.output, seen.output  # the install keeps its tools' own CAs
