@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import json
+import os
 import re
 import sys
 from collections.abc import Awaitable, Callable
@@ -308,9 +310,12 @@ async def _install(settings: Settings) -> Line:
 
     if not settings.sandbox.install_network:
         return Line("install", "ok", "installs get no network (FORGEBOT_SANDBOX__INSTALL_NETWORK=false)")
+    wrong, given = _install_secrets(settings)
+    if wrong:
+        return Line("install", "FAIL", wrong)
     chosen = install_proxy(settings)
     if chosen is None:
-        return Line("install", "ok", "installs that ask for network connect directly")
+        return Line("install", "ok", f"installs that ask for network connect directly{_install_trust()}{given}")
     told = "FORGEBOT_SANDBOX__INSTALL_PROXY" if settings.sandbox.install_proxy is not None else "HTTPS_PROXY"
     try:
         proxy = HttpProxy.parse(chosen.get_secret_value())
@@ -318,7 +323,44 @@ async def _install(settings: Settings) -> Line:
         return Line("install", "FAIL", f"installs get no network: {told} is unusable ({exc}); set "
                     "FORGEBOT_SANDBOX__INSTALL_PROXY to an http:// proxy, or to `direct`")
     return Line("install", "ok", f"installs that ask for network leave through the proxy {proxy.host}:{proxy.port} "
-                f"({told})")
+                f"({told}){_install_trust()}{given}")
+
+
+def _install_trust() -> str:
+    """Which CA file an install with network trusts beside the public CAs (`project.sandbox`), if the operator
+    named one."""
+    from foundation import cabundle
+
+    named = next((f"{name}={os.environ[name]}" for name in cabundle.FILES if os.environ.get(name)), "")
+    return f"; they trust the CAs of {named} and the public ones" if named else ""
+
+
+def _install_secrets(settings: Settings) -> tuple[str, str]:
+    """(why `FORGEBOT_SANDBOX__INSTALL_SECRETS` cannot work, which install each variable goes to): a name no
+    profile's install takes is never given, and a COMPOSER_AUTH that is no JSON object makes composer stop."""
+    from project.profiles import available_profiles, load_profile
+
+    takers: dict[str, list[str]] = {}
+    for name in available_profiles():
+        install = load_profile(name).install
+        for variable in install.secret_env if install else ():
+            takers.setdefault(variable, []).append(name)
+    given = []
+    for variable, value in sorted(settings.sandbox.install_secrets.items()):
+        if variable not in takers:
+            known = ", ".join(f"{v} ({' '.join(p)})" for v, p in sorted(takers.items())) or "none"
+            return (f"FORGEBOT_SANDBOX__INSTALL_SECRETS names {variable}, which no profile's install takes "
+                    f"(they take: {known}); it is never given"), ""
+        if variable == "COMPOSER_AUTH":
+            try:
+                parsed = json.loads(value.get_secret_value())
+            except ValueError:
+                parsed = None
+            if not isinstance(parsed, dict):
+                return ("COMPOSER_AUTH in FORGEBOT_SANDBOX__INSTALL_SECRETS is not a JSON object "
+                        '({"http-basic": {"HOST": {"username": …, "password": …}}}): composer stops at it'), ""
+        given.append(f"{variable} to the {' and '.join(takers[variable])} install")
+    return "", f"; {', '.join(given)}" if given else ""
 
 
 async def _signing(settings: Settings) -> Line:

@@ -26,6 +26,7 @@ from tests.firstday.conftest import Launch
 from tests.tools import need_namespaces
 
 pytestmark = pytest.mark.timeout(300)
+NO_CA = dict.fromkeys(("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"), "")
 ONLY_FORGES = ["--skip", "redis", "--skip", "store", "--skip", "model", "--skip", "embedder", "--skip", "sandbox"]
 
 
@@ -137,7 +138,7 @@ def test_the_install_line_says_which_way_an_install_leaves(tmp_path: Path) -> No
     """Behind a corporate proxy the worker's HTTPS_PROXY is the installs' way out: the line names it (never
     its password); one that is no http:// proxy leaves every install without network, and fails the line."""
     only = [arg for name in (*ONLY_SANDBOX[1::2], "sandbox") for arg in ("--skip", name)]
-    env = {"FORGEBOT_DATA_DIR": str(tmp_path / "data"), "https_proxy": ""}
+    env = {"FORGEBOT_DATA_DIR": str(tmp_path / "data"), "https_proxy": "", **NO_CA}
     direct = forgebot("check", *only, cwd=tmp_path, HTTPS_PROXY="", **env)
     assert direct.code == 0 and _row(direct, "install") == ("ok", "installs that ask for network connect directly")
     proxied = forgebot("check", *only, cwd=tmp_path, HTTPS_PROXY="http://bot:hunter2@proxy.corp:3128", **env)
@@ -390,3 +391,28 @@ def test_forges_behind_a_ca_not_named_say_so_and_answer_once_ssl_cert_file_names
     assert missing.code == 2 and missing.err == [
         f"forgebot: SSL_CERT_FILE={tmp_path / 'no-such.pem'}: no readable file there; it must name the CA "
         "certificates (PEM) forgebot's clients are to trust"]
+
+
+def test_the_install_line_says_which_ca_and_which_secrets_an_install_gets(tmp_path: Path) -> None:
+    """What an operator set for a company registry, checked before a task's install fails on it: the CA file
+    installs trust, which install each secret goes to, and a secret that can never work."""
+    ca, _ = private_ca(tmp_path)
+    only = [arg for name in (*ONLY_SANDBOX[1::2], "sandbox") for arg in ("--skip", name)]
+    env = {"FORGEBOT_DATA_DIR": str(tmp_path / "data"), "https_proxy": "", "HTTPS_PROXY": "", **NO_CA,
+           "SSL_CERT_FILE": str(ca)}
+    auth = '{"COMPOSER_AUTH": "{\\"http-basic\\": {\\"registry.corp\\": {\\"username\\": \\"bot\\", ' \
+           '\\"password\\": \\"s3cret-registry-pass\\"}}}"}'
+    given = forgebot("check", *only, cwd=tmp_path, FORGEBOT_SANDBOX__INSTALL_SECRETS=auth, **env)
+    assert _row(given, "install") == (
+        "ok", f"installs that ask for network connect directly; they trust the CAs of SSL_CERT_FILE={ca} and the "
+              "public ones; COMPOSER_AUTH to the php install")
+    assert "s3cret-registry-pass" not in given.text
+    unknown = forgebot("check", *only, cwd=tmp_path, FORGEBOT_SANDBOX__INSTALL_SECRETS='{"NPM_TOKEN": "t0ken-value"}',
+                       **env)
+    assert unknown.code == 1 and _row(unknown, "install") == (
+        "FAIL", "FORGEBOT_SANDBOX__INSTALL_SECRETS names NPM_TOKEN, which no profile's install takes (they take: "
+                "COMPOSER_AUTH (php)); it is never given")
+    broken = forgebot("check", *only, cwd=tmp_path, FORGEBOT_SANDBOX__INSTALL_SECRETS='{"COMPOSER_AUTH": "bot:pw"}',
+                      **env)
+    assert broken.code == 1 and _row(broken, "install")[1].startswith(
+        "COMPOSER_AUTH in FORGEBOT_SANDBOX__INSTALL_SECRETS is not a JSON object")
