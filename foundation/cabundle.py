@@ -26,7 +26,8 @@ from pathlib import Path
 
 VARIABLE = "SSL_CERT_FILE"  # the one a message names: the standard one, read by OpenSSL itself
 # every variable that names a CA file for one of forgebot's clients; the first set is the operator's bundle
-FILES = (VARIABLE, "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO")
+REQUESTS, GIT = "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO"  # what the forge API clients and git read
+FILES = (VARIABLE, REQUESTS, "CURL_CA_BUNDLE", GIT)
 # what an install's tools read: composer and OpenSSL (SSL_CERT_FILE), pip (PIP_CERT), requests, curl, git and
 # node (which adds to its own CAs rather than replacing them)
 INSTALLER_VARIABLES = ("SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
@@ -35,6 +36,9 @@ HINT = (f"for a private CA, set {VARIABLE} to its certificates (a PEM file); for
         "client, git included")
 _UNTRUSTED = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|server certificate verification "
                         r"failed|SSL certificate problem|self[- ]signed certificate|unable to get local issuer")
+
+
+_MARK = b"# forgebot: the operator's CA certificates, then the public CAs\n"  # PEM readers skip such lines
 
 
 class BundleError(ValueError):
@@ -60,12 +64,35 @@ def share(environ: MutableMapping[str, str], directory: Path) -> Path | None:
     directory.mkdir(parents=True, exist_ok=True)
     bundle = directory / "ca-bundle.pem"
     partial = bundle.with_name(f".{bundle.name}.{os.getpid()}")  # `serve`'s children start with it in place
-    partial.write_bytes(_with_public(theirs))
+    partial.write_bytes(_MARK + _with_public(theirs))
     partial.replace(bundle)
     for name in FILES:
         if not environ.get(name):
             environ[name] = str(bundle)
     return bundle
+
+
+def hint(reads: str) -> str:
+    """What to do about a refused certificate, for a client that reads the variable `reads`: `HINT`, or, when
+    the operator set that variable to another file than SSL_CERT_FILE, that it is the one read.
+
+    A base image often names the system's bundle in REQUESTS_CA_BUNDLE or GIT_SSL_CAINFO already: an
+    operator who then set SSL_CERT_FILE, as told, was told to set SSL_CERT_FILE again.
+    """
+    own, told = os.environ.get(reads, ""), os.environ.get(VARIABLE, "")
+    if reads == VARIABLE or not own or not told or own == told or _ours(own):
+        return HINT
+    return (f"it reads {reads}={own}, not {VARIABLE}: unset {reads} (forgebot then gives {VARIABLE}'s "
+            "certificates to every client) or add the CA there")
+
+
+def _ours(path: str) -> bool:
+    """Whether `path` is a bundle `share` wrote (it holds SSL_CERT_FILE's certificates already)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(_MARK)) == _MARK
+    except OSError:
+        return False
 
 
 def for_installers(environ: Mapping[str, str]) -> bytes:
@@ -84,7 +111,7 @@ def for_installers(environ: Mapping[str, str]) -> bytes:
         theirs = Path(path).read_bytes()
     except OSError:
         return b""  # `share` stopped the command for an unreadable one; a file gone since trusts nothing more
-    return _with_public(theirs)
+    return theirs if theirs.startswith(_MARK) else _with_public(theirs)
 
 
 def _with_public(theirs: bytes) -> bytes:

@@ -234,7 +234,8 @@ def _git(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailure:
     if cabundle.untrusted(str(exc)):  # every try is refused alike: configuration, not an outage
         return TaskFailure("git certificate", "forgebot does not trust the TLS certificate of the server the "
                            "repository is fetched from", TRUST,
-                           f"git refused the server's certificate: {cabundle.HINT}", detail=_detail(exc, secrets))
+                           f"git refused the server's certificate: {cabundle.hint(cabundle.GIT)}",
+                           detail=_detail(exc, secrets))
     tried = _tried(tries)
     if isinstance(exc, GitTimeout):  # git answered but the command ran too long: a huge first mirror, say
         return TaskFailure("git timeout", "a git command on the repository took longer than forgebot allows",
@@ -262,7 +263,8 @@ def _forge(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailur
 
     if isinstance(exc, ForgeUntrusted):
         return TaskFailure("forge certificate", "forgebot does not trust the forge's TLS certificate", TRUST,
-                           f"the forge API's certificate is not signed by a CA this machine trusts: {cabundle.HINT}",
+                           "the forge API's certificate is not signed by a CA this machine trusts: "
+                           f"{cabundle.hint(cabundle.REQUESTS)}",
                            detail=_detail(exc, secrets))
     if isinstance(exc, ForgeRateLimited | ForgeUnavailable):
         what = "limited how fast forgebot may call it" if isinstance(exc, ForgeRateLimited) else "did not answer"

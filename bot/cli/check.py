@@ -163,7 +163,7 @@ def unreachable(kind: ForgeKind, where: str, exc: Exception) -> str:
     url = "FORGEBOT_GITLAB__URL" if kind == "gitlab" else "FORGEBOT_GITHUB__API_URL"
     untrusted = cabundle.untrusted(exc)
     if untrusted:  # it answered, with a certificate no CA here signed: not an address to check
-        return f"{where}: its TLS certificate is not trusted here ({untrusted}); {cabundle.HINT}"
+        return f"{where}: its TLS certificate is not trusted here ({untrusted}); {cabundle.hint(cabundle.REQUESTS)}"
     status = _STATUS.match(str(exc))
     if status:
         return f"{where} answered HTTP {status.group(1)}: the forge is up but failing; try again later"

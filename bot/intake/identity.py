@@ -116,7 +116,7 @@ class Identities:
                 except Exception as exc:  # an outage, a refused token, a broken App key: asked again
                     self.problems[kind] = " ".join(str(exc).split())[:300] or type(exc).__name__
                     if cabundle.untrusted(exc):  # asking again will not help: say what will
-                        self.problems[kind] += f"; {cabundle.HINT}"
+                        self.problems[kind] += f"; {cabundle.hint(cabundle.REQUESTS)}"
                     log.warning("cannot ask %s who the bot is (asking again in %.0f s): %s", kind, pause,
                                 self.problems[kind])
                 else:

@@ -10,6 +10,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import certifi
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -383,11 +384,18 @@ def test_forges_behind_a_ca_not_named_say_so_and_answer_once_ssl_cert_file_names
                "FORGEBOT_GITHUB__API_URL": f"{server.url}/github", "FORGEBOT_GITHUB__TOKEN": GITHUB_TOKEN}
         untrusted = _check(tmp_path, **env)
         trusted = _check(tmp_path, **{**env, "SSL_CERT_FILE": str(ca)})
+        # a base image's own choice for requests, which the operator's SSL_CERT_FILE does not override
+        overridden = _check(tmp_path, **{**env, "SSL_CERT_FILE": str(ca), "REQUESTS_CA_BUNDLE": certifi.where()})
         missing = _check(tmp_path, **{**env, "SSL_CERT_FILE": str(tmp_path / "no-such.pem")})
     for kind in ("gitlab", "github"):
         assert _row(untrusted, kind) == ("FAIL", f"{server.url}/{kind}: its TLS certificate is not trusted here "
                                                  f"(unable to get local issuer certificate); {HINT}")
         assert "credentials valid, bot @forgebot" in _row(trusted, kind)[1], trusted.text
+        assert _row(overridden, kind) == (
+            "FAIL", f"{server.url}/{kind}: its TLS certificate is not trusted here (unable to get local issuer "
+                    f"certificate); it reads REQUESTS_CA_BUNDLE={certifi.where()}, not SSL_CERT_FILE: unset "
+                    "REQUESTS_CA_BUNDLE (forgebot then gives SSL_CERT_FILE's certificates to every client) or add "
+                    "the CA there")
     assert missing.code == 2 and missing.err == [
         f"forgebot: SSL_CERT_FILE={tmp_path / 'no-such.pem'}: no readable file there; it must name the CA "
         "certificates (PEM) forgebot's clients are to trust"]

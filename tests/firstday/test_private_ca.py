@@ -98,7 +98,8 @@ def test_ssl_cert_file_alone_makes_the_forge_its_git_and_the_model_trusted(launc
 
 def test_a_certificate_no_variable_covers_is_named_and_the_task_fails_at_once(launch: Launch, company: Company) -> None:
     """The forge trusted (REQUESTS_CA_BUNDLE), git told to trust the system's CAs only (GIT_SSL_CAINFO, as
-    this machine sets it): the clone is refused, and the task fails on its first try naming SSL_CERT_FILE."""
+    this machine sets it): the clone is refused, and the task fails on its first try naming the variable git
+    reads, which the operator's own setting keeps from the shared bundle."""
     env = company.env(REQUESTS_CA_BUNDLE=str(company.ca), GIT_SSL_CAINFO="/etc/ssl/certs/ca-certificates.crt",
                       FORGEBOT_DURABILITY__RETRY_SECONDS="30")
     service = launch("serve", **env).wait_healthy()
@@ -106,7 +107,10 @@ def test_a_certificate_no_variable_covers_is_named_and_the_task_fails_at_once(la
     service.wait_states(lambda states: states == ["failed"], "the task to fail", timeout=60)
     (failure,) = service.failures()
     assert failure.kind == "git certificate" and not failure.transient, failure
-    assert "set SSL_CERT_FILE" in failure.operator_action, failure
+    assert failure.operator_action == (
+        "git refused the server's certificate: it reads GIT_SSL_CAINFO=/etc/ssl/certs/ca-certificates.crt, not "
+        "SSL_CERT_FILE: unset GIT_SSL_CAINFO (forgebot then gives SSL_CERT_FILE's certificates to every client) or "
+        "add the CA there"), failure
     assert not service.log_lines("task deferred")  # not waited out as an outage
     comments = [c.body for c in company.state.comments_on("gitlab", "1", ISSUE)]
     assert any("does not trust the TLS certificate" in body for body in comments), comments
