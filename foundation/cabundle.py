@@ -95,6 +95,11 @@ def _ours(path: str) -> bool:
         return False
 
 
+def operators(environ: Mapping[str, str]) -> tuple[str, str]:
+    """(variable, file) of the operator's certificates: the first CA variable set; ("", "") when none is."""
+    return next(((name, environ[name]) for name in FILES if environ.get(name)), ("", ""))
+
+
 def for_installers(environ: Mapping[str, str]) -> bytes:
     """The certificates a check's install is to trust: the operator's (the first CA variable set) and the
     public CAs; b"" when the operator named none (the install keeps its tools' own defaults).
@@ -104,7 +109,7 @@ def for_installers(environ: Mapping[str, str]) -> bytes:
     curl and git each read their own variable (`INSTALLER_VARIABLES`), and the install sees none of the
     worker's. A CA certificate is no secret: the file is copied into the check's own HOME.
     """
-    path = next((environ[name] for name in FILES if environ.get(name)), "")
+    _, path = operators(environ)
     if not path:
         return b""
     try:

@@ -331,8 +331,8 @@ def _install_trust() -> str:
     named one."""
     from foundation import cabundle
 
-    named = next((f"{name}={os.environ[name]}" for name in cabundle.FILES if os.environ.get(name)), "")
-    return f"; they trust the CAs of {named} and the public ones" if named else ""
+    variable, path = cabundle.operators(os.environ)
+    return f"; they trust the CAs of {variable}={path} and the public ones" if variable else ""
 
 
 def _install_secrets(settings: Settings) -> tuple[str, str]:

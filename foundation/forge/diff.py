@@ -173,7 +173,8 @@ def _named(file: PatchedFile, strict: bool) -> Iterator[str]:
     for line in str(file.patch_info).splitlines():
         if line.startswith("diff --git "):
             match = _DIFF_GIT.match(line)
-            sides = (match.group(1), match.group(2)) if match is not None else _same_path(line[11:])
+            names = line.removeprefix("diff --git ")
+            sides = (match.group(1), match.group(2)) if match is not None else _same_path(names)
             if sides is not None:
                 yield from (side_path(sides[0]), side_path(sides[1]))
             elif strict:  # `a/x y b/z w` is ambiguous; git's own diffs are read through the other headers
