@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NestedSecretsSettingsSource,
@@ -365,8 +365,15 @@ class TriggerSettings(BaseModel):
     cancel_command: str = Field(default="/cancel", description="comment command that cancels the running task")
 
 
+# the bot's git identity where neither the settings nor the forge give one (`WorkspaceSettings.author`)
+DEFAULT_AUTHOR = ("forgebot", "forgebot@users.noreply.invalid")
+
+
 class WorkspaceSettings(BaseModel):
     """Git mirrors and per-task worktrees under `<data_dir>/workspaces`."""
+
+    # the bot account's (name, email) per forge, as the forge answered at start (`learn_author`)
+    _learned: dict[str, tuple[str, str]] = PrivateAttr(default_factory=dict)
 
     max_bytes: int = Field(
         default=5 * 1024**3,
@@ -378,9 +385,13 @@ class WorkspaceSettings(BaseModel):
         "where a push rule names branches; the bot replaces only branches of that form, so pick a prefix no "
         "person's branch starts with",
     )
-    author_name: str = Field(default="forgebot", description="git author and committer name of the bot's commits")
-    author_email: str = Field(
-        default="forgebot@users.noreply.invalid", description="git author and committer email of the bot's commits"
+    author_name: str | None = Field(
+        default=None, description="git author and committer name of the bot's commits; unset: the bot account's "
+        f"name as GitLab shows it, else `{DEFAULT_AUTHOR[0]}`",
+    )
+    author_email: str | None = Field(
+        default=None, description="git author and committer email of the bot's commits; unset: the bot account's "
+        f"commit email as GitLab shows it (push rules on authors accept it), else `{DEFAULT_AUTHOR[1]}`",
     )
     signing_key: SecretStr | None = Field(
         default=None, description="an SSH private key (OpenSSH text, no passphrase) the bot signs its commits with, "
@@ -402,6 +413,32 @@ class WorkspaceSettings(BaseModel):
     @classmethod
     def _git_prefix(cls, value: str) -> str:
         return _branch_prefix(value)
+
+    @field_validator("author_name", "author_email")
+    @classmethod
+    def _blank_author_is_unset(cls, value: str | None) -> str | None:
+        return (value or "").strip() or None
+
+    def learn_author(self, forge: str, name: str, email: str) -> None:
+        """Keep what `forge` says of the bot account (`bot.intake.identity`), for `author`."""
+        self._learned[forge] = (name, email)
+
+    def author(self, forge: str) -> tuple[str, str]:
+        """(name, email) of the bot's commits on `forge`: each as configured, else as the forge shows the bot
+        account, else forgebot's placeholder.
+
+        Why the account's own: GitLab's push rules "Reject unverified users" and "Check whether the commit
+        author is a GitLab user" refuse a commit whose email is not one of the pushing user's, and refused
+        every push of a bot left with the placeholder, after all of a task's work.
+        """
+        name, email = self._learned.get(forge, ("", ""))
+        return self.author_name or name or DEFAULT_AUTHOR[0], self.author_email or email or DEFAULT_AUTHOR[1]
+
+    def own_emails(self, forge: str) -> tuple[str, ...]:
+        """The emails the bot's commits on `forge` may carry: `author`'s, and the placeholder when none is
+        configured (a branch pushed before the account's email was known, or by an earlier release)."""
+        email = self.author(forge)[1]
+        return (email,) if self.author_email or email == DEFAULT_AUTHOR[1] else (email, DEFAULT_AUTHOR[1])
 
     @field_validator("signing_key")
     @classmethod

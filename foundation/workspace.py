@@ -153,8 +153,9 @@ class Workspaces:
 
     async def _run(self, args: Sequence[str], cwd: Path | None = None, auth: GitCredentials | None = None) -> str:
         """`git <args>` through the hardened runner, on the mirror or worktree at `cwd` (None: no repository)."""
-        identity = {"GIT_AUTHOR_NAME": self.settings.author_name, "GIT_AUTHOR_EMAIL": self.settings.author_email,
-                    "GIT_COMMITTER_NAME": self.settings.author_name, "GIT_COMMITTER_EMAIL": self.settings.author_email}
+        name, email = self.settings.author("")  # the reflogs' (no command here commits): configured, or forgebot's
+        identity = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
+                    "GIT_COMMITTER_EMAIL": email}
         config = {"http.extraHeader": auth.header()} if auth is not None else {}
         secrets = [auth.token.get_secret_value(), auth.header()] if auth is not None else []
         repo = Repo.at(cwd) if cwd is not None else None
@@ -245,9 +246,9 @@ class Workspaces:
                 return path.name
         return None
 
-    async def others_commits(self, key: str, branch: str, base: str, email: str) -> tuple[str, int]:
+    async def others_commits(self, key: str, branch: str, base: str, own: Sequence[str]) -> tuple[str, int]:
         """The commit `branch` names in the mirror's origin ("" when there is no such branch), and how many
-        of its commits since `base` someone other than `email` wrote.
+        of its commits since `base` someone wrote whose email is none of `own` (the bot's).
 
         Read from the mirror as last fetched: a caller about to replace the branch fetches it first, since
         a person may have pushed to the bot's branch since the task began (a fix on its merge request).
@@ -265,7 +266,8 @@ class Workspaces:
             return "", 0
         authors = (await self._run(["log", "--no-merges", "--format=%ae", tip, "--not", base, "--"],
                                    cwd=mirror)).split()
-        return tip, sum(1 for author in authors if author.lower() != email.lower())
+        mine = {email.lower() for email in own}
+        return tip, sum(1 for author in authors if author.lower() not in mine)
 
     async def push(self, worktree: Path, url: str, branch: str, auth: GitCredentials | None = None,
                    *, lease: str | None = None) -> None:

@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel
 
 from bot.intake.identity import ForgeKind as Hosted
-from bot.intake.identity import configured, write_scope_problem
+from bot.intake.identity import configured, keep_author, write_scope_problem
 from foundation.forge.models import ForgeKind
 from foundation.redact import redact, secrets_of
+from foundation.settings import DEFAULT_AUTHOR
 
 if TYPE_CHECKING:
     from foundation.forge import BotIdentity
@@ -202,19 +203,27 @@ async def _forge(settings: Settings, kind: ForgeKind, where: str, token: str) ->
     conf = settings.gitlab if kind == "gitlab" else settings.github
     status, hook = _webhook(conf.webhook_secret)
     return Line(kind, status, f"{where}: credentials valid, bot @{found.login} (id {found.id}){_expiry(found)}; {hook}"
-                f"{_author(settings, found)}")
+                f"{_author(settings, kind, found)}")
 
 
-def _author(settings: Settings, found: BotIdentity) -> str:
-    """"; author … is no email of @bot …" when the configured author is none of the bot account's emails the
-    forge shows ("" when it is, or the forge shows none): GitLab's push rules on authors ("Reject unverified
-    users", "Commit author's email") refuse such a commit, and a task learns it only when its push is refused,
-    after all its work."""
+def _author(settings: Settings, kind: ForgeKind, found: BotIdentity) -> str:
+    """Whom the bot's commits name as author, where it matters: GitLab's push rules on authors ("Reject
+    unverified users", "Commit author's email") refuse a commit whose email is none the bot account owns,
+    and a task learns it only when its push is refused, after all its work.
+
+    Unset, the author is the account's own as the forge shows it (`WorkspaceSettings.author`): said. Set
+    to none of the account's emails: said with the one to set. "" when the forge shows no email."""
+    if not found.emails:
+        return ""
     email = settings.workspace.author_email
-    if not found.emails or email.lower() in (known.lower() for known in found.emails):
+    if email is None:
+        keep_author(settings, kind, found)
+        name, email = settings.workspace.author(kind)
+        return f"; commits authored as {name} <{email}>, the bot account's"
+    if email.lower() in (known.lower() for known in found.emails):
         return ""
     return (f"; author {email} is no email of @{found.login}, which push rules on authors refuse: set "
-            f"FORGEBOT_WORKSPACE__AUTHOR_EMAIL={found.emails[0]}")
+            f"FORGEBOT_WORKSPACE__AUTHOR_EMAIL={found.emails[0]}, or unset it for the account's own")
 
 
 EXPIRY_WARNING_DAYS = 14
@@ -386,8 +395,18 @@ async def _signing(settings: Settings) -> Line:
     told = "".join(f"; {text}" for _, text in said)
     advice = "" if said and all(registered for registered, _ in said) else \
         f"; register its public key on the bot account as a signing key: {shown}"
-    return Line("signing", "ok", f"commits are signed by {fingerprint} as {settings.workspace.author_email}"
-                f"{told}{advice}")
+    return Line("signing", "ok", f"commits are signed by {fingerprint} as {_signer(settings)}{told}{advice}")
+
+
+def _signer(settings: Settings) -> str:
+    """The committer email a signature goes with (GitLab verifies it against the key's user's emails)."""
+    if settings.workspace.author_email:
+        return settings.workspace.author_email
+    placeholder = DEFAULT_AUTHOR[1]
+    if not configured(settings, "gitlab"):
+        return placeholder
+    return "the GitLab bot account's commit email" + (f" ({placeholder} on GitHub)"
+                                                      if configured(settings, "github") else "")
 
 
 async def _registered(settings: Settings, kind: ForgeKind, public: str) -> tuple[bool | None, str]:

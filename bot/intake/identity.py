@@ -159,7 +159,16 @@ async def _learn_one(settings: Settings, kind: ForgeKind) -> BotIdentity:
     if kind == "gitlab":
         settings.gitlab.bot_user_id = found.id
         log.info("gitlab bot user: %s (id %s)", found.login, found.id)
+        keep_author(settings, kind, found)
     else:
         settings.github.bot_login = found.login
         log.info("github bot login: %s", found.login)
     return found
+
+
+def keep_author(settings: Settings, kind: str, found: BotIdentity) -> None:
+    """The bot account's name and commit email, where the forge shows an email (GitLab, its commit email
+    first: the one its push rules on authors accept), for the commits of an unset author
+    (`WorkspaceSettings.author`)."""
+    if found.emails:
+        settings.workspace.learn_author(kind, found.name or found.login, found.emails[0])

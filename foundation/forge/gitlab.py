@@ -330,6 +330,7 @@ class GitLabForge(SdkAdapter):
             emails = dict.fromkeys(str(shown[key]) for key in ("commit_email", "email", "public_email")
                                    if isinstance(shown.get(key), str) and "@" in shown[key])
             return BotIdentity(id=int(user.id), login=str(user.username), emails=tuple(emails),
+                               name=str(shown.get("name") or ""),
                                scopes=tuple(str(s) for s in scopes) if isinstance(scopes, list) else None,
                                expires_at=str(token.get("expires_at") or "") if isinstance(token, dict) else "")
 

@@ -304,6 +304,7 @@ class BotIdentity(_Frozen):
     # the account's emails the forge shows its own user, its commit email first (GitLab): a push rule on
     # commit authors accepts only these, so `forgebot check` compares the configured author with them
     emails: tuple[str, ...] = ()
+    name: str = ""  # the account's display name (GitLab; a project or group token's bot: the token's name)
 
     def wrote(self, comment: Comment) -> bool:
         """Whether the bot is `comment`'s author: the forge's user id when both are known (GitLab),

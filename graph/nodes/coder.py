@@ -65,7 +65,7 @@ def checklist_for(state: TaskState, settings: Settings, *, step_commits: bool = 
         return defaults(path) or config.is_protected(path)
 
     workspace = settings.workspace
-    identity = Committer(workspace.author_name, workspace.author_email, workspace.signing_key)  # delivery's "own"
+    identity = Committer(*workspace.author(state.get("forge", "")), workspace.signing_key)  # delivery's "own"
     checklist = Checklist(root=root, plan=Plan.model_validate(state["plan"]), base=state.get("base", "HEAD"),
                           lint=lint, step_commits=step_commits, protected=protected, author=identity,
                           subject=lambda title: config.commit_subject(title, state["number"]))

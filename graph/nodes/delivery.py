@@ -201,9 +201,9 @@ async def _push(state: TaskState, runtime: Runtime[Deps], *, unfinished: bool = 
     await ensure_disclosable(forge, IssueRef(repo=repo, number=state["number"]))  # made confidential meanwhile?
     spaces, auth = Workspaces.for_settings(settings), await forge.git_credentials()
     key, base = repo_key(repo.forge, repo.project), f"refs/remotes/origin/{repo.default_branch}"
-    email = settings.workspace.author_email
+    own = settings.workspace.own_emails(repo.forge)
     await spaces.mirror(key, repo.clone_url, auth)  # what the forge holds now, pushed since the task began too
-    tip, others = await spaces.others_commits(key, branch, base, email)
+    tip, others = await spaces.others_commits(key, branch, base, own)
     said = ""
     if others:
         said = (f"`{branch}` holds {others} commit(s) by others since `{repo.default_branch}`; they were left as "
@@ -213,7 +213,7 @@ async def _push(state: TaskState, runtime: Runtime[Deps], *, unfinished: bool = 
                 "work, so it was left as it is.")
     if said:
         branch = f"{branch}-{state['task_id'][:8]}"
-        tip, others = await spaces.others_commits(key, branch, base, email)
+        tip, others = await spaces.others_commits(key, branch, base, own)
         if others:
             raise GitError(f"refusing to replace {branch}: it holds {others} commit(s) by others")
     await spaces.push(Path(state["workspace"]), repo.clone_url, branch, auth=auth, lease=tip)

@@ -286,3 +286,24 @@ async def test_a_clean_up_git_refuses_never_replaces_how_the_task_ended(tmp_path
     with caplog.at_level(logging.WARNING, logger="graph.checkout"):
         await release(settings, repo, "task1")
     assert any("its worktree was not removed" in r.getMessage() for r in caplog.records)
+
+
+def test_the_bots_author_is_the_configured_one_else_the_accounts_else_the_placeholder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each of name and email falls back on its own; a blank value (a chart's empty string) is unset, not an
+    empty author git would refuse; the placeholder stays the bot's own for a branch an earlier release wrote."""
+    from foundation.settings import DEFAULT_AUTHOR, Settings
+
+    monkeypatch.setenv("FORGEBOT_WORKSPACE__AUTHOR_EMAIL", " ")
+    monkeypatch.setenv("FORGEBOT_WORKSPACE__AUTHOR_NAME", "Platform Bot")
+    workspace = Settings(_env_file=None, _secrets_dir=None).workspace  # type: ignore[call-arg]
+    assert workspace.author("gitlab") == ("Platform Bot", DEFAULT_AUTHOR[1])
+    assert workspace.own_emails("gitlab") == (DEFAULT_AUTHOR[1],)
+    workspace.learn_author("gitlab", "forgebot", "4242-forgebot@users.noreply.gitlab.example.com")
+    assert workspace.author("gitlab") == ("Platform Bot", "4242-forgebot@users.noreply.gitlab.example.com")
+    assert workspace.own_emails("gitlab") == ("4242-forgebot@users.noreply.gitlab.example.com", DEFAULT_AUTHOR[1])
+    assert workspace.author("github") == ("Platform Bot", DEFAULT_AUTHOR[1])  # GitLab's email is not GitHub's
+    configured = workspace.model_copy(update={"author_email": "bot@corp.example"})
+    assert configured.author("gitlab")[1] == "bot@corp.example"
+    assert configured.own_emails("gitlab") == ("bot@corp.example",)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from foundation.settings import Settings
+from foundation.settings import DEFAULT_AUTHOR, Settings
 from tests.conftest import GITLAB_TOKEN
 from tests.e2e import implement_harness as h
 from tests.fakes.forge_http import FakeForgeState, Fault
@@ -163,13 +163,16 @@ async def test_someone_elses_commit_on_the_bots_branch_is_never_replaced(
     assert said in link.body
 
 
+@pytest.mark.parametrize("earlier", ["account", "placeholder"])
 async def test_the_bots_own_earlier_branch_is_replaced(
-    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, tmp_path: Path
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served, tmp_path: Path, earlier: str
 ) -> None:
     """An earlier task's commits, rebased by a maintainer (GitLab's "Rebase" commits them again as the
-    person who pressed it): still only the bot's work, so the branch is the bot's to replace."""
+    person who pressed it): still only the bot's work, so the branch is the bot's to replace. Its author is
+    the bot account's commit email, or forgebot's placeholder where an earlier release wrote the branch."""
     _setup(settings, redis_url, fake_forge)
-    _commit_on(served, BRANCH, settings.workspace.author_email, tmp_path, committer="alice@example.com")
+    email = fake_forge.bot_commit_email if earlier == "account" else DEFAULT_AUTHOR[1]
+    _commit_on(served, BRANCH, email, tmp_path, committer="alice@example.com")
     roles = h.implement_roles()
     assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
     assert (await h.work(settings, roles.__getitem__)).jobs_failed == 0
@@ -330,6 +333,27 @@ async def test_the_bots_commits_carry_the_configured_author(
     authors = subprocess.run(["git", "-C", str(served.origin), "log", "--format=%an <%ae>", f"master..{BRANCH}"],
                              capture_output=True, text=True, env=GIT_ENV, check=True).stdout.split("\n")
     assert set(filter(None, authors)) == {"Platform Bot <platform-bot@corp.example>"}
+
+
+async def test_with_no_author_configured_the_commits_carry_the_bot_accounts_own(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    """GitLab's push rules "Reject unverified users" (the committer's email is one of the pushing user's
+    verified emails) and "Check whether the commit author is a GitLab user" refused every push of a bot
+    whose author was forgebot's placeholder, after all of a task's work, until an operator set the
+    author. With none set, the commits carry the bot account's name and commit email, as GitLab's
+    `GET /user` shows them to the bot."""
+    _setup(settings, redis_url, fake_forge)
+    fake_forge.bot_name = "Platform Bot"
+    own = fake_forge.bot_commit_email
+    _push_rule(served, f'[ "$(git log -1 --format=%ae:%ce "$c")" = {own}:{own} ]',
+               "Committer email is not a verified email of the pushing user")
+    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
+    assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
+    assert await h.task_states(settings) == [("done", "delivered")]
+    authors = subprocess.run(["git", "-C", str(served.origin), "log", "--format=%an <%ae>|%cn", f"master..{BRANCH}"],
+                             capture_output=True, text=True, env=GIT_ENV, check=True).stdout.split("\n")
+    assert set(filter(None, authors)) == {f"Platform Bot <{own}>|Platform Bot"}
 
 
 async def test_a_signed_commits_rule_is_met_with_the_configured_signing_key(

@@ -317,6 +317,7 @@ async def current_user(request: Request) -> JSONResponse:
     state = _state(request)
     found = shapes.user(state.bot_user, state.bot_user_id)
     found["web_url"] = f"{request.base_url}gitlab/{state.bot_user}"  # the instance's own host: python-gitlab checks
+    found["name"] = state.bot_name
     own = {"commit_email": state.bot_commit_email, "email": state.bot_email}  # what a user is shown of itself
     return JSONResponse({**found, "bot": True, **{key: value for key, value in own.items() if value}})
 

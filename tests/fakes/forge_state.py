@@ -160,6 +160,7 @@ class FakeForgeState:
     faults: list[Fault] = field(default_factory=list)
     log: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)  # (method, path, headers)
     bot_user: str = "forgebot"
+    bot_name: str = "forgebot"  # GitLab's `name` of the bot user (a project token's bot: the token's name)
     bot_user_id: int = 4242  # GitLab's `GET /user` id and GitHub's for the token's user
     # the bot user's emails GitLab's `GET /user` shows it: its commit email (GitLab's private one, unless the
     # user picked another) and its primary email; "" leaves the field out

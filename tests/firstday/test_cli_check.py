@@ -254,23 +254,29 @@ def test_a_token_that_cannot_write_fails_naming_the_scope_it_needs(
 def test_an_author_the_gitlab_bot_user_does_not_own_is_said_before_a_push_rule_refuses_it(
     tmp_path: Path, forge_server: ServerThread, fake_forge: FakeForgeState
 ) -> None:
-    """GitLab's push rules on commit authors ("Reject unverified users", "Commit author's email") refused the
-    bot's default author, and a task learnt it only when its push was refused, after all its work. The gitlab
-    line compares the configured author with the emails GitLab shows the bot user and names the one to set."""
+    """GitLab's push rules on commit authors ("Reject unverified users", "Commit author's email") refuse a
+    commit whose email the bot user does not own, and a task learns it only when its push is refused,
+    after all its work. Unset, the author is the bot user's own, and the gitlab line says whom commits name;
+    set to none of the emails GitLab shows the bot user, the line names the one to set."""
     fake_forge.tokens = {GITLAB_TOKEN}
+    fake_forge.bot_name = "Platform Bot"
     env = {"FORGEBOT_GITLAB__URL": f"{forge_server.url}/gitlab", "FORGEBOT_GITLAB__TOKEN": GITLAB_TOKEN,
            "FORGEBOT_GITLAB__WEBHOOK_SECRET": "s"}
-    default = _check(tmp_path, **env)
-    status, detail = _row(default, "gitlab")
+    status, detail = _row(_check(tmp_path, **env), "gitlab")
     assert status == "ok"
-    assert detail.endswith("; author forgebot@users.noreply.invalid is no email of @forgebot, which push rules on "
-                           "authors refuse: set FORGEBOT_WORKSPACE__AUTHOR_EMAIL=4242-forgebot@users.noreply.gitlab"
-                           ".example.com"), detail
+    assert detail.endswith("; commits authored as Platform Bot <4242-forgebot@users.noreply.gitlab.example.com>, "
+                           "the bot account's"), detail
+    other = _row(_check(tmp_path, FORGEBOT_WORKSPACE__AUTHOR_EMAIL="bot@elsewhere.example", **env), "gitlab")
+    assert other[0] == "ok"
+    assert other[1].endswith("; author bot@elsewhere.example is no email of @forgebot, which push rules on authors "
+                             "refuse: set FORGEBOT_WORKSPACE__AUTHOR_EMAIL=4242-forgebot@users.noreply.gitlab"
+                             ".example.com, or unset it for the account's own"), other[1]
     for own in ("4242-forgebot@users.noreply.gitlab.example.com", "Forgebot@Corp.example"):
         configured = _check(tmp_path, FORGEBOT_WORKSPACE__AUTHOR_EMAIL=own, **env)
         assert "is no email of" not in _row(configured, "gitlab")[1]
-    fake_forge.bot_commit_email = fake_forge.bot_email = ""  # a GitLab that shows none: nothing to compare
-    assert "is no email of" not in _row(_check(tmp_path, **env), "gitlab")[1]
+        assert "commits authored as" not in _row(configured, "gitlab")[1]
+    fake_forge.bot_commit_email = fake_forge.bot_email = ""  # a GitLab that shows none: nothing to compare or say
+    assert "author" not in _row(_check(tmp_path, **env), "gitlab")[1]
 
 
 def _ssh_key(where: Path, passphrase: str = "") -> tuple[str, str]:
@@ -333,7 +339,8 @@ def test_the_signing_line_says_whether_each_forge_holds_the_key_as_the_bot_accou
     fake_forge.ssh_keys = {"gitlab": [(public, "auth_and_signing")], "github": [(public, "")]}
     held = forgebot("check", *only, cwd=tmp_path, **env)
     assert _row(held, "signing")[0] == "ok"
-    assert _row(held, "signing")[1].endswith(" as forgebot@users.noreply.invalid; gitlab holds it as a signing key "
+    assert _row(held, "signing")[1].endswith(" as the GitLab bot account's commit email (forgebot@users.noreply"
+                                             ".invalid on GitHub); gitlab holds it as a signing key "
                                              "of the bot account; github holds it as a signing key of the bot "
                                              "account"), held.text
     fake_forge.token_scopes = {"gitlab": ["api"], "github": ["repo"]}  # a classic token that may not read them
