@@ -163,3 +163,23 @@ def anthropic_problem(body: dict[str, Any]) -> dict[str, Any] | None:
 
 def _anthropic_error(message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+
+
+# OpenAI's reasoning models take no sampling temperature but their own: o1, o3, o4-mini and gpt-5 answer a
+# temperature other than 1 so ("default-only"); o3-mini and o1-mini refuse the parameter itself ("none").
+# The same bodies come back through Azure OpenAI, OpenRouter and LiteLLM gateways.
+TEMPERATURE_RULES = ("default-only", "none")
+
+
+def openai_temperature_problem(body: dict[str, Any], rule: str) -> dict[str, Any] | None:
+    """OpenAI's 400 body for a temperature the model behind `rule` does not take, or None."""
+    if "temperature" not in body or not rule:
+        return None
+    value = body["temperature"]
+    if rule == "none":
+        return _openai_error("Unsupported parameter: 'temperature' is not supported with this model.",
+                             "temperature", "unsupported_parameter")
+    if value != 1:
+        return _openai_error(f"Unsupported value: 'temperature' does not support {value} with this model. Only the "
+                             "default (1) value is supported.", "temperature", "unsupported_value")
+    return None

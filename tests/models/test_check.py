@@ -35,6 +35,21 @@ async def test_every_line_passes_on_a_working_setup(
     assert server.requests[0].body["tool_choice"]["function"]["name"] == "echo"
 
 
+async def test_a_model_that_takes_no_temperature_passes_and_is_said_so(
+    settings: Settings, redis_url: str, server: ModelServer
+) -> None:
+    """o3-mini refuses the parameter (OpenAI's reasoning models take no temperature but their own): the line
+    failed, sending the operator to FORGEBOT_LLM__MODEL; now the calls go without one, and the line says so."""
+    server.temperature_rule = "none"
+    server.script(wire.tools(wire.call("echo", word="ready")), wire.structured("CheckAnswer", {"word": "ready"}))
+    configured = settings.model_copy(update={"redis_url": redis_url, "llm": llm_settings(server, model="o3-mini")})
+    skipped = frozenset({"embedder", "sandbox", "install"})
+    lines = {line.name: line for line in await run_checks(configured, skip=skipped)}
+    assert lines["model"].status == "ok", lines["model"].detail
+    assert lines["model"].detail.endswith("; it takes no temperature but its own: calls go without one")
+    assert [r.rejected is not None for r in server.requests] == [True, False, False]
+
+
 def test_failures_are_lines_and_a_non_zero_exit(
     tmp_path: Path, forge_server: ServerThread, fake_forge: FakeForgeState, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],

@@ -14,6 +14,7 @@ import pytest
 from tests.fakes import model_server as wire
 from tests.fakes.model_server import ModelServer
 from tests.fakes.private_ca import private_ca
+from tests.fakes.provider_rules import TEMPERATURE_RULES
 from tests.repos import init_repo
 
 pytestmark = pytest.mark.timeout(300)  # a fresh interpreter imports LangChain and the SDKs
@@ -119,3 +120,35 @@ def test_analyze_runs_to_its_report_on_a_server_without_json_schema(tmp_path: Pa
     assert "Traceback" not in done.stderr
     json_schema = [r for r in requests if (r.body.get("response_format") or {}).get("type") == "json_schema"]
     assert len(json_schema) == 1  # rejected once, remembered for the rest of the run
+
+
+def openai_like(payloads: dict[str, dict[str, Any]]) -> wire.Responder:
+    """Answers a `json_schema` or forced-call request with the schema's payload, as OpenAI's API does."""
+
+    def respond(request: wire.Request) -> wire.Reply:
+        fmt = request.body.get("response_format") or {}
+        forced = request.body.get("tool_choice")
+        name = (fmt.get("json_schema") or {}).get("name") or (
+            ((forced.get("function") or {}).get("name")) if isinstance(forced, dict) else None)
+        return wire.structured(name, payloads[name]) if name in payloads else wire.text("I have what I need.")
+
+    return respond
+
+
+@pytest.mark.parametrize("rule", TEMPERATURE_RULES)
+def test_a_reasoning_model_that_takes_no_temperature_runs_the_task(tmp_path: Path, rule: str) -> None:
+    """OpenAI's reasoning models (o3, o4-mini; gpt-5 behind a gateway's deployment name) answer every request
+    that sets a temperature other than their own with a 400, so each first call failed and nothing ran, with
+    the operator sent to FORGEBOT_LLM__MODEL. The endpoint's refusal is learned at its first request: the
+    call is sent again without a temperature, and so is every later one of the process."""
+    with ModelServer(model="o4-mini") as server:
+        server.temperature_rule = rule
+        server.responder = openai_like(PAYLOADS)
+        done = _run(tmp_path, FORGEBOT_LLM__BASE_URL=server.openai_url, FORGEBOT_LLM__MODEL="o4-mini")
+        requests = list(server.requests)
+    assert done.returncode == 0, done.stderr
+    assert "Cart::total computes the total without tax." in done.stdout, done.stdout
+    refused = [r for r in requests if r.rejected is not None]
+    assert len(refused) == 1 and "temperature" in refused[0].body  # once for the process, not once a call
+    assert len(requests) > 3 and all("temperature" not in r.body for r in requests[1:])
+    assert "takes no temperature" in done.stderr  # said once to the operator, in the log
