@@ -19,7 +19,6 @@ import asyncio
 import json
 import logging
 import re
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -29,7 +28,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from pydantic import SecretStr
 
-from foundation import cabundle
+from foundation import cabundle, modelparams
 from foundation.settings import LLMSettings
 
 FailureKind = Literal["transient", "unreachable", "certificate", "context", "format", "auth", "not_found", "request",
@@ -174,8 +173,7 @@ def profile(model: BaseChatModel) -> Profile:
 async def invoke(runnable: Runnable[Any, Any], messages: list[BaseMessage], prof: Profile) -> Any:
     """`runnable.ainvoke(messages)` with the retry policy; a lasting failure is a `ModelCallError`."""
     attempt = 0
-    if prof.endpoint in FIXED_TEMPERATURE:
-        _drop_temperature(runnable)
+    modelparams.adapt(runnable, prof.endpoint)
     while True:
         try:
             return await runnable.ainvoke(messages)
@@ -183,11 +181,12 @@ async def invoke(runnable: Runnable[Any, Any], messages: list[BaseMessage], prof
             failure = classify(exc)
             if failure is None:
                 raise
-            if failure.kind == "request" and _TEMPERATURE.search(failure.reason) and _drop_temperature(runnable):
-                if FIXED_TEMPERATURE.add(prof.endpoint):
-                    log.warning("the model %s takes no temperature but its own (%s): its calls go without one",
-                                prof.endpoint or prof.role, failure.reason)
-                continue  # the same call without it: not a try of the retry policy
+            left_out = modelparams.refused(failure.reason, runnable, prof.endpoint) if failure.kind == "request" \
+                else None
+            if left_out is not None:  # the same call without it: not a try of the retry policy
+                log.warning("the model %s refused a request (%s): %s", prof.endpoint or prof.role, failure.reason,
+                            left_out.done)
+                continue
             if failure.kind in ("transient", "unreachable") and attempt < prof.max_retries:
                 delay = failure.retry_after if failure.retry_after is not None else 0.5 * 2**attempt
                 if delay <= MAX_BACKOFF:
@@ -195,56 +194,6 @@ async def invoke(runnable: Runnable[Any, Any], messages: list[BaseMessage], prof
                     await asyncio.sleep(delay)
                     continue
             raise ModelCallError(prof.role, failure) from exc
-
-
-class _Endpoints:
-    """Endpoints that refused a request for its temperature (process-wide: every task calls the same ones)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._known: set[str] = set()
-
-    def __contains__(self, endpoint: object) -> bool:
-        with self._lock:
-            return endpoint in self._known
-
-    def add(self, endpoint: str) -> bool:
-        """Remember `endpoint`; whether it is new."""
-        with self._lock:
-            new = endpoint not in self._known
-            self._known.add(endpoint)
-            return new
-
-
-# OpenAI's reasoning models take no sampling temperature but their own: o1, o3, o4-mini and gpt-5 answer any
-# other with a 400 ("Unsupported value: 'temperature' does not support 0 ..."), o3-mini refuses the parameter
-# ("Unsupported parameter: 'temperature' ..."), as do gateways for them ("does not support parameters:
-# ['temperature']"). LangChain leaves it out for gpt-5 by the model's name only, not behind a deployment name.
-FIXED_TEMPERATURE = _Endpoints()
-_TEMPERATURE = re.compile(r"\btemperature\b.{0,40}(not supported|does not support|unsupported|only the default)"
-                          r"|(unsupported|not supported|does not support).{0,40}\btemperature\b", re.I)
-
-
-def _drop_temperature(runnable: Any) -> bool:
-    """Leave the temperature out of every request of the chat models `runnable` calls (those LangChain
-    bound for tools or a schema included); whether one had a temperature to leave out."""
-    dropped, seen, todo = False, set(), [runnable]
-    while todo:
-        node = todo.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, BaseChatModel):
-            if getattr(node, "temperature", None) is not None:
-                node.temperature = None  # type: ignore[attr-defined]  # ChatOpenAI, ChatAnthropic, ChatOllama
-                dropped = True
-        elif isinstance(node, Runnable):
-            todo.extend(getattr(node, "__dict__", {}).values())
-        elif isinstance(node, list | tuple):
-            todo.extend(node)
-        elif isinstance(node, dict):
-            todo.extend(node.values())
-    return dropped
 
 
 _T = TypeVar("_T")

@@ -260,7 +260,8 @@ async def _model(settings: Settings) -> Line:
     from langchain_core.messages import HumanMessage
     from langchain_core.tools import StructuredTool
 
-    from foundation.llm import FIXED_TEMPERATURE, ModelProblem, chat_model, invoke, profile, said_if_slow
+    from foundation import modelparams
+    from foundation.llm import ModelProblem, chat_model, invoke, profile, said_if_slow
     from graph.structured import LEARNED, ask_structured
 
     def echo(word: str) -> str:
@@ -287,8 +288,8 @@ async def _model(settings: Settings) -> Line:
         return Line("model", "FAIL", str(exc))
     method = LEARNED.get(prof.endpoint) if prof.structured_output == "auto" else prof.structured_output
     label = f"auto → {method}" if prof.structured_output == "auto" else str(method)
-    fixed = "; it takes no temperature but its own: calls go without one" if prof.endpoint in FIXED_TEMPERATURE else ""
-    return Line("model", "ok", f"{prof.endpoint}: tool call ok; structured output ok ({label}){fixed}")
+    return Line("model", "ok", f"{prof.endpoint}: tool call ok; structured output ok ({label})"
+                f"{modelparams.said(prof.endpoint)}")
 
 
 async def _embedder(settings: Settings) -> Line:

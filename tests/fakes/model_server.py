@@ -48,7 +48,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from tests.fakes.provider_rules import anthropic_problem, openai_problem, openai_temperature_problem
+from tests.fakes.provider_rules import anthropic_problem, openai_problem, openai_reasoning_problem
 
 # What real servers answer, verbatim in shape (the texts come from their sources and issue trackers).
 LLAMA_CPP_NO_JSON_SCHEMA = "response_format type json_schema is not supported"
@@ -247,8 +247,9 @@ class ModelServer:
         self.requests: list[Request] = []
         self.responder: Responder | None = None
         self.unanswered = 0  # requests that found neither a scripted reply nor a responder
-        # a reasoning model's rule on `temperature` (`provider_rules.TEMPERATURE_RULES`); "": any is taken
-        self.temperature_rule = ""
+        # an OpenAI reasoning model's rule on `temperature` (`provider_rules.REASONING_RULES`): it refuses
+        # that and `max_tokens`; "": a model that takes both
+        self.reasoning = ""
         self._queue: list[Reply] = []
         self._queues: dict[str, list[Reply]] = {}  # a model name's own queue (`scripted`)
         self._responders: dict[str, Responder] = {}  # and what answers past its end
@@ -482,7 +483,7 @@ class _Handler(BaseHTTPRequestHandler):
         request = Request(protocol, path, body, {k.lower(): v for k, v in self.headers.items()})
         refused = {"openai": openai_problem, "anthropic": anthropic_problem}.get(protocol, lambda b: None)(body)
         if refused is None and protocol == "openai":
-            refused = openai_temperature_problem(body, self.owner.temperature_rule)
+            refused = openai_reasoning_problem(body, self.owner.reasoning)
         if refused is not None:
             self.owner.reject(request, refused)
             self._json(400, refused)

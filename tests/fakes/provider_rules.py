@@ -165,15 +165,21 @@ def _anthropic_error(message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
 
 
-# OpenAI's reasoning models take no sampling temperature but their own: o1, o3, o4-mini and gpt-5 answer a
-# temperature other than 1 so ("default-only"); o3-mini and o1-mini refuse the parameter itself ("none").
-# The same bodies come back through Azure OpenAI, OpenRouter and LiteLLM gateways.
-TEMPERATURE_RULES = ("default-only", "none")
+# OpenAI's reasoning models (o1, o3, o4-mini, gpt-5 and later) refuse `max_tokens` (their name for it is
+# `max_completion_tokens`) and any sampling temperature but their own: o1, o3, o4-mini and gpt-5 refuse a
+# temperature other than 1 ("default-only"), o3-mini and o1-mini the parameter itself ("none"). Azure OpenAI
+# and gateways (LiteLLM, OpenRouter) answer the same bodies for them.
+REASONING_RULES = ("default-only", "none")
 
 
-def openai_temperature_problem(body: dict[str, Any], rule: str) -> dict[str, Any] | None:
-    """OpenAI's 400 body for a temperature the model behind `rule` does not take, or None."""
-    if "temperature" not in body or not rule:
+def openai_reasoning_problem(body: dict[str, Any], rule: str) -> dict[str, Any] | None:
+    """OpenAI's 400 body for a parameter a reasoning model of `rule` refuses, or None ("": not one)."""
+    if not rule:
+        return None
+    if "max_tokens" in body:
+        return _openai_error("Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                             "'max_completion_tokens' instead.", "max_tokens", "unsupported_parameter")
+    if "temperature" not in body:
         return None
     value = body["temperature"]
     if rule == "none":

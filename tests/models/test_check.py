@@ -35,19 +35,20 @@ async def test_every_line_passes_on_a_working_setup(
     assert server.requests[0].body["tool_choice"]["function"]["name"] == "echo"
 
 
-async def test_a_model_that_takes_no_temperature_passes_and_is_said_so(
+async def test_a_model_that_takes_no_temperature_and_no_max_tokens_passes_and_is_said_so(
     settings: Settings, redis_url: str, server: ModelServer
 ) -> None:
-    """o3-mini refuses the parameter (OpenAI's reasoning models take no temperature but their own): the line
-    failed, sending the operator to FORGEBOT_LLM__MODEL; now the calls go without one, and the line says so."""
-    server.temperature_rule = "none"
+    """o3-mini refuses `max_tokens` and any temperature (OpenAI's reasoning models): the line failed, sending
+    the operator to FORGEBOT_LLM__MODEL; now the calls go without them, and the line says so."""
+    server.reasoning = "none"
     server.script(wire.tools(wire.call("echo", word="ready")), wire.structured("CheckAnswer", {"word": "ready"}))
     configured = settings.model_copy(update={"redis_url": redis_url, "llm": llm_settings(server, model="o3-mini")})
     skipped = frozenset({"embedder", "sandbox", "install"})
     lines = {line.name: line for line in await run_checks(configured, skip=skipped)}
     assert lines["model"].status == "ok", lines["model"].detail
-    assert lines["model"].detail.endswith("; it takes no temperature but its own: calls go without one")
-    assert [r.rejected is not None for r in server.requests] == [True, False, False]
+    assert lines["model"].detail.endswith("; it takes no max_tokens: calls cap the output with max_completion_tokens"
+                                          "; it takes no temperature but its own: calls go without one")
+    assert [r.rejected is not None for r in server.requests] == [True, True, False, False]
 
 
 def test_failures_are_lines_and_a_non_zero_exit(

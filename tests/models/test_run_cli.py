@@ -14,7 +14,7 @@ import pytest
 from tests.fakes import model_server as wire
 from tests.fakes.model_server import ModelServer
 from tests.fakes.private_ca import private_ca
-from tests.fakes.provider_rules import TEMPERATURE_RULES
+from tests.fakes.provider_rules import REASONING_RULES
 from tests.repos import init_repo
 
 pytestmark = pytest.mark.timeout(300)  # a fresh interpreter imports LangChain and the SDKs
@@ -135,20 +135,23 @@ def openai_like(payloads: dict[str, dict[str, Any]]) -> wire.Responder:
     return respond
 
 
-@pytest.mark.parametrize("rule", TEMPERATURE_RULES)
-def test_a_reasoning_model_that_takes_no_temperature_runs_the_task(tmp_path: Path, rule: str) -> None:
-    """OpenAI's reasoning models (o3, o4-mini; gpt-5 behind a gateway's deployment name) answer every request
-    that sets a temperature other than their own with a 400, so each first call failed and nothing ran, with
-    the operator sent to FORGEBOT_LLM__MODEL. The endpoint's refusal is learned at its first request: the
-    call is sent again without a temperature, and so is every later one of the process."""
+@pytest.mark.parametrize("rule", REASONING_RULES)
+def test_a_reasoning_model_that_refuses_max_tokens_and_temperature_runs_the_task(tmp_path: Path, rule: str) -> None:
+    """OpenAI's reasoning models (o3, o4-mini, gpt-5 and later, also behind Azure or a gateway) answer a request
+    with `max_tokens`, or with a temperature other than their own, with a 400: each first call failed, nothing
+    ran, and the operator was sent to FORGEBOT_LLM__MODEL. Each refusal is learned from the endpoint's first:
+    the call is sent again without the parameter (the cap as `max_completion_tokens`), and so is every later
+    call of the process."""
     with ModelServer(model="o4-mini") as server:
-        server.temperature_rule = rule
+        server.reasoning = rule
         server.responder = openai_like(PAYLOADS)
         done = _run(tmp_path, FORGEBOT_LLM__BASE_URL=server.openai_url, FORGEBOT_LLM__MODEL="o4-mini")
         requests = list(server.requests)
     assert done.returncode == 0, done.stderr
     assert "Cart::total computes the total without tax." in done.stdout, done.stdout
-    refused = [r for r in requests if r.rejected is not None]
-    assert len(refused) == 1 and "temperature" in refused[0].body  # once for the process, not once a call
-    assert len(requests) > 3 and all("temperature" not in r.body for r in requests[1:])
-    assert "takes no temperature" in done.stderr  # said once to the operator, in the log
+    refused = [r.rejected["error"]["param"] for r in requests if r.rejected is not None]
+    assert refused == ["max_tokens", "temperature"]  # once each for the process, not once a call
+    later = [r.body for r in requests[2:]]
+    assert len(later) > 3 and all("temperature" not in b and "max_tokens" not in b for b in later)
+    assert all(b["max_completion_tokens"] > 0 for b in later)  # still capped
+    assert "takes no temperature" in done.stderr and "takes no max_tokens" in done.stderr  # the log says each once
