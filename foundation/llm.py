@@ -28,11 +28,11 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from pydantic import SecretStr
 
-from foundation import cabundle, modelparams
+from foundation import cabundle, modelparams, servedwindow
 from foundation.settings import LLMSettings
 
-FailureKind = Literal["transient", "unreachable", "certificate", "context", "format", "auth", "not_found", "request",
-                      "refusal", "length", "invalid"]
+FailureKind = Literal["transient", "unreachable", "certificate", "context", "window", "format", "auth", "not_found",
+                      "request", "refusal", "length", "invalid"]
 log = logging.getLogger(__name__)
 MAX_BACKOFF = 30.0  # seconds; a longer Retry-After is a failure to report, not a wait
 _REASON_CHARS = 300
@@ -59,7 +59,8 @@ class Failure:
 
 _SETTING = {"auth": "API_KEY", "unreachable": "BASE_URL", "not_found": "MODEL", "format": "STRUCTURED_OUTPUT",
             "invalid": "STRUCTURED_OUTPUT", "transient": "MAX_RETRIES", "context": "CONTEXT_WINDOW_TOKENS",
-            "length": "MAX_OUTPUT_TOKENS", "refusal": "MODEL", "request": "MODEL", "certificate": cabundle.VARIABLE}
+            "length": "MAX_OUTPUT_TOKENS", "refusal": "MODEL", "request": "MODEL", "certificate": cabundle.VARIABLE,
+            "window": "PROVIDER"}
 _ROLE_SETTINGS = frozenset({"API_KEY", "BASE_URL", "MODEL", "STRUCTURED_OUTPUT"})
 
 
@@ -147,7 +148,8 @@ def chat_model(settings: LLMSettings, role: str) -> BaseChatModel:
     endpoint = f"{resolved.provider} {resolved.base_url or 'default'} {resolved.model}"
     model.metadata = {**(model.metadata or {}), "forgebot": {
         "role": role, "provider": resolved.provider, "endpoint": endpoint,
-        "structured_output": resolved.structured_output, "max_retries": resolved.max_retries}}
+        "structured_output": resolved.structured_output, "max_retries": resolved.max_retries,
+        "base_url": resolved.base_url or "", "model": resolved.model, "window": resolved.context_window}}
     return model
 
 
@@ -160,6 +162,9 @@ class Profile:
     endpoint: str = ""
     structured_output: str = "auto"
     max_retries: int = 0
+    base_url: str = ""  # the configured one ("": the provider's own)
+    model: str = ""
+    window: int = 0  # FORGEBOT_LLM__CONTEXT_WINDOW_TOKENS: what forgebot's prompts may reach
 
 
 def profile(model: BaseChatModel) -> Profile:
@@ -167,7 +172,9 @@ def profile(model: BaseChatModel) -> Profile:
     if not isinstance(data, dict):
         return Profile()
     return Profile(role=str(data["role"]), provider=str(data["provider"]), endpoint=str(data["endpoint"]),
-                   structured_output=str(data["structured_output"]), max_retries=int(data["max_retries"]))
+                   structured_output=str(data["structured_output"]), max_retries=int(data["max_retries"]),
+                   base_url=str(data.get("base_url") or ""), model=str(data.get("model") or ""),
+                   window=int(data.get("window") or 0))
 
 
 async def invoke(runnable: Runnable[Any, Any], messages: list[BaseMessage], prof: Profile) -> Any:
@@ -176,7 +183,7 @@ async def invoke(runnable: Runnable[Any, Any], messages: list[BaseMessage], prof
     modelparams.adapt(runnable, prof.endpoint)
     while True:
         try:
-            return await runnable.ainvoke(messages)
+            answer = await runnable.ainvoke(messages)
         except Exception as exc:
             failure = classify(exc)
             if failure is None:
@@ -194,6 +201,12 @@ async def invoke(runnable: Runnable[Any, Any], messages: list[BaseMessage], prof
                     await asyncio.sleep(delay)
                     continue
             raise ModelCallError(prof.role, failure) from exc
+        if prof.provider == "openai" and prof.base_url and prof.window:
+            # an Ollama server behind its OpenAI API cuts what its window does not hold, without an error
+            smaller = await servedwindow.check(prof.base_url, prof.model, prof.window)
+            if smaller:
+                raise ModelCallError(prof.role, Failure("window", smaller))
+        return answer
 
 
 _T = TypeVar("_T")

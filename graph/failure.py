@@ -174,6 +174,10 @@ def _model(exc: Any, role: str, secrets: Sequence[str], tries: int) -> TaskFailu
         "context": ("context window", f"{step} needed more text than the AI model can read at once",
                     f"A smaller issue or change may fit; otherwise {ASK}.",
                     f"the request exceeded the model's context window: check {setting} or use a larger model"),
+        "window": ("model window", f"the AI model service reads less text at once than {step} sends it",
+                   f"{WAIT} fix its model settings, then start the task again.",
+                   f"the model server runs the model with a smaller window than forgebot's: see the detail; check "
+                   f"{setting}"),
         "format": ("model answer format", f"the AI model could not give {step} its answer in the required form",
                    f"Please {ASK}: the model may not support structured answers.",
                    f"check {setting} (`forgebot check` shows what the endpoint accepts)"),

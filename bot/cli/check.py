@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from foundation.settings import Settings
 
 Status = Literal["ok", "FAIL", "skip"]
+# a line's detail at most: a provider's echoed error is cut, a line that names every way out is not
+DETAIL_CHARS = 500
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ async def run_checks(settings: Settings, skip: frozenset[str] = frozenset()) -> 
         except Exception as exc:  # each line reports its own failure; one broken service hides no other
             found = Line(name, "FAIL", f"{type(exc).__name__}: {exc}")
         for line in found if isinstance(found, list) else [found]:
-            lines.append(Line(line.name, line.status, " ".join(redact(line.detail, secrets).split())[:400]))
+            lines.append(Line(line.name, line.status, " ".join(redact(line.detail, secrets).split())[:DETAIL_CHARS]))
     return lines
 
 

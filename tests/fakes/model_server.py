@@ -250,6 +250,12 @@ class ModelServer:
         # an OpenAI reasoning model's rule on `temperature` (`provider_rules.REASONING_RULES`): it refuses
         # that and `max_tokens`; "": a model that takes both
         self.reasoning = ""
+        # answer as an Ollama server too (`/api/version`, `/api/ps`, `/api/show`): the window it runs the model
+        # with once loaded (`context_length`; None: a release before 0.7, which does not list it) and its
+        # Modelfile's `num_ctx` (None: none set); `ollama = False` answers those routes 404, as vLLM does
+        self.ollama = False
+        self.ollama_window: int | None = 4096
+        self.ollama_num_ctx: int | None = None
         self._queue: list[Reply] = []
         self._queues: dict[str, list[Reply]] = {}  # a model name's own queue (`scripted`)
         self._responders: dict[str, Responder] = {}  # and what answers past its end
@@ -468,6 +474,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"object": "list", "data": [{"id": self.owner.model, "object": "model"}]})
         elif self.path == "/api/tags":
             self._json(200, {"models": [{"name": self.owner.model, "model": self.owner.model}]})
+        elif self.path == "/api/version" and self.owner.ollama:
+            self._json(200, {"version": "0.12.6"})
+        elif self.path == "/api/ps" and self.owner.ollama:
+            loaded = {"name": f"{self.owner.model}:latest", "model": f"{self.owner.model}:latest", "size": 5137025024}
+            if self.owner.ollama_window is not None:
+                loaded["context_length"] = self.owner.ollama_window
+            self._json(200, {"models": [loaded]})
         else:
             self._json(404, {"error": f"no route {self.path}"})
 
@@ -475,6 +488,12 @@ class _Handler(BaseHTTPRequestHandler):
         size = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(size) or b"{}")
         path = self.path.split("?")[0]
+        if path == "/api/show" and self.owner.ollama:
+            num_ctx = self.owner.ollama_num_ctx
+            parameters = 'stop "<|im_end|>"' + (f"\nnum_ctx                        {num_ctx}" if num_ctx else "")
+            self._json(200, {"modelfile": f"FROM {self.owner.model}", "parameters": parameters,
+                             "model_info": {"qwen2.context_length": 32768}})
+            return
         protocol = {"/v1/chat/completions": "openai", "/chat/completions": "openai",
                     "/v1/messages": "anthropic", "/api/chat": "ollama"}.get(path)
         if protocol is None:

@@ -51,6 +51,23 @@ async def test_a_model_that_takes_no_temperature_and_no_max_tokens_passes_and_is
     assert [r.rejected is not None for r in server.requests] == [True, True, False, False]
 
 
+async def test_ollamas_openai_api_with_a_smaller_window_fails_the_model_line(
+    settings: Settings, redis_url: str, server: ModelServer
+) -> None:
+    """Ollama's OpenAI-compatible API silently cuts prompts longer than the window it runs the model with: the
+    line passed, and every task read cut prompts. Now it fails, naming the window and the ways out."""
+    server.ollama = True
+    server.script(wire.tools(wire.call("echo", word="ready")))
+    configured = settings.model_copy(update={"redis_url": redis_url, "llm": llm_settings(server)})
+    skipped = frozenset({"embedder", "sandbox", "install"})
+    lines = {line.name: line for line in await run_checks(configured, skip=skipped)}
+    assert lines["model"].status == "FAIL"
+    assert lines["model"].detail.startswith(
+        f"the model call failed: Ollama's OpenAI-compatible API at {server.url}/v1 runs scripted-model with a "
+        "4096-token window and silently cuts longer prompts"), lines["model"].detail
+    assert lines["model"].detail.endswith("(check FORGEBOT_LLM__PROVIDER)")
+
+
 def test_failures_are_lines_and_a_non_zero_exit(
     tmp_path: Path, forge_server: ServerThread, fake_forge: FakeForgeState, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],

@@ -155,3 +155,35 @@ def test_a_reasoning_model_that_refuses_max_tokens_and_temperature_runs_the_task
     assert len(later) > 3 and all("temperature" not in b and "max_tokens" not in b for b in later)
     assert all(b["max_completion_tokens"] > 0 for b in later)  # still capped
     assert "takes no temperature" in done.stderr and "takes no max_tokens" in done.stderr  # the log says each once
+
+
+@pytest.mark.parametrize("said", ["running", "modelfile", "silent", "large"])
+def test_ollamas_openai_api_with_a_smaller_window_stops_the_run_before_it_reads_cut_prompts(
+    tmp_path: Path, said: str
+) -> None:
+    """Ollama's OpenAI-compatible API cuts a prompt longer than the window it runs the model with (4096 tokens
+    unless the host says otherwise) from its start, without an error: the system prompt and the task were cut
+    away and the model answered, well-formed, about what was left. The window Ollama says it runs the model
+    with (`/api/ps`, else the Modelfile's num_ctx) is compared with forgebot's after the first answer; a
+    server that does not say is let through with a warning, one whose window is large enough silently."""
+    with ModelServer(model="qwen2.5-coder") as server:
+        server.ollama = True
+        server.ollama_window = {"running": 4096, "large": 32768}.get(said)
+        server.ollama_num_ctx = 8192 if said == "modelfile" else None
+        server.responder = openai_like(PAYLOADS)
+        done = _run(tmp_path, FORGEBOT_LLM__BASE_URL=server.openai_url, FORGEBOT_LLM__MODEL="qwen2.5-coder")
+    if said in ("running", "modelfile"):
+        window, runs = (4096, "runs qwen2.5-coder with") if said == "running" else (
+            8192, "gives qwen2.5-coder (Modelfile num_ctx)")
+        assert done.returncode == 2, done.stderr
+        (line,) = [s for s in done.stderr.splitlines() if s.startswith("forgebot run:")]
+        assert line == (
+            f"forgebot run: the model failed a first test call, so nothing was started: Ollama's OpenAI-compatible "
+            f"API at {server.url}/v1 {runs} a {window}-token window and silently cuts longer prompts; forgebot's "
+            f"reach 32000: set FORGEBOT_LLM__PROVIDER=ollama and FORGEBOT_LLM__BASE_URL={server.url} (the window "
+            f"then goes with each request), OLLAMA_CONTEXT_LENGTH=32000 on the Ollama host, or "
+            f"FORGEBOT_LLM__CONTEXT_WINDOW_TOKENS={window} (check FORGEBOT_LLM__PROVIDER)"), line
+        return
+    assert done.returncode == 0, done.stderr
+    assert "Cart::total computes the total without tax." in done.stdout
+    assert ("does not say the window it runs the model with" in done.stderr) == (said == "silent"), done.stderr

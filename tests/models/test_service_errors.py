@@ -54,3 +54,32 @@ async def failure_of_task(settings: Settings) -> TaskFailure:
     record = TaskFailure.from_json(task.failure)
     assert record is not None
     return record
+
+
+@pytest.mark.timeout(180)
+async def test_an_ollama_window_smaller_than_forgebots_fails_the_task_instead_of_reading_cut_prompts(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin_url: str, server: ModelServer  # noqa: F811
+) -> None:
+    """Through Ollama's OpenAI-compatible API a prompt longer than the server's window (4096 tokens by default)
+    was cut from its start without an error, and the task went on with answers about what was left. The
+    first answer of such an endpoint now fails the task as a setting to fix, naming the provider setting."""
+    server.ollama = True
+    server.script(wire.structured("Decomposition", {"criteria": [{"id": 1, "text": "subtract(5, 3) is 2"}]}))
+    settings.redis_url = redis_url
+    settings.llm = llm_settings(server)
+    settings.triggers.analyze_label = "Platform"
+    allow_http_git(settings)
+    fake_forge.grant("gitlab", "1", "1", 30)
+    fake_forge.grant("gitlab", "1", "7", 30)
+    fake_forge.add_issue("gitlab", "1", 23, FakeIssue(title="Subtraction", body="The calculator cannot subtract."))
+    assert await post(settings, "gitlab", *_label(origin_url)) == 202
+    await work(settings, lambda role: chat_model(settings.llm, role))
+    assert await task_states(settings) == [("failed", "model window")]
+    (note,) = [c.body for c in fake_forge.comments_on("gitlab", "1", 23) if "could not finish" in c.body]
+    assert "the AI model service reads less text at once than the decomposer step sends it" in note
+    assert "FORGEBOT_" not in note
+    record = await failure_of_task(settings)
+    assert "check FORGEBOT_LLM__PROVIDER" in record.operator_action
+    assert "runs scripted-model with a 4096-token window" in record.detail
+    assert record.detail.endswith("or FORGEBOT_LLM__CONTEXT_WINDOW_TOKENS=4096")  # whole: every way out
+    assert len(server.requests) == 1  # not asked again: a setting, not an outage
