@@ -37,8 +37,8 @@ class Served:
     source: str  # "running" (`/api/ps`) or "Modelfile" (`/api/show`), "" when unknown
 
 
-# per endpoint, what its server said (None: no Ollama); asked once per process (two first calls at once
-# may both ask: the same answer twice)
+# per endpoint, what its server said when it can serve forgebot (None: no Ollama), asked once per process (two
+# first calls at once may both ask: the same answer twice); a window too small is asked about at each call
 _known: dict[str, Served | None] = {}
 _warned: set[str] = set()
 
@@ -47,15 +47,15 @@ async def check(base_url: str, model: str, window: int) -> str:
     """Why the Ollama server at `base_url` cannot serve forgebot's `window` for `model` ("" when it can,
     does not say, or is no Ollama server: the log then says it once)."""
     key = f"{base_url} {model}"
-    if key not in _known:
-        _known[key] = await _ask(base_url, model)
-    found = _known[key]
+    found = _known[key] if key in _known else await _ask(base_url, model)
+    if found is None or found.window is None or found.window >= window:
+        _known[key] = found
     if found is None:
         return ""
     if found.window is None and key not in _warned:
         _warned.add(key)
         log.warning("%s", unknown(found, window))
-    return problem(found, model, window)
+    return problem(found, model, window)  # not kept: asked again once the operator raised the window
 
 
 async def _ask(base_url: str, model: str) -> Served | None:

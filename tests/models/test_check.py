@@ -101,3 +101,20 @@ def test_a_secret_in_a_provider_error_is_redacted(settings: Settings, server: Mo
     (line,) = asyncio.run(run_checks(configured, skip=frozenset({"redis", "store", "gitlab", "github", "embedder"})
                                      ))[6:7]
     assert line.status == "FAIL" and key not in line.detail and "FORGEBOT_LLM__API_KEY" in line.detail
+
+
+async def test_an_ollama_window_raised_on_the_host_is_seen_without_restarting_forgebot(
+    settings: Settings, redis_url: str, server: ModelServer
+) -> None:
+    """The operator follows the line's advice (OLLAMA_CONTEXT_LENGTH on the Ollama host) and checks again in
+    the same process (a service's worker): the larger window is asked for, not the smaller one remembered."""
+    server.ollama = True
+    server.script(wire.tools(wire.call("echo", word="ready")), wire.tools(wire.call("echo", word="ready")),
+                  wire.structured("CheckAnswer", {"word": "ready"}))
+    configured = settings.model_copy(update={"redis_url": redis_url, "llm": llm_settings(server)})
+    skipped = frozenset({"embedder", "sandbox", "install", "gitlab", "github"})
+    first = {line.name: line for line in await run_checks(configured, skip=skipped)}
+    assert first["model"].status == "FAIL"
+    server.ollama_window = 32768
+    again = {line.name: line for line in await run_checks(configured, skip=skipped)}
+    assert again["model"].status == "ok", again["model"].detail
