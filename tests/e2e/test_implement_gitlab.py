@@ -327,12 +327,7 @@ async def test_the_bots_commits_carry_the_configured_author(
     settings.workspace.author_name, settings.workspace.author_email = "Platform Bot", "platform-bot@corp.example"
     _push_rule(served, '[ "$(git log -1 --format=%ae "$c")" = platform-bot@corp.example ]',
                "Author is not a verified email of the pushing user")
-    assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
-    assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
-    assert await h.task_states(settings) == [("done", "delivered")]
-    authors = subprocess.run(["git", "-C", str(served.origin), "log", "--format=%an <%ae>", f"master..{BRANCH}"],
-                             capture_output=True, text=True, env=GIT_ENV, check=True).stdout.split("\n")
-    assert set(filter(None, authors)) == {"Platform Bot <platform-bot@corp.example>"}
+    assert await _delivered_by(settings, served, "%an <%ae>") == {"Platform Bot <platform-bot@corp.example>"}
 
 
 async def test_with_no_author_configured_the_commits_carry_the_bot_accounts_own(
@@ -348,12 +343,17 @@ async def test_with_no_author_configured_the_commits_carry_the_bot_accounts_own(
     own = fake_forge.bot_commit_email
     _push_rule(served, f'[ "$(git log -1 --format=%ae:%ce "$c")" = {own}:{own} ]',
                "Committer email is not a verified email of the pushing user")
+    assert await _delivered_by(settings, served, "%an <%ae>|%cn") == {f"Platform Bot <{own}>|Platform Bot"}
+
+
+async def _delivered_by(settings: Settings, served: h.Served, fmt: str) -> set[str]:
+    """Label the issue, run the task to its delivery, and `git log --format=fmt` of the commits it pushed."""
     assert await h.post(settings, "gitlab", *deliveries.gitlab(h.labelled(SAMPLE, served.url), "Issue Hook")) == 202
     assert (await h.work(settings, h.implement_roles().__getitem__)).jobs_failed == 0
     assert await h.task_states(settings) == [("done", "delivered")]
-    authors = subprocess.run(["git", "-C", str(served.origin), "log", "--format=%an <%ae>|%cn", f"master..{BRANCH}"],
-                             capture_output=True, text=True, env=GIT_ENV, check=True).stdout.split("\n")
-    assert set(filter(None, authors)) == {f"Platform Bot <{own}>|Platform Bot"}
+    pushed = subprocess.run(["git", "-C", str(served.origin), "log", f"--format={fmt}", f"master..{BRANCH}"],
+                            capture_output=True, text=True, env=GIT_ENV, check=True).stdout.split("\n")
+    return set(filter(None, pushed))
 
 
 async def test_a_signed_commits_rule_is_met_with_the_configured_signing_key(

@@ -24,23 +24,30 @@ async def test_a_task_failing_on_the_model_says_role_reason_and_setting(
 ) -> None:
     key = "sk-proj-echoed-secret-0123456789abcdef"
     server.script(wire.error(401, f"Incorrect API key provided: {key}.", error_type="invalid_request_error"))
-    settings.redis_url = redis_url
     settings.llm = llm_settings(server, api_key=SecretStr(key))
-    settings.triggers.analyze_label = "Platform"
-    allow_http_git(settings)
-    fake_forge.grant("gitlab", "1", "1", 30)
-    fake_forge.grant("gitlab", "1", "7", 30)  # the issue's author: its text reaches the decomposer
-    fake_forge.add_issue("gitlab", "1", 23, FakeIssue(title="Subtraction", body="The calculator cannot subtract."))
-    assert await post(settings, "gitlab", *_label(origin_url)) == 202
-    await work(settings, lambda role: chat_model(settings.llm, role))
-    assert await task_states(settings) == [("failed", "model credentials")]
-    (note,) = [c.body for c in fake_forge.comments_on("gitlab", "1", 23) if "could not finish" in c.body]
+    note = await _failed_analysis(settings, redis_url, fake_forge, origin_url, "model credentials")
     assert "the AI model service refused forgebot's credentials" in note
     assert "FORGEBOT_" not in note and "Error" not in note and key not in note  # for the author: no settings
     record = await failure_of_task(settings)
     assert (record.role, record.phase) == ("decomposer", "decomposer")
     assert "check FORGEBOT_LLM__API_KEY or FORGEBOT_LLM__ROLES__DECOMPOSER__API_KEY" in record.operator_action
     assert "HTTP 401" in record.detail and key not in record.detail and "[REDACTED]" in record.detail
+
+
+async def _failed_analysis(settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin: str,
+                           kind: str) -> str:
+    """Label an issue for analysis and run the worker on `settings.llm`: the task fails as `kind`; its comment."""
+    settings.redis_url = redis_url
+    settings.triggers.analyze_label = "Platform"
+    allow_http_git(settings)
+    fake_forge.grant("gitlab", "1", "1", 30)
+    fake_forge.grant("gitlab", "1", "7", 30)  # the issue's author: its text reaches the decomposer
+    fake_forge.add_issue("gitlab", "1", 23, FakeIssue(title="Subtraction", body="The calculator cannot subtract."))
+    assert await post(settings, "gitlab", *_label(origin)) == 202
+    await work(settings, lambda role: chat_model(settings.llm, role))
+    assert await task_states(settings) == [("failed", kind)]
+    (note,) = [c.body for c in fake_forge.comments_on("gitlab", "1", 23) if "could not finish" in c.body]
+    return str(note)
 
 
 async def failure_of_task(settings: Settings) -> TaskFailure:
@@ -65,17 +72,8 @@ async def test_an_ollama_window_smaller_than_forgebots_fails_the_task_instead_of
     first answer of such an endpoint now fails the task as a setting to fix, naming the provider setting."""
     server.ollama = True
     server.script(wire.structured("Decomposition", {"criteria": [{"id": 1, "text": "subtract(5, 3) is 2"}]}))
-    settings.redis_url = redis_url
     settings.llm = llm_settings(server)
-    settings.triggers.analyze_label = "Platform"
-    allow_http_git(settings)
-    fake_forge.grant("gitlab", "1", "1", 30)
-    fake_forge.grant("gitlab", "1", "7", 30)
-    fake_forge.add_issue("gitlab", "1", 23, FakeIssue(title="Subtraction", body="The calculator cannot subtract."))
-    assert await post(settings, "gitlab", *_label(origin_url)) == 202
-    await work(settings, lambda role: chat_model(settings.llm, role))
-    assert await task_states(settings) == [("failed", "model window")]
-    (note,) = [c.body for c in fake_forge.comments_on("gitlab", "1", 23) if "could not finish" in c.body]
+    note = await _failed_analysis(settings, redis_url, fake_forge, origin_url, "model window")
     assert "the AI model service reads less text at once than the decomposer step sends it" in note
     assert "FORGEBOT_" not in note
     record = await failure_of_task(settings)
