@@ -78,12 +78,11 @@ class _Learned:
         with self._lock:
             return self._by_endpoint.get(endpoint, ())
 
-    def add(self, endpoint: str, refusal: Refusal) -> bool:
-        """Remember `refusal` of `endpoint`; whether it is new."""
+    def add(self, endpoint: str, refusal: Refusal) -> None:
         with self._lock:
             known = self._by_endpoint.get(endpoint, ())
-            self._by_endpoint[endpoint] = (*known, refusal) if refusal not in known else known
-            return refusal not in known
+            if refusal not in known:
+                self._by_endpoint[endpoint] = (*known, refusal)
 
 
 LEARNED = _Learned()
