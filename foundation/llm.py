@@ -260,7 +260,11 @@ def classify(exc: BaseException) -> Failure | None:
                                              f"{page[:80]!r}): is the base URL the API's root, often ending in /v1?"),
                            setting="BASE_URL")
         return None
-    reason = _short(_message(exc)) or f"HTTP {status}"
+    return _answered(status, _short(_message(exc)) or f"HTTP {status}", exc)
+
+
+def _answered(status: int, reason: str, exc: BaseException) -> Failure:
+    """The failure an HTTP error answer stands for, by its status and the provider's words."""
     if status in (400, 422, 500) and _FORMAT.search(reason):  # llama-cpp-python answers a 500 for it
         return Failure("format", f"HTTP {status}: {reason}", status)
     if status == 429 or status >= 500:
@@ -274,6 +278,10 @@ def classify(exc: BaseException) -> Failure | None:
         return Failure("not_found", f"HTTP {status}: {reason}", status)
     if _CONTEXT.search(reason):
         return Failure("context", f"HTTP {status}: {reason}", status)
+    if "--enable-auto-tool-choice" in reason:  # vLLM started without tool calling
+        return Failure("request", f"HTTP {status}: {reason}: forgebot's roles choose their own tool calls, so the "
+                       "server must be started with tool calling on (vLLM: --enable-auto-tool-choice "
+                       "--tool-call-parser NAME)", status, setting="BASE_URL")
     return Failure("request", f"HTTP {status}: {reason}", status)
 
 

@@ -259,7 +259,7 @@ async def _github(settings: Settings) -> Line:
 
 
 async def _model(settings: Settings) -> Line:
-    from langchain_core.messages import HumanMessage
+    from langchain_core.messages import BaseMessage, HumanMessage
     from langchain_core.tools import StructuredTool
 
     from foundation import modelparams
@@ -278,11 +278,13 @@ async def _model(settings: Settings) -> Line:
         model = chat_model(settings.llm, "model")  # the default model: errors name the default settings
         # one try: a check says what is wrong now, and three tries of a silent endpoint took six minutes
         prof = replace(profile(model), max_retries=0)
-        bound = model.bind_tools([StructuredTool.from_function(echo)], tool_choice="echo")
-        reply = await said_if_slow(invoke(bound, [HumanMessage("Call the echo tool with the word 'ready'.")], prof),
-                                   waiting)
-        calls = getattr(reply, "tool_calls", None) or []
-        if not calls:
+        tool = StructuredTool.from_function(echo)
+        asked: list[BaseMessage] = [HumanMessage("Call the echo tool with the word 'ready'.")]
+        # as the roles' tool loops ask: the model chooses (vLLM refuses that unless started for it)
+        chose = await said_if_slow(invoke(model.bind_tools([tool]), asked, prof), waiting)
+        made = None if getattr(chose, "tool_calls", None) else await invoke(
+            model.bind_tools([tool], tool_choice="echo"), asked, prof)
+        if made is not None and not getattr(made, "tool_calls", None):
             return Line("model", "FAIL", f"{prof.endpoint}: answered without the requested tool call; the model "
                         "must support tool calling (check FORGEBOT_LLM__MODEL)")
         await ask_structured(model, CheckAnswer, [HumanMessage("Answer with the word 'ready'.")])
@@ -290,7 +292,9 @@ async def _model(settings: Settings) -> Line:
         return Line("model", "FAIL", str(exc))
     method = LEARNED.get(prof.endpoint) if prof.structured_output == "auto" else prof.structured_output
     label = f"auto → {method}" if prof.structured_output == "auto" else str(method)
-    return Line("model", "ok", f"{prof.endpoint}: tool call ok; structured output ok ({label})"
+    tools = "tool call ok" if made is None else \
+        "tool call ok only when made to (the roles' tool loops let the model choose)"
+    return Line("model", "ok", f"{prof.endpoint}: {tools}; structured output ok ({label})"
                 f"{modelparams.said(prof.endpoint)}")
 
 

@@ -48,7 +48,12 @@ from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from tests.fakes.provider_rules import anthropic_problem, openai_problem, openai_reasoning_problem
+from tests.fakes.provider_rules import (
+    anthropic_problem,
+    openai_problem,
+    openai_reasoning_problem,
+    vllm_tools_problem,
+)
 
 # What real servers answer, verbatim in shape (the texts come from their sources and issue trackers).
 LLAMA_CPP_NO_JSON_SCHEMA = "response_format type json_schema is not supported"
@@ -254,6 +259,8 @@ class ModelServer:
         # with once loaded (`context_length`; None: a release before 0.7, which does not list it) and its
         # Modelfile's `num_ctx` (None: none set); `ollama = False` answers those routes 404, as vLLM does
         self.ollama = False
+        # False: a vLLM started without tool calling (`provider_rules.vllm_tools_problem`)
+        self.auto_tools = True
         self.ollama_window: int | None = 4096
         self.ollama_num_ctx: int | None = None
         self._queue: list[Reply] = []
@@ -502,7 +509,8 @@ class _Handler(BaseHTTPRequestHandler):
         request = Request(protocol, path, body, {k.lower(): v for k, v in self.headers.items()})
         refused = {"openai": openai_problem, "anthropic": anthropic_problem}.get(protocol, lambda b: None)(body)
         if refused is None and protocol == "openai":
-            refused = openai_reasoning_problem(body, self.owner.reasoning)
+            refused = openai_reasoning_problem(body, self.owner.reasoning) or vllm_tools_problem(
+                body, self.owner.auto_tools)
         if refused is not None:
             self.owner.reject(request, refused)
             self._json(400, refused)

@@ -189,3 +189,17 @@ def openai_reasoning_problem(body: dict[str, Any], rule: str) -> dict[str, Any] 
         return _openai_error(f"Unsupported value: 'temperature' does not support {value} with this model. Only the "
                              "default (1) value is supported.", "temperature", "unsupported_value")
     return None
+
+
+# vLLM started without `--enable-auto-tool-choice --tool-call-parser NAME` answers a request that lets the
+# model choose its tool calls (`tool_choice` "auto", or absent with tools: what a tool loop sends) so; a
+# forced (named) call it served, before December 2025, by guided decoding
+VLLM_NO_AUTO_TOOLS = {"object": "error", "message": '"auto" tool choice requires --enable-auto-tool-choice and '
+                      "--tool-call-parser to be set", "type": "BadRequestError", "param": None, "code": 400}
+
+
+def vllm_tools_problem(body: dict[str, Any], auto_tools: bool) -> dict[str, Any] | None:
+    """vLLM's 400 body for a request whose tool choice the server was not started for, or None."""
+    if auto_tools or not body.get("tools") or body.get("tool_choice", "auto") != "auto":
+        return None
+    return VLLM_NO_AUTO_TOOLS

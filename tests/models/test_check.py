@@ -32,7 +32,7 @@ async def test_every_line_passes_on_a_working_setup(
         "embedder": "ok", "sandbox": "ok", "install": "ok", "signing": "skip"}
     assert "@forgebot" in lines["gitlab"].detail and "@forgebot" in lines["github"].detail
     assert "auto → function_calling" in lines["model"].detail
-    assert server.requests[0].body["tool_choice"]["function"]["name"] == "echo"
+    assert server.requests[0].tool_names == ["echo"] and "tool_choice" not in server.requests[0].body  # as loops ask
 
 
 async def test_a_model_that_takes_no_temperature_and_no_max_tokens_passes_and_is_said_so(
@@ -66,6 +66,40 @@ async def test_ollamas_openai_api_with_a_smaller_window_fails_the_model_line(
         f"the model call failed: Ollama's OpenAI-compatible API at {server.url}/v1 runs scripted-model with a "
         "4096-token window and silently cuts longer prompts"), lines["model"].detail
     assert lines["model"].detail.endswith("(check FORGEBOT_LLM__PROVIDER)")
+
+
+async def test_a_server_that_refuses_to_let_the_model_choose_its_tools_fails_the_model_line(
+    settings: Settings, redis_url: str, server: ModelServer
+) -> None:
+    """vLLM started without `--enable-auto-tool-choice` served the line's forced tool call, so the line passed,
+    and refused every request of the tool loops, which let the model choose: each task failed at its first
+    tool-using role. The line now asks as the loops do; the server's words and its address are said."""
+    server.auto_tools = False
+    server.script(wire.tools(wire.call("echo", word="ready")), wire.structured("CheckAnswer", {"word": "ready"}))
+    configured = settings.model_copy(update={"redis_url": redis_url, "llm": llm_settings(server)})
+    skipped = frozenset({"embedder", "sandbox", "install", "gitlab", "github"})
+    lines = {line.name: line for line in await run_checks(configured, skip=skipped)}
+    assert lines["model"].status == "FAIL", lines["model"].detail
+    assert lines["model"].detail == (
+        'the model call failed: HTTP 400: "auto" tool choice requires --enable-auto-tool-choice and '
+        "--tool-call-parser to be set: forgebot's roles choose their own tool calls, so the server must be "
+        "started with tool calling on (vLLM: --enable-auto-tool-choice --tool-call-parser NAME) "
+        "(check FORGEBOT_LLM__BASE_URL)")
+
+
+async def test_a_model_that_calls_its_tool_only_when_made_to_passes_and_is_said_so(
+    settings: Settings, redis_url: str, server: ModelServer
+) -> None:
+    """The tool loops let the model choose; one that answers in words when it may choose, and calls the tool
+    when made to, works for structured hand-offs but may end a role's exploration early: the line says so."""
+    server.script(wire.text("ready"), wire.tools(wire.call("echo", word="ready")),
+                  wire.structured("CheckAnswer", {"word": "ready"}))
+    configured = settings.model_copy(update={"redis_url": redis_url, "llm": llm_settings(server)})
+    skipped = frozenset({"embedder", "sandbox", "install", "gitlab", "github"})
+    lines = {line.name: line for line in await run_checks(configured, skip=skipped)}
+    assert lines["model"].status == "ok", lines["model"].detail
+    assert "tool call ok only when made to (the roles' tool loops let the model choose)" in lines["model"].detail
+    assert "tool_choice" not in server.requests[0].body and server.requests[1].body["tool_choice"]
 
 
 def test_failures_are_lines_and_a_non_zero_exit(
