@@ -230,6 +230,9 @@ _FORMAT = re.compile(r"response_format|json_schema|json schema|structured output
                      r"(not supported|unsupported)|(not supported|unsupported).{0,40}\bformat\b", re.I)
 
 
+# a server started without tool calling: vLLM's `"auto" tool choice requires --enable-auto-tool-choice and
+# --tool-call-parser to be set` (400), llama.cpp's `tools param requires --jinja flag` (500)
+_TOOLS_OFF = re.compile(r"--enable-auto-tool-choice|requires --jinja|--jinja flag")
 # how langchain-openai says that an answer was not the OpenAI API's JSON (an HTML page, plain text)
 _NOT_THE_API = "Unexpected response type from OpenAI-compatible endpoint"
 
@@ -267,6 +270,10 @@ def _answered(status: int, reason: str, exc: BaseException) -> Failure:
     """The failure an HTTP error answer stands for, by its status and the provider's words."""
     if status in (400, 422, 500) and _FORMAT.search(reason):  # llama-cpp-python answers a 500 for it
         return Failure("format", f"HTTP {status}: {reason}", status)
+    if status in (400, 500) and _TOOLS_OFF.search(reason):  # llama.cpp answers a 500: no outage to wait out
+        return Failure("request", f"HTTP {status}: {reason}: forgebot's roles call tools, so the server must be "
+                       "started with tool calling on (vLLM: --enable-auto-tool-choice --tool-call-parser NAME; "
+                       "llama.cpp: --jinja)", status, setting="BASE_URL")
     if status == 429 or status >= 500:
         return Failure("transient", f"HTTP {status}: {reason}", status, _retry_after(exc))
     if status in (401, 403):
@@ -278,10 +285,6 @@ def _answered(status: int, reason: str, exc: BaseException) -> Failure:
         return Failure("not_found", f"HTTP {status}: {reason}", status)
     if _CONTEXT.search(reason):
         return Failure("context", f"HTTP {status}: {reason}", status)
-    if "--enable-auto-tool-choice" in reason:  # vLLM started without tool calling
-        return Failure("request", f"HTTP {status}: {reason}: forgebot's roles choose their own tool calls, so the "
-                       "server must be started with tool calling on (vLLM: --enable-auto-tool-choice "
-                       "--tool-call-parser NAME)", status, setting="BASE_URL")
     return Failure("request", f"HTTP {status}: {reason}", status)
 
 

@@ -49,6 +49,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from tests.fakes.provider_rules import (
+    LLAMA_CPP_NO_JINJA,
     anthropic_problem,
     openai_problem,
     openai_reasoning_problem,
@@ -261,6 +262,8 @@ class ModelServer:
         self.ollama = False
         # False: a vLLM started without tool calling (`provider_rules.vllm_tools_problem`)
         self.auto_tools = True
+        # False: a llama.cpp server started without `--jinja` (`provider_rules.LLAMA_CPP_NO_JINJA`)
+        self.jinja = True
         self.ollama_window: int | None = 4096
         self.ollama_num_ctx: int | None = None
         self._queue: list[Reply] = []
@@ -514,6 +517,10 @@ class _Handler(BaseHTTPRequestHandler):
         if refused is not None:
             self.owner.reject(request, refused)
             self._json(400, refused)
+            return
+        if protocol == "openai" and not self.owner.jinja and body.get("tools"):
+            self.owner.reject(request, LLAMA_CPP_NO_JINJA)
+            self._json(500, LLAMA_CPP_NO_JINJA)
             return
         reply = self.owner.take(request)
         broken = script_problems(request, reply)

@@ -203,3 +203,8 @@ def vllm_tools_problem(body: dict[str, Any], auto_tools: bool) -> dict[str, Any]
     if auto_tools or not body.get("tools") or body.get("tool_choice", "auto") != "auto":
         return None
     return VLLM_NO_AUTO_TOOLS
+
+
+# llama.cpp's llama-server started without `--jinja` (its default before 2026) answers any request with tools
+# so, with HTTP 500
+LLAMA_CPP_NO_JINJA = {"error": {"code": 500, "message": "tools param requires --jinja flag", "type": "server_error"}}

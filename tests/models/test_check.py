@@ -82,8 +82,8 @@ async def test_a_server_that_refuses_to_let_the_model_choose_its_tools_fails_the
     assert lines["model"].status == "FAIL", lines["model"].detail
     assert lines["model"].detail == (
         'the model call failed: HTTP 400: "auto" tool choice requires --enable-auto-tool-choice and '
-        "--tool-call-parser to be set: forgebot's roles choose their own tool calls, so the server must be "
-        "started with tool calling on (vLLM: --enable-auto-tool-choice --tool-call-parser NAME) "
+        "--tool-call-parser to be set: forgebot's roles call tools, so the server must be started with tool "
+        "calling on (vLLM: --enable-auto-tool-choice --tool-call-parser NAME; llama.cpp: --jinja) "
         "(check FORGEBOT_LLM__BASE_URL)")
 
 

@@ -187,3 +187,24 @@ def test_ollamas_openai_api_with_a_smaller_window_stops_the_run_before_it_reads_
     assert done.returncode == 0, done.stderr
     assert "Cart::total computes the total without tax." in done.stdout
     assert ("does not say the window it runs the model with" in done.stderr) == (said == "silent"), done.stderr
+
+
+def test_a_llama_cpp_server_without_jinja_fails_at_once_naming_the_flag(tmp_path: Path) -> None:
+    """llama.cpp's server started without `--jinja` answers any request with tools `500 tools param requires
+    --jinja flag`. Read as an outage, each tool-using call was tried again and a task waited on deferrals,
+    to end as "model unavailable ... check that it is up". It is a setting of the server: the run fails at
+    its first tool call, saying which flag."""
+    payloads = {"Decomposition": PAYLOADS["Decomposition"] | {"questions": []}, "Analysis": PAYLOADS["Analysis"]}
+    with ModelServer() as server:
+        server.jinja = False
+        server.responder = openai_like(payloads)
+        done = _run(tmp_path, FORGEBOT_LLM__BASE_URL=server.openai_url, FORGEBOT_LLM__MODEL="qwen",
+                    FORGEBOT_LLM__STRUCTURED_OUTPUT="json_schema")
+        requests = list(server.requests)
+    assert done.returncode != 0, done.stdout
+    with_tools = [r for r in requests if r.body.get("tools")]
+    assert len(with_tools) == 1, [r.body.get("tools") is not None for r in requests]  # not tried again
+    said = done.stdout + done.stderr
+    assert "tools param requires --jinja flag: forgebot's roles call tools, so the server must be started with " \
+           "tool calling on (vLLM: --enable-auto-tool-choice --tool-call-parser NAME; llama.cpp: --jinja)" in said, said
+    assert "unavailable" not in said
