@@ -233,6 +233,10 @@ _FORMAT = re.compile(r"response_format|json_schema|json schema|structured output
 # a server started without tool calling: vLLM's `"auto" tool choice requires --enable-auto-tool-choice and
 # --tool-call-parser to be set` (400), llama.cpp's `tools param requires --jinja flag` (500)
 _TOOLS_OFF = re.compile(r"--enable-auto-tool-choice|requires --jinja|--jinja flag")
+# a prompt a provider's content filter refused: Azure OpenAI's `… triggering Azure OpenAI's content management
+# policy` (code content_filter), OpenAI's reasoning models' `your prompt was flagged as potentially violating
+# our usage policy` (code invalid_prompt); repository text can trip them, and a rephrased issue may pass
+_FILTERED = re.compile(r"content management policy|flagged as potentially violating", re.I)
 # how langchain-openai says that an answer was not the OpenAI API's JSON (an HTML page, plain text)
 _NOT_THE_API = "Unexpected response type from OpenAI-compatible endpoint"
 
@@ -274,6 +278,8 @@ def _answered(status: int, reason: str, exc: BaseException) -> Failure:
         return Failure("request", f"HTTP {status}: {reason}: forgebot's roles call tools, so the server must be "
                        "started with tool calling on (vLLM: --enable-auto-tool-choice --tool-call-parser NAME; "
                        "llama.cpp: --jinja)", status, setting="BASE_URL")
+    if status == 400 and _FILTERED.search(reason):  # the provider's filter refused the prompt: not a setting
+        return Failure("refusal", f"HTTP {status}: {reason}", status)
     if status == 429 or status >= 500:
         return Failure("transient", f"HTTP {status}: {reason}", status, _retry_after(exc))
     if status in (401, 403):

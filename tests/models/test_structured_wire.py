@@ -121,6 +121,26 @@ async def test_a_refusal_is_reported_as_one(server: ModelServer) -> None:
     assert caught.value.failure.kind == "refusal" and "cannot help" in str(caught.value)
 
 
+AZURE_FILTERED = ("The response was filtered due to the prompt triggering Azure OpenAI's content management policy. "
+                  "Please modify your prompt and retry. To learn more about our content filtering policies please read "
+                  "our documentation: https://go.microsoft.com/fwlink/?linkid=2198766")
+OPENAI_FLAGGED = ("Invalid prompt: your prompt was flagged as potentially violating our usage policy. Please try again "
+                  "with a different prompt: https://platform.openai.com/docs/guides/reasoning#advice-on-prompting")
+
+
+@pytest.mark.parametrize(("message", "code"), [(AZURE_FILTERED, "content_filter"), (OPENAI_FLAGGED, "invalid_prompt")],
+                         ids=["azure-content-filter", "openai-usage-policy"])
+async def test_a_prompt_a_content_filter_refused_is_a_refusal(server: ModelServer, message: str, code: str) -> None:
+    """Repository text can trip a provider's content filter (Azure OpenAI's, OpenAI's for reasoning models):
+    it was "a request the endpoint rejected, check FORGEBOT_LLM__MODEL"; it is the provider refusing, which
+    the issue's author may get past by rephrasing, and it is not sent again."""
+    server.script(wire.error(400, message, error_type="invalid_request_error", code=code))
+    model = chat_model(llm_settings(server, structured_output="json_schema"), "decomposer")
+    with pytest.raises(ModelCallError) as caught:
+        await ask_structured(model, Answer, ASK)
+    assert caught.value.failure.kind == "refusal" and len(server.requests) == 1
+
+
 @pytest.mark.timeout(300)  # importing the anthropic SDK is slow on a loaded machine
 async def test_anthropic_answers_with_a_tool_use_block(server: ModelServer) -> None:
     server.script(wire.structured("Answer", GOOD))
