@@ -233,6 +233,11 @@ _FORMAT = re.compile(r"response_format|json_schema|json schema|structured output
 # a server started without tool calling: vLLM's `"auto" tool choice requires --enable-auto-tool-choice and
 # --tool-call-parser to be set` (400), llama.cpp's `tools param requires --jinja flag` (500)
 _TOOLS_OFF = re.compile(r"--enable-auto-tool-choice|requires --jinja|--jinja flag")
+# an output cap above the model's: Anthropic's `max_tokens: 8192 > 4096, which is the maximum allowed number of
+# output tokens for claude-3-haiku-…`, OpenAI's `max_tokens is too large: 16384. This model supports at most 4096
+# completion tokens`
+_OUTPUT_CAP = re.compile(r"maximum allowed number of output tokens|supports at most \d+ completion tokens"
+                         r"|max_tokens is too large", re.I)
 # a prompt a provider's content filter refused: Azure OpenAI's `… triggering Azure OpenAI's content management
 # policy` (code content_filter), OpenAI's reasoning models' `your prompt was flagged as potentially violating
 # our usage policy` (code invalid_prompt); repository text can trip them, and a rephrased issue may pass
@@ -289,6 +294,8 @@ def _answered(status: int, reason: str, exc: BaseException) -> Failure:
                        "base URL the API's root, often ending in /v1?", status, setting="BASE_URL")
     if status == 404:
         return Failure("not_found", f"HTTP {status}: {reason}", status)
+    if _OUTPUT_CAP.search(reason):  # the cap forgebot sends is the operator's setting, not the model's name
+        return Failure("request", f"HTTP {status}: {reason}", status, setting="MAX_OUTPUT_TOKENS")
     if _CONTEXT.search(reason):
         return Failure("context", f"HTTP {status}: {reason}", status)
     return Failure("request", f"HTTP {status}: {reason}", status)

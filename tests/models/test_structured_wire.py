@@ -141,6 +141,22 @@ async def test_a_prompt_a_content_filter_refused_is_a_refusal(server: ModelServe
     assert caught.value.failure.kind == "refusal" and len(server.requests) == 1
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_an_output_cap_above_the_models_names_the_cap_setting(server: ModelServer, provider: str) -> None:
+    """A FORGEBOT_LLM__MAX_OUTPUT_TOKENS above what the model may write is refused by the provider in its own
+    words; the failure sent the operator to FORGEBOT_LLM__MODEL, and now names the cap."""
+    said = {"openai": "max_tokens is too large: 16384. This model supports at most 4096 completion tokens, whereas "
+                      "you provided 16384.",
+            "anthropic": "max_tokens: 16384 > 4096, which is the maximum allowed number of output tokens for "
+                         "claude-3-haiku-20240307"}[provider]
+    server.script(wire.error(400, said, error_type="invalid_request_error"))
+    settings = llm_settings(server, provider, structured_output="function_calling", max_output_tokens=16384,
+                            context_window_tokens=200_000)
+    with pytest.raises(ModelCallError) as caught:
+        await ask_structured(chat_model(settings, "decomposer"), Answer, ASK)
+    assert caught.value.setting == "FORGEBOT_LLM__MAX_OUTPUT_TOKENS" and len(server.requests) == 1
+
+
 @pytest.mark.timeout(300)  # importing the anthropic SDK is slow on a loaded machine
 async def test_anthropic_answers_with_a_tool_use_block(server: ModelServer) -> None:
     server.script(wire.structured("Answer", GOOD))
