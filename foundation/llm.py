@@ -31,8 +31,8 @@ from pydantic import SecretStr
 from foundation import cabundle, modelparams, servedwindow
 from foundation.settings import LLMSettings
 
-FailureKind = Literal["transient", "unreachable", "certificate", "context", "window", "format", "auth", "not_found",
-                      "request", "refusal", "length", "invalid"]
+FailureKind = Literal["transient", "unreachable", "certificate", "context", "window", "format", "auth", "quota",
+                      "not_found", "request", "refusal", "length", "invalid"]
 log = logging.getLogger(__name__)
 MAX_BACKOFF = 30.0  # seconds; a longer Retry-After is a failure to report, not a wait
 _REASON_CHARS = 300
@@ -60,7 +60,7 @@ class Failure:
 _SETTING = {"auth": "API_KEY", "unreachable": "BASE_URL", "not_found": "MODEL", "format": "STRUCTURED_OUTPUT",
             "invalid": "STRUCTURED_OUTPUT", "transient": "MAX_RETRIES", "context": "CONTEXT_WINDOW_TOKENS",
             "length": "MAX_OUTPUT_TOKENS", "refusal": "MODEL", "request": "MODEL", "certificate": cabundle.VARIABLE,
-            "window": "PROVIDER"}
+            "window": "PROVIDER", "quota": "API_KEY"}
 _ROLE_SETTINGS = frozenset({"API_KEY", "BASE_URL", "MODEL", "STRUCTURED_OUTPUT"})
 
 
@@ -238,6 +238,11 @@ _TOOLS_OFF = re.compile(r"--enable-auto-tool-choice|requires --jinja|--jinja fla
 # completion tokens`
 _OUTPUT_CAP = re.compile(r"maximum allowed number of output tokens|supports at most \d+ completion tokens"
                          r"|max_tokens is too large", re.I)
+# an account with no credit left: OpenAI's 429 `You exceeded your current quota, please check your plan and
+# billing details` (code insufficient_quota: a rate limit's status, but no wait refills it), Anthropic's 400
+# `Your credit balance is too low to access the Anthropic API`, OpenRouter's 402 `Insufficient credits`
+_NO_CREDIT = re.compile(r"exceeded your current quota|insufficient_quota|credit balance is too low"
+                        r"|insufficient credits", re.I)
 # a prompt a provider's content filter refused: Azure OpenAI's `… triggering Azure OpenAI's content management
 # policy` (code content_filter), OpenAI's reasoning models' `your prompt was flagged as potentially violating
 # our usage policy` (code invalid_prompt); repository text can trip them, and a rephrased issue may pass
@@ -283,6 +288,8 @@ def _answered(status: int, reason: str, exc: BaseException) -> Failure:
         return Failure("request", f"HTTP {status}: {reason}: forgebot's roles call tools, so the server must be "
                        "started with tool calling on (vLLM: --enable-auto-tool-choice --tool-call-parser NAME; "
                        "llama.cpp: --jinja)", status, setting="BASE_URL")
+    if status in (400, 402, 403, 429) and _NO_CREDIT.search(reason):  # no waiting refills an account
+        return Failure("quota", f"HTTP {status}: {reason}", status)
     if status == 400 and _FILTERED.search(reason):  # the provider's filter refused the prompt: not a setting
         return Failure("refusal", f"HTTP {status}: {reason}", status)
     if status == 429 or status >= 500:

@@ -168,6 +168,10 @@ def _model(exc: Any, role: str, secrets: Sequence[str], tries: int) -> TaskFailu
         "auth": ("model credentials", "the AI model service refused forgebot's credentials",
                  f"{WAIT} fix its model access, then start the task again.",
                  f"the model endpoint refused the key: check {setting} (`forgebot check`)"),
+        "quota": ("model quota", "the AI model service's account has no credit or quota left",
+                  f"{WAIT} fix its model access, then start the task again.",
+                  f"the provider says the account behind {setting} has used its quota or credit: check its plan and "
+                  "billing (not retried: no wait refills it)"),
         "not_found": ("model not found", "the AI model forgebot is configured to use does not exist at its service",
                       f"{WAIT} fix its model settings, then start the task again.",
                       f"check {setting} against the models the endpoint serves"),

@@ -81,3 +81,21 @@ async def test_an_ollama_window_smaller_than_forgebots_fails_the_task_instead_of
     assert "runs scripted-model with a 4096-token window" in record.detail
     assert record.detail.endswith("or FORGEBOT_LLM__CONTEXT_WINDOW_TOKENS=4096")  # whole: every way out
     assert len(server.requests) == 1  # not asked again: a setting, not an outage
+
+
+@pytest.mark.timeout(180)
+async def test_an_account_without_quota_fails_the_task_at_once_instead_of_waiting_as_for_an_outage(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, origin_url: str, server: ModelServer  # noqa: F811
+) -> None:
+    """A new API key whose account has no credit: OpenAI answers 429, the status of a rate limit, so every call
+    was tried again and the task deferred try after try, to end as "model unavailable ... check that it is
+    up". No wait refills an account: the task fails at its first call, naming the plan and billing."""
+    said = ("You exceeded your current quota, please check your plan and billing details. For more information on "
+            "this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.")
+    server.script(wire.error(429, said, error_type="insufficient_quota", code="insufficient_quota"))
+    settings.llm = llm_settings(server, api_key=SecretStr("sk-proj-no-credit-0123456789abcdef"))
+    note = await _failed_analysis(settings, redis_url, fake_forge, origin_url, "model quota")
+    assert "the AI model service's account has no credit or quota left" in note
+    record = await failure_of_task(settings)
+    assert "has used its quota or credit: check its plan and billing" in record.operator_action
+    assert len(server.requests) == 1  # neither retried nor deferred
