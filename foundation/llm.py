@@ -296,7 +296,8 @@ def _answered(status: int, reason: str, exc: BaseException) -> Failure:
         return Failure("transient", f"HTTP {status}: {reason}", status, _retry_after(exc))
     if status in (401, 403):
         return Failure("auth", f"HTTP {status}: {reason}", status)
-    if status == 404 and "model" not in reason.lower():  # no such route: not a model the endpoint lacks
+    # no such route: not a model the endpoint lacks (Azure OpenAI calls its models deployments)
+    if status == 404 and not any(word in reason.lower() for word in ("model", "deployment")):
         return Failure("not_found", f"HTTP {status}: {reason}: the endpoint has no chat API at this address; is the "
                        "base URL the API's root, often ending in /v1?", status, setting="BASE_URL")
     if status == 404:

@@ -157,6 +157,18 @@ async def test_an_output_cap_above_the_models_names_the_cap_setting(server: Mode
     assert caught.value.setting == "FORGEBOT_LLM__MAX_OUTPUT_TOKENS" and len(server.requests) == 1
 
 
+async def test_an_azure_deployment_that_does_not_exist_names_the_model_setting(server: ModelServer) -> None:
+    """Azure OpenAI's models are deployments, and its 404 for a misspelt one says "deployment", not "model": it
+    was read as a base URL without a chat API ("is the base URL the API's root?"); it names the model setting."""
+    server.script(wire.error(404, "The API deployment for this resource does not exist. If you created the "
+                             "deployment within the last 5 minutes, please wait a moment and try again.",
+                             error_type="invalid_request_error", code="DeploymentNotFound"))
+    with pytest.raises(ModelCallError) as caught:
+        await ask_structured(chat_model(llm_settings(server), "decomposer"), Answer, ASK)
+    assert caught.value.failure.kind == "not_found" and "base URL" not in caught.value.failure.reason
+    assert caught.value.setting == "FORGEBOT_LLM__MODEL or FORGEBOT_LLM__ROLES__DECOMPOSER__MODEL"
+
+
 @pytest.mark.timeout(300)  # importing the anthropic SDK is slow on a loaded machine
 async def test_anthropic_answers_with_a_tool_use_block(server: ModelServer) -> None:
     server.script(wire.structured("Answer", GOOD))
