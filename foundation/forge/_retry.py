@@ -130,6 +130,11 @@ def transport(exc: BaseException) -> str:
     return f"{type(exc).__name__}: certificate verify failed: {why}" if why else type(exc).__name__
 
 
+def _header(headers: Mapping[str, str], name: str) -> str:
+    """A header's value whatever the case the server wrote its name in ("" when absent)."""
+    return next((str(value) for key, value in headers.items() if key.lower() == name), "")
+
+
 def mapped(forge: str, failure: Failure) -> ForgeError:
     """The `ForgeError` for a failed call, counted in `forgebot_forge_api_errors_total`.
 
@@ -146,8 +151,12 @@ def mapped(forge: str, failure: Failure) -> ForgeError:
         retry = retry_after_from(headers) if status in (403, 429) else None
         if retry is None and status == 403 and "secondary rate limit" in message.lower():
             retry = 60.0
-        error = error_for_status(status, f"{forge} {status}: {message[:200]}" if message else f"{forge} {status}",
-                                 retry)
+        said = message[:200]
+        needs = _header(headers, "x-accepted-github-permissions") if status == 403 else ""
+        if needs and retry is None:  # "Resource not accessible by personal access token" names nothing
+            said += (f" (GitHub: the call needs the permission {needs[:200]}, of the fine-grained token or the "
+                     "GitHub App)")
+        error = error_for_status(status, f"{forge} {status}: {said}" if message else f"{forge} {status}", retry)
     record_forge_error(forge, error)
     return error
 

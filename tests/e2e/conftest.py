@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from foundation.settings import Settings
+from graph.failure import TaskFailure
 from tests.fakes.forge_http import FakeForgeState
 from tests.fakes.git_http import create_git_server
 from tests.fakes.server import serving
@@ -96,6 +97,20 @@ async def work(settings: Settings, models: Any) -> Any:
     finally:
         await worker.close()
     return worker
+
+
+async def failure_of_task(settings: Settings) -> TaskFailure:
+    """The failure record of the one task the store holds."""
+    from bot.tasks.inbox import Inbox
+
+    inbox = await Inbox.open(sqlite_path=settings.inbox_path)
+    try:
+        (task,) = await inbox.tasks()
+    finally:
+        await inbox.close()
+    record = TaskFailure.from_json(task.failure)
+    assert record is not None
+    return record
 
 
 async def task_states(settings: Settings) -> list[tuple[str, str]]:

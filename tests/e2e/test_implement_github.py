@@ -12,6 +12,7 @@ import pytest
 from foundation.settings import Settings
 from tests.conftest import GITHUB_TOKEN
 from tests.e2e import implement_harness as h
+from tests.e2e.conftest import failure_of_task
 from tests.fakes.forge_http import FakeForgeState, Fault
 from tests.fakes.samples import sample
 from tests.intake import deliveries
@@ -112,3 +113,21 @@ async def test_a_pull_request_the_token_may_not_open_says_where_the_work_is(
             f"Open a pull request from `{BRANCH}` yourself, or ask the person who runs forgebot to let forgebot "
             "open them.") in report, report
     assert "member of the project" not in report
+
+
+async def test_a_permission_the_token_lacks_is_named_in_the_tasks_failure(
+    settings: Settings, redis_url: str, fake_forge: FakeForgeState, served: h.Served
+) -> None:
+    """A fine-grained token without `issues: write` cannot post the task's first comment. The failure said to
+    check the token's scopes and the bot's membership; GitHub's `X-Accepted-GitHub-Permissions` names the
+    permission, and the task's failure record (the console, `forgebot tasks`, the log) now does."""
+    _setup(settings, redis_url, fake_forge)
+    fake_forge.faults.append(Fault("POST", f"/repos/{REPO}/issues/1/comments", 403, count=20,
+                                   headers={"X-Accepted-GitHub-Permissions": "issues=write; pull_requests=write"},
+                                   message="Resource not accessible by personal access token"))
+    assert await h.post(settings, "github", *deliveries.github(h.labelled(SAMPLE, served.url), "issues")) == 202
+    await h.work(settings, h.implement_roles().__getitem__)
+    assert await h.task_states(settings) == [("failed", "forge credentials")]
+    record = await failure_of_task(settings)
+    assert record.operator_action.startswith("grant the fine-grained token or the GitHub App the permission")
+    assert "needs the permission issues=write; pull_requests=write" in record.detail

@@ -9,8 +9,14 @@ from pydantic import SecretStr
 
 from foundation.llm import chat_model
 from foundation.settings import Settings
-from graph.failure import TaskFailure
-from tests.e2e.conftest import allow_http_git, origin_url, post, task_states, work  # noqa: F401 - fixture
+from tests.e2e.conftest import (  # noqa: F401 - fixture
+    allow_http_git,
+    failure_of_task,
+    origin_url,
+    post,
+    task_states,
+    work,
+)
 from tests.e2e.test_need_info_gitlab import _label
 from tests.fakes import model_server as wire
 from tests.fakes.forge_http import FakeForgeState, FakeIssue
@@ -48,19 +54,6 @@ async def _failed_analysis(settings: Settings, redis_url: str, fake_forge: FakeF
     assert await task_states(settings) == [("failed", kind)]
     (note,) = [c.body for c in fake_forge.comments_on("gitlab", "1", 23) if "could not finish" in c.body]
     return str(note)
-
-
-async def failure_of_task(settings: Settings) -> TaskFailure:
-    from bot.tasks.inbox import Inbox
-
-    inbox = await Inbox.open(sqlite_path=settings.inbox_path)
-    try:
-        (task,) = await inbox.tasks()
-    finally:
-        await inbox.close()
-    record = TaskFailure.from_json(task.failure)
-    assert record is not None
-    return record
 
 
 @pytest.mark.timeout(180)

@@ -215,3 +215,20 @@ async def test_github_secondary_rate_limit_defers_the_job(
     with pytest.raises(ForgeRateLimited) as caught:
         await backend.forge.post_comment(ref, "hello")
     assert caught.value.retry_after == 60.0 and backend.bodies(ref) == []
+
+
+async def test_a_github_permission_the_token_lacks_is_named(forge_server: ServerThread,
+                                                             http_state: FakeForgeState) -> None:
+    """A fine-grained token or a GitHub App without a permission gets 403 `Resource not accessible by personal
+    access token`, which says nothing of what is missing; GitHub names it in `X-Accepted-GitHub-Permissions`,
+    which the failure now carries (the task's failure detail, the worker's log)."""
+    backend = github_backend(forge_server, http_state)
+    ref = backend.seed_issue(3)
+    http_state.faults.append(Fault("POST", "/issues/3/comments", 403, count=5,
+                                   headers={"X-Accepted-GitHub-Permissions": "issues=write; pull_requests=write"},
+                                   message="Resource not accessible by personal access token"))
+    with pytest.raises(ForgeAuthError) as caught:
+        await backend.forge.post_comment(ref, "hello")
+    assert str(caught.value) == ("github 403: Resource not accessible by personal access token (GitHub: the call "
+                                 "needs the permission issues=write; pull_requests=write, of the fine-grained token "
+                                 "or the GitHub App)")
