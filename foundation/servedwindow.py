@@ -9,7 +9,7 @@ and the model answered, well-formed, about what was left. Ollama's native API ta
 request (`FORGEBOT_LLM__PROVIDER=ollama` sends it), so only the OpenAI route needs this.
 
 After the first answer of such an endpoint (the model is loaded then), `GET /api/ps` says the window the
-model runs with (`context_length`, Ollama 0.7 and later); an older server's Modelfile `num_ctx` comes from
+model runs with (`context_length`, in recent releases); an older server's Modelfile `num_ctx` comes from
 `POST /api/show`. A server that is no Ollama (no `/api/version`) is left alone, and the answer is kept
 per endpoint for the life of the process.
 """

@@ -257,7 +257,7 @@ class ModelServer:
         # that and `max_tokens`; "": a model that takes both
         self.reasoning = ""
         # answer as an Ollama server too (`/api/version`, `/api/ps`, `/api/show`): the window it runs the model
-        # with once loaded (`context_length`; None: a release before 0.7, which does not list it) and its
+        # with once loaded (`context_length`; None: an older release, which does not list it) and its
         # Modelfile's `num_ctx` (None: none set); `ollama = False` answers those routes 404, as vLLM does
         self.ollama = False
         # False: a vLLM started without tool calling (`provider_rules.vllm_tools_problem`)
