@@ -10,8 +10,9 @@ request (`FORGEBOT_LLM__PROVIDER=ollama` sends it), so only the OpenAI route nee
 
 After the first answer of such an endpoint (the model is loaded then), `GET /api/ps` says the window the
 model runs with (`context_length`, in recent releases); an older server's Modelfile `num_ctx` comes from
-`POST /api/show`. A server that is no Ollama (no `/api/version`) is left alone, and the answer is kept
-per endpoint for the life of the process.
+`POST /api/show`. A server that is no Ollama (no `/api/version`) is left alone. An answer that lets the
+calls go on is kept per endpoint for the life of the process; a window too small is asked about again at the
+next call, so a host the operator fixed is seen without restarting forgebot.
 """
 
 from __future__ import annotations
