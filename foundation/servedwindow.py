@@ -38,25 +38,24 @@ class Served:
     source: str  # "running" (`/api/ps`) or "Modelfile" (`/api/show`), "" when unknown
 
 
-# per endpoint, what its server said when it can serve forgebot (None: no Ollama), asked once per process (two
-# first calls at once may both ask: the same answer twice); a window too small is asked about at each call
+# per endpoint, what its server said when it lets the calls go on (None: no Ollama), asked once per process
+# (two first calls at once may both ask: the same answer twice); a window too small is asked about at each call
 _known: dict[str, Served | None] = {}
-_warned: set[str] = set()
 
 
 async def check(base_url: str, model: str, window: int) -> str:
     """Why the Ollama server at `base_url` cannot serve forgebot's `window` for `model` ("" when it can,
     does not say, or is no Ollama server: the log then says it once)."""
     key = f"{base_url} {model}"
-    found = _known[key] if key in _known else await _ask(base_url, model)
-    if found is None or found.window is None or found.window >= window:
-        _known[key] = found
-    if found is None:
+    if key in _known:
         return ""
-    if found.window is None and key not in _warned:
-        _warned.add(key)
-        log.warning("%s", unknown(found, window))
-    return problem(found, model, window)  # not kept: asked again once the operator raised the window
+    found = await _ask(base_url, model)
+    if found is not None and found.window is not None and found.window < window:
+        return _problem(found, model, window)  # not kept: asked again once the operator raised the window
+    _known[key] = found
+    if found is not None and found.window is None:
+        log.warning("%s", _unknown(found, window))
+    return ""
 
 
 async def _ask(base_url: str, model: str) -> Served | None:
@@ -96,10 +95,8 @@ def _running(body: dict[str, Any], model: str) -> int | None:
     return None
 
 
-def problem(found: Served, model: str, window: int) -> str:
-    """Why `found` cannot serve forgebot's `window`, for the failure's reason; "" when it can."""
-    if found.window is None or found.window >= window:
-        return ""
+def _problem(found: Served, model: str, window: int) -> str:
+    """Why `found`, whose window is smaller than forgebot's `window`, cannot serve it: the failure's reason."""
     runs = f"runs {model} with" if found.source == "running" else f"gives {model} (Modelfile num_ctx)"
     return (f"Ollama's OpenAI-compatible API at {found.root}/v1 {runs} a {found.window}-token window and silently "
             f"cuts longer prompts; forgebot's reach {window}: set FORGEBOT_LLM__PROVIDER=ollama and "
@@ -107,10 +104,8 @@ def problem(found: Served, model: str, window: int) -> str:
             f"OLLAMA_CONTEXT_LENGTH={window} on the Ollama host, or FORGEBOT_LLM__CONTEXT_WINDOW_TOKENS={found.window}")
 
 
-def unknown(found: Served, window: int) -> str:
-    """The warning for a server that does not say its window ("" when it does)."""
-    if found.window is not None:
-        return ""
+def _unknown(found: Served, window: int) -> str:
+    """The warning for a server that does not say its window."""
     return (f"Ollama at {found.root} does not say the window it runs the model with; its OpenAI-compatible API "
             f"silently cuts a prompt longer than that (4096 tokens unless OLLAMA_CONTEXT_LENGTH is set), and "
             f"forgebot's reach {window}: FORGEBOT_LLM__PROVIDER=ollama sends the window with each request")

@@ -280,11 +280,10 @@ def _forge(exc: BaseException, secrets: Sequence[str], tries: int) -> TaskFailur
                            f"the forge API failed {_tried(tries)} of this task; check it is up and the token's "
                            "rate limits (`forgebot check`)", detail=_detail(exc, secrets), transient=True)
     if isinstance(exc, ForgeAuthError):
-        named = "GitHub: the call needs the permission" in str(exc)  # `_retry.mapped`, from GitHub's header
         return TaskFailure("forge credentials", "the forge refused forgebot's access to this project",
                            "Make sure forgebot's account is a member of the project, then start the task again.",
-                           "grant the fine-grained token or the GitHub App the permission GitHub names in the detail "
-                           "(an App's installations must accept a new permission)" if named else
+                           f"grant the fine-grained token or the GitHub App the permission {exc.permission} (an "
+                           "App's installations must accept a new permission)" if exc.permission else
                            "the forge refused the token (401/403): check its scopes and the bot's membership "
                            "(`forgebot check`)", detail=_detail(exc, secrets))
     if isinstance(exc, ForgeNotFound):

@@ -25,6 +25,7 @@ from typing import TypeVar
 
 from foundation import cabundle
 from foundation.forge.errors import (
+    ForgeAuthError,
     ForgeError,
     ForgeRateLimited,
     ForgeUnavailable,
@@ -152,11 +153,12 @@ def mapped(forge: str, failure: Failure) -> ForgeError:
         if retry is None and status == 403 and "secondary rate limit" in message.lower():
             retry = 60.0
         said = message[:200]
-        needs = _header(headers, "x-accepted-github-permissions") if status == 403 else ""
+        needs = _header(headers, "x-accepted-github-permissions")[:200] if status == 403 else ""
         if needs and retry is None:  # "Resource not accessible by personal access token" names nothing
-            said += (f" (GitHub: the call needs the permission {needs[:200]}, of the fine-grained token or the "
-                     "GitHub App)")
+            said += f" (GitHub: the call needs the permission {needs}, of the fine-grained token or the GitHub App)"
         error = error_for_status(status, f"{forge} {status}: {said}" if message else f"{forge} {status}", retry)
+        if isinstance(error, ForgeAuthError):
+            error.permission = needs
     record_forge_error(forge, error)
     return error
 

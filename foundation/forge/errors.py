@@ -25,7 +25,8 @@ class ForgeError(Exception):
 
 
 class ForgeAuthError(ForgeError):
-    pass
+    # the permission GitHub says the refused call needs (`X-Accepted-GitHub-Permissions`), "" when unknown
+    permission: str = ""
 
 
 class ForgeNotFound(ForgeError):

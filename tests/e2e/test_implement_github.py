@@ -129,5 +129,6 @@ async def test_a_permission_the_token_lacks_is_named_in_the_tasks_failure(
     await h.work(settings, h.implement_roles().__getitem__)
     assert await h.task_states(settings) == [("failed", "forge credentials")]
     record = await failure_of_task(settings)
-    assert record.operator_action.startswith("grant the fine-grained token or the GitHub App the permission")
+    assert record.operator_action.startswith("grant the fine-grained token or the GitHub App the permission "
+                                             "issues=write; pull_requests=write (")
     assert "needs the permission issues=write; pull_requests=write" in record.detail

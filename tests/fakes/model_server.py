@@ -260,12 +260,12 @@ class ModelServer:
         # with once loaded (`context_length`; None: an older release, which does not list it) and its
         # Modelfile's `num_ctx` (None: none set); `ollama = False` answers those routes 404, as vLLM does
         self.ollama = False
+        self.ollama_window: int | None = 4096
+        self.ollama_num_ctx: int | None = None
         # False: a vLLM started without tool calling (`provider_rules.vllm_tools_problem`)
         self.auto_tools = True
         # False: a llama.cpp server started without `--jinja` (`provider_rules.LLAMA_CPP_NO_JINJA`)
         self.jinja = True
-        self.ollama_window: int | None = 4096
-        self.ollama_num_ctx: int | None = None
         self._queue: list[Reply] = []
         self._queues: dict[str, list[Reply]] = {}  # a model name's own queue (`scripted`)
         self._responders: dict[str, Responder] = {}  # and what answers past its end
