@@ -51,18 +51,16 @@ def _completion_tokens(model: BaseChatModel) -> bool:
 class Refusal:
     """One parameter an endpoint may refuse: how its 400 says so, and how a chat model leaves it out."""
 
-    name: str
     said: re.Pattern[str]
     leave_out: Callable[[BaseChatModel], bool]  # whether the model had it to leave out
     done: str  # for the log and `forgebot check`
 
 
 REFUSALS = (
-    Refusal("temperature", re.compile(r"\btemperature\b.{0,40}(not supported|does not support|unsupported|only "
-                                      r"the default)|(unsupported|not supported|does not support).{0,40}"
-                                      r"\btemperature\b", re.I),
+    Refusal(re.compile(r"\btemperature\b.{0,40}(not supported|does not support|unsupported|only the default)"
+                       r"|(unsupported|not supported|does not support).{0,40}\btemperature\b", re.I),
             _no_temperature, "it takes no temperature but its own: calls go without one"),
-    Refusal("max_tokens", re.compile(r"\bmax_tokens\b.{0,80}\bmax_completion_tokens\b", re.I),
+    Refusal(re.compile(r"\bmax_tokens\b.{0,80}\bmax_completion_tokens\b", re.I),
             _completion_tokens, "it takes no max_tokens: calls cap the output with max_completion_tokens"),
 )
 
@@ -85,7 +83,7 @@ class _Learned:
                 self._by_endpoint[endpoint] = (*known, refusal)
 
 
-LEARNED = _Learned()
+_LEARNED = _Learned()
 
 
 def _chat_models(runnable: Any) -> list[BaseChatModel]:
@@ -109,7 +107,7 @@ def _chat_models(runnable: Any) -> list[BaseChatModel]:
 
 def adapt(runnable: Any, endpoint: str) -> None:
     """Leave out of `runnable`'s requests what `endpoint` is known to refuse."""
-    for refusal in LEARNED.of(endpoint):
+    for refusal in _LEARNED.of(endpoint):
         for model in _chat_models(runnable):
             refusal.leave_out(model)
 
@@ -121,11 +119,11 @@ def refused(reason: str, runnable: Any, endpoint: str) -> Refusal | None:
         if refusal.said.search(reason):
             changed = [refusal.leave_out(model) for model in _chat_models(runnable)]
             if any(changed):
-                LEARNED.add(endpoint, refusal)
+                _LEARNED.add(endpoint, refusal)
                 return refusal
     return None
 
 
 def said(endpoint: str) -> str:
     """What `endpoint` refused, for `forgebot check` ("" when nothing)."""
-    return "".join(f"; {refusal.done}" for refusal in LEARNED.of(endpoint))
+    return "".join(f"; {refusal.done}" for refusal in _LEARNED.of(endpoint))
