@@ -59,7 +59,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                             "check sandbox and the installs' way out")
     parser.add_argument("--skip", action="append", default=[], choices=["settings", "missing", "redis", "store",
                                                                          "gitlab", "github", "model", "embedder",
-                                                                         "sandbox", "install"],
+                                                                         "sandbox", "install", "signing", "hooks"],
                         help="leave out one check (repeatable)")
     parser.set_defaults(handler=_handler)
 
@@ -79,7 +79,7 @@ async def run_checks(settings: Settings, skip: frozenset[str] = frozenset()) -> 
     checks: list[tuple[str, Callable[[Settings], Awaitable[Line | list[Line]]]]] = [
         ("settings", _variables), ("missing", _missing), ("redis", _redis), ("store", _store), ("gitlab", _gitlab),
         ("github", _github), ("model", _model), ("embedder", _embedder), ("sandbox", _sandbox),
-        ("install", _install), ("signing", _signing),
+        ("install", _install), ("signing", _signing), ("hooks", _hooks),
     ]
     secrets = secrets_of(settings)
     lines = []
@@ -435,6 +435,32 @@ async def _registered(settings: Settings, kind: ForgeKind, public: str) -> tuple
     if any(key.split()[:2] == body for key in held):
         return True, f"{kind} holds it as a signing key of the bot account"
     return False, f"{kind} does not hold it as a signing key of the bot account"
+
+
+async def _hooks(settings: Settings) -> list[Line]:
+    """Whether each allowed project's hook reaches the bot, as the forge says (what `forgebot hooks` lists): a
+    hook GitLab disabled after failing deliveries, or one whose deliveries GitHub saw refused, loses every
+    event before the bot sees it, so nothing else here can tell."""
+    from bot.cli.hooks_cli import forges, hook_lines
+
+    if not settings.intake.public_url:
+        return [Line("hooks", "skip", "FORGEBOT_INTAKE__PUBLIC_URL not set: the hooks' URL is not known")]
+    if not settings.intake.allowed_projects or not forges(settings):
+        return [Line("hooks", "skip", "no allowed project on a forge with a token and a webhook secret")]
+    lines, unresolved = await hook_lines(settings, settings.intake.public_url, list(settings.intake.allowed_projects),
+                                         None, save=False)
+    found = [Line("hooks", "FAIL", f"{line.forge} {line.path}: {line.detail}") for line in lines if line.broken]
+    found += [Line("hooks", "FAIL", problem) for problem in unresolved]
+    if found:
+        return found
+    counts: dict[str, int] = {}
+    for line in lines:
+        counts[line.state] = counts.get(line.state, 0) + 1
+    words = {"ok": "delivering", "enabled": "enabled", "unused": "nothing delivered yet", "failing": "failing",
+             "missing": "not registered (forgebot hooks --register)", "unread": "not readable by the token",
+             "unknown": "not said by the forge"}
+    told = ", ".join(f"{count} {words.get(state, state)}" for state, count in sorted(counts.items()))
+    return [Line("hooks", "ok", f"{len(lines)} project hooks: {told}")]
 
 
 async def _sandbox(settings: Settings) -> Line:

@@ -17,7 +17,16 @@ from dataclasses import asdict, dataclass
 
 from bot.cli.check import unreachable
 from bot.intake.webhooks import project_secret
-from foundation.forge import ForgeAuthError, ForgeError, ForgeKind, ForgeUnavailable, ForgeUntrusted, open_forge
+from foundation.forge import (
+    ForgeAuthError,
+    ForgeError,
+    ForgeKind,
+    ForgeNotFound,
+    ForgeUnavailable,
+    ForgeUntrusted,
+    Hook,
+    open_forge,
+)
 from foundation.settings import Settings
 
 
@@ -29,6 +38,16 @@ class HookLine:
     url: str
     secret: str
     registered: str = ""  # "created", "updated", "refused: …" or "" (not asked to register)
+    # what the forge says of the hook at `url`: a `Hook.state`, "missing" (none there) or "unread" (the token
+    # may not read the project's hooks); `detail` in the forge's words and what to do
+    state: str = ""
+    detail: str = ""
+
+    @property
+    def broken(self) -> bool:
+        """Whether the forge does not deliver to the bot through this hook (disabled), or its last delivery
+        failed and nothing here changed the hook since."""
+        return self.state == "disabled" or (self.state == "failing" and self.registered != "updated")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,7 +60,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(handler=run)
 
 
-def _forges(settings: Settings, only: str | None) -> list[ForgeKind]:
+def forges(settings: Settings, only: str | None = None) -> list[ForgeKind]:
+    """The forges whose hooks can be told: a token and a webhook secret configured."""
     configured: list[ForgeKind] = []
     if settings.gitlab.token is not None and settings.gitlab.webhook_secret is not None:
         configured.append("gitlab")
@@ -56,10 +76,12 @@ _MANAGE = {"gitlab": "the token may not manage this project's webhooks (role Mai
 
 
 async def hook_lines(settings: Settings, base_url: str, projects: list[str], only: str | None,
-                     save: bool) -> list[HookLine]:
-    """Resolve each project on each configured forge; with `save`, create or update its hook."""
+                     save: bool) -> tuple[list[HookLine], list[str]]:
+    """Resolve each project on each configured forge and read what the forge says of its hook; with `save`,
+    create or update it. The lines, and a sentence for each project that could not be resolved."""
     lines: list[HookLine] = []
-    for kind in _forges(settings, only):
+    unresolved: list[str] = []
+    for kind in forges(settings, only):
         conf = settings.gitlab if kind == "gitlab" else settings.github
         assert conf.webhook_secret is not None
         master = conf.webhook_secret.get_secret_value().encode()
@@ -72,24 +94,77 @@ async def hook_lines(settings: Settings, base_url: str, projects: list[str], onl
             # "gitlab: ConnectionError" alone named neither the address nor a fix
             except (ForgeUnavailable, ForgeUntrusted) as exc:
                 where = settings.gitlab.url if kind == "gitlab" else settings.github.api_url
-                sys.stderr.write(f"forgebot hooks: {kind} project {name}: {unreachable(kind, str(where), exc)}\n")
+                unresolved.append(f"{kind} project {name}: {unreachable(kind, str(where), exc)}")
                 continue
             except ForgeError as exc:
-                sys.stderr.write(f"forgebot hooks: {kind} project {name}: {exc}\n")
+                unresolved.append(f"{kind} project {name}: {exc}")
                 continue
             repo_id = repo.id
             url = f"{base_url.rstrip('/')}/webhooks/{kind}/{repo_id}"
             secret = project_secret(master, kind, repo_id)
+            unread = refused = ""
+            try:
+                hooks: list[Hook] | None = await forge.list_hooks(repo)
+            except (ForgeAuthError, ForgeNotFound) as exc:  # GitHub answers 404 to a token that is not an admin
+                hooks, unread = None, _MANAGE[kind].replace("may not manage", "may not read")
+                refused = f"{_MANAGE[kind]} ({exc})"
+            except ForgeError as exc:
+                hooks, unread = None, f"{kind} did not list them ({exc})"
+                refused = unread
+            found = next((h for h in hooks or [] if h.url == url), None)
+            was = found.state if found is not None else ""
             registered = ""
-            if save:
+            if save and hooks is None:
+                registered = f"refused: {refused}; add the URL and secret by hand"
+            elif save:
                 try:
-                    existing = [h for h in await forge.list_hooks(repo) if h.url == url]
-                    await forge.save_hook(repo, url, secret, existing[0].id if existing else None)
-                    registered = "updated" if existing else "created"
-                except ForgeAuthError as exc:  # a bot token below Maintainer: the line is still what to add by hand
+                    saved = await forge.save_hook(repo, url, secret, found.id if found else None)
+                    registered = "updated" if found else "created"
+                    if found is not None and was == "disabled":  # GitLab's way back: a test answered 2xx
+                        found = await forge.test_hook(repo, saved.id) or found
+                except ForgeAuthError as exc:
                     registered = f"refused: {_MANAGE[kind]} ({exc}); add the URL and secret by hand"
-            lines.append(HookLine(kind, repo.project, repo.path, url, secret, registered))
-    return lines
+            state, detail = _state(settings, kind, hooks, found, registered, was) if hooks is not None \
+                else ("unread", f"not read: {unread}")
+            lines.append(HookLine(kind, repo.project, repo.path, url, secret, registered, state, detail))
+    return lines, unresolved
+
+
+def _state(settings: Settings, kind: ForgeKind, hooks: list[Hook], found: Hook | None, registered: str,
+           was: str) -> tuple[str, str]:
+    """The line's state and what it means for the operator (`was`: the hook's state before `registered`)."""
+    saved = registered in ("created", "updated")
+    if found is None:
+        others = [h.url for h in hooks if "/webhooks/" in h.url]
+        elsewhere = f"; another hook of the project points at {others[0]}" if others else ""
+        if saved:
+            return "unused", f"nothing delivered yet{elsewhere}"
+        app = kind == "github" and settings.github.app_id is not None
+        how = ("a GitHub App delivers through its own webhook instead (the App's settings)" if app
+               else "add it with the secret above, or run forgebot hooks --register")
+        return "missing", f"no hook at this URL: {how}{elsewhere}"
+    if found.state == "disabled":
+        if kind == "github":
+            return "disabled", found.detail if saved else f"{found.detail}; forgebot hooks --register makes it active"
+        fix = ("the test delivery sent now was not answered 2xx: is the receiver up, at this URL, and reachable "
+               "from GitLab?" if saved else
+               "GitLab sends it nothing until a test delivery is answered 2xx: forgebot hooks --register sends one")
+        return "disabled", f"{found.detail}; {fix}"
+    if was == "disabled" and kind == "gitlab":
+        return found.state, "enabled again: GitLab's test delivery was answered 2xx"
+    if was == "disabled":  # GitHub: made active again
+        return "unused", "active again: the next delivery tells"
+    if found.state == "failing":
+        fix = ("saved again now: the next delivery tells" if saved else
+               "a 401 means the hook's secret is not the one above, which forgebot hooks --register saves; "
+               "the receiver's log says why it refused")
+        return "failing", f"{found.detail}; {fix}"
+    meaning = {
+        "enabled": "enabled: GitLab has not disabled it (it shows no delivery's answer)",
+        "ok": f"delivering: {found.detail}",
+        "unused": "nothing delivered yet",
+    }
+    return found.state, meaning.get(found.state, "the forge does not say how its deliveries went")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,15 +177,18 @@ def run(args: argparse.Namespace) -> int:
     if not projects:
         sys.stderr.write("forgebot hooks: no projects (list them, or set FORGEBOT_INTAKE__ALLOWED_PROJECTS)\n")
         return 2
-    if not _forges(settings, args.forge):
+    if not forges(settings, args.forge):
         sys.stderr.write("forgebot hooks: no forge has both a token and a webhook secret configured\n")
         return 2
-    lines = asyncio.run(hook_lines(settings, base, projects, args.forge, args.register))
+    lines, unresolved = asyncio.run(hook_lines(settings, base, projects, args.forge, args.register))
+    for problem in unresolved:
+        sys.stderr.write(f"forgebot hooks: {problem}\n")
     for line in lines:
         if args.json:
             sys.stdout.write(json.dumps(asdict(line)) + "\n")
         else:
             done = f"  ({line.registered})" if line.registered else ""
-            sys.stdout.write(f"{line.forge}  {line.path}\n  url:    {line.url}\n  secret: {line.secret}{done}\n")
-    refused = any(line.registered.startswith("refused") for line in lines)
+            sys.stdout.write(f"{line.forge}  {line.path}\n  url:    {line.url}\n  secret: {line.secret}{done}\n"
+                             f"  state:  {line.detail}\n")
+    refused = any(line.registered.startswith("refused") or line.broken for line in lines)
     return 0 if lines and not refused else 1

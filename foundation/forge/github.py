@@ -49,6 +49,7 @@ from foundation.forge.models import (
     ForgeUser,
     GitCredentials,
     Hook,
+    HookState,
     InlineNote,
     Issue,
     IssueRef,
@@ -358,9 +359,12 @@ class GitHubForge(SdkAdapter):
 
     async def list_hooks(self, repo: RepoRef) -> list[Hook]:
         def fetch() -> list[Hook]:
-            return [Hook(id=h.id, url=str(h.config.get("url", ""))) for h in self._repo(repo).get_hooks()]
+            return [_hook(h) for h in self._repo(repo).get_hooks()]
 
         return await self._read(fetch)
+
+    async def test_hook(self, repo: RepoRef, hook_id: int) -> Hook | None:
+        return None  # GitHub disables no hook by itself; `save_hook` makes an inactive one active
 
     async def save_hook(self, repo: RepoRef, url: str, secret: str, hook_id: int | None = None) -> Hook:
         config = {"url": url, "content_type": "json", "secret": secret, "insecure_ssl": "0"}
@@ -534,3 +538,25 @@ def _json(answer: bytes) -> Any:
         return json.loads(answer)
     except ValueError:
         return {}
+
+
+def _hook(found: Any) -> Hook:
+    """A hook as GitHub's `hook` schema describes it: `active`, and `last_response` (`code`, `status`,
+    `message`) of its last delivery: status `unused` before the first, a code outside 2xx (or none: GitHub
+    got no answer, `timeout`) when it failed. GitHub disables no hook by itself; a person can. Read from the
+    listed object's attributes (its `raw_data` would fetch each hook again)."""
+    config = found.config or {}
+    url = str(config.get("url", "")) if isinstance(config, dict) else ""
+    last = found.last_response
+    code = last.code if last is not None else None
+    status = str(last.status or "") if last is not None else ""
+    message = str(last.message or "") if last is not None else ""
+    if found.active is False:
+        return Hook(id=int(found.id), url=url, state="disabled", detail="made inactive on GitHub: it sends nothing")
+    if status == "unused" or (code is None and not status):
+        return Hook(id=int(found.id), url=url, state="unused")
+    words = ": ".join(part for part in (status if status != "active" else "", message) if part)
+    said = f"was answered HTTP {code}" if isinstance(code, int) else "got no answer"
+    said += f" ({words})" if words else ""
+    state: HookState = "ok" if isinstance(code, int) and 200 <= code < 300 else "failing"
+    return Hook(id=int(found.id), url=url, state=state, detail=f"GitHub's last delivery {said}")

@@ -353,7 +353,24 @@ class GitLabForge(SdkAdapter):
 
     async def list_hooks(self, repo: RepoRef) -> list[Hook]:
         hooks = await self._read(lambda: self._project(repo).hooks.list(get_all=True))
-        return [Hook(id=int(h.id), url=str(h.url)) for h in hooks]
+        return [_hook(h.attributes) for h in hooks]
+
+    async def test_hook(self, repo: RepoRef, hook_id: int) -> Hook:
+        """Have GitLab send hook `hook_id` a test push and read the hook again: the way GitLab documents to
+        re-enable a hook it disabled after failing deliveries (a test answered 2xx enables it). A push is
+        what the bot ignores (answered 200), where a test comment would replay the project's last one."""
+
+        def test() -> Any:
+            hook = self._project(repo).hooks.get(hook_id, lazy=True)
+            try:
+                hook.test("push_events")
+            except GitlabError as exc:  # python-gitlab raises its GitlabHookTestError
+                if exc.response_code not in (400, 422):  # the test was not made, or not answered 2xx: the
+                    raise  # hook read next says what GitLab now thinks of it
+            return self._project(repo).hooks.get(hook_id)
+
+        tested = await self._write(test, None)
+        return _hook(tested.attributes)
 
     async def save_hook(self, repo: RepoRef, url: str, secret: str, hook_id: int | None = None) -> Hook:
         data = {"url": url, "token": secret, **_HOOK_EVENTS}
@@ -529,3 +546,20 @@ def _gitlab_level(value: int) -> AccessLevel:
         if value >= level and level != AccessLevel.TRIAGE:
             return level
     return AccessLevel.NONE
+
+
+def _hook(found: dict[str, Any]) -> Hook:
+    """A hook as `project_hook.json` describes it: `alert_status` is `executable`, `temporarily_disabled`
+    (after 4 failing deliveries in a row, for a back-off that doubles up to a day: `disabled_until`) or
+    `disabled` (for good, after 40; before GitLab 17.11 after one 4xx streak)."""
+    status = str(found.get("alert_status") or "")
+    until = str(found.get("disabled_until") or "")
+    if status == "executable":
+        return Hook(id=int(found["id"]), url=str(found["url"]), state="enabled")
+    if status == "temporarily_disabled":
+        detail = "GitLab disabled it after failing deliveries" + (f", until {until}" if until else "")
+        return Hook(id=int(found["id"]), url=str(found["url"]), state="disabled", detail=detail)
+    if status == "disabled":
+        return Hook(id=int(found["id"]), url=str(found["url"]), state="disabled",
+                    detail="GitLab disabled it for good after failing deliveries")
+    return Hook(id=int(found["id"]), url=str(found["url"]))

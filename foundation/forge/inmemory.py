@@ -213,6 +213,9 @@ class MemoryForge:
     async def list_hooks(self, repo: RepoRef) -> list[Hook]:
         return [hook for hook, _ in self.hooks.get(repo.project, [])]
 
+    async def test_hook(self, repo: RepoRef, hook_id: int) -> Hook | None:
+        return None  # it delivers nothing
+
     async def save_hook(self, repo: RepoRef, url: str, secret: str, hook_id: int | None = None) -> Hook:
         hooks = self.hooks.setdefault(repo.project, [])
         hook = Hook(id=hook_id or next(self._ids), url=url)

@@ -314,11 +314,22 @@ class BotIdentity(_Frozen):
         return bool(self.login) and comment.author.lower() == self.login.lower()
 
 
+# what a forge says of a hook's deliveries: "ok" (GitHub: the last one was answered 2xx), "enabled" (GitLab:
+# not disabled; it shows no last answer), "unused" (nothing delivered yet), "failing" (the last answer was
+# not 2xx, or none came), "disabled" (GitLab disabled it after failing deliveries; GitHub: made inactive),
+# "unknown" (the forge did not say)
+HookState = Literal["ok", "enabled", "unused", "failing", "disabled", "unknown"]
+
+
 class Hook(_Frozen):
-    """A project's webhook as the forge stores it (the secret is write-only on both forges)."""
+    """A project's webhook as the forge stores it (the secret is write-only on both forges), and what the
+    forge says of its deliveries: a hook GitLab disabled after failing deliveries sends nothing more, and
+    nothing on the bot's side shows it (`forgebot hooks` does)."""
 
     id: int
     url: str
+    state: HookState = "unknown"
+    detail: str = ""  # the forge's own words: the last answer (GitHub), until when it is disabled (GitLab)
 
 
 class ForgeUser(_Frozen):

@@ -115,11 +115,17 @@ class Conversations(Protocol):
         ...
 
     async def list_hooks(self, repo: RepoRef) -> list[Hook]:
-        """The repository's webhooks (URLs only; secrets cannot be read back)."""
+        """The repository's webhooks: URLs and what the forge says of their deliveries (secrets cannot be
+        read back)."""
         ...
 
     async def save_hook(self, repo: RepoRef, url: str, secret: str, hook_id: int | None = None) -> Hook:
         """Create the bot's webhook on `repo`, or update hook `hook_id` to `url` and `secret`."""
+        ...
+
+    async def test_hook(self, repo: RepoRef, hook_id: int) -> Hook | None:
+        """Have the forge send hook `hook_id` a test delivery and return the hook as it then stands; None
+        where the forge disables no hook by itself and so needs no test to bring one back (GitHub)."""
         ...
 
 

@@ -221,6 +221,7 @@ async def hooks(request: Request) -> JSONResponse:
             match[0].url = str(data["config"]["url"])
             match[0].secret = str(data["config"].get("secret", ""))
             match[0].events = list(data.get("events") or match[0].events)
+            match[0].active = bool(data.get("active", match[0].active))
     return JSONResponse(shapes.hook(root, full_name, match[0]))
 
 

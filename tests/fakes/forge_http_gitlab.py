@@ -10,6 +10,7 @@ version's, added lines carry only `new_line`, removed only `old_line`, context l
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from typing import Any
 
@@ -17,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tests.fakes import forge_deliveries
 from tests.fakes import gitlab_shapes as shapes
 from tests.fakes.forge_pages import paginated
 from tests.fakes.forge_state import (
@@ -347,6 +349,9 @@ async def hooks(request: Request) -> JSONResponse:
         return _error(404, "404 Project Not Found")
     with state.lock:
         stored = state.hooks.setdefault(("gitlab", str(found.id)), [])
+        if request.method == "GET" and "hook_id" in request.path_params:
+            one = [h for h in stored if h.id == int(request.path_params["hook_id"])]
+            return JSONResponse(_hook_json(found.id, one[0])) if one else _error(404, "404 Not found")
         if request.method == "GET":
             return paginated(request, [_hook_json(found.id, h) for h in stored], "gitlab")
     data = await request.json()
@@ -363,6 +368,26 @@ async def hooks(request: Request) -> JSONResponse:
         return JSONResponse(_hook_json(found.id, match[0]))
 
 
+async def hook_test(request: Request) -> JSONResponse:
+    """doc/api/project_webhooks.md "Trigger a test project webhook": GitLab sends the hook sample data of
+    the trigger, whatever its state, and an answer in 2xx enables it again (`forge_deliveries`)."""
+    state = _state(request)
+    found = state.project("gitlab", request.path_params["project"])
+    if found is None:
+        return _error(404, "404 Project Not Found")
+    with state.lock:
+        one = [h for h in state.hooks.get(("gitlab", str(found.id)), []) if h.id == int(request.path_params["hook_id"])]
+    if not one:
+        return _error(404, "404 Not found")
+    if request.path_params["trigger"] != "push_events":  # the only sample this fake has
+        return _error(400, "trigger does not have a valid value")
+    status = await asyncio.to_thread(forge_deliveries.send, one[0], "gitlab", "Push Hook",
+                                     forge_deliveries.test_push(found.id, found.path))
+    if status is None or not 200 <= status < 300:
+        return _error(422, f"[Hook execution failed: {status or 'no answer'}]")
+    return JSONResponse({"message": "201 Created"}, status_code=201)
+
+
 def routes() -> list[Route]:
     base = "/gitlab/api/v4/projects/{project}"
     noteable = base + "/{noteable:str}/{iid:int}"
@@ -372,7 +397,8 @@ def routes() -> list[Route]:
         Route("/gitlab/api/v4/user/keys", user_keys, methods=["GET"]),
         Route("/gitlab/api/v4/personal_access_tokens/self", token_self, methods=["GET"]),
         Route(base + "/hooks", hooks, methods=["GET", "POST"]),
-        Route(base + "/hooks/{hook_id:int}", hooks, methods=["PUT"]),
+        Route(base + "/hooks/{hook_id:int}", hooks, methods=["GET", "PUT"]),
+        Route(base + "/hooks/{hook_id:int}/test/{trigger}", hook_test, methods=["POST"]),
         Route(base + "/issues", issues, methods=["GET"]),
         Route(base + "/issues/{iid:int}", issue, methods=["GET"]),
         Route(base + "/repository/files/{path:path}/raw", raw_file, methods=["GET"]),

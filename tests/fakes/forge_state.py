@@ -125,6 +125,13 @@ class FakeHook:
     url: str
     secret: str
     events: list[str] = field(default_factory=list)
+    # what the forge keeps of its deliveries (`tests.fakes.forge_deliveries`): GitLab's run of failures and
+    # `alert_status`/`disabled_until`; GitHub's `active` and `last_response` (code, status, message)
+    failures: int = 0
+    alert_status: str = "executable"
+    disabled_until: str | None = None
+    active: bool = True
+    last_response: tuple[int | None, str, str | None] = (None, "unused", None)
 
 
 @dataclass

@@ -190,8 +190,10 @@ def app(api_root: str, app_id: int, slug: str) -> dict[str, Any]:
 def hook(api_root: str, full_name: str, found: FakeHook) -> dict[str, Any]:
     data: dict[str, Any] = example("hook", api_root)
     url = f"{repo_api(api_root, full_name)}/hooks/{found.id}"
-    data.update(id=found.id, events=found.events, active=True, url=url, test_url=f"{url}/test",
+    data.update(id=found.id, events=found.events, active=found.active, url=url, test_url=f"{url}/test",
                 ping_url=f"{url}/pings", deliveries_url=f"{url}/deliveries")
+    code, status, message = found.last_response
+    data["last_response"] = {"code": code, "status": status, "message": message}
     data["config"] = {"url": found.url, "content_type": "json", "insecure_ssl": "0"}
     if found.secret:
         data["config"]["secret"] = "********"  # GitHub masks a hook's secret in its answers

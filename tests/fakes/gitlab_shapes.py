@@ -142,7 +142,7 @@ def hook(project_id: int, found: FakeHook, ssl: bool = True) -> dict[str, Any]:
     """`project_hook.json`: exactly its fields (the token is never answered back)."""
     return {"id": found.id, "project_id": project_id, "url": found.url, "created_at": CREATED,
             **{event: event in found.events for event in HOOK_EVENTS}, "push_events_branch_filter": None,
-            "enable_ssl_verification": ssl, "alert_status": "executable", "disabled_until": None,
+            "enable_ssl_verification": ssl, "alert_status": found.alert_status, "disabled_until": found.disabled_until,
             "custom_webhook_template": None}
 
 

@@ -29,7 +29,7 @@ async def test_every_line_passes_on_a_working_setup(
     lines = {line.name: line for line in await run_checks(configured)}
     assert {n: line.status for n, line in lines.items()} == {
         "settings": "ok", "missing": "ok", "redis": "ok", "store": "ok", "gitlab": "ok", "github": "ok", "model": "ok",
-        "embedder": "ok", "sandbox": "ok", "install": "ok", "signing": "skip"}
+        "embedder": "ok", "sandbox": "ok", "install": "ok", "signing": "skip", "hooks": "skip"}
     assert "@forgebot" in lines["gitlab"].detail and "@forgebot" in lines["github"].detail
     assert "auto → function_calling" in lines["model"].detail
     assert server.requests[0].tool_names == ["echo"] and "tool_choice" not in server.requests[0].body  # as loops ask

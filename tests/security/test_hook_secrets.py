@@ -176,7 +176,8 @@ def test_forgebot_hooks_registers_each_projects_url_and_secret_and_the_forge_the
         ("gitlab", "https://bot.example.org/webhooks/gitlab/1"),
         ("github", "https://bot.example.org/webhooks/github/186853002"),
     }
-    assert fake_forge.hooks == {}
+    assert {p["state"] for p in printed} == {"missing"}
+    assert not any(fake_forge.hooks.values())
     for _ in range(2):  # registering again updates the same hooks
         assert main(["hooks", "--register", "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

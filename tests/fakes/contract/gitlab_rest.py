@@ -296,6 +296,10 @@ def operations() -> list[Operation]:
            body=HOOK_BODY, required=["url"]),
         op("hooks/edit", "PUT", "/projects/:id/hooks/:hook_id", {"200": ("schema", "public_api/v4/project_hook.json")},
            body=HOOK_BODY, required=["url"]),
+        op("hooks/get", "GET", "/projects/:id/hooks/:hook_id", {"200": ("schema", "public_api/v4/project_hook.json")}),
+        # "Trigger a test project webhook" (GitLab 17.0): {"message": "201 Created"}; a 4xx in GitLab's error format
+        # it takes no attributes; python-gitlab's `ProjectHook.test` posts an empty JSON object
+        op("hooks/test", "POST", "/projects/:id/hooks/:hook_id/test/:trigger", {"201": NO_SCHEMA}, body={}),
         # doc/api/issues.md "List project issues", "Single project issue"
         op("issues/list", "GET", "/projects/:id/issues", {"200": ("items", "public_api/v4/issue.json")},
            query=ISSUE_LIST),

@@ -124,6 +124,11 @@ USES = (
         "scope `api`; role Maintainer"),
     Use("gitlab", "hooks/edit", "PUT", "/projects/{id}/hooks/{hook_id}",
         "`forgebot hooks --register`: a new URL or token", "scope `api`; role Maintainer"),
+    Use("gitlab", "hooks/test", "POST", "/projects/{id}/hooks/{hook_id}/test/{trigger}",
+        "`forgebot hooks --register`: a test push to a hook GitLab disabled after failing deliveries (a test "
+        "answered 2xx enables it)", "scope `api`; role Maintainer"),
+    Use("gitlab", "hooks/get", "GET", "/projects/{id}/hooks/{hook_id}",
+        "`forgebot hooks --register`: the hook after its test", "scope `read_api`; role Maintainer"),
     Use("gitlab", "issues/get", "GET", "/projects/{id}/issues/{issue_iid}",
         "the labeled issue: title, description, labels, author", GL_READ),
     Use("gitlab", "issues/list", "GET", "/projects/{id}/issues", "closed issues since the last sync, for the memory",

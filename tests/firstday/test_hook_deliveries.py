@@ -1,0 +1,133 @@
+"""A hook the forge stopped delivering to, said by `forgebot hooks` and brought back by `--register`.
+
+The first day's way to lose every event: a hook added by hand with a mistyped secret, or while the
+receiver was not up yet. GitLab answers each refused delivery by counting it and, after 4 in a row,
+disables the hook (for a back-off up to a day, for good after 40); GitHub keeps the refusal as the hook's
+last answer. Nothing reached the bot, so nothing on its side showed it: `forgebot hooks` printed the URL
+and secret and exited 0, and `--register` saved the right secret into a hook GitLab still sent nothing to.
+The forge here delivers as the real one does (`tests.fakes.forge_deliveries`) to the service the user runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bot.web.app import create_app
+from foundation.settings import Settings
+from tests.conftest import GITHUB_SECRET, GITHUB_TOKEN
+from tests.fakes.forge_deliveries import deliver
+from tests.fakes.forge_http import FakeForgeState
+from tests.fakes.forge_state import FakeHook
+from tests.fakes.model_server import ModelServer
+from tests.fakes.server import ServerThread, free_port, serving
+from tests.firstday.cli import forgebot
+from tests.firstday.conftest import Launch, model_env
+from tests.intake import deliveries
+from tests.intake.payloads import github_comment, sample, serve_samples
+
+GITLAB = 1  # forge_env's project: the label sample's
+GITHUB = 186853002  # the GitHub samples' repository
+
+
+def _hooks(*argv: str, cwd: Path, env: dict[str, str]) -> tuple[int, list[dict[str, Any]]]:
+    typed = forgebot("hooks", "--json", *argv, cwd=cwd, **env)
+    assert not typed.err, typed.text
+    return typed.code, [json.loads(line) for line in typed.out]
+
+
+def _label_event() -> dict[str, Any]:
+    return sample("gitlab/issue.labels-changed.json")
+
+
+def test_a_gitlab_hook_disabled_after_refused_deliveries_is_said_and_register_enables_it_again(
+    launch: Launch, forge_env: dict[str, str], model: ModelServer, fake_forge: FakeForgeState, tmp_path: Path,
+) -> None:
+    service = launch("serve", **forge_env, **model_env(model)).wait_healthy()
+    url = f"{service.url}/webhooks/gitlab/{GITLAB}"
+    hook = FakeHook(id=901, url=url, secret="mistyped-by-hand", events=["issues_events", "note_events"])
+    fake_forge.hooks[("gitlab", str(GITLAB))] = [hook]
+    env = {**forge_env, "FORGEBOT_INTAKE__ALLOWED_PROJECTS": json.dumps([str(GITLAB)]),
+           "FORGEBOT_INTAKE__PUBLIC_URL": service.url}
+
+    # each label the team adds is refused (401) until GitLab stops sending
+    assert [deliver(fake_forge, "gitlab", GITLAB, "Issue Hook", _label_event())[0] for _ in range(5)] \
+        == [401, 401, 401, 401, None]
+    code, (line,) = _hooks(cwd=tmp_path, env=env)
+    assert code == 1
+    assert line["state"] == "disabled"
+    assert line["detail"].startswith(f"GitLab disabled it after failing deliveries, until {hook.disabled_until}; ")
+    assert line["detail"].endswith("GitLab sends it nothing until a test delivery is answered 2xx: "
+                                   "forgebot hooks --register sends one")
+
+    # `forgebot check`, which an operator runs first when nothing happens, says it too
+    checked = forgebot("check", *(f"--skip={name}" for name in ("redis", "store", "model", "embedder", "sandbox",
+                                                                 "install")), cwd=tmp_path, **env)
+    assert checked.code == 1
+    assert [text for text in checked.out if text.startswith("hooks")] == [
+        f"hooks     FAIL  gitlab {line['path']}: {line['detail']}"]
+
+    code, (line,) = _hooks("--register", cwd=tmp_path, env=env)
+    assert code == 0, line
+    assert (line["registered"], line["state"]) == ("updated", "enabled")
+    assert line["detail"] == "enabled again: GitLab's test delivery was answered 2xx"
+    assert hook.secret == deliveries.secret("gitlab", GITLAB) and hook.alert_status == "executable"
+
+    # the next label reaches the service and becomes a task
+    assert deliver(fake_forge, "gitlab", GITLAB, "Issue Hook", _label_event()) == [202]
+    code, (line,) = _hooks(cwd=tmp_path, env=env)
+    assert (code, line["state"]) == (0, "enabled")
+    checked = forgebot("check", "--skip=model", "--skip=embedder", "--skip=sandbox", "--skip=install", cwd=tmp_path,
+                       **env)
+    assert [text for text in checked.out if text.startswith("hooks")] == ["hooks     ok    1 project hooks: 1 enabled"]
+
+
+def test_a_test_delivery_the_receiver_does_not_answer_leaves_the_hook_disabled_and_says_what_to_look_at(
+    forge_env: dict[str, str], fake_forge: FakeForgeState, tmp_path: Path,
+) -> None:
+    down = f"http://127.0.0.1:{free_port()}"
+    hook = FakeHook(id=902, url=f"{down}/webhooks/gitlab/{GITLAB}", secret="old", events=["note_events"],
+                    failures=4, alert_status="temporarily_disabled", disabled_until="2026-01-01T00:01:00.000Z")
+    fake_forge.hooks[("gitlab", str(GITLAB))] = [hook]
+    env = {**forge_env, "FORGEBOT_INTAKE__ALLOWED_PROJECTS": json.dumps([str(GITLAB)]),
+           "FORGEBOT_INTAKE__PUBLIC_URL": down}
+    code, (line,) = _hooks("--register", cwd=tmp_path, env=env)
+    assert code == 1
+    assert (line["registered"], line["state"]) == ("updated", "disabled")
+    assert line["detail"].endswith("the test delivery sent now was not answered 2xx: is the receiver up, at this "
+                                   "URL, and reachable from GitLab?")
+    assert hook.failures == 5
+
+
+def test_a_github_hook_whose_deliveries_are_refused_is_said_until_one_is_answered(
+    settings: Settings, redis_url: str, forge_server: ServerThread, fake_forge: FakeForgeState, tmp_path: Path,
+) -> None:
+    serve_samples(fake_forge, settings)
+    settings.redis_url = redis_url
+    env = {"FORGEBOT_DATA_DIR": str(tmp_path / "cli"), "FORGEBOT_GITHUB__API_URL": settings.github.api_url,
+           "FORGEBOT_GITHUB__TOKEN": GITHUB_TOKEN, "FORGEBOT_GITHUB__WEBHOOK_SECRET": GITHUB_SECRET,
+           "FORGEBOT_GITHUB__MAX_RETRIES": "0", "FORGEBOT_INTAKE__ALLOWED_PROJECTS": '["Codertocat/Hello-World"]'}
+    with serving(create_app(settings)) as receiver:
+        env["FORGEBOT_INTAKE__PUBLIC_URL"] = receiver.url
+        code, (line,) = _hooks(cwd=tmp_path, env=env)
+        assert (code, line["state"]) == (0, "missing")
+        assert line["detail"] == "no hook at this URL: add it with the secret above, or run forgebot hooks --register"
+
+        hook = FakeHook(id=903, url=f"{receiver.url}/webhooks/github/{GITHUB}", secret="typo",
+                        events=["issues", "issue_comment"])
+        fake_forge.hooks[("github", str(GITHUB))] = [hook]
+        assert deliver(fake_forge, "github", GITHUB, "issue_comment", github_comment("thanks")) == [401]
+        code, (line,) = _hooks(cwd=tmp_path, env=env)
+        assert (code, line["state"]) == (1, "failing")
+        assert line["detail"].startswith("GitHub's last delivery was answered HTTP 401 (failed: Invalid HTTP "
+                                         "Response: 401); a 401 means the hook's secret is not the one above")
+
+        code, (line,) = _hooks("--register", cwd=tmp_path, env=env)
+        assert (code, line["registered"], line["state"]) == (0, "updated", "failing")
+        assert line["detail"].endswith("saved again now: the next delivery tells")
+
+        assert deliver(fake_forge, "github", GITHUB, "issue_comment", github_comment("thanks")) == [200]
+        code, (line,) = _hooks(cwd=tmp_path, env=env)
+        assert (code, line["state"]) == (0, "ok")
+        assert line["detail"] == "delivering: GitHub's last delivery was answered HTTP 200 (OK)"
