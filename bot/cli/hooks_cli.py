@@ -19,6 +19,7 @@ from bot.cli.check import unreachable
 from bot.intake.webhooks import project_secret
 from foundation.forge import (
     ForgeAuthError,
+    ForgeConflict,
     ForgeError,
     ForgeKind,
     ForgeNotFound,
@@ -124,10 +125,30 @@ async def hook_lines(settings: Settings, base_url: str, projects: list[str], onl
                         found = await forge.test_hook(repo, saved.id) or found
                 except ForgeAuthError as exc:
                     registered = f"refused: {_MANAGE[kind]} ({exc}); add the URL and secret by hand"
+                except ForgeConflict as exc:  # a 422: the forge would not take this URL
+                    registered = f"refused: {_refused_url(kind, exc)}"
             state, detail = _state(settings, kind, hooks, found, registered, was) if hooks is not None \
                 else ("unread", f"not read: {unread}")
             lines.append(HookLine(kind, repo.project, repo.path, url, secret, registered, state, detail))
     return lines, unresolved
+
+
+# where a forge delivers to no address on a local network (GitLab's administrators may allow it)
+_LOCAL = {
+    "gitlab": "an administrator of GitLab allows it: Admin area → Settings → Network → Outbound requests → \"Allow "
+              "requests to the local network from webhooks and integrations\", or the receiver's host in the "
+              "allowlist there",
+    "github": "GitHub.com delivers only to a public address: give the receiver one (FORGEBOT_INTAKE__PUBLIC_URL), or "
+              "relay the deliveries to it",
+}
+
+
+def _refused_url(kind: ForgeKind, exc: ForgeError) -> str:
+    """The forge's refusal of the hook's URL in its own words, and the way out where it is known."""
+    said = str(exc).split(": ", 1)[-1] if str(exc).startswith(f"{kind} ") else str(exc)
+    local = "local network" in said or "reachable over the public Internet" in said
+    name = "GitLab" if kind == "gitlab" else "GitHub"
+    return f"{name} refused the URL: {said}" + (f"; {_LOCAL[kind]}" if local else "")
 
 
 def _state(settings: Settings, kind: ForgeKind, hooks: list[Hook], found: Hook | None, registered: str,

@@ -79,7 +79,13 @@ def _failure(exc: Exception) -> _retry.Failure | None:
     """PyGithub's exceptions as (status, headers, message); a transport error has no status."""
     if isinstance(exc, GithubException):
         data = exc.data if isinstance(exc.data, dict) else {}
-        return exc.status, dict(exc.headers or {}), str(data.get("message") or exc.data or "")
+        message = str(data.get("message") or exc.data or "")
+        # a 422's `errors` say what was refused (`Validation Failed` alone names nothing): each its own
+        # `message`, or its resource, field and code (`Hook.url invalid`)
+        errors = [e.get("message") or ".".join(str(e[k]) for k in ("resource", "field") if e.get(k)) +
+                  (f" {e['code']}" if e.get("code") else "") for e in data.get("errors") or [] if isinstance(e, dict)]
+        told = "; ".join(str(e) for e in errors if e)
+        return exc.status, dict(exc.headers or {}), f"{message}: {told}" if told else message
     if isinstance(exc, requests.RequestException):
         return 0, {}, _retry.transport(exc)
     return None

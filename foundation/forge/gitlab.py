@@ -122,8 +122,7 @@ class GitLabForge(SdkAdapter):
         so the thread-local headers are this call's."""
         if isinstance(exc, GitlabError):
             headers = self._gl.last_headers() if isinstance(self._gl, GitLabClient) else {}
-            message = exc.error_message if isinstance(exc.error_message, str) else "error"
-            return exc.response_code or 0, headers, message
+            return exc.response_code or 0, headers, _said(exc.error_message)
         if isinstance(exc, requests.RequestException):
             return 0, {}, _retry.transport(exc)
         return None
@@ -563,3 +562,16 @@ def _hook(found: dict[str, Any]) -> Hook:
         return Hook(id=int(found["id"]), url=str(found["url"]), state="disabled",
                     detail="GitLab disabled it for good after failing deliveries")
     return Hook(id=int(found["id"]), url=str(found["url"]))
+
+
+def _said(message: object) -> str:
+    """GitLab's error `message` as one line: a string as it is, field errors (`{"url": ["is blocked: …"]}`,
+    what a refused attribute gets) as `url is blocked: …`; they read "error" before, naming nothing."""
+    if isinstance(message, str):
+        return message
+    if isinstance(message, dict) and message:
+        return "; ".join(f"{field} {'; '.join(map(str, said)) if isinstance(said, list) else said}"
+                         for field, said in message.items())
+    if isinstance(message, list) and message:
+        return "; ".join(map(str, message))
+    return "error"

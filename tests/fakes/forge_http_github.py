@@ -27,6 +27,7 @@ from tests.fakes.forge_state import (
     FakeIssue,
     FakeThread,
     Kind,
+    local_address,
 )
 
 _REACTIONS = {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"}
@@ -205,8 +206,15 @@ async def hooks(request: Request) -> JSONResponse:
         if request.method == "GET" and "hook_id" not in request.path_params:
             return paginated(request, [shapes.hook(root, full_name, h) for h in stored], "github")
         match = [h for h in stored if h.id == int(request.path_params.get("hook_id", -1))]
-    if request.method == "POST":
+    if request.method in ("POST", "PATCH"):
         data = await request.json()
+        host = local_address(str((data.get("config") or {}).get("url", "")))
+        if host and not state.local_hooks:
+            return _error(422, "Validation Failed", [{
+                "resource": "Hook", "code": "custom",
+                "message": f"Sorry, the URL host {host} is not supported because it isn't reachable over the public "
+                           "Internet"}])
+    if request.method == "POST":
         config = data["config"]
         hook = FakeHook(id=state.next_id(), url=str(config["url"]), secret=str(config.get("secret", "")),
                         events=list(data.get("events") or ["push"]))
@@ -216,7 +224,6 @@ async def hooks(request: Request) -> JSONResponse:
     if not match:
         return not_found()
     if request.method == "PATCH":
-        data = await request.json()
         with state.lock:
             match[0].url = str(data["config"]["url"])
             match[0].secret = str(data["config"].get("secret", ""))

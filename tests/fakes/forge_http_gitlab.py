@@ -31,6 +31,7 @@ from tests.fakes.forge_state import (
     FakeProject,
     FakeThread,
     Kind,
+    local_address,
 )
 
 _EMOJI = {"eyes", "thumbsup", "rocket", "confused"}
@@ -355,6 +356,9 @@ async def hooks(request: Request) -> JSONResponse:
         if request.method == "GET":
             return paginated(request, [_hook_json(found.id, h) for h in stored], "gitlab")
     data = await request.json()
+    if not state.local_hooks and local_address(str(data.get("url", ""))):  # GitLab's own words, per field
+        return JSONResponse(shapes.error({"url": ["is blocked: Requests to the local network are not allowed"]}),
+                            status_code=422)
     events = sorted(k for k, v in data.items() if k.endswith("_events") and v is True)
     with state.lock:
         if request.method == "POST":

@@ -7,10 +7,12 @@ every mutation happens under one lock because uvicorn serves from its own thread
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import itertools
 import re
 import subprocess
 import threading
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -184,6 +186,10 @@ class FakeForgeState:
     gitlab_without_diffs: bool = False
     projects: dict[tuple[str, str], FakeProject] = field(default_factory=dict)  # (forge, id or path)
     hooks: dict[tuple[str, str], list[FakeHook]] = field(default_factory=dict)  # (forge, id or path)
+    # whether the forge takes a hook URL on a local network (a loopback or private address, `localhost`):
+    # GitLab only when an administrator allows it ("Allow requests to the local network from webhooks and
+    # integrations", off by default), GitHub.com never (GitHub Enterprise Server does)
+    local_hooks: bool = False
     lock: threading.RLock = field(default_factory=threading.RLock)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
 
@@ -294,3 +300,16 @@ class FakeForgeState:
     def requests_to(self, method: str, fragment: str) -> int:
         with self.lock:
             return sum(1 for m, p, _ in self.log if m == method and fragment in p)
+
+
+def local_address(url: str) -> str:
+    """The host of `url` when it is on a local network as the forges tell (loopback, private, link-local,
+    `localhost`), else "". A name is not resolved: the fake has no DNS of its own."""
+    host = urllib.parse.urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return host
+    try:
+        found = ipaddress.ip_address(host)
+    except ValueError:
+        return ""
+    return host if found.is_private or found.is_loopback or found.is_link_local else ""

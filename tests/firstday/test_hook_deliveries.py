@@ -44,6 +44,7 @@ def _label_event() -> dict[str, Any]:
 def test_a_gitlab_hook_disabled_after_refused_deliveries_is_said_and_register_enables_it_again(
     launch: Launch, forge_env: dict[str, str], model: ModelServer, fake_forge: FakeForgeState, tmp_path: Path,
 ) -> None:
+    fake_forge.local_hooks = True  # the receiver is on this machine: an administrator allowed it
     service = launch("serve", **forge_env, **model_env(model)).wait_healthy()
     url = f"{service.url}/webhooks/gitlab/{GITLAB}"
     hook = FakeHook(id=901, url=url, secret="mistyped-by-hand", events=["issues_events", "note_events"])
@@ -86,6 +87,7 @@ def test_a_gitlab_hook_disabled_after_refused_deliveries_is_said_and_register_en
 def test_a_test_delivery_the_receiver_does_not_answer_leaves_the_hook_disabled_and_says_what_to_look_at(
     forge_env: dict[str, str], fake_forge: FakeForgeState, tmp_path: Path,
 ) -> None:
+    fake_forge.local_hooks = True
     down = f"http://127.0.0.1:{free_port()}"
     hook = FakeHook(id=902, url=f"{down}/webhooks/gitlab/{GITLAB}", secret="old", events=["note_events"],
                     failures=4, alert_status="temporarily_disabled", disabled_until="2026-01-01T00:01:00.000Z")
@@ -104,6 +106,7 @@ def test_a_github_hook_whose_deliveries_are_refused_is_said_until_one_is_answere
     settings: Settings, redis_url: str, forge_server: ServerThread, fake_forge: FakeForgeState, tmp_path: Path,
 ) -> None:
     serve_samples(fake_forge, settings)
+    fake_forge.local_hooks = True  # a GitHub Enterprise Server on the same network
     settings.redis_url = redis_url
     env = {"FORGEBOT_DATA_DIR": str(tmp_path / "cli"), "FORGEBOT_GITHUB__API_URL": settings.github.api_url,
            "FORGEBOT_GITHUB__TOKEN": GITHUB_TOKEN, "FORGEBOT_GITHUB__WEBHOOK_SECRET": GITHUB_SECRET,
@@ -131,3 +134,34 @@ def test_a_github_hook_whose_deliveries_are_refused_is_said_until_one_is_answere
         code, (line,) = _hooks(cwd=tmp_path, env=env)
         assert (code, line["state"]) == (0, "ok")
         assert line["detail"] == "delivering: GitHub's last delivery was answered HTTP 200 (OK)"
+
+
+def test_a_receiver_on_a_local_network_the_forge_refuses_hooks_to_is_said_with_the_way_out(
+    settings: Settings, forge_env: dict[str, str], fake_forge: FakeForgeState, tmp_path: Path,
+) -> None:
+    """A self-managed GitLab takes no hook URL on a local network unless an administrator allows it (off by
+    default), and github.com none at all: the bot's first install, on an internal address, met both. The
+    forge's 422 named the field in a form the command did not read, and the register ended in a traceback."""
+    serve_samples(fake_forge, settings)
+    internal = "http://10.20.0.15:8080"
+    env = {**forge_env, "FORGEBOT_INTAKE__ALLOWED_PROJECTS": json.dumps([str(GITLAB), "Codertocat/Hello-World"]),
+           "FORGEBOT_INTAKE__PUBLIC_URL": internal, "FORGEBOT_GITHUB__API_URL": settings.github.api_url,
+           "FORGEBOT_GITHUB__TOKEN": GITHUB_TOKEN, "FORGEBOT_GITHUB__WEBHOOK_SECRET": GITHUB_SECRET,
+           "FORGEBOT_GITHUB__MAX_RETRIES": "0"}
+    code, (gitlab,) = _hooks("--register", "--forge=gitlab", str(GITLAB), cwd=tmp_path, env=env)
+    assert code == 1
+    code, (github,) = _hooks("--register", "--forge=github", "Codertocat/Hello-World", cwd=tmp_path, env=env)
+    assert code == 1
+    assert gitlab["registered"] == (
+        "refused: GitLab refused the URL: url is blocked: Requests to the local network are not allowed; an "
+        "administrator of GitLab allows it: Admin area → Settings → Network → Outbound requests → \"Allow requests "
+        "to the local network from webhooks and integrations\", or the receiver's host in the allowlist there")
+    assert github["registered"] == (
+        "refused: GitHub refused the URL: Validation Failed: Sorry, the URL host 10.20.0.15 is not supported "
+        "because it isn't reachable over the public Internet; GitHub.com delivers only to a public address: give "
+        "the receiver one (FORGEBOT_INTAKE__PUBLIC_URL), or relay the deliveries to it")
+    assert not any(fake_forge.hooks.values())
+    fake_forge.local_hooks = True  # the administrator allowed it (GitHub: a GitHub Enterprise Server)
+    for forge, project in (("gitlab", str(GITLAB)), ("github", "Codertocat/Hello-World")):
+        code, (line,) = _hooks("--register", f"--forge={forge}", project, cwd=tmp_path, env=env)
+        assert (code, line["registered"]) == (0, "created")
