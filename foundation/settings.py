@@ -600,7 +600,8 @@ class IntakeSettings(BaseModel):
     public_url: str | None = Field(
         default=None,
         description="the receiver's address as the forge reaches it (e.g. `https://bot.example.com`); "
-        "`forgebot hooks` builds each project's hook URL from it",
+        "`forgebot hooks` builds each project's hook URL from it; under a path (`https://tools.example.com/forgebot`) "
+        "the service answers with the path and without it, whether a proxy strips it or not",
     )
 
 
@@ -681,7 +682,8 @@ class ConsoleSettings(BaseModel):
     )
     public_url: str = Field(
         default="",
-        description="the console's address as users reach it (`https://forgebot.example.com`); unset: no links",
+        description="the console's address as users reach it (`https://forgebot.example.com`); unset: no links; "
+        "under a path, served with the path and without it",
     )
     link_hours: float = Field(default=720.0, gt=0, description="hours a per-task link in a status comment stays valid")
     page_size: int = Field(default=50, ge=1, le=500, description="tasks per page of the console's task list")

@@ -30,6 +30,7 @@ from bot.intake.repolabels import RepoLabels
 from bot.intake.webhooks import Metrics, github_webhook, gitlab_webhook
 from bot.tasks.inbox import Inbox, open_inbox
 from bot.tasks.queue import ArqQueue, JobQueue
+from bot.web.prefixes import PublicPaths, public_paths
 from bot.web.readiness import gaps, readiness
 from foundation.metrics import register_collectors
 from foundation.settings import Settings
@@ -137,4 +138,6 @@ def create_app(
     ]
     # every body any route reads is bounded in size and time (bot.intake.bodies), routes added later included
     limits = Middleware(BodyLimits, max_bytes=resolved.max_body_bytes, timeout=resolved.body_timeout_seconds)
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[limits])
+    # also under the path of the public addresses, for a proxy that forwards it (bot.web.prefixes)
+    paths = Middleware(PublicPaths, prefixes=public_paths(resolved.intake.public_url, resolved.console.public_url))
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[paths, limits])

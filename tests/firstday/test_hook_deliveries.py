@@ -165,3 +165,25 @@ def test_a_receiver_on_a_local_network_the_forge_refuses_hooks_to_is_said_with_t
     for forge, project in (("gitlab", str(GITLAB)), ("github", "Codertocat/Hello-World")):
         code, (line,) = _hooks("--register", f"--forge={forge}", project, cwd=tmp_path, env=env)
         assert (code, line["registered"]) == (0, "created")
+
+
+def test_deliveries_reach_the_service_under_its_public_path_whether_the_proxy_strips_it_or_not(
+    launch: Launch, forge_env: dict[str, str], model: ModelServer, fake_forge: FakeForgeState, tmp_path: Path,
+) -> None:
+    """`FORGEBOT_INTAKE__PUBLIC_URL` with a path (a shared host): `forgebot hooks` registers the hook under it,
+    and a proxy that forwards the path as it came (an Ingress without a rewrite) passed
+    `/forgebot/webhooks/gitlab/1`, answered 404: every delivery refused, the hook disabled after four."""
+    fake_forge.local_hooks = True
+    port = free_port()
+    public = f"http://127.0.0.1:{port}/forgebot"
+    env = {**forge_env, "FORGEBOT_INTAKE__ALLOWED_PROJECTS": json.dumps([str(GITLAB)]),
+           "FORGEBOT_INTAKE__PUBLIC_URL": public, "FORGEBOT_CONSOLE__PUBLIC_URL": public}
+    service = launch("serve", port=port, **env, **model_env(model)).wait_healthy()
+    code, (line,) = _hooks("--register", cwd=tmp_path, env=env)
+    assert (code, line["url"]) == (0, f"{public}/webhooks/gitlab/{GITLAB}")
+    assert deliver(fake_forge, "gitlab", GITLAB, "Issue Hook", _label_event()) == [202]
+    (hook,) = fake_forge.hooks[("gitlab", str(GITLAB))]
+    hook.url = f"{service.url}/webhooks/gitlab/{GITLAB}"  # a proxy that strips the path: served as before
+    assert deliver(fake_forge, "gitlab", GITLAB, "Issue Hook", _label_event()) == [200]  # the same event again
+    assert service.http.get(f"{public}/console/login").status_code == 200
+    assert service.http.get(f"{service.url}/forgebotx/healthz").status_code == 404  # only the path itself
