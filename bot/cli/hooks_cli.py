@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from bot.cli.check import unreachable
 from bot.intake.webhooks import project_secret
 from foundation.forge import (
+    Forge,
     ForgeAuthError,
     ForgeConflict,
     ForgeError,
@@ -26,6 +27,7 @@ from foundation.forge import (
     ForgeUnavailable,
     ForgeUntrusted,
     Hook,
+    RepoRef,
     open_forge,
 )
 from foundation.settings import Settings
@@ -43,12 +45,15 @@ class HookLine:
     # may not read the project's hooks); `detail` in the forge's words and what to do
     state: str = ""
     detail: str = ""
+    redelivered: str = ""  # what `--redeliver` did ("" not asked)
+    redelivery_failed: bool = False  # deliveries are still unanswered after it
 
     @property
     def broken(self) -> bool:
         """Whether the forge does not deliver to the bot through this hook (disabled), or its last delivery
         failed and nothing here changed the hook since."""
-        return self.state == "disabled" or (self.state == "failing" and self.registered != "updated")
+        acted = self.registered == "updated" or (self.redelivered and not self.redelivery_failed)
+        return self.state == "disabled" or (self.state == "failing" and not acted) or self.redelivery_failed
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,6 +61,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--forge", choices=["gitlab", "github"], help="only this forge (default: both, if configured)")
     parser.add_argument("--url", help="the receiver's public base URL (default: FORGEBOT_INTAKE__PUBLIC_URL)")
     parser.add_argument("--register", action="store_true", help="create or update each hook through the forge API")
+    parser.add_argument("--redeliver", action="store_true",
+                        help="have the forge send again each delivery it keeps that was not answered 2xx (the events "
+                             "of an outage of the receiver)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.add_argument("projects", nargs="*", help="projects to list (default: the allow-list)")
     parser.set_defaults(handler=run)
@@ -77,9 +85,10 @@ _MANAGE = {"gitlab": "the token may not manage this project's webhooks (role Mai
 
 
 async def hook_lines(settings: Settings, base_url: str, projects: list[str], only: str | None,
-                     save: bool) -> tuple[list[HookLine], list[str]]:
+                     save: bool, redeliver: bool = False) -> tuple[list[HookLine], list[str]]:
     """Resolve each project on each configured forge and read what the forge says of its hook; with `save`,
-    create or update it. The lines, and a sentence for each project that could not be resolved."""
+    create or update it; with `redeliver`, have the forge send its failed deliveries again. The lines, and a
+    sentence for each project that could not be resolved."""
     lines: list[HookLine] = []
     unresolved: list[str] = []
     for kind in forges(settings, only):
@@ -129,8 +138,39 @@ async def hook_lines(settings: Settings, base_url: str, projects: list[str], onl
                     registered = f"refused: {_refused_url(kind, exc)}"
             state, detail = _state(settings, kind, hooks, found, registered, was) if hooks is not None \
                 else ("unread", f"not read: {unread}")
-            lines.append(HookLine(kind, repo.project, repo.path, url, secret, registered, state, detail))
+            redelivered, still = await _redelivered(forge, kind, repo, found) if redeliver else ("", False)
+            lines.append(HookLine(kind, repo.project, repo.path, url, secret, registered, state, detail,
+                                  redelivered, still))
     return lines, unresolved
+
+
+async def _redelivered(forge: Forge, kind: ForgeKind, repo: RepoRef, found: Hook | None) -> tuple[str, bool]:
+    """What `--redeliver` did for the hook at the bot's URL, and whether deliveries are still unanswered."""
+    if found is None:
+        return "nothing to send again: no hook at this URL", False
+    if found.state == "disabled":
+        return "nothing sent again: the hook is disabled (--register first)", True
+    try:
+        done = await forge.redeliver(repo, found.id)
+    except ForgeNotFound:  # a GitLab before 17.3 lists no hook events
+        if kind == "gitlab":
+            return ("nothing sent again: GitLab lists no hook events before 17.3 (resend them from the hook's "
+                    "Recent events, in its settings)"), True
+        return "nothing sent again: GitHub lists no deliveries of the hook", True
+    except ForgeError as exc:
+        return f"nothing sent again: {exc}", True
+    name, kept = ("GitLab", "7 days") if kind == "gitlab" else ("GitHub", "3 days")
+    if not done.unanswered:
+        return f"nothing to send again: {name} answered 2xx every delivery it keeps ({kept})", False
+    said = f"{done.resent} of {done.unanswered} deliveries no attempt of which was answered 2xx sent again"
+    if done.answered is not None:
+        said += f", {done.answered} answered 2xx now"
+    else:
+        said += f"; {name} sends them shortly, and forgebot hooks --redeliver then finds none left"
+    if done.refused:
+        said += f"; {name} refused the rest: {done.refused} (run it again later)"
+    still = bool(done.refused) or (done.answered is not None and done.answered < done.resent)
+    return said, still
 
 
 # where a forge delivers to no address on a local network (GitLab's administrators may allow it)
@@ -176,9 +216,14 @@ def _state(settings: Settings, kind: ForgeKind, hooks: list[Hook], found: Hook |
     if was == "disabled":  # GitHub: made active again
         return "unused", "active again: the next delivery tells"
     if found.state == "failing":
-        fix = ("saved again now: the next delivery tells" if saved else
-               "a 401 means the hook's secret is not the one above, which forgebot hooks --register saves; "
-               "the receiver's log says why it refused")
+        if saved:
+            fix = "saved again now: the next delivery tells"
+        elif found.answer == 401:
+            fix = "the hook's secret is not the one above: forgebot hooks --register saves it"
+        elif found.answer is None:
+            fix = "is the receiver up, at this URL, and reachable from GitHub? Once it is, --redeliver sends again"
+        else:
+            fix = "the receiver's log says why it refused"
         return "failing", f"{found.detail}; {fix}"
     meaning = {
         "enabled": "enabled: GitLab has not disabled it (it shows no delivery's answer)",
@@ -201,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
     if not forges(settings, args.forge):
         sys.stderr.write("forgebot hooks: no forge has both a token and a webhook secret configured\n")
         return 2
-    lines, unresolved = asyncio.run(hook_lines(settings, base, projects, args.forge, args.register))
+    lines, unresolved = asyncio.run(hook_lines(settings, base, projects, args.forge, args.register, args.redeliver))
     for problem in unresolved:
         sys.stderr.write(f"forgebot hooks: {problem}\n")
     for line in lines:
@@ -209,7 +254,8 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(json.dumps(asdict(line)) + "\n")
         else:
             done = f"  ({line.registered})" if line.registered else ""
+            again = f"  again:  {line.redelivered}\n" if line.redelivered else ""
             sys.stdout.write(f"{line.forge}  {line.path}\n  url:    {line.url}\n  secret: {line.secret}{done}\n"
-                             f"  state:  {line.detail}\n")
+                             f"  state:  {line.detail}\n{again}")
     refused = any(line.registered.startswith("refused") or line.broken for line in lines)
     return 0 if lines and not refused else 1

@@ -56,6 +56,7 @@ from foundation.forge.models import (
     LineKind,
     Marker,
     Reaction,
+    Redelivery,
     RepoRef,
 )
 
@@ -369,6 +370,31 @@ class GitHubForge(SdkAdapter):
 
         return await self._read(fetch)
 
+    async def redeliver(self, repo: RepoRef, hook_id: int) -> Redelivery:
+        """GitHub lists a hook's deliveries with their answers, a redelivery sharing the original's `guid`, and
+        sends one again on request (202: later, so the answer is not known here; past 3 days it refuses)."""
+
+        def listed() -> list[tuple[int, str, int]]:
+            deliveries = self._repo(repo).get_hook_deliveries(hook_id)
+            return [(int(d.id), str(d.guid), int(d.status_code or 0)) for d in deliveries]
+
+        found = await self._read(listed)
+        answered = {guid for _, guid, code in found if 200 <= code < 300}
+        newest: dict[str, int] = {}
+        for delivery_id, guid, _ in found:  # newest first
+            if guid not in answered:
+                newest.setdefault(guid, delivery_id)
+        url = f"{self._repo(repo).url}/hooks/{hook_id}/deliveries"
+        resent = 0
+        for delivery_id in reversed(newest.values()):  # oldest first, as they came
+            try:
+                await self._write(partial(self._gh.requester.requestJsonAndCheck, "POST",
+                                          f"{url}/{delivery_id}/attempts"), None)
+            except ForgeError as exc:
+                return Redelivery(unanswered=len(newest), resent=resent, refused=str(exc))
+            resent += 1
+        return Redelivery(unanswered=len(newest), resent=resent)
+
     async def test_hook(self, repo: RepoRef, hook_id: int) -> Hook | None:
         return None  # GitHub disables no hook by itself; `save_hook` makes an inactive one active
 
@@ -565,4 +591,5 @@ def _hook(found: Any) -> Hook:
     said = f"was answered HTTP {code}" if isinstance(code, int) else "got no answer"
     said += f" ({words})" if words else ""
     state: HookState = "ok" if isinstance(code, int) and 200 <= code < 300 else "failing"
-    return Hook(id=int(found.id), url=url, state=state, detail=f"GitHub's last delivery {said}")
+    return Hook(id=int(found.id), url=url, state=state, detail=f"GitHub's last delivery {said}",
+                answer=code if isinstance(code, int) else None)

@@ -40,6 +40,7 @@ from foundation.forge import (
     IssueRef,
     Marker,
     Reaction,
+    Redelivery,
     RepoRef,
 )
 from foundation.forge._text import (
@@ -215,6 +216,9 @@ class MemoryForge:
 
     async def test_hook(self, repo: RepoRef, hook_id: int) -> Hook | None:
         return None  # it delivers nothing
+
+    async def redeliver(self, repo: RepoRef, hook_id: int) -> Redelivery:
+        return Redelivery(unanswered=0, resent=0)  # it delivers nothing
 
     async def save_hook(self, repo: RepoRef, url: str, secret: str, hook_id: int | None = None) -> Hook:
         hooks = self.hooks.setdefault(repo.project, [])

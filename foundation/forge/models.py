@@ -330,6 +330,16 @@ class Hook(_Frozen):
     url: str
     state: HookState = "unknown"
     detail: str = ""  # the forge's own words: the last answer (GitHub), until when it is disabled (GitLab)
+    answer: int | None = None  # the last delivery's HTTP status where the forge keeps it (GitHub); None: none
+
+
+class Redelivery(_Frozen):
+    """What asking the forge to send a hook's failed deliveries again did (`Forge.redeliver`)."""
+
+    unanswered: int  # deliveries in the window no attempt of which was answered 2xx
+    resent: int  # of those, sent again now (the rest: the forge refused, or its rate limit held them)
+    answered: int | None = None  # of those sent again, answered 2xx: GitLab says at once; GitHub later (None)
+    refused: str = ""  # why the forge sent nothing (more) again, in its words
 
 
 class ForgeUser(_Frozen):

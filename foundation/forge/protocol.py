@@ -31,6 +31,7 @@ from foundation.forge.models import (
     IssueRef,
     Marker,
     Reaction,
+    Redelivery,
     RepoRef,
 )
 
@@ -121,6 +122,13 @@ class Conversations(Protocol):
 
     async def save_hook(self, repo: RepoRef, url: str, secret: str, hook_id: int | None = None) -> Hook:
         """Create the bot's webhook on `repo`, or update hook `hook_id` to `url` and `secret`."""
+        ...
+
+    async def redeliver(self, repo: RepoRef, hook_id: int) -> Redelivery:
+        """Have the forge send again each delivery of hook `hook_id` it still keeps (GitLab 7 days, GitHub 3)
+        that no attempt of was answered 2xx: neither forge sends a failed delivery again by itself, so the
+        events of a receiver's outage are otherwise lost. The receiver takes each at most once (a delivery
+        sent again keeps its id)."""
         ...
 
     async def test_hook(self, repo: RepoRef, hook_id: int) -> Hook | None:

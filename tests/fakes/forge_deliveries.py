@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -21,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from tests.fakes.forge_state import FakeForgeState, FakeHook
+from tests.fakes.forge_state import FakeDelivery, FakeForgeState, FakeHook
 
 TEMPORARILY_AFTER = 4  # failures in a row
 FOR_GOOD_AFTER = 40
@@ -47,24 +48,34 @@ def sendable(hook: FakeHook, forge: str, now: datetime | None = None) -> bool:
     return until is None or datetime.fromisoformat(until) <= (now or datetime.now(UTC))
 
 
-def send(hook: FakeHook, forge: str, event: str, payload: dict[str, Any], now: datetime | None = None) -> int | None:
-    """One delivery, whatever the hook's state (a test delivery is sent so), and its answer kept."""
+def send(hook: FakeHook, forge: str, event: str, payload: dict[str, Any], now: datetime | None = None,
+         again: FakeDelivery | None = None) -> int | None:
+    """One delivery, whatever the hook's state (a test delivery is sent so), its answer kept, and the delivery
+    logged as the forge lists it; `again`: a logged one sent again (its id for the receiver is the same)."""
     body = json.dumps(payload, separators=(",", ":")).encode()
+    key = again.key if again is not None else str(uuid.uuid4())
     headers = {"content-type": "application/json"}
     if forge == "gitlab":
         headers.update({"user-agent": "GitLab/17.11.0", "x-gitlab-event": event, "x-gitlab-token": hook.secret,
-                        "x-gitlab-event-uuid": str(uuid.uuid4()), "idempotency-key": str(uuid.uuid4())})
+                        "x-gitlab-event-uuid": str(uuid.uuid4()), "idempotency-key": key})
     else:
         signature = hmac.new(hook.secret.encode(), body, hashlib.sha256).hexdigest()
         headers.update({"user-agent": "GitHub-Hookshot/044aadd", "x-github-event": event,
-                        "x-github-delivery": str(uuid.uuid4()), "x-github-hook-id": str(hook.id),
+                        "x-github-delivery": key, "x-github-hook-id": str(hook.id),
                         "x-hub-signature-256": f"sha256={signature}"})
     try:
         status: int | None = httpx.post(hook.url, content=body, headers=headers, timeout=10).status_code
     except httpx.HTTPError:
         status = None
-    _kept(hook, forge, status, now or datetime.now(UTC))
+    when = now or datetime.now(UTC)
+    _kept(hook, forge, status, when)
+    hook.log.append(FakeDelivery(id=next(_ids), key=key, event=event, payload=payload, status=status,
+                                 at=when.isoformat(timespec="seconds").replace("+00:00", "Z"),
+                                 again=again is not None))
     return status
+
+
+_ids = itertools.count(7000)
 
 
 def _kept(hook: FakeHook, forge: str, status: int | None, now: datetime) -> None:

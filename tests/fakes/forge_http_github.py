@@ -9,6 +9,7 @@ Review comments are checked the way GitHub checks them: `line` on `side` must be
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tests.fakes import forge_deliveries
 from tests.fakes import github_shapes as shapes
 from tests.fakes.forge_pages import paginated
 from tests.fakes.forge_state import (
@@ -232,6 +234,36 @@ async def hooks(request: Request) -> JSONResponse:
     return JSONResponse(shapes.hook(root, full_name, match[0]))
 
 
+async def hook_deliveries(request: Request) -> JSONResponse:
+    """`repos/list-webhook-deliveries`: newest first (one page: the tests' hooks hold few)."""
+    state = _state(request)
+    found = state.project("github", _repo(request))
+    if found is None:
+        return not_found()
+    with state.lock:
+        one = [h for h in state.hooks.get(("github", str(found.id)), []) if h.id == request.path_params["hook_id"]]
+    if not one:
+        return not_found()
+    return JSONResponse([shapes.hook_delivery(d) for d in reversed(one[0].log)])
+
+
+async def hook_redelivery(request: Request) -> JSONResponse:
+    """`repos/redeliver-webhook-delivery`: GitHub answers 202 and sends it again, with the same guid (here
+    before answering, where GitHub does it after)."""
+    state = _state(request)
+    found = state.project("github", _repo(request))
+    if found is None:
+        return not_found()
+    with state.lock:
+        one = [h for h in state.hooks.get(("github", str(found.id)), []) if h.id == request.path_params["hook_id"]]
+    logged = [d for d in one[0].log if d.id == request.path_params["delivery_id"]] if one else []
+    if not logged:
+        return not_found()
+    await asyncio.to_thread(forge_deliveries.send, one[0], "github", logged[0].event, logged[0].payload, None,
+                            logged[0])
+    return JSONResponse({}, status_code=202)
+
+
 def routes() -> list[Route]:
     from tests.fakes.forge_http_github_pulls import pull_routes
 
@@ -244,6 +276,8 @@ def routes() -> list[Route]:
         Route("/github/app", app, methods=["GET"]),
         Route(base + "/hooks", hooks, methods=["GET", "POST"]),
         Route(base + "/hooks/{hook_id:int}", hooks, methods=["GET", "PATCH"]),
+        Route(base + "/hooks/{hook_id:int}/deliveries", hook_deliveries, methods=["GET"]),
+        Route(base + "/hooks/{hook_id:int}/deliveries/{delivery_id:int}/attempts", hook_redelivery, methods=["POST"]),
         Route(base + "/issues", issues, methods=["GET"]),
         Route(base + "/issues/{number:int}", issue, methods=["GET"]),
         Route(base + "/issues/{number:int}/comments", issue_comments, methods=["GET", "POST"]),

@@ -392,6 +392,38 @@ async def hook_test(request: Request) -> JSONResponse:
     return JSONResponse({"message": "201 Created"}, status_code=201)
 
 
+def _one_hook(request: Request) -> tuple[FakeProject | None, FakeHook | None]:
+    state = _state(request)
+    found = state.project("gitlab", request.path_params["project"])
+    if found is None:
+        return None, None
+    with state.lock:
+        one = [h for h in state.hooks.get(("gitlab", str(found.id)), []) if h.id == int(request.path_params["hook_id"])]
+    return found, one[0] if one else None
+
+
+async def hook_events(request: Request) -> JSONResponse:
+    """doc/api/project_webhooks.md "Get a list of project webhook events" (17.3): the last 7 days, newest first."""
+    found, hook = _one_hook(request)
+    if found is None or hook is None:
+        return _error(404, "404 Not found")
+    return paginated(request, [shapes.hook_event(hook, d) for d in reversed(hook.log)], "gitlab")
+
+
+async def hook_event_resend(request: Request) -> JSONResponse:
+    """doc/api/project_webhooks.md "Resend a project webhook event" (17.4): the logged request sent again, its
+    Idempotency-Key the same; GitLab answers with the new answer's status."""
+    found, hook = _one_hook(request)
+    if found is None or hook is None:
+        return _error(404, "404 Not found")
+    logged = [d for d in hook.log if d.id == int(request.path_params["event_id"])]
+    if not logged:
+        return _error(404, "404 Not found")
+    status = await asyncio.to_thread(forge_deliveries.send, hook, "gitlab", logged[0].event, logged[0].payload,
+                                     None, logged[0])
+    return JSONResponse({"response_status": status if status is not None else "internal error"}, status_code=201)
+
+
 def routes() -> list[Route]:
     base = "/gitlab/api/v4/projects/{project}"
     noteable = base + "/{noteable:str}/{iid:int}"
@@ -403,6 +435,8 @@ def routes() -> list[Route]:
         Route(base + "/hooks", hooks, methods=["GET", "POST"]),
         Route(base + "/hooks/{hook_id:int}", hooks, methods=["GET", "PUT"]),
         Route(base + "/hooks/{hook_id:int}/test/{trigger}", hook_test, methods=["POST"]),
+        Route(base + "/hooks/{hook_id:int}/events", hook_events, methods=["GET"]),
+        Route(base + "/hooks/{hook_id:int}/events/{event_id:int}/resend", hook_event_resend, methods=["POST"]),
         Route(base + "/issues", issues, methods=["GET"]),
         Route(base + "/issues/{iid:int}", issue, methods=["GET"]),
         Route(base + "/repository/files/{path:path}/raw", raw_file, methods=["GET"]),

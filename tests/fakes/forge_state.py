@@ -14,7 +14,7 @@ import subprocess
 import threading
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 Kind = Literal["issue", "change"]
 Key = tuple[str, str, int]  # (forge, project, number)
@@ -134,6 +134,20 @@ class FakeHook:
     disabled_until: str | None = None
     active: bool = True
     last_response: tuple[int | None, str, str | None] = (None, "unused", None)
+    # every delivery, newest last: GitLab's hook events (`GET …/hooks/:id/events`), GitHub's deliveries
+    # (`GET …/hooks/:id/deliveries`); each with what sending it again needs (`FakeDelivery`)
+    log: list[FakeDelivery] = field(default_factory=list)
+
+
+@dataclass
+class FakeDelivery:
+    id: int
+    key: str  # GitLab's Idempotency-Key, GitHub's delivery guid: the same when it is sent again
+    event: str  # X-Gitlab-Event / X-GitHub-Event
+    payload: dict[str, Any]
+    status: int | None  # the answer's status; None: none came
+    at: str  # when it was sent (ISO 8601, UTC)
+    again: bool = False  # sent again (GitHub's `redelivery`)
 
 
 @dataclass

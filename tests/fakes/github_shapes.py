@@ -13,7 +13,7 @@ import hashlib
 from typing import Any
 
 from tests.fakes.contract.examples import github_example
-from tests.fakes.forge_state import FakeChange, FakeComment, FakeHook, FakeIssue, FakeProject, FakeThread
+from tests.fakes.forge_state import FakeChange, FakeComment, FakeDelivery, FakeHook, FakeIssue, FakeProject, FakeThread
 
 WEB = "https://github.example"
 _ROLES = ("read", "triage", "write", "maintain", "admin")
@@ -198,6 +198,18 @@ def hook(api_root: str, full_name: str, found: FakeHook) -> dict[str, Any]:
     if found.secret:
         data["config"]["secret"] = "********"  # GitHub masks a hook's secret in its answers
     return data
+
+
+def hook_delivery(delivery: FakeDelivery) -> dict[str, Any]:
+    """`hook-delivery-item`: GitHub's summary of one delivery (`status_code` 0 when no answer came)."""
+    ok = delivery.status is not None and 200 <= delivery.status < 300
+    repository = delivery.payload.get("repository")
+    return {"id": delivery.id, "guid": delivery.key, "delivered_at": delivery.at, "redelivery": delivery.again,
+            "duration": 0.01, "status": "OK" if ok else (f"Invalid HTTP Response: {delivery.status}"
+                                                        if delivery.status else "failed to connect to host"),
+            "status_code": delivery.status or 0, "event": delivery.event, "action": delivery.payload.get("action"),
+            "installation_id": None,
+            "repository_id": repository.get("id") if isinstance(repository, dict) else None}
 
 
 def installation_token(api_root: str, token: str, expires_at: str) -> dict[str, Any]:

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.fakes.forge_state import FakeChange, FakeComment, FakeHook, FakeIssue, FakeProject, FakeThread, Kind
+from tests.fakes.forge_state import (
+    FakeChange,
+    FakeComment,
+    FakeDelivery,
+    FakeHook,
+    FakeIssue,
+    FakeProject,
+    FakeThread,
+    Kind,
+)
 
 WEB = "https://gitlab.example.com"
 CREATED = "2026-01-01T00:00:00.000Z"
@@ -144,6 +153,22 @@ def hook(project_id: int, found: FakeHook, ssl: bool = True) -> dict[str, Any]:
             **{event: event in found.events for event in HOOK_EVENTS}, "push_events_branch_filter": None,
             "enable_ssl_verification": ssl, "alert_status": found.alert_status, "disabled_until": found.disabled_until,
             "custom_webhook_template": None}
+
+
+_TRIGGERS = {"Issue Hook": "issue_hooks", "Confidential Issue Hook": "confidential_issue_hooks",
+             "Note Hook": "note_hooks", "Confidential Note Hook": "confidential_note_hooks", "Push Hook": "push_hooks"}
+
+
+def hook_event(found: FakeHook, delivery: FakeDelivery) -> dict[str, Any]:
+    """An entry of doc/api/project_webhooks.md "Get a list of project webhook events" (GitLab 17.3; no schema
+    published): `response_status` is a string, "internal error" when no answer came."""
+    return {"id": delivery.id, "url": found.url, "trigger": _TRIGGERS.get(delivery.event, "push_hooks"),
+            "request_headers": {"Content-Type": "application/json", "User-Agent": "GitLab/17.11.0",
+                                "Idempotency-Key": delivery.key, "X-Gitlab-Event": delivery.event,
+                                "X-Gitlab-Token": "[REDACTED]"},
+            "request_data": delivery.payload, "response_headers": {}, "response_body": "",
+            "execution_duration": 0.01,
+            "response_status": str(delivery.status) if delivery.status is not None else "internal error"}
 
 
 def award(award_id: int, name: str, login: str, awardable_id: int, awardable_type: str) -> dict[str, Any]:

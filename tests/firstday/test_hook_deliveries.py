@@ -123,8 +123,8 @@ def test_a_github_hook_whose_deliveries_are_refused_is_said_until_one_is_answere
         assert deliver(fake_forge, "github", GITHUB, "issue_comment", github_comment("thanks")) == [401]
         code, (line,) = _hooks(cwd=tmp_path, env=env)
         assert (code, line["state"]) == (1, "failing")
-        assert line["detail"].startswith("GitHub's last delivery was answered HTTP 401 (failed: Invalid HTTP "
-                                         "Response: 401); a 401 means the hook's secret is not the one above")
+        assert line["detail"] == ("GitHub's last delivery was answered HTTP 401 (failed: Invalid HTTP Response: 401); "
+                                  "the hook's secret is not the one above: forgebot hooks --register saves it")
 
         code, (line,) = _hooks("--register", cwd=tmp_path, env=env)
         assert (code, line["registered"], line["state"]) == (0, "updated", "failing")
@@ -187,3 +187,59 @@ def test_deliveries_reach_the_service_under_its_public_path_whether_the_proxy_st
     assert deliver(fake_forge, "gitlab", GITLAB, "Issue Hook", _label_event()) == [200]  # the same event again
     assert service.http.get(f"{public}/console/login").status_code == 200
     assert service.http.get(f"{service.url}/forgebotx/healthz").status_code == 404  # only the path itself
+
+
+def test_the_events_of_an_outage_are_sent_again_and_become_tasks_once(
+    launch: Launch, forge_env: dict[str, str], model: ModelServer, fake_forge: FakeForgeState, tmp_path: Path,
+) -> None:
+    """The receiver was down (a deploy of `forgebot serve`, a node drained) when a label was added: GitLab's one
+    delivery got no answer, and GitLab sends no delivery again by itself, so the label was never a task.
+    `forgebot hooks --redeliver` has GitLab send again what no attempt got a 2xx for; the receiver takes it
+    once (the resend keeps the delivery's Idempotency-Key)."""
+    fake_forge.local_hooks = True
+    port = free_port()
+    env = {**forge_env, "FORGEBOT_INTAKE__ALLOWED_PROJECTS": json.dumps([str(GITLAB)]),
+           "FORGEBOT_INTAKE__PUBLIC_URL": f"http://127.0.0.1:{port}"}
+    assert _hooks("--register", cwd=tmp_path, env=env)[0] == 0
+    assert deliver(fake_forge, "gitlab", GITLAB, "Issue Hook", _label_event()) == [None]  # nothing listening
+
+    service = launch("serve", port=port, **env, **model_env(model)).wait_healthy()
+    assert service.tasks() == []
+    code, (line,) = _hooks("--redeliver", cwd=tmp_path, env=env)
+    assert code == 0, line
+    assert line["redelivered"] == "1 of 1 deliveries no attempt of which was answered 2xx sent again, 1 answered " \
+        "2xx now"
+    assert len(service.tasks()) == 1
+    code, (line,) = _hooks("--redeliver", cwd=tmp_path, env=env)
+    assert (code, line["redelivered"]) == (0, "nothing to send again: GitLab answered 2xx every delivery it keeps "
+                                              "(7 days)")
+    assert len(service.tasks()) == 1
+
+
+def test_github_sends_again_the_deliveries_no_attempt_of_which_was_answered(
+    settings: Settings, redis_url: str, forge_server: ServerThread, fake_forge: FakeForgeState, tmp_path: Path,
+) -> None:
+    serve_samples(fake_forge, settings)
+    fake_forge.local_hooks = True
+    settings.redis_url = redis_url
+    with serving(create_app(settings)) as receiver:
+        env = {"FORGEBOT_DATA_DIR": str(tmp_path / "cli"), "FORGEBOT_GITHUB__API_URL": settings.github.api_url,
+               "FORGEBOT_GITHUB__TOKEN": GITHUB_TOKEN, "FORGEBOT_GITHUB__WEBHOOK_SECRET": GITHUB_SECRET,
+               "FORGEBOT_GITHUB__MAX_RETRIES": "0", "FORGEBOT_INTAKE__ALLOWED_PROJECTS": '["Codertocat/Hello-World"]',
+               "FORGEBOT_INTAKE__PUBLIC_URL": receiver.url}
+        assert _hooks("--register", cwd=tmp_path, env=env)[0] == 0
+        (hook,) = fake_forge.hooks[("github", str(GITHUB))]
+        url, hook.url = hook.url, f"http://127.0.0.1:{free_port()}/webhooks/github/{GITHUB}"  # the receiver down
+        assert deliver(fake_forge, "github", GITHUB, "issue_comment", github_comment("/review", on="change")) == [None]
+        assert deliver(fake_forge, "github", GITHUB, "issue_comment", github_comment("thanks")) == [None]
+        hook.url = url  # up again
+        code, (line,) = _hooks("--redeliver", cwd=tmp_path, env=env)
+        assert code == 0, line
+        assert line["detail"] == ("GitHub's last delivery got no answer (timeout); is the receiver up, at this URL, "
+                                  "and reachable from GitHub? Once it is, --redeliver sends again")
+        assert line["redelivered"] == ("2 of 2 deliveries no attempt of which was answered 2xx sent again; GitHub "
+                                       "sends them shortly, and forgebot hooks --redeliver then finds none left")
+        assert [(d.again, d.status) for d in hook.log] == [(False, None), (False, None), (True, 202), (True, 200)]
+        assert hook.log[2].key == hook.log[0].key  # the same delivery: the receiver takes it once
+        code, (line,) = _hooks("--redeliver", cwd=tmp_path, env=env)
+        assert line["redelivered"] == "nothing to send again: GitHub answered 2xx every delivery it keeps (3 days)"

@@ -297,9 +297,14 @@ def operations() -> list[Operation]:
         op("hooks/edit", "PUT", "/projects/:id/hooks/:hook_id", {"200": ("schema", "public_api/v4/project_hook.json")},
            body=HOOK_BODY, required=["url"]),
         op("hooks/get", "GET", "/projects/:id/hooks/:hook_id", {"200": ("schema", "public_api/v4/project_hook.json")}),
-        # "Trigger a test project webhook" (GitLab 17.0): {"message": "201 Created"}; a 4xx in GitLab's error format
+        # "Trigger a test project webhook" (GitLab 16.11): {"message": "201 Created"}; a 4xx in GitLab's error format
         # it takes no attributes; python-gitlab's `ProjectHook.test` posts an empty JSON object
         op("hooks/test", "POST", "/projects/:id/hooks/:hook_id/test/:trigger", {"201": NO_SCHEMA}, body={}),
+        # "Get a list of project webhook events" (17.3), "Resend a project webhook event" (17.4)
+        op("hooks/events", "GET", "/projects/:id/hooks/:hook_id/events", {"200": NO_SCHEMA},
+           query={"status": {"type": ["integer", "string"]}, **PAGES}),
+        op("hooks/resend-event", "POST", "/projects/:id/hooks/:hook_id/events/:hook_event_id/resend",
+           {"201": NO_SCHEMA}, body={}),
         # doc/api/issues.md "List project issues", "Single project issue"
         op("issues/list", "GET", "/projects/:id/issues", {"200": ("items", "public_api/v4/issue.json")},
            query=ISSUE_LIST),
