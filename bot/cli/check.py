@@ -119,13 +119,24 @@ async def _redis(settings: Settings) -> Line:
         return Line("redis", "skip", "FORGEBOT_REDIS_URL not set (forgebot serve starts its own Redis)")
     import redis.asyncio as aioredis
 
+    from bot.tasks.queue import read_eviction_policy
+
     client = aioredis.Redis.from_url(settings.redis_url, socket_timeout=5, socket_connect_timeout=5)
     try:
         await client.ping()
         version = (await client.info("server")).get("redis_version", "?")
+        policy = await read_eviction_policy(client)
     finally:
         await client.aclose()
-    return Line("redis", "ok", f"PING answered (redis {version})")
+    said = f"PING answered (redis {version})"
+    if policy is None:
+        return Line("redis", "ok", f"{said}; maxmemory-policy not readable (CONFIG and INFO refused): make sure "
+                    "it is noeviction")
+    if policy != "noeviction":
+        return Line("redis", "FAIL", f"{said}; maxmemory-policy {policy}: under memory pressure Redis evicts queued "
+                    "jobs (arq's keys expire, so volatile-* policies take them too), which the inbox's sweeper "
+                    "queues again only later: set it to noeviction (a managed Redis: in its parameter group)")
+    return Line("redis", "ok", f"{said}; maxmemory-policy noeviction")
 
 
 async def _store(settings: Settings) -> Line:

@@ -191,6 +191,13 @@ def _refused_url(kind: ForgeKind, exc: ForgeError) -> str:
     return f"{name} refused the URL: {said}" + (f"; {_LOCAL[kind]}" if local else "")
 
 
+def _reach(url: str, forge: str) -> str:
+    """What to look at when a delivery got no answer; an HTTPS receiver's certificate too (GitLab verifies it
+    unless the hook says otherwise, GitHub always: a self-signed one fails every delivery)."""
+    trusted = f", its TLS certificate trusted by {forge}" if url.startswith("https://") else ""
+    return f"is the receiver up, at this URL{trusted}, and reachable from {forge}?"
+
+
 def _state(settings: Settings, kind: ForgeKind, hooks: list[Hook], found: Hook | None, registered: str,
            was: str) -> tuple[str, str]:
     """The line's state and what it means for the operator (`was`: the hook's state before `registered`)."""
@@ -207,8 +214,7 @@ def _state(settings: Settings, kind: ForgeKind, hooks: list[Hook], found: Hook |
     if found.state == "disabled":
         if kind == "github":
             return "disabled", found.detail if saved else f"{found.detail}; forgebot hooks --register makes it active"
-        fix = ("the test delivery sent now was not answered 2xx: is the receiver up, at this URL, and reachable "
-               "from GitLab?" if saved else
+        fix = (f"the test delivery sent now was not answered 2xx: {_reach(found.url, 'GitLab')}" if saved else
                "GitLab sends it nothing until a test delivery is answered 2xx: forgebot hooks --register sends one")
         return "disabled", f"{found.detail}; {fix}"
     if was == "disabled" and kind == "gitlab":
@@ -221,7 +227,7 @@ def _state(settings: Settings, kind: ForgeKind, hooks: list[Hook], found: Hook |
         elif found.answer == 401:
             fix = "the hook's secret is not the one above: forgebot hooks --register saves it"
         elif found.answer is None:
-            fix = "is the receiver up, at this URL, and reachable from GitHub? Once it is, --redeliver sends again"
+            fix = f"{_reach(found.url, 'GitHub')} Once it is, --redeliver sends again"
         else:
             fix = "the receiver's log says why it refused"
         return "failing", f"{found.detail}; {fix}"

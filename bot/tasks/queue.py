@@ -14,6 +14,7 @@ from typing import Protocol
 from arq import create_pool
 from arq.connections import ArqRedis, RedisSettings
 from arq.jobs import Job
+from redis.asyncio import Redis
 
 from bot.tasks.events import ForgeEvent
 from bot.tasks.jobcodec import PLAIN, JobCodec
@@ -72,23 +73,36 @@ class ArqQueue:
         return await eviction_policy(self._pool)
 
 
-async def eviction_policy(redis: ArqRedis) -> str | None:
+async def eviction_policy(redis: Redis) -> str | None:
     """Redis's `maxmemory-policy`, logged as an error unless it is `noeviction`.
 
-    Any other policy lets Redis drop queued jobs under memory pressure; the inbox and its sweeper
-    recover them, but an operator should know. `None` when CONFIG is not allowed (managed Redis).
+    Any other policy lets Redis drop queued jobs under memory pressure (arq's job keys expire, so even
+    the `volatile-*` ones, the managed services' defaults, take them); the inbox and its sweeper recover
+    them, but an operator should know. `None` when Redis says neither through CONFIG nor INFO.
     """
-    try:
-        reply = await redis.config_get("maxmemory-policy")
-    except Exception as exc:  # CONFIG is often disabled on managed Redis; not fatal
-        log.warning("could not read redis maxmemory-policy: %s", type(exc).__name__)
-        return None
-    policy = reply.get("maxmemory-policy") or reply.get(b"maxmemory-policy")
-    value = policy.decode() if isinstance(policy, bytes) else str(policy)
-    if value != "noeviction":
+    value = await read_eviction_policy(redis)
+    if value is None:
+        log.warning("could not read redis maxmemory-policy (CONFIG and INFO refused): make sure it is noeviction")
+    elif value != "noeviction":
         log.error(
             "redis maxmemory-policy is %s: Redis may evict queued jobs; set it to noeviction "
             "(the inbox sweeper re-enqueues lost jobs, later)",
             value,
         )
     return value
+
+
+async def read_eviction_policy(redis: Redis) -> str | None:
+    """`maxmemory-policy` by `CONFIG GET`, else by `INFO memory`: managed Redis services (ElastiCache, Azure
+    Cache, Memorystore) refuse CONFIG but answer INFO, which only said "could not read" before."""
+    try:
+        reply = await redis.config_get("maxmemory-policy")
+        policy = reply.get("maxmemory-policy") or reply.get(b"maxmemory-policy")
+    except Exception:  # CONFIG renamed away or refused: INFO tells the same
+        try:
+            policy = (await redis.info("memory")).get("maxmemory_policy")
+        except Exception:
+            return None
+    if policy is None:
+        return None
+    return policy.decode() if isinstance(policy, bytes) else str(policy)

@@ -7,7 +7,10 @@ from __future__ import annotations
 import base64
 import datetime
 import os
+import shutil
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 import certifi
@@ -431,3 +434,38 @@ def test_the_install_line_says_which_ca_and_which_secrets_an_install_gets(tmp_pa
                       **env)
     assert broken.code == 1 and _row(broken, "install")[1].startswith(
         "COMPOSER_AUTH in FORGEBOT_SANDBOX__INSTALL_SECRETS is not a JSON object")
+
+
+@pytest.mark.parametrize("config", ["refused", "allowed"])
+def test_a_redis_that_may_evict_queued_jobs_fails_the_redis_line_also_where_config_is_refused(
+    tmp_path: Path, config: str,
+) -> None:
+    """A managed Redis (ElastiCache's default policy is volatile-lru) refuses CONFIG: the receiver and the
+    worker logged "could not read redis maxmemory-policy" and `forgebot check` said only "PING answered",
+    while arq's expiring job keys were Redis's to evict. INFO says the policy; the line fails on it."""
+    from bot.cli.redisserver import redis_binary
+
+    directory = Path(tempfile.mkdtemp(prefix="fb-mr-"))  # short: a Unix socket's path is limited
+    socket = directory / "r.sock"
+    args = [redis_binary(), "--port", "0", "--unixsocket", str(socket), "--save", "", "--appendonly", "no",
+            "--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru", "--dir", str(directory)]
+    if config == "refused":
+        args += ["--rename-command", "CONFIG", ""]
+    server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if socket.exists():
+                break
+            time.sleep(0.05)
+        said = forgebot("check", *(f"--skip={name}" for name in ("store", "gitlab", "github", "model", "embedder",
+                                                                 "sandbox", "install", "signing", "hooks")),
+                        cwd=tmp_path, FORGEBOT_DATA_DIR=str(tmp_path / "data"), FORGEBOT_REDIS_URL=f"unix://{socket}")
+    finally:
+        server.terminate()
+        server.wait(10)
+        shutil.rmtree(directory, ignore_errors=True)
+    assert said.code == 1
+    (line,) = [text for text in said.out if text.startswith("redis")]
+    assert line.split()[1] == "FAIL", line
+    assert "; maxmemory-policy volatile-lru: under memory pressure Redis evicts queued jobs" in line
+    assert line.endswith("set it to noeviction (a managed Redis: in its parameter group)")
