@@ -109,42 +109,72 @@ async def hook_lines(settings: Settings, base_url: str, projects: list[str], onl
             except ForgeError as exc:
                 unresolved.append(f"{kind} project {name}: {exc}")
                 continue
-            repo_id = repo.id
-            url = f"{base_url.rstrip('/')}/webhooks/{kind}/{repo_id}"
-            secret = project_secret(master, kind, repo_id)
-            unread = refused = ""
-            try:
-                hooks: list[Hook] | None = await forge.list_hooks(repo)
-            except (ForgeAuthError, ForgeNotFound) as exc:  # GitHub answers 404 to a token that is not an admin
-                hooks, unread = None, _MANAGE[kind].replace("may not manage", "may not read")
-                refused = f"{_MANAGE[kind]} ({exc})"
-            except ForgeError as exc:
-                hooks, unread = None, f"{kind} did not list them ({exc})"
-                refused = unread
-            found = next((h for h in hooks or [] if h.url == url), None)
-            was = found.state if found is not None else ""
-            registered = ""
-            if save and hooks is None:
-                registered = f"refused: {refused}; add the URL and secret by hand"
-            elif save:
-                try:
-                    saved = await forge.save_hook(repo, url, secret, found.id if found else None)
-                    registered = "updated" if found else "created"
-                    if found is not None and was == "disabled":  # GitLab's way back: a test answered 2xx
-                        found = await forge.test_hook(repo, saved.id) or found
-                except ForgeAuthError as exc:
-                    registered = f"refused: {_MANAGE[kind]} ({exc}); add the URL and secret by hand"
-                except ForgeConflict as exc:  # a 422: the forge would not take this URL
-                    registered = f"refused: {_refused_url(kind, exc)}"
-            state, detail = _state(settings, kind, hooks, found, registered, was) if hooks is not None \
-                else ("unread", f"not read: {unread}")
-            redelivered, still = await _redelivered(forge, kind, repo, found) if redeliver else ("", False)
-            lines.append(HookLine(kind, repo.project, repo.path, url, secret, registered, state, detail,
-                                  redelivered, still))
+            secret = project_secret(master, kind, repo.id)
+            lines.append(await _project_line(settings, forge, kind, repo, base_url, secret, save, redeliver))
+        if kind == "github" and settings.github.app_id is not None:
+            lines.append(await _app_line(forge, base_url, redeliver))
     return lines, unresolved
 
 
-async def _redelivered(forge: Forge, kind: ForgeKind, repo: RepoRef, found: Hook | None) -> tuple[str, bool]:
+async def _project_line(settings: Settings, forge: Forge, kind: ForgeKind, repo: RepoRef, base_url: str,
+                        secret: str, save: bool, redeliver: bool) -> HookLine:
+    """One project's hook: read, with `save` created or updated (a disabled GitLab hook tested), with
+    `redeliver` its failed deliveries sent again."""
+    url = f"{base_url.rstrip('/')}/webhooks/{kind}/{repo.id}"
+    unread = refused = ""
+    try:
+        hooks: list[Hook] | None = await forge.list_hooks(repo)
+    except (ForgeAuthError, ForgeNotFound) as exc:  # GitHub answers 404 to a token that is not an admin
+        hooks, unread = None, _MANAGE[kind].replace("may not manage", "may not read")
+        refused = f"{_MANAGE[kind]} ({exc})"
+    except ForgeError as exc:
+        hooks, unread = None, f"{kind} did not list them ({exc})"
+        refused = unread
+    found = next((h for h in hooks or [] if h.url == url), None)
+    was = found.state if found is not None else ""
+    registered = ""
+    if save and hooks is None:
+        registered = f"refused: {refused}; add the URL and secret by hand"
+    elif save:
+        try:
+            saved = await forge.save_hook(repo, url, secret, found.id if found else None)
+            registered = "updated" if found else "created"
+            if found is not None and was == "disabled":  # GitLab's way back: a test answered 2xx
+                found = await forge.test_hook(repo, saved.id) or found
+        except ForgeAuthError as exc:
+            registered = f"refused: {_MANAGE[kind]} ({exc}); add the URL and secret by hand"
+        except ForgeConflict as exc:  # a 422: the forge would not take this URL
+            registered = f"refused: {_refused_url(kind, exc)}"
+    state, detail = _state(settings, kind, hooks, found, registered, was) if hooks is not None \
+        else ("unread", f"not read: {unread}")
+    redelivered, still = await _redelivered(forge, kind, repo, found) if redeliver else ("", False)
+    return HookLine(kind, repo.project, repo.path, url, secret, registered, state, detail, redelivered, still)
+
+
+async def _app_line(forge: Forge, base_url: str, redeliver: bool) -> HookLine:
+    """The GitHub App's own webhook, which delivers every installation's events to `/webhooks/github` with
+    the App's secret (`FORGEBOT_GITHUB__WEBHOOK_SECRET`, never printed): where it points and how its last
+    delivery went, as the App may ask (its JWT)."""
+    url = f"{base_url.rstrip('/')}/webhooks/github"
+    secret = "FORGEBOT_GITHUB__WEBHOOK_SECRET (the App's webhook secret)"
+    try:
+        found = await forge.app_hook()
+    except ForgeError as exc:
+        return HookLine("github", "app", "the GitHub App", url, secret, state="unread",
+                        detail=f"not read: GitHub did not show the App's webhook ({exc})")
+    if found is None:
+        return HookLine("github", "app", "the GitHub App", url, secret, state="unread",
+                        detail="not read: the credentials are not the App's")
+    if found.url != url:
+        return HookLine("github", "app", "the GitHub App", url, secret, state="disabled",
+                        detail=f"the App's webhook points at {found.url or 'nothing'}, not here: set its URL in the "
+                               "App's settings (General → Webhook)")
+    state, detail = _state_of(found, "GitHub", saved=False)
+    redelivered, still = await _redelivered(forge, "github", None, found) if redeliver else ("", False)
+    return HookLine("github", "app", "the GitHub App", url, secret, "", state, detail, redelivered, still)
+
+
+async def _redelivered(forge: Forge, kind: ForgeKind, repo: RepoRef | None, found: Hook | None) -> tuple[str, bool]:
     """What `--redeliver` did for the hook at the bot's URL, and whether deliveries are still unanswered."""
     if found is None:
         return "nothing to send again: no hook at this URL", False
@@ -221,13 +251,20 @@ def _state(settings: Settings, kind: ForgeKind, hooks: list[Hook], found: Hook |
         return found.state, "enabled again: GitLab's test delivery was answered 2xx"
     if was == "disabled":  # GitHub: made active again
         return "unused", "active again: the next delivery tells"
+    return _state_of(found, "GitLab" if kind == "gitlab" else "GitHub", saved)
+
+
+def _state_of(found: Hook, forge: str, saved: bool) -> tuple[str, str]:
+    """An enabled hook's state and what it means (the App's: its secret is the App's, not one above)."""
     if found.state == "failing":
+        app = found.id == 0
         if saved:
             fix = "saved again now: the next delivery tells"
         elif found.answer == 401:
-            fix = "the hook's secret is not the one above: forgebot hooks --register saves it"
+            fix = ("the App's webhook secret is not FORGEBOT_GITHUB__WEBHOOK_SECRET" if app else
+                   "the hook's secret is not the one above: forgebot hooks --register saves it")
         elif found.answer is None:
-            fix = f"{_reach(found.url, 'GitHub')} Once it is, --redeliver sends again"
+            fix = f"{_reach(found.url, forge)} Once it is, --redeliver sends again"
         else:
             fix = "the receiver's log says why it refused"
         return "failing", f"{found.detail}; {fix}"

@@ -335,9 +335,7 @@ class GitHubForge(SdkAdapter):
 
         def fetch() -> BotIdentity:
             if self._app is not None:
-                integration = github.GithubIntegration(auth=self._app, base_url=self._gh.requester.base_url,
-                                                       retry=None)
-                return BotIdentity(login=f"{integration.get_app().slug}[bot]")
+                return BotIdentity(login=f"{self._integration().get_app().slug}[bot]")
             user = self._gh.get_user()
             found = BotIdentity(id=int(user.id), login=str(user.login))
             scopes = self._gh.oauth_scopes  # a classic token's `X-OAuth-Scopes`; None for fine-grained ones
@@ -370,13 +368,47 @@ class GitHubForge(SdkAdapter):
 
         return await self._read(fetch)
 
-    async def redeliver(self, repo: RepoRef, hook_id: int) -> Redelivery:
+    def _integration(self) -> github.GithubIntegration:
+        """The App itself (its JWT), for what only the App may ask."""
+        return github.GithubIntegration(auth=self._app, base_url=self._gh.requester.base_url, retry=None)
+
+    async def app_hook(self) -> Hook | None:
+        """The App's webhook: where it delivers (`/app/hook/config`) and its newest delivery's answer."""
+        if self._app is None:
+            return None
+
+        def fetch() -> Hook:
+            requester = self._integration().requester
+            _, config = requester.requestJsonAndCheck("GET", "/app/hook/config")
+            _, deliveries = requester.requestJsonAndCheck("GET", "/app/hook/deliveries", parameters={"per_page": 1})
+            url = str((config or {}).get("url") or "")
+            newest = deliveries[0] if isinstance(deliveries, list) and deliveries else None
+            if newest is None:
+                return Hook(id=0, url=url, state="unused")
+            code = int(newest.get("status_code") or 0)
+            said = f"was answered HTTP {code} ({newest.get('status')})" if code else \
+                f"got no answer ({newest.get('status')})"
+            return Hook(id=0, url=url, state="ok" if 200 <= code < 300 else "failing",
+                        detail=f"GitHub's last delivery to the App's webhook {said}", answer=code or None)
+
+        return await self._read(fetch)
+
+    async def redeliver(self, repo: RepoRef | None, hook_id: int) -> Redelivery:
         """GitHub lists a hook's deliveries with their answers, a redelivery sharing the original's `guid`, and
-        sends one again on request (202: later, so the answer is not known here; past 3 days it refuses)."""
+        sends one again on request (202: later, so the answer is not known here; past 3 days it refuses).
+        `repo` None: the App's own webhook, asked as the App."""
+
+        def requester() -> Any:
+            return self._integration().requester if repo is None else self._gh.requester
+
+        base = "/app/hook/deliveries" if repo is None else f"{self._repo(repo).url}/hooks/{hook_id}/deliveries"
 
         def listed() -> list[tuple[int, str, int]]:
-            deliveries = self._repo(repo).get_hook_deliveries(hook_id)
-            return [(int(d.id), str(d.guid), int(d.status_code or 0)) for d in deliveries]
+            if repo is not None:
+                deliveries = self._repo(repo).get_hook_deliveries(hook_id)
+                return [(int(d.id), str(d.guid), int(d.status_code or 0)) for d in deliveries]
+            _, data = requester().requestJsonAndCheck("GET", base, parameters={"per_page": 100})
+            return [(int(d["id"]), str(d["guid"]), int(d.get("status_code") or 0)) for d in data or []]
 
         found = await self._read(listed)
         answered = {guid for _, guid, code in found if 200 <= code < 300}
@@ -384,12 +416,11 @@ class GitHubForge(SdkAdapter):
         for delivery_id, guid, _ in found:  # newest first
             if guid not in answered:
                 newest.setdefault(guid, delivery_id)
-        url = f"{self._repo(repo).url}/hooks/{hook_id}/deliveries"
         resent = 0
         for delivery_id in reversed(newest.values()):  # oldest first, as they came
             try:
-                await self._write(partial(self._gh.requester.requestJsonAndCheck, "POST",
-                                          f"{url}/{delivery_id}/attempts"), None)
+                await self._write(partial(requester().requestJsonAndCheck, "POST", f"{base}/{delivery_id}/attempts"),
+                                  None)
             except ForgeError as exc:
                 return Redelivery(unanswered=len(newest), resent=resent, refused=str(exc))
             resent += 1

@@ -372,10 +372,15 @@ class GitLabForge(SdkAdapter):
         tested = await self._write(test, None)
         return _hook(tested.attributes)
 
-    async def redeliver(self, repo: RepoRef, hook_id: int) -> Redelivery:
+    async def app_hook(self) -> Hook | None:
+        return None  # GitLab has no App: every hook is a project's
+
+    async def redeliver(self, repo: RepoRef | None, hook_id: int) -> Redelivery:
         """GitLab lists a hook's events of the last 7 days with their answers (GitLab 17.3) and sends one
         again on request (17.4, 5 a minute per hook and user). An event is one request: its
         `Idempotency-Key`, which a resend keeps, so one answered 2xx on any try is done."""
+        if repo is None:
+            raise ForgeUnsupported("GitLab has no App hook")
         path = f"{self._project(repo).hooks.path}/{hook_id}/events"
         listed = await self._read(lambda: list(self._gl.http_list(path, get_all=True)))
         answered: set[str] = set()

@@ -217,8 +217,11 @@ class MemoryForge:
     async def test_hook(self, repo: RepoRef, hook_id: int) -> Hook | None:
         return None  # it delivers nothing
 
-    async def redeliver(self, repo: RepoRef, hook_id: int) -> Redelivery:
+    async def redeliver(self, repo: RepoRef | None, hook_id: int) -> Redelivery:
         return Redelivery(unanswered=0, resent=0)  # it delivers nothing
+
+    async def app_hook(self) -> Hook | None:
+        return None
 
     async def save_hook(self, repo: RepoRef, url: str, secret: str, hook_id: int | None = None) -> Hook:
         hooks = self.hooks.setdefault(repo.project, [])

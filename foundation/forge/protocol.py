@@ -124,11 +124,16 @@ class Conversations(Protocol):
         """Create the bot's webhook on `repo`, or update hook `hook_id` to `url` and `secret`."""
         ...
 
-    async def redeliver(self, repo: RepoRef, hook_id: int) -> Redelivery:
+    async def app_hook(self) -> Hook | None:
+        """A GitHub App's own webhook, which delivers every installation's events, as `list_hooks` tells a
+        repository's (its id 0); None where the credentials are not an App's."""
+        ...
+
+    async def redeliver(self, repo: RepoRef | None, hook_id: int) -> Redelivery:
         """Have the forge send again each delivery of hook `hook_id` it still keeps (GitLab 7 days, GitHub 3)
         that no attempt of was answered 2xx: neither forge sends a failed delivery again by itself, so the
         events of a receiver's outage are otherwise lost. The receiver takes each at most once (a delivery
-        sent again keeps its id)."""
+        sent again keeps its id). `repo` None: the GitHub App's own webhook (`app_hook`)."""
         ...
 
     async def test_hook(self, repo: RepoRef, hook_id: int) -> Hook | None:

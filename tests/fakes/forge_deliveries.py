@@ -39,6 +39,12 @@ def deliver(state: FakeForgeState, forge: str, project_id: int, event: str, payl
     return [send(hook, forge, event, payload, now) if sendable(hook, forge, now) else None for hook in hooks]
 
 
+def deliver_to_app(state: FakeForgeState, event: str, payload: dict[str, Any]) -> int | None:
+    """Send `payload` through the GitHub App's own webhook (None: no App hook, or no answer)."""
+    hook = state.app_hook
+    return send(hook, "github", event, payload) if hook is not None and hook.active else None
+
+
 def sendable(hook: FakeHook, forge: str, now: datetime | None = None) -> bool:
     if forge == "github":
         return hook.active

@@ -274,6 +274,9 @@ def routes() -> list[Route]:
         Route("/github/user", current_user, methods=["GET"]),
         Route("/github/user/ssh_signing_keys", ssh_signing_keys, methods=["GET"]),
         Route("/github/app", app, methods=["GET"]),
+        Route("/github/app/hook/config", app_hook, methods=["GET"]),
+        Route("/github/app/hook/deliveries", app_hook, methods=["GET"]),
+        Route("/github/app/hook/deliveries/{delivery_id:int}/attempts", app_hook, methods=["POST"]),
         Route(base + "/hooks", hooks, methods=["GET", "POST"]),
         Route(base + "/hooks/{hook_id:int}", hooks, methods=["GET", "PATCH"]),
         Route(base + "/hooks/{hook_id:int}/deliveries", hook_deliveries, methods=["GET"]),
@@ -311,6 +314,26 @@ async def app(request: Request) -> JSONResponse:
         return _error(401, "A JSON web token could not be decoded")
     slug = _state(request).bot_user.removesuffix("[bot]")
     return JSONResponse(shapes.app(api_root(request), int(claims.get("iss", 0)), slug))
+
+
+async def app_hook(request: Request) -> JSONResponse:
+    """The App's own webhook (JWT only): `apps/get-webhook-config-for-app`, `apps/list-webhook-deliveries`
+    (newest first, one page) and `apps/redeliver-webhook-delivery` (sent again before the 202)."""
+    if _jwt_claims(request) is None:
+        return _error(401, "A JSON web token could not be decoded")
+    hook = _state(request).app_hook
+    if hook is None:
+        return not_found()
+    if request.url.path.endswith("/config"):
+        return JSONResponse({"url": hook.url, "content_type": "json", "secret": "********", "insecure_ssl": "0"})
+    if request.method == "GET":
+        return JSONResponse([shapes.hook_delivery(d) for d in reversed(hook.log)])
+    logged = [d for d in hook.log if d.id == request.path_params["delivery_id"]]
+    if not logged:
+        return not_found()
+    await asyncio.to_thread(forge_deliveries.send, hook, "github", logged[0].event, logged[0].payload, None,
+                            logged[0])
+    return JSONResponse({}, status_code=202)
 
 
 async def access_token(request: Request) -> JSONResponse:

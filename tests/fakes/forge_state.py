@@ -204,6 +204,8 @@ class FakeForgeState:
     # GitLab only when an administrator allows it ("Allow requests to the local network from webhooks and
     # integrations", off by default), GitHub.com never (GitHub Enterprise Server does)
     local_hooks: bool = False
+    # a GitHub App's own webhook (`/app/hook/config`), which delivers every installation's events
+    app_hook: FakeHook | None = None
     lock: threading.RLock = field(default_factory=threading.RLock)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
 

@@ -14,10 +14,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from pydantic import SecretStr
+
 from bot.web.app import create_app
 from foundation.settings import Settings
 from tests.conftest import GITHUB_SECRET, GITHUB_TOKEN
-from tests.fakes.forge_deliveries import deliver
+from tests.fakes.forge_deliveries import deliver, deliver_to_app
 from tests.fakes.forge_http import FakeForgeState
 from tests.fakes.forge_state import FakeHook
 from tests.fakes.model_server import ModelServer
@@ -243,3 +247,50 @@ def test_github_sends_again_the_deliveries_no_attempt_of_which_was_answered(
         assert hook.log[2].key == hook.log[0].key  # the same delivery: the receiver takes it once
         code, (line,) = _hooks("--redeliver", cwd=tmp_path, env=env)
         assert line["redelivered"] == "nothing to send again: GitHub answered 2xx every delivery it keeps (3 days)"
+
+
+def test_a_github_apps_own_webhook_is_said_and_its_failed_deliveries_sent_again(
+    settings: Settings, redis_url: str, forge_server: ServerThread, fake_forge: FakeForgeState, tmp_path: Path,
+) -> None:
+    """A GitHub App delivers every installation's events through its own webhook, set in the App's settings:
+    `forgebot hooks` said of each repository only that the App delivers instead, and `--redeliver` could not
+    reach the App's deliveries. It now reads the App's webhook as the App (its JWT)."""
+    serve_samples(fake_forge, settings)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    fake_forge.app_key = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                       serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    settings.redis_url = redis_url
+    settings.github.app_id, settings.github.private_key = 99, SecretStr(pem)
+    with serving(create_app(settings)) as receiver:
+        hook = fake_forge.app_hook = FakeHook(id=1, url=f"{receiver.url}/webhooks/github", secret=GITHUB_SECRET)
+        env = {"FORGEBOT_DATA_DIR": str(tmp_path / "cli"), "FORGEBOT_GITHUB__API_URL": settings.github.api_url,
+               "FORGEBOT_GITHUB__APP_ID": "99", "FORGEBOT_GITHUB__PRIVATE_KEY": pem,
+               "FORGEBOT_GITHUB__INSTALLATION_ID": "77", "FORGEBOT_GITHUB__WEBHOOK_SECRET": GITHUB_SECRET,
+               "FORGEBOT_GITHUB__MAX_RETRIES": "0", "FORGEBOT_INTAKE__ALLOWED_PROJECTS": '["Codertocat/Hello-World"]',
+               "FORGEBOT_INTAKE__PUBLIC_URL": receiver.url}
+        code, (repository, app) = _hooks(cwd=tmp_path, env=env)
+        assert (code, repository["state"], app["path"], app["state"]) == (0, "missing", "the GitHub App", "unused"), app["detail"]
+        assert app["secret"] == "FORGEBOT_GITHUB__WEBHOOK_SECRET (the App's webhook secret)"
+
+        comment = github_comment("thanks") | {"installation": {"id": 77}}
+        hook.url = f"http://127.0.0.1:{free_port()}/webhooks/github"  # the receiver down
+        assert deliver_to_app(fake_forge, "issue_comment", comment) is None
+        hook.url = f"{receiver.url}/webhooks/github"
+        code, (_, app) = _hooks(cwd=tmp_path, env=env)
+        assert (code, app["state"]) == (1, "failing")
+        assert app["detail"] == ("GitHub's last delivery to the App's webhook got no answer (failed to connect to "
+                                 "host); is the receiver up, at this URL, and reachable from GitHub? Once it is, "
+                                 "--redeliver sends again")
+        code, (_, app) = _hooks("--redeliver", cwd=tmp_path, env=env)
+        assert code == 0, app
+        assert app["redelivered"].startswith("1 of 1 deliveries no attempt of which was answered 2xx sent again")
+        code, (_, app) = _hooks(cwd=tmp_path, env=env)
+        assert (code, app["detail"]) == (0, "delivering: GitHub's last delivery to the App's webhook was answered "
+                                            "HTTP 200 (OK)")
+
+        hook.url = "https://elsewhere.example/webhooks/github"  # the App's settings name another address
+        code, (_, app) = _hooks(cwd=tmp_path, env=env)
+        assert (code, app["detail"]) == (1, "the App's webhook points at https://elsewhere.example/webhooks/github, "
+                                            "not here: set its URL in the App's settings (General → Webhook)")
