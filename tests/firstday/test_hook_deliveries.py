@@ -271,7 +271,7 @@ def test_a_github_apps_own_webhook_is_said_and_its_failed_deliveries_sent_again(
                "FORGEBOT_GITHUB__MAX_RETRIES": "0", "FORGEBOT_INTAKE__ALLOWED_PROJECTS": '["Codertocat/Hello-World"]',
                "FORGEBOT_INTAKE__PUBLIC_URL": receiver.url}
         code, (repository, app) = _hooks(cwd=tmp_path, env=env)
-        assert (code, repository["state"], app["path"], app["state"]) == (0, "missing", "the GitHub App", "unused"), app["detail"]
+        assert (code, repository["state"], app["path"], app["state"]) == (0, "missing", "the GitHub App", "unused")
         assert app["secret"] == "FORGEBOT_GITHUB__WEBHOOK_SECRET (the App's webhook secret)"
 
         comment = github_comment("thanks") | {"installation": {"id": 77}}
