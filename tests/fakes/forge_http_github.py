@@ -234,34 +234,40 @@ async def hooks(request: Request) -> JSONResponse:
     return JSONResponse(shapes.hook(root, full_name, match[0]))
 
 
-async def hook_deliveries(request: Request) -> JSONResponse:
-    """`repos/list-webhook-deliveries`: newest first (one page: the tests' hooks hold few)."""
+def _repo_hook(request: Request) -> FakeHook | None:
     state = _state(request)
     found = state.project("github", _repo(request))
     if found is None:
-        return not_found()
+        return None
     with state.lock:
         one = [h for h in state.hooks.get(("github", str(found.id)), []) if h.id == request.path_params["hook_id"]]
-    if not one:
+    return one[0] if one else None
+
+
+def _deliveries(hook: FakeHook | None) -> JSONResponse:
+    """`hook-delivery-item`s, newest first (one page: the tests' hooks hold few)."""
+    return JSONResponse([shapes.hook_delivery(d) for d in reversed(hook.log)]) if hook else not_found()
+
+
+async def _redelivered(hook: FakeHook | None, delivery_id: int) -> JSONResponse:
+    """GitHub answers 202 and sends the delivery again, with the same guid (here before answering, where
+    GitHub does it after)."""
+    logged = [d for d in hook.log if d.id == delivery_id] if hook is not None else []
+    if hook is None or not logged:
         return not_found()
-    return JSONResponse([shapes.hook_delivery(d) for d in reversed(one[0].log)])
+    await asyncio.to_thread(forge_deliveries.send, hook, "github", logged[0].event, logged[0].payload, None,
+                            logged[0])
+    return JSONResponse({}, status_code=202)
+
+
+async def hook_deliveries(request: Request) -> JSONResponse:
+    """`repos/list-webhook-deliveries`."""
+    return _deliveries(_repo_hook(request))
 
 
 async def hook_redelivery(request: Request) -> JSONResponse:
-    """`repos/redeliver-webhook-delivery`: GitHub answers 202 and sends it again, with the same guid (here
-    before answering, where GitHub does it after)."""
-    state = _state(request)
-    found = state.project("github", _repo(request))
-    if found is None:
-        return not_found()
-    with state.lock:
-        one = [h for h in state.hooks.get(("github", str(found.id)), []) if h.id == request.path_params["hook_id"]]
-    logged = [d for d in one[0].log if d.id == request.path_params["delivery_id"]] if one else []
-    if not logged:
-        return not_found()
-    await asyncio.to_thread(forge_deliveries.send, one[0], "github", logged[0].event, logged[0].payload, None,
-                            logged[0])
-    return JSONResponse({}, status_code=202)
+    """`repos/redeliver-webhook-delivery`."""
+    return await _redelivered(_repo_hook(request), request.path_params["delivery_id"])
 
 
 def routes() -> list[Route]:
@@ -318,7 +324,7 @@ async def app(request: Request) -> JSONResponse:
 
 async def app_hook(request: Request) -> JSONResponse:
     """The App's own webhook (JWT only): `apps/get-webhook-config-for-app`, `apps/list-webhook-deliveries`
-    (newest first, one page) and `apps/redeliver-webhook-delivery` (sent again before the 202)."""
+    and `apps/redeliver-webhook-delivery`."""
     if _jwt_claims(request) is None:
         return _error(401, "A JSON web token could not be decoded")
     hook = _state(request).app_hook
@@ -327,13 +333,8 @@ async def app_hook(request: Request) -> JSONResponse:
     if request.url.path.endswith("/config"):
         return JSONResponse({"url": hook.url, "content_type": "json", "secret": "********", "insecure_ssl": "0"})
     if request.method == "GET":
-        return JSONResponse([shapes.hook_delivery(d) for d in reversed(hook.log)])
-    logged = [d for d in hook.log if d.id == request.path_params["delivery_id"]]
-    if not logged:
-        return not_found()
-    await asyncio.to_thread(forge_deliveries.send, hook, "github", logged[0].event, logged[0].payload, None,
-                            logged[0])
-    return JSONResponse({}, status_code=202)
+        return _deliveries(hook)
+    return await _redelivered(hook, request.path_params["delivery_id"])
 
 
 async def access_token(request: Request) -> JSONResponse:
