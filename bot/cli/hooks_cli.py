@@ -1,10 +1,17 @@
-"""`forgebot hooks`: each allowed project's webhook URL and its own secret; `--register` saves them.
+"""`forgebot hooks`: each allowed project's webhook URL, its own secret and what the forge says of the
+hook's deliveries; `--register` saves them, `--redeliver` has the forge send failed deliveries again.
 
 Every project gets a different secret, derived from the master webhook secret and the project's
 id (`bot.intake.webhooks.project_secret`), so a maintainer who configures one project's hook learns
 nothing that authenticates a delivery for another. The projects are the allow-list
 (`FORGEBOT_INTAKE__ALLOWED_PROJECTS`), each resolved through the forge's API: the hook is bound
 to the id the forge reports, whatever name was listed.
+
+Why the state: a delivery the receiver refuses or never gets is lost before the bot sees anything,
+so only the forge can tell. GitLab disables a hook after 4 failing deliveries in a row (a test
+answered 2xx enables it again, which `--register` sends); GitHub keeps each hook's last answer;
+neither sends a failed delivery again by itself (`--redeliver` asks). A GitHub App's own webhook
+gets a line of its own, read as the App.
 """
 
 from __future__ import annotations
@@ -41,8 +48,9 @@ class HookLine:
     url: str
     secret: str
     registered: str = ""  # "created", "updated", "refused: …" or "" (not asked to register)
-    # what the forge says of the hook at `url`: a `Hook.state`, "missing" (none there) or "unread" (the token
-    # may not read the project's hooks); `detail` in the forge's words and what to do
+    # what the forge says of the hook at `url`: a `Hook.state`, "missing" (none there), "unread" (the token
+    # may not read the project's hooks) or "elsewhere" (the App's webhook points at another address);
+    # `detail` in the forge's words and what to do
     state: str = ""
     detail: str = ""
     redelivered: str = ""  # what `--redeliver` did ("" not asked)
@@ -52,8 +60,9 @@ class HookLine:
     def broken(self) -> bool:
         """Whether the forge does not deliver to the bot through this hook (disabled), or its last delivery
         failed and nothing here changed the hook since."""
-        acted = self.registered == "updated" or (self.redelivered and not self.redelivery_failed)
-        return self.state == "disabled" or (self.state == "failing" and not acted) or self.redelivery_failed
+        acted = self.registered == "updated" or bool(self.redelivered and not self.redelivery_failed)
+        return self.state in ("disabled", "elsewhere") or (self.state == "failing" and not acted) or \
+            self.redelivery_failed
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -166,7 +175,7 @@ async def _app_line(forge: Forge, base_url: str, redeliver: bool) -> HookLine:
         return HookLine("github", "app", "the GitHub App", url, secret, state="unread",
                         detail="not read: the credentials are not the App's")
     if found.url != url:
-        return HookLine("github", "app", "the GitHub App", url, secret, state="disabled",
+        return HookLine("github", "app", "the GitHub App", url, secret, state="elsewhere",
                         detail=f"the App's webhook points at {found.url or 'nothing'}, not here: set its URL in the "
                                "App's settings (General → Webhook)")
     state, detail = _state_of(found, "GitHub", saved=False)
