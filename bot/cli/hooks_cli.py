@@ -140,6 +140,11 @@ async def _project_line(settings: Settings, forge: Forge, kind: ForgeKind, repo:
         hooks, unread = None, f"{kind} did not list them ({exc})"
         refused = unread
     found = next((h for h in hooks or [] if h.url == url), None)
+    if found is not None:
+        try:
+            found = await forge.last_answer(repo, found)
+        except ForgeError:  # the hook's state stays what the hook says
+            pass
     was = found.state if found is not None else ""
     registered = ""
     if save and hooks is None:

@@ -426,6 +426,9 @@ class GitHubForge(SdkAdapter):
             resent += 1
         return Redelivery(unanswered=len(newest), resent=resent)
 
+    async def last_answer(self, repo: RepoRef, hook: Hook) -> Hook:
+        return hook  # a GitHub hook carries its `last_response`
+
     async def test_hook(self, repo: RepoRef, hook_id: int) -> Hook | None:
         return None  # GitHub disables no hook by itself; `save_hook` makes an inactive one active
 

@@ -375,6 +375,25 @@ class GitLabForge(SdkAdapter):
     async def app_hook(self) -> Hook | None:
         return None  # GitLab has no App: every hook is a project's
 
+    async def last_answer(self, repo: RepoRef, hook: Hook) -> Hook:
+        """An enabled hook's newest event (GitLab 17.3; before, none is listed and the hook stays `enabled`):
+        GitLab disables a hook only after 4 failures in a row, so `enabled` alone hid the first three."""
+        if hook.state != "enabled":
+            return hook
+        path = f"{self._project(repo).hooks.path}/{hook.id}/events"
+        try:
+            newest = await self._read(lambda: self._gl.http_list(path, page=1, per_page=1, get_all=False))
+        except ForgeNotFound:
+            return hook
+        events = list(newest)
+        if not events:
+            return hook.model_copy(update={"state": "unused"})
+        status = str(events[0].get("response_status") or "")
+        code = int(status) if status.isdigit() else None
+        said = f"was answered HTTP {code}" if code is not None else f"got no answer ({status or 'none'})"
+        return hook.model_copy(update={"state": "ok" if _answered(status) else "failing", "answer": code,
+                                       "detail": f"GitLab's last delivery {said}"})
+
     async def redeliver(self, repo: RepoRef | None, hook_id: int) -> Redelivery:
         """GitLab lists a hook's events of the last 7 days with their answers (GitLab 17.3) and sends one
         again on request (17.4, 5 a minute per hook and user). An event is one request: its

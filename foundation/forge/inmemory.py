@@ -223,6 +223,9 @@ class MemoryForge:
     async def app_hook(self) -> Hook | None:
         return None
 
+    async def last_answer(self, repo: RepoRef, hook: Hook) -> Hook:
+        return hook
+
     async def save_hook(self, repo: RepoRef, url: str, secret: str, hook_id: int | None = None) -> Hook:
         hooks = self.hooks.setdefault(repo.project, [])
         hook = Hook(id=hook_id or next(self._ids), url=url)

@@ -136,6 +136,12 @@ class Conversations(Protocol):
         sent again keeps its id). `repo` None: the GitHub App's own webhook (`app_hook`)."""
         ...
 
+    async def last_answer(self, repo: RepoRef, hook: Hook) -> Hook:
+        """`hook` with its last delivery's answer where the forge keeps it apart from the hook (GitLab 17.3's
+        hook events: an enabled hook may have failed 3 times in a row); as it is where the hook carries it
+        (GitHub) or the forge does not say."""
+        ...
+
     async def test_hook(self, repo: RepoRef, hook_id: int) -> Hook | None:
         """Have the forge send hook `hook_id` a test delivery and return the hook as it then stands; None
         where the forge disables no hook by itself and so needs no test to bring one back (GitHub)."""

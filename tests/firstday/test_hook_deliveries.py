@@ -56,9 +56,15 @@ def test_a_gitlab_hook_disabled_after_refused_deliveries_is_said_and_register_en
     env = {**forge_env, "FORGEBOT_INTAKE__ALLOWED_PROJECTS": json.dumps([str(GITLAB)]),
            "FORGEBOT_INTAKE__PUBLIC_URL": service.url}
 
-    # each label the team adds is refused (401) until GitLab stops sending
-    assert [deliver(fake_forge, "gitlab", GITLAB, "Issue Hook", _label_event())[0] for _ in range(5)] \
-        == [401, 401, 401, 401, None]
+    # each label the team adds is refused (401); GitLab keeps the hook enabled for 3, and says why
+    assert [deliver(fake_forge, "gitlab", GITLAB, "Issue Hook", _label_event())[0] for _ in range(2)] == [401, 401]
+    code, (line,) = _hooks(cwd=tmp_path, env=env)
+    assert (code, line["state"]) == (1, "failing")
+    assert line["detail"] == ("GitLab's last delivery was answered HTTP 401; the hook's secret is not the one above: "
+                              "forgebot hooks --register saves it")
+    # until GitLab stops sending
+    assert [deliver(fake_forge, "gitlab", GITLAB, "Issue Hook", _label_event())[0] for _ in range(3)] \
+        == [401, 401, None]
     code, (line,) = _hooks(cwd=tmp_path, env=env)
     assert code == 1
     assert line["state"] == "disabled"
@@ -82,10 +88,12 @@ def test_a_gitlab_hook_disabled_after_refused_deliveries_is_said_and_register_en
     # the next label reaches the service and becomes a task
     assert deliver(fake_forge, "gitlab", GITLAB, "Issue Hook", _label_event()) == [202]
     code, (line,) = _hooks(cwd=tmp_path, env=env)
-    assert (code, line["state"]) == (0, "enabled")
+    assert (code, line["state"]) == (0, "ok")
+    assert line["detail"] == "delivering: GitLab's last delivery was answered HTTP 202"
     checked = forgebot("check", "--skip=model", "--skip=embedder", "--skip=sandbox", "--skip=install", cwd=tmp_path,
                        **env)
-    assert [text for text in checked.out if text.startswith("hooks")] == ["hooks     ok    1 project hooks: 1 enabled"]
+    assert [text for text in checked.out if text.startswith("hooks")] == [
+        "hooks     ok    1 project hooks: 1 delivering"]
 
 
 def test_a_test_delivery_the_receiver_does_not_answer_leaves_the_hook_disabled_and_says_what_to_look_at(

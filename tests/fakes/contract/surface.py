@@ -142,7 +142,8 @@ USES = (
     Use("gitlab", "hooks/get", "GET", "/projects/{id}/hooks/{hook_id}",
         "`forgebot hooks --register`: the hook after its test", "scope `read_api`; role Maintainer"),
     Use("gitlab", "hooks/events", "GET", "/projects/{id}/hooks/{hook_id}/events",
-        "`forgebot hooks --redeliver`: the hook's deliveries of the last 7 days and their answers (GitLab 17.3)",
+        "`forgebot hooks`: the newest delivery's answer; `--redeliver`: the hook's deliveries of the last 7 days "
+        "and their answers (GitLab 17.3)",
         "scope `read_api`; role Maintainer"),
     Use("gitlab", "hooks/resend-event", "POST", "/projects/{id}/hooks/{hook_id}/events/{hook_event_id}/resend",
         "`forgebot hooks --redeliver`: a delivery no attempt of which was answered 2xx, sent again (GitLab 17.4; "
