@@ -31,7 +31,7 @@ from foundation.forge._capped import read_capped
 from foundation.forge._text import GITHUB_COMMENT_LIMIT, anchor, has_marker, inline_marker, with_marker
 from foundation.forge.diff import parse_hunks
 from foundation.forge.errors import ForgeConflict, ForgeError, ForgeNotFound, ForgeUnsupported
-from foundation.forge.limits import MAX_PAGE
+from foundation.forge.limits import MAX_PAGE, REDELIVERY_WINDOW
 from foundation.forge.models import (
     AccessLevel,
     BotIdentity,
@@ -405,7 +405,7 @@ class GitHubForge(SdkAdapter):
 
         def listed() -> list[tuple[int, str, int]]:
             if repo is not None:
-                deliveries = self._repo(repo).get_hook_deliveries(hook_id)
+                deliveries = itertools.islice(self._repo(repo).get_hook_deliveries(hook_id), REDELIVERY_WINDOW)
                 return [(int(d.id), str(d.guid), int(d.status_code or 0)) for d in deliveries]
             _, data = requester().requestJsonAndCheck("GET", base, parameters={"per_page": 100})
             return [(int(d["id"]), str(d["guid"]), int(d.get("status_code") or 0)) for d in data or []]

@@ -35,7 +35,7 @@ from foundation.forge._text import (
 )
 from foundation.forge.diff import parse_hunks
 from foundation.forge.errors import ForgeConflict, ForgeError, ForgeNotFound, ForgeUnsupported
-from foundation.forge.limits import GITLAB_DESCRIPTION_LIMIT, MAX_PAGE
+from foundation.forge.limits import GITLAB_DESCRIPTION_LIMIT, MAX_PAGE, REDELIVERY_WINDOW
 from foundation.forge.models import (
     AccessLevel,
     BotIdentity,
@@ -401,7 +401,8 @@ class GitLabForge(SdkAdapter):
         if repo is None:
             raise ForgeUnsupported("GitLab has no App hook")
         path = f"{self._project(repo).hooks.path}/{hook_id}/events"
-        listed = await self._read(lambda: list(self._gl.http_list(path, get_all=True)))
+        listed = await self._read(lambda: list(itertools.islice(
+            self._gl.http_list(path, iterator=True, per_page=MAX_PAGE), REDELIVERY_WINDOW)))
         answered: set[str] = set()
         failed: dict[str, int] = {}  # key → the newest event id of it (the list is newest first)
         for event in listed:
