@@ -58,7 +58,10 @@ class Service:
     log: Path
     cwd: Path
     proc: subprocess.Popen[bytes] | None = None
-    http: httpx.Client = field(default_factory=httpx.Client)
+    # the service closes a connection idle for 5 s (`keep_alive_seconds`): a client that reused one the
+    # server was closing got "Server disconnected without sending a response" (a console read after a
+    # `forgebot run` that took over 5 s on a loaded machine). Idle ones are dropped here well before.
+    http: httpx.Client = field(default_factory=lambda: httpx.Client(limits=httpx.Limits(keepalive_expiry=1.0)))
 
     def start(self) -> Service:
         with self.log.open("ab") as out:
