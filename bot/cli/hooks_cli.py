@@ -146,21 +146,27 @@ async def _project_line(settings: Settings, forge: Forge, kind: ForgeKind, repo:
         except ForgeError:  # the hook's state stays what the hook says
             pass
     was = found.state if found is not None else ""
-    registered = ""
+    registered = untested = ""
     if save and hooks is None:
         registered = f"refused: {refused}; add the URL and secret by hand"
     elif save:
         try:
             saved = await forge.save_hook(repo, url, secret, found.id if found else None)
             registered = "updated" if found else "created"
-            if found is not None and was == "disabled":  # GitLab's way back: a test answered 2xx
-                found = await forge.test_hook(repo, saved.id) or found
         except ForgeAuthError as exc:
             registered = f"refused: {_MANAGE[kind]} ({exc}); add the URL and secret by hand"
         except ForgeConflict as exc:  # a 422: the forge would not take this URL
             registered = f"refused: {_refused_url(kind, exc)}"
+        if found is not None and was == "disabled" and registered == "updated":  # GitLab's way back: a test
+            try:
+                found = await forge.test_hook(repo, saved.id) or found
+            except ForgeError as exc:  # a GitLab before 16.11 has no test API (404)
+                untested = (f"GitLab sent no test ({exc}): send one from the hook's settings (Edit → Test → Push "
+                            "events), which enables it when answered 2xx")
     state, detail = _state(settings, kind, hooks, found, registered, was) if hooks is not None \
         else ("unread", f"not read: {unread}")
+    if untested:
+        detail = f"{found.detail if found else detail}; {untested}"
     redelivered, still = await _redelivered(forge, kind, repo, found) if redeliver else ("", False)
     return HookLine(kind, repo.project, repo.path, url, secret, registered, state, detail, redelivered, still)
 

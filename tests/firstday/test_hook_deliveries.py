@@ -22,7 +22,7 @@ from bot.web.app import create_app
 from foundation.settings import Settings
 from tests.conftest import GITHUB_SECRET, GITHUB_TOKEN
 from tests.fakes.forge_deliveries import deliver, deliver_to_app
-from tests.fakes.forge_http import FakeForgeState
+from tests.fakes.forge_http import FakeForgeState, Fault
 from tests.fakes.forge_state import FakeHook
 from tests.fakes.model_server import ModelServer
 from tests.fakes.server import ServerThread, free_port, serving
@@ -302,3 +302,24 @@ def test_a_github_apps_own_webhook_is_said_and_its_failed_deliveries_sent_again(
         code, (_, app) = _hooks(cwd=tmp_path, env=env)
         assert (code, app["detail"]) == (1, "the App's webhook points at https://elsewhere.example/webhooks/github, "
                                             "not here: set its URL in the App's settings (General → Webhook)")
+
+
+def test_a_gitlab_without_the_test_api_leaves_the_hook_disabled_and_says_how_to_test_it_by_hand(
+    forge_env: dict[str, str], fake_forge: FakeForgeState, tmp_path: Path,
+) -> None:
+    """GitLab added the test API in 16.11; an older one answers 404, which ended `--register` in a traceback
+    after it had saved the hook."""
+    fake_forge.local_hooks = True
+    hook = FakeHook(id=904, url=f"http://127.0.0.1:{free_port()}/webhooks/gitlab/{GITLAB}", secret="old",
+                    events=["note_events"], failures=4, alert_status="temporarily_disabled",
+                    disabled_until="2026-01-01T00:01:00.000Z")
+    fake_forge.hooks[("gitlab", str(GITLAB))] = [hook]
+    fake_forge.faults.append(Fault("POST", f"/hooks/{hook.id}/test/", 404, message="404 Not Found"))
+    env = {**forge_env, "FORGEBOT_INTAKE__ALLOWED_PROJECTS": json.dumps([str(GITLAB)]),
+           "FORGEBOT_INTAKE__PUBLIC_URL": hook.url.removesuffix(f"/webhooks/gitlab/{GITLAB}")}
+    code, (line,) = _hooks("--register", cwd=tmp_path, env=env)
+    assert (code, line["registered"], line["state"]) == (1, "updated", "disabled")
+    assert line["detail"] == ("GitLab disabled it after failing deliveries, until 2026-01-01T00:01:00.000Z; GitLab "
+                              "sent no test (gitlab 404: 404 Not Found): send one from the hook's settings (Edit → "
+                              "Test → Push events), which enables it when answered 2xx")
+    assert hook.secret == deliveries.secret("gitlab", GITLAB)
