@@ -467,11 +467,11 @@ async def _hooks(settings: Settings) -> list[Line]:
     counts: dict[str, int] = {}
     for line in lines:
         counts[line.state] = counts.get(line.state, 0) + 1
-    words = {"ok": "delivering", "enabled": "enabled", "unused": "nothing delivered yet", "failing": "failing",
+    words = {"ok": "delivering", "enabled": "enabled", "unused": "nothing delivered yet",
              "missing": "not registered (forgebot hooks --register)", "unread": "not readable by the token",
              "unknown": "not said by the forge"}
     told = ", ".join(f"{count} {words.get(state, state)}" for state, count in sorted(counts.items()))
-    return [Line("hooks", "ok", f"{len(lines)} project hooks: {told}")]
+    return [Line("hooks", "ok", f"{len(lines)} hooks: {told}")]
 
 
 async def _sandbox(settings: Settings) -> Line:

@@ -398,19 +398,23 @@ class GitHubForge(SdkAdapter):
         sends one again on request (202: later, so the answer is not known here; past 3 days it refuses).
         `repo` None: the App's own webhook, asked as the App."""
 
-        def requester() -> Any:
-            return self._integration().requester if repo is None else self._gh.requester
+        # one requester for every call (a new integration would open a new connection per redelivery)
+        requester = self._integration().requester if repo is None else self._gh.requester
 
-        base = "/app/hook/deliveries" if repo is None else f"{self._repo(repo).url}/hooks/{hook_id}/deliveries"
+        def listed() -> tuple[str, list[tuple[int, str, int]]]:
+            """The deliveries' address and (id, guid, status code) of each, newest first; read in the call's
+            thread, as `get_repo` asks GitHub."""
+            if repo is None:
+                _, data = requester.requestJsonAndCheck("GET", "/app/hook/deliveries",
+                                                        parameters={"per_page": MAX_PAGE})
+                return "/app/hook/deliveries", [(int(d["id"]), str(d["guid"]), int(d.get("status_code") or 0))
+                                                for d in data or []]
+            found = self._repo(repo)
+            deliveries = itertools.islice(found.get_hook_deliveries(hook_id), REDELIVERY_WINDOW)
+            return (f"{found.url}/hooks/{hook_id}/deliveries",
+                    [(int(d.id), str(d.guid), int(d.status_code or 0)) for d in deliveries])
 
-        def listed() -> list[tuple[int, str, int]]:
-            if repo is not None:
-                deliveries = itertools.islice(self._repo(repo).get_hook_deliveries(hook_id), REDELIVERY_WINDOW)
-                return [(int(d.id), str(d.guid), int(d.status_code or 0)) for d in deliveries]
-            _, data = requester().requestJsonAndCheck("GET", base, parameters={"per_page": 100})
-            return [(int(d["id"]), str(d["guid"]), int(d.get("status_code") or 0)) for d in data or []]
-
-        found = await self._read(listed)
+        base, found = await self._read(listed)
         answered = {guid for _, guid, code in found if 200 <= code < 300}
         newest: dict[str, int] = {}
         for delivery_id, guid, _ in found:  # newest first
@@ -419,7 +423,7 @@ class GitHubForge(SdkAdapter):
         resent = 0
         for delivery_id in reversed(newest.values()):  # oldest first, as they came
             try:
-                await self._write(partial(requester().requestJsonAndCheck, "POST", f"{base}/{delivery_id}/attempts"),
+                await self._write(partial(requester.requestJsonAndCheck, "POST", f"{base}/{delivery_id}/attempts"),
                                   None)
             except ForgeError as exc:
                 return Redelivery(unanswered=len(newest), resent=resent, refused=str(exc))

@@ -93,7 +93,7 @@ def test_a_gitlab_hook_disabled_after_refused_deliveries_is_said_and_register_en
     checked = forgebot("check", "--skip=model", "--skip=embedder", "--skip=sandbox", "--skip=install", cwd=tmp_path,
                        **env)
     assert [text for text in checked.out if text.startswith("hooks")] == [
-        "hooks     ok    1 project hooks: 1 delivering"]
+        "hooks     ok    1 hooks: 1 delivering"]
 
 
 def test_a_test_delivery_the_receiver_does_not_answer_leaves_the_hook_disabled_and_says_what_to_look_at(
